@@ -1,0 +1,31 @@
+// Package v1alpha1 holds the kubectl-topology API: TopologyClass, Topology and
+// TopologyExtension in group topology.kubectl-topology.io. Their shapes follow
+// Cluster API v1beta1 (ClusterClass, Cluster.spec.topology, ExtensionConfig)
+// field for field, so an upstream object converts by renaming apiVersion/kind.
+//
+// +kubebuilder:object:generate=true
+// +groupName=topology.kubectl-topology.io
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of every kind in this package.
+	GroupVersion = schema.GroupVersion{Group: "topology.kubectl-topology.io", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the kinds of this package with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the kinds of this package to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+// Kind names, used where objects are handled as unstructured data.
+const (
+	TopologyClassKind     = "TopologyClass"
+	TopologyKind          = "Topology"
+	TopologyExtensionKind = "TopologyExtension"
+)

@@ -1,0 +1,730 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=topologyclasses,shortName=tc,categories=topology
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+
+// TopologyClass is a blueprint for clusters: the provider templates, worker
+// classes, variables and patches every Topology of the class is stamped from.
+// Its spec is the spec of Cluster API's ClusterClass.
+type TopologyClass struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the blueprint.
+	// +optional
+	Spec TopologyClassSpec `json:"spec,omitempty"`
+
+	// status reports the variables the class offers and whether it is usable.
+	// +optional
+	Status TopologyClassStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// TopologyClassList is a list of TopologyClasses.
+type TopologyClassList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TopologyClass `json:"items"`
+}
+
+// TopologyClassSpec mirrors ClusterClass.spec of Cluster API v1beta1.
+type TopologyClassSpec struct {
+	// availabilityGates are extra conditions the CAPI Cluster must meet to be Available.
+	// +optional
+	// +listType=map
+	// +listMapKey=conditionType
+	// +kubebuilder:validation:MaxItems=32
+	AvailabilityGates []ClusterAvailabilityGate `json:"availabilityGates,omitempty"`
+
+	// infrastructure is the InfrastructureClusterTemplate of the class.
+	// +optional
+	Infrastructure LocalObjectTemplate `json:"infrastructure,omitempty"`
+
+	// infrastructureNamingStrategy names the generated InfrastructureCluster.
+	// +optional
+	InfrastructureNamingStrategy *InfrastructureNamingStrategy `json:"infrastructureNamingStrategy,omitempty"`
+
+	// controlPlane is the control plane template and its machine infrastructure.
+	// +optional
+	ControlPlane ControlPlaneClass `json:"controlPlane,omitempty"`
+
+	// workers are the MachineDeployment and MachinePool classes a topology picks from.
+	// +optional
+	Workers WorkersClass `json:"workers,omitempty"`
+
+	// variables a topology may or must set; patches read them.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	Variables []ClusterClassVariable `json:"variables,omitempty"`
+
+	// patches customise the generated objects, applied in this order.
+	// +optional
+	// +kubebuilder:validation:MaxItems=1000
+	Patches []ClusterClassPatch `json:"patches,omitempty"`
+}
+
+// ControlPlaneClass is the control plane part of a class.
+type ControlPlaneClass struct {
+	// metadata is merged into the control plane object and its Machines.
+	// +optional
+	Metadata ObjectMeta `json:"metadata,omitempty"`
+
+	// LocalObjectTemplate is the ControlPlaneTemplate.
+	LocalObjectTemplate `json:",inline"`
+
+	// machineInfrastructure is the InfrastructureMachineTemplate for control plane Machines,
+	// for control plane providers that run Machines.
+	// +optional
+	MachineInfrastructure *LocalObjectTemplate `json:"machineInfrastructure,omitempty"`
+
+	// machineHealthCheck for control plane Machines.
+	// +optional
+	MachineHealthCheck *MachineHealthCheckClass `json:"machineHealthCheck,omitempty"`
+
+	// namingStrategy names the generated control plane object.
+	// +optional
+	NamingStrategy *ControlPlaneClassNamingStrategy `json:"namingStrategy,omitempty"`
+
+	// nodeDrainTimeout is how long to drain a Node; unset means forever.
+	// +optional
+	NodeDrainTimeout *metav1.Duration `json:"nodeDrainTimeout,omitempty"`
+
+	// nodeVolumeDetachTimeout is how long to wait for volumes to detach.
+	// +optional
+	NodeVolumeDetachTimeout *metav1.Duration `json:"nodeVolumeDetachTimeout,omitempty"`
+
+	// nodeDeletionTimeout is how long to retry deleting a Node.
+	// +optional
+	NodeDeletionTimeout *metav1.Duration `json:"nodeDeletionTimeout,omitempty"`
+
+	// readinessGates for control plane Machines.
+	// +optional
+	// +listType=map
+	// +listMapKey=conditionType
+	// +kubebuilder:validation:MaxItems=32
+	ReadinessGates []MachineReadinessGate `json:"readinessGates,omitempty"`
+}
+
+// ControlPlaneClassNamingStrategy names the control plane object.
+type ControlPlaneClassNamingStrategy struct {
+	// template is a Go template over .cluster.name and .random.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Template *string `json:"template,omitempty"`
+}
+
+// InfrastructureNamingStrategy names the InfrastructureCluster.
+type InfrastructureNamingStrategy struct {
+	// template is a Go template over .cluster.name and .random.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Template *string `json:"template,omitempty"`
+}
+
+// WorkersClass lists the worker classes of a class.
+type WorkersClass struct {
+	// machineDeployments classes.
+	// +optional
+	// +listType=map
+	// +listMapKey=class
+	// +kubebuilder:validation:MaxItems=100
+	MachineDeployments []MachineDeploymentClass `json:"machineDeployments,omitempty"`
+
+	// machinePools classes.
+	// +optional
+	// +listType=map
+	// +listMapKey=class
+	// +kubebuilder:validation:MaxItems=100
+	MachinePools []MachinePoolClass `json:"machinePools,omitempty"`
+}
+
+// MachineDeploymentClass is one kind of MachineDeployment a topology may instantiate.
+type MachineDeploymentClass struct {
+	// class is the name topologies use to pick this class.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Class string `json:"class"`
+
+	// template is the bootstrap and infrastructure templates of the Machines.
+	// +required
+	Template MachineDeploymentClassTemplate `json:"template"`
+
+	// machineHealthCheck for the MachineDeployment's Machines.
+	// +optional
+	MachineHealthCheck *MachineHealthCheckClass `json:"machineHealthCheck,omitempty"`
+
+	// failureDomain the Machines are placed in.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	FailureDomain *string `json:"failureDomain,omitempty"`
+
+	// namingStrategy names the generated MachineDeployment.
+	// +optional
+	NamingStrategy *MachineDeploymentClassNamingStrategy `json:"namingStrategy,omitempty"`
+
+	// nodeDrainTimeout is how long to drain a Node; unset means forever.
+	// +optional
+	NodeDrainTimeout *metav1.Duration `json:"nodeDrainTimeout,omitempty"`
+
+	// nodeVolumeDetachTimeout is how long to wait for volumes to detach.
+	// +optional
+	NodeVolumeDetachTimeout *metav1.Duration `json:"nodeVolumeDetachTimeout,omitempty"`
+
+	// nodeDeletionTimeout is how long to retry deleting a Node.
+	// +optional
+	NodeDeletionTimeout *metav1.Duration `json:"nodeDeletionTimeout,omitempty"`
+
+	// minReadySeconds a new Node must be ready before it counts as available.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`
+
+	// readinessGates for the Machines.
+	// +optional
+	// +listType=map
+	// +listMapKey=conditionType
+	// +kubebuilder:validation:MaxItems=32
+	ReadinessGates []MachineReadinessGate `json:"readinessGates,omitempty"`
+
+	// strategy to replace Machines.
+	// +optional
+	Strategy *MachineDeploymentStrategy `json:"strategy,omitempty"`
+}
+
+// MachineDeploymentClassTemplate is the templates of a MachineDeployment class.
+type MachineDeploymentClassTemplate struct {
+	// metadata is merged into the MachineDeployment and its Machines.
+	// +optional
+	Metadata ObjectMeta `json:"metadata,omitempty"`
+
+	// bootstrap is the BootstrapConfigTemplate.
+	// +required
+	Bootstrap LocalObjectTemplate `json:"bootstrap"`
+
+	// infrastructure is the InfrastructureMachineTemplate.
+	// +required
+	Infrastructure LocalObjectTemplate `json:"infrastructure"`
+}
+
+// MachineDeploymentClassNamingStrategy names a MachineDeployment.
+type MachineDeploymentClassNamingStrategy struct {
+	// template is a Go template over .cluster.name, .random and .machineDeployment.topologyName.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Template *string `json:"template,omitempty"`
+}
+
+// MachinePoolClass is one kind of MachinePool a topology may instantiate.
+type MachinePoolClass struct {
+	// class is the name topologies use to pick this class.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Class string `json:"class"`
+
+	// template is the bootstrap and infrastructure templates of the pool.
+	// +required
+	Template MachinePoolClassTemplate `json:"template"`
+
+	// failureDomains the pool spreads over.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	FailureDomains []string `json:"failureDomains,omitempty"`
+
+	// namingStrategy names the generated MachinePool.
+	// +optional
+	NamingStrategy *MachinePoolClassNamingStrategy `json:"namingStrategy,omitempty"`
+
+	// nodeDrainTimeout is how long to drain a Node; unset means forever.
+	// +optional
+	NodeDrainTimeout *metav1.Duration `json:"nodeDrainTimeout,omitempty"`
+
+	// nodeVolumeDetachTimeout is how long to wait for volumes to detach.
+	// +optional
+	NodeVolumeDetachTimeout *metav1.Duration `json:"nodeVolumeDetachTimeout,omitempty"`
+
+	// nodeDeletionTimeout is how long to retry deleting a Node.
+	// +optional
+	NodeDeletionTimeout *metav1.Duration `json:"nodeDeletionTimeout,omitempty"`
+
+	// minReadySeconds a new Node must be ready before it counts as available.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`
+}
+
+// MachinePoolClassTemplate is the templates of a MachinePool class.
+type MachinePoolClassTemplate struct {
+	// metadata is merged into the MachinePool.
+	// +optional
+	Metadata ObjectMeta `json:"metadata,omitempty"`
+
+	// bootstrap is the BootstrapConfigTemplate.
+	// +required
+	Bootstrap LocalObjectTemplate `json:"bootstrap"`
+
+	// infrastructure is the InfrastructureMachinePoolTemplate.
+	// +required
+	Infrastructure LocalObjectTemplate `json:"infrastructure"`
+}
+
+// MachinePoolClassNamingStrategy names a MachinePool.
+type MachinePoolClassNamingStrategy struct {
+	// template is a Go template over .cluster.name, .random and .machinePool.topologyName.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Template *string `json:"template,omitempty"`
+}
+
+// ClusterClassVariable is a variable a class offers to its topologies.
+type ClusterClassVariable struct {
+	// name of the variable; "builtin" is reserved.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Name string `json:"name"`
+
+	// required variables must be set by every topology.
+	// +required
+	Required bool `json:"required"`
+
+	// metadata is deprecated upstream in favour of schema.openAPIV3Schema.x-metadata; kept for conversion.
+	// +optional
+	Metadata ClusterClassVariableMetadata `json:"metadata,omitempty"`
+
+	// schema of the variable's value.
+	// +required
+	Schema VariableSchema `json:"schema"`
+}
+
+// ClusterClassVariableMetadata is free-form metadata about a variable.
+type ClusterClassVariableMetadata struct {
+	// labels about the variable.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations about the variable.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// VariableSchema wraps the OpenAPI schema of a variable.
+type VariableSchema struct {
+	// openAPIV3Schema is the schema, a subset of the schema of Kubernetes CRDs.
+	// +required
+	OpenAPIV3Schema JSONSchemaProps `json:"openAPIV3Schema"`
+}
+
+// JSONSchemaProps is the OpenAPI v3 subset Cluster API supports for variables.
+type JSONSchemaProps struct {
+	// description of the value.
+	// +optional
+	Description string `json:"description,omitempty"`
+
+	// example value.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Example *apiextensionsv1.JSON `json:"example,omitempty"`
+
+	// type is one of object, array, string, integer, number, boolean.
+	// +optional
+	// +kubebuilder:validation:Enum=object;array;string;integer;number;boolean
+	Type string `json:"type,omitempty"`
+
+	// properties of an object.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Properties map[string]JSONSchemaProps `json:"properties,omitempty"`
+
+	// additionalProperties is the schema of an object's values when keys are free.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	AdditionalProperties *JSONSchemaProps `json:"additionalProperties,omitempty"`
+
+	// maxProperties of an object.
+	// +optional
+	MaxProperties *int64 `json:"maxProperties,omitempty"`
+
+	// minProperties of an object.
+	// +optional
+	MinProperties *int64 `json:"minProperties,omitempty"`
+
+	// required properties of an object.
+	// +optional
+	// +listType=atomic
+	Required []string `json:"required,omitempty"`
+
+	// items is the schema of an array's items.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Items *JSONSchemaProps `json:"items,omitempty"`
+
+	// maxItems of an array.
+	// +optional
+	MaxItems *int64 `json:"maxItems,omitempty"`
+
+	// minItems of an array.
+	// +optional
+	MinItems *int64 `json:"minItems,omitempty"`
+
+	// uniqueItems requires an array's items to differ.
+	// +optional
+	UniqueItems bool `json:"uniqueItems,omitempty"`
+
+	// format of a string (as in Kubernetes CRDs: uri, date-time, ipv4, ...).
+	// +optional
+	Format string `json:"format,omitempty"`
+
+	// maxLength of a string.
+	// +optional
+	MaxLength *int64 `json:"maxLength,omitempty"`
+
+	// minLength of a string.
+	// +optional
+	MinLength *int64 `json:"minLength,omitempty"`
+
+	// pattern a string must match (ECMA 262).
+	// +optional
+	Pattern string `json:"pattern,omitempty"`
+
+	// maximum of a number.
+	// +optional
+	Maximum *int64 `json:"maximum,omitempty"`
+
+	// exclusiveMaximum makes maximum exclusive.
+	// +optional
+	ExclusiveMaximum bool `json:"exclusiveMaximum,omitempty"`
+
+	// minimum of a number.
+	// +optional
+	Minimum *int64 `json:"minimum,omitempty"`
+
+	// exclusiveMinimum makes minimum exclusive.
+	// +optional
+	ExclusiveMinimum bool `json:"exclusiveMinimum,omitempty"`
+
+	// x-kubernetes-preserve-unknown-fields keeps fields the schema does not name.
+	// +optional
+	XPreserveUnknownFields bool `json:"x-kubernetes-preserve-unknown-fields,omitempty"`
+
+	// enum lists the allowed values.
+	// +optional
+	// +listType=atomic
+	Enum []apiextensionsv1.JSON `json:"enum,omitempty"`
+
+	// default value, applied when the value is unset.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Default *apiextensionsv1.JSON `json:"default,omitempty"`
+
+	// x-kubernetes-validations are CEL rules the value must satisfy.
+	// +optional
+	// +listType=map
+	// +listMapKey=rule
+	XValidations []ValidationRule `json:"x-kubernetes-validations,omitempty"`
+
+	// x-metadata is free-form metadata about the value.
+	// +optional
+	XMetadata *VariableSchemaMetadata `json:"x-metadata,omitempty"`
+
+	// x-kubernetes-int-or-string accepts an integer or a string.
+	// +optional
+	XIntOrString bool `json:"x-kubernetes-int-or-string,omitempty"`
+
+	// allOf schemas the value must all satisfy.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=array
+	AllOf []JSONSchemaProps `json:"allOf,omitempty"`
+
+	// oneOf schemas of which the value must satisfy exactly one.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=array
+	OneOf []JSONSchemaProps `json:"oneOf,omitempty"`
+
+	// anyOf schemas of which the value must satisfy at least one.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=array
+	AnyOf []JSONSchemaProps `json:"anyOf,omitempty"`
+
+	// not is a schema the value must not satisfy.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Not *JSONSchemaProps `json:"not,omitempty"`
+}
+
+// VariableSchemaMetadata is free-form metadata about a schema node.
+type VariableSchemaMetadata struct {
+	// labels about the value.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations about the value.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// FieldValueErrorReason is the machine-readable reason of a failed CEL rule.
+// +kubebuilder:validation:Enum=FieldValueInvalid;FieldValueForbidden;FieldValueRequired;FieldValueDuplicate
+type FieldValueErrorReason string
+
+// ValidationRule is a CEL rule, as in x-kubernetes-validations of CRDs.
+type ValidationRule struct {
+	// rule is the CEL expression; self is the value.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Rule string `json:"rule"`
+
+	// message shown when the rule fails.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// messageExpression is a CEL expression producing the message.
+	// +optional
+	MessageExpression string `json:"messageExpression,omitempty"`
+
+	// reason reported when the rule fails.
+	// +optional
+	Reason FieldValueErrorReason `json:"reason,omitempty"`
+
+	// fieldPath of the error, relative to the value.
+	// +optional
+	FieldPath string `json:"fieldPath,omitempty"`
+}
+
+// ClusterClassPatch customises generated objects.
+type ClusterClassPatch struct {
+	// name of the patch.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Name string `json:"name"`
+
+	// description of the patch.
+	// +optional
+	Description string `json:"description,omitempty"`
+
+	// enabledIf is a Go template over the variables; the patch applies when it renders "true".
+	// +optional
+	EnabledIf *string `json:"enabledIf,omitempty"`
+
+	// definitions are inline JSON patches; exclusive with external.
+	// +optional
+	// +kubebuilder:validation:MaxItems=100
+	Definitions []PatchDefinition `json:"definitions,omitempty"`
+
+	// external delegates to a Runtime SDK extension; exclusive with definitions.
+	// +optional
+	External *ExternalPatchDefinition `json:"external,omitempty"`
+}
+
+// PatchDefinition is a set of JSON patches for the templates a selector matches.
+type PatchDefinition struct {
+	// selector picks the templates.
+	// +required
+	Selector PatchSelector `json:"selector"`
+
+	// jsonPatches applied in order.
+	// +required
+	// +kubebuilder:validation:MaxItems=100
+	JSONPatches []JSONPatch `json:"jsonPatches"`
+}
+
+// PatchSelector picks templates by apiVersion, kind and place in the topology.
+type PatchSelector struct {
+	// apiVersion of the templates.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	APIVersion string `json:"apiVersion"`
+
+	// kind of the templates.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+
+	// matchResources says which uses of the template are patched.
+	// +required
+	MatchResources PatchSelectorMatch `json:"matchResources"`
+}
+
+// PatchSelectorMatch says which uses of a template a patch applies to.
+type PatchSelectorMatch struct {
+	// controlPlane selects the control plane template and its machine infrastructure.
+	// +optional
+	ControlPlane bool `json:"controlPlane,omitempty"`
+
+	// infrastructureCluster selects the InfrastructureClusterTemplate.
+	// +optional
+	InfrastructureCluster bool `json:"infrastructureCluster,omitempty"`
+
+	// machineDeploymentClass selects MachineDeployment classes by name.
+	// +optional
+	MachineDeploymentClass *PatchSelectorMatchMachineDeploymentClass `json:"machineDeploymentClass,omitempty"`
+
+	// machinePoolClass selects MachinePool classes by name.
+	// +optional
+	MachinePoolClass *PatchSelectorMatchMachinePoolClass `json:"machinePoolClass,omitempty"`
+}
+
+// PatchSelectorMatchMachineDeploymentClass names MachineDeployment classes; "*", "prefix*" and "*suffix" match several.
+type PatchSelectorMatchMachineDeploymentClass struct {
+	// names of the classes.
+	// +optional
+	// +listType=atomic
+	Names []string `json:"names,omitempty"`
+}
+
+// PatchSelectorMatchMachinePoolClass names MachinePool classes; "*", "prefix*" and "*suffix" match several.
+type PatchSelectorMatchMachinePoolClass struct {
+	// names of the classes.
+	// +optional
+	// +listType=atomic
+	Names []string `json:"names,omitempty"`
+}
+
+// JSONPatch is one RFC 6902 operation whose value may come from a variable or a template.
+type JSONPatch struct {
+	// op is add, replace or remove.
+	// +required
+	// +kubebuilder:validation:Enum=add;replace;remove
+	Op string `json:"op"`
+
+	// path is a JSON pointer under /spec.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Path string `json:"path"`
+
+	// value to set; exclusive with valueFrom.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Value *apiextensionsv1.JSON `json:"value,omitempty"`
+
+	// valueFrom computes the value; exclusive with value.
+	// +optional
+	ValueFrom *JSONPatchValue `json:"valueFrom,omitempty"`
+}
+
+// JSONPatchValue computes a patch value from a variable or a template.
+type JSONPatchValue struct {
+	// variable is a (dotted) variable name, e.g. "builtin.cluster.name".
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	Variable *string `json:"variable,omitempty"`
+
+	// template is a Go template over the variables whose output is parsed as YAML.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	Template *string `json:"template,omitempty"`
+}
+
+// ExternalPatchDefinition names the Runtime SDK handlers of an external patch.
+type ExternalPatchDefinition struct {
+	// generateExtension is the GeneratePatches handler.
+	// +optional
+	GenerateExtension *string `json:"generateExtension,omitempty"`
+
+	// validateExtension is the ValidateTopology handler.
+	// +optional
+	ValidateExtension *string `json:"validateExtension,omitempty"`
+
+	// discoverVariablesExtension is the DiscoverVariables handler.
+	// +optional
+	DiscoverVariablesExtension *string `json:"discoverVariablesExtension,omitempty"`
+
+	// settings passed to the extension.
+	// +optional
+	Settings map[string]string `json:"settings,omitempty"`
+}
+
+// TopologyClassStatus reports the variables of a class and whether it is usable.
+type TopologyClassStatus struct {
+	// variables offered by the class: inline ones and those discovered from extensions.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Variables []ClusterClassStatusVariable `json:"variables,omitempty"`
+
+	// conditions: VariablesReconciled, RefVersionsUpToDate.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// ClusterClassStatusVariable is a variable with every definition of it.
+type ClusterClassStatusVariable struct {
+	// name of the variable.
+	// +required
+	Name string `json:"name"`
+
+	// definitionsConflict is true when the definitions differ.
+	// +optional
+	DefinitionsConflict bool `json:"definitionsConflict"`
+
+	// definitions of the variable, one per source.
+	// +required
+	Definitions []ClusterClassStatusVariableDefinition `json:"definitions"`
+}
+
+// ClusterClassStatusVariableDefinition is one definition of a variable.
+type ClusterClassStatusVariableDefinition struct {
+	// from is "inline" or the name of the external patch that defined it.
+	// +required
+	From string `json:"from"`
+
+	// required variables must be set by every topology.
+	// +required
+	Required bool `json:"required"`
+
+	// metadata about the variable.
+	// +optional
+	Metadata ClusterClassVariableMetadata `json:"metadata,omitempty"`
+
+	// schema of the variable.
+	// +required
+	Schema VariableSchema `json:"schema"`
+}
+
+// VariableDefinitionFromInline is the "from" of variables defined in the class itself.
+const VariableDefinitionFromInline = "inline"
+
+func init() {
+	SchemeBuilder.Register(&TopologyClass{}, &TopologyClassList{})
+}
