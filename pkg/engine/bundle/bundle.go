@@ -1,0 +1,206 @@
+// Package bundle reads the objects a plan is made from — classes, topologies,
+// provider templates and existing objects — in either dialect: ours
+// (TopologyClass, Topology) or upstream Cluster API's (ClusterClass, Cluster
+// with spec.topology), which it converts to ours.
+package bundle
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+)
+
+// ClusterAPIGroup is upstream's API group.
+const ClusterAPIGroup = "cluster.x-k8s.io"
+
+// Class is a class in our form, with the dialect it was written in.
+type Class struct {
+	*v1alpha1.TopologyClass
+	// Upstream is the original ClusterClass when the input was upstream's.
+	Upstream *unstructured.Unstructured
+	// Source names the file and document it came from.
+	Source string
+}
+
+// Topology is a topology in our form, with the dialect it was written in.
+type Topology struct {
+	*v1alpha1.Topology
+	// Upstream is the original Cluster when the input was upstream's.
+	Upstream *unstructured.Unstructured
+	// Source names the file and document it came from.
+	Source string
+}
+
+// Dialect is the dialect the topology was written in.
+func (t *Topology) Dialect() engine.Dialect {
+	if t.Upstream != nil {
+		return engine.DialectUpstream
+	}
+	return engine.DialectTopology
+}
+
+// Bundle is every object read from the inputs.
+type Bundle struct {
+	// Classes by namespace/name.
+	Classes map[string]*Class
+	// Topologies in input order.
+	Topologies []*Topology
+	// Objects are all other objects: templates and existing objects.
+	Objects []*unstructured.Unstructured
+}
+
+// New returns an empty bundle.
+func New() *Bundle {
+	return &Bundle{Classes: map[string]*Class{}}
+}
+
+// Read adds the YAML or JSON documents of r, named source in errors.
+// defaultNamespace is used for objects that set none.
+func (b *Bundle) Read(r io.Reader, source, defaultNamespace string) error {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	for doc := 1; ; doc++ {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: document %d: %w", source, doc, err)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		where := fmt.Sprintf("%s (document %d)", source, doc)
+		jsonRaw, err := yaml.YAMLToJSON(raw)
+		if err != nil {
+			return fmt.Errorf("%s: malformed YAML: %w", where, err)
+		}
+		if bytes.Equal(bytes.TrimSpace(jsonRaw), []byte("null")) {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(jsonRaw); err != nil {
+			return fmt.Errorf("%s: not a Kubernetes object: %w", where, err)
+		}
+		if obj.IsList() {
+			list, _ := obj.ToList()
+			for i := range list.Items {
+				if err := b.add(&list.Items[i], fmt.Sprintf("%s item %d", where, i), defaultNamespace); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := b.add(obj, where, defaultNamespace); err != nil {
+			return err
+		}
+	}
+}
+
+func (b *Bundle) add(obj *unstructured.Unstructured, where, defaultNamespace string) error {
+	if obj.GetName() == "" {
+		return fmt.Errorf("%s: %s has no metadata.name", where, obj.GetKind())
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(defaultNamespace)
+	}
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err != nil {
+		return fmt.Errorf("%s: apiVersion %q: %w", where, obj.GetAPIVersion(), err)
+	}
+	id := fmt.Sprintf("%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
+	switch {
+	case gv.Group == v1alpha1.GroupVersion.Group && obj.GetKind() == v1alpha1.TopologyClassKind:
+		c := &v1alpha1.TopologyClass{}
+		if err := decodeStrict(obj.Object, c); err != nil {
+			return fmt.Errorf("%s: %s: %w", where, id, err)
+		}
+		return b.addClass(&Class{TopologyClass: c, Source: where})
+	case gv.Group == ClusterAPIGroup && obj.GetKind() == "ClusterClass":
+		c, err := ClassFromUpstream(obj)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", where, id, err)
+		}
+		return b.addClass(&Class{TopologyClass: c, Upstream: obj, Source: where})
+	case gv.Group == v1alpha1.GroupVersion.Group && obj.GetKind() == v1alpha1.TopologyKind:
+		t := &v1alpha1.Topology{}
+		if err := decodeStrict(obj.Object, t); err != nil {
+			return fmt.Errorf("%s: %s: %w", where, id, err)
+		}
+		b.Topologies = append(b.Topologies, &Topology{Topology: t, Source: where})
+		return nil
+	case gv.Group == ClusterAPIGroup && obj.GetKind() == "Cluster":
+		if _, has, _ := unstructured.NestedMap(obj.Object, "spec", "topology"); has {
+			t, err := TopologyFromCluster(obj)
+			if err != nil {
+				return fmt.Errorf("%s: %s: %w", where, id, err)
+			}
+			b.Topologies = append(b.Topologies, &Topology{Topology: t, Upstream: obj, Source: where})
+			return nil
+		}
+	}
+	b.Objects = append(b.Objects, obj)
+	return nil
+}
+
+func (b *Bundle) addClass(c *Class) error {
+	key := c.Namespace + "/" + c.Name
+	if prev, ok := b.Classes[key]; ok {
+		return fmt.Errorf("%s: class %s is also defined in %s; give each class once", c.Source, key, prev.Source)
+	}
+	b.Classes[key] = c
+	return nil
+}
+
+// ClassFor finds the class of a topology.
+func (b *Bundle) ClassFor(t *Topology) (*Class, error) {
+	ns := t.Spec.ClassNamespace
+	if ns == "" {
+		ns = t.Namespace
+	}
+	if c, ok := b.Classes[ns+"/"+t.Spec.Class]; ok {
+		return c, nil
+	}
+	known := make([]string, 0, len(b.Classes))
+	for k := range b.Classes {
+		known = append(known, k)
+	}
+	sort.Strings(known)
+	kind := "Topology"
+	field := "spec.class"
+	if t.Upstream != nil {
+		kind, field = "Cluster", "spec.topology.class"
+	}
+	return nil, fmt.Errorf("%s %s/%s: %s: class %s/%s is not in the input (classes given: %v); add the file that defines it with -f",
+		kind, t.Namespace, t.Name, field, ns, t.Spec.Class, known)
+}
+
+// Templates indexes every non-class, non-topology object, for template lookup.
+func (b *Bundle) Templates() *engine.TemplateIndex {
+	return engine.NewTemplateIndex(b.Objects...)
+}
+
+// decodeStrict decodes into a typed object, rejecting fields the type does not have.
+func decodeStrict(in map[string]any, out any) error {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("cannot decode: %w", err)
+	}
+	return nil
+}

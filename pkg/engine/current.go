@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// StateFromObjects finds, among existing objects, the ones that make up a
+// cluster's topology: the Cluster, what its references point to, and the pools
+// and health checks labelled for it.
+func StateFromObjects(cluster string, namespace string, objs []*unstructured.Unstructured) *State {
+	s := &State{MachineDeployments: map[string]*WorkerState{}, MachinePools: map[string]*WorkerState{}}
+	byRef := map[ObjectKey]*unstructured.Unstructured{}
+	for _, o := range objs {
+		if o.GetNamespace() == namespace {
+			byRef[KeyOf(o)] = o
+		}
+	}
+	follow := func(o *unstructured.Unstructured, path ...string) *unstructured.Unstructured {
+		if o == nil {
+			return nil
+		}
+		r, found, _ := unstructured.NestedMap(o.Object, path...)
+		if !found {
+			return nil
+		}
+		av, _ := r["apiVersion"].(string)
+		kind, _ := r["kind"].(string)
+		name, _ := r["name"].(string)
+		probe := &unstructured.Unstructured{}
+		probe.SetAPIVersion(av)
+		probe.SetKind(kind)
+		probe.SetName(name)
+		probe.SetNamespace(namespace)
+		return byRef[KeyOf(probe)]
+	}
+	mhc := func(name string) *unstructured.Unstructured {
+		return byRef[ObjectKey{Group: ClusterAPIGroup, Kind: "MachineHealthCheck", Namespace: namespace, Name: name}]
+	}
+	s.Cluster = byRef[ObjectKey{Group: ClusterAPIGroup, Kind: "Cluster", Namespace: namespace, Name: cluster}]
+	s.InfrastructureCluster = follow(s.Cluster, "spec", "infrastructureRef")
+	s.ControlPlane.Object = follow(s.Cluster, "spec", "controlPlaneRef")
+	if s.ControlPlane.Object != nil {
+		s.ControlPlane.InfrastructureMachineTemplate = follow(s.ControlPlane.Object, "spec", "machineTemplate", "infrastructureRef")
+		s.ControlPlane.MachineHealthCheck = mhc(s.ControlPlane.Object.GetName())
+	}
+	for _, o := range objs {
+		if o.GetNamespace() != namespace || o.GetLabels()[ClusterNameLabel] != cluster {
+			continue
+		}
+		if _, owned := o.GetLabels()[TopologyOwnedLabel]; !owned {
+			continue
+		}
+		switch o.GetKind() {
+		case "MachineDeployment":
+			name := o.GetLabels()[MachineDeploymentNameLabel]
+			s.MachineDeployments[name] = &WorkerState{
+				Object:             o,
+				Bootstrap:          follow(o, "spec", "template", "spec", "bootstrap", "configRef"),
+				Infrastructure:     follow(o, "spec", "template", "spec", "infrastructureRef"),
+				MachineHealthCheck: mhc(o.GetName()),
+			}
+		case "MachinePool":
+			name := o.GetLabels()[MachinePoolNameLabel]
+			s.MachinePools[name] = &WorkerState{
+				Object:         o,
+				Bootstrap:      follow(o, "spec", "template", "spec", "bootstrap", "configRef"),
+				Infrastructure: follow(o, "spec", "template", "spec", "infrastructureRef"),
+			}
+		}
+	}
+	return s
+}

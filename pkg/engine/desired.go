@@ -1,0 +1,451 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
+)
+
+// computation carries one Compute call's inputs and intermediate results.
+type computation struct {
+	in       Input
+	topo     *v1alpha1.Topology
+	class    *v1alpha1.TopologyClass
+	current  *State
+	names    *names.Generator
+	cluster  string
+	ns       string
+	vars     []v1alpha1.ClusterVariable
+	rollout  *Rollout
+	desired  *State
+	owner    *metav1.OwnerReference // owner of generated objects
+	shim     *metav1.OwnerReference // upstream dialect: owner of new infra cluster and control plane
+	tmpl     resolvedTemplates
+	plan     namePlan
+	targets  []*patches.Target
+	patched  patchedTemplates
+	topology *v1alpha1.WorkersTopology
+}
+
+type workerTemplates struct {
+	bootstrap, infrastructure *unstructured.Unstructured
+	class                     string
+	metadata                  v1alpha1.ObjectMeta
+}
+
+type resolvedTemplates struct {
+	infraCluster, controlPlane, cpMachineInfra *unstructured.Unstructured
+	md, mp                                     map[string]workerTemplates // by class
+}
+
+type patchedTemplates struct {
+	infraCluster, controlPlane, cpMachineInfra *unstructured.Unstructured
+	mdBootstrap, mdInfra, mpBootstrap, mpInfra map[string]*unstructured.Unstructured // by topology name
+}
+
+type workerNames struct{ object, bootstrap, infrastructure string }
+
+type namePlan struct {
+	infraCluster, controlPlane, cpMachineInfra string
+	md, mp                                     map[string]workerNames
+}
+
+// Compute returns the desired state of a topology. Bad input comes back as an
+// *InvalidError naming the object and field.
+func Compute(ctx context.Context, in Input) (*Result, error) {
+	c, err := newComputation(in)
+	if err != nil {
+		return nil, err
+	}
+	steps := []func(context.Context) error{
+		c.resolveVariables,
+		c.resolveTemplates,
+		c.sequenceRollout,
+		c.generateNames,
+		c.applyPatches,
+		c.computeInfrastructureCluster,
+		c.computeControlPlane,
+		c.computeCluster,
+		c.computeMachineDeployments,
+		c.computeMachinePools,
+		c.rotateTemplates,
+	}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{Desired: c.desired, Variables: c.vars, Rollout: c.rollout}, nil
+}
+
+func newComputation(in Input) (*computation, error) {
+	if in.Topology == nil || in.Class == nil {
+		return nil, fmt.Errorf("engine: a topology and its class are required")
+	}
+	if in.Templates == nil {
+		in.Templates = NewTemplateIndex()
+	}
+	if in.Names == nil {
+		in.Names = names.NewGenerator(nil)
+	}
+	c := &computation{
+		in:       in,
+		topo:     in.Topology,
+		class:    in.Class,
+		current:  in.Current,
+		names:    in.Names,
+		cluster:  in.Topology.Name,
+		ns:       in.Topology.Namespace,
+		desired:  &State{MachineDeployments: map[string]*WorkerState{}, MachinePools: map[string]*WorkerState{}},
+		topology: in.Topology.Spec.Workers,
+	}
+	if c.current == nil {
+		c.current = &State{}
+	}
+	if c.topology == nil {
+		c.topology = &v1alpha1.WorkersTopology{}
+	}
+	c.setOwners()
+	return c, nil
+}
+
+func (c *computation) invalid(obj string, errs field.ErrorList) error {
+	return &InvalidError{Object: obj, Errors: errs}
+}
+
+func (c *computation) topologyName() string {
+	if c.in.Dialect == DialectUpstream {
+		return describe("Cluster", c.topo)
+	}
+	return describe("Topology", c.topo)
+}
+
+// resolveVariables defaults the topology's variables and validates them, so a
+// bad value is reported at its field before anything is generated.
+func (c *computation) resolveVariables(ctx context.Context) error {
+	cat := c.in.Catalog
+	if cat == nil {
+		var errs field.ErrorList
+		cat, errs = variables.NewCatalog(c.class.Spec.Variables)
+		if len(errs) > 0 {
+			return c.invalid(describe("TopologyClass", c.class), errs)
+		}
+		c.in.Catalog = cat
+	}
+	base := VariablesPath(c.in.Dialect)
+	vars, errs := cat.Default(c.topo.Spec.Variables, true, base)
+	if len(errs) > 0 {
+		return c.invalid(c.topologyName(), errs)
+	}
+	errs = cat.Validate(ctx, vars, nil, true, base)
+	errs = append(errs, c.validateOverrides(ctx, cat)...)
+	if len(errs) > 0 {
+		return c.invalid(c.topologyName(), errs)
+	}
+	c.vars = vars
+	return nil
+}
+
+// VariablesPath is where topology variables live in each dialect.
+func VariablesPath(d Dialect) *field.Path {
+	return SpecPath(d).Child("variables")
+}
+
+// SpecPath is the path of the topology's spec in each dialect.
+func SpecPath(d Dialect) *field.Path {
+	if d == DialectUpstream {
+		return field.NewPath("spec", "topology")
+	}
+	return field.NewPath("spec")
+}
+
+func (c *computation) validateOverrides(ctx context.Context, cat *variables.Catalog) field.ErrorList {
+	var errs field.ErrorList
+	sp := SpecPath(c.in.Dialect)
+	if v := c.topo.Spec.ControlPlane.Variables; v != nil {
+		errs = append(errs, cat.Validate(ctx, v.Overrides, nil, false, sp.Child("controlPlane", "variables", "overrides"))...)
+	}
+	for i, md := range c.topology.MachineDeployments {
+		if md.Variables != nil {
+			errs = append(errs, cat.Validate(ctx, md.Variables.Overrides, nil, false, sp.Child("workers", "machineDeployments").Index(i).Child("variables", "overrides"))...)
+		}
+	}
+	for i, mp := range c.topology.MachinePools {
+		if mp.Variables != nil {
+			errs = append(errs, cat.Validate(ctx, mp.Variables.Overrides, nil, false, sp.Child("workers", "machinePools").Index(i).Child("variables", "overrides"))...)
+		}
+	}
+	return errs
+}
+
+// resolveTemplates finds every template the class references and the topology uses.
+func (c *computation) resolveTemplates(context.Context) error {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	get := func(ref *corev1.ObjectReference, p *field.Path) *unstructured.Unstructured {
+		if ref == nil {
+			errs = append(errs, field.Required(p, "template reference must be set"))
+			return nil
+		}
+		ns := ref.Namespace
+		if ns == "" {
+			ns = c.class.Namespace
+		}
+		t, ok := c.in.Templates.Get(ref.APIVersion, ref.Kind, ns, ref.Name)
+		if !ok {
+			errs = append(errs, field.NotFound(p, fmt.Sprintf("%s %s/%s", ref.Kind, ns, ref.Name)))
+			return nil
+		}
+		if _, found, _ := unstructured.NestedMap(t.Object, "spec", "template"); !found {
+			errs = append(errs, field.Invalid(p, ref.Name, fmt.Sprintf("%s %s/%s has no spec.template", ref.Kind, ns, ref.Name)))
+			return nil
+		}
+		return t
+	}
+	cs := c.class.Spec
+	c.tmpl.infraCluster = get(cs.Infrastructure.Ref, spec.Child("infrastructure", "ref"))
+	c.tmpl.controlPlane = get(cs.ControlPlane.Ref, spec.Child("controlPlane", "ref"))
+	if cs.ControlPlane.MachineInfrastructure != nil {
+		c.tmpl.cpMachineInfra = get(cs.ControlPlane.MachineInfrastructure.Ref, spec.Child("controlPlane", "machineInfrastructure", "ref"))
+	}
+	c.tmpl.md = map[string]workerTemplates{}
+	for i, mdc := range cs.Workers.MachineDeployments {
+		p := spec.Child("workers", "machineDeployments").Index(i).Child("template")
+		c.tmpl.md[mdc.Class] = workerTemplates{
+			class:          mdc.Class,
+			metadata:       mdc.Template.Metadata,
+			bootstrap:      get(mdc.Template.Bootstrap.Ref, p.Child("bootstrap", "ref")),
+			infrastructure: get(mdc.Template.Infrastructure.Ref, p.Child("infrastructure", "ref")),
+		}
+	}
+	c.tmpl.mp = map[string]workerTemplates{}
+	for i, mpc := range cs.Workers.MachinePools {
+		p := spec.Child("workers", "machinePools").Index(i).Child("template")
+		c.tmpl.mp[mpc.Class] = workerTemplates{
+			class:          mpc.Class,
+			metadata:       mpc.Template.Metadata,
+			bootstrap:      get(mpc.Template.Bootstrap.Ref, p.Child("bootstrap", "ref")),
+			infrastructure: get(mpc.Template.Infrastructure.Ref, p.Child("infrastructure", "ref")),
+		}
+	}
+	if len(errs) > 0 {
+		return c.invalid(describe("TopologyClass", c.class), errs)
+	}
+	var terrs field.ErrorList
+	wp := SpecPath(c.in.Dialect).Child("workers")
+	for i, md := range c.topology.MachineDeployments {
+		if _, ok := c.tmpl.md[md.Class]; !ok {
+			terrs = append(terrs, field.Invalid(wp.Child("machineDeployments").Index(i).Child("class"), md.Class,
+				fmt.Sprintf("MachineDeployment class %q is not defined in %s", md.Class, describe("class", c.class))))
+		}
+	}
+	for i, mp := range c.topology.MachinePools {
+		if _, ok := c.tmpl.mp[mp.Class]; !ok {
+			terrs = append(terrs, field.Invalid(wp.Child("machinePools").Index(i).Child("class"), mp.Class,
+				fmt.Sprintf("MachinePool class %q is not defined in %s", mp.Class, describe("class", c.class))))
+		}
+	}
+	if len(terrs) > 0 {
+		return c.invalid(c.topologyName(), terrs)
+	}
+	return nil
+}
+
+func (c *computation) sequenceRollout(context.Context) error {
+	obs := c.in.Observed
+	if obs == nil {
+		obs = ObserveState(c.current)
+	}
+	c.rollout = Sequence(c.topo, obs)
+	return nil
+}
+
+// generateNames reuses the names of existing objects and makes new ones in
+// upstream's order, so a seeded generator gives upstream-comparable output.
+func (c *computation) generateNames(context.Context) error {
+	cs := c.class.Spec
+	tplOr := func(t *string, def string) string {
+		if t != nil {
+			return *t
+		}
+		return def
+	}
+	var err error
+	var infraTpl *string
+	if cs.InfrastructureNamingStrategy != nil {
+		infraTpl = cs.InfrastructureNamingStrategy.Template
+	}
+	if c.plan.infraCluster, err = c.reuseOr(c.current.InfrastructureCluster, func() (string, error) {
+		return c.names.Template(tplOr(infraTpl, names.DefaultInfrastructureTemplate), names.Vars{Cluster: c.cluster})
+	}); err != nil {
+		return c.namingError(field.NewPath("spec", "infrastructureNamingStrategy", "template"), err)
+	}
+	if c.tmpl.cpMachineInfra != nil {
+		c.plan.cpMachineInfra, _ = c.reuseOr(c.current.ControlPlane.InfrastructureMachineTemplate, func() (string, error) {
+			return c.names.Simple(c.cluster + "-"), nil
+		})
+	}
+	var cpTpl *string
+	if cs.ControlPlane.NamingStrategy != nil {
+		cpTpl = cs.ControlPlane.NamingStrategy.Template
+	}
+	if c.plan.controlPlane, err = c.reuseOr(c.current.ControlPlane.Object, func() (string, error) {
+		return c.names.Template(tplOr(cpTpl, names.DefaultControlPlaneTemplate), names.Vars{Cluster: c.cluster})
+	}); err != nil {
+		return c.namingError(field.NewPath("spec", "controlPlane", "namingStrategy", "template"), err)
+	}
+	c.plan.md = map[string]workerNames{}
+	for _, md := range c.topology.MachineDeployments {
+		cur := c.current.MachineDeployments[md.Name]
+		if cur == nil {
+			cur = &WorkerState{}
+		}
+		var n workerNames
+		n.bootstrap, _ = c.reuseOr(cur.Bootstrap, func() (string, error) { return c.names.Simple(c.cluster + "-" + md.Name + "-"), nil })
+		n.infrastructure, _ = c.reuseOr(cur.Infrastructure, func() (string, error) { return c.names.Simple(c.cluster + "-" + md.Name + "-"), nil })
+		idx, mdc := c.mdClass(md.Class)
+		var tpl *string
+		if mdc.NamingStrategy != nil {
+			tpl = mdc.NamingStrategy.Template
+		}
+		if n.object, err = c.reuseOr(cur.Object, func() (string, error) {
+			return c.names.Template(tplOr(tpl, names.DefaultMachineDeploymentTemplate), names.Vars{Cluster: c.cluster, MachineDeployment: md.Name})
+		}); err != nil {
+			return c.namingError(field.NewPath("spec", "workers", "machineDeployments").Index(idx).Child("namingStrategy", "template"), err)
+		}
+		c.plan.md[md.Name] = n
+	}
+	c.plan.mp = map[string]workerNames{}
+	for _, mp := range c.topology.MachinePools {
+		cur := c.current.MachinePools[mp.Name]
+		if cur == nil {
+			cur = &WorkerState{}
+		}
+		var n workerNames
+		n.bootstrap, _ = c.reuseOr(cur.Bootstrap, func() (string, error) { return c.names.Simple(c.cluster + "-" + mp.Name + "-"), nil })
+		n.infrastructure, _ = c.reuseOr(cur.Infrastructure, func() (string, error) { return c.names.Simple(c.cluster + "-" + mp.Name + "-"), nil })
+		idx, mpc := c.mpClass(mp.Class)
+		var tpl *string
+		if mpc.NamingStrategy != nil {
+			tpl = mpc.NamingStrategy.Template
+		}
+		if n.object, err = c.reuseOr(cur.Object, func() (string, error) {
+			return c.names.Template(tplOr(tpl, names.DefaultMachinePoolTemplate), names.Vars{Cluster: c.cluster, MachinePool: mp.Name})
+		}); err != nil {
+			return c.namingError(field.NewPath("spec", "workers", "machinePools").Index(idx).Child("namingStrategy", "template"), err)
+		}
+		c.plan.mp[mp.Name] = n
+	}
+	return nil
+}
+
+func (c *computation) namingError(p *field.Path, err error) error {
+	return c.invalid(describe("TopologyClass", c.class), field.ErrorList{field.Invalid(p, "", err.Error())})
+}
+
+func (c *computation) reuseOr(cur *unstructured.Unstructured, gen func() (string, error)) (string, error) {
+	if cur != nil && cur.GetName() != "" {
+		return cur.GetName(), nil
+	}
+	return gen()
+}
+
+func (c *computation) mdClass(name string) (int, *v1alpha1.MachineDeploymentClass) {
+	for i := range c.class.Spec.Workers.MachineDeployments {
+		if c.class.Spec.Workers.MachineDeployments[i].Class == name {
+			return i, &c.class.Spec.Workers.MachineDeployments[i]
+		}
+	}
+	return -1, nil
+}
+
+func (c *computation) mpClass(name string) (int, *v1alpha1.MachinePoolClass) {
+	for i := range c.class.Spec.Workers.MachinePools {
+		if c.class.Spec.Workers.MachinePools[i].Class == name {
+			return i, &c.class.Spec.Workers.MachinePools[i]
+		}
+	}
+	return -1, nil
+}
+
+// toMap converts a typed value to its JSON form for unstructured objects.
+func toMap(v any) any {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("engine: cannot marshal %T: %v", v, err))
+	}
+	var out any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		panic(fmt.Sprintf("engine: cannot unmarshal %T: %v", v, err))
+	}
+	return out
+}
+
+// mergeMaps merges maps; the first map that sets a key wins.
+func mergeMaps(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for i := len(maps) - 1; i >= 0; i-- {
+		for k, v := range maps[i] {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func ref(o *unstructured.Unstructured) map[string]any {
+	return map[string]any{
+		"apiVersion": o.GetAPIVersion(),
+		"kind":       o.GetKind(),
+		"name":       o.GetName(),
+		"namespace":  o.GetNamespace(),
+	}
+}
+
+func durationValue(d *metav1.Duration) any {
+	if d == nil {
+		return nil
+	}
+	return d.Duration.String()
+}
+
+func isZeroMHC(m v1alpha1.MachineHealthCheckClass) bool {
+	return reflect.DeepEqual(m, v1alpha1.MachineHealthCheckClass{})
+}
+
+// mhcFor says whether a health check is enabled and which definition applies:
+// the topology's when it defines one, else the class's.
+func mhcFor(class *v1alpha1.MachineHealthCheckClass, topo *v1alpha1.MachineHealthCheckTopology) (*v1alpha1.MachineHealthCheckClass, bool) {
+	if class == nil && topo == nil {
+		return nil, false
+	}
+	enabled := topo == nil || topo.Enable == nil || *topo.Enable
+	if !enabled {
+		return nil, false
+	}
+	if topo != nil && !isZeroMHC(topo.MachineHealthCheckClass) {
+		return &topo.MachineHealthCheckClass, true
+	}
+	if class == nil {
+		return nil, false
+	}
+	return class, true
+}
+
+// defaultMaxUnhealthy and defaultNodeStartupTimeout are the MachineHealthCheck
+// webhook defaults; setting them keeps desired and live objects equal.
+var (
+	defaultMaxUnhealthy       = intstr.FromString("100%")
+	defaultNodeStartupTimeout = metav1.Duration{Duration: 10 * 60 * 1e9}
+)

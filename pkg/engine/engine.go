@@ -1,0 +1,87 @@
+// Package engine decides everything kubectl-topology does, without a client:
+// from a class, its templates and a topology (and the objects that exist now)
+// it computes the desired Cluster API objects, validates classes and
+// topologies, sequences upgrades and plans changes. The agent, the admission
+// webhooks, the TUI and `plan` all call it, so they never disagree.
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
+)
+
+// Dialect says whose objects the engine works for, which decides ownership.
+type Dialect int
+
+const (
+	// DialectTopology is ours: a Topology owns the CAPI Cluster, which owns the rest.
+	DialectTopology Dialect = iota
+	// DialectUpstream is Cluster API's: a Cluster with spec.topology, a shim Secret
+	// owning new InfrastructureCluster and control plane objects, as upstream does.
+	DialectUpstream
+)
+
+// Input is everything the engine needs to compute a topology's desired state.
+type Input struct {
+	// Topology is the cluster to build.
+	Topology *v1alpha1.Topology
+	// Class is its TopologyClass.
+	Class *v1alpha1.TopologyClass
+	// Templates holds the provider templates the class references.
+	Templates *TemplateIndex
+	// Current holds the objects that exist now; nil or empty when creating.
+	Current *State
+	// Observed is the rollout state of existing parts, for upgrade sequencing.
+	// When nil it is read from Current.
+	Observed *Observed
+	// Names generates names; inject a seeded one for stable output.
+	Names *names.Generator
+	// Dialect decides ownership.
+	Dialect Dialect
+	// Catalog is the compiled variables of Class; computed when nil. Callers that
+	// recompute often (the TUI, the agent) pass it to skip recompiling schemas.
+	Catalog *variables.Catalog
+	// External generates external patches; nil offline.
+	External patches.External
+}
+
+// Result is the desired state and what was decided on the way.
+type Result struct {
+	// Desired is every object the topology consists of.
+	Desired *State
+	// Variables are the topology's variables after defaulting.
+	Variables []v1alpha1.ClusterVariable
+	// Rollout is the upgrade sequencing decision for each part.
+	Rollout *Rollout
+}
+
+// InvalidError is bad input, with every problem and the field it is in.
+type InvalidError struct {
+	// Object names the object at fault, e.g. Topology default/qs1.
+	Object string
+	// Errors are the field errors.
+	Errors field.ErrorList
+}
+
+func (e *InvalidError) Error() string {
+	msgs := make([]string, 0, len(e.Errors))
+	for _, fe := range e.Errors {
+		msgs = append(msgs, fe.Error())
+	}
+	return fmt.Sprintf("%s is invalid: %s", e.Object, strings.Join(msgs, "; "))
+}
+
+func describe(kind string, m metav1.Object) string {
+	if m.GetNamespace() == "" {
+		return fmt.Sprintf("%s %s", kind, m.GetName())
+	}
+	return fmt.Sprintf("%s %s/%s", kind, m.GetNamespace(), m.GetName())
+}

@@ -1,0 +1,821 @@
+package engine
+
+import (
+	"context"
+	"net"
+	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
+)
+
+// setOwners decides who owns generated objects. Ours: the CAPI Cluster once it
+// exists, the Topology before. Upstream's: the Cluster, and a shim Secret for a
+// new InfrastructureCluster and control plane until the Cluster references them.
+func (c *computation) setOwners() {
+	if c.in.Dialect == DialectUpstream {
+		uid := ""
+		if c.current.Cluster != nil {
+			uid = string(c.current.Cluster.GetUID())
+		}
+		c.owner = &metav1.OwnerReference{APIVersion: ClusterAPIVersion, Kind: "Cluster", Name: c.cluster, UID: typesUID(uid)}
+		if c.current.Cluster == nil || !hasRefs(c.current.Cluster) {
+			c.shim = &metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: c.cluster + "-shim"}
+		}
+		return
+	}
+	if c.current.Cluster != nil && c.current.Cluster.GetUID() != "" {
+		c.owner = &metav1.OwnerReference{APIVersion: ClusterAPIVersion, Kind: "Cluster", Name: c.cluster, UID: c.current.Cluster.GetUID()}
+		return
+	}
+	c.owner = topologyOwner(c.topo, false)
+}
+
+func topologyOwner(t *v1alpha1.Topology, controller bool) *metav1.OwnerReference {
+	ref := &metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.TopologyKind, Name: t.Name, UID: t.UID}
+	if controller {
+		yes := true
+		ref.Controller, ref.BlockOwnerDeletion = &yes, &yes
+	}
+	return ref
+}
+
+func hasRefs(cluster *unstructured.Unstructured) bool {
+	_, infra, _ := unstructured.NestedMap(cluster.Object, "spec", "infrastructureRef")
+	_, cp, _ := unstructured.NestedMap(cluster.Object, "spec", "controlPlaneRef")
+	return infra && cp
+}
+
+// labels and annotations of the control plane object and its Machines.
+func (c *computation) controlPlaneMetadata() (map[string]string, map[string]string) {
+	labels := mergeMaps(c.topo.Spec.ControlPlane.Metadata.Labels, c.class.Spec.ControlPlane.Metadata.Labels)
+	labels[ClusterNameLabel] = c.cluster
+	labels[TopologyOwnedLabel] = ""
+	annotations := mergeMaps(c.topo.Spec.ControlPlane.Metadata.Annotations, c.class.Spec.ControlPlane.Metadata.Annotations)
+	return labels, annotations
+}
+
+func (c *computation) workerMetadata(topo v1alpha1.ObjectMeta, class v1alpha1.ObjectMeta, nameLabel, name string) (map[string]string, map[string]string) {
+	annotations := mergeMaps(topo.Annotations, class.Annotations)
+	// The upgrade sequencing annotations steer the agent; they are not for the pool.
+	delete(annotations, HoldUpgradeSequenceAnnotation)
+	delete(annotations, DeferUpgradeAnnotation)
+	labels := mergeMaps(topo.Labels, class.Labels)
+	labels[ClusterNameLabel] = c.cluster
+	labels[TopologyOwnedLabel] = ""
+	labels[nameLabel] = name
+	return labels, annotations
+}
+
+func (c *computation) clusterLabels() (map[string]string, map[string]string) {
+	if c.in.Dialect == DialectUpstream {
+		labels := mergeMaps(c.current.Cluster.GetLabels())
+		labels[ClusterNameLabel] = c.cluster
+		labels[TopologyOwnedLabel] = ""
+		return labels, c.current.Cluster.GetAnnotations()
+	}
+	labels := mergeMaps(c.topo.Labels)
+	labels[ClusterNameLabel] = c.cluster
+	labels[TopologyOwnedLabel] = ""
+	annotations := mergeMaps(c.topo.Annotations)
+	delete(annotations, LastAppliedAnnotation)
+	return labels, annotations
+}
+
+func metaOrNil(labels, annotations map[string]string) *v1alpha1.ObjectMeta {
+	if len(labels) == 0 && len(annotations) == 0 {
+		return nil
+	}
+	return &v1alpha1.ObjectMeta{Labels: labels, Annotations: annotations}
+}
+
+// applyPatches patches copies of the class templates with the builtins of
+// each use, before objects are built from them.
+func (c *computation) applyPatches(context.Context) error {
+	cs := c.class.Spec
+	clusterLabels, clusterAnnotations := c.clusterLabels()
+	classNS := c.topo.Spec.ClassNamespace
+	if classNS == "" {
+		classNS = c.ns
+	}
+	clusterUID := ""
+	if c.current.Cluster != nil {
+		clusterUID = string(c.current.Cluster.GetUID())
+	}
+	common := patches.Builtins{Cluster: &patches.ClusterBuiltins{
+		Name:      c.cluster,
+		Namespace: c.ns,
+		UID:       clusterUID,
+		Metadata:  metaOrNil(clusterLabels, clusterAnnotations),
+		Topology:  &patches.ClusterTopology{Version: c.topo.Spec.Version, Class: c.topo.Spec.Class, ClassNamespace: classNS},
+		Network:   networkBuiltins(c.topo.Spec.ClusterNetwork),
+	}}
+
+	cpLabels, cpAnnotations := c.controlPlaneMetadata()
+	cpObjLabels := mergeMaps(cpLabels, templateLabels(c.tmpl.controlPlane))
+	cpObjAnnotations := mergeMaps(cpAnnotations, templateAnnotations(c.tmpl.controlPlane))
+	cpObjAnnotations[ClonedFromNameAnnotation] = c.tmpl.controlPlane.GetName()
+	cpObjAnnotations[ClonedFromGroupKindAnnotation] = groupKind(c.tmpl.controlPlane.GetAPIVersion(), c.tmpl.controlPlane.GetKind())
+	cpb := &patches.ControlPlaneBuiltins{
+		Version:  c.rollout.ControlPlane.Version,
+		Name:     c.plan.controlPlane,
+		Metadata: metaOrNil(cpObjLabels, cpObjAnnotations),
+	}
+	if r := c.topo.Spec.ControlPlane.Replicas; r != nil {
+		n := int64(*r)
+		cpb.Replicas = &n
+	}
+	if c.tmpl.cpMachineInfra != nil {
+		cpb.MachineTemplate = &patches.ControlPlaneMachines{InfrastructureRef: patches.NameRef{Name: c.plan.cpMachineInfra}}
+	}
+	cpBuiltins := &patches.Builtins{ControlPlane: cpb}
+	var cpOverrides []v1alpha1.ClusterVariable
+	if v := c.topo.Spec.ControlPlane.Variables; v != nil {
+		cpOverrides = v.Overrides
+	}
+
+	c.patched = patchedTemplates{
+		infraCluster: c.tmpl.infraCluster.DeepCopy(),
+		controlPlane: c.tmpl.controlPlane.DeepCopy(),
+		mdBootstrap:  map[string]*unstructured.Unstructured{},
+		mdInfra:      map[string]*unstructured.Unstructured{},
+		mpBootstrap:  map[string]*unstructured.Unstructured{},
+		mpInfra:      map[string]*unstructured.Unstructured{},
+	}
+	targets := []*patches.Target{
+		{Object: c.patched.infraCluster, Role: patches.InfrastructureCluster, Description: "InfrastructureCluster template " + c.tmpl.infraCluster.GetName()},
+		{Object: c.patched.controlPlane, Role: patches.ControlPlane, Builtins: cpBuiltins, Overrides: cpOverrides, Description: "control plane template " + c.tmpl.controlPlane.GetName()},
+	}
+	if c.tmpl.cpMachineInfra != nil {
+		c.patched.cpMachineInfra = c.tmpl.cpMachineInfra.DeepCopy()
+		targets = append(targets, &patches.Target{Object: c.patched.cpMachineInfra, Role: patches.ControlPlaneMachineInfrastructure, Builtins: cpBuiltins, Overrides: cpOverrides, Description: "control plane machine template " + c.tmpl.cpMachineInfra.GetName()})
+	}
+	for i, md := range c.topology.MachineDeployments {
+		wt := c.tmpl.md[md.Class]
+		n := c.plan.md[md.Name]
+		labels, annotations := c.workerMetadata(md.Metadata, wt.metadata, MachineDeploymentNameLabel, md.Name)
+		b := &patches.MachineDeploymentBuiltins{
+			Version:           c.rollout.MachineDeployments[i].Version,
+			Metadata:          metaOrNil(labels, annotations),
+			Class:             md.Class,
+			Name:              n.object,
+			TopologyName:      md.Name,
+			Bootstrap:         &patches.BootstrapRef{ConfigRef: &patches.NameRef{Name: n.bootstrap}},
+			InfrastructureRef: &patches.NameRef{Name: n.infrastructure},
+		}
+		if md.Replicas != nil {
+			r := int64(*md.Replicas)
+			b.Replicas = &r
+		}
+		var overrides []v1alpha1.ClusterVariable
+		if md.Variables != nil {
+			overrides = md.Variables.Overrides
+		}
+		builtins := &patches.Builtins{MachineDeployment: b}
+		bs, inf := wt.bootstrap.DeepCopy(), wt.infrastructure.DeepCopy()
+		c.patched.mdBootstrap[md.Name], c.patched.mdInfra[md.Name] = bs, inf
+		targets = append(targets,
+			&patches.Target{Object: bs, Role: patches.MachineDeploymentBootstrap, WorkerClass: md.Class, Builtins: builtins, Overrides: overrides, Description: "MachineDeployment " + md.Name + " bootstrap template " + wt.bootstrap.GetName()},
+			&patches.Target{Object: inf, Role: patches.MachineDeploymentInfrastructure, WorkerClass: md.Class, Builtins: builtins, Overrides: overrides, Description: "MachineDeployment " + md.Name + " infrastructure template " + wt.infrastructure.GetName()},
+		)
+	}
+	for i, mp := range c.topology.MachinePools {
+		wt := c.tmpl.mp[mp.Class]
+		n := c.plan.mp[mp.Name]
+		labels, annotations := c.workerMetadata(mp.Metadata, wt.metadata, MachinePoolNameLabel, mp.Name)
+		b := &patches.MachinePoolBuiltins{
+			Version:           c.rollout.MachinePools[i].Version,
+			Metadata:          metaOrNil(labels, annotations),
+			Class:             mp.Class,
+			Name:              n.object,
+			TopologyName:      mp.Name,
+			Bootstrap:         &patches.BootstrapRef{ConfigRef: &patches.NameRef{Name: n.bootstrap}},
+			InfrastructureRef: &patches.NameRef{Name: n.infrastructure},
+		}
+		if mp.Replicas != nil {
+			r := int64(*mp.Replicas)
+			b.Replicas = &r
+		}
+		var overrides []v1alpha1.ClusterVariable
+		if mp.Variables != nil {
+			overrides = mp.Variables.Overrides
+		}
+		builtins := &patches.Builtins{MachinePool: b}
+		bs, inf := wt.bootstrap.DeepCopy(), wt.infrastructure.DeepCopy()
+		c.patched.mpBootstrap[mp.Name], c.patched.mpInfra[mp.Name] = bs, inf
+		targets = append(targets,
+			&patches.Target{Object: bs, Role: patches.MachinePoolBootstrap, WorkerClass: mp.Class, Builtins: builtins, Overrides: overrides, Description: "MachinePool " + mp.Name + " bootstrap template " + wt.bootstrap.GetName()},
+			&patches.Target{Object: inf, Role: patches.MachinePoolInfrastructure, WorkerClass: mp.Class, Builtins: builtins, Overrides: overrides, Description: "MachinePool " + mp.Name + " infrastructure template " + wt.infrastructure.GetName()},
+		)
+	}
+	c.targets = targets
+	err := patches.Apply(patches.Input{Patches: cs.Patches, Variables: c.vars, Builtins: common, Targets: targets, External: c.in.External})
+	if pe, ok := err.(*patches.Error); ok {
+		return c.invalid(describe("TopologyClass", c.class), field.ErrorList{field.Invalid(field.NewPath(pe.Field), pe.Patch, pe.Error())})
+	}
+	return err
+}
+
+func templateLabels(t *unstructured.Unstructured) map[string]string {
+	m, _, _ := unstructured.NestedStringMap(t.Object, "spec", "template", "metadata", "labels")
+	return m
+}
+
+func templateAnnotations(t *unstructured.Unstructured) map[string]string {
+	m, _, _ := unstructured.NestedStringMap(t.Object, "spec", "template", "metadata", "annotations")
+	return m
+}
+
+func networkBuiltins(n *v1alpha1.ClusterNetwork) *patches.ClusterNetwork {
+	if n == nil {
+		return nil
+	}
+	out := &patches.ClusterNetwork{}
+	if n.ServiceDomain != "" {
+		sd := n.ServiceDomain
+		out.ServiceDomain = &sd
+	}
+	if n.Services != nil {
+		out.Services = n.Services.CIDRBlocks
+	}
+	if n.Pods != nil {
+		out.Pods = n.Pods.CIDRBlocks
+	}
+	out.IPFamily = ipFamily(out.Services, out.Pods)
+	return out
+}
+
+// ipFamily classifies the cluster's CIDR blocks like Cluster API does.
+func ipFamily(services, pods []string) string {
+	family := func(cidrs []string) string {
+		v4, v6 := 0, 0
+		for _, c := range cidrs {
+			ip, _, err := net.ParseCIDR(c)
+			if err != nil {
+				return "Invalid"
+			}
+			if ip.To4() != nil {
+				v4++
+			} else {
+				v6++
+			}
+		}
+		switch {
+		case len(cidrs) == 0:
+			return ""
+		case len(cidrs) > 2:
+			return "Invalid"
+		case v4 > 0 && v6 > 0:
+			return "DualStack"
+		case v6 > 0:
+			return "IPv6"
+		}
+		return "IPv4"
+	}
+	s, p := family(services), family(pods)
+	switch {
+	case s == "" && p == "":
+		return "IPv4"
+	case s == "":
+		return p
+	case p == "":
+		return s
+	case s != p:
+		return "Invalid"
+	}
+	return s
+}
+
+// objectFromTemplate builds an object (e.g. DockerCluster) from a template
+// (DockerClusterTemplate): the template's spec.template, the patched spec,
+// topology labels and the cloned-from annotations.
+func (c *computation) objectFromTemplate(original, patched *unstructured.Unstructured, name string, labels, annotations map[string]string) *unstructured.Unstructured {
+	tpl, _, _ := unstructured.NestedMap(original.Object, "spec", "template")
+	obj := &unstructured.Unstructured{Object: deepCopyMap(tpl)}
+	for _, f := range []string{"resourceVersion", "uid", "selfLink", "finalizers", "creationTimestamp", "generation", "managedFields", "ownerReferences"} {
+		unstructured.RemoveNestedField(obj.Object, "metadata", f)
+	}
+	spec, _, _ := unstructured.NestedFieldCopy(patched.Object, "spec", "template", "spec")
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	obj.Object["spec"] = spec
+	if obj.GetAPIVersion() == "" {
+		obj.SetAPIVersion(original.GetAPIVersion())
+	}
+	if obj.GetKind() == "" {
+		obj.SetKind(trimTemplateSuffix(original.GetKind()))
+	}
+	obj.SetName(name)
+	obj.SetNamespace(c.ns)
+	a := mergeMaps(annotations, obj.GetAnnotations())
+	a[ClonedFromNameAnnotation] = original.GetName()
+	a[ClonedFromGroupKindAnnotation] = groupKind(original.GetAPIVersion(), original.GetKind())
+	obj.SetAnnotations(a)
+	l := mergeMaps(obj.GetLabels())
+	for k, v := range labels {
+		l[k] = v
+	}
+	l[ClusterNameLabel] = c.cluster
+	l[TopologyOwnedLabel] = ""
+	obj.SetLabels(l)
+	return obj
+}
+
+// templateFromTemplate clones a template for this cluster (e.g. the
+// DockerMachineTemplate of a MachineDeployment) with the patched spec.
+func (c *computation) templateFromTemplate(original, patched *unstructured.Unstructured, name string, extraLabels map[string]string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{Object: deepCopyMap(original.Object)}
+	for _, f := range []string{"resourceVersion", "uid", "selfLink", "finalizers", "creationTimestamp", "generation", "managedFields", "ownerReferences", "deletionTimestamp", "deletionGracePeriodSeconds"} {
+		unstructured.RemoveNestedField(obj.Object, "metadata", f)
+	}
+	delete(obj.Object, "status")
+	if spec, found, _ := unstructured.NestedFieldCopy(patched.Object, "spec", "template", "spec"); found {
+		_ = unstructured.SetNestedField(obj.Object, spec, "spec", "template", "spec")
+	}
+	l := mergeMaps(obj.GetLabels())
+	for k, v := range extraLabels {
+		l[k] = v
+	}
+	l[ClusterNameLabel] = c.cluster
+	l[TopologyOwnedLabel] = ""
+	obj.SetLabels(l)
+	a := mergeMaps(obj.GetAnnotations())
+	a[ClonedFromNameAnnotation] = original.GetName()
+	a[ClonedFromGroupKindAnnotation] = groupKind(original.GetAPIVersion(), original.GetKind())
+	delete(a, LastAppliedAnnotation)
+	obj.SetAnnotations(a)
+	c.setOwner(obj, c.owner)
+	obj.SetName(name)
+	obj.SetNamespace(c.ns)
+	return obj
+}
+
+func (c *computation) setOwner(obj *unstructured.Unstructured, owner *metav1.OwnerReference) {
+	if owner == nil {
+		return
+	}
+	obj.SetOwnerReferences([]metav1.OwnerReference{*owner})
+}
+
+// carryShim keeps a shim owner reference an existing object already has, so
+// that applying the desired state does not drop it.
+func (c *computation) carryShim(obj, current *unstructured.Unstructured) {
+	if current == nil {
+		if c.shim != nil {
+			c.setOwner(obj, c.shim)
+		}
+		return
+	}
+	for _, r := range current.GetOwnerReferences() {
+		if r.Kind == "Secret" && r.Name == c.cluster+"-shim" {
+			obj.SetOwnerReferences([]metav1.OwnerReference{r})
+		}
+	}
+}
+
+func (c *computation) computeInfrastructureCluster(context.Context) error {
+	obj := c.objectFromTemplate(c.tmpl.infraCluster, c.patched.infraCluster, c.plan.infraCluster, nil, nil)
+	if c.in.Dialect == DialectUpstream {
+		c.carryShim(obj, c.current.InfrastructureCluster)
+	} else {
+		c.setOwner(obj, c.owner)
+	}
+	c.desired.InfrastructureCluster = prune(obj)
+	return nil
+}
+
+func (c *computation) computeControlPlane(context.Context) error {
+	cs := c.class.Spec.ControlPlane
+	tp := c.topo.Spec.ControlPlane
+	labels, annotations := c.controlPlaneMetadata()
+	obj := c.objectFromTemplate(c.tmpl.controlPlane, c.patched.controlPlane, c.plan.controlPlane, labels, annotations)
+	if c.in.Dialect == DialectUpstream {
+		c.carryShim(obj, c.current.ControlPlane.Object)
+	} else {
+		c.setOwner(obj, c.owner)
+	}
+	if c.tmpl.cpMachineInfra != nil {
+		tmpl := c.templateFromTemplate(c.tmpl.cpMachineInfra, c.patched.cpMachineInfra, c.plan.cpMachineInfra, nil)
+		c.desired.ControlPlane.InfrastructureMachineTemplate = prune(tmpl)
+		_ = unstructured.SetNestedField(obj.Object, ref(tmpl), "spec", "machineTemplate", "infrastructureRef")
+		ml, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "machineTemplate", "metadata", "labels")
+		ma, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "machineTemplate", "metadata", "annotations")
+		meta := map[string]any{}
+		if l := mergeMaps(labels, ml); len(l) > 0 {
+			meta["labels"] = stringMapToAny(l)
+		}
+		if a := mergeMaps(annotations, ma); len(a) > 0 {
+			meta["annotations"] = stringMapToAny(a)
+		}
+		_ = unstructured.SetNestedField(obj.Object, meta, "spec", "machineTemplate", "metadata")
+	}
+	if tp.Replicas != nil {
+		_ = unstructured.SetNestedField(obj.Object, int64(*tp.Replicas), "spec", "replicas")
+	}
+	gates := tp.ReadinessGates
+	if gates == nil {
+		gates = cs.ReadinessGates
+	}
+	if gates != nil {
+		_ = unstructured.SetNestedField(obj.Object, toMap(gates), "spec", "machineTemplate", "readinessGates")
+	}
+	for field, pair := range map[string][2]*metav1.Duration{
+		"nodeDrainTimeout":        {tp.NodeDrainTimeout, cs.NodeDrainTimeout},
+		"nodeVolumeDetachTimeout": {tp.NodeVolumeDetachTimeout, cs.NodeVolumeDetachTimeout},
+		"nodeDeletionTimeout":     {tp.NodeDeletionTimeout, cs.NodeDeletionTimeout},
+	} {
+		d := pair[0]
+		if d == nil {
+			d = pair[1]
+		}
+		if d != nil {
+			_ = unstructured.SetNestedField(obj.Object, durationValue(d), "spec", "machineTemplate", field)
+		}
+	}
+	_ = unstructured.SetNestedField(obj.Object, c.rollout.ControlPlane.Version, "spec", "version")
+	c.desired.ControlPlane.Object = prune(obj)
+
+	if cs.MachineInfrastructure != nil {
+		if mhc, ok := mhcFor(cs.MachineHealthCheck, tp.MachineHealthCheck); ok {
+			c.desired.ControlPlane.MachineHealthCheck = c.machineHealthCheck(obj.GetName(), map[string]string{ControlPlaneMachineLabel: "", TopologyOwnedLabel: ""}, mhc)
+		}
+	}
+	return nil
+}
+
+func (c *computation) machineHealthCheck(name string, selector map[string]string, mhc *v1alpha1.MachineHealthCheckClass) *unstructured.Unstructured {
+	spec := map[string]any{
+		"clusterName": c.cluster,
+		"selector":    map[string]any{"matchLabels": stringMapToAny(selector)},
+	}
+	if len(mhc.UnhealthyConditions) > 0 {
+		spec["unhealthyConditions"] = toMap(mhc.UnhealthyConditions)
+	}
+	maxUnhealthy := defaultMaxUnhealthy
+	if mhc.MaxUnhealthy != nil {
+		maxUnhealthy = *mhc.MaxUnhealthy
+	}
+	spec["maxUnhealthy"] = toMap(maxUnhealthy)
+	if mhc.UnhealthyRange != nil {
+		spec["unhealthyRange"] = *mhc.UnhealthyRange
+	}
+	timeout := defaultNodeStartupTimeout
+	if mhc.NodeStartupTimeout != nil {
+		timeout = *mhc.NodeStartupTimeout
+	}
+	spec["nodeStartupTimeout"] = timeout.Duration.String()
+	if r := mhc.RemediationTemplate; r != nil {
+		rr := r.DeepCopy()
+		if rr.Namespace == "" {
+			rr.Namespace = c.ns
+		}
+		spec["remediationTemplate"] = toMap(rr)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": ClusterAPIVersion,
+		"kind":       "MachineHealthCheck",
+		"spec":       spec,
+	}}
+	obj.SetName(name)
+	obj.SetNamespace(c.ns)
+	obj.SetLabels(map[string]string{ClusterNameLabel: c.cluster, TopologyOwnedLabel: ""})
+	c.setOwner(obj, c.owner)
+	return obj
+}
+
+func (c *computation) computeCluster(context.Context) error {
+	labels, annotations := c.clusterLabels()
+	var obj *unstructured.Unstructured
+	if c.in.Dialect == DialectUpstream {
+		obj = c.current.Cluster.DeepCopy()
+		obj.SetLabels(labels)
+		if shim := c.shimSecret(); shim != nil {
+			c.desired.Extra = append(c.desired.Extra, shim)
+		}
+	} else {
+		obj = &unstructured.Unstructured{Object: map[string]any{"apiVersion": ClusterAPIVersion, "kind": "Cluster", "spec": map[string]any{}}}
+		obj.SetName(c.cluster)
+		obj.SetNamespace(c.ns)
+		obj.SetLabels(labels)
+		if len(annotations) > 0 {
+			obj.SetAnnotations(annotations)
+		}
+		obj.SetOwnerReferences([]metav1.OwnerReference{*topologyOwner(c.topo, true)})
+		if n := c.topo.Spec.ClusterNetwork; n != nil {
+			_ = unstructured.SetNestedField(obj.Object, toMap(n), "spec", "clusterNetwork")
+		}
+		if c.topo.Spec.Paused {
+			_ = unstructured.SetNestedField(obj.Object, true, "spec", "paused")
+		}
+		if g := c.class.Spec.AvailabilityGates; len(g) > 0 {
+			_ = unstructured.SetNestedField(obj.Object, toMap(g), "spec", "availabilityGates")
+		}
+	}
+	_ = unstructured.SetNestedField(obj.Object, refKeepingVersion(c.current.Cluster, "infrastructureRef", c.desired.InfrastructureCluster), "spec", "infrastructureRef")
+	_ = unstructured.SetNestedField(obj.Object, refKeepingVersion(c.current.Cluster, "controlPlaneRef", c.desired.ControlPlane.Object), "spec", "controlPlaneRef")
+	c.desired.Cluster = obj
+	return nil
+}
+
+// shimSecret is upstream's placeholder owner for objects created before the
+// Cluster references them; it is only emitted while a reference is missing.
+func (c *computation) shimSecret() *unstructured.Unstructured {
+	if c.shim == nil {
+		return nil
+	}
+	s := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "type": ClusterShimSecretType}}
+	s.SetName(c.shim.Name)
+	s.SetNamespace(c.ns)
+	c.setOwner(s, c.owner)
+	return s
+}
+
+// refKeepingVersion points at obj but keeps the apiVersion an existing
+// reference of the same group and kind has, since providers may bump it.
+func refKeepingVersion(cluster *unstructured.Unstructured, field string, obj *unstructured.Unstructured) map[string]any {
+	r := ref(obj)
+	if cluster == nil {
+		return r
+	}
+	cur, found, _ := unstructured.NestedMap(cluster.Object, "spec", field)
+	if !found {
+		return r
+	}
+	curAV, _ := cur["apiVersion"].(string)
+	curKind, _ := cur["kind"].(string)
+	gvCur, err1 := schema.ParseGroupVersion(curAV)
+	gvNew, err2 := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err1 == nil && err2 == nil && gvCur.Group == gvNew.Group && curKind == obj.GetKind() {
+		r["apiVersion"] = curAV
+	}
+	return r
+}
+
+func (c *computation) computeMachineDeployments(context.Context) error {
+	for i, md := range c.topology.MachineDeployments {
+		wt := c.tmpl.md[md.Class]
+		n := c.plan.md[md.Name]
+		_, mdc := c.mdClass(md.Class)
+		ws := &WorkerState{}
+		extra := map[string]string{MachineDeploymentNameLabel: md.Name}
+		ws.Bootstrap = prune(c.templateFromTemplate(wt.bootstrap, c.patched.mdBootstrap[md.Name], n.bootstrap, extra))
+		ws.Infrastructure = prune(c.templateFromTemplate(wt.infrastructure, c.patched.mdInfra[md.Name], n.infrastructure, extra))
+		labels, annotations := c.workerMetadata(md.Metadata, wt.metadata, MachineDeploymentNameLabel, md.Name)
+
+		machineSpec := map[string]any{
+			"clusterName":       c.cluster,
+			"version":           c.rollout.MachineDeployments[i].Version,
+			"bootstrap":         map[string]any{"configRef": c.refKeepingPoolVersion(c.current.MachineDeployments[md.Name], "bootstrap", ws.Bootstrap)},
+			"infrastructureRef": c.refKeepingPoolVersion(c.current.MachineDeployments[md.Name], "infrastructure", ws.Infrastructure),
+		}
+		setPtr(machineSpec, "failureDomain", md.FailureDomain, mdc.FailureDomain)
+		setDuration(machineSpec, "nodeDrainTimeout", md.NodeDrainTimeout, mdc.NodeDrainTimeout)
+		setDuration(machineSpec, "nodeVolumeDetachTimeout", md.NodeVolumeDetachTimeout, mdc.NodeVolumeDetachTimeout)
+		setDuration(machineSpec, "nodeDeletionTimeout", md.NodeDeletionTimeout, mdc.NodeDeletionTimeout)
+		gates := md.ReadinessGates
+		if gates == nil {
+			gates = mdc.ReadinessGates
+		}
+		if gates != nil {
+			machineSpec["readinessGates"] = toMap(gates)
+		}
+		templateMeta := map[string]any{"labels": stringMapToAny(labels)}
+		if len(annotations) > 0 {
+			templateMeta["annotations"] = stringMapToAny(annotations)
+		}
+		spec := map[string]any{
+			"clusterName": c.cluster,
+			"selector": map[string]any{"matchLabels": map[string]any{
+				ClusterNameLabel: c.cluster, TopologyOwnedLabel: "", MachineDeploymentNameLabel: md.Name,
+			}},
+			"template": map[string]any{"metadata": templateMeta, "spec": machineSpec},
+		}
+		if md.Replicas != nil {
+			spec["replicas"] = int64(*md.Replicas)
+		}
+		setPtr(spec, "minReadySeconds", md.MinReadySeconds, mdc.MinReadySeconds)
+		strategy := md.Strategy
+		if strategy == nil {
+			strategy = mdc.Strategy
+		}
+		if strategy != nil {
+			spec["strategy"] = toMap(strategy)
+		}
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": ClusterAPIVersion, "kind": "MachineDeployment", "spec": spec}}
+		obj.SetName(n.object)
+		obj.SetNamespace(c.ns)
+		obj.SetLabels(labels)
+		if len(annotations) > 0 {
+			obj.SetAnnotations(annotations)
+		}
+		if c.in.Dialect == DialectTopology {
+			c.setOwner(obj, c.owner)
+		}
+		ws.Object = obj
+		if mhc, ok := mhcFor(mdc.MachineHealthCheck, md.MachineHealthCheck); ok {
+			ws.MachineHealthCheck = c.machineHealthCheck(n.object, map[string]string{MachineDeploymentNameLabel: md.Name, TopologyOwnedLabel: ""}, mhc)
+		}
+		c.desired.MachineDeployments[md.Name] = ws
+	}
+	return nil
+}
+
+// refKeepingPoolVersion is refKeepingVersion for a pool's bootstrap or infrastructure reference.
+func (c *computation) refKeepingPoolVersion(cur *WorkerState, which string, obj *unstructured.Unstructured) map[string]any {
+	r := ref(obj)
+	if cur == nil || cur.Object == nil {
+		return r
+	}
+	path := []string{"spec", "template", "spec", "infrastructureRef"}
+	if which == "bootstrap" {
+		path = []string{"spec", "template", "spec", "bootstrap", "configRef"}
+	}
+	curRef, found, _ := unstructured.NestedMap(cur.Object.Object, path...)
+	if !found {
+		return r
+	}
+	curAV, _ := curRef["apiVersion"].(string)
+	gvCur, err1 := schema.ParseGroupVersion(curAV)
+	gvNew, err2 := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err1 == nil && err2 == nil && gvCur.Group == gvNew.Group && curRef["kind"] == obj.GetKind() {
+		r["apiVersion"] = curAV
+	}
+	return r
+}
+
+func (c *computation) computeMachinePools(context.Context) error {
+	for i, mp := range c.topology.MachinePools {
+		wt := c.tmpl.mp[mp.Class]
+		n := c.plan.mp[mp.Name]
+		_, mpc := c.mpClass(mp.Class)
+		ws := &WorkerState{}
+		labels, annotations := c.workerMetadata(mp.Metadata, wt.metadata, MachinePoolNameLabel, mp.Name)
+		extra := map[string]string{MachinePoolNameLabel: mp.Name}
+		var cur *WorkerState
+		if c.current.MachinePools != nil {
+			cur = c.current.MachinePools[mp.Name]
+		}
+		bs := c.objectFromTemplate(wt.bootstrap, c.patched.mpBootstrap[mp.Name], n.bootstrap, extra, nil)
+		c.setOwner(bs, c.owner)
+		inf := c.objectFromTemplate(wt.infrastructure, c.patched.mpInfra[mp.Name], n.infrastructure, extra, nil)
+		c.setOwner(inf, c.owner)
+		ws.Bootstrap, ws.Infrastructure = prune(bs), prune(inf)
+
+		machineSpec := map[string]any{
+			"clusterName":       c.cluster,
+			"version":           c.rollout.MachinePools[i].Version,
+			"bootstrap":         map[string]any{"configRef": c.refKeepingPoolVersion(cur, "bootstrap", ws.Bootstrap)},
+			"infrastructureRef": c.refKeepingPoolVersion(cur, "infrastructure", ws.Infrastructure),
+		}
+		setDuration(machineSpec, "nodeDrainTimeout", mp.NodeDrainTimeout, mpc.NodeDrainTimeout)
+		setDuration(machineSpec, "nodeVolumeDetachTimeout", mp.NodeVolumeDetachTimeout, mpc.NodeVolumeDetachTimeout)
+		setDuration(machineSpec, "nodeDeletionTimeout", mp.NodeDeletionTimeout, mpc.NodeDeletionTimeout)
+		templateMeta := map[string]any{"labels": stringMapToAny(labels)}
+		if len(annotations) > 0 {
+			templateMeta["annotations"] = stringMapToAny(annotations)
+		}
+		spec := map[string]any{
+			"clusterName": c.cluster,
+			"template":    map[string]any{"metadata": templateMeta, "spec": machineSpec},
+		}
+		if mp.Replicas != nil {
+			spec["replicas"] = int64(*mp.Replicas)
+		}
+		setPtr(spec, "minReadySeconds", mp.MinReadySeconds, mpc.MinReadySeconds)
+		fd := mp.FailureDomains
+		if fd == nil {
+			fd = mpc.FailureDomains
+		}
+		if fd != nil {
+			spec["failureDomains"] = toMap(fd)
+		}
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": ExpAPIVersion, "kind": "MachinePool", "spec": spec}}
+		obj.SetName(n.object)
+		obj.SetNamespace(c.ns)
+		obj.SetLabels(labels)
+		if len(annotations) > 0 {
+			obj.SetAnnotations(annotations)
+		}
+		if c.in.Dialect == DialectTopology {
+			c.setOwner(obj, c.owner)
+		}
+		ws.Object = obj
+		c.desired.MachinePools[mp.Name] = ws
+	}
+	return nil
+}
+
+// rotateTemplates gives a cloned template a new name when its spec changed:
+// templates are immutable by contract, so Machines roll to the new clone and
+// the old one is deleted once unused.
+func (c *computation) rotateTemplates(context.Context) error {
+	rotate := func(cur, desired *unstructured.Unstructured, prefix string) bool {
+		if cur == nil || desired == nil || cur.GetName() != desired.GetName() {
+			return false
+		}
+		curSpec, _, _ := unstructured.NestedFieldNoCopy(cur.Object, "spec")
+		desSpec, _, _ := unstructured.NestedFieldNoCopy(desired.Object, "spec")
+		if contains(curSpec, desSpec) {
+			return false
+		}
+		desired.SetName(c.names.Simple(prefix))
+		return true
+	}
+	if cp := c.desired.ControlPlane; cp.InfrastructureMachineTemplate != nil {
+		if rotate(c.current.ControlPlane.InfrastructureMachineTemplate, cp.InfrastructureMachineTemplate, c.cluster+"-") {
+			_ = unstructured.SetNestedField(cp.Object.Object, ref(cp.InfrastructureMachineTemplate), "spec", "machineTemplate", "infrastructureRef")
+		}
+	}
+	for _, name := range sortedKeys(c.desired.MachineDeployments) {
+		ws := c.desired.MachineDeployments[name]
+		cur := c.current.MachineDeployments[name]
+		if cur == nil {
+			continue
+		}
+		if rotate(cur.Bootstrap, ws.Bootstrap, c.cluster+"-"+name+"-") {
+			_ = unstructured.SetNestedField(ws.Object.Object, ref(ws.Bootstrap), "spec", "template", "spec", "bootstrap", "configRef")
+		}
+		if rotate(cur.Infrastructure, ws.Infrastructure, c.cluster+"-"+name+"-") {
+			_ = unstructured.SetNestedField(ws.Object.Object, ref(ws.Infrastructure), "spec", "template", "spec", "infrastructureRef")
+		}
+	}
+	return nil
+}
+
+// contains reports whether every field set in want is set to the same value in
+// have; fields the API server defaulted into have do not count as changes.
+func contains(have, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range w {
+			if !contains(h[k], v) {
+				return false
+			}
+		}
+		return true
+	default:
+		return reflect.DeepEqual(normalizeNumber(have), normalizeNumber(want))
+	}
+}
+
+func normalizeNumber(v any) any {
+	switch n := v.(type) {
+	case int64:
+		return float64(n)
+	case int:
+		return float64(n)
+	case int32:
+		return float64(n)
+	case []any:
+		out := make([]any, len(n))
+		for i := range n {
+			out[i] = normalizeNumber(n[i])
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(n))
+		for k, x := range n {
+			out[k] = normalizeNumber(x)
+		}
+		return out
+	}
+	return v
+}
+
+func setPtr[T any](m map[string]any, key string, topo, class *T) {
+	v := topo
+	if v == nil {
+		v = class
+	}
+	if v != nil {
+		m[key] = toMap(*v)
+	}
+}
+
+func setDuration(m map[string]any, key string, topo, class *metav1.Duration) {
+	d := topo
+	if d == nil {
+		d = class
+	}
+	if d != nil {
+		m[key] = d.Duration.String()
+	}
+}
+
+func stringMapToAny(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// ObserveState reads the rollout state of existing objects per the Cluster API
+// contracts: the control plane's spec.version and status.version, and a pool's
+// version and whether its replicas are all up to date. The agent refines pool
+// state from Machines when it has them.
+func ObserveState(s *State) *Observed {
+	obs := &Observed{MachineDeployments: map[string]PartObserved{}, MachinePools: map[string]PartObserved{}}
+	if s == nil {
+		return obs
+	}
+	if cp := s.ControlPlane.Object; cp != nil {
+		o := PartObserved{Exists: true, ObjectName: cp.GetName()}
+		o.SpecVersion, _, _ = unstructured.NestedString(cp.Object, "spec", "version")
+		o.StatusVersion, _, _ = unstructured.NestedString(cp.Object, "status", "version")
+		o.Replicas = nestedInt32(cp, "status", "replicas")
+		o.ReadyReplicas = nestedInt32(cp, "status", "readyReplicas")
+		o.UpToDateReplicas = nestedInt32(cp, "status", "updatedReplicas")
+		obs.ControlPlane = o
+	}
+	pool := func(w *WorkerState) PartObserved {
+		o := PartObserved{Exists: true, ObjectName: w.Object.GetName()}
+		o.SpecVersion, _, _ = unstructured.NestedString(w.Object.Object, "spec", "template", "spec", "version")
+		o.Replicas = nestedInt32(w.Object, "status", "replicas")
+		o.ReadyReplicas = nestedInt32(w.Object, "status", "readyReplicas")
+		o.UpToDateReplicas = nestedInt32(w.Object, "status", "updatedReplicas")
+		o.Upgrading = o.UpToDateReplicas < o.Replicas
+		return o
+	}
+	for name, w := range s.MachineDeployments {
+		if w != nil && w.Object != nil {
+			obs.MachineDeployments[name] = pool(w)
+		}
+	}
+	for name, w := range s.MachinePools {
+		if w != nil && w.Object != nil {
+			obs.MachinePools[name] = pool(w)
+		}
+	}
+	return obs
+}
+
+func nestedInt32(o *unstructured.Unstructured, path ...string) int32 {
+	v, found, err := unstructured.NestedFieldNoCopy(o.Object, path...)
+	if !found || err != nil {
+		return 0
+	}
+	switch n := v.(type) {
+	case int64:
+		return int32(n)
+	case float64:
+		return int32(n)
+	case int:
+		return int32(n)
+	}
+	return 0
+}

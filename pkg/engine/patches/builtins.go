@@ -1,0 +1,109 @@
+package patches
+
+import "github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+
+// Builtins are the values every patch can read under "builtin", in the shape
+// of Cluster API v1beta1's builtin variables so that existing classes work.
+type Builtins struct {
+	// Cluster holds the builtin.cluster.* values.
+	Cluster *ClusterBuiltins `json:"cluster,omitempty"`
+	// ControlPlane holds the builtin.controlPlane.* values, for control plane templates.
+	ControlPlane *ControlPlaneBuiltins `json:"controlPlane,omitempty"`
+	// MachineDeployment holds the builtin.machineDeployment.* values, for its templates.
+	MachineDeployment *MachineDeploymentBuiltins `json:"machineDeployment,omitempty"`
+	// MachinePool holds the builtin.machinePool.* values, for its templates.
+	MachinePool *MachinePoolBuiltins `json:"machinePool,omitempty"`
+}
+
+// ClusterBuiltins describe the cluster.
+type ClusterBuiltins struct {
+	Name      string               `json:"name,omitempty"`
+	Namespace string               `json:"namespace,omitempty"`
+	UID       string               `json:"uid,omitempty"`
+	Metadata  *v1alpha1.ObjectMeta `json:"metadata,omitempty"`
+	Topology  *ClusterTopology     `json:"topology,omitempty"`
+	Network   *ClusterNetwork      `json:"network,omitempty"`
+}
+
+// ClusterTopology describes the topology of the cluster.
+type ClusterTopology struct {
+	Version        string `json:"version,omitempty"`
+	Class          string `json:"class,omitempty"`
+	ClassNamespace string `json:"classNamespace,omitempty"`
+}
+
+// ClusterNetwork describes the network of the cluster.
+type ClusterNetwork struct {
+	ServiceDomain *string  `json:"serviceDomain,omitempty"`
+	Services      []string `json:"services,omitempty"`
+	Pods          []string `json:"pods,omitempty"`
+	IPFamily      string   `json:"ipFamily,omitempty"`
+}
+
+// ControlPlaneBuiltins describe the control plane.
+type ControlPlaneBuiltins struct {
+	Version         string                `json:"version,omitempty"`
+	Metadata        *v1alpha1.ObjectMeta  `json:"metadata,omitempty"`
+	Name            string                `json:"name,omitempty"`
+	Replicas        *int64                `json:"replicas,omitempty"`
+	MachineTemplate *ControlPlaneMachines `json:"machineTemplate,omitempty"`
+}
+
+// ControlPlaneMachines describes the machine template of the control plane.
+type ControlPlaneMachines struct {
+	InfrastructureRef NameRef `json:"infrastructureRef,omitempty"`
+}
+
+// NameRef is a reference by name.
+type NameRef struct {
+	Name string `json:"name,omitempty"`
+}
+
+// BootstrapRef describes the bootstrap config reference of a pool.
+type BootstrapRef struct {
+	ConfigRef *NameRef `json:"configRef,omitempty"`
+}
+
+// MachineDeploymentBuiltins describe one MachineDeployment.
+type MachineDeploymentBuiltins struct {
+	Version           string               `json:"version,omitempty"`
+	Metadata          *v1alpha1.ObjectMeta `json:"metadata,omitempty"`
+	Class             string               `json:"class,omitempty"`
+	Name              string               `json:"name,omitempty"`
+	TopologyName      string               `json:"topologyName,omitempty"`
+	Replicas          *int64               `json:"replicas,omitempty"`
+	Bootstrap         *BootstrapRef        `json:"bootstrap,omitempty"`
+	InfrastructureRef *NameRef             `json:"infrastructureRef,omitempty"`
+}
+
+// MachinePoolBuiltins describe one MachinePool.
+type MachinePoolBuiltins struct {
+	Version           string               `json:"version,omitempty"`
+	Metadata          *v1alpha1.ObjectMeta `json:"metadata,omitempty"`
+	Class             string               `json:"class,omitempty"`
+	Name              string               `json:"name,omitempty"`
+	TopologyName      string               `json:"topologyName,omitempty"`
+	Replicas          *int64               `json:"replicas,omitempty"`
+	Bootstrap         *BootstrapRef        `json:"bootstrap,omitempty"`
+	InfrastructureRef *NameRef             `json:"infrastructureRef,omitempty"`
+}
+
+// merged returns b with the non-nil parts of o laid over it.
+func (b Builtins) merged(o *Builtins) Builtins {
+	if o == nil {
+		return b
+	}
+	if o.Cluster != nil {
+		b.Cluster = o.Cluster
+	}
+	if o.ControlPlane != nil {
+		b.ControlPlane = o.ControlPlane
+	}
+	if o.MachineDeployment != nil {
+		b.MachineDeployment = o.MachineDeployment
+	}
+	if o.MachinePool != nil {
+		b.MachinePool = o.MachinePool
+	}
+	return b
+}

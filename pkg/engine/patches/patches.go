@@ -1,0 +1,362 @@
+// Package patches applies a class's patches to the templates a topology is
+// built from: selectors, enabledIf, value / valueFrom.variable /
+// valueFrom.template, in class order, with RFC 6902 JSON patches.
+package patches
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+// Role is the place a template has in the topology; selectors match on it.
+type Role int
+
+// Roles of templates.
+const (
+	InfrastructureCluster Role = iota
+	ControlPlane
+	ControlPlaneMachineInfrastructure
+	MachineDeploymentBootstrap
+	MachineDeploymentInfrastructure
+	MachinePoolBootstrap
+	MachinePoolInfrastructure
+)
+
+// Target is one template to patch, with the variables specific to it.
+type Target struct {
+	// Object is the template; patches change its spec in place.
+	Object *unstructured.Unstructured
+	// Role is where the template is used.
+	Role Role
+	// WorkerClass is the MachineDeployment or MachinePool class, for worker roles.
+	WorkerClass string
+	// Builtins specific to this target (controlPlane, machineDeployment, machinePool).
+	Builtins *Builtins
+	// Overrides are the variable overrides of the control plane or pool.
+	Overrides []v1alpha1.ClusterVariable
+	// Description names the target in errors, e.g. `MachineDeployment "md-0" infrastructure template`.
+	Description string
+}
+
+// External generates patches for an external (Runtime SDK) patch. The agent
+// provides one; offline callers pass nil and external patches are reported.
+type External interface {
+	Generate(patch *v1alpha1.ClusterClassPatch, globals map[string]any, targets []*Target) error
+}
+
+// Error is a patch that could not be applied, with the class field that holds it.
+type Error struct {
+	// Field is the path in the class, e.g. spec.patches[2].definitions[0].jsonPatches[1].
+	Field string
+	// Patch is the name of the patch.
+	Patch string
+	// Target names the template.
+	Target string
+	// Err is the reason.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Target == "" {
+		return fmt.Sprintf("patch %q (%s): %v", e.Patch, e.Field, e.Err)
+	}
+	return fmt.Sprintf("patch %q (%s) on %s: %v", e.Patch, e.Field, e.Target, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Input is what Apply needs.
+type Input struct {
+	// Patches of the class, applied in order.
+	Patches []v1alpha1.ClusterClassPatch
+	// Variables are the topology's (defaulted) variables.
+	Variables []v1alpha1.ClusterVariable
+	// Builtins common to every target (builtin.cluster).
+	Builtins Builtins
+	// Targets are the templates.
+	Targets []*Target
+	// External generates external patches; nil when none can be called.
+	External External
+}
+
+// Apply applies every patch to every target it selects, in class order.
+func Apply(in Input) error {
+	if len(in.Patches) == 0 {
+		return nil
+	}
+	globals, err := decodeVariables(in.Variables)
+	if err != nil {
+		return err
+	}
+	// Variables per target are computed once; patches only change objects.
+	vars := make([]map[string]any, len(in.Targets))
+	for i, t := range in.Targets {
+		v, err := targetVariables(globals, in.Builtins, t)
+		if err != nil {
+			return fmt.Errorf("variables for %s: %w", t.Description, err)
+		}
+		vars[i] = v
+	}
+	for pi := range in.Patches {
+		p := &in.Patches[pi]
+		field := fmt.Sprintf("spec.patches[%d]", pi)
+		if p.External != nil {
+			if in.External == nil {
+				return &Error{Field: field + ".external", Patch: p.Name, Err: fmt.Errorf("external patches need a Runtime SDK extension; run against the cluster where the agent can call it")}
+			}
+			globalsWithBuiltins := withBuiltins(globals, in.Builtins)
+			if err := in.External.Generate(p, globalsWithBuiltins, in.Targets); err != nil {
+				return &Error{Field: field + ".external", Patch: p.Name, Err: err}
+			}
+			continue
+		}
+		for ti, t := range in.Targets {
+			if err := applyInline(p, field, t, vars[ti]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func applyInline(p *v1alpha1.ClusterClassPatch, field string, t *Target, vars map[string]any) error {
+	var matching []int
+	for di := range p.Definitions {
+		if Matches(p.Definitions[di].Selector, t) {
+			matching = append(matching, di)
+		}
+	}
+	if len(matching) == 0 {
+		return nil
+	}
+	if p.EnabledIf != nil {
+		enabled, err := Enabled(*p.EnabledIf, vars)
+		if err != nil {
+			return &Error{Field: field + ".enabledIf", Patch: p.Name, Target: t.Description, Err: err}
+		}
+		if !enabled {
+			return nil
+		}
+	}
+	for _, di := range matching {
+		def := &p.Definitions[di]
+		ops := make([]map[string]any, 0, len(def.JSONPatches))
+		for oi, op := range def.JSONPatches {
+			opField := fmt.Sprintf("%s.definitions[%d].jsonPatches[%d]", field, di, oi)
+			entry := map[string]any{"op": op.Op, "path": op.Path}
+			if op.Op == "add" || op.Op == "replace" {
+				v, err := Value(op, vars)
+				if err != nil {
+					return &Error{Field: opField, Patch: p.Name, Target: t.Description, Err: err}
+				}
+				entry["value"] = v
+			}
+			ops = append(ops, entry)
+		}
+		if err := applyOps(t.Object, ops); err != nil {
+			return &Error{Field: fmt.Sprintf("%s.definitions[%d]", field, di), Patch: p.Name, Target: t.Description, Err: err}
+		}
+	}
+	return nil
+}
+
+// applyOps applies RFC 6902 operations to obj; only the spec of the result is
+// kept, as patches may not touch metadata.
+func applyOps(obj *unstructured.Unstructured, ops []map[string]any) error {
+	doc, err := json.Marshal(obj.Object)
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	patch, err := jsonpatch.DecodePatch(raw)
+	if err != nil {
+		return fmt.Errorf("decoding JSON patch: %w", err)
+	}
+	out, err := patch.Apply(doc)
+	if err != nil {
+		return fmt.Errorf("applying JSON patch %s: %w", raw, err)
+	}
+	var patched map[string]any
+	if err := json.Unmarshal(out, &patched); err != nil {
+		return err
+	}
+	spec, ok := patched["spec"]
+	if !ok {
+		return fmt.Errorf("patch removed spec")
+	}
+	obj.Object["spec"] = spec
+	return nil
+}
+
+// Matches tells whether a selector picks a target.
+func Matches(s v1alpha1.PatchSelector, t *Target) bool {
+	if t.Object.GetAPIVersion() != s.APIVersion || t.Object.GetKind() != s.Kind {
+		return false
+	}
+	m := s.MatchResources
+	switch t.Role {
+	case InfrastructureCluster:
+		return m.InfrastructureCluster
+	case ControlPlane, ControlPlaneMachineInfrastructure:
+		return m.ControlPlane
+	case MachineDeploymentBootstrap, MachineDeploymentInfrastructure:
+		return m.MachineDeploymentClass != nil && classMatches(m.MachineDeploymentClass.Names, t.WorkerClass)
+	case MachinePoolBootstrap, MachinePoolInfrastructure:
+		return m.MachinePoolClass != nil && classMatches(m.MachinePoolClass.Names, t.WorkerClass)
+	}
+	return false
+}
+
+// classMatches supports exact names, "*", "prefix*" and "*suffix".
+func classMatches(names []string, class string) bool {
+	for _, n := range names {
+		switch {
+		case n == "*" || n == class:
+			return true
+		case strings.HasPrefix(n, "*") && strings.HasSuffix(class, n[1:]):
+			return true
+		case strings.HasSuffix(n, "*") && strings.HasPrefix(class, n[:len(n)-1]):
+			return true
+		}
+	}
+	return false
+}
+
+// Enabled renders an enabledIf template; the patch applies when it yields true.
+func Enabled(tpl string, vars map[string]any) (bool, error) {
+	v, err := Render(tpl, vars)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(bool)
+	return ok && b, nil
+}
+
+// Value computes the value of an add or replace operation.
+func Value(op v1alpha1.JSONPatch, vars map[string]any) (any, error) {
+	switch {
+	case op.Value == nil && op.ValueFrom == nil:
+		return nil, fmt.Errorf("neither value nor valueFrom is set")
+	case op.Value != nil && op.ValueFrom != nil:
+		return nil, fmt.Errorf("both value and valueFrom are set")
+	case op.Value != nil:
+		var v any
+		if err := json.Unmarshal(op.Value.Raw, &v); err != nil {
+			return nil, fmt.Errorf("value is not valid JSON: %w", err)
+		}
+		return v, nil
+	case op.ValueFrom.Variable != nil && op.ValueFrom.Template != nil:
+		return nil, fmt.Errorf("both valueFrom.variable and valueFrom.template are set")
+	case op.ValueFrom.Variable != nil:
+		return Lookup(vars, *op.ValueFrom.Variable)
+	case op.ValueFrom.Template != nil:
+		return Render(*op.ValueFrom.Template, vars)
+	}
+	return nil, fmt.Errorf("valueFrom sets neither variable nor template")
+}
+
+var (
+	funcsOnce sync.Once
+	funcs     template.FuncMap
+	parsed    sync.Map // template text -> *template.Template
+)
+
+// Parse parses a patch template with sprig's hermetic functions, caching the
+// result: the same class is rendered over and over.
+func Parse(text string) (*template.Template, error) {
+	if t, ok := parsed.Load(text); ok {
+		return t.(*template.Template), nil
+	}
+	funcsOnce.Do(func() { funcs = sprig.HermeticTxtFuncMap() })
+	t, err := template.New("patch").Funcs(funcs).Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("template does not parse: %w", err)
+	}
+	parsed.Store(text, t)
+	return t, nil
+}
+
+// Render executes a template over the variables and reads the output as YAML.
+func Render(text string, vars map[string]any) (any, error) {
+	t, err := Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, vars); err != nil {
+		return nil, fmt.Errorf("template does not render: %w", err)
+	}
+	raw, err := yaml.YAMLToJSON(buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("template output is not YAML: %w: %q", err, buf.String())
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("template output is not a value: %w", err)
+	}
+	return v, nil
+}
+
+func decodeVariables(vs []v1alpha1.ClusterVariable) (map[string]any, error) {
+	out := make(map[string]any, len(vs)+1)
+	for _, v := range vs {
+		if v.Name == "builtin" {
+			continue
+		}
+		var x any
+		if len(v.Value.Raw) > 0 {
+			if err := json.Unmarshal(v.Value.Raw, &x); err != nil {
+				return nil, fmt.Errorf("variable %q is not valid JSON: %w", v.Name, err)
+			}
+		}
+		out[v.Name] = x
+	}
+	return out, nil
+}
+
+func withBuiltins(vars map[string]any, b Builtins) map[string]any {
+	out := make(map[string]any, len(vars)+1)
+	for k, v := range vars {
+		out[k] = v
+	}
+	out["builtin"] = toMap(b)
+	return out
+}
+
+func targetVariables(globals map[string]any, common Builtins, t *Target) (map[string]any, error) {
+	out := make(map[string]any, len(globals)+1)
+	for k, v := range globals {
+		out[k] = v
+	}
+	overrides, err := decodeVariables(t.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range overrides {
+		out[k] = v
+	}
+	out["builtin"] = toMap(common.merged(t.Builtins))
+	return out, nil
+}
+
+// toMap turns builtins into the generic form templates and lookups read.
+func toMap(b Builtins) map[string]any {
+	raw, _ := json.Marshal(b)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return m
+}

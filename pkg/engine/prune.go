@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// prune drops nulls and empty objects, recursively, the way upstream's
+// topology controller ends up writing objects: a template that renders
+// `imageTag: ""`-less YAML must not produce `dns: {imageTag: null}`.
+// Empty lists are kept; they can be meaningful.
+func prune(o *unstructured.Unstructured) *unstructured.Unstructured {
+	if o == nil {
+		return nil
+	}
+	pruneMap(o.Object)
+	return o
+}
+
+func pruneMap(m map[string]any) bool {
+	for k, v := range m {
+		switch t := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			if pruneMap(t) {
+				delete(m, k)
+			}
+		case []any:
+			for _, item := range t {
+				if im, ok := item.(map[string]any); ok {
+					pruneMap(im)
+				}
+			}
+		}
+	}
+	return len(m) == 0
+}
+
+func deepCopyMap(m map[string]any) map[string]any {
+	return runtimeDeepCopy(m).(map[string]any)
+}
+
+func runtimeDeepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[k] = runtimeDeepCopy(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = runtimeDeepCopy(x)
+		}
+		return out
+	}
+	return v
+}
+
+func typesUID(s string) types.UID { return types.UID(s) }

@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+// PartObserved is what exists of one part (control plane or pool) right now.
+type PartObserved struct {
+	// Exists is false when the part has not been created yet.
+	Exists bool
+	// ObjectName is the name of the existing object.
+	ObjectName string
+	// SpecVersion is the version in the object's spec.
+	SpecVersion string
+	// StatusVersion is the control plane's status.version: the lowest version
+	// of its Machines; empty while it is first provisioned.
+	StatusVersion string
+	// Upgrading is true for a pool whose Machines are not all at SpecVersion.
+	Upgrading bool
+	// Replicas, ReadyReplicas and UpToDateReplicas as the part reports them.
+	Replicas, ReadyReplicas, UpToDateReplicas int32
+}
+
+// Observed is the rollout state of a topology's parts.
+type Observed struct {
+	// ControlPlane state.
+	ControlPlane PartObserved
+	// MachineDeployments by topology name.
+	MachineDeployments map[string]PartObserved
+	// MachinePools by topology name.
+	MachinePools map[string]PartObserved
+}
+
+// Decision is the sequencing decision for one part.
+type Decision struct {
+	// Name is the topology name of the pool, or "control-plane".
+	Name string
+	// Version is the version to write into the part's spec now.
+	Version string
+	// Phase is where the part is in the rollout.
+	Phase v1alpha1.RolloutPhase
+	// Reason says why a part waits, for humans.
+	Reason string
+	// CreatePending is true for a new pool that must not be created yet because
+	// the control plane is not stable.
+	CreatePending bool
+}
+
+// Rollout is the sequencing decision for a whole topology.
+type Rollout struct {
+	// DesiredVersion is the topology's version.
+	DesiredVersion string
+	// Concurrency is how many pools of a kind may upgrade at once.
+	Concurrency int
+	// ControlPlane decision.
+	ControlPlane Decision
+	// ControlPlaneStable is true when pools may start upgrading.
+	ControlPlaneStable bool
+	// MachineDeployments decisions in topology order.
+	MachineDeployments []Decision
+	// MachinePools decisions in topology order.
+	MachinePools []Decision
+}
+
+// ControlPlaneName is the part name of the control plane in decisions and status.
+const ControlPlaneName = "control-plane"
+
+// UpgradeConcurrency reads the upgrade-concurrency annotation; 1 when unset or invalid.
+func UpgradeConcurrency(t *v1alpha1.Topology) int {
+	if v, ok := t.Annotations[UpgradeConcurrencyAnnotation]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 {
+			return n
+		}
+	}
+	return 1
+}
+
+// Sequence decides, from observed state only, which parts get the topology's
+// version now and why the others wait: the control plane first and only when
+// stable and no pool is mid-upgrade; then pools, at most Concurrency of each
+// kind at a time, skipping held and deferred ones; new pools wait while the
+// control plane is not stable.
+func Sequence(t *v1alpha1.Topology, obs *Observed) *Rollout {
+	if obs == nil {
+		obs = &Observed{}
+	}
+	desired := t.Spec.Version
+	r := &Rollout{DesiredVersion: desired, Concurrency: UpgradeConcurrency(t)}
+
+	var mdUpgrading, mpUpgrading []string
+	var mds []v1alpha1.MachineDeploymentTopology
+	var mps []v1alpha1.MachinePoolTopology
+	if t.Spec.Workers != nil {
+		mds, mps = t.Spec.Workers.MachineDeployments, t.Spec.Workers.MachinePools
+	}
+	for _, md := range mds {
+		if o := obs.MachineDeployments[md.Name]; o.Exists && o.Upgrading {
+			mdUpgrading = append(mdUpgrading, md.Name)
+		}
+	}
+	for _, mp := range mps {
+		if o := obs.MachinePools[mp.Name]; o.Exists && o.Upgrading {
+			mpUpgrading = append(mpUpgrading, mp.Name)
+		}
+	}
+
+	r.ControlPlane, r.ControlPlaneStable = sequenceControlPlane(desired, obs.ControlPlane, append(append([]string{}, mdUpgrading...), mpUpgrading...))
+
+	holdSeen := false
+	for _, md := range mds {
+		d, held := sequencePool(md.Name, desired, obs.MachineDeployments[md.Name], md.Metadata.Annotations, holdSeen, r, &mdUpgrading)
+		holdSeen = holdSeen || held
+		r.MachineDeployments = append(r.MachineDeployments, d)
+	}
+	holdSeen = false
+	for _, mp := range mps {
+		d, held := sequencePool(mp.Name, desired, obs.MachinePools[mp.Name], mp.Metadata.Annotations, holdSeen, r, &mpUpgrading)
+		holdSeen = holdSeen || held
+		r.MachinePools = append(r.MachinePools, d)
+	}
+	return r
+}
+
+func sequenceControlPlane(desired string, o PartObserved, poolsUpgrading []string) (Decision, bool) {
+	d := Decision{Name: ControlPlaneName}
+	if !o.Exists {
+		d.Version, d.Phase = desired, v1alpha1.PhaseCreating
+		return d, false
+	}
+	d.Version = o.SpecVersion
+	switch {
+	case o.StatusVersion == "":
+		d.Phase, d.Reason = v1alpha1.PhaseCreating, "the control plane is being provisioned"
+		return d, false
+	case o.StatusVersion != o.SpecVersion:
+		d.Phase, d.Reason = v1alpha1.PhaseUpgrading, fmt.Sprintf("the control plane is upgrading from %s to %s", o.StatusVersion, o.SpecVersion)
+		return d, false
+	case o.SpecVersion == desired:
+		d.Phase = v1alpha1.PhaseUpToDate
+		return d, true
+	case len(poolsUpgrading) > 0:
+		d.Phase = v1alpha1.PhasePending
+		d.Reason = fmt.Sprintf("waiting for %s to finish upgrading before the control plane upgrades to %s", strings.Join(poolsUpgrading, ", "), desired)
+		return d, false
+	}
+	d.Version, d.Phase = desired, v1alpha1.PhaseUpgrading
+	d.Reason = fmt.Sprintf("the control plane starts upgrading from %s to %s", o.SpecVersion, desired)
+	return d, false
+}
+
+// sequencePool decides for one pool; held reports whether it carries the hold
+// annotation, which also holds every pool after it.
+func sequencePool(name, desired string, o PartObserved, annotations map[string]string, holdBefore bool, r *Rollout, upgrading *[]string) (Decision, bool) {
+	_, hold := annotations[HoldUpgradeSequenceAnnotation]
+	_, deferred := annotations[DeferUpgradeAnnotation]
+	d := Decision{Name: name, Version: desired}
+	if !o.Exists {
+		d.Phase = v1alpha1.PhaseCreating
+		if !r.ControlPlaneStable {
+			d.Phase, d.CreatePending = v1alpha1.PhasePending, true
+			d.Reason = "waiting for the control plane to be stable before creating it"
+		}
+		return d, hold
+	}
+	if o.SpecVersion == desired {
+		d.Version, d.Phase = o.SpecVersion, v1alpha1.PhaseUpToDate
+		if o.Upgrading {
+			d.Phase, d.Reason = v1alpha1.PhaseUpgrading, fmt.Sprintf("Machines are rolling to %s", desired)
+		}
+		return d, hold
+	}
+	d.Version = o.SpecVersion
+	switch {
+	case deferred:
+		d.Phase, d.Reason = v1alpha1.PhaseDeferred, fmt.Sprintf("upgrade deferred by the %s annotation", DeferUpgradeAnnotation)
+	case hold:
+		d.Phase, d.Reason = v1alpha1.PhaseHeld, fmt.Sprintf("upgrade held by the %s annotation", HoldUpgradeSequenceAnnotation)
+	case holdBefore:
+		d.Phase, d.Reason = v1alpha1.PhaseHeld, fmt.Sprintf("upgrade held: an earlier pool carries the %s annotation", HoldUpgradeSequenceAnnotation)
+	case len(*upgrading) >= r.Concurrency:
+		d.Phase, d.Reason = v1alpha1.PhasePending, fmt.Sprintf("upgrade concurrency limit %d reached (%s upgrading)", r.Concurrency, strings.Join(*upgrading, ", "))
+	case !r.ControlPlaneStable:
+		d.Phase, d.Reason = v1alpha1.PhasePending, "waiting for the control plane to finish upgrading"
+	default:
+		d.Version, d.Phase = desired, v1alpha1.PhaseUpgrading
+		d.Reason = fmt.Sprintf("upgrading from %s to %s", o.SpecVersion, desired)
+		*upgrading = append(*upgrading, name)
+	}
+	return d, hold
+}

@@ -1,0 +1,67 @@
+package plugin
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/bundle"
+)
+
+// readBundle reads files, directories (their .yaml, .yml and .json files,
+// sorted) and "-" for standard input into one bundle.
+func readBundle(paths []string, stdin io.Reader, namespace string) (*bundle.Bundle, error) {
+	b := bundle.New()
+	for _, p := range paths {
+		if p == "-" {
+			if err := b.Read(stdin, "<stdin>", namespace); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		files, err := expand(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			fh, err := os.Open(f)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", f, err)
+			}
+			err = b.Read(fh, f, namespace)
+			fh.Close()
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b, nil
+}
+
+func expand(p string) ([]string, error) {
+	info, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", p, err)
+	}
+	if !info.IsDir() {
+		return []string{p}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch strings.ToLower(filepath.Ext(path)) {
+		case ".yaml", ".yml", ".json":
+			if !d.IsDir() {
+				files = append(files, path)
+			}
+		}
+		return nil
+	})
+	sort.Strings(files)
+	return files, err
+}

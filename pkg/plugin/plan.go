@@ -1,0 +1,275 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/bundle"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
+)
+
+// PlanOptions are the inputs of `plan`.
+type PlanOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	// Filenames are the files, directories or "-" to read.
+	Filenames []string
+	// Cluster picks one topology when the input has several.
+	Cluster string
+	// OutputDirectory receives upstream's created/ and modified/ layout.
+	OutputDirectory string
+	// Output is table, yaml or json.
+	Output string
+	// Seed makes generated names reproducible; 0 means random.
+	Seed uint64
+
+	namespace string
+	bundle    *bundle.Bundle
+}
+
+// NewPlanCommand returns `plan`.
+func NewPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &PlanOptions{configFlags: flags, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "plan -f FILE... [--cluster NAME] [--output-directory DIR]",
+		Short: "Show which objects a topology creates, changes and deletes",
+		Long: `Plan computes the objects a topology consists of — exactly as the agent (and
+Cluster API's topology controller) would — and compares them with the objects
+in the input. It runs offline: no cluster is needed.
+
+The input may be ours (TopologyClass, Topology) or upstream Cluster API's
+(ClusterClass, Cluster with spec.topology), with the provider templates the
+class references and any objects that exist already.`,
+		Example: `  # What the quick-start class creates for a cluster
+  kubectl topology plan -f clusterclass.yaml -f cluster.yaml
+
+  # Write upstream's 'clusterctl alpha topology plan' layout
+  kubectl topology plan -f class.yaml -f cluster.yaml --output-directory out/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringSliceVarP(&o.Filenames, "filename", "f", nil, "Files or directories with the class, templates, topologies and existing objects; - reads standard input")
+	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "Name of the topology (or Cluster) to plan when the input has several")
+	cmd.Flags().StringVar(&o.OutputDirectory, "output-directory", "", "Write created/ and modified/ files here, like clusterctl alpha topology plan did")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "Output format: table, yaml or json")
+	cmd.Flags().Uint64Var(&o.Seed, "random-seed", 0, "Seed for generated name suffixes, for reproducible output")
+	_ = cmd.Flags().MarkHidden("random-seed")
+	return cmd
+}
+
+// Complete reads the input files.
+func (o *PlanOptions) Complete() error {
+	o.namespace = "default"
+	if o.configFlags != nil && o.configFlags.Namespace != nil && *o.configFlags.Namespace != "" {
+		o.namespace = *o.configFlags.Namespace
+	}
+	if len(o.Filenames) == 0 {
+		return fmt.Errorf("plan needs input: give the class, its templates and the topology with -f")
+	}
+	b, err := readBundle(o.Filenames, o.In, o.namespace)
+	if err != nil {
+		return err
+	}
+	o.bundle = b
+	return nil
+}
+
+// Validate checks the flags.
+func (o *PlanOptions) Validate() error {
+	switch o.Output {
+	case "table", "yaml", "json":
+	default:
+		return fmt.Errorf("--output %q is not supported; use table, yaml or json", o.Output)
+	}
+	if o.OutputDirectory != "" {
+		if info, err := os.Stat(o.OutputDirectory); err == nil && !info.IsDir() {
+			return fmt.Errorf("--output-directory %s is a file; give a directory", o.OutputDirectory)
+		}
+	}
+	return nil
+}
+
+// Run plans the chosen topology and prints or writes the result. Nothing is
+// written unless the whole plan succeeded.
+func (o *PlanOptions) Run(ctx context.Context) error {
+	t, err := o.pickTopology()
+	if err != nil {
+		return err
+	}
+	class, err := o.bundle.ClassFor(t)
+	if err != nil {
+		return err
+	}
+	gen := names.NewGenerator(nil)
+	if o.Seed != 0 {
+		gen = names.NewSeeded(o.Seed)
+	}
+	existing := o.bundle.Objects
+	if t.Upstream != nil {
+		existing = append([]*unstructured.Unstructured{t.Upstream}, existing...)
+	}
+	current := engine.StateFromObjects(t.Name, t.Namespace, existing)
+	if t.Upstream != nil {
+		current.Cluster = t.Upstream
+	}
+	res, err := engine.Compute(ctx, engine.Input{
+		Topology:  t.Topology,
+		Class:     class.TopologyClass,
+		Templates: o.bundle.Templates(),
+		Current:   current,
+		Names:     gen,
+		Dialect:   t.Dialect(),
+	})
+	if err != nil {
+		return err
+	}
+	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: existing, Cluster: t.Name, Namespace: t.Namespace})
+	if err != nil {
+		return err
+	}
+	var files map[string][]byte
+	if o.OutputDirectory != "" {
+		if files, err = planFiles(p); err != nil {
+			return err
+		}
+	}
+	if err := o.print(t, p); err != nil {
+		return err
+	}
+	if files != nil {
+		return writeFiles(o.OutputDirectory, files)
+	}
+	return nil
+}
+
+func (o *PlanOptions) pickTopology() (*bundle.Topology, error) {
+	ts := o.bundle.Topologies
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("the input has no Topology and no Cluster with spec.topology; add the file that defines one with -f")
+	}
+	if o.Cluster != "" {
+		for _, t := range ts {
+			if t.Name == o.Cluster {
+				return t, nil
+			}
+		}
+		return nil, fmt.Errorf("--cluster %s: no such topology in the input; it has: %s", o.Cluster, topologyList(ts))
+	}
+	if len(ts) > 1 {
+		return nil, fmt.Errorf("the input has %d topologies: %s; pick one with --cluster NAME", len(ts), topologyList(ts))
+	}
+	return ts[0], nil
+}
+
+func topologyList(ts []*bundle.Topology) string {
+	var s []string
+	for _, t := range ts {
+		s = append(s, t.Namespace+"/"+t.Name)
+	}
+	sort.Strings(s)
+	return strings.Join(s, ", ")
+}
+
+func (o *PlanOptions) print(t *bundle.Topology, p *plan.Plan) error {
+	switch o.Output {
+	case "json", "yaml":
+		raw, err := json.MarshalIndent(p, "", "  ")
+		if err != nil {
+			return err
+		}
+		if o.Output == "yaml" {
+			if raw, err = yaml.JSONToYAML(raw); err != nil {
+				return err
+			}
+		}
+		_, err = o.Out.Write(append(raw, '\n'))
+		return err
+	}
+	if len(p.Changes) == 0 {
+		fmt.Fprintf(o.Out, "No changes for %s/%s.\n", t.Namespace, t.Name)
+		return nil
+	}
+	w := printers.GetNewTabWriter(o.Out)
+	fmt.Fprintln(w, "NAMESPACE\tKIND\tNAME\tACTION")
+	for _, c := range p.Changes {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Object.GetNamespace(), c.Object.GetKind(), c.Object.GetName(), c.Action)
+	}
+	return w.Flush()
+}
+
+// planFiles renders upstream's output layout: created/<Kind>_<ns>_<name>.yaml and
+// modified/<Kind>_<ns>_<name>.{original.yaml,modified.yaml,jsonpatch,diff}.
+func planFiles(p *plan.Plan) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	for _, c := range p.Changes {
+		base := fmt.Sprintf("%s_%s_%s", c.Object.GetKind(), c.Object.GetNamespace(), c.Object.GetName())
+		switch c.Action {
+		case plan.Created:
+			raw, err := yaml.Marshal(c.Object.Object)
+			if err != nil {
+				return nil, err
+			}
+			files[filepath.Join("created", base+".yaml")] = raw
+		case plan.Modified:
+			before, err := yaml.Marshal(c.Before.Object)
+			if err != nil {
+				return nil, err
+			}
+			after, err := yaml.Marshal(c.Object.Object)
+			if err != nil {
+				return nil, err
+			}
+			diff, err := plan.UnifiedDiff(c.Before, c.Object, base+".original.yaml", base+".modified.yaml")
+			if err != nil {
+				return nil, err
+			}
+			files[filepath.Join("modified", base+".original.yaml")] = before
+			files[filepath.Join("modified", base+".modified.yaml")] = after
+			files[filepath.Join("modified", base+".jsonpatch")] = c.MergePatch
+			files[filepath.Join("modified", base+".diff")] = []byte(diff)
+		}
+	}
+	return files, nil
+}
+
+func writeFiles(dir string, files map[string][]byte) error {
+	for _, sub := range []string{"created", "modified"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return fmt.Errorf("creating %s: %w", filepath.Join(dir, sub), err)
+		}
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if err := os.WriteFile(filepath.Join(dir, p), files[p], 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", filepath.Join(dir, p), err)
+		}
+	}
+	return nil
+}

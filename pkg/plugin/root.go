@@ -1,0 +1,55 @@
+// Package plugin holds the kubectl-topology commands: each is an options struct
+// with Complete, Validate and Run, built on cli-runtime's flags and printers.
+// Decisions belong to pkg/engine; this package turns flags into engine calls.
+package plugin
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// NewRootCommand returns `kubectl topology` with every subcommand.
+func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	flags := genericclioptions.NewConfigFlags(true)
+	cmd := &cobra.Command{
+		Use:   commandName(),
+		Short: "Managed Cluster API topologies: plan, convert, edit and upgrade clusters stamped from a class",
+		Long: `kubectl topology manages clusters stamped from a TopologyClass (Cluster API's
+ClusterClass semantics, without the upstream feature gate).
+
+Plan what a topology creates and changes, offline from files:
+  kubectl topology plan -f class.yaml -f cluster.yaml`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	flags.AddFlags(cmd.PersistentFlags())
+	cmd.AddCommand(
+		NewPlanCommand(flags, streams),
+		NewConvertCommand(flags, streams),
+	)
+	return cmd
+}
+
+// commandName shows `kubectl topology` when run as a kubectl plugin.
+func commandName() string {
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
+		return "kubectl topology"
+	}
+	return "kubectl-topology"
+}
+
+// Execute runs the command and returns the process exit code; errors go to
+// ErrOut once, without usage noise.
+func Execute(cmd *cobra.Command, streams genericiooptions.IOStreams) int {
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+		return 1
+	}
+	return 0
+}
