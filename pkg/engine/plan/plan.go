@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"sort"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/aymanbagabas/go-udiff"
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	rfc6902 "gomodules.xyz/jsonpatch/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
