@@ -59,3 +59,7 @@ parity: build $(CLUSTERCTL) ## Compare plan -f with clusterctl v1.10.10 on ../sh
 
 clean: ## Remove build output.
 	rm -rf $(BIN)/kubectl-topology
+
+.PHONY: run
+run: build ## Plan the example cluster offline.
+	$(BIN)/kubectl-topology plan -f examples/docker/

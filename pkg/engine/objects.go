@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"reflect"
 
@@ -216,7 +217,7 @@ func (c *computation) applyPatches(context.Context) error {
 	c.targets = targets
 	err := patches.Apply(patches.Input{Patches: cs.Patches, Variables: c.vars, Builtins: common, Targets: targets, External: c.in.External})
 	if pe, ok := err.(*patches.Error); ok {
-		return c.invalid(describe("TopologyClass", c.class), field.ErrorList{field.Invalid(field.NewPath(pe.Field), pe.Patch, pe.Error())})
+		return c.invalid(describe("TopologyClass", c.class), field.ErrorList{field.Invalid(field.NewPath(pe.Field), pe.Patch, fmt.Sprintf("on %s: %v", pe.Target, pe.Err))})
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 
@@ -142,7 +143,10 @@ func (c *Catalog) Default(values []v1alpha1.ClusterVariable, createMissing bool,
 		out = append(out, v)
 	}
 	if createMissing {
-		for _, name := range c.order {
+		// Added in name order, as Cluster API's defaulting webhook adds them.
+		sorted := append([]string(nil), c.order...)
+		sort.Strings(sorted)
+		for _, name := range sorted {
 			d := c.defs[name]
 			if seen[name] || d.Schema.Default == nil {
 				continue
@@ -222,6 +226,7 @@ func (d *Definition) Validate(ctx context.Context, raw, oldRaw []byte, p *field.
 	if errs := validation.ValidateCustomResource(p, value, d.validator); len(errs) > 0 {
 		for _, e := range errs {
 			e.Detail = strings.TrimPrefix(e.Detail, " in body ")
+			e.Field = strings.ReplaceAll(e.Field, ".[", "[")
 		}
 		return errs
 	}

@@ -1,0 +1,175 @@
+package plugin
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const exampleDir = "../../examples/docker"
+
+// runPlugin runs the root command with args and returns stdout, stderr and the exit code.
+func runPlugin(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	cmd := NewRootCommand(streams)
+	cmd.SetArgs(args)
+	code := Execute(cmd, streams)
+	return out.String(), errOut.String(), code
+}
+
+// readTree returns every file under dir by relative path.
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = string(raw)
+		return nil
+	})
+	return out
+}
+
+func TestPlanGolden(t *testing.T) {
+	cases := []struct {
+		name  string
+		files []string
+	}{
+		{name: "docker-kubeadm-ours", files: []string{exampleDir}},
+		{name: "docker-kubeadm-upstream", files: []string{"../../testdata/parity/docker-kubeadm"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"plan", "--random-seed", "42", "--output-directory", dir}
+			for _, f := range tc.files {
+				args = append(args, "-f", f)
+			}
+			stdout, stderr, code := runPlugin(t, args...)
+			if code != 0 {
+				t.Fatalf("plan failed (%d): %s", code, stderr)
+			}
+			got := readTree(t, dir)
+			got["stdout.txt"] = stdout
+			golden := filepath.Join("testdata", "golden", tc.name)
+			if *update {
+				_ = os.RemoveAll(golden)
+				for rel, content := range got {
+					p := filepath.Join(golden, rel)
+					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			want := readTree(t, golden)
+			if len(want) == 0 {
+				t.Fatalf("no golden files in %s; run go test ./pkg/plugin -update", golden)
+			}
+			var keys []string
+			for k := range want {
+				keys = append(keys, k)
+			}
+			for k := range got {
+				if _, ok := want[k]; !ok {
+					keys = append(keys, k)
+				}
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if got[k] != want[k] {
+					t.Errorf("%s differs from golden:\n--- got\n%s\n--- want\n%s", k, got[k], want[k])
+				}
+			}
+		})
+	}
+}
+
+func TestPlanIsDeterministicWithSeed(t *testing.T) {
+	a, _, _ := runPlugin(t, "plan", "--random-seed", "9", "-f", exampleDir, "-o", "yaml")
+	b, _, _ := runPlugin(t, "plan", "--random-seed", "9", "-f", exampleDir, "-o", "yaml")
+	if a != b || !strings.Contains(a, "action: created") {
+		t.Fatalf("same seed gave different output or no plan:\n%s", a)
+	}
+}
+
+func TestPlanBadInput(t *testing.T) {
+	class := filepath.Join(exampleDir, "class.yaml")
+	topo := filepath.Join(exampleDir, "topology.yaml")
+	bad := func(n string) string { return filepath.Join("testdata", "bad", n) }
+	cases := []struct {
+		name  string
+		files []string
+		extra []string
+		want  []string
+	}{
+		{"invalid variable", []string{class, bad("invalid-variable.yaml")}, nil,
+			[]string{"Topology default/bad is invalid", "spec.variables[maxPods].value", "250"}},
+		{"CEL rule violated", []string{class, bad("cel-violation.yaml")}, nil,
+			[]string{"spec.variables[auditPolicy].value", "an enabled audit policy needs a level other than None"}},
+		{"unknown variable", []string{class, bad("unknown-variable.yaml")}, nil,
+			[]string{"spec.variables[noSuchVariable]", "not defined in the class"}},
+		{"unknown class", []string{class, bad("unknown-class.yaml")}, nil,
+			[]string{"Topology default/bad", "spec.class", "class default/nope is not in the input"}},
+		{"unknown worker class", []string{class, bad("unknown-worker-class.yaml")}, nil,
+			[]string{"spec.workers.machineDeployments[0].class", `MachineDeployment class "nope" is not defined`}},
+		{"malformed YAML", []string{class, bad("malformed.yaml")}, nil,
+			[]string{"malformed.yaml", "document 1"}},
+		{"unknown field", []string{class, bad("unknown-field.yaml")}, nil,
+			[]string{"Topology default/bad", `unknown field "verison"`}},
+		{"several topologies, no --cluster", []string{class, bad("two-topologies.yaml")}, nil,
+			[]string{"the input has 2 topologies: default/one, default/two", "--cluster NAME"}},
+		{"--cluster names no topology", []string{class, topo}, []string{"--cluster", "nope"},
+			[]string{"--cluster nope: no such topology", "default/dev"}},
+		{"patch cannot apply", []string{bad("patch-cannot-apply.class"), topo}, nil,
+			[]string{"TopologyClass default/docker-kubeadm is invalid", "spec.patches[5].definitions[0]", `patch "loadBalancer"`, "InfrastructureCluster template docker-kubeadm-cluster"}},
+		{"template does not parse", []string{bad("template-does-not-parse.class"), topo}, nil,
+			[]string{"spec.patches[3].definitions[1].jsonPatches[0]", "template does not parse", "nosuchfunc"}},
+		{"template does not render", []string{bad("template-does-not-render.class"), topo}, nil,
+			[]string{"spec.patches[2].definitions[0].jsonPatches[0]", "template does not render"}},
+		{"no input", nil, nil, []string{"plan needs input"}},
+		{"missing file", []string{"does-not-exist.yaml"}, nil, []string{"reading does-not-exist.yaml"}},
+		{"bad output format", []string{class, topo}, []string{"-o", "xml"}, []string{`--output "xml" is not supported`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			args := []string{"plan", "--output-directory", dir}
+			for _, f := range tc.files {
+				args = append(args, "-f", f)
+			}
+			args = append(args, tc.extra...)
+			stdout, stderr, code := runPlugin(t, args...)
+			if code != 1 {
+				t.Fatalf("exit code %d, want 1; stderr: %s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("error %q does not mention %q", stderr, w)
+				}
+			}
+			if stdout != "" {
+				t.Errorf("printed output on error: %s", stdout)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("wrote %s on error", dir)
+			}
+		})
+	}
+}
