@@ -217,7 +217,7 @@ func (c *computation) applyPatches(context.Context) error {
 	c.targets = targets
 	err := patches.Apply(patches.Input{Patches: cs.Patches, Variables: c.vars, Builtins: common, Targets: targets, External: c.in.External})
 	if pe, ok := err.(*patches.Error); ok {
-		return c.invalid(describe("TopologyClass", c.class), field.ErrorList{field.Invalid(field.NewPath(pe.Field), pe.Patch, fmt.Sprintf("on %s: %v", pe.Target, pe.Err))})
+		return c.invalid(describe("TopologyClass", c.class), field.ErrorList{field.Invalid(field.NewPath(pe.Field), pe.Patch, fmt.Sprintf("patch %q on %s: %v", pe.Patch, pe.Target, pe.Err))})
 	}
 	return err
 }
