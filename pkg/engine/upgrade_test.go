@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+func topologyWith(version string, annotations map[string]string, mds ...v1alpha1.MachineDeploymentTopology) *v1alpha1.Topology {
+	return &v1alpha1.Topology{
+		ObjectMeta: metav1.ObjectMeta{Name: "t", Annotations: annotations},
+		Spec:       v1alpha1.TopologySpec{Version: version, Workers: &v1alpha1.WorkersTopology{MachineDeployments: mds}},
+	}
+}
+
+func md(name string, annotations map[string]string) v1alpha1.MachineDeploymentTopology {
+	return v1alpha1.MachineDeploymentTopology{Name: name, Class: "w", Metadata: v1alpha1.ObjectMeta{Annotations: annotations}}
+}
+
+func TestSequence(t *testing.T) {
+	atOld := func() map[string]PartObserved {
+		return map[string]PartObserved{
+			"a": {Exists: true, SpecVersion: "v1.32.0"},
+			"b": {Exists: true, SpecVersion: "v1.32.0"},
+			"c": {Exists: true, SpecVersion: "v1.32.0"},
+		}
+	}
+	stableCP := func(v string) PartObserved { return PartObserved{Exists: true, SpecVersion: v, StatusVersion: v} }
+	type want struct {
+		cp  v1alpha1.RolloutPhase
+		cpV string
+		mds []v1alpha1.RolloutPhase
+		mdV []string
+	}
+	cases := []struct {
+		name string
+		topo *v1alpha1.Topology
+		obs  *Observed
+		want want
+	}{
+		{"create everything", topologyWith("v1.33.0", nil, md("a", nil)), &Observed{},
+			want{v1alpha1.PhaseCreating, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhasePending}, []string{"v1.33.0"}}},
+		{"control plane first", topologyWith("v1.33.0", nil, md("a", nil), md("b", nil)), &Observed{ControlPlane: stableCP("v1.32.0"), MachineDeployments: atOld()},
+			want{v1alpha1.PhaseUpgrading, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhasePending, v1alpha1.PhasePending}, []string{"v1.32.0", "v1.32.0"}}},
+		{"control plane rolling", topologyWith("v1.33.0", nil, md("a", nil)), &Observed{ControlPlane: PartObserved{Exists: true, SpecVersion: "v1.33.0", StatusVersion: "v1.32.0"}, MachineDeployments: atOld()},
+			want{v1alpha1.PhaseUpgrading, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhasePending}, []string{"v1.32.0"}}},
+		{"one MD at a time", topologyWith("v1.33.0", nil, md("a", nil), md("b", nil), md("c", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
+			want{v1alpha1.PhaseUpToDate, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhaseUpgrading, v1alpha1.PhasePending, v1alpha1.PhasePending}, []string{"v1.33.0", "v1.32.0", "v1.32.0"}}},
+		{"concurrency 2", topologyWith("v1.33.0", map[string]string{UpgradeConcurrencyAnnotation: "2"}, md("a", nil), md("b", nil), md("c", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
+			want{v1alpha1.PhaseUpToDate, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhaseUpgrading, v1alpha1.PhaseUpgrading, v1alpha1.PhasePending}, []string{"v1.33.0", "v1.33.0", "v1.32.0"}}},
+		{"defer skips one", topologyWith("v1.33.0", nil, md("a", map[string]string{DeferUpgradeAnnotation: ""}), md("b", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
+			want{v1alpha1.PhaseUpToDate, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhaseDeferred, v1alpha1.PhaseUpgrading}, []string{"v1.32.0", "v1.33.0"}}},
+		{"hold stops the rest", topologyWith("v1.33.0", map[string]string{UpgradeConcurrencyAnnotation: "5"}, md("a", nil), md("b", map[string]string{HoldUpgradeSequenceAnnotation: ""}), md("c", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
+			want{v1alpha1.PhaseUpToDate, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhaseUpgrading, v1alpha1.PhaseHeld, v1alpha1.PhaseHeld}, []string{"v1.33.0", "v1.32.0", "v1.32.0"}}},
+		{"MD mid-upgrade blocks the control plane", topologyWith("v1.34.0", nil, md("a", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: map[string]PartObserved{"a": {Exists: true, SpecVersion: "v1.33.0", Upgrading: true}}},
+			want{v1alpha1.PhasePending, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhasePending}, []string{"v1.33.0"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Sequence(tc.topo, tc.obs)
+			if r.ControlPlane.Phase != tc.want.cp || r.ControlPlane.Version != tc.want.cpV {
+				t.Errorf("control plane: %s %s, want %s %s (%s)", r.ControlPlane.Phase, r.ControlPlane.Version, tc.want.cp, tc.want.cpV, r.ControlPlane.Reason)
+			}
+			for i, d := range r.MachineDeployments {
+				if d.Phase != tc.want.mds[i] || d.Version != tc.want.mdV[i] {
+					t.Errorf("%s: %s %s, want %s %s (%s)", d.Name, d.Phase, d.Version, tc.want.mds[i], tc.want.mdV[i], d.Reason)
+				}
+				if d.Phase != v1alpha1.PhaseUpToDate && d.Phase != v1alpha1.PhaseUpgrading && d.Reason == "" {
+					t.Errorf("%s waits without a reason", d.Name)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,324 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/blang/semver/v4"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
+)
+
+// ValidateClass checks a TopologyClass on its own: template references set,
+// worker class names unique, variables usable, patches well formed.
+func ValidateClass(ctx context.Context, c *v1alpha1.TopologyClass) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	requireRef := func(t *v1alpha1.LocalObjectTemplate, p *field.Path) {
+		if t == nil || t.Ref == nil {
+			errs = append(errs, field.Required(p.Child("ref"), "template reference must be set"))
+			return
+		}
+		if t.Ref.APIVersion == "" || t.Ref.Kind == "" || t.Ref.Name == "" {
+			errs = append(errs, field.Invalid(p.Child("ref"), fmt.Sprintf("%s/%s %s", t.Ref.APIVersion, t.Ref.Kind, t.Ref.Name), "apiVersion, kind and name must all be set"))
+		}
+		if t.Ref.Namespace != "" && t.Ref.Namespace != c.Namespace {
+			errs = append(errs, field.Invalid(p.Child("ref", "namespace"), t.Ref.Namespace, "templates must be in the class's namespace "+c.Namespace))
+		}
+	}
+	requireRef(&c.Spec.Infrastructure, spec.Child("infrastructure"))
+	requireRef(&c.Spec.ControlPlane.LocalObjectTemplate, spec.Child("controlPlane"))
+	if c.Spec.ControlPlane.MachineInfrastructure != nil {
+		requireRef(c.Spec.ControlPlane.MachineInfrastructure, spec.Child("controlPlane", "machineInfrastructure"))
+	} else if c.Spec.ControlPlane.MachineHealthCheck != nil {
+		errs = append(errs, field.Forbidden(spec.Child("controlPlane", "machineHealthCheck"), "a health check needs control plane Machines: set controlPlane.machineInfrastructure"))
+	}
+	for _, nt := range []struct {
+		tpl *string
+		p   *field.Path
+	}{
+		{strategyTemplate(c.Spec.InfrastructureNamingStrategy), spec.Child("infrastructureNamingStrategy", "template")},
+		{cpStrategyTemplate(c.Spec.ControlPlane.NamingStrategy), spec.Child("controlPlane", "namingStrategy", "template")},
+	} {
+		errs = append(errs, validateNamingTemplate(nt.tpl, nt.p)...)
+	}
+	seen := map[string]bool{}
+	for i, md := range c.Spec.Workers.MachineDeployments {
+		p := spec.Child("workers", "machineDeployments").Index(i)
+		if seen[md.Class] {
+			errs = append(errs, field.Duplicate(p.Child("class"), md.Class))
+		}
+		seen[md.Class] = true
+		requireRef(&md.Template.Bootstrap, p.Child("template", "bootstrap"))
+		requireRef(&md.Template.Infrastructure, p.Child("template", "infrastructure"))
+		if md.NamingStrategy != nil {
+			errs = append(errs, validateNamingTemplate(md.NamingStrategy.Template, p.Child("namingStrategy", "template"))...)
+		}
+	}
+	seen = map[string]bool{}
+	for i, mp := range c.Spec.Workers.MachinePools {
+		p := spec.Child("workers", "machinePools").Index(i)
+		if seen[mp.Class] {
+			errs = append(errs, field.Duplicate(p.Child("class"), mp.Class))
+		}
+		seen[mp.Class] = true
+		requireRef(&mp.Template.Bootstrap, p.Child("template", "bootstrap"))
+		requireRef(&mp.Template.Infrastructure, p.Child("template", "infrastructure"))
+		if mp.NamingStrategy != nil {
+			errs = append(errs, validateNamingTemplate(mp.NamingStrategy.Template, p.Child("namingStrategy", "template"))...)
+		}
+	}
+	errs = append(errs, variables.ValidateDefinitions(ctx, c.Spec.Variables, spec.Child("variables"))...)
+	errs = append(errs, validatePatches(c, spec.Child("patches"))...)
+	return errs
+}
+
+func strategyTemplate(s *v1alpha1.InfrastructureNamingStrategy) *string {
+	if s == nil {
+		return nil
+	}
+	return s.Template
+}
+
+func cpStrategyTemplate(s *v1alpha1.ControlPlaneClassNamingStrategy) *string {
+	if s == nil {
+		return nil
+	}
+	return s.Template
+}
+
+// validateNamingTemplate renders the template with sample values, so that a
+// broken template or one yielding an invalid name is caught at class time.
+func validateNamingTemplate(tpl *string, p *field.Path) field.ErrorList {
+	if tpl == nil {
+		return nil
+	}
+	if _, err := names.Parse(*tpl); err != nil {
+		return field.ErrorList{field.Invalid(p, *tpl, err.Error())}
+	}
+	if _, err := names.NewSeeded(1).Template(*tpl, names.Vars{Cluster: "cluster", MachineDeployment: "md", MachinePool: "mp"}); err != nil {
+		return field.ErrorList{field.Invalid(p, *tpl, err.Error())}
+	}
+	return nil
+}
+
+var validOps = map[string]bool{"add": true, "replace": true, "remove": true}
+
+func validatePatches(c *v1alpha1.TopologyClass, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, patch := range c.Spec.Patches {
+		pp := p.Index(i)
+		if patch.Name == "" {
+			errs = append(errs, field.Required(pp.Child("name"), "patch name must be set"))
+		} else if seen[patch.Name] {
+			errs = append(errs, field.Duplicate(pp.Child("name"), patch.Name))
+		}
+		seen[patch.Name] = true
+		switch {
+		case len(patch.Definitions) > 0 && patch.External != nil:
+			errs = append(errs, field.Invalid(pp, patch.Name, "set either definitions or external, not both"))
+		case len(patch.Definitions) == 0 && patch.External == nil:
+			errs = append(errs, field.Required(pp, "set definitions or external"))
+		}
+		if patch.EnabledIf != nil {
+			if _, err := patches.Parse(*patch.EnabledIf); err != nil {
+				errs = append(errs, field.Invalid(pp.Child("enabledIf"), *patch.EnabledIf, err.Error()))
+			}
+		}
+		for di, def := range patch.Definitions {
+			dp := pp.Child("definitions").Index(di)
+			m := def.Selector.MatchResources
+			if !m.ControlPlane && !m.InfrastructureCluster && m.MachineDeploymentClass == nil && m.MachinePoolClass == nil {
+				errs = append(errs, field.Invalid(dp.Child("selector", "matchResources"), "", "select at least one of controlPlane, infrastructureCluster, machineDeploymentClass, machinePoolClass"))
+			}
+			for oi, op := range def.JSONPatches {
+				errs = append(errs, validateOp(op, dp.Child("jsonPatches").Index(oi))...)
+			}
+		}
+	}
+	return errs
+}
+
+func validateOp(op v1alpha1.JSONPatch, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if !validOps[op.Op] {
+		errs = append(errs, field.NotSupported(p.Child("op"), op.Op, []string{"add", "replace", "remove"}))
+	}
+	if !strings.HasPrefix(op.Path, "/spec/") {
+		errs = append(errs, field.Invalid(p.Child("path"), op.Path, `a patch may only change the spec: the path must start with "/spec/"`))
+	}
+	segments := strings.Split(op.Path, "/")
+	for i, s := range segments {
+		if s == "-" && (op.Op != "add" || i != len(segments)-1) {
+			errs = append(errs, field.Invalid(p.Child("path"), op.Path, `"-" (append) is only valid as the last segment of an add`))
+		}
+		if isIndex(s) && op.Op == "add" && i == len(segments)-1 && s != "0" {
+			errs = append(errs, field.Invalid(p.Child("path"), op.Path, "add may only insert at index 0 or append with -; other indexes depend on the template's current list"))
+		}
+	}
+	switch op.Op {
+	case "remove":
+		if op.Value != nil || op.ValueFrom != nil {
+			errs = append(errs, field.Invalid(p, op.Op, "remove takes neither value nor valueFrom"))
+		}
+	case "add", "replace":
+		switch {
+		case op.Value == nil && op.ValueFrom == nil:
+			errs = append(errs, field.Required(p.Child("value"), "set value or valueFrom"))
+		case op.Value != nil && op.ValueFrom != nil:
+			errs = append(errs, field.Invalid(p, op.Op, "set value or valueFrom, not both"))
+		case op.ValueFrom != nil:
+			vf := op.ValueFrom
+			switch {
+			case vf.Variable == nil && vf.Template == nil:
+				errs = append(errs, field.Required(p.Child("valueFrom"), "set variable or template"))
+			case vf.Variable != nil && vf.Template != nil:
+				errs = append(errs, field.Invalid(p.Child("valueFrom"), "", "set variable or template, not both"))
+			case vf.Template != nil:
+				if _, err := patches.Parse(*vf.Template); err != nil {
+					errs = append(errs, field.Invalid(p.Child("valueFrom", "template"), *vf.Template, err.Error()))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+func isIndex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseVersion parses a Kubernetes version such as v1.32.0.
+func ParseVersion(v string) (semver.Version, error) {
+	return semver.ParseTolerant(v)
+}
+
+// ValidateTopology checks a Topology against its class (nil skips class checks):
+// a semantic version, unique pool names, pool classes the class defines, and
+// variables valid for the class's schemas.
+func ValidateTopology(ctx context.Context, t *v1alpha1.Topology, c *v1alpha1.TopologyClass, cat *variables.Catalog) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	if _, err := ParseVersion(t.Spec.Version); err != nil || !strings.HasPrefix(t.Spec.Version, "v") {
+		errs = append(errs, field.Invalid(spec.Child("version"), t.Spec.Version, "must be a Kubernetes version such as v1.32.0"))
+	}
+	if t.Spec.Class == "" {
+		errs = append(errs, field.Required(spec.Child("class"), "name the TopologyClass to stamp from"))
+	}
+	if w := t.Spec.Workers; w != nil {
+		seen := map[string]bool{}
+		for i, md := range w.MachineDeployments {
+			p := spec.Child("workers", "machineDeployments").Index(i)
+			if seen[md.Name] {
+				errs = append(errs, field.Duplicate(p.Child("name"), md.Name))
+			}
+			seen[md.Name] = true
+			if c != nil {
+				if _, mdc := findMDClass(c, md.Class); mdc == nil {
+					errs = append(errs, field.Invalid(p.Child("class"), md.Class, fmt.Sprintf("MachineDeployment class %q is not defined in TopologyClass %s", md.Class, c.Name)))
+				} else if md.MachineHealthCheck != nil && md.MachineHealthCheck.Enable != nil && *md.MachineHealthCheck.Enable &&
+					mdc.MachineHealthCheck == nil && isZeroMHC(md.MachineHealthCheck.MachineHealthCheckClass) {
+					errs = append(errs, field.Forbidden(p.Child("machineHealthCheck", "enable"), "the class defines no health check for this class; define one here or in the class"))
+				}
+			}
+		}
+		seen = map[string]bool{}
+		for i, mp := range w.MachinePools {
+			p := spec.Child("workers", "machinePools").Index(i)
+			if seen[mp.Name] {
+				errs = append(errs, field.Duplicate(p.Child("name"), mp.Name))
+			}
+			seen[mp.Name] = true
+			if c != nil {
+				found := false
+				for _, mpc := range c.Spec.Workers.MachinePools {
+					found = found || mpc.Class == mp.Class
+				}
+				if !found {
+					errs = append(errs, field.Invalid(p.Child("class"), mp.Class, fmt.Sprintf("MachinePool class %q is not defined in TopologyClass %s", mp.Class, c.Name)))
+				}
+			}
+		}
+	}
+	if c != nil && cat != nil {
+		errs = append(errs, cat.Validate(ctx, t.Spec.Variables, nil, true, spec.Child("variables"))...)
+	}
+	return errs
+}
+
+func findMDClass(c *v1alpha1.TopologyClass, name string) (int, *v1alpha1.MachineDeploymentClass) {
+	for i := range c.Spec.Workers.MachineDeployments {
+		if c.Spec.Workers.MachineDeployments[i].Class == name {
+			return i, &c.Spec.Workers.MachineDeployments[i]
+		}
+	}
+	return -1, nil
+}
+
+// VersionChange is what ValidateVersionChange needs besides the two versions.
+type VersionChange struct {
+	// Old and New are the topology's version before and after.
+	Old, New string
+	// Rollout is the current sequencing state; nil when unknown.
+	Rollout *Rollout
+	// Unsafe skips the checks, like upstream's unsafe-update annotation.
+	Unsafe bool
+}
+
+// ValidateVersionChange forbids downgrades, skipping a minor version, and
+// changing the version while a previous rollout is still in flight.
+func ValidateVersionChange(vc VersionChange) field.ErrorList {
+	p := field.NewPath("spec", "version")
+	if vc.Unsafe || vc.Old == vc.New || vc.Old == "" {
+		return nil
+	}
+	oldV, err1 := ParseVersion(vc.Old)
+	newV, err2 := ParseVersion(vc.New)
+	if err1 != nil || err2 != nil {
+		return field.ErrorList{field.Invalid(p, vc.New, "must be a Kubernetes version such as v1.32.0")}
+	}
+	switch {
+	case newV.LT(oldV):
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("downgrading from %s to %s is not supported", vc.Old, vc.New))}
+	case newV.Major != oldV.Major:
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("upgrading from %s to %s changes the major version; upgrade one minor version at a time", vc.Old, vc.New))}
+	case newV.Minor > oldV.Minor+1:
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("upgrading from %s to %s skips a minor version; upgrade to v%d.%d first", vc.Old, vc.New, oldV.Major, oldV.Minor+1))}
+	}
+	if r := vc.Rollout; r != nil {
+		if busy := inFlight(r); busy != "" {
+			return field.ErrorList{field.Forbidden(p, fmt.Sprintf("cannot change the version while %s; wait until the rollout to %s completes", busy, vc.Old))}
+		}
+	}
+	return nil
+}
+
+// inFlight names the part of a rollout still moving, or "".
+func inFlight(r *Rollout) string {
+	switch r.ControlPlane.Phase {
+	case v1alpha1.PhaseUpgrading, v1alpha1.PhasePending:
+		return "the control plane is upgrading"
+	}
+	for _, parts := range [][]Decision{r.MachineDeployments, r.MachinePools} {
+		for _, d := range parts {
+			if d.Phase == v1alpha1.PhaseUpgrading || (d.Phase == v1alpha1.PhasePending && !d.CreatePending) {
+				return fmt.Sprintf("%s is upgrading", d.Name)
+			}
+		}
+	}
+	return ""
+}

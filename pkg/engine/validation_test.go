@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func templateRef(kind, name string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta1", Kind: kind, Name: name}
+}
+
+func validClass() *v1alpha1.TopologyClass {
+	return &v1alpha1.TopologyClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"},
+		Spec: v1alpha1.TopologyClassSpec{
+			Infrastructure: v1alpha1.LocalObjectTemplate{Ref: templateRef("DockerClusterTemplate", "c")},
+			ControlPlane: v1alpha1.ControlPlaneClass{
+				LocalObjectTemplate:   v1alpha1.LocalObjectTemplate{Ref: templateRef("KubeadmControlPlaneTemplate", "c")},
+				MachineInfrastructure: &v1alpha1.LocalObjectTemplate{Ref: templateRef("DockerMachineTemplate", "c")},
+			},
+			Workers: v1alpha1.WorkersClass{MachineDeployments: []v1alpha1.MachineDeploymentClass{{
+				Class: "w",
+				Template: v1alpha1.MachineDeploymentClassTemplate{
+					Bootstrap:      v1alpha1.LocalObjectTemplate{Ref: templateRef("KubeadmConfigTemplate", "w")},
+					Infrastructure: v1alpha1.LocalObjectTemplate{Ref: templateRef("DockerMachineTemplate", "w")},
+				},
+			}}},
+			Variables: []v1alpha1.ClusterClassVariable{{Name: "size", Required: true, Schema: v1alpha1.VariableSchema{OpenAPIV3Schema: v1alpha1.JSONSchemaProps{Type: "integer", Minimum: ptr[int64](1)}}}},
+			Patches: []v1alpha1.ClusterClassPatch{{
+				Name: "p",
+				Definitions: []v1alpha1.PatchDefinition{{
+					Selector:    v1alpha1.PatchSelector{APIVersion: "a/v1", Kind: "K", MatchResources: v1alpha1.PatchSelectorMatch{ControlPlane: true}},
+					JSONPatches: []v1alpha1.JSONPatch{{Op: "add", Path: "/spec/template/spec/x", ValueFrom: &v1alpha1.JSONPatchValue{Variable: ptr("size")}}},
+				}},
+			}},
+		},
+	}
+}
+
+func rawJSON(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+
+// fields renders the paths of errors for comparison.
+func fields(errs field.ErrorList) []string {
+	out := make([]string, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, e.Field)
+	}
+	return out
+}
+
+func TestValidateClass(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(c *v1alpha1.TopologyClass)
+		field  string
+		detail string
+	}{
+		{"valid", func(*v1alpha1.TopologyClass) {}, "", ""},
+		{"missing infrastructure ref", func(c *v1alpha1.TopologyClass) { c.Spec.Infrastructure.Ref = nil }, "spec.infrastructure.ref", "must be set"},
+		{"ref in other namespace", func(c *v1alpha1.TopologyClass) { c.Spec.ControlPlane.Ref.Namespace = "other" }, "spec.controlPlane.ref.namespace", "class's namespace"},
+		{"duplicate worker class", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Workers.MachineDeployments = append(c.Spec.Workers.MachineDeployments, c.Spec.Workers.MachineDeployments[0])
+		}, "spec.workers.machineDeployments[1].class", "Duplicate"},
+		{"MHC without machines", func(c *v1alpha1.TopologyClass) {
+			c.Spec.ControlPlane.MachineInfrastructure = nil
+			c.Spec.ControlPlane.MachineHealthCheck = &v1alpha1.MachineHealthCheckClass{}
+		}, "spec.controlPlane.machineHealthCheck", "machineInfrastructure"},
+		{"naming template does not parse", func(c *v1alpha1.TopologyClass) {
+			c.Spec.ControlPlane.NamingStrategy = &v1alpha1.ControlPlaneClassNamingStrategy{Template: ptr("{{ .cluster.name ")}
+		}, "spec.controlPlane.namingStrategy.template", "parsing naming template"},
+		{"naming template unknown key", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Workers.MachineDeployments[0].NamingStrategy = &v1alpha1.MachineDeploymentClassNamingStrategy{Template: ptr("{{ .nope }}")}
+		}, "spec.workers.machineDeployments[0].namingStrategy.template", "map has no entry"},
+		{"variable named builtin", func(c *v1alpha1.TopologyClass) { c.Spec.Variables[0].Name = "builtin" }, "spec.variables[0].name", "reserved"},
+		{"variable name with dot", func(c *v1alpha1.TopologyClass) { c.Spec.Variables[0].Name = "a.b" }, "spec.variables[0].name", `cannot contain "."`},
+		{"duplicate variable", func(c *v1alpha1.TopologyClass) { c.Spec.Variables = append(c.Spec.Variables, c.Spec.Variables[0]) }, "spec.variables[1].name", "Duplicate"},
+		{"unknown type", func(c *v1alpha1.TopologyClass) { c.Spec.Variables[0].Schema.OpenAPIV3Schema.Type = "float" }, "spec.variables[0].schema.openAPIV3Schema.type", "Unsupported"},
+		{"default violates schema", func(c *v1alpha1.TopologyClass) { c.Spec.Variables[0].Schema.OpenAPIV3Schema.Default = rawJSON("0") }, "spec.variables[0].schema.openAPIV3Schema.default", "greater than or equal to 1"},
+		{"example violates schema", func(c *v1alpha1.TopologyClass) { c.Spec.Variables[0].Schema.OpenAPIV3Schema.Example = rawJSON(`"x"`) }, "spec.variables[0].schema.openAPIV3Schema.example", "integer"},
+		{"CEL rule does not compile", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Variables[0].Schema.OpenAPIV3Schema.XValidations = []v1alpha1.ValidationRule{{Rule: "self >"}}
+		}, "spec.variables[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule", "compil"},
+		{"duplicate patch", func(c *v1alpha1.TopologyClass) { c.Spec.Patches = append(c.Spec.Patches, c.Spec.Patches[0]) }, "spec.patches[1].name", "Duplicate"},
+		{"patch with definitions and external", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].External = &v1alpha1.ExternalPatchDefinition{GenerateExtension: ptr("x")}
+		}, "spec.patches[0]", "not both"},
+		{"enabledIf does not parse", func(c *v1alpha1.TopologyClass) { c.Spec.Patches[0].EnabledIf = ptr("{{ if }}") }, "spec.patches[0].enabledIf", "does not parse"},
+		{"selector matches nothing", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha1.PatchSelectorMatch{}
+		}, "spec.patches[0].definitions[0].selector.matchResources", "at least one"},
+		{"bad op", func(c *v1alpha1.TopologyClass) { c.Spec.Patches[0].Definitions[0].JSONPatches[0].Op = "move" }, "spec.patches[0].definitions[0].jsonPatches[0].op", "Unsupported"},
+		{"path outside spec", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/metadata/labels"
+		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "/spec/"},
+		{"add at inner index", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/template/spec/list/3"
+		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "index 0"},
+		{"append not last", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/list/-/x"
+		}, "spec.patches[0].definitions[0].jsonPatches[0].path", `"-"`},
+		{"value and valueFrom", func(c *v1alpha1.TopologyClass) { c.Spec.Patches[0].Definitions[0].JSONPatches[0].Value = rawJSON("1") }, "spec.patches[0].definitions[0].jsonPatches[0]", "not both"},
+		{"neither value nor valueFrom", func(c *v1alpha1.TopologyClass) { c.Spec.Patches[0].Definitions[0].JSONPatches[0].ValueFrom = nil }, "spec.patches[0].definitions[0].jsonPatches[0].value", "set value or valueFrom"},
+		{"remove with value", func(c *v1alpha1.TopologyClass) { c.Spec.Patches[0].Definitions[0].JSONPatches[0].Op = "remove" }, "spec.patches[0].definitions[0].jsonPatches[0]", "neither value"},
+		{"template does not parse", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0].ValueFrom = &v1alpha1.JSONPatchValue{Template: ptr("{{ .x | nofunc }}")}
+		}, "spec.patches[0].definitions[0].jsonPatches[0].valueFrom.template", "does not parse"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validClass()
+			tc.mutate(c)
+			errs := ValidateClass(context.Background(), c)
+			if tc.field == "" {
+				if len(errs) > 0 {
+					t.Fatalf("valid class rejected: %v", errs)
+				}
+				return
+			}
+			for _, e := range errs {
+				if e.Field == tc.field && strings.Contains(e.Error(), tc.detail) {
+					return
+				}
+			}
+			t.Fatalf("want error at %s mentioning %q, got %v (%v)", tc.field, tc.detail, fields(errs), errs)
+		})
+	}
+}
+
+func TestValidateTopology(t *testing.T) {
+	class := validClass()
+	cat, errs := variables.NewCatalog(class.Spec.Variables)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	valid := func() *v1alpha1.Topology {
+		return &v1alpha1.Topology{
+			ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "default"},
+			Spec: v1alpha1.TopologySpec{
+				Class: "c", Version: "v1.32.0",
+				Variables: []v1alpha1.ClusterVariable{{Name: "size", Value: *rawJSON("3")}},
+				Workers:   &v1alpha1.WorkersTopology{MachineDeployments: []v1alpha1.MachineDeploymentTopology{{Class: "w", Name: "md-0"}}},
+			},
+		}
+	}
+	cases := []struct {
+		name   string
+		mutate func(*v1alpha1.Topology)
+		field  string
+		detail string
+	}{
+		{"valid", func(*v1alpha1.Topology) {}, "", ""},
+		{"version not semver", func(t *v1alpha1.Topology) { t.Spec.Version = "1.32" }, "spec.version", "Kubernetes version"},
+		{"version without v", func(t *v1alpha1.Topology) { t.Spec.Version = "1.32.0" }, "spec.version", "Kubernetes version"},
+		{"no class", func(t *v1alpha1.Topology) { t.Spec.Class = "" }, "spec.class", "Required"},
+		{"duplicate MD name", func(t *v1alpha1.Topology) {
+			t.Spec.Workers.MachineDeployments = append(t.Spec.Workers.MachineDeployments, t.Spec.Workers.MachineDeployments[0])
+		}, "spec.workers.machineDeployments[1].name", "Duplicate"},
+		{"unknown MD class", func(t *v1alpha1.Topology) { t.Spec.Workers.MachineDeployments[0].Class = "x" }, "spec.workers.machineDeployments[0].class", "not defined"},
+		{"unknown MP class", func(t *v1alpha1.Topology) {
+			t.Spec.Workers.MachinePools = []v1alpha1.MachinePoolTopology{{Class: "x", Name: "mp"}}
+		}, "spec.workers.machinePools[0].class", "not defined"},
+		{"MHC enabled with none defined", func(t *v1alpha1.Topology) {
+			t.Spec.Workers.MachineDeployments[0].MachineHealthCheck = &v1alpha1.MachineHealthCheckTopology{Enable: ptr(true)}
+		}, "spec.workers.machineDeployments[0].machineHealthCheck.enable", "no health check"},
+		{"required variable missing", func(t *v1alpha1.Topology) { t.Spec.Variables = nil }, "spec.variables[size]", "required variable"},
+		{"variable out of bounds", func(t *v1alpha1.Topology) { t.Spec.Variables[0].Value = *rawJSON("0") }, "spec.variables[size].value", "greater than or equal to 1"},
+		{"variable wrong type", func(t *v1alpha1.Topology) { t.Spec.Variables[0].Value = *rawJSON(`"three"`) }, "spec.variables[size].value", "integer"},
+		{"unknown variable", func(t *v1alpha1.Topology) {
+			t.Spec.Variables = append(t.Spec.Variables, v1alpha1.ClusterVariable{Name: "nope", Value: *rawJSON("1")})
+		}, "spec.variables[nope]", "not defined"},
+		{"variable set twice", func(t *v1alpha1.Topology) { t.Spec.Variables = append(t.Spec.Variables, t.Spec.Variables[0]) }, "spec.variables[size]", "Duplicate"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			topo := valid()
+			tc.mutate(topo)
+			errs := ValidateTopology(context.Background(), topo, class, cat)
+			if tc.field == "" {
+				if len(errs) > 0 {
+					t.Fatalf("valid topology rejected: %v", errs)
+				}
+				return
+			}
+			for _, e := range errs {
+				if e.Field == tc.field && strings.Contains(e.Error(), tc.detail) {
+					return
+				}
+			}
+			t.Fatalf("want error at %s mentioning %q, got %v", tc.field, tc.detail, errs)
+		})
+	}
+}
+
+func TestValidateVersionChange(t *testing.T) {
+	upgrading := &Rollout{ControlPlane: Decision{Phase: v1alpha1.PhaseUpgrading}}
+	mdUpgrading := &Rollout{ControlPlane: Decision{Phase: v1alpha1.PhaseUpToDate}, MachineDeployments: []Decision{{Name: "md-0", Phase: v1alpha1.PhaseUpgrading}}}
+	settled := &Rollout{ControlPlane: Decision{Phase: v1alpha1.PhaseUpToDate}, MachineDeployments: []Decision{{Name: "md-0", Phase: v1alpha1.PhaseUpToDate}}}
+	cases := []struct {
+		name   string
+		vc     VersionChange
+		detail string
+	}{
+		{"patch upgrade", VersionChange{Old: "v1.32.0", New: "v1.32.3", Rollout: settled}, ""},
+		{"minor upgrade", VersionChange{Old: "v1.32.3", New: "v1.33.0", Rollout: settled}, ""},
+		{"unchanged while upgrading", VersionChange{Old: "v1.32.0", New: "v1.32.0", Rollout: upgrading}, ""},
+		{"downgrade", VersionChange{Old: "v1.33.0", New: "v1.32.9"}, "downgrading from v1.33.0 to v1.32.9"},
+		{"skip a minor", VersionChange{Old: "v1.31.0", New: "v1.33.0"}, "skips a minor version; upgrade to v1.32 first"},
+		{"major change", VersionChange{Old: "v1.33.0", New: "v2.0.0"}, "major version"},
+		{"control plane in flight", VersionChange{Old: "v1.32.0", New: "v1.33.0", Rollout: upgrading}, "the control plane is upgrading"},
+		{"pool in flight", VersionChange{Old: "v1.32.0", New: "v1.33.0", Rollout: mdUpgrading}, "md-0 is upgrading"},
+		{"unsafe escape hatch", VersionChange{Old: "v1.33.0", New: "v1.31.0", Unsafe: true}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := ValidateVersionChange(tc.vc)
+			if tc.detail == "" {
+				if len(errs) > 0 {
+					t.Fatalf("rejected: %v", errs)
+				}
+				return
+			}
+			if len(errs) != 1 || errs[0].Field != "spec.version" || !strings.Contains(errs[0].Error(), tc.detail) {
+				t.Fatalf("want spec.version error mentioning %q, got %v", tc.detail, errs)
+			}
+		})
+	}
+}
