@@ -14,7 +14,6 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
-	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
 )
 
@@ -34,7 +33,6 @@ type computation struct {
 	shim     *metav1.OwnerReference // upstream dialect: owner of new infra cluster and control plane
 	tmpl     resolvedTemplates
 	plan     namePlan
-	targets  []*patches.Target
 	patched  patchedTemplates
 	topology *v1alpha1.WorkersTopology
 }

@@ -4,25 +4,27 @@ package engine
 // They are upstream's names on purpose: clusterctl, describe and dashboards
 // recognise them, and only upstream's gated topology controllers act on them.
 const (
-	ClusterNameLabel                = "cluster.x-k8s.io/cluster-name"
-	TopologyOwnedLabel              = "topology.cluster.x-k8s.io/owned"
-	MachineDeploymentNameLabel      = "topology.cluster.x-k8s.io/deployment-name"
-	MachinePoolNameLabel            = "topology.cluster.x-k8s.io/pool-name"
-	ControlPlaneMachineLabel        = "cluster.x-k8s.io/control-plane"
-	ClonedFromNameAnnotation        = "cluster.x-k8s.io/cloned-from-name"
-	ClonedFromGroupKindAnnotation   = "cluster.x-k8s.io/cloned-from-groupkind"
-	HoldUpgradeSequenceAnnotation   = "topology.cluster.x-k8s.io/hold-upgrade-sequence"
-	DeferUpgradeAnnotation          = "topology.cluster.x-k8s.io/defer-upgrade"
-	UpgradeConcurrencyAnnotation    = "topology.cluster.x-k8s.io/upgrade-concurrency"
-	UnsafeSkipValidationsAnnotation = "unsafe.topology.cluster.x-k8s.io/disable-update-class-name-check"
-	LastAppliedAnnotation           = "kubectl.kubernetes.io/last-applied-configuration"
-	ContractLabelPrefix             = "cluster.x-k8s.io/"
-	ClusterShimSecretType           = "cluster.x-k8s.io/secret"
+	ClusterNameLabel              = "cluster.x-k8s.io/cluster-name"
+	TopologyOwnedLabel            = "topology.cluster.x-k8s.io/owned"
+	MachineDeploymentNameLabel    = "topology.cluster.x-k8s.io/deployment-name"
+	MachinePoolNameLabel          = "topology.cluster.x-k8s.io/pool-name"
+	ControlPlaneMachineLabel      = "cluster.x-k8s.io/control-plane"
+	ClonedFromNameAnnotation      = "cluster.x-k8s.io/cloned-from-name"
+	ClonedFromGroupKindAnnotation = "cluster.x-k8s.io/cloned-from-groupkind"
+	HoldUpgradeSequenceAnnotation = "topology.cluster.x-k8s.io/hold-upgrade-sequence"
+	DeferUpgradeAnnotation        = "topology.cluster.x-k8s.io/defer-upgrade"
+	UpgradeConcurrencyAnnotation  = "topology.cluster.x-k8s.io/upgrade-concurrency"
+	// UnsafeVersionCheckAnnotation on a topology skips the version-change rules, as upstream's does.
+	UnsafeVersionCheckAnnotation = "unsafe.topology.cluster.x-k8s.io/disable-update-version-check"
+	// UnsafeClassNameCheckAnnotation on a topology skips the class-switch compatibility rules.
+	UnsafeClassNameCheckAnnotation = "unsafe.topology.cluster.x-k8s.io/disable-update-class-name-check"
+	LastAppliedAnnotation          = "kubectl.kubernetes.io/last-applied-configuration"
+	ContractLabelPrefix            = "cluster.x-k8s.io/"
+	ClusterShimSecretType          = "cluster.x-k8s.io/secret"
 )
 
 // Cluster API groups and versions the engine writes.
 const (
 	ClusterAPIVersion = "cluster.x-k8s.io/v1beta1"
 	ClusterAPIGroup   = "cluster.x-k8s.io"
-	ExpAPIVersion     = "cluster.x-k8s.io/v1beta1"
 )

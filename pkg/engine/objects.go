@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
@@ -24,7 +25,7 @@ func (c *computation) setOwners() {
 		if c.current.Cluster != nil {
 			uid = string(c.current.Cluster.GetUID())
 		}
-		c.owner = &metav1.OwnerReference{APIVersion: ClusterAPIVersion, Kind: "Cluster", Name: c.cluster, UID: typesUID(uid)}
+		c.owner = &metav1.OwnerReference{APIVersion: ClusterAPIVersion, Kind: "Cluster", Name: c.cluster, UID: types.UID(uid)}
 		if c.current.Cluster == nil || !hasRefs(c.current.Cluster) {
 			c.shim = &metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: c.cluster + "-shim"}
 		}
@@ -214,7 +215,6 @@ func (c *computation) applyPatches(context.Context) error {
 			&patches.Target{Object: inf, Role: patches.MachinePoolInfrastructure, WorkerClass: mp.Class, Builtins: builtins, Overrides: overrides, Description: "MachinePool " + mp.Name + " infrastructure template " + wt.infrastructure.GetName()},
 		)
 	}
-	c.targets = targets
 	err := patches.Apply(patches.Input{Patches: cs.Patches, Variables: c.vars, Builtins: common, Targets: targets, External: c.in.External})
 	if pe, ok := err.(*patches.Error); ok {
 		return c.invalid(describe("TopologyClass", c.class), field.ErrorList{field.Invalid(field.NewPath(pe.Field), pe.Patch, fmt.Sprintf("patch %q on %s: %v", pe.Patch, pe.Target, pe.Err))})
@@ -696,7 +696,7 @@ func (c *computation) computeMachinePools(context.Context) error {
 		if fd != nil {
 			spec["failureDomains"] = toMap(fd)
 		}
-		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": ExpAPIVersion, "kind": "MachinePool", "spec": spec}}
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": ClusterAPIVersion, "kind": "MachinePool", "spec": spec}}
 		obj.SetName(n.object)
 		obj.SetNamespace(c.ns)
 		obj.SetLabels(labels)

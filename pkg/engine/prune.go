@@ -2,7 +2,6 @@ package engine
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // prune drops nulls and empty objects, recursively, the way upstream's
@@ -58,5 +57,3 @@ func runtimeDeepCopy(v any) any {
 	}
 	return v
 }
-
-func typesUID(s string) types.UID { return types.UID(s) }

@@ -275,8 +275,14 @@ type VersionChange struct {
 	Old, New string
 	// Rollout is the current sequencing state; nil when unknown.
 	Rollout *Rollout
-	// Unsafe skips the checks, like upstream's unsafe-update annotation.
+	// Unsafe skips the checks: the topology carries UnsafeVersionCheckAnnotation.
 	Unsafe bool
+}
+
+// UnsafeVersionChange tells whether a topology opts out of the version rules.
+func UnsafeVersionChange(t *v1alpha1.Topology) bool {
+	_, ok := t.Annotations[UnsafeVersionCheckAnnotation]
+	return ok
 }
 
 // ValidateVersionChange forbids downgrades, skipping a minor version, and

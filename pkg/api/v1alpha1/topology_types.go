@@ -58,7 +58,7 @@ type TopologySpec struct {
 
 	// version is the Kubernetes version of the cluster, e.g. v1.32.0.
 	// +required
-	// +kubebuilder:validation:Pattern=`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`
+	// +kubebuilder:validation:Pattern=`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`
 	Version string `json:"version"`
 
 	// rolloutAfter replaces all Machines after this time.
