@@ -50,23 +50,23 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 		if _, owned := o.GetLabels()[TopologyOwnedLabel]; !owned {
 			continue
 		}
+		pools, label := s.MachineDeployments, MachineDeploymentNameLabel
 		switch o.GetKind() {
 		case "MachineDeployment":
-			name := o.GetLabels()[MachineDeploymentNameLabel]
-			s.MachineDeployments[name] = &WorkerState{
-				Object:             o,
-				Bootstrap:          follow(o, "spec", "template", "spec", "bootstrap", "configRef"),
-				Infrastructure:     follow(o, "spec", "template", "spec", "infrastructureRef"),
-				MachineHealthCheck: mhc(o.GetName()),
-			}
 		case "MachinePool":
-			name := o.GetLabels()[MachinePoolNameLabel]
-			s.MachinePools[name] = &WorkerState{
-				Object:         o,
-				Bootstrap:      follow(o, "spec", "template", "spec", "bootstrap", "configRef"),
-				Infrastructure: follow(o, "spec", "template", "spec", "infrastructureRef"),
-			}
+			pools, label = s.MachinePools, MachinePoolNameLabel
+		default:
+			continue
 		}
+		w := &WorkerState{
+			Object:         o,
+			Bootstrap:      follow(o, "spec", "template", "spec", "bootstrap", "configRef"),
+			Infrastructure: follow(o, "spec", "template", "spec", "infrastructureRef"),
+		}
+		if o.GetKind() == "MachineDeployment" {
+			w.MachineHealthCheck = mhc(o.GetName())
+		}
+		pools[o.GetLabels()[label]] = w
 	}
 	return s
 }

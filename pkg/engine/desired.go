@@ -35,11 +35,12 @@ type computation struct {
 	plan     namePlan
 	patched  patchedTemplates
 	topology *v1alpha1.WorkersTopology
+	pools    []*pool // MachineDeployments then MachinePools, in topology order
 }
 
 type workerTemplates struct {
 	bootstrap, infrastructure *unstructured.Unstructured
-	class                     string
+	index                     int // of the worker class in the TopologyClass
 	metadata                  v1alpha1.ObjectMeta
 }
 
@@ -50,14 +51,12 @@ type resolvedTemplates struct {
 
 type patchedTemplates struct {
 	infraCluster, controlPlane, cpMachineInfra *unstructured.Unstructured
-	mdBootstrap, mdInfra, mpBootstrap, mpInfra map[string]*unstructured.Unstructured // by topology name
 }
 
 type workerNames struct{ object, bootstrap, infrastructure string }
 
 type namePlan struct {
 	infraCluster, controlPlane, cpMachineInfra string
-	md, mp                                     map[string]workerNames
 }
 
 // Compute returns the desired state of a topology. Bad input comes back as an
@@ -76,8 +75,7 @@ func Compute(ctx context.Context, in Input) (*Result, error) {
 		c.computeInfrastructureCluster,
 		c.computeControlPlane,
 		c.computeCluster,
-		c.computeMachineDeployments,
-		c.computeMachinePools,
+		c.computePools,
 		c.rotateTemplates,
 	}
 	for _, step := range steps {
@@ -222,7 +220,7 @@ func (c *computation) resolveTemplates(context.Context) error {
 	for i, mdc := range cs.Workers.MachineDeployments {
 		p := spec.Child("workers", "machineDeployments").Index(i).Child("template")
 		c.tmpl.md[mdc.Class] = workerTemplates{
-			class:          mdc.Class,
+			index:          i,
 			metadata:       mdc.Template.Metadata,
 			bootstrap:      get(mdc.Template.Bootstrap.Ref, p.Child("bootstrap", "ref")),
 			infrastructure: get(mdc.Template.Infrastructure.Ref, p.Child("infrastructure", "ref")),
@@ -232,7 +230,7 @@ func (c *computation) resolveTemplates(context.Context) error {
 	for i, mpc := range cs.Workers.MachinePools {
 		p := spec.Child("workers", "machinePools").Index(i).Child("template")
 		c.tmpl.mp[mpc.Class] = workerTemplates{
-			class:          mpc.Class,
+			index:          i,
 			metadata:       mpc.Template.Metadata,
 			bootstrap:      get(mpc.Template.Bootstrap.Ref, p.Child("bootstrap", "ref")),
 			infrastructure: get(mpc.Template.Infrastructure.Ref, p.Child("infrastructure", "ref")),
@@ -258,6 +256,7 @@ func (c *computation) resolveTemplates(context.Context) error {
 	if len(terrs) > 0 {
 		return c.invalid(c.topologyName(), terrs)
 	}
+	c.buildPools()
 	return nil
 }
 
@@ -267,6 +266,13 @@ func (c *computation) sequenceRollout(context.Context) error {
 		obs = ObserveState(c.current)
 	}
 	c.rollout = Sequence(c.topo, obs)
+	for _, p := range c.pools {
+		if p.isDeployment() {
+			p.decision = c.rollout.MachineDeployments[p.index]
+		} else {
+			p.decision = c.rollout.MachinePools[p.index]
+		}
+	}
 	return nil
 }
 
@@ -304,47 +310,19 @@ func (c *computation) generateNames(context.Context) error {
 	}); err != nil {
 		return c.namingError(field.NewPath("spec", "controlPlane", "namingStrategy", "template"), err)
 	}
-	c.plan.md = map[string]workerNames{}
-	for _, md := range c.topology.MachineDeployments {
-		cur := c.current.MachineDeployments[md.Name]
+	for _, p := range c.pools {
+		cur := p.current
 		if cur == nil {
 			cur = &WorkerState{}
 		}
-		var n workerNames
-		n.bootstrap, _ = c.reuseOr(cur.Bootstrap, func() (string, error) { return c.names.Simple(c.cluster + "-" + md.Name + "-"), nil })
-		n.infrastructure, _ = c.reuseOr(cur.Infrastructure, func() (string, error) { return c.names.Simple(c.cluster + "-" + md.Name + "-"), nil })
-		idx, mdc := c.mdClass(md.Class)
-		var tpl *string
-		if mdc.NamingStrategy != nil {
-			tpl = mdc.NamingStrategy.Template
-		}
-		if n.object, err = c.reuseOr(cur.Object, func() (string, error) {
-			return c.names.Template(tplOr(tpl, names.DefaultMachineDeploymentTemplate), names.Vars{Cluster: c.cluster, MachineDeployment: md.Name})
+		prefix := c.cluster + "-" + p.name() + "-"
+		p.names.bootstrap, _ = c.reuseOr(cur.Bootstrap, func() (string, error) { return c.names.Simple(prefix), nil })
+		p.names.infrastructure, _ = c.reuseOr(cur.Infrastructure, func() (string, error) { return c.names.Simple(prefix), nil })
+		if p.names.object, err = c.reuseOr(cur.Object, func() (string, error) {
+			return c.names.Template(p.namingTemplate(), p.namingVars(c.cluster))
 		}); err != nil {
-			return c.namingError(field.NewPath("spec", "workers", "machineDeployments").Index(idx).Child("namingStrategy", "template"), err)
+			return c.namingError(p.classPath().Child("namingStrategy", "template"), err)
 		}
-		c.plan.md[md.Name] = n
-	}
-	c.plan.mp = map[string]workerNames{}
-	for _, mp := range c.topology.MachinePools {
-		cur := c.current.MachinePools[mp.Name]
-		if cur == nil {
-			cur = &WorkerState{}
-		}
-		var n workerNames
-		n.bootstrap, _ = c.reuseOr(cur.Bootstrap, func() (string, error) { return c.names.Simple(c.cluster + "-" + mp.Name + "-"), nil })
-		n.infrastructure, _ = c.reuseOr(cur.Infrastructure, func() (string, error) { return c.names.Simple(c.cluster + "-" + mp.Name + "-"), nil })
-		idx, mpc := c.mpClass(mp.Class)
-		var tpl *string
-		if mpc.NamingStrategy != nil {
-			tpl = mpc.NamingStrategy.Template
-		}
-		if n.object, err = c.reuseOr(cur.Object, func() (string, error) {
-			return c.names.Template(tplOr(tpl, names.DefaultMachinePoolTemplate), names.Vars{Cluster: c.cluster, MachinePool: mp.Name})
-		}); err != nil {
-			return c.namingError(field.NewPath("spec", "workers", "machinePools").Index(idx).Child("namingStrategy", "template"), err)
-		}
-		c.plan.mp[mp.Name] = n
 	}
 	return nil
 }
@@ -358,24 +336,6 @@ func (c *computation) reuseOr(cur *unstructured.Unstructured, gen func() (string
 		return cur.GetName(), nil
 	}
 	return gen()
-}
-
-func (c *computation) mdClass(name string) (int, *v1alpha1.MachineDeploymentClass) {
-	for i := range c.class.Spec.Workers.MachineDeployments {
-		if c.class.Spec.Workers.MachineDeployments[i].Class == name {
-			return i, &c.class.Spec.Workers.MachineDeployments[i]
-		}
-	}
-	return -1, nil
-}
-
-func (c *computation) mpClass(name string) (int, *v1alpha1.MachinePoolClass) {
-	for i := range c.class.Spec.Workers.MachinePools {
-		if c.class.Spec.Workers.MachinePools[i].Class == name {
-			return i, &c.class.Spec.Workers.MachinePools[i]
-		}
-	}
-	return -1, nil
 }
 
 // toMap converts a typed value to its JSON form for unstructured objects.
@@ -409,13 +369,6 @@ func ref(o *unstructured.Unstructured) map[string]any {
 		"name":       o.GetName(),
 		"namespace":  o.GetNamespace(),
 	}
-}
-
-func durationValue(d *metav1.Duration) any {
-	if d == nil {
-		return nil
-	}
-	return d.Duration.String()
 }
 
 func isZeroMHC(m v1alpha1.MachineHealthCheckClass) bool {

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -144,10 +145,6 @@ func (c *computation) applyPatches(context.Context) error {
 	c.patched = patchedTemplates{
 		infraCluster: c.tmpl.infraCluster.DeepCopy(),
 		controlPlane: c.tmpl.controlPlane.DeepCopy(),
-		mdBootstrap:  map[string]*unstructured.Unstructured{},
-		mdInfra:      map[string]*unstructured.Unstructured{},
-		mpBootstrap:  map[string]*unstructured.Unstructured{},
-		mpInfra:      map[string]*unstructured.Unstructured{},
 	}
 	targets := []*patches.Target{
 		{Object: c.patched.infraCluster, Role: patches.InfrastructureCluster, Description: "InfrastructureCluster template " + c.tmpl.infraCluster.GetName()},
@@ -157,62 +154,28 @@ func (c *computation) applyPatches(context.Context) error {
 		c.patched.cpMachineInfra = c.tmpl.cpMachineInfra.DeepCopy()
 		targets = append(targets, &patches.Target{Object: c.patched.cpMachineInfra, Role: patches.ControlPlaneMachineInfrastructure, Builtins: cpBuiltins, Overrides: cpOverrides, Description: "control plane machine template " + c.tmpl.cpMachineInfra.GetName()})
 	}
-	for i, md := range c.topology.MachineDeployments {
-		wt := c.tmpl.md[md.Class]
-		n := c.plan.md[md.Name]
-		labels, annotations := c.workerMetadata(md.Metadata, wt.metadata, MachineDeploymentNameLabel, md.Name)
-		b := &patches.MachineDeploymentBuiltins{
-			Version:           c.rollout.MachineDeployments[i].Version,
+	for _, p := range c.pools {
+		labels, annotations := c.workerMetadata(p.metadata(), p.tmpl.metadata, p.nameLabel(), p.name())
+		b := &patches.WorkerBuiltins{
+			Version:           p.decision.Version,
 			Metadata:          metaOrNil(labels, annotations),
-			Class:             md.Class,
-			Name:              n.object,
-			TopologyName:      md.Name,
-			Bootstrap:         &patches.BootstrapRef{ConfigRef: &patches.NameRef{Name: n.bootstrap}},
-			InfrastructureRef: &patches.NameRef{Name: n.infrastructure},
+			Class:             p.className(),
+			Name:              p.names.object,
+			TopologyName:      p.name(),
+			Bootstrap:         &patches.BootstrapRef{ConfigRef: &patches.NameRef{Name: p.names.bootstrap}},
+			InfrastructureRef: &patches.NameRef{Name: p.names.infrastructure},
 		}
-		if md.Replicas != nil {
-			r := int64(*md.Replicas)
-			b.Replicas = &r
+		if r := p.replicas(); r != nil {
+			n := int64(*r)
+			b.Replicas = &n
 		}
-		var overrides []v1alpha1.ClusterVariable
-		if md.Variables != nil {
-			overrides = md.Variables.Overrides
-		}
-		builtins := &patches.Builtins{MachineDeployment: b}
-		bs, inf := wt.bootstrap.DeepCopy(), wt.infrastructure.DeepCopy()
-		c.patched.mdBootstrap[md.Name], c.patched.mdInfra[md.Name] = bs, inf
+		builtins := p.builtins(b)
+		p.bootstrap, p.infrastructure = p.tmpl.bootstrap.DeepCopy(), p.tmpl.infrastructure.DeepCopy()
+		bootstrapRole, infraRole := p.roles()
+		what := p.kind() + " " + p.name()
 		targets = append(targets,
-			&patches.Target{Object: bs, Role: patches.MachineDeploymentBootstrap, WorkerClass: md.Class, Builtins: builtins, Overrides: overrides, Description: "MachineDeployment " + md.Name + " bootstrap template " + wt.bootstrap.GetName()},
-			&patches.Target{Object: inf, Role: patches.MachineDeploymentInfrastructure, WorkerClass: md.Class, Builtins: builtins, Overrides: overrides, Description: "MachineDeployment " + md.Name + " infrastructure template " + wt.infrastructure.GetName()},
-		)
-	}
-	for i, mp := range c.topology.MachinePools {
-		wt := c.tmpl.mp[mp.Class]
-		n := c.plan.mp[mp.Name]
-		labels, annotations := c.workerMetadata(mp.Metadata, wt.metadata, MachinePoolNameLabel, mp.Name)
-		b := &patches.MachinePoolBuiltins{
-			Version:           c.rollout.MachinePools[i].Version,
-			Metadata:          metaOrNil(labels, annotations),
-			Class:             mp.Class,
-			Name:              n.object,
-			TopologyName:      mp.Name,
-			Bootstrap:         &patches.BootstrapRef{ConfigRef: &patches.NameRef{Name: n.bootstrap}},
-			InfrastructureRef: &patches.NameRef{Name: n.infrastructure},
-		}
-		if mp.Replicas != nil {
-			r := int64(*mp.Replicas)
-			b.Replicas = &r
-		}
-		var overrides []v1alpha1.ClusterVariable
-		if mp.Variables != nil {
-			overrides = mp.Variables.Overrides
-		}
-		builtins := &patches.Builtins{MachinePool: b}
-		bs, inf := wt.bootstrap.DeepCopy(), wt.infrastructure.DeepCopy()
-		c.patched.mpBootstrap[mp.Name], c.patched.mpInfra[mp.Name] = bs, inf
-		targets = append(targets,
-			&patches.Target{Object: bs, Role: patches.MachinePoolBootstrap, WorkerClass: mp.Class, Builtins: builtins, Overrides: overrides, Description: "MachinePool " + mp.Name + " bootstrap template " + wt.bootstrap.GetName()},
-			&patches.Target{Object: inf, Role: patches.MachinePoolInfrastructure, WorkerClass: mp.Class, Builtins: builtins, Overrides: overrides, Description: "MachinePool " + mp.Name + " infrastructure template " + wt.infrastructure.GetName()},
+			&patches.Target{Object: p.bootstrap, Role: bootstrapRole, WorkerClass: p.className(), Builtins: builtins, Overrides: p.overrides(), Description: what + " bootstrap template " + p.tmpl.bootstrap.GetName()},
+			&patches.Target{Object: p.infrastructure, Role: infraRole, WorkerClass: p.className(), Builtins: builtins, Overrides: p.overrides(), Description: what + " infrastructure template " + p.tmpl.infrastructure.GetName()},
 		)
 	}
 	err := patches.Apply(patches.Input{Patches: cs.Patches, Variables: c.vars, Builtins: common, Targets: targets, External: c.in.External})
@@ -297,10 +260,8 @@ func ipFamily(services, pods []string) string {
 // topology labels and the cloned-from annotations.
 func (c *computation) objectFromTemplate(original, patched *unstructured.Unstructured, name string, labels, annotations map[string]string) *unstructured.Unstructured {
 	tpl, _, _ := unstructured.NestedMap(original.Object, "spec", "template")
-	obj := &unstructured.Unstructured{Object: deepCopyMap(tpl)}
-	for _, f := range []string{"resourceVersion", "uid", "selfLink", "finalizers", "creationTimestamp", "generation", "managedFields", "ownerReferences"} {
-		unstructured.RemoveNestedField(obj.Object, "metadata", f)
-	}
+	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(tpl)}
+	stripServerFields(obj)
 	spec, _, _ := unstructured.NestedFieldCopy(patched.Object, "spec", "template", "spec")
 	if spec == nil {
 		spec = map[string]any{}
@@ -331,11 +292,8 @@ func (c *computation) objectFromTemplate(original, patched *unstructured.Unstruc
 // templateFromTemplate clones a template for this cluster (e.g. the
 // DockerMachineTemplate of a MachineDeployment) with the patched spec.
 func (c *computation) templateFromTemplate(original, patched *unstructured.Unstructured, name string, extraLabels map[string]string) *unstructured.Unstructured {
-	obj := &unstructured.Unstructured{Object: deepCopyMap(original.Object)}
-	for _, f := range []string{"resourceVersion", "uid", "selfLink", "finalizers", "creationTimestamp", "generation", "managedFields", "ownerReferences", "deletionTimestamp", "deletionGracePeriodSeconds"} {
-		unstructured.RemoveNestedField(obj.Object, "metadata", f)
-	}
-	delete(obj.Object, "status")
+	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(original.Object)}
+	stripServerFields(obj)
 	if spec, found, _ := unstructured.NestedFieldCopy(patched.Object, "spec", "template", "spec"); found {
 		_ = unstructured.SetNestedField(obj.Object, spec, "spec", "template", "spec")
 	}
@@ -355,6 +313,14 @@ func (c *computation) templateFromTemplate(original, patched *unstructured.Unstr
 	obj.SetName(name)
 	obj.SetNamespace(c.ns)
 	return obj
+}
+
+// stripServerFields drops what the API server manages, so a copy can be created anew.
+func stripServerFields(obj *unstructured.Unstructured) {
+	for _, f := range []string{"resourceVersion", "uid", "selfLink", "finalizers", "creationTimestamp", "generation", "managedFields", "ownerReferences", "deletionTimestamp", "deletionGracePeriodSeconds"} {
+		unstructured.RemoveNestedField(obj.Object, "metadata", f)
+	}
+	delete(obj.Object, "status")
 }
 
 func (c *computation) setOwner(obj *unstructured.Unstructured, owner *metav1.OwnerReference) {
@@ -419,24 +385,16 @@ func (c *computation) computeControlPlane(context.Context) error {
 	if tp.Replicas != nil {
 		_ = unstructured.SetNestedField(obj.Object, int64(*tp.Replicas), "spec", "replicas")
 	}
-	gates := tp.ReadinessGates
-	if gates == nil {
-		gates = cs.ReadinessGates
-	}
-	if gates != nil {
+	if gates := firstNonNilList(tp.ReadinessGates, cs.ReadinessGates); gates != nil {
 		_ = unstructured.SetNestedField(obj.Object, toMap(gates), "spec", "machineTemplate", "readinessGates")
 	}
-	for field, pair := range map[string][2]*metav1.Duration{
-		"nodeDrainTimeout":        {tp.NodeDrainTimeout, cs.NodeDrainTimeout},
-		"nodeVolumeDetachTimeout": {tp.NodeVolumeDetachTimeout, cs.NodeVolumeDetachTimeout},
-		"nodeDeletionTimeout":     {tp.NodeDeletionTimeout, cs.NodeDeletionTimeout},
+	for field, d := range map[string]*metav1.Duration{
+		"nodeDrainTimeout":        firstNonNil(tp.NodeDrainTimeout, cs.NodeDrainTimeout),
+		"nodeVolumeDetachTimeout": firstNonNil(tp.NodeVolumeDetachTimeout, cs.NodeVolumeDetachTimeout),
+		"nodeDeletionTimeout":     firstNonNil(tp.NodeDeletionTimeout, cs.NodeDeletionTimeout),
 	} {
-		d := pair[0]
-		if d == nil {
-			d = pair[1]
-		}
 		if d != nil {
-			_ = unstructured.SetNestedField(obj.Object, durationValue(d), "spec", "machineTemplate", field)
+			_ = unstructured.SetNestedField(obj.Object, d.Duration.String(), "spec", "machineTemplate", field)
 		}
 	}
 	_ = unstructured.SetNestedField(obj.Object, c.rollout.ControlPlane.Version, "spec", "version")
@@ -518,8 +476,8 @@ func (c *computation) computeCluster(context.Context) error {
 			_ = unstructured.SetNestedField(obj.Object, toMap(g), "spec", "availabilityGates")
 		}
 	}
-	_ = unstructured.SetNestedField(obj.Object, refKeepingVersion(c.current.Cluster, "infrastructureRef", c.desired.InfrastructureCluster), "spec", "infrastructureRef")
-	_ = unstructured.SetNestedField(obj.Object, refKeepingVersion(c.current.Cluster, "controlPlaneRef", c.desired.ControlPlane.Object), "spec", "controlPlaneRef")
+	_ = unstructured.SetNestedField(obj.Object, keepRefVersion(c.current.Cluster, c.desired.InfrastructureCluster, "spec", "infrastructureRef"), "spec", "infrastructureRef")
+	_ = unstructured.SetNestedField(obj.Object, keepRefVersion(c.current.Cluster, c.desired.ControlPlane.Object, "spec", "controlPlaneRef"), "spec", "controlPlaneRef")
 	c.desired.Cluster = obj
 	return nil
 }
@@ -537,146 +495,61 @@ func (c *computation) shimSecret() *unstructured.Unstructured {
 	return s
 }
 
-// refKeepingVersion points at obj but keeps the apiVersion an existing
-// reference of the same group and kind has, since providers may bump it.
-func refKeepingVersion(cluster *unstructured.Unstructured, field string, obj *unstructured.Unstructured) map[string]any {
+// keepRefVersion points at obj, but keeps the apiVersion of the reference the
+// existing object holds at path when group and kind match: providers may
+// move objects to a newer version, and the engine must not undo that.
+func keepRefVersion(holder, obj *unstructured.Unstructured, path ...string) map[string]any {
 	r := ref(obj)
-	if cluster == nil {
+	if holder == nil {
 		return r
 	}
-	cur, found, _ := unstructured.NestedMap(cluster.Object, "spec", field)
+	cur, found, _ := unstructured.NestedMap(holder.Object, path...)
 	if !found {
 		return r
 	}
 	curAV, _ := cur["apiVersion"].(string)
-	curKind, _ := cur["kind"].(string)
 	gvCur, err1 := schema.ParseGroupVersion(curAV)
 	gvNew, err2 := schema.ParseGroupVersion(obj.GetAPIVersion())
-	if err1 == nil && err2 == nil && gvCur.Group == gvNew.Group && curKind == obj.GetKind() {
+	if err1 == nil && err2 == nil && gvCur.Group == gvNew.Group && cur["kind"] == obj.GetKind() {
 		r["apiVersion"] = curAV
 	}
 	return r
 }
 
-func (c *computation) computeMachineDeployments(context.Context) error {
-	for i, md := range c.topology.MachineDeployments {
-		wt := c.tmpl.md[md.Class]
-		n := c.plan.md[md.Name]
-		_, mdc := c.mdClass(md.Class)
+// computePools builds each MachineDeployment or MachinePool with its
+// bootstrap and infrastructure objects and, for MachineDeployments, its health check.
+func (c *computation) computePools(context.Context) error {
+	for _, p := range c.pools {
 		ws := &WorkerState{}
-		extra := map[string]string{MachineDeploymentNameLabel: md.Name}
-		ws.Bootstrap = prune(c.templateFromTemplate(wt.bootstrap, c.patched.mdBootstrap[md.Name], n.bootstrap, extra))
-		ws.Infrastructure = prune(c.templateFromTemplate(wt.infrastructure, c.patched.mdInfra[md.Name], n.infrastructure, extra))
-		labels, annotations := c.workerMetadata(md.Metadata, wt.metadata, MachineDeploymentNameLabel, md.Name)
-
+		extra := map[string]string{p.nameLabel(): p.name()}
+		if p.isDeployment() {
+			// MachineDeployments reference cloned templates ...
+			ws.Bootstrap = prune(c.templateFromTemplate(p.tmpl.bootstrap, p.bootstrap, p.names.bootstrap, extra))
+			ws.Infrastructure = prune(c.templateFromTemplate(p.tmpl.infrastructure, p.infrastructure, p.names.infrastructure, extra))
+		} else {
+			// ... MachinePools reference objects made from the templates.
+			bs := c.objectFromTemplate(p.tmpl.bootstrap, p.bootstrap, p.names.bootstrap, extra, nil)
+			inf := c.objectFromTemplate(p.tmpl.infrastructure, p.infrastructure, p.names.infrastructure, extra, nil)
+			c.setOwner(bs, c.owner)
+			c.setOwner(inf, c.owner)
+			ws.Bootstrap, ws.Infrastructure = prune(bs), prune(inf)
+		}
+		labels, annotations := c.workerMetadata(p.metadata(), p.tmpl.metadata, p.nameLabel(), p.name())
+		var curObj *unstructured.Unstructured
+		if p.current != nil {
+			curObj = p.current.Object
+		}
 		machineSpec := map[string]any{
 			"clusterName":       c.cluster,
-			"version":           c.rollout.MachineDeployments[i].Version,
-			"bootstrap":         map[string]any{"configRef": c.refKeepingPoolVersion(c.current.MachineDeployments[md.Name], "bootstrap", ws.Bootstrap)},
-			"infrastructureRef": c.refKeepingPoolVersion(c.current.MachineDeployments[md.Name], "infrastructure", ws.Infrastructure),
+			"version":           p.decision.Version,
+			"bootstrap":         map[string]any{"configRef": keepRefVersion(curObj, ws.Bootstrap, "spec", "template", "spec", "bootstrap", "configRef")},
+			"infrastructureRef": keepRefVersion(curObj, ws.Infrastructure, "spec", "template", "spec", "infrastructureRef"),
 		}
-		setPtr(machineSpec, "failureDomain", md.FailureDomain, mdc.FailureDomain)
-		setDuration(machineSpec, "nodeDrainTimeout", md.NodeDrainTimeout, mdc.NodeDrainTimeout)
-		setDuration(machineSpec, "nodeVolumeDetachTimeout", md.NodeVolumeDetachTimeout, mdc.NodeVolumeDetachTimeout)
-		setDuration(machineSpec, "nodeDeletionTimeout", md.NodeDeletionTimeout, mdc.NodeDeletionTimeout)
-		gates := md.ReadinessGates
-		if gates == nil {
-			gates = mdc.ReadinessGates
+		for field, d := range p.timeouts() {
+			if d != nil {
+				machineSpec[field] = d.Duration.String()
+			}
 		}
-		if gates != nil {
-			machineSpec["readinessGates"] = toMap(gates)
-		}
-		templateMeta := map[string]any{"labels": stringMapToAny(labels)}
-		if len(annotations) > 0 {
-			templateMeta["annotations"] = stringMapToAny(annotations)
-		}
-		spec := map[string]any{
-			"clusterName": c.cluster,
-			"selector": map[string]any{"matchLabels": map[string]any{
-				ClusterNameLabel: c.cluster, TopologyOwnedLabel: "", MachineDeploymentNameLabel: md.Name,
-			}},
-			"template": map[string]any{"metadata": templateMeta, "spec": machineSpec},
-		}
-		if md.Replicas != nil {
-			spec["replicas"] = int64(*md.Replicas)
-		}
-		setPtr(spec, "minReadySeconds", md.MinReadySeconds, mdc.MinReadySeconds)
-		strategy := md.Strategy
-		if strategy == nil {
-			strategy = mdc.Strategy
-		}
-		if strategy != nil {
-			spec["strategy"] = toMap(strategy)
-		}
-		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": ClusterAPIVersion, "kind": "MachineDeployment", "spec": spec}}
-		obj.SetName(n.object)
-		obj.SetNamespace(c.ns)
-		obj.SetLabels(labels)
-		if len(annotations) > 0 {
-			obj.SetAnnotations(annotations)
-		}
-		if c.in.Dialect == DialectTopology {
-			c.setOwner(obj, c.owner)
-		}
-		ws.Object = obj
-		if mhc, ok := mhcFor(mdc.MachineHealthCheck, md.MachineHealthCheck); ok {
-			ws.MachineHealthCheck = c.machineHealthCheck(n.object, map[string]string{MachineDeploymentNameLabel: md.Name, TopologyOwnedLabel: ""}, mhc)
-		}
-		c.desired.MachineDeployments[md.Name] = ws
-	}
-	return nil
-}
-
-// refKeepingPoolVersion is refKeepingVersion for a pool's bootstrap or infrastructure reference.
-func (c *computation) refKeepingPoolVersion(cur *WorkerState, which string, obj *unstructured.Unstructured) map[string]any {
-	r := ref(obj)
-	if cur == nil || cur.Object == nil {
-		return r
-	}
-	path := []string{"spec", "template", "spec", "infrastructureRef"}
-	if which == "bootstrap" {
-		path = []string{"spec", "template", "spec", "bootstrap", "configRef"}
-	}
-	curRef, found, _ := unstructured.NestedMap(cur.Object.Object, path...)
-	if !found {
-		return r
-	}
-	curAV, _ := curRef["apiVersion"].(string)
-	gvCur, err1 := schema.ParseGroupVersion(curAV)
-	gvNew, err2 := schema.ParseGroupVersion(obj.GetAPIVersion())
-	if err1 == nil && err2 == nil && gvCur.Group == gvNew.Group && curRef["kind"] == obj.GetKind() {
-		r["apiVersion"] = curAV
-	}
-	return r
-}
-
-func (c *computation) computeMachinePools(context.Context) error {
-	for i, mp := range c.topology.MachinePools {
-		wt := c.tmpl.mp[mp.Class]
-		n := c.plan.mp[mp.Name]
-		_, mpc := c.mpClass(mp.Class)
-		ws := &WorkerState{}
-		labels, annotations := c.workerMetadata(mp.Metadata, wt.metadata, MachinePoolNameLabel, mp.Name)
-		extra := map[string]string{MachinePoolNameLabel: mp.Name}
-		var cur *WorkerState
-		if c.current.MachinePools != nil {
-			cur = c.current.MachinePools[mp.Name]
-		}
-		bs := c.objectFromTemplate(wt.bootstrap, c.patched.mpBootstrap[mp.Name], n.bootstrap, extra, nil)
-		c.setOwner(bs, c.owner)
-		inf := c.objectFromTemplate(wt.infrastructure, c.patched.mpInfra[mp.Name], n.infrastructure, extra, nil)
-		c.setOwner(inf, c.owner)
-		ws.Bootstrap, ws.Infrastructure = prune(bs), prune(inf)
-
-		machineSpec := map[string]any{
-			"clusterName":       c.cluster,
-			"version":           c.rollout.MachinePools[i].Version,
-			"bootstrap":         map[string]any{"configRef": c.refKeepingPoolVersion(cur, "bootstrap", ws.Bootstrap)},
-			"infrastructureRef": c.refKeepingPoolVersion(cur, "infrastructure", ws.Infrastructure),
-		}
-		setDuration(machineSpec, "nodeDrainTimeout", mp.NodeDrainTimeout, mpc.NodeDrainTimeout)
-		setDuration(machineSpec, "nodeVolumeDetachTimeout", mp.NodeVolumeDetachTimeout, mpc.NodeVolumeDetachTimeout)
-		setDuration(machineSpec, "nodeDeletionTimeout", mp.NodeDeletionTimeout, mpc.NodeDeletionTimeout)
 		templateMeta := map[string]any{"labels": stringMapToAny(labels)}
 		if len(annotations) > 0 {
 			templateMeta["annotations"] = stringMapToAny(annotations)
@@ -685,19 +558,19 @@ func (c *computation) computeMachinePools(context.Context) error {
 			"clusterName": c.cluster,
 			"template":    map[string]any{"metadata": templateMeta, "spec": machineSpec},
 		}
-		if mp.Replicas != nil {
-			spec["replicas"] = int64(*mp.Replicas)
+		if r := p.replicas(); r != nil {
+			spec["replicas"] = int64(*r)
 		}
-		setPtr(spec, "minReadySeconds", mp.MinReadySeconds, mpc.MinReadySeconds)
-		fd := mp.FailureDomains
-		if fd == nil {
-			fd = mpc.FailureDomains
+		if m := p.minReadySeconds(); m != nil {
+			spec["minReadySeconds"] = int64(*m)
 		}
-		if fd != nil {
+		if p.isDeployment() {
+			c.deploymentSpec(p, spec, machineSpec)
+		} else if fd := firstNonNilList(p.mp.FailureDomains, p.mpc.FailureDomains); fd != nil {
 			spec["failureDomains"] = toMap(fd)
 		}
-		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": ClusterAPIVersion, "kind": "MachinePool", "spec": spec}}
-		obj.SetName(n.object)
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": ClusterAPIVersion, "kind": p.kind(), "spec": spec}}
+		obj.SetName(p.names.object)
 		obj.SetNamespace(c.ns)
 		obj.SetLabels(labels)
 		if len(annotations) > 0 {
@@ -707,9 +580,51 @@ func (c *computation) computeMachinePools(context.Context) error {
 			c.setOwner(obj, c.owner)
 		}
 		ws.Object = obj
-		c.desired.MachinePools[mp.Name] = ws
+		if p.isDeployment() {
+			if mhc, ok := mhcFor(p.mdc.MachineHealthCheck, p.md.MachineHealthCheck); ok {
+				ws.MachineHealthCheck = c.machineHealthCheck(p.names.object, map[string]string{MachineDeploymentNameLabel: p.name(), TopologyOwnedLabel: ""}, mhc)
+			}
+			c.desired.MachineDeployments[p.name()] = ws
+		} else {
+			c.desired.MachinePools[p.name()] = ws
+		}
 	}
 	return nil
+}
+
+// deploymentSpec adds what only MachineDeployments have: the selector,
+// strategy, failure domain and readiness gates.
+func (c *computation) deploymentSpec(p *pool, spec, machineSpec map[string]any) {
+	spec["selector"] = map[string]any{"matchLabels": map[string]any{
+		ClusterNameLabel: c.cluster, TopologyOwnedLabel: "", MachineDeploymentNameLabel: p.name(),
+	}}
+	if s := firstNonNil(p.md.Strategy, p.mdc.Strategy); s != nil {
+		spec["strategy"] = toMap(s)
+	}
+	if fd := firstNonNil(p.md.FailureDomain, p.mdc.FailureDomain); fd != nil {
+		machineSpec["failureDomain"] = *fd
+	}
+	if g := firstNonNilList(p.md.ReadinessGates, p.mdc.ReadinessGates); g != nil {
+		machineSpec["readinessGates"] = toMap(g)
+	}
+}
+
+// firstNonNil returns the topology's value when set, else the class's:
+// the override rule of every field a topology can override.
+func firstNonNil[T any](topo, class *T) *T {
+	if topo != nil {
+		return topo
+	}
+	return class
+}
+
+// firstNonNilList is firstNonNil for list fields; an empty list set on the
+// topology still overrides.
+func firstNonNilList[T any](topo, class []T) []T {
+	if topo != nil {
+		return topo
+	}
+	return class
 }
 
 // rotateTemplates gives a cloned template a new name when its spec changed:
@@ -791,26 +706,6 @@ func normalizeNumber(v any) any {
 		return out
 	}
 	return v
-}
-
-func setPtr[T any](m map[string]any, key string, topo, class *T) {
-	v := topo
-	if v == nil {
-		v = class
-	}
-	if v != nil {
-		m[key] = toMap(*v)
-	}
-}
-
-func setDuration(m map[string]any, key string, topo, class *metav1.Duration) {
-	d := topo
-	if d == nil {
-		d = class
-	}
-	if d != nil {
-		m[key] = d.Duration.String()
-	}
 }
 
 func stringMapToAny(m map[string]string) map[string]any {

@@ -35,25 +35,3 @@ func pruneMap(m map[string]any) bool {
 	}
 	return len(m) == 0
 }
-
-func deepCopyMap(m map[string]any) map[string]any {
-	return runtimeDeepCopy(m).(map[string]any)
-}
-
-func runtimeDeepCopy(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, x := range t {
-			out[k] = runtimeDeepCopy(x)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = runtimeDeepCopy(x)
-		}
-		return out
-	}
-	return v
-}

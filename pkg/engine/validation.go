@@ -47,31 +47,33 @@ func ValidateClass(ctx context.Context, c *v1alpha1.TopologyClass) field.ErrorLi
 	} {
 		errs = append(errs, validateNamingTemplate(nt.tpl, nt.p)...)
 	}
+	// Both kinds of worker class need unique names, both templates and a usable naming template.
+	worker := func(seen map[string]bool, class string, t [2]*v1alpha1.LocalObjectTemplate, naming *string, p *field.Path) {
+		if seen[class] {
+			errs = append(errs, field.Duplicate(p.Child("class"), class))
+		}
+		seen[class] = true
+		requireRef(t[0], p.Child("template", "bootstrap"))
+		requireRef(t[1], p.Child("template", "infrastructure"))
+		errs = append(errs, validateNamingTemplate(naming, p.Child("namingStrategy", "template"))...)
+	}
 	seen := map[string]bool{}
-	for i, md := range c.Spec.Workers.MachineDeployments {
-		p := spec.Child("workers", "machineDeployments").Index(i)
-		if seen[md.Class] {
-			errs = append(errs, field.Duplicate(p.Child("class"), md.Class))
-		}
-		seen[md.Class] = true
-		requireRef(&md.Template.Bootstrap, p.Child("template", "bootstrap"))
-		requireRef(&md.Template.Infrastructure, p.Child("template", "infrastructure"))
+	for i := range c.Spec.Workers.MachineDeployments {
+		md := &c.Spec.Workers.MachineDeployments[i]
+		var naming *string
 		if md.NamingStrategy != nil {
-			errs = append(errs, validateNamingTemplate(md.NamingStrategy.Template, p.Child("namingStrategy", "template"))...)
+			naming = md.NamingStrategy.Template
 		}
+		worker(seen, md.Class, [2]*v1alpha1.LocalObjectTemplate{&md.Template.Bootstrap, &md.Template.Infrastructure}, naming, spec.Child("workers", "machineDeployments").Index(i))
 	}
 	seen = map[string]bool{}
-	for i, mp := range c.Spec.Workers.MachinePools {
-		p := spec.Child("workers", "machinePools").Index(i)
-		if seen[mp.Class] {
-			errs = append(errs, field.Duplicate(p.Child("class"), mp.Class))
-		}
-		seen[mp.Class] = true
-		requireRef(&mp.Template.Bootstrap, p.Child("template", "bootstrap"))
-		requireRef(&mp.Template.Infrastructure, p.Child("template", "infrastructure"))
+	for i := range c.Spec.Workers.MachinePools {
+		mp := &c.Spec.Workers.MachinePools[i]
+		var naming *string
 		if mp.NamingStrategy != nil {
-			errs = append(errs, validateNamingTemplate(mp.NamingStrategy.Template, p.Child("namingStrategy", "template"))...)
+			naming = mp.NamingStrategy.Template
 		}
+		worker(seen, mp.Class, [2]*v1alpha1.LocalObjectTemplate{&mp.Template.Bootstrap, &mp.Template.Infrastructure}, naming, spec.Child("workers", "machinePools").Index(i))
 	}
 	errs = append(errs, variables.ValidateDefinitions(ctx, c.Spec.Variables, spec.Child("variables"))...)
 	errs = append(errs, validatePatches(c, spec.Child("patches"))...)

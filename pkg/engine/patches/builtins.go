@@ -10,9 +10,9 @@ type Builtins struct {
 	// ControlPlane holds the builtin.controlPlane.* values, for control plane templates.
 	ControlPlane *ControlPlaneBuiltins `json:"controlPlane,omitempty"`
 	// MachineDeployment holds the builtin.machineDeployment.* values, for its templates.
-	MachineDeployment *MachineDeploymentBuiltins `json:"machineDeployment,omitempty"`
+	MachineDeployment *WorkerBuiltins `json:"machineDeployment,omitempty"`
 	// MachinePool holds the builtin.machinePool.* values, for its templates.
-	MachinePool *MachinePoolBuiltins `json:"machinePool,omitempty"`
+	MachinePool *WorkerBuiltins `json:"machinePool,omitempty"`
 }
 
 // ClusterBuiltins describe the cluster.
@@ -64,20 +64,9 @@ type BootstrapRef struct {
 	ConfigRef *NameRef `json:"configRef,omitempty"`
 }
 
-// MachineDeploymentBuiltins describe one MachineDeployment.
-type MachineDeploymentBuiltins struct {
-	Version           string               `json:"version,omitempty"`
-	Metadata          *v1alpha1.ObjectMeta `json:"metadata,omitempty"`
-	Class             string               `json:"class,omitempty"`
-	Name              string               `json:"name,omitempty"`
-	TopologyName      string               `json:"topologyName,omitempty"`
-	Replicas          *int64               `json:"replicas,omitempty"`
-	Bootstrap         *BootstrapRef        `json:"bootstrap,omitempty"`
-	InfrastructureRef *NameRef             `json:"infrastructureRef,omitempty"`
-}
-
-// MachinePoolBuiltins describe one MachinePool.
-type MachinePoolBuiltins struct {
+// WorkerBuiltins describe one MachineDeployment or MachinePool; both kinds
+// offer the same values, under builtin.machineDeployment or builtin.machinePool.
+type WorkerBuiltins struct {
 	Version           string               `json:"version,omitempty"`
 	Metadata          *v1alpha1.ObjectMeta `json:"metadata,omitempty"`
 	Class             string               `json:"class,omitempty"`

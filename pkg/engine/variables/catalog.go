@@ -15,6 +15,7 @@ import (
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
@@ -233,7 +234,7 @@ func (d *Definition) Validate(ctx context.Context, raw, oldRaw []byte, p *field.
 	wrapped := map[string]any{wrapKey: value}
 	// Pruning reports fields the schema does not name; it works on a copy
 	// because it removes them.
-	pruned := map[string]any{wrapKey: deepCopyJSON(value)}
+	pruned := map[string]any{wrapKey: runtime.DeepCopyJSONValue(value)}
 	if unknown := structuralpruning.PruneWithOptions(pruned, d.wrapped, false, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}); len(unknown) > 0 {
 		for i := range unknown {
 			unknown[i] = strings.TrimPrefix(unknown[i], wrapKey+".")
@@ -281,23 +282,4 @@ func hasCELRules(s *apiextensions.JSONSchemaProps) bool {
 		return true
 	}
 	return false
-}
-
-func deepCopyJSON(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[k] = deepCopyJSON(x)
-		}
-		return m
-	case []any:
-		s := make([]any, len(t))
-		for i, x := range t {
-			s[i] = deepCopyJSON(x)
-		}
-		return s
-	default:
-		return v
-	}
 }

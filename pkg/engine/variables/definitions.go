@@ -3,7 +3,8 @@ package variables
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -95,12 +96,7 @@ func validateTypes(s *v1alpha1.JSONSchemaProps, p *field.Path) field.ErrorList {
 	if s.Type != "" && !validTypes[s.Type] {
 		errs = append(errs, field.NotSupported(p.Child("type"), s.Type, []string{"array", "boolean", "integer", "number", "object", "string"}))
 	}
-	names := make([]string, 0, len(s.Properties))
-	for n := range s.Properties {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(s.Properties)) {
 		prop := s.Properties[n]
 		errs = append(errs, validateTypes(&prop, p.Child("properties").Key(n))...)
 	}
@@ -132,12 +128,7 @@ func compileRules(s *structuralschema.Structural, p *field.Path) field.ErrorList
 			}
 		}
 	}
-	names := make([]string, 0, len(s.Properties))
-	for n := range s.Properties {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(s.Properties)) {
 		prop := s.Properties[n]
 		errs = append(errs, compileRules(&prop, p.Child("properties").Key(n))...)
 	}

@@ -1,0 +1,192 @@
+package engine
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
+)
+
+// pool is one MachineDeployment or MachinePool of a topology. Naming,
+// patching and sequencing treat both kinds alike; only the objects built
+// from them differ, so exactly one of md/mp (and mdc/mpc) is set.
+type pool struct {
+	index int
+	md    *v1alpha1.MachineDeploymentTopology
+	mdc   *v1alpha1.MachineDeploymentClass
+	mp    *v1alpha1.MachinePoolTopology
+	mpc   *v1alpha1.MachinePoolClass
+
+	tmpl     workerTemplates
+	current  *WorkerState
+	decision Decision
+	names    workerNames
+	// bootstrap and infrastructure are the class templates after patches.
+	bootstrap, infrastructure *unstructured.Unstructured
+}
+
+func (p *pool) isDeployment() bool { return p.md != nil }
+
+func (p *pool) name() string {
+	if p.md != nil {
+		return p.md.Name
+	}
+	return p.mp.Name
+}
+
+func (p *pool) className() string {
+	if p.md != nil {
+		return p.md.Class
+	}
+	return p.mp.Class
+}
+
+func (p *pool) metadata() v1alpha1.ObjectMeta {
+	if p.md != nil {
+		return p.md.Metadata
+	}
+	return p.mp.Metadata
+}
+
+func (p *pool) replicas() *int32 {
+	if p.md != nil {
+		return p.md.Replicas
+	}
+	return p.mp.Replicas
+}
+
+func (p *pool) overrides() []v1alpha1.ClusterVariable {
+	if p.md != nil && p.md.Variables != nil {
+		return p.md.Variables.Overrides
+	}
+	if p.mp != nil && p.mp.Variables != nil {
+		return p.mp.Variables.Overrides
+	}
+	return nil
+}
+
+// kind is the Cluster API kind of the pool object.
+func (p *pool) kind() string {
+	if p.md != nil {
+		return "MachineDeployment"
+	}
+	return "MachinePool"
+}
+
+// nameLabel is the label carrying the pool's topology name on its objects.
+func (p *pool) nameLabel() string {
+	if p.md != nil {
+		return MachineDeploymentNameLabel
+	}
+	return MachinePoolNameLabel
+}
+
+// classPath is the path of the pool's class in the TopologyClass.
+func (p *pool) classPath() *field.Path {
+	if p.md != nil {
+		return field.NewPath("spec", "workers", "machineDeployments").Index(classIndex(p))
+	}
+	return field.NewPath("spec", "workers", "machinePools").Index(classIndex(p))
+}
+
+func classIndex(p *pool) int {
+	return p.tmpl.index
+}
+
+// namingTemplate is the class's naming template or the default for the kind.
+func (p *pool) namingTemplate() string {
+	switch {
+	case p.mdc != nil && p.mdc.NamingStrategy != nil && p.mdc.NamingStrategy.Template != nil:
+		return *p.mdc.NamingStrategy.Template
+	case p.mpc != nil && p.mpc.NamingStrategy != nil && p.mpc.NamingStrategy.Template != nil:
+		return *p.mpc.NamingStrategy.Template
+	case p.md != nil:
+		return names.DefaultMachineDeploymentTemplate
+	}
+	return names.DefaultMachinePoolTemplate
+}
+
+func (p *pool) namingVars(cluster string) names.Vars {
+	if p.md != nil {
+		return names.Vars{Cluster: cluster, MachineDeployment: p.name()}
+	}
+	return names.Vars{Cluster: cluster, MachinePool: p.name()}
+}
+
+// roles are the patch selector roles of the pool's bootstrap and infrastructure templates.
+func (p *pool) roles() (patches.Role, patches.Role) {
+	if p.md != nil {
+		return patches.MachineDeploymentBootstrap, patches.MachineDeploymentInfrastructure
+	}
+	return patches.MachinePoolBootstrap, patches.MachinePoolInfrastructure
+}
+
+// builtins wraps the pool's builtin values under its kind's key.
+func (p *pool) builtins(w *patches.WorkerBuiltins) *patches.Builtins {
+	if p.md != nil {
+		return &patches.Builtins{MachineDeployment: w}
+	}
+	return &patches.Builtins{MachinePool: w}
+}
+
+// timeouts are the node drain, volume detach and deletion timeouts, topology over class.
+func (p *pool) timeouts() map[string]*metav1.Duration {
+	pick := func(topo, class *metav1.Duration) *metav1.Duration {
+		if topo != nil {
+			return topo
+		}
+		return class
+	}
+	if p.md != nil {
+		return map[string]*metav1.Duration{
+			"nodeDrainTimeout":        pick(p.md.NodeDrainTimeout, p.mdc.NodeDrainTimeout),
+			"nodeVolumeDetachTimeout": pick(p.md.NodeVolumeDetachTimeout, p.mdc.NodeVolumeDetachTimeout),
+			"nodeDeletionTimeout":     pick(p.md.NodeDeletionTimeout, p.mdc.NodeDeletionTimeout),
+		}
+	}
+	return map[string]*metav1.Duration{
+		"nodeDrainTimeout":        pick(p.mp.NodeDrainTimeout, p.mpc.NodeDrainTimeout),
+		"nodeVolumeDetachTimeout": pick(p.mp.NodeVolumeDetachTimeout, p.mpc.NodeVolumeDetachTimeout),
+		"nodeDeletionTimeout":     pick(p.mp.NodeDeletionTimeout, p.mpc.NodeDeletionTimeout),
+	}
+}
+
+func (p *pool) minReadySeconds() *int32 {
+	if p.md != nil {
+		if p.md.MinReadySeconds != nil {
+			return p.md.MinReadySeconds
+		}
+		return p.mdc.MinReadySeconds
+	}
+	if p.mp.MinReadySeconds != nil {
+		return p.mp.MinReadySeconds
+	}
+	return p.mpc.MinReadySeconds
+}
+
+// buildPools pairs each pool of the topology with its class and templates; it
+// is called once the class's templates are resolved and the classes exist.
+func (c *computation) buildPools() {
+	for i := range c.topology.MachineDeployments {
+		md := &c.topology.MachineDeployments[i]
+		_, mdc := findMDClass(c.class, md.Class)
+		c.pools = append(c.pools, &pool{index: i, md: md, mdc: mdc, tmpl: c.tmpl.md[md.Class], current: c.current.MachineDeployments[md.Name]})
+	}
+	for i := range c.topology.MachinePools {
+		mp := &c.topology.MachinePools[i]
+		_, mpc := findMPClass(c.class, mp.Class)
+		c.pools = append(c.pools, &pool{index: i, mp: mp, mpc: mpc, tmpl: c.tmpl.mp[mp.Class], current: c.current.MachinePools[mp.Name]})
+	}
+}
+
+func findMPClass(c *v1alpha1.TopologyClass, name string) (int, *v1alpha1.MachinePoolClass) {
+	for i := range c.Spec.Workers.MachinePools {
+		if c.Spec.Workers.MachinePools[i].Class == name {
+			return i, &c.Spec.Workers.MachinePools[i]
+		}
+	}
+	return -1, nil
+}
