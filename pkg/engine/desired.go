@@ -14,7 +14,6 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
-	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
 )
 
 // computation carries one Compute call's inputs and intermediate results.
@@ -67,7 +66,7 @@ func Compute(ctx context.Context, in Input) (*Result, error) {
 		return nil, err
 	}
 	steps := []func(context.Context) error{
-		c.resolveVariables,
+		c.validateInput,
 		c.resolveTemplates,
 		c.sequenceRollout,
 		c.generateNames,
@@ -96,16 +95,18 @@ func newComputation(in Input) (*computation, error) {
 	if in.Names == nil {
 		in.Names = names.NewGenerator(nil)
 	}
+	// The topology is defaulted during the computation; the caller's stays as it was.
+	topo := in.Topology.DeepCopy()
 	c := &computation{
 		in:       in,
-		topo:     in.Topology,
+		topo:     topo,
 		class:    in.Class,
 		current:  in.Current,
 		names:    in.Names,
-		cluster:  in.Topology.Name,
-		ns:       in.Topology.Namespace,
+		cluster:  topo.Name,
+		ns:       topo.Namespace,
 		desired:  &State{MachineDeployments: map[string]*WorkerState{}, MachinePools: map[string]*WorkerState{}},
-		topology: in.Topology.Spec.Workers,
+		topology: topo.Spec.Workers,
 	}
 	if c.current == nil {
 		c.current = &State{}
@@ -128,29 +129,26 @@ func (c *computation) topologyName() string {
 	return describe("Topology", c.topo)
 }
 
-// resolveVariables defaults the topology's variables and validates them, so a
-// bad value is reported at its field before anything is generated.
-func (c *computation) resolveVariables(ctx context.Context) error {
-	cat := c.in.Catalog
-	if cat == nil {
-		var errs field.ErrorList
-		cat, errs = variables.NewCatalog(c.class.Spec.Variables)
-		if len(errs) > 0 {
-			return c.invalid(describe("TopologyClass", c.class), errs)
+// validateInput checks class and topology with the same rules the webhooks
+// and the TUI apply, and defaults the topology's variables, so bad input is
+// reported at its field before anything is generated. A caller that passes a
+// Catalog has validated the class already (see CompileClass).
+func (c *computation) validateInput(ctx context.Context) error {
+	if c.in.Catalog == nil {
+		cat, err := CompileClass(ctx, c.class)
+		if err != nil {
+			return err
 		}
 		c.in.Catalog = cat
 	}
-	base := VariablesPath(c.in.Dialect)
-	vars, errs := cat.Default(c.topo.Spec.Variables, true, base)
-	if len(errs) > 0 {
+	sp := SpecPath(c.in.Dialect)
+	if errs := DefaultTopology(c.topo, c.in.Catalog, sp); len(errs) > 0 {
 		return c.invalid(c.topologyName(), errs)
 	}
-	errs = cat.Validate(ctx, vars, nil, true, base)
-	errs = append(errs, c.validateOverrides(ctx, cat)...)
-	if len(errs) > 0 {
+	if errs := ValidateTopology(ctx, c.topo, c.class, c.in.Catalog, sp); len(errs) > 0 {
 		return c.invalid(c.topologyName(), errs)
 	}
-	c.vars = vars
+	c.vars = c.topo.Spec.Variables
 	return nil
 }
 
@@ -165,25 +163,6 @@ func SpecPath(d Dialect) *field.Path {
 		return field.NewPath("spec", "topology")
 	}
 	return field.NewPath("spec")
-}
-
-func (c *computation) validateOverrides(ctx context.Context, cat *variables.Catalog) field.ErrorList {
-	var errs field.ErrorList
-	sp := SpecPath(c.in.Dialect)
-	if v := c.topo.Spec.ControlPlane.Variables; v != nil {
-		errs = append(errs, cat.Validate(ctx, v.Overrides, nil, false, sp.Child("controlPlane", "variables", "overrides"))...)
-	}
-	for i, md := range c.topology.MachineDeployments {
-		if md.Variables != nil {
-			errs = append(errs, cat.Validate(ctx, md.Variables.Overrides, nil, false, sp.Child("workers", "machineDeployments").Index(i).Child("variables", "overrides"))...)
-		}
-	}
-	for i, mp := range c.topology.MachinePools {
-		if mp.Variables != nil {
-			errs = append(errs, cat.Validate(ctx, mp.Variables.Overrides, nil, false, sp.Child("workers", "machinePools").Index(i).Child("variables", "overrides"))...)
-		}
-	}
-	return errs
 }
 
 // resolveTemplates finds every template the class references and the topology uses.
@@ -238,23 +217,6 @@ func (c *computation) resolveTemplates(context.Context) error {
 	}
 	if len(errs) > 0 {
 		return c.invalid(describe("TopologyClass", c.class), errs)
-	}
-	var terrs field.ErrorList
-	wp := SpecPath(c.in.Dialect).Child("workers")
-	for i, md := range c.topology.MachineDeployments {
-		if _, ok := c.tmpl.md[md.Class]; !ok {
-			terrs = append(terrs, field.Invalid(wp.Child("machineDeployments").Index(i).Child("class"), md.Class,
-				fmt.Sprintf("MachineDeployment class %q is not defined in %s", md.Class, describe("class", c.class))))
-		}
-	}
-	for i, mp := range c.topology.MachinePools {
-		if _, ok := c.tmpl.mp[mp.Class]; !ok {
-			terrs = append(terrs, field.Invalid(wp.Child("machinePools").Index(i).Child("class"), mp.Class,
-				fmt.Sprintf("MachinePool class %q is not defined in %s", mp.Class, describe("class", c.class))))
-		}
-	}
-	if len(terrs) > 0 {
-		return c.invalid(c.topologyName(), terrs)
 	}
 	c.buildPools()
 	return nil

@@ -209,12 +209,72 @@ func ParseVersion(v string) (semver.Version, error) {
 	return semver.ParseTolerant(v)
 }
 
+// CompileClass validates a class and compiles its variables. Callers that
+// recompute often (the agent, the TUI) keep the Catalog and pass it to Compute.
+func CompileClass(ctx context.Context, c *v1alpha1.TopologyClass) (*variables.Catalog, error) {
+	if errs := ValidateClass(ctx, c); len(errs) > 0 {
+		return nil, &InvalidError{Object: describe("TopologyClass", c), Errors: errs}
+	}
+	cat, errs := variables.NewCatalog(c.Spec.Variables)
+	if len(errs) > 0 {
+		return nil, &InvalidError{Object: describe("TopologyClass", c), Errors: errs}
+	}
+	return cat, nil
+}
+
+// DefaultTopology fills in variable defaults in place, as the defaulting
+// webhook does: every variable with a root default is added at topology level;
+// overrides are defaulted only where they are set. spec is the path of the
+// topology's spec (spec, or spec.topology for an upstream Cluster).
+func DefaultTopology(t *v1alpha1.Topology, cat *variables.Catalog, spec *field.Path) field.ErrorList {
+	vars, errs := cat.Default(t.Spec.Variables, true, spec.Child("variables"))
+	if len(errs) > 0 {
+		return errs
+	}
+	t.Spec.Variables = vars
+	for _, o := range overrideLists(t, spec) {
+		vals, e := cat.Default(*o.values, false, o.path)
+		if len(e) > 0 {
+			errs = append(errs, e...)
+			continue
+		}
+		*o.values = vals
+	}
+	return errs
+}
+
+// overrideList is one list of variable overrides and where it is.
+type overrideList struct {
+	values *[]v1alpha1.ClusterVariable
+	path   *field.Path
+}
+
+func overrideLists(t *v1alpha1.Topology, spec *field.Path) []overrideList {
+	var out []overrideList
+	if v := t.Spec.ControlPlane.Variables; v != nil {
+		out = append(out, overrideList{&v.Overrides, spec.Child("controlPlane", "variables", "overrides")})
+	}
+	if w := t.Spec.Workers; w != nil {
+		for i := range w.MachineDeployments {
+			if v := w.MachineDeployments[i].Variables; v != nil {
+				out = append(out, overrideList{&v.Overrides, spec.Child("workers", "machineDeployments").Index(i).Child("variables", "overrides")})
+			}
+		}
+		for i := range w.MachinePools {
+			if v := w.MachinePools[i].Variables; v != nil {
+				out = append(out, overrideList{&v.Overrides, spec.Child("workers", "machinePools").Index(i).Child("variables", "overrides")})
+			}
+		}
+	}
+	return out
+}
+
 // ValidateTopology checks a Topology against its class (nil skips class checks):
 // a semantic version, unique pool names, pool classes the class defines, and
-// variables valid for the class's schemas.
-func ValidateTopology(ctx context.Context, t *v1alpha1.Topology, c *v1alpha1.TopologyClass, cat *variables.Catalog) field.ErrorList {
+// variables and overrides valid for the class's schemas. spec is the path of
+// the topology's spec (spec, or spec.topology for an upstream Cluster).
+func ValidateTopology(ctx context.Context, t *v1alpha1.Topology, c *v1alpha1.TopologyClass, cat *variables.Catalog, spec *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	spec := field.NewPath("spec")
 	if _, err := ParseVersion(t.Spec.Version); err != nil || !strings.HasPrefix(t.Spec.Version, "v") {
 		errs = append(errs, field.Invalid(spec.Child("version"), t.Spec.Version, "must be a Kubernetes version such as v1.32.0"))
 	}
@@ -258,6 +318,9 @@ func ValidateTopology(ctx context.Context, t *v1alpha1.Topology, c *v1alpha1.Top
 	}
 	if c != nil && cat != nil {
 		errs = append(errs, cat.Validate(ctx, t.Spec.Variables, nil, true, spec.Child("variables"))...)
+		for _, o := range overrideLists(t, spec) {
+			errs = append(errs, cat.Validate(ctx, *o.values, nil, false, o.path)...)
+		}
 	}
 	return errs
 }

@@ -185,7 +185,7 @@ func TestValidateTopology(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			topo := valid()
 			tc.mutate(topo)
-			errs := ValidateTopology(context.Background(), topo, class, cat)
+			errs := ValidateTopology(context.Background(), topo, class, cat, field.NewPath("spec"))
 			if tc.field == "" {
 				if len(errs) > 0 {
 					t.Fatalf("valid topology rejected: %v", errs)

@@ -20,7 +20,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/bundle"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
-	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
 )
 
 // PlanOptions are the inputs of `plan`.
@@ -128,11 +127,12 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	if o.Seed != 0 {
 		gen = names.NewSeeded(o.Seed)
 	}
-	if t.Upstream != nil {
-		// A stored Cluster has been through the defaulting webhook; so is this one.
-		if err := defaultUpstreamVariables(t, class); err != nil {
-			return err
-		}
+	cat, err := engine.CompileClass(ctx, class.TopologyClass)
+	if err != nil {
+		return err
+	}
+	if err := t.Default(cat); err != nil {
+		return err
 	}
 	existing := o.bundle.Objects
 	if t.Upstream != nil {
@@ -149,6 +149,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 		Current:   current,
 		Names:     gen,
 		Dialect:   t.Dialect(),
+		Catalog:   cat,
 	})
 	if err != nil {
 		return err
@@ -279,27 +280,4 @@ func writeFiles(dir string, files map[string][]byte) error {
 		}
 	}
 	return nil
-}
-
-// defaultUpstreamVariables defaults spec.topology.variables of an upstream
-// Cluster in place, as Cluster API's webhook does when the Cluster is created.
-func defaultUpstreamVariables(t *bundle.Topology, class *bundle.Class) error {
-	cat, errs := variables.NewCatalog(class.Spec.Variables)
-	if len(errs) > 0 {
-		return &engine.InvalidError{Object: "ClusterClass " + class.Namespace + "/" + class.Name, Errors: errs}
-	}
-	vars, errs := cat.Default(t.Spec.Variables, true, engine.VariablesPath(engine.DialectUpstream))
-	if len(errs) > 0 {
-		return &engine.InvalidError{Object: "Cluster " + t.Namespace + "/" + t.Name, Errors: errs}
-	}
-	t.Spec.Variables = vars
-	raw, err := json.Marshal(vars)
-	if err != nil {
-		return err
-	}
-	var list []any
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return err
-	}
-	return unstructured.SetNestedSlice(t.Upstream.Object, list, "spec", "topology", "variables")
 }

@@ -1,12 +1,15 @@
 package bundle
 
 import (
+	"encoding/json"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
 )
 
 // ClassFromUpstream converts a v1beta1 ClusterClass to a TopologyClass: the
@@ -58,4 +61,76 @@ func carriedMeta(u *unstructured.Unstructured) metav1.ObjectMeta {
 		Labels:      u.GetLabels(),
 		Annotations: u.GetAnnotations(),
 	}
+}
+
+// Default fills in variable defaults as the defaulting webhook does when the
+// object is stored. For an upstream Cluster the defaulted values are written
+// back into its spec.topology, so plans show the Cluster as it is stored.
+func (t *Topology) Default(cat *variables.Catalog) error {
+	if errs := engine.DefaultTopology(t.Topology, cat, engine.SpecPath(t.Dialect())); len(errs) > 0 {
+		kind := "Topology"
+		if t.Upstream != nil {
+			kind = "Cluster"
+		}
+		return &engine.InvalidError{Object: kind + " " + t.Namespace + "/" + t.Name, Errors: errs}
+	}
+	if t.Upstream == nil {
+		return nil
+	}
+	if err := setList(t.Upstream, t.Spec.Variables, "spec", "topology", "variables"); err != nil {
+		return err
+	}
+	if v := t.Spec.ControlPlane.Variables; v != nil {
+		if err := setList(t.Upstream, v.Overrides, "spec", "topology", "controlPlane", "variables", "overrides"); err != nil {
+			return err
+		}
+	}
+	if w := t.Spec.Workers; w != nil {
+		if err := setPoolOverrides(t.Upstream, "machineDeployments", len(w.MachineDeployments), func(i int) []v1alpha1.ClusterVariable {
+			if v := w.MachineDeployments[i].Variables; v != nil {
+				return v.Overrides
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return setPoolOverrides(t.Upstream, "machinePools", len(w.MachinePools), func(i int) []v1alpha1.ClusterVariable {
+			if v := w.MachinePools[i].Variables; v != nil {
+				return v.Overrides
+			}
+			return nil
+		})
+	}
+	return nil
+}
+
+func setPoolOverrides(u *unstructured.Unstructured, list string, n int, overrides func(int) []v1alpha1.ClusterVariable) error {
+	if n == 0 {
+		return nil
+	}
+	pools, _, _ := unstructured.NestedSlice(u.Object, "spec", "topology", "workers", list)
+	for i := 0; i < n && i < len(pools); i++ {
+		o := overrides(i)
+		pool, ok := pools[i].(map[string]any)
+		if !ok || o == nil {
+			continue
+		}
+		if err := setList(&unstructured.Unstructured{Object: pool}, o, "variables", "overrides"); err != nil {
+			return err
+		}
+	}
+	return unstructured.SetNestedSlice(u.Object, pools, "spec", "topology", "workers", list)
+}
+
+// setList writes typed values as a JSON list at path.
+func setList(u *unstructured.Unstructured, v any, path ...string) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var list []any
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return err
+	}
+	return unstructured.SetNestedSlice(u.Object, list, path...)
 }
