@@ -108,12 +108,28 @@ func Apply(in Input) error {
 		}
 		vars[i] = v
 	}
+	// Operations only depend on variables, never on the object, so each
+	// target's operations are collected and applied in one pass.
+	batches := make([]batch, len(in.Targets))
+	r := newRenderer()
+	flush := func() error {
+		for ti, t := range in.Targets {
+			if err := batches[ti].flush(t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for pi := range in.Patches {
 		p := &in.Patches[pi]
 		field := fmt.Sprintf("spec.patches[%d]", pi)
 		if p.External != nil {
 			if in.External == nil {
 				return &Error{Field: field + ".external", Patch: p.Name, Err: fmt.Errorf("external patches need a Runtime SDK extension; run against the cluster where the agent can call it")}
+			}
+			// An external patch sees the objects as the patches before it left them.
+			if err := flush(); err != nil {
+				return err
 			}
 			globalsWithBuiltins := withBuiltins(globals, in.Builtins)
 			if err := in.External.Generate(p, globalsWithBuiltins, in.Targets); err != nil {
@@ -122,15 +138,48 @@ func Apply(in Input) error {
 			continue
 		}
 		for ti, t := range in.Targets {
-			if err := applyInline(p, field, t, vars[ti]); err != nil {
+			if err := collectInline(r, p, field, t, vars[ti], &batches[ti]); err != nil {
 				return err
 			}
 		}
 	}
+	return flush()
+}
+
+// batch is the pending operations of one target, with the definition each came from.
+type batch struct {
+	ops   []map[string]any
+	steps []step
+}
+
+// step is the operations one patch definition contributed to a batch.
+type step struct {
+	start, end   int
+	field, patch string
+}
+
+// flush applies the batch. When it fails, the definitions are replayed one by
+// one on a copy to name the one at fault; that is the rare, slow path.
+func (b *batch) flush(t *Target) error {
+	if len(b.ops) == 0 {
+		return nil
+	}
+	err := applyOps(t.Object, b.ops)
+	if err != nil {
+		probe := t.Object.DeepCopy()
+		for _, s := range b.steps {
+			if e := applyOps(probe, b.ops[s.start:s.end]); e != nil {
+				return &Error{Field: s.field, Patch: s.patch, Target: t.Description, Err: e}
+			}
+		}
+		return &Error{Target: t.Description, Err: err}
+	}
+	b.ops, b.steps = b.ops[:0], b.steps[:0]
 	return nil
 }
 
-func applyInline(p *v1alpha1.ClusterClassPatch, field string, t *Target, vars map[string]any) error {
+// collectInline adds the operations of an inline patch for one target to its batch.
+func collectInline(r *renderer, p *v1alpha1.ClusterClassPatch, field string, t *Target, vars map[string]any, b *batch) error {
 	var matching []int
 	for di := range p.Definitions {
 		if Matches(p.Definitions[di].Selector, t) {
@@ -141,7 +190,7 @@ func applyInline(p *v1alpha1.ClusterClassPatch, field string, t *Target, vars ma
 		return nil
 	}
 	if p.EnabledIf != nil {
-		enabled, err := Enabled(*p.EnabledIf, vars)
+		enabled, err := r.enabled(*p.EnabledIf, vars)
 		if err != nil {
 			return &Error{Field: field + ".enabledIf", Patch: p.Name, Target: t.Description, Err: err}
 		}
@@ -151,22 +200,20 @@ func applyInline(p *v1alpha1.ClusterClassPatch, field string, t *Target, vars ma
 	}
 	for _, di := range matching {
 		def := &p.Definitions[di]
-		ops := make([]map[string]any, 0, len(def.JSONPatches))
+		start := len(b.ops)
 		for oi, op := range def.JSONPatches {
 			opField := fmt.Sprintf("%s.definitions[%d].jsonPatches[%d]", field, di, oi)
 			entry := map[string]any{"op": op.Op, "path": op.Path}
 			if op.Op == "add" || op.Op == "replace" {
-				v, err := Value(op, vars)
+				v, err := r.value(op, vars)
 				if err != nil {
 					return &Error{Field: opField, Patch: p.Name, Target: t.Description, Err: err}
 				}
 				entry["value"] = v
 			}
-			ops = append(ops, entry)
+			b.ops = append(b.ops, entry)
 		}
-		if err := applyOps(t.Object, ops); err != nil {
-			return &Error{Field: fmt.Sprintf("%s.definitions[%d]", field, di), Patch: p.Name, Target: t.Description, Err: err}
-		}
+		b.steps = append(b.steps, step{start: start, end: len(b.ops), field: fmt.Sprintf("%s.definitions[%d]", field, di), patch: p.Name})
 	}
 	return nil
 }
@@ -236,9 +283,22 @@ func classMatches(names []string, class string) bool {
 	return false
 }
 
+// renderer renders templates and remembers what rendered text parsed to: the
+// same output (an image tag, a flag) recurs across targets and patches, and
+// parsing YAML is the costly part. Parsed values are only read afterwards.
+type renderer struct {
+	parsed map[string]any
+}
+
+func newRenderer() *renderer { return &renderer{parsed: map[string]any{}} }
+
 // Enabled renders an enabledIf template; the patch applies when it yields true.
 func Enabled(tpl string, vars map[string]any) (bool, error) {
-	v, err := Render(tpl, vars)
+	return (&renderer{}).enabled(tpl, vars)
+}
+
+func (r *renderer) enabled(tpl string, vars map[string]any) (bool, error) {
+	v, err := r.render(tpl, vars)
 	if err != nil {
 		return false, err
 	}
@@ -248,6 +308,10 @@ func Enabled(tpl string, vars map[string]any) (bool, error) {
 
 // Value computes the value of an add or replace operation.
 func Value(op v1alpha1.JSONPatch, vars map[string]any) (any, error) {
+	return (&renderer{}).value(op, vars)
+}
+
+func (r *renderer) value(op v1alpha1.JSONPatch, vars map[string]any) (any, error) {
 	switch {
 	case op.Value == nil && op.ValueFrom == nil:
 		return nil, fmt.Errorf("neither value nor valueFrom is set")
@@ -264,7 +328,7 @@ func Value(op v1alpha1.JSONPatch, vars map[string]any) (any, error) {
 	case op.ValueFrom.Variable != nil:
 		return Lookup(vars, *op.ValueFrom.Variable)
 	case op.ValueFrom.Template != nil:
-		return Render(*op.ValueFrom.Template, vars)
+		return r.render(*op.ValueFrom.Template, vars)
 	}
 	return nil, fmt.Errorf("valueFrom sets neither variable nor template")
 }
@@ -292,6 +356,10 @@ func Parse(text string) (*template.Template, error) {
 
 // Render executes a template over the variables and reads the output as YAML.
 func Render(text string, vars map[string]any) (any, error) {
+	return (&renderer{}).render(text, vars)
+}
+
+func (r *renderer) render(text string, vars map[string]any) (any, error) {
 	t, err := Parse(text)
 	if err != nil {
 		return nil, err
@@ -300,6 +368,9 @@ func Render(text string, vars map[string]any) (any, error) {
 	if err := t.Execute(&buf, vars); err != nil {
 		return nil, fmt.Errorf("template does not render: %w", err)
 	}
+	if v, ok := r.parsed[buf.String()]; ok {
+		return v, nil
+	}
 	raw, err := yaml.YAMLToJSON(buf.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("template output is not YAML: %w: %q", err, buf.String())
@@ -307,6 +378,9 @@ func Render(text string, vars map[string]any) (any, error) {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, fmt.Errorf("template output is not a value: %w", err)
+	}
+	if r.parsed != nil {
+		r.parsed[buf.String()] = v
 	}
 	return v, nil
 }

@@ -43,6 +43,7 @@ type Definition struct {
 
 	wrapped   *structuralschema.Structural
 	validator validation.SchemaValidator
+	hasCEL    bool // whether any node of the schema has x-kubernetes-validations
 
 	celOnce sync.Once
 	cel     *cel.Validator
@@ -94,7 +95,7 @@ func compile(v v1alpha1.ClusterClassVariable, p *field.Path) (*Definition, field
 	if err != nil {
 		return nil, field.ErrorList{field.Invalid(p, "", fmt.Sprintf("schema of variable %q cannot be used: %v", v.Name, err))}
 	}
-	return &Definition{Name: v.Name, Required: v.Required, Schema: schema, Source: v, wrapped: wrapped, validator: validator}, nil
+	return &Definition{Name: v.Name, Required: v.Required, Schema: schema, Source: v, wrapped: wrapped, validator: validator, hasCEL: hasCELRules(schema)}, nil
 }
 
 // celValidator compiles the CEL rules of a definition on first use; nil when it has none.
@@ -241,7 +242,7 @@ func (d *Definition) Validate(ctx context.Context, raw, oldRaw []byte, p *field.
 		}
 		return field.ErrorList{field.Invalid(p, string(raw), fmt.Sprintf("field(s) %s are not in the schema of variable %q", strings.Join(unknown, ", "), d.Name))}
 	}
-	if !hasCELRules(d.Schema) {
+	if !d.hasCEL {
 		return nil
 	}
 	v := d.celValidator()
