@@ -233,7 +233,7 @@ func (o *PlanOptions) print(t *bundle.Topology, p *plan.Plan) error {
 func planFiles(p *plan.Plan) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	for _, c := range p.Changes {
-		base := fmt.Sprintf("%s_%s_%s", c.Object.GetKind(), c.Object.GetNamespace(), c.Object.GetName())
+		base := plan.FileBase(c.Object)
 		switch c.Action {
 		case plan.Created:
 			raw, err := yaml.Marshal(c.Object.Object)
@@ -250,14 +250,10 @@ func planFiles(p *plan.Plan) (map[string][]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			diff, err := plan.UnifiedDiff(c.Before, c.Object, base+".original.yaml", base+".modified.yaml")
-			if err != nil {
-				return nil, err
-			}
 			files[filepath.Join("modified", base+".original.yaml")] = before
 			files[filepath.Join("modified", base+".modified.yaml")] = after
 			files[filepath.Join("modified", base+".jsonpatch")] = c.MergePatch
-			files[filepath.Join("modified", base+".diff")] = []byte(diff)
+			files[filepath.Join("modified", base+".diff")] = []byte(c.Diff)
 		}
 	}
 	return files, nil

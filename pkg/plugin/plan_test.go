@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 const exampleDir = "../../examples/docker"
 
 // runPlugin runs the root command with args and returns stdout, stderr and the exit code.
-func runPlugin(t *testing.T, args ...string) (string, string, int) {
+func runPlugin(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	cmd := NewRootCommand(streams)

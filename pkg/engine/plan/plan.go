@@ -39,7 +39,8 @@ type Change struct {
 	MergePatch json.RawMessage `json:"mergePatch,omitempty"`
 	// Operations turn Before into Object (RFC 6902).
 	Operations []rfc6902.Operation `json:"operations,omitempty"`
-	// Diff is a unified diff of Before and Object as YAML.
+	// Diff is a unified diff of Before and Object as YAML, labelled with the
+	// file names of the output layout (see FileBase).
 	Diff string `json:"diff,omitempty"`
 }
 
@@ -172,11 +173,18 @@ func modification(cur, desired *unstructured.Unstructured) (Change, bool, error)
 		return Change{}, false, err
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Path < ops[j].Path })
-	diff, err := UnifiedDiff(cur, after, "original", "modified")
+	base := FileBase(after)
+	diff, err := UnifiedDiff(cur, after, base+".original.yaml", base+".modified.yaml")
 	if err != nil {
 		return Change{}, false, err
 	}
 	return Change{Action: Modified, Object: after, Before: cur, MergePatch: mp, Operations: ops, Diff: diff}, true, nil
+}
+
+// FileBase names an object's files in the output layout of upstream's removed
+// `clusterctl alpha topology plan`: <Kind>_<namespace>_<name>.
+func FileBase(o *unstructured.Unstructured) string {
+	return fmt.Sprintf("%s_%s_%s", o.GetKind(), o.GetNamespace(), o.GetName())
 }
 
 // UnifiedDiff renders a unified diff between two objects as YAML.
