@@ -195,24 +195,17 @@ func (c *computation) resolveTemplates(context.Context) error {
 	if cs.ControlPlane.MachineInfrastructure != nil {
 		c.tmpl.cpMachineInfra = get(cs.ControlPlane.MachineInfrastructure.Ref, spec.Child("controlPlane", "machineInfrastructure", "ref"))
 	}
-	c.tmpl.md = map[string]workerTemplates{}
-	for i, mdc := range cs.Workers.MachineDeployments {
-		p := spec.Child("workers", "machineDeployments").Index(i).Child("template")
-		c.tmpl.md[mdc.Class] = workerTemplates{
-			index:          i,
-			metadata:       mdc.Template.Metadata,
-			bootstrap:      get(mdc.Template.Bootstrap.Ref, p.Child("bootstrap", "ref")),
-			infrastructure: get(mdc.Template.Infrastructure.Ref, p.Child("infrastructure", "ref")),
+	c.tmpl.md, c.tmpl.mp = map[string]workerTemplates{}, map[string]workerTemplates{}
+	for _, wc := range workerClasses(c.class) {
+		byClass := c.tmpl.mp
+		if wc.deployment {
+			byClass = c.tmpl.md
 		}
-	}
-	c.tmpl.mp = map[string]workerTemplates{}
-	for i, mpc := range cs.Workers.MachinePools {
-		p := spec.Child("workers", "machinePools").Index(i).Child("template")
-		c.tmpl.mp[mpc.Class] = workerTemplates{
-			index:          i,
-			metadata:       mpc.Template.Metadata,
-			bootstrap:      get(mpc.Template.Bootstrap.Ref, p.Child("bootstrap", "ref")),
-			infrastructure: get(mpc.Template.Infrastructure.Ref, p.Child("infrastructure", "ref")),
+		byClass[wc.name] = workerTemplates{
+			index:          wc.index,
+			metadata:       wc.metadata,
+			bootstrap:      get(wc.bootstrap.Ref, wc.path.Child("template", "bootstrap", "ref")),
+			infrastructure: get(wc.infrastructure.Ref, wc.path.Child("template", "infrastructure", "ref")),
 		}
 	}
 	if len(errs) > 0 {

@@ -279,14 +279,17 @@ func (c *computation) objectFromTemplate(original, patched *unstructured.Unstruc
 	a[ClonedFromNameAnnotation] = original.GetName()
 	a[ClonedFromGroupKindAnnotation] = groupKind(original.GetAPIVersion(), original.GetKind())
 	obj.SetAnnotations(a)
-	l := mergeMaps(obj.GetLabels())
-	for k, v := range labels {
-		l[k] = v
-	}
+	obj.SetLabels(c.topologyLabels(obj.GetLabels(), labels))
+	return obj
+}
+
+// topologyLabels lays extra labels and the cluster-name and owned labels over
+// the labels an object copied from its template.
+func (c *computation) topologyLabels(copied, extra map[string]string) map[string]string {
+	l := mergeMaps(extra, copied)
 	l[ClusterNameLabel] = c.cluster
 	l[TopologyOwnedLabel] = ""
-	obj.SetLabels(l)
-	return obj
+	return l
 }
 
 // templateFromTemplate clones a template for this cluster (e.g. the
@@ -297,13 +300,7 @@ func (c *computation) templateFromTemplate(original, patched *unstructured.Unstr
 	if spec, found, _ := unstructured.NestedFieldCopy(patched.Object, "spec", "template", "spec"); found {
 		_ = unstructured.SetNestedField(obj.Object, spec, "spec", "template", "spec")
 	}
-	l := mergeMaps(obj.GetLabels())
-	for k, v := range extraLabels {
-		l[k] = v
-	}
-	l[ClusterNameLabel] = c.cluster
-	l[TopologyOwnedLabel] = ""
-	obj.SetLabels(l)
+	obj.SetLabels(c.topologyLabels(obj.GetLabels(), extraLabels))
 	a := mergeMaps(obj.GetAnnotations())
 	a[ClonedFromNameAnnotation] = original.GetName()
 	a[ClonedFromGroupKindAnnotation] = groupKind(original.GetAPIVersion(), original.GetKind())

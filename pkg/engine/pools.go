@@ -190,3 +190,41 @@ func findMPClass(c *v1alpha1.TopologyClass, name string) (int, *v1alpha1.Machine
 	}
 	return -1, nil
 }
+
+// workerClass is a MachineDeployment or MachinePool class seen the same way:
+// both have a name, templates, metadata and a naming strategy.
+type workerClass struct {
+	deployment                bool
+	index                     int
+	name                      string
+	metadata                  v1alpha1.ObjectMeta
+	bootstrap, infrastructure *v1alpha1.LocalObjectTemplate
+	naming                    *string
+	path                      *field.Path
+}
+
+// workerClasses lists a class's MachineDeployment classes, then its MachinePool classes.
+func workerClasses(c *v1alpha1.TopologyClass) []workerClass {
+	var out []workerClass
+	for i := range c.Spec.Workers.MachineDeployments {
+		w := &c.Spec.Workers.MachineDeployments[i]
+		wc := workerClass{deployment: true, index: i, name: w.Class, metadata: w.Template.Metadata,
+			bootstrap: &w.Template.Bootstrap, infrastructure: &w.Template.Infrastructure,
+			path: field.NewPath("spec", "workers", "machineDeployments").Index(i)}
+		if w.NamingStrategy != nil {
+			wc.naming = w.NamingStrategy.Template
+		}
+		out = append(out, wc)
+	}
+	for i := range c.Spec.Workers.MachinePools {
+		w := &c.Spec.Workers.MachinePools[i]
+		wc := workerClass{index: i, name: w.Class, metadata: w.Template.Metadata,
+			bootstrap: &w.Template.Bootstrap, infrastructure: &w.Template.Infrastructure,
+			path: field.NewPath("spec", "workers", "machinePools").Index(i)}
+		if w.NamingStrategy != nil {
+			wc.naming = w.NamingStrategy.Template
+		}
+		out = append(out, wc)
+	}
+	return out
+}

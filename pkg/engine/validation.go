@@ -48,32 +48,15 @@ func ValidateClass(ctx context.Context, c *v1alpha1.TopologyClass) field.ErrorLi
 		errs = append(errs, validateNamingTemplate(nt.tpl, nt.p)...)
 	}
 	// Both kinds of worker class need unique names, both templates and a usable naming template.
-	worker := func(seen map[string]bool, class string, t [2]*v1alpha1.LocalObjectTemplate, naming *string, p *field.Path) {
-		if seen[class] {
-			errs = append(errs, field.Duplicate(p.Child("class"), class))
+	seen := map[bool]map[string]bool{true: {}, false: {}}
+	for _, wc := range workerClasses(c) {
+		if seen[wc.deployment][wc.name] {
+			errs = append(errs, field.Duplicate(wc.path.Child("class"), wc.name))
 		}
-		seen[class] = true
-		requireRef(t[0], p.Child("template", "bootstrap"))
-		requireRef(t[1], p.Child("template", "infrastructure"))
-		errs = append(errs, validateNamingTemplate(naming, p.Child("namingStrategy", "template"))...)
-	}
-	seen := map[string]bool{}
-	for i := range c.Spec.Workers.MachineDeployments {
-		md := &c.Spec.Workers.MachineDeployments[i]
-		var naming *string
-		if md.NamingStrategy != nil {
-			naming = md.NamingStrategy.Template
-		}
-		worker(seen, md.Class, [2]*v1alpha1.LocalObjectTemplate{&md.Template.Bootstrap, &md.Template.Infrastructure}, naming, spec.Child("workers", "machineDeployments").Index(i))
-	}
-	seen = map[string]bool{}
-	for i := range c.Spec.Workers.MachinePools {
-		mp := &c.Spec.Workers.MachinePools[i]
-		var naming *string
-		if mp.NamingStrategy != nil {
-			naming = mp.NamingStrategy.Template
-		}
-		worker(seen, mp.Class, [2]*v1alpha1.LocalObjectTemplate{&mp.Template.Bootstrap, &mp.Template.Infrastructure}, naming, spec.Child("workers", "machinePools").Index(i))
+		seen[wc.deployment][wc.name] = true
+		requireRef(wc.bootstrap, wc.path.Child("template", "bootstrap"))
+		requireRef(wc.infrastructure, wc.path.Child("template", "infrastructure"))
+		errs = append(errs, validateNamingTemplate(wc.naming, wc.path.Child("namingStrategy", "template"))...)
 	}
 	errs = append(errs, variables.ValidateDefinitions(ctx, c.Spec.Variables, spec.Child("variables"))...)
 	errs = append(errs, validatePatches(c, spec.Child("patches"))...)

@@ -64,10 +64,7 @@ func (o *ConvertOptions) Complete() error {
 	if len(o.Filenames) == 0 {
 		return fmt.Errorf("convert needs input: give upstream ClusterClass and Cluster files with -f")
 	}
-	ns := "default"
-	if o.configFlags != nil && o.configFlags.Namespace != nil && *o.configFlags.Namespace != "" {
-		ns = *o.configFlags.Namespace
-	}
+	ns := inputNamespace(o.configFlags)
 	b, err := readBundle(o.Filenames, o.In, ns)
 	o.bundle = b
 	return err

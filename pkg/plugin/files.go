@@ -8,8 +8,20 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/bundle"
 )
+
+// inputNamespace is the namespace for input objects that name none: -n, else
+// "default". Offline commands do not read the kubeconfig's namespace, so the
+// same files plan the same way on every machine.
+func inputNamespace(flags *genericclioptions.ConfigFlags) string {
+	if flags != nil && flags.Namespace != nil && *flags.Namespace != "" {
+		return *flags.Namespace
+	}
+	return "default"
+}
 
 // readBundle reads files, directories (their .yaml, .yml and .json files,
 // sorted) and "-" for standard input into one bundle.

@@ -82,10 +82,7 @@ class references and any objects that exist already.`,
 
 // Complete reads the input files.
 func (o *PlanOptions) Complete() error {
-	o.namespace = "default"
-	if o.configFlags != nil && o.configFlags.Namespace != nil && *o.configFlags.Namespace != "" {
-		o.namespace = *o.configFlags.Namespace
-	}
+	o.namespace = inputNamespace(o.configFlags)
 	if len(o.Filenames) == 0 {
 		return fmt.Errorf("plan needs input: give the class, its templates and the topology with -f")
 	}
