@@ -676,6 +676,19 @@ func contains(have, want any) bool {
 			}
 		}
 		return true
+	case []any:
+		// Item by item, so fields the API server defaulted inside list items
+		// (containers, files, ...) do not count as changes either.
+		h, ok := have.([]any)
+		if !ok || len(h) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !contains(h[i], w[i]) {
+				return false
+			}
+		}
+		return true
 	default:
 		return reflect.DeepEqual(normalizeNumber(have), normalizeNumber(want))
 	}

@@ -128,8 +128,10 @@ func Sequence(t *v1alpha1.Topology, obs *Observed) *Rollout {
 func sequenceControlPlane(desired string, o PartObserved, poolsUpgrading []string) (Decision, bool) {
 	d := Decision{Name: ControlPlaneName}
 	if !o.Exists {
+		// Like upstream, a brand-new cluster creates its pools together with
+		// its control plane: there is nothing to race with yet.
 		d.Version, d.Phase = desired, v1alpha1.PhaseCreating
-		return d, false
+		return d, true
 	}
 	d.Version = o.SpecVersion
 	switch {
@@ -159,7 +161,7 @@ func sequencePool(name, desired string, o PartObserved, annotations map[string]s
 	_, deferred := annotations[DeferUpgradeAnnotation]
 	d := Decision{Name: name, Version: desired}
 	if !o.Exists {
-		d.Phase = v1alpha1.PhaseCreating
+		d.Phase, d.Reason = v1alpha1.PhaseCreating, "being created"
 		if !r.ControlPlaneStable {
 			d.Phase, d.CreatePending = v1alpha1.PhasePending, true
 			d.Reason = "waiting for the control plane to be stable before creating it"

@@ -40,8 +40,6 @@ func TestSequence(t *testing.T) {
 		obs  *Observed
 		want want
 	}{
-		{"create everything", topologyWith("v1.33.0", nil, md("a", nil)), &Observed{},
-			want{v1alpha1.PhaseCreating, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhasePending}, []string{"v1.33.0"}}},
 		{"control plane first", topologyWith("v1.33.0", nil, md("a", nil), md("b", nil)), &Observed{ControlPlane: stableCP("v1.32.0"), MachineDeployments: atOld()},
 			want{v1alpha1.PhaseUpgrading, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhasePending, v1alpha1.PhasePending}, []string{"v1.32.0", "v1.32.0"}}},
 		{"control plane rolling", topologyWith("v1.33.0", nil, md("a", nil)), &Observed{ControlPlane: PartObserved{Exists: true, SpecVersion: "v1.33.0", StatusVersion: "v1.32.0"}, MachineDeployments: atOld()},
@@ -56,6 +54,10 @@ func TestSequence(t *testing.T) {
 			want{v1alpha1.PhaseUpToDate, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhaseUpgrading, v1alpha1.PhaseHeld, v1alpha1.PhaseHeld}, []string{"v1.33.0", "v1.32.0", "v1.32.0"}}},
 		{"MD mid-upgrade blocks the control plane", topologyWith("v1.34.0", nil, md("a", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: map[string]PartObserved{"a": {Exists: true, SpecVersion: "v1.33.0", Upgrading: true}}},
 			want{v1alpha1.PhasePending, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhasePending}, []string{"v1.33.0"}}},
+		{"new cluster creates its pools with the control plane, as upstream", topologyWith("v1.33.0", nil, md("a", nil)), &Observed{},
+			want{v1alpha1.PhaseCreating, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhaseCreating}, []string{"v1.33.0"}}},
+		{"new MD waits for a provisioning control plane", topologyWith("v1.33.0", nil, md("a", nil)), &Observed{ControlPlane: PartObserved{Exists: true, SpecVersion: "v1.33.0"}},
+			want{v1alpha1.PhaseCreating, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhasePending}, []string{"v1.33.0"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

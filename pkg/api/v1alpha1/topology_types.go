@@ -382,8 +382,8 @@ const (
 // PartStatus is the rollout state of the control plane or one worker pool.
 type PartStatus struct {
 	// name of the part: the topology name of a pool, or "control-plane".
-	// +optional
-	Name string `json:"name,omitempty"`
+	// +required
+	Name string `json:"name"`
 
 	// class of the pool; empty for the control plane.
 	// +optional

@@ -460,21 +460,18 @@ type JSONSchemaProps struct {
 	// +optional
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=array
 	AllOf []JSONSchemaProps `json:"allOf,omitempty"`
 
 	// oneOf schemas of which the value must satisfy exactly one.
 	// +optional
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=array
 	OneOf []JSONSchemaProps `json:"oneOf,omitempty"`
 
 	// anyOf schemas of which the value must satisfy at least one.
 	// +optional
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=array
 	AnyOf []JSONSchemaProps `json:"anyOf,omitempty"`
 
 	// not is a schema the value must not satisfy.

@@ -1,0 +1,83 @@
+// Command localcluster starts and stops the local control plane that
+// `make local-up` and `make local-down` manage: etcd, kube-apiserver and
+// kube-controller-manager from bin/, with the Cluster API CRDs and ours.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	fs := flag.NewFlagSet("localcluster", flag.ExitOnError)
+	dir := fs.String("dir", ".local", "directory for data, logs and the kubeconfig")
+	binDir := fs.String("bin-dir", "bin", "directory holding etcd, kube-apiserver and kube-controller-manager")
+	crdDir := fs.String("crd-dir", "manifests/crd", "directory of kubectl-topology's own CRDs")
+	apiPort := fs.Int("apiserver-port", 16443, "kube-apiserver port on 127.0.0.1")
+	etcdPort := fs.Int("etcd-port", 12379, "etcd client port on 127.0.0.1")
+	peerPort := fs.Int("etcd-peer-port", 12380, "etcd peer port on 127.0.0.1")
+	kcmPort := fs.Int("controller-manager-port", 10357, "kube-controller-manager port on 127.0.0.1")
+	if len(os.Args) < 2 {
+		return errors.New("usage: localcluster up|down|status [flags]")
+	}
+	verb := os.Args[1]
+	if err := fs.Parse(os.Args[2:]); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch verb {
+	case "up":
+		if up, kubeconfig := localcluster.Running(ctx, *dir); up {
+			fmt.Printf("local control plane already running; export KUBECONFIG=%s\n", kubeconfig)
+			return nil
+		}
+		// Leftovers of a crashed run would hold the ports.
+		if err := localcluster.StopDir(*dir); err != nil {
+			return err
+		}
+		dirs, err := localcluster.ClusterAPICRDDirs(ctx)
+		if err != nil {
+			return err
+		}
+		c, err := localcluster.Start(ctx, localcluster.Options{
+			Dir: *dir, BinDir: *binDir,
+			APIServerPort: *apiPort, EtcdPort: *etcdPort, EtcdPeerPort: *peerPort, ControllerManagerPort: *kcmPort,
+			CRDDirs: append(dirs, *crdDir),
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("local control plane up (Cluster API %s CRDs installed); export KUBECONFIG=%s\n", localcluster.ClusterAPIVersion, c.Kubeconfig)
+		return nil
+	case "down":
+		if err := localcluster.StopDir(*dir); err != nil {
+			return err
+		}
+		fmt.Println("local control plane stopped; its data stays in", *dir)
+		return nil
+	case "status":
+		up, kubeconfig := localcluster.Running(ctx, *dir)
+		if !up {
+			fmt.Println("local control plane is not running; start it with `make local-up`")
+			os.Exit(3)
+		}
+		fmt.Println("local control plane is running; KUBECONFIG=" + kubeconfig)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q: use up, down or status", verb)
+}

@@ -1,0 +1,57 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+)
+
+func capiGVK(kind string) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: engine.ClusterAPIGroup, Version: "v1beta1", Kind: kind}
+}
+
+func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+// SetupWithManager registers the Topology controller: it watches Topologies,
+// the Clusters they own, the Cluster API objects labelled for them, their
+// classes, and — added as they are met — provider kinds and class templates.
+func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Topology{}, indexTopologyClass, topologyClassKeys); err != nil {
+		return fmt.Errorf("indexing Topologies by class: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.TopologyClass{}, indexClassTemplate, classTemplateKeys); err != nil {
+		return fmt.Errorf("indexing TopologyClasses by template: %w", err)
+	}
+	byLabel := handler.EnqueueRequestsFromMapFunc(topologyOfLabelledObject)
+	known := []schema.GroupVersionKind{capiGVK(clusterKind), capiGVK("MachineDeployment"), capiGVK("MachineHealthCheck"), capiGVK(machineKind)}
+	ctl, err := ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Topology{}).
+		Owns(unstructuredOf(capiGVK(clusterKind))).
+		Watches(&v1alpha1.TopologyClass{}, handler.EnqueueRequestsFromMapFunc(topologiesOfClass(mgr.GetClient()))).
+		Watches(unstructuredOf(capiGVK("MachineDeployment")), byLabel).
+		Watches(unstructuredOf(capiGVK("MachineHealthCheck")), byLabel).
+		Watches(unstructuredOf(capiGVK(machineKind)), byLabel).
+		WithOptions(opts).
+		Named("topology").
+		Build(r)
+	if err != nil {
+		return fmt.Errorf("creating the Topology controller: %w", err)
+	}
+	r.Watches = NewDynamicWatches(ctl, mgr.GetCache(), handler.EnqueueRequestsFromMapFunc(topologiesOfTemplate(mgr.GetClient())), known...)
+	if r.Classes == nil {
+		r.Classes = NewClassCache()
+	}
+	return nil
+}

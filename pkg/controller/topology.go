@@ -1,0 +1,397 @@
+// Package controller holds the agent's reconcilers: Topology (makes a topology
+// real as ordinary Cluster API objects) and TopologyClass (status, and fanning
+// class changes out to its topologies). Every decision comes from pkg/engine;
+// this package reads, writes and reports.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+)
+
+// FieldManager is the server-side apply field manager of everything the agent writes.
+const FieldManager = "kubectl-topology"
+
+// TopologyFinalizer keeps a Topology until the CAPI Cluster it owns and every
+// object it generated are gone.
+const TopologyFinalizer = "topology.kubectl-topology.io/cluster"
+
+// Condition type and reasons on Topology.status, upstream's where upstream has one.
+const (
+	ReconciledCondition               = "TopologyReconciled"
+	ReasonSucceeded                   = "ReconcileSucceeded"
+	ReasonFailed                      = "TopologyReconcileFailed"
+	ReasonClassNotReconciled          = "ClusterClassNotReconciled"
+	ReasonPaused                      = "Paused"
+	ReasonControlPlaneUpgradePending  = "ControlPlaneUpgradePending"
+	ReasonMachineDeploymentsCreate    = "MachineDeploymentsCreatePending"
+	ReasonMachineDeploymentsUpgrade   = "MachineDeploymentsUpgradePending"
+	ReasonMachineDeploymentsDeferred  = "MachineDeploymentsUpgradeDeferred"
+	ReasonMachinePoolsCreate          = "MachinePoolsCreatePending"
+	ReasonMachinePoolsUpgrade         = "MachinePoolsUpgradePending"
+	ReasonMachinePoolsDeferred        = "MachinePoolsUpgradeDeferred"
+	ReasonDeleting                    = "Deleting"
+	deletionPollInterval              = 2 * time.Second
+	clusterKind                       = "Cluster"
+	machineSetKind                    = "MachineSet"
+	machineKind                       = "Machine"
+	machineDeploymentNameLabelOnOwned = "cluster.x-k8s.io/deployment-name"
+)
+
+// TopologyReconciler makes each Topology real as Cluster API objects.
+type TopologyReconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// Recorder emits an event for each object created, rotated or deleted.
+	Recorder record.EventRecorder
+	// NewNames returns the name generator for one reconcile; inject a seeded
+	// one for reproducible names in tests.
+	NewNames func() *names.Generator
+	// Classes caches compiled classes across reconciles.
+	Classes *ClassCache
+	// Watches adds watches on provider kinds as the agent meets them.
+	Watches *DynamicWatches
+}
+
+// scope carries one reconcile of one Topology from step to step.
+type scope struct {
+	topo      *v1alpha1.Topology
+	class     *CompiledClass
+	templates *engine.TemplateIndex
+	current   *engine.State
+	live      []*unstructured.Unstructured // objects labelled for the cluster
+	observed  *engine.Observed
+	result    *engine.Result
+	// condition to report; the reconcile error, if any, overrides it.
+	reason, message string
+	// requeueAfter asks for another look, e.g. while a deletion completes.
+	requeueAfter time.Duration
+}
+
+// Reconcile runs the steps of one Topology reconcile and reports the outcome
+// on its status.
+func (r *TopologyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	topo := &v1alpha1.Topology{}
+	if err := r.Client.Get(ctx, req.NamespacedName, topo); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !topo.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, topo)
+	}
+	if !controllerutil.ContainsFinalizer(topo, TopologyFinalizer) {
+		patch := client.MergeFrom(topo.DeepCopy())
+		controllerutil.AddFinalizer(topo, TopologyFinalizer)
+		if err := r.Client.Patch(ctx, topo, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer to Topology %s: %w", req, err)
+		}
+	}
+	s := &scope{topo: topo}
+	before := topo.Status.DeepCopy()
+	err := r.reconcileSteps(ctx, s)
+	if statusErr := r.writeStatus(ctx, s, before, err); statusErr != nil {
+		err = errors.Join(err, statusErr)
+	}
+	var invalid *engine.InvalidError
+	var missing *missingError
+	if errors.As(err, &invalid) || errors.As(err, &missing) {
+		// Bad input waits for the user; the watches bring it back when it changes.
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: s.requeueAfter}, err
+}
+
+func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error {
+	if s.topo.Spec.Paused {
+		s.reason, s.message = ReasonPaused, "spec.paused is true: nothing is changed until it is cleared"
+		return nil
+	}
+	steps := []func(context.Context, *scope) (bool, error){
+		r.getClass,
+		r.getTemplates,
+		r.getCurrentState,
+		r.observeRollout,
+		r.computeDesired,
+		r.applyDesired,
+		r.deleteUnused,
+	}
+	for _, step := range steps {
+		cont, err := step(ctx, s)
+		if err != nil || !cont {
+			return err
+		}
+	}
+	s.reason, s.message = rolloutReason(s.result.Rollout)
+	return nil
+}
+
+// missingError is a reference to something that does not exist yet; the
+// Topology waits for it rather than retrying hot.
+type missingError struct{ msg string }
+
+func (e *missingError) Error() string { return e.msg }
+
+func (r *TopologyReconciler) getClass(ctx context.Context, s *scope) (bool, error) {
+	ns := s.topo.Spec.ClassNamespace
+	if ns == "" {
+		ns = s.topo.Namespace
+	}
+	class := &v1alpha1.TopologyClass{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: s.topo.Spec.Class}, class); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, &missingError{fmt.Sprintf("spec.class: TopologyClass %s/%s not found: create it or point spec.class at an existing class", ns, s.topo.Spec.Class)}
+		}
+		return false, fmt.Errorf("reading TopologyClass %s/%s: %w", ns, s.topo.Spec.Class, err)
+	}
+	if class.Status.ObservedGeneration != class.Generation {
+		s.reason = ReasonClassNotReconciled
+		s.message = fmt.Sprintf("TopologyClass %s/%s generation %d is not reconciled yet", ns, class.Name, class.Generation)
+		return false, nil
+	}
+	compiled, err := r.Classes.Get(ctx, class)
+	if err != nil {
+		return false, err
+	}
+	s.class = compiled
+	return true, nil
+}
+
+func (r *TopologyReconciler) getTemplates(ctx context.Context, s *scope) (bool, error) {
+	ix := engine.NewTemplateIndex()
+	for _, ref := range classTemplateRefs(s.class.Class) {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(ref.APIVersion)
+		u.SetKind(ref.Kind)
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				return false, &missingError{fmt.Sprintf("TopologyClass %s/%s %s: %s %s/%s not found: create the template or fix the reference", s.class.Class.Namespace, s.class.Class.Name, ref.Field, ref.Kind, ref.Namespace, ref.Name)}
+			}
+			return false, fmt.Errorf("reading %s %s/%s of TopologyClass %s: %w", ref.Kind, ref.Namespace, ref.Name, s.class.Class.Name, err)
+		}
+		ix.Add(u)
+	}
+	s.templates = ix
+	return true, nil
+}
+
+// getCurrentState reads what exists: the Cluster, and every object of the
+// class's kinds labelled for this cluster.
+func (r *TopologyReconciler) getCurrentState(ctx context.Context, s *scope) (bool, error) {
+	cluster := &unstructured.Unstructured{}
+	cluster.SetAPIVersion(engine.ClusterAPIVersion)
+	cluster.SetKind(clusterKind)
+	objs := []*unstructured.Unstructured{}
+	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(s.topo), cluster); {
+	case err == nil:
+		objs = append(objs, cluster)
+	case !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("reading Cluster %s/%s: %w", s.topo.Namespace, s.topo.Name, err)
+	}
+	live, err := r.listLabelled(ctx, s.topo, generatedKinds(s.class.Class))
+	if err != nil {
+		return false, err
+	}
+	s.live = live
+	objs = append(objs, live...)
+	s.current = engine.StateFromObjects(s.topo.Name, s.topo.Namespace, objs)
+	adoptPreClusterObjects(s)
+	return true, nil
+}
+
+func (r *TopologyReconciler) listLabelled(ctx context.Context, topo *v1alpha1.Topology, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, gvk := range kinds {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.Client.List(ctx, list, client.InNamespace(topo.Namespace), client.MatchingLabels{engine.ClusterNameLabel: topo.Name}); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue // e.g. no MachinePool CRD installed: nothing of that kind exists
+			}
+			return nil, fmt.Errorf("listing %s of Cluster %s/%s: %w", gvk.Kind, topo.Namespace, topo.Name, err)
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// adoptPreClusterObjects finds the InfrastructureCluster and control plane a
+// previous reconcile created before the CAPI Cluster existed (owned by the
+// Topology), so a restarted agent reuses them instead of making duplicates.
+func adoptPreClusterObjects(s *scope) {
+	cls := s.class.Class.Spec
+	find := func(kind string) *unstructured.Unstructured {
+		for _, o := range s.live {
+			if o.GetKind() == kind && ownedBy(o, s.topo.UID) {
+				return o
+			}
+		}
+		return nil
+	}
+	if s.current.InfrastructureCluster == nil && cls.Infrastructure.Ref != nil {
+		s.current.InfrastructureCluster = find(trimTemplate(cls.Infrastructure.Ref.Kind))
+	}
+	if s.current.ControlPlane.Object == nil && cls.ControlPlane.Ref != nil {
+		if cp := find(trimTemplate(cls.ControlPlane.Ref.Kind)); cp != nil {
+			s.current.ControlPlane.Object = cp
+			name, _, _ := unstructured.NestedString(cp.Object, "spec", "machineTemplate", "infrastructureRef", "name")
+			for _, o := range s.live {
+				if o.GetName() == name && cls.ControlPlane.MachineInfrastructure != nil && o.GetKind() == cls.ControlPlane.MachineInfrastructure.Ref.Kind {
+					s.current.ControlPlane.InfrastructureMachineTemplate = o
+				}
+			}
+		}
+	}
+}
+
+func ownedBy(o *unstructured.Unstructured, uid types.UID) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// observeRollout reads the rollout state per the contracts, refined by
+// Machines: a MachineDeployment is upgrading while any of its Machines runs
+// another version.
+func (r *TopologyReconciler) observeRollout(ctx context.Context, s *scope) (bool, error) {
+	s.observed = engine.ObserveState(s.current)
+	if len(s.current.MachineDeployments) == 0 {
+		return true, nil
+	}
+	machines := &unstructured.UnstructuredList{}
+	machines.SetGroupVersionKind(schema.GroupVersionKind{Group: engine.ClusterAPIGroup, Version: "v1beta1", Kind: machineKind + "List"})
+	if err := r.Client.List(ctx, machines, client.InNamespace(s.topo.Namespace), client.MatchingLabels{engine.ClusterNameLabel: s.topo.Name}); err != nil && !meta.IsNoMatchError(err) {
+		return false, fmt.Errorf("listing Machines of Cluster %s/%s: %w", s.topo.Namespace, s.topo.Name, err)
+	}
+	for name, w := range s.current.MachineDeployments {
+		o := s.observed.MachineDeployments[name]
+		for _, m := range machines.Items {
+			if m.GetLabels()[machineDeploymentNameLabelOnOwned] != w.Object.GetName() {
+				continue
+			}
+			if v, _, _ := unstructured.NestedString(m.Object, "spec", "version"); v != "" && v != o.SpecVersion {
+				o.Upgrading = true
+			}
+		}
+		s.observed.MachineDeployments[name] = o
+	}
+	return true, nil
+}
+
+func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool, error) {
+	res, err := engine.Compute(ctx, engine.Input{
+		Topology:  s.topo,
+		Class:     s.class.Class,
+		Templates: s.templates,
+		Current:   s.current,
+		Observed:  s.observed,
+		Names:     r.NewNames(),
+		Dialect:   engine.DialectTopology,
+		Catalog:   s.class.Catalog,
+	})
+	if err != nil {
+		return false, err
+	}
+	s.result = res
+	return true, nil
+}
+
+// applyDesired writes, in dependency order, every desired object that differs
+// from what exists. The CAPI Cluster comes after the objects it references.
+func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, error) {
+	current := indexByKey(s.current.Objects(), s.live)
+	clusterCreated := false
+	for _, obj := range s.desiredObjects() {
+		key := engine.KeyOf(obj)
+		cur := current[key]
+		if err := r.Watches.Ensure(ctx, obj.GroupVersionKind()); err != nil {
+			return false, err
+		}
+		if !engine.NeedsApply(cur, obj, FieldManager) {
+			continue
+		}
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			return false, fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		}
+		switch {
+		case cur == nil && rotatedFrom(s, obj) != "":
+			r.Recorder.Eventf(s.topo, "Normal", "TemplateRotated", "Created %s %s to replace %s", obj.GetKind(), obj.GetName(), rotatedFrom(s, obj))
+		case cur == nil:
+			r.Recorder.Eventf(s.topo, "Normal", "Created", "Created %s %s", obj.GetKind(), obj.GetName())
+			clusterCreated = clusterCreated || obj.GetKind() == clusterKind
+		default:
+			r.Recorder.Eventf(s.topo, "Normal", "Updated", "Updated %s %s", obj.GetKind(), obj.GetName())
+		}
+	}
+	if clusterCreated {
+		// Objects made before the Cluster are owned by the Topology; the next
+		// pass hands them to the Cluster now that it has a UID.
+		s.requeueAfter = time.Millisecond
+	}
+	return true, nil
+}
+
+// rotatedFrom names the template a newly created clone replaces, if any.
+func rotatedFrom(s *scope, obj *unstructured.Unstructured) string {
+	for _, old := range s.current.Objects() {
+		if old.GetKind() == obj.GetKind() && old.GetName() != obj.GetName() &&
+			old.GetAnnotations()[engine.ClonedFromNameAnnotation] != "" &&
+			old.GetLabels()[engine.MachineDeploymentNameLabel] == obj.GetLabels()[engine.MachineDeploymentNameLabel] &&
+			isTemplateKind(obj.GetKind()) {
+			if _, used := indexByKey(s.desiredObjects())[engine.KeyOf(old)]; !used {
+				return old.GetName()
+			}
+		}
+	}
+	return ""
+}
+
+func indexByKey(lists ...[]*unstructured.Unstructured) map[engine.ObjectKey]*unstructured.Unstructured {
+	out := map[engine.ObjectKey]*unstructured.Unstructured{}
+	for _, l := range lists {
+		for _, o := range l {
+			out[engine.KeyOf(o)] = o
+		}
+	}
+	return out
+}
+
+// desiredObjects lists the desired state minus pools whose creation waits for
+// a stable control plane; they are created by a later reconcile.
+func (s *scope) desiredObjects() []*unstructured.Unstructured {
+	d := *s.result.Desired
+	filter := func(pools map[string]*engine.WorkerState, decisions []engine.Decision) map[string]*engine.WorkerState {
+		out := make(map[string]*engine.WorkerState, len(pools))
+		for name, w := range pools {
+			out[name] = w
+		}
+		for _, dec := range decisions {
+			if dec.CreatePending {
+				delete(out, dec.Name)
+			}
+		}
+		return out
+	}
+	d.MachineDeployments = filter(d.MachineDeployments, s.result.Rollout.MachineDeployments)
+	d.MachinePools = filter(d.MachinePools, s.result.Rollout.MachinePools)
+	return d.Objects()
+}

@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+// phaseOrder ranks phases from least to most advanced; a topology's phase is
+// the least advanced of its parts.
+var phaseOrder = map[v1alpha1.RolloutPhase]int{
+	v1alpha1.PhasePending:   0,
+	v1alpha1.PhaseCreating:  1,
+	v1alpha1.PhaseHeld:      2,
+	v1alpha1.PhaseDeferred:  3,
+	v1alpha1.PhaseUpgrading: 4,
+	v1alpha1.PhaseUpToDate:  5,
+}
+
+// Summarize fills the rollout summary of status: each part's desired and
+// observed version and replicas, its phase and why it waits, and the phase of
+// the whole topology. It is what `status` and the TUI show.
+func Summarize(t *v1alpha1.Topology, r *Rollout, obs *Observed, status *v1alpha1.TopologyStatus) {
+	if obs == nil {
+		obs = &Observed{}
+	}
+	part := func(d Decision, class string, o PartObserved, desiredReplicas *int32) v1alpha1.PartStatus {
+		ps := v1alpha1.PartStatus{
+			Name: d.Name, Class: class, ObjectName: o.ObjectName,
+			DesiredVersion: r.DesiredVersion, Version: o.SpecVersion,
+			DesiredReplicas: desiredReplicas,
+			Replicas:        o.Replicas, ReadyReplicas: o.ReadyReplicas, UpToDateReplicas: o.UpToDateReplicas,
+			Phase: d.Phase, Message: d.Reason,
+		}
+		if o.StatusVersion != "" {
+			ps.Version = o.StatusVersion
+		}
+		return ps
+	}
+	cp := part(r.ControlPlane, "", obs.ControlPlane, t.Spec.ControlPlane.Replicas)
+	status.ControlPlane = &cp
+	phase := cp.Phase
+	lower := func(p v1alpha1.RolloutPhase) {
+		if phaseOrder[p] < phaseOrder[phase] {
+			phase = p
+		}
+	}
+	status.MachineDeployments, status.MachinePools = nil, nil
+	if w := t.Spec.Workers; w != nil {
+		for i, md := range w.MachineDeployments {
+			ps := part(r.MachineDeployments[i], md.Class, obs.MachineDeployments[md.Name], md.Replicas)
+			status.MachineDeployments = append(status.MachineDeployments, ps)
+			lower(ps.Phase)
+		}
+		for i, mp := range w.MachinePools {
+			ps := part(r.MachinePools[i], mp.Class, obs.MachinePools[mp.Name], mp.Replicas)
+			status.MachinePools = append(status.MachinePools, ps)
+			lower(ps.Phase)
+		}
+	}
+	status.Phase = phase
+}

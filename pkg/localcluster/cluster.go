@@ -1,0 +1,260 @@
+// Package localcluster runs a real Kubernetes control plane on this machine —
+// etcd, kube-apiserver and kube-controller-manager built by hack/tools — with
+// the Cluster API CRDs installed. Tests and `make local-up` use it where no
+// kind node image can be pulled; provider controllers are not run, so tests
+// play their part, as upstream's own topology tests do.
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Options configure a local control plane.
+type Options struct {
+	// Dir holds data, certificates, logs, pid files and the kubeconfig.
+	Dir string
+	// BinDir holds etcd, kube-apiserver and kube-controller-manager.
+	BinDir string
+	// APIServerPort, EtcdPort, EtcdPeerPort and ControllerManagerPort are the
+	// loopback ports to use; 0 picks a free one.
+	APIServerPort, EtcdPort, EtcdPeerPort, ControllerManagerPort int
+	// CRDDirs are directories of CRD YAML installed once the API server is up.
+	CRDDirs []string
+	// StartTimeout bounds the wait for each component to become healthy.
+	StartTimeout time.Duration
+}
+
+// Cluster is a running local control plane.
+type Cluster struct {
+	opts Options
+	// Kubeconfig is the path of an admin kubeconfig.
+	Kubeconfig string
+	// Config is the admin REST config.
+	Config *rest.Config
+	procs  []*process
+}
+
+// Component names, also used for log and pid files.
+const (
+	Etcd              = "etcd"
+	APIServer         = "kube-apiserver"
+	ControllerManager = "kube-controller-manager"
+)
+
+// PortInUseError says which component could not get its port.
+type PortInUseError struct {
+	Component string
+	Port      int
+}
+
+func (e *PortInUseError) Error() string {
+	return fmt.Sprintf("port %d for %s is in use on 127.0.0.1: stop whatever listens there (ss -ltnp 'sport = :%d') or choose another port", e.Port, e.Component, e.Port)
+}
+
+// Start brings up etcd, kube-apiserver and kube-controller-manager, writes an
+// admin kubeconfig to Dir/kubeconfig and installs the CRDs. On error every
+// process it started is stopped again.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 2 * time.Minute
+	}
+	if opts.Dir, err = filepath.Abs(opts.Dir); err != nil {
+		return nil, err
+	}
+	for _, bin := range []string{Etcd, APIServer, ControllerManager} {
+		if _, err := os.Stat(filepath.Join(opts.BinDir, bin)); err != nil {
+			return nil, fmt.Errorf("%s is not in %s: run `make control-plane-bins` to build it", bin, opts.BinDir)
+		}
+	}
+	ports := []struct {
+		name string
+		port *int
+	}{{Etcd, &opts.EtcdPort}, {Etcd + " peer", &opts.EtcdPeerPort}, {APIServer, &opts.APIServerPort}, {ControllerManager, &opts.ControllerManagerPort}}
+	for _, p := range ports {
+		if *p.port, err = claimPort(p.name, *p.port); err != nil {
+			return nil, err
+		}
+	}
+	pk, err := newPKI(time.Now())
+	if err != nil {
+		return nil, err
+	}
+	pkiDir := filepath.Join(opts.Dir, "pki")
+	if err := pk.write(pkiDir); err != nil {
+		return nil, fmt.Errorf("writing certificates to %s: %w", pkiDir, err)
+	}
+	c = &Cluster{opts: opts, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig")}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+		}
+	}()
+	if err := c.writeKubeconfig(pk); err != nil {
+		return nil, err
+	}
+	if err := c.startEtcd(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.startAPIServer(ctx, pkiDir); err != nil {
+		return nil, err
+	}
+	if err := c.startControllerManager(ctx, pkiDir); err != nil {
+		return nil, err
+	}
+	if len(opts.CRDDirs) > 0 {
+		if err := InstallCRDs(ctx, c.Config, opts.CRDDirs...); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// claimPort checks that a fixed port is free, or picks a free one for 0.
+func claimPort(component string, port int) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return 0, &PortInUseError{Component: component, Port: port}
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (c *Cluster) url(port int, scheme string) string {
+	return fmt.Sprintf("%s://127.0.0.1:%d", scheme, port)
+}
+
+func (c *Cluster) writeKubeconfig(pk *pki) error {
+	key, err := pk.admin.keyPEM()
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: c.url(c.opts.APIServerPort, "https"), CertificateAuthorityData: pk.ca.certPEM()}
+	cfg.AuthInfos["local-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: pk.admin.certPEM(), ClientKeyData: key}
+	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "local-admin", Namespace: "default"}
+	cfg.CurrentContext = "local"
+	if err := clientcmd.WriteToFile(*cfg, c.Kubeconfig); err != nil {
+		return fmt.Errorf("writing kubeconfig %s: %w", c.Kubeconfig, err)
+	}
+	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
+		return err
+	}
+	c.Config.QPS, c.Config.Burst = 500, 1000
+	return nil
+}
+
+func (c *Cluster) startEtcd(ctx context.Context) error {
+	client, peer := c.url(c.opts.EtcdPort, "http"), c.url(c.opts.EtcdPeerPort, "http")
+	p, err := c.start(Etcd,
+		"--name=local",
+		"--data-dir="+filepath.Join(c.opts.Dir, "etcd"),
+		"--listen-client-urls="+client, "--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=local="+peer,
+		"--listen-metrics-urls=",
+		// The local control plane holds nothing worth an fsync per write.
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	)
+	if err != nil {
+		return err
+	}
+	return p.waitHTTP(ctx, client+"/health", nil, c.opts.StartTimeout)
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context, pkiDir string) error {
+	f := func(name string) string { return filepath.Join(pkiDir, name) }
+	p, err := c.start(APIServer,
+		"--etcd-servers="+c.url(c.opts.EtcdPort, "http"),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(c.opts.APIServerPort),
+		"--tls-cert-file="+f("apiserver.crt"), "--tls-private-key-file="+f("apiserver.key"),
+		"--client-ca-file="+f("ca.crt"),
+		"--service-account-key-file="+f("sa.pub"),
+		"--service-account-signing-key-file="+f("sa.key"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--authorization-mode=RBAC",
+		"--allow-privileged=true",
+		// No kubelets or pods here; admission that expects them gets in the way.
+		"--disable-admission-plugins=ServiceAccount",
+		"--v=0",
+	)
+	if err != nil {
+		return err
+	}
+	if err := p.waitHTTP(ctx, c.url(c.opts.APIServerPort, "https")+"/readyz", c.Config, c.opts.StartTimeout); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *Cluster) startControllerManager(ctx context.Context, pkiDir string) error {
+	p, err := c.start(ControllerManager,
+		"--kubeconfig="+c.Kubeconfig,
+		"--authentication-kubeconfig="+c.Kubeconfig,
+		"--authorization-kubeconfig="+c.Kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(c.opts.ControllerManagerPort),
+		"--leader-elect=false",
+		// Garbage collection and namespace deletion are what tests rely on; the
+		// service account controllers make namespaces look like a real cluster's.
+		"--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token",
+		"--service-account-private-key-file="+filepath.Join(pkiDir, "sa.key"),
+		"--root-ca-file="+filepath.Join(pkiDir, "ca.crt"),
+		"--use-service-account-credentials=false",
+		"--concurrent-gc-syncs=5",
+		"--v=0",
+	)
+	if err != nil {
+		return err
+	}
+	return p.waitHTTP(ctx, c.url(c.opts.ControllerManagerPort, "https")+"/healthz", nil, c.opts.StartTimeout)
+}
+
+// Stop ends the control plane's processes, newest first.
+func (c *Cluster) Stop() error {
+	if c == nil {
+		return nil
+	}
+	return StopDir(c.opts.Dir)
+}
+
+// StopDir ends the processes of the control plane whose state is in dir,
+// whether this process or an earlier `make local-up` started them.
+func StopDir(dir string) error {
+	var errs []error
+	for _, name := range []string{ControllerManager, APIServer, Etcd} {
+		if err := stopPIDFile(filepath.Join(dir, name+".pid")); err != nil {
+			errs = append(errs, fmt.Errorf("stopping %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Running reports whether the control plane in dir is up, and its kubeconfig.
+func Running(ctx context.Context, dir string) (bool, string) {
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	for _, name := range []string{Etcd, APIServer, ControllerManager} {
+		if !pidAlive(filepath.Join(dir, name+".pid")) {
+			return false, kubeconfig
+		}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return false, kubeconfig
+	}
+	return healthy(ctx, strings.TrimSuffix(cfg.Host, "/")+"/readyz", cfg) == nil, kubeconfig
+}

@@ -1,0 +1,168 @@
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+)
+
+// ClusterAPIVersion is the Cluster API release whose CRDs the local control
+// plane installs: core, kubeadm bootstrap and control plane, and CAPD.
+const ClusterAPIVersion = "v1.10.10"
+
+// ContractLabel is the label a provider CRD carries to say which Cluster API
+// contract version maps to which of its API versions. Upstream's kustomization
+// adds it; the CRDs in config/crd/bases lack it.
+const ContractLabel = "cluster.x-k8s.io/v1beta1"
+
+// ClusterAPICRDDirs returns the CRD directories of Cluster API and CAPD at
+// ClusterAPIVersion, downloading the modules into the module cache if needed.
+func ClusterAPICRDDirs(ctx context.Context) ([]string, error) {
+	core, err := moduleDir(ctx, "sigs.k8s.io/cluster-api@"+ClusterAPIVersion)
+	if err != nil {
+		return nil, err
+	}
+	test, err := moduleDir(ctx, "sigs.k8s.io/cluster-api/test@"+ClusterAPIVersion)
+	if err != nil {
+		return nil, err
+	}
+	return []string{
+		filepath.Join(core, "config", "crd", "bases"),
+		filepath.Join(core, "bootstrap", "kubeadm", "config", "crd", "bases"),
+		filepath.Join(core, "controlplane", "kubeadm", "config", "crd", "bases"),
+		filepath.Join(test, "infrastructure", "docker", "config", "crd", "bases"),
+	}, nil
+}
+
+func moduleDir(ctx context.Context, mod string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", mod)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go mod download %s: %w: %s", mod, err, stderr.String())
+	}
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &info); err != nil {
+		return "", fmt.Errorf("go mod download %s: %w", mod, err)
+	}
+	if info.Error != "" || info.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: %s", mod, info.Error)
+	}
+	return info.Dir, nil
+}
+
+// ReadCRDs reads every CRD in the YAML files of dirs, sorted by name. Cluster
+// API CRDs get the contract label upstream's release YAML carries.
+func ReadCRDs(dirs ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, dir := range dirs {
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			for _, doc := range bytes.Split(data, []byte("\n---")) {
+				if len(bytes.TrimSpace(doc)) == 0 {
+					continue
+				}
+				crd := &apiextensionsv1.CustomResourceDefinition{}
+				if err := yaml.UnmarshalStrict(doc, crd); err != nil {
+					return nil, fmt.Errorf("reading CRD from %s: %w", f, err)
+				}
+				if crd.Kind != "CustomResourceDefinition" {
+					continue
+				}
+				if strings.HasSuffix(crd.Spec.Group, "cluster.x-k8s.io") {
+					labelContract(crd)
+				}
+				crds = append(crds, crd)
+			}
+		}
+	}
+	sort.Slice(crds, func(i, j int) bool { return crds[i].Name < crds[j].Name })
+	return crds, nil
+}
+
+// labelContract maps contract v1beta1 to the CRD's storage version.
+func labelContract(crd *apiextensionsv1.CustomResourceDefinition) {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			if crd.Labels == nil {
+				crd.Labels = map[string]string{}
+			}
+			if _, set := crd.Labels[ContractLabel]; !set {
+				crd.Labels[ContractLabel] = v.Name
+			}
+		}
+	}
+}
+
+// InstallCRDs creates or updates the CRDs found in dirs and waits until the
+// API server serves all of them.
+func InstallCRDs(ctx context.Context, cfg *rest.Config, dirs ...string) error {
+	crds, err := ReadCRDs(dirs...)
+	if err != nil {
+		return err
+	}
+	return ApplyCRDs(ctx, cfg, crds)
+}
+
+// ApplyCRDs creates or updates crds and waits until each is Established.
+func ApplyCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	cs, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	api := cs.ApiextensionsV1().CustomResourceDefinitions()
+	for _, crd := range crds {
+		existing, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = api.Create(ctx, crd, metav1.CreateOptions{})
+		case err == nil:
+			crd.ResourceVersion = existing.ResourceVersion
+			_, err = api.Update(ctx, crd, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("installing CRD %s: %w", crd.Name, err)
+		}
+	}
+	for _, crd := range crds {
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			got, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil //nolint:nilerr // keep polling until the deadline
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s did not become established: %w", crd.Name, err)
+		}
+	}
+	return nil
+}

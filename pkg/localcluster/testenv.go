@@ -1,0 +1,67 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// BinDirEnv names the directory of the control-plane binaries for tests;
+// `make test` sets it. Without it, bin/ at the module root is used.
+const BinDirEnv = "TOPOLOGY_BIN_DIR"
+
+// ModuleRoot finds the directory of the main module's go.mod, walking up from
+// the working directory (a test runs in its package's directory).
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// StartForTests starts a control plane in a temporary directory with the
+// Cluster API CRDs and kubectl-topology's own, for a test suite's TestMain.
+func StartForTests(ctx context.Context) (*Cluster, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	bin := os.Getenv(BinDirEnv)
+	if bin == "" {
+		bin = filepath.Join(root, "bin")
+	}
+	dirs, err := ClusterAPICRDDirs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "kubectl-topology-local-")
+	if err != nil {
+		return nil, err
+	}
+	c, err := Start(ctx, Options{Dir: dir, BinDir: bin, CRDDirs: append(dirs, filepath.Join(root, "manifests", "crd"))})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting the local control plane (binaries from %s; `make control-plane-bins` builds them): %w", bin, err)
+	}
+	return c, nil
+}
+
+// Cleanup stops the control plane and removes its directory.
+func (c *Cluster) Cleanup() error {
+	err := c.Stop()
+	if rmErr := os.RemoveAll(c.opts.Dir); err == nil {
+		err = rmErr
+	}
+	return err
+}
