@@ -194,3 +194,23 @@ func sequencePool(name, desired string, o PartObserved, annotations map[string]s
 	}
 	return d, hold
 }
+
+// RolloutFromStatus rebuilds the rollout state a Topology's status reports,
+// for checks (a version change while a rollout is in flight) that run where
+// only the Topology is at hand, such as admission.
+func RolloutFromStatus(s *v1alpha1.TopologyStatus) *Rollout {
+	if s == nil || s.ControlPlane == nil {
+		return nil
+	}
+	decision := func(p v1alpha1.PartStatus) Decision {
+		return Decision{Name: p.Name, Version: p.Version, Phase: p.Phase, Reason: p.Message}
+	}
+	r := &Rollout{DesiredVersion: s.ControlPlane.DesiredVersion, ControlPlane: decision(*s.ControlPlane)}
+	for _, p := range s.MachineDeployments {
+		r.MachineDeployments = append(r.MachineDeployments, decision(p))
+	}
+	for _, p := range s.MachinePools {
+		r.MachinePools = append(r.MachinePools, decision(p))
+	}
+	return r
+}

@@ -10,15 +10,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/selfinstall"
 )
 
 // ClusterAPIVersion is the Cluster API release whose CRDs the local control
@@ -124,45 +121,5 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, dirs ...string) error {
 	if err != nil {
 		return err
 	}
-	return ApplyCRDs(ctx, cfg, crds)
-}
-
-// ApplyCRDs creates or updates crds and waits until each is Established.
-func ApplyCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
-	cs, err := apiextensionsclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	api := cs.ApiextensionsV1().CustomResourceDefinitions()
-	for _, crd := range crds {
-		existing, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			_, err = api.Create(ctx, crd, metav1.CreateOptions{})
-		case err == nil:
-			crd.ResourceVersion = existing.ResourceVersion
-			_, err = api.Update(ctx, crd, metav1.UpdateOptions{})
-		}
-		if err != nil {
-			return fmt.Errorf("installing CRD %s: %w", crd.Name, err)
-		}
-	}
-	for _, crd := range crds {
-		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			got, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil //nolint:nilerr // keep polling until the deadline
-			}
-			for _, c := range got.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("CRD %s did not become established: %w", crd.Name, err)
-		}
-	}
-	return nil
+	return selfinstall.ApplyCRDs(ctx, cfg, crds)
 }

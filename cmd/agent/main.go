@@ -1,0 +1,62 @@
+// Command agent is the in-cluster half of kubectl-topology: it reconciles
+// Topologies into Cluster API objects and serves the admission webhooks.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/agent"
+)
+
+func main() {
+	opts := agent.Defaults()
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		opts.AgentNamespace = ns
+	}
+	var kubeconfig string
+	var verbosity int
+	fs := pflag.NewFlagSet("agent", pflag.ExitOnError)
+	fs.StringVar(&opts.Namespace, "namespace", "", "Namespace to watch for Topologies; all namespaces when empty.")
+	fs.StringVar(&opts.AgentNamespace, "agent-namespace", opts.AgentNamespace, "Namespace the agent runs in and keeps its certificate Secret in (default from POD_NAMESPACE).")
+	fs.BoolVar(&opts.LeaderElect, "leader-elect", false, "Enable leader election, for running more than one replica.")
+	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", opts.MetricsBindAddress, "Address the metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", opts.HealthProbeBindAddress, "Address the /healthz and /readyz endpoints bind to.")
+	fs.IntVar(&opts.WebhookPort, "webhook-port", opts.WebhookPort, "Port the admission webhooks are served on.")
+	fs.StringVar(&opts.CertDir, "webhook-cert-dir", opts.CertDir, "Directory the serving certificate is written to.")
+	fs.IntVar(&opts.Concurrency, "concurrency", opts.Concurrency, "Number of Topologies reconciled at once.")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig to use out of cluster; in-cluster config or $KUBECONFIG otherwise.")
+	fs.BoolVar(&opts.Local, "local", false, "Run out of cluster: serve webhooks on 127.0.0.1 and register them by URL.")
+	fs.IntVarP(&verbosity, "v", "v", 0, "Log verbosity: 0 info, higher for debug.")
+	_ = fs.Parse(os.Args[1:])
+
+	ctrl.SetLogger(zap.New(zap.Level(zapcore.Level(-verbosity))))
+	log := ctrl.Log.WithName("agent")
+	if err := run(kubeconfig, opts); err != nil {
+		log.Error(err, "agent stopped")
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(kubeconfig string, opts agent.Options) error {
+	cfg, err := ctrl.GetConfig()
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	a, err := agent.New(ctx, cfg, opts)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}

@@ -1,0 +1,379 @@
+// Package agent assembles the in-cluster half of kubectl-topology: a
+// controller-runtime manager running the Topology and TopologyClass
+// reconcilers and the admission webhooks, after installing its own CRDs,
+// serving certificate and webhook registrations.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/kubectl-topology/kubectl-topology/manifests"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	topologycontroller "github.com/kubectl-topology/kubectl-topology/pkg/controller"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/pkg/selfinstall"
+	topologywebhook "github.com/kubectl-topology/kubectl-topology/pkg/webhook"
+)
+
+// Options configure the agent; cmd/agent fills them from flags.
+type Options struct {
+	// Namespace limits the agent to one namespace; empty watches all.
+	Namespace string
+	// AgentNamespace is where the agent runs and keeps its certificate Secret.
+	AgentNamespace string
+	// ServiceName is the Service in front of the webhooks in-cluster.
+	ServiceName string
+	// LeaderElect enables leader election, for more than one replica.
+	LeaderElect bool
+	// MetricsBindAddress serves metrics; "0" disables them.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz.
+	HealthProbeBindAddress string
+	// WebhookPort is the webhook server's port.
+	WebhookPort int
+	// Concurrency is how many Topologies reconcile at once.
+	Concurrency int
+	// Local runs out of cluster: webhooks on 127.0.0.1, registered by URL.
+	Local bool
+	// CertDir holds the serving certificate the agent writes from its Secret.
+	CertDir string
+	// NewNames makes the name generator of each reconcile; random when nil.
+	NewNames func() *names.Generator
+	// SkipNameValidation allows more than one agent in one process, as tests
+	// that restart the agent need; controller names are otherwise unique.
+	SkipNameValidation bool
+}
+
+// Defaults are the flag defaults.
+func Defaults() Options {
+	return Options{
+		AgentNamespace:         "topology-system",
+		ServiceName:            "topology-webhook-service",
+		MetricsBindAddress:     ":8443",
+		HealthProbeBindAddress: ":9440",
+		WebhookPort:            9443,
+		Concurrency:            10,
+		CertDir:                os.TempDir() + "/k8s-webhook-server/serving-certs",
+	}
+}
+
+// Names of what the agent creates for itself.
+const (
+	CertSecretName = "topology-webhook-server-cert"
+	leaderElectID  = "kubectl-topology-agent.topology.kubectl-topology.io"
+)
+
+// rotatorInstances numbers certificate rotators when several agents share a process.
+var rotatorInstances atomic.Int64
+
+// Scheme is what the agent reads and writes typed.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}
+
+// Agent is a configured, not yet started agent.
+type Agent struct {
+	opts    Options
+	cfg     *rest.Config
+	mgr     manager.Manager
+	webhook webhook.Server
+	ready   atomic.Bool
+	certs   chan struct{}
+}
+
+// New installs the CRDs and builds the manager with its controllers.
+func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	crds, err := selfinstall.ReadCRDsFS(manifests.CRDs)
+	if err != nil {
+		return nil, err
+	}
+	if err := selfinstall.ApplyCRDs(ctx, cfg, crds); err != nil {
+		return nil, fmt.Errorf("installing kubectl-topology CRDs: %w", err)
+	}
+	host := ""
+	if opts.Local {
+		host = "127.0.0.1"
+	}
+	a := &Agent{opts: opts, cfg: cfg, certs: make(chan struct{})}
+	a.webhook = webhook.NewServer(webhook.Options{Host: host, Port: opts.WebhookPort, CertDir: opts.CertDir})
+	mopts := ctrl.Options{
+		Scheme:                  Scheme(),
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        leaderElectID,
+		LeaderElectionNamespace: opts.AgentNamespace,
+		WebhookServer:           a.webhook,
+		// Unstructured reads come from the cache too: a steady state then costs
+		// no requests at all, which matters at a thousand Topologies.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	}
+	if opts.Namespace != "" {
+		mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}}
+	}
+	if a.mgr, err = ctrl.NewManager(cfg, mopts); err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := a.setupControllers(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.setupWebhooks(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func (o Options) validate() error {
+	if o.Concurrency < 1 {
+		return fmt.Errorf("--concurrency must be at least 1, got %d", o.Concurrency)
+	}
+	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
+		return fmt.Errorf("--webhook-port must be between 1 and 65535, got %d", o.WebhookPort)
+	}
+	if o.AgentNamespace == "" {
+		return errors.New("the agent namespace must be set (POD_NAMESPACE or --agent-namespace)")
+	}
+	return nil
+}
+
+// Manager is the underlying manager, for tests that read through its cache.
+func (a *Agent) Manager() manager.Manager { return a.mgr }
+
+func (a *Agent) setupControllers(ctx context.Context) error {
+	classes := topologycontroller.NewClassCache()
+	newNames := a.opts.NewNames
+	if newNames == nil {
+		newNames = func() *names.Generator { return names.NewGenerator(nil) }
+	}
+	tr := &topologycontroller.TopologyReconciler{
+		Client:   a.mgr.GetClient(),
+		Recorder: a.mgr.GetEventRecorderFor("kubectl-topology"), //nolint:staticcheck // the events API recorder needs a newer cluster role
+		NewNames: newNames,
+		Classes:  classes,
+	}
+	copts := controller.Options{MaxConcurrentReconciles: a.opts.Concurrency, SkipNameValidation: &a.opts.SkipNameValidation}
+	if err := tr.SetupWithManager(ctx, a.mgr, copts); err != nil {
+		return err
+	}
+	cr := &topologycontroller.TopologyClassReconciler{
+		Client:          a.mgr.GetClient(),
+		Classes:         classes,
+		TemplateWatches: func() *topologycontroller.DynamicWatches { return tr.Watches },
+	}
+	if err := cr.SetupWithManager(a.mgr, copts); err != nil {
+		return err
+	}
+	topologywebhook.Register(a.webhook, a.mgr.GetScheme(), a.mgr.GetAPIReader(), classes)
+	return nil
+}
+
+// setupWebhooks registers the webhook configurations and the certificate
+// rotator; the webhook server starts once its certificate is on disk.
+func (a *Agent) setupWebhooks() error {
+	dnsName := fmt.Sprintf("%s.%s.svc", a.opts.ServiceName, a.opts.AgentNamespace)
+	if a.opts.Local {
+		dnsName = "localhost"
+	}
+	cr := &rotator.CertRotator{
+		SecretKey:      types.NamespacedName{Namespace: a.opts.AgentNamespace, Name: CertSecretName},
+		CertDir:        a.opts.CertDir,
+		CAName:         "kubectl-topology-ca",
+		CAOrganization: "kubectl-topology",
+		DNSName:        dnsName,
+		IsReady:        a.certs,
+		Webhooks: []rotator.WebhookInfo{
+			{Name: topologywebhook.MutatingConfigurationName, Type: rotator.Mutating},
+			{Name: topologywebhook.ValidatingConfigurationName, Type: rotator.Validating},
+		},
+		FieldOwner:             topologycontroller.FieldManager,
+		RequireLeaderElection:  false,
+		RestartOnSecretRefresh: false,
+	}
+	if a.opts.SkipNameValidation {
+		cr.ControllerName = fmt.Sprintf("cert-rotator-%d", rotatorInstances.Add(1))
+	}
+	if err := rotator.AddRotator(a.mgr, cr); err != nil {
+		return fmt.Errorf("adding the certificate rotator: %w", err)
+	}
+	if err := a.mgr.Add(manager.RunnableFunc(a.syncCertFiles)); err != nil {
+		return err
+	}
+	if err := a.mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return a.mgr.AddReadyzCheck("webhooks", func(req *http.Request) error {
+		if !a.ready.Load() {
+			return errors.New("webhook certificate not ready")
+		}
+		return a.webhook.StartedChecker()(req)
+	})
+}
+
+// Run installs the webhook configurations and runs the manager until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.registerWebhooks(ctx); err != nil {
+		return err
+	}
+	go func() {
+		select {
+		case <-a.certs:
+		case <-ctx.Done():
+			return
+		}
+		if err := a.mgr.Add(a.webhook); err != nil {
+			ctrl.Log.Error(err, "starting the webhook server")
+			return
+		}
+		a.ready.Store(true)
+	}()
+	return a.mgr.Start(ctx)
+}
+
+// registerWebhooks applies the webhook configurations, pointed at the Service
+// in-cluster or at 127.0.0.1 by URL when local. The CA bundle already
+// injected is kept, so a restart does not open a window without one.
+func (a *Agent) registerWebhooks(ctx context.Context) error {
+	c, err := client.New(a.cfg, client.Options{Scheme: a.mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	if err := ensureNamespace(ctx, c, a.opts.AgentNamespace); err != nil {
+		return err
+	}
+	// The rotator fills in an existing Secret; it does not create one.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.opts.AgentNamespace, Name: CertSecretName}}
+	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Secret %s/%s for the webhook certificate: %w", a.opts.AgentNamespace, CertSecretName, err)
+	}
+	clientConfig := func(path string) admissionregistrationv1.WebhookClientConfig {
+		if a.opts.Local {
+			url := "https://" + net.JoinHostPort("localhost", strconv.Itoa(a.opts.WebhookPort)) + path
+			return admissionregistrationv1.WebhookClientConfig{URL: &url}
+		}
+		port := int32(443)
+		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: a.opts.AgentNamespace, Name: a.opts.ServiceName, Path: &path, Port: &port}}
+	}
+	mutating, validating := topologywebhook.Configurations(clientConfig)
+	for _, obj := range []client.Object{mutating, validating} {
+		if err := applyKeepingCABundle(ctx, c, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ensureNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+func applyKeepingCABundle(ctx context.Context, c client.Client, obj client.Object) error {
+	existing := obj.DeepCopyObject().(client.Object)
+	switch err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); {
+	case apierrors.IsNotFound(err):
+		return c.Create(ctx, obj)
+	case err != nil:
+		return fmt.Errorf("reading %s: %w", obj.GetName(), err)
+	}
+	switch o := obj.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		e := existing.(*admissionregistrationv1.MutatingWebhookConfiguration)
+		for i := range o.Webhooks {
+			if i < len(e.Webhooks) {
+				o.Webhooks[i].ClientConfig.CABundle = e.Webhooks[i].ClientConfig.CABundle
+			}
+		}
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		e := existing.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+		for i := range o.Webhooks {
+			if i < len(e.Webhooks) {
+				o.Webhooks[i].ClientConfig.CABundle = e.Webhooks[i].ClientConfig.CABundle
+			}
+		}
+	}
+	obj.SetResourceVersion(existing.GetResourceVersion())
+	if err := c.Update(ctx, obj); err != nil {
+		return fmt.Errorf("registering webhook configuration %s: %w", obj.GetName(), err)
+	}
+	return nil
+}
+
+// syncCertFiles writes the serving certificate from the rotator's Secret into
+// CertDir and keeps it current. The agent does this itself rather than rely on
+// a kubelet volume, so it works the same in a Pod and on a laptop.
+func (a *Agent) syncCertFiles(ctx context.Context) error {
+	c, err := client.New(a.cfg, client.Options{Scheme: a.mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(a.opts.CertDir, 0o700); err != nil {
+		return fmt.Errorf("creating certificate directory %s: %w", a.opts.CertDir, err)
+	}
+	var last string
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: a.opts.AgentNamespace, Name: CertSecretName}, s); err == nil {
+			crt, key := s.Data["tls.crt"], s.Data["tls.key"]
+			if len(crt) > 0 && len(key) > 0 && string(crt) != last {
+				if err := writeAtomically(a.opts.CertDir+"/tls.key", key); err != nil {
+					return err
+				}
+				if err := writeAtomically(a.opts.CertDir+"/tls.crt", crt); err != nil {
+					return err
+				}
+				last = string(crt)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func writeAtomically(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,230 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+)
+
+// generatedKinds are the kinds the example class makes.
+var generatedKinds = []schema.GroupVersionKind{
+	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Cluster"},
+	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "MachineDeployment"},
+	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "MachinePool"},
+	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "MachineHealthCheck"},
+	{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "DockerCluster"},
+	{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "DockerMachineTemplate"},
+	{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "DockerMachinePool"},
+	{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta1", Kind: "KubeadmControlPlane"},
+	{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta1", Kind: "KubeadmConfigTemplate"},
+	{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta1", Kind: "KubeadmConfig"},
+}
+
+// live lists every object generated for cluster name in ns, read directly
+// from the API server.
+func live(t *testing.T, ns, name string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, gvk := range generatedKinds {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range list.Items {
+			o := &list.Items[i]
+			if o.GetName() == name && gvk.Kind == "Cluster" || o.GetLabels()[engine.ClusterNameLabel] == name {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+func kindCounts(objs []*unstructured.Unstructured) string {
+	n := map[string]int{}
+	for _, o := range objs {
+		n[o.GetKind()]++
+	}
+	keys := make([]string, 0, len(n))
+	for k := range n {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%d ", k, n[k])
+	}
+	return b.String()
+}
+
+func getTopology(t *testing.T, ns, name string) *v1alpha1.Topology {
+	t.Helper()
+	topo := &v1alpha1.Topology{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, topo); err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+// reconciled waits until the Topology's current generation is reconciled
+// with the given reason.
+func reconciled(t *testing.T, ns, name, reason string) *v1alpha1.Topology {
+	t.Helper()
+	var topo *v1alpha1.Topology
+	eventually(t, fmt.Sprintf("Topology %s/%s is reconciled with reason %s", ns, name, reason), func() (bool, error) {
+		topo = getTopology(t, ns, name)
+		c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
+		if c == nil {
+			return false, fmt.Errorf("no condition yet")
+		}
+		if c.ObservedGeneration != topo.Generation || c.Reason != reason {
+			return false, fmt.Errorf("condition %s %s: %s", c.Status, c.Reason, c.Message)
+		}
+		return true, nil
+	})
+	return topo
+}
+
+// expectedFromLive computes what `plan` predicts for the topology given the
+// live objects: names are reused, so the prediction is exact.
+func expectedFromLive(t *testing.T, ex example, topo *v1alpha1.Topology, objs []*unstructured.Unstructured) *engine.Result {
+	t.Helper()
+	class := &v1alpha1.TopologyClass{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ex.class), class); err != nil {
+		t.Fatal(err)
+	}
+	var templates []*unstructured.Unstructured
+	for _, tpl := range ex.templates {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(tpl.GroupVersionKind())
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(tpl), u); err != nil {
+			t.Fatal(err)
+		}
+		templates = append(templates, u)
+	}
+	res, err := engine.Compute(context.Background(), engine.Input{
+		Topology: topo, Class: class, Templates: engine.NewTemplateIndex(templates...),
+		Current: engine.StateFromObjects(topo.Name, topo.Namespace, objs), Names: names.NewSeeded(1),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestTopologyBecomesClusterAPIObjects(t *testing.T) {
+	ctx := context.Background()
+	outer := t
+	agent := startAgent(t)
+	ns := newNamespace(t, "create")
+	ex := loadExample(t, ns)
+	createClass(t, ex)
+	if err := k8s.Create(ctx, ex.topology.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	reconciled(t, ns, "dev", controller.ReasonSucceeded)
+	waitIdle(t, agent) // the Cluster takes over ownership in a second pass
+	topo := getTopology(t, ns, "dev")
+
+	t.Run("exactly the objects plan predicts", func(t *testing.T) {
+		objs := live(t, ns, "dev")
+		offline, err := engine.Compute(ctx, engine.Input{Topology: ex.topology, Class: ex.class, Templates: engine.NewTemplateIndex(ex.templates...), Names: names.NewSeeded(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := kindCounts(objs), kindCounts(offline.Desired.Objects()); got != want {
+			t.Errorf("live objects %s, plan -f predicts %s", got, want)
+		}
+		exp := expectedFromLive(t, ex, topo, objs)
+		byKey := map[engine.ObjectKey]*unstructured.Unstructured{}
+		for _, o := range objs {
+			byKey[engine.KeyOf(o)] = o
+		}
+		for _, want := range exp.Desired.Objects() {
+			got := byKey[engine.KeyOf(want)]
+			if got == nil {
+				t.Errorf("%s is predicted but does not exist", engine.KeyOf(want))
+				continue
+			}
+			if engine.NeedsApply(got, want, "nobody") {
+				t.Errorf("%s differs from the prediction", engine.KeyOf(want))
+			}
+		}
+	})
+
+	t.Run("ownership chain ends at the Topology", func(t *testing.T) {
+		for _, o := range live(t, ns, "dev") {
+			refs := o.GetOwnerReferences()
+			switch {
+			case o.GetKind() == "Cluster":
+				if len(refs) != 1 || refs[0].Kind != v1alpha1.TopologyKind || refs[0].UID != topo.UID || refs[0].Controller == nil || !*refs[0].Controller {
+					t.Errorf("Cluster owners %+v, want the Topology as controller", refs)
+				}
+			default:
+				if len(refs) != 1 || refs[0].Kind != "Cluster" || refs[0].Name != "dev" {
+					t.Errorf("%s %s owners %+v, want the Cluster", o.GetKind(), o.GetName(), refs)
+				}
+			}
+		}
+	})
+
+	t.Run("status carries the rollout summary", func(t *testing.T) {
+		topo := getTopology(t, ns, "dev")
+		if topo.Status.ObservedGeneration != topo.Generation || topo.Status.ClusterName != "dev" {
+			t.Errorf("observedGeneration %d (generation %d), clusterName %q", topo.Status.ObservedGeneration, topo.Generation, topo.Status.ClusterName)
+		}
+		cp := topo.Status.ControlPlane
+		if cp == nil || cp.Phase != v1alpha1.PhaseCreating || cp.DesiredVersion != "v1.33.1" || cp.ObjectName == "" {
+			t.Errorf("control plane status %+v, want Creating towards v1.33.1", cp)
+		}
+		if len(topo.Status.MachineDeployments) != 2 || topo.Status.MachineDeployments[0].Name != "md-a" {
+			t.Errorf("machineDeployments status %+v", topo.Status.MachineDeployments)
+		}
+		if topo.Status.Infrastructure != v1alpha1.InfrastructureProvisioning {
+			t.Errorf("infrastructure %q, want Provisioning while the DockerCluster is not ready", topo.Status.Infrastructure)
+		}
+	})
+
+	t.Run("a no-op resync writes nothing", func(t *testing.T) {
+		// A restarted agent reconciles every Topology; with nothing to change,
+		// it must not write a single object.
+		agent.stop()
+		before, _ := counter("controller_runtime_reconcile_total", "topology")
+		again := startAgent(outer) // keeps running for the subtests after this one
+		waitIdle(t, again)
+		after, _ := counter("controller_runtime_reconcile_total", "topology")
+		if after <= before {
+			t.Fatalf("no reconcile ran after the restart (%v before, %v after)", before, after)
+		}
+		if n, paths := again.writes.seen(); n != 0 {
+			t.Errorf("a no-op resync wrote %d times: %v", n, paths)
+		}
+	})
+
+	t.Run("deleting the Topology removes everything it made", func(t *testing.T) {
+		if err := k8s.Delete(ctx, getTopology(t, ns, "dev")); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the Topology and every generated object are gone", func() (bool, error) {
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha1.Topology{})
+			left := live(t, ns, "dev")
+			return apierrors.IsNotFound(err) && len(left) == 0, fmt.Errorf("left: %s", kindCounts(left))
+		})
+	})
+	_ = metav1.Now
+}

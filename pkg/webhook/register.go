@@ -1,0 +1,79 @@
+package webhook
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
+)
+
+// Paths the webhooks are served on, and the names of their configurations.
+const (
+	TopologyDefaultPath         = "/mutate-topology-kubectl-topology-io-v1alpha1-topology"
+	TopologyValidatePath        = "/validate-topology-kubectl-topology-io-v1alpha1-topology"
+	TopologyClassValidatePath   = "/validate-topology-kubectl-topology-io-v1alpha1-topologyclass"
+	MutatingConfigurationName   = "kubectl-topology-mutating"
+	ValidatingConfigurationName = "kubectl-topology-validating"
+)
+
+// Register serves the webhooks on srv.
+func Register(srv webhook.Server, scheme *runtime.Scheme, reader client.Reader, classes *controller.ClassCache) {
+	t := &Topology{Client: reader, Classes: classes}
+	srv.Register(TopologyDefaultPath, admission.WithDefaulter[*v1alpha1.Topology](scheme, t))
+	srv.Register(TopologyValidatePath, admission.WithValidator[*v1alpha1.Topology](scheme, t))
+	srv.Register(TopologyClassValidatePath, admission.WithValidator[*v1alpha1.TopologyClass](scheme, &TopologyClass{Client: reader}))
+}
+
+// Configurations returns the webhook registrations, pointed at the agent by
+// clientConfig (a Service in-cluster, a URL when run locally). The CA bundle
+// is filled in by the certificate rotator.
+func Configurations(clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	timeout := int32(5)
+	rule := func(resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{
+			Operations: ops,
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{v1alpha1.GroupVersion.Group}, APIVersions: []string{v1alpha1.GroupVersion.Version}, Resources: []string{resource},
+			},
+		}}
+	}
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "kubectl-topology", "cluster.x-k8s.io/provider": "addon-topology"}}
+	}
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: meta(MutatingConfigurationName),
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:          "default.topology.topology.kubectl-topology.io",
+			ClientConfig:  clientConfig(TopologyDefaultPath),
+			Rules:         rule("topologies", admissionregistrationv1.Create, admissionregistrationv1.Update),
+			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
+		ObjectMeta: meta(ValidatingConfigurationName),
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:          "validate.topology.topology.kubectl-topology.io",
+			ClientConfig:  clientConfig(TopologyValidatePath),
+			Rules:         rule("topologies", admissionregistrationv1.Create, admissionregistrationv1.Update),
+			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+		}, {
+			Name:          "validate.topologyclass.topology.kubectl-topology.io",
+			ClientConfig:  clientConfig(TopologyClassValidatePath),
+			Rules:         rule("topologyclasses", admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete),
+			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	return mutating, validating
+}

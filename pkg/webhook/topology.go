@@ -1,0 +1,119 @@
+// Package webhook holds the agent's admission webhooks: defaulting and
+// validation of Topologies, validation of TopologyClasses. Every rule is
+// pkg/engine's, so `plan`, the TUI and the API server agree.
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+)
+
+// Topology defaults and validates Topologies against their class.
+type Topology struct {
+	// Client reads classes and topologies.
+	Client client.Reader
+	// Classes compiles each class generation once; shared with the controllers.
+	Classes *controller.ClassCache
+}
+
+var (
+	_ admission.Defaulter[*v1alpha1.Topology] = &Topology{}
+	_ admission.Validator[*v1alpha1.Topology] = &Topology{}
+)
+
+// class finds and compiles the topology's class; nil without error when it
+// does not exist yet, which GitOps tools create in any order.
+func (w *Topology) class(ctx context.Context, t *v1alpha1.Topology) (*controller.CompiledClass, error) {
+	ns := t.Spec.ClassNamespace
+	if ns == "" {
+		ns = t.Namespace
+	}
+	c := &v1alpha1.TopologyClass{}
+	if err := w.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: t.Spec.Class}, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading TopologyClass %s/%s: %w", ns, t.Spec.Class, err))
+	}
+	compiled, err := w.Classes.Get(ctx, c)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.class: TopologyClass %s/%s is invalid, fix it first: %v", ns, c.Name, err))
+	}
+	return compiled, nil
+}
+
+// Default fills in variable defaults from the class's schemas.
+func (w *Topology) Default(ctx context.Context, t *v1alpha1.Topology) error {
+	c, err := w.class(ctx, t)
+	if err != nil || c == nil {
+		return err
+	}
+	if errs := engine.DefaultTopology(t, c.Catalog, engine.SpecPath(engine.DialectTopology)); len(errs) > 0 {
+		return invalid(t, errs)
+	}
+	return nil
+}
+
+// ValidateCreate checks the topology against its class.
+func (w *Topology) ValidateCreate(ctx context.Context, t *v1alpha1.Topology) (admission.Warnings, error) {
+	return w.validate(ctx, nil, t)
+}
+
+// ValidateUpdate checks the topology against its class, and the version
+// change against the rollout in flight.
+func (w *Topology) ValidateUpdate(ctx context.Context, old, t *v1alpha1.Topology) (admission.Warnings, error) {
+	return w.validate(ctx, old, t)
+}
+
+// ValidateDelete allows every deletion: the agent's finalizer cleans up.
+func (w *Topology) ValidateDelete(context.Context, *v1alpha1.Topology) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (w *Topology) validate(ctx context.Context, old, t *v1alpha1.Topology) (admission.Warnings, error) {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	if _, err := engine.ParseVersion(t.Spec.Version); err != nil {
+		errs = append(errs, field.Invalid(spec.Child("version"), t.Spec.Version, "must be a Kubernetes version such as v1.33.1"))
+	}
+	if old != nil {
+		if old.Spec.Class != t.Spec.Class && old.Spec.Class != "" {
+			if _, unsafe := t.Annotations[engine.UnsafeClassNameCheckAnnotation]; !unsafe {
+				errs = append(errs, field.Forbidden(spec.Child("class"), fmt.Sprintf("switching from class %s to %s is not supported yet; set the %s annotation to force it", old.Spec.Class, t.Spec.Class, engine.UnsafeClassNameCheckAnnotation)))
+			}
+		}
+		errs = append(errs, engine.ValidateVersionChange(engine.VersionChange{
+			Old: old.Spec.Version, New: t.Spec.Version,
+			Rollout: engine.RolloutFromStatus(&old.Status),
+			Unsafe:  engine.UnsafeVersionChange(t),
+		})...)
+	}
+	if len(errs) > 0 {
+		return nil, invalid(t, errs)
+	}
+	c, err := w.class(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return admission.Warnings{fmt.Sprintf("TopologyClass %s does not exist yet: variables are checked when the agent reconciles", t.Spec.Class)}, nil
+	}
+	if errs := engine.ValidateTopology(ctx, t, c.Class, c.Catalog, engine.SpecPath(engine.DialectTopology)); len(errs) > 0 {
+		return nil, invalid(t, errs)
+	}
+	return nil, nil
+}
+
+func invalid(t *v1alpha1.Topology, errs field.ErrorList) error {
+	return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind).GroupKind(), t.Name, errs)
+}

@@ -1,0 +1,103 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+)
+
+// TopologyClass validates classes, and that a change keeps every Topology
+// using the class valid.
+type TopologyClass struct {
+	// Client lists the topologies of a class.
+	Client client.Reader
+}
+
+var _ admission.Validator[*v1alpha1.TopologyClass] = &TopologyClass{}
+
+// ValidateCreate checks the class on its own.
+func (w *TopologyClass) ValidateCreate(ctx context.Context, c *v1alpha1.TopologyClass) (admission.Warnings, error) {
+	if errs := engine.ValidateClass(ctx, c); len(errs) > 0 {
+		return nil, invalidClass(c, errs)
+	}
+	return nil, nil
+}
+
+// ValidateUpdate checks the class, then every Topology using it against the
+// new class: a class change must not strand its clusters.
+func (w *TopologyClass) ValidateUpdate(ctx context.Context, _, c *v1alpha1.TopologyClass) (admission.Warnings, error) {
+	cat, err := engine.CompileClass(ctx, c)
+	if err != nil {
+		if ie, ok := err.(*engine.InvalidError); ok {
+			return nil, invalidClass(c, ie.Errors)
+		}
+		return nil, err
+	}
+	users, err := w.users(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var errs field.ErrorList
+	for i := range users {
+		t := users[i].DeepCopy()
+		spec := engine.SpecPath(engine.DialectTopology)
+		found := engine.DefaultTopology(t, cat, spec)
+		found = append(found, engine.ValidateTopology(ctx, t, c, cat, spec)...)
+		for _, fe := range found {
+			errs = append(errs, field.Forbidden(field.NewPath("spec"), fmt.Sprintf("Topology %s/%s would become invalid: %s", t.Namespace, t.Name, fe.Error())))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, invalidClass(c, errs)
+	}
+	return nil, nil
+}
+
+// ValidateDelete refuses to delete a class that Topologies still use.
+func (w *TopologyClass) ValidateDelete(ctx context.Context, c *v1alpha1.TopologyClass) (admission.Warnings, error) {
+	users, err := w.users(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if len(users) == 0 {
+		return nil, nil
+	}
+	names := make([]string, 0, len(users))
+	for _, t := range users {
+		names = append(names, t.Namespace+"/"+t.Name)
+	}
+	sort.Strings(names)
+	return nil, apierrors.NewForbidden(v1alpha1.GroupVersion.WithResource("topologyclasses").GroupResource(), c.Name,
+		fmt.Errorf("TopologyClass is used by Topology %v: delete or move them first", names))
+}
+
+// users lists the Topologies of class c, in any namespace.
+func (w *TopologyClass) users(ctx context.Context, c *v1alpha1.TopologyClass) ([]v1alpha1.Topology, error) {
+	list := &v1alpha1.TopologyList{}
+	if err := w.Client.List(ctx, list); err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("listing Topologies: %w", err))
+	}
+	var out []v1alpha1.Topology
+	for _, t := range list.Items {
+		ns := t.Spec.ClassNamespace
+		if ns == "" {
+			ns = t.Namespace
+		}
+		if ns == c.Namespace && t.Spec.Class == c.Name {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func invalidClass(c *v1alpha1.TopologyClass, errs field.ErrorList) error {
+	return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind("TopologyClass").GroupKind(), c.Name, errs)
+}
