@@ -21,15 +21,16 @@ KUBE_LDFLAGS    = -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSI
 CLUSTERCTL     ?= $(BIN)/clusterctl
 SHARED         ?= $(CURDIR)/../shared
 
-.PHONY: all build test unit generate manifests bench lint fmt vet parity clean help
+.PHONY: all build test unit generate manifests image bench lint fmt vet parity clean help
 
 all: build ## Build the binaries.
 
 help: ## List targets.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-build: ## Build bin/kubectl-topology.
+build: ## Build bin/kubectl-topology and bin/agent.
 	$(GO) build -o $(BIN)/kubectl-topology ./cmd/kubectl-topology
+	$(GO) build -o $(BIN)/agent ./cmd/agent
 
 test: vet control-plane-bins ## Run every test: unit, golden, fuzz seeds, and integration on a real local control plane.
 	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -timeout 30m
@@ -55,9 +56,17 @@ control-plane-bins: $(KUBE_APISERVER) $(KUBE_CM) $(ETCD) ## Build kube-apiserver
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object paths=./pkg/api/...
 
-manifests: $(CONTROLLER_GEN) ## Generate CRDs into manifests/crd.
+IMAGE ?= kubectl-topology/agent:dev # keep in step with components.DefaultImage
+
+manifests: $(CONTROLLER_GEN) ## Generate CRDs, agent components (clusterctl contract) and metadata.yaml into manifests/.
 	$(CONTROLLER_GEN) crd paths=./pkg/api/... output:crd:artifacts:config=manifests/crd
 	@for f in manifests/crd/*.yaml; do sed -i '/^---$$/d' "$$f"; done
+	$(GO) run ./hack/manifests -out manifests -image $(IMAGE)
+
+image: ## Build the agent image with the local Docker engine, from a static binary; nothing is pulled.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/image/agent ./cmd/agent
+	cp hack/image/Dockerfile $(BIN)/image/Dockerfile
+	docker build -t $(IMAGE) $(BIN)/image
 
 bench: ## Run the benchmarks.
 	$(GO) test ./pkg/... -run '^$$' -bench . -benchmem

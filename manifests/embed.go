@@ -1,6 +1,6 @@
 // Package manifests embeds what the binaries install: kubectl-topology's CRDs
-// (the agent applies them at start) and, for `kubectl topology install`, the
-// agent's components.
+// (the agent applies them at start) and the agent's clusterctl-contract
+// components for `kubectl topology install`.
 package manifests
 
 import "embed"
@@ -9,3 +9,14 @@ import "embed"
 //
 //go:embed crd/*.yaml
 var CRDs embed.FS
+
+// Components is addon-components.yaml: Namespace, ServiceAccount, RBAC,
+// Service and Deployment of the agent, with clusterctl's ${VAR} placeholders.
+//
+//go:embed addon-components.yaml
+var Components []byte
+
+// Metadata is metadata.yaml: release series to Cluster API contract.
+//
+//go:embed metadata.yaml
+var Metadata []byte

@@ -36,6 +36,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/manifests"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 	topologycontroller "github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/selfinstall"
@@ -74,8 +75,8 @@ type Options struct {
 // Defaults are the flag defaults.
 func Defaults() Options {
 	return Options{
-		AgentNamespace:         "topology-system",
-		ServiceName:            "topology-webhook-service",
+		AgentNamespace:         components.Namespace,
+		ServiceName:            components.ServiceName,
 		MetricsBindAddress:     ":8443",
 		HealthProbeBindAddress: ":9440",
 		WebhookPort:            9443,
@@ -270,8 +271,11 @@ func (a *Agent) registerWebhooks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := ensureNamespace(ctx, c, a.opts.AgentNamespace); err != nil {
-		return err
+	if a.opts.Local {
+		// In-cluster the Deployment's namespace exists; locally it may not.
+		if err := ensureNamespace(ctx, c, a.opts.AgentNamespace); err != nil {
+			return err
+		}
 	}
 	// The rotator fills in an existing Secret; it does not create one.
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.opts.AgentNamespace, Name: CertSecretName}}

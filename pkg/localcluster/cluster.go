@@ -209,9 +209,9 @@ func (c *Cluster) startControllerManager(ctx context.Context, pkiDir string) err
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(c.opts.ControllerManagerPort),
 		"--leader-elect=false",
-		// Garbage collection and namespace deletion are what tests rely on; the
-		// service account controllers make namespaces look like a real cluster's.
-		"--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token",
+		// Garbage collection, namespace deletion and ClusterRole aggregation are
+		// what tests rely on; service accounts make namespaces look real.
+		"--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,clusterrole-aggregation",
 		"--service-account-private-key-file="+filepath.Join(pkiDir, "sa.key"),
 		"--root-ca-file="+filepath.Join(pkiDir, "ca.crt"),
 		"--use-service-account-credentials=false",
