@@ -69,7 +69,7 @@ func startExample(t *testing.T, prefix string) (*runningAgent, example) {
 	ns := newNamespace(t, prefix)
 	ex := loadExample(t, ns)
 	createClass(t, ex)
-	if err := k8s.Create(context.Background(), ex.topology.DeepCopy()); err != nil {
+	if err := k8s.Create(context.Background(), ex.Topology.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
 	reconciled(t, ns, "dev", controller.ReasonSucceeded)
@@ -80,7 +80,7 @@ func startExample(t *testing.T, prefix string) (*runningAgent, example) {
 func TestTopologyChanges(t *testing.T) {
 	ctx := context.Background()
 	_, ex := startExample(t, "changes")
-	ns := ex.topology.Namespace
+	ns := ex.Topology.Namespace
 	mdA := poolObject(t, ns, "dev", mdGVK, "md-a")
 	if mdA == nil {
 		t.Fatal("no MachineDeployment for md-a")

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,8 +25,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
-	"github.com/kubectl-topology/kubectl-topology/pkg/engine/bundle"
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
 // The suite runs the whole agent in-process — controllers, webhooks,
@@ -183,40 +182,13 @@ func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	}
 }
 
-// example is the docker-kubeadm example, read as a user's files would be.
-type example struct {
-	class     *v1alpha1.TopologyClass
-	templates []*unstructured.Unstructured
-	topology  *v1alpha1.Topology
-}
+type example = fixture.Example
 
 func loadExample(t *testing.T, namespace string) example {
 	t.Helper()
-	root, err := localcluster.ModuleRoot()
+	ex, err := fixture.LoadExample(namespace)
 	if err != nil {
 		t.Fatal(err)
-	}
-	b := bundle.New()
-	for _, f := range []string{"class.yaml", "topology.yaml"} {
-		fh, err := os.Open(filepath.Join(root, "examples", "docker", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Read(fh, f, namespace); err != nil {
-			t.Fatal(err)
-		}
-		fh.Close()
-	}
-	ex := example{topology: b.Topologies[0].Topology.DeepCopy()}
-	ex.topology.Namespace = namespace
-	for _, c := range b.Classes {
-		ex.class = c.TopologyClass.DeepCopy()
-		ex.class.Namespace = namespace
-	}
-	for _, o := range b.Objects {
-		o = o.DeepCopy()
-		o.SetNamespace(namespace)
-		ex.templates = append(ex.templates, o)
 	}
 	return ex
 }
@@ -234,14 +206,8 @@ func newNamespace(t *testing.T, prefix string) string {
 // createClass creates the example's templates and class.
 func createClass(t *testing.T, ex example) {
 	t.Helper()
-	ctx := context.Background()
-	for _, o := range ex.templates {
-		if err := k8s.Create(ctx, o.DeepCopy()); err != nil {
-			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-	}
-	if err := k8s.Create(ctx, ex.class.DeepCopy()); err != nil {
-		t.Fatalf("creating TopologyClass: %v", err)
+	if err := ex.CreateClass(context.Background(), k8s); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -3,74 +3,31 @@ package agent
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
-// generatedKinds are the kinds the example class makes.
-var generatedKinds = []schema.GroupVersionKind{
-	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Cluster"},
-	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "MachineDeployment"},
-	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "MachinePool"},
-	{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "MachineHealthCheck"},
-	{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "DockerCluster"},
-	{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "DockerMachineTemplate"},
-	{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "DockerMachinePool"},
-	{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta1", Kind: "KubeadmControlPlane"},
-	{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta1", Kind: "KubeadmConfigTemplate"},
-	{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta1", Kind: "KubeadmConfig"},
-}
-
-// live lists every object generated for cluster name in ns, read directly
-// from the API server.
 func live(t *testing.T, ns, name string) []*unstructured.Unstructured {
 	t.Helper()
-	var out []*unstructured.Unstructured
-	for _, gvk := range generatedKinds {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		for i := range list.Items {
-			o := &list.Items[i]
-			if o.GetName() == name && gvk.Kind == "Cluster" || o.GetLabels()[engine.ClusterNameLabel] == name {
-				out = append(out, o)
-			}
-		}
+	objs, err := fixture.Live(context.Background(), k8s, ns, name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return objs
 }
 
-func kindCounts(objs []*unstructured.Unstructured) string {
-	n := map[string]int{}
-	for _, o := range objs {
-		n[o.GetKind()]++
-	}
-	keys := make([]string, 0, len(n))
-	for k := range n {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%d ", k, n[k])
-	}
-	return b.String()
-}
+func kindCounts(objs []*unstructured.Unstructured) string { return fixture.KindCounts(objs) }
 
 func getTopology(t *testing.T, ns, name string) *v1alpha1.Topology {
 	t.Helper()
@@ -105,11 +62,11 @@ func reconciled(t *testing.T, ns, name, reason string) *v1alpha1.Topology {
 func expectedFromLive(t *testing.T, ex example, topo *v1alpha1.Topology, objs []*unstructured.Unstructured) *engine.Result {
 	t.Helper()
 	class := &v1alpha1.TopologyClass{}
-	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ex.class), class); err != nil {
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ex.Class), class); err != nil {
 		t.Fatal(err)
 	}
 	var templates []*unstructured.Unstructured
-	for _, tpl := range ex.templates {
+	for _, tpl := range ex.Templates {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(tpl.GroupVersionKind())
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(tpl), u); err != nil {
@@ -134,7 +91,7 @@ func TestTopologyBecomesClusterAPIObjects(t *testing.T) {
 	ns := newNamespace(t, "create")
 	ex := loadExample(t, ns)
 	createClass(t, ex)
-	if err := k8s.Create(ctx, ex.topology.DeepCopy()); err != nil {
+	if err := k8s.Create(ctx, ex.Topology.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
 	reconciled(t, ns, "dev", controller.ReasonSucceeded)
@@ -143,7 +100,7 @@ func TestTopologyBecomesClusterAPIObjects(t *testing.T) {
 
 	t.Run("exactly the objects plan predicts", func(t *testing.T) {
 		objs := live(t, ns, "dev")
-		offline, err := engine.Compute(ctx, engine.Input{Topology: ex.topology, Class: ex.class, Templates: engine.NewTemplateIndex(ex.templates...), Names: names.NewSeeded(1)})
+		offline, err := engine.Compute(ctx, engine.Input{Topology: ex.Topology, Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(1)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -75,7 +75,7 @@ func TestUpgradeSequence(t *testing.T) {
 	ctx := context.Background()
 	outer := t
 	agent, ex := startExample(t, "upgrade")
-	ns := ex.topology.Namespace
+	ns := ex.Topology.Namespace
 	setControlPlaneStatus(t, ns, "dev", "v1.33.1")
 	mdA := poolObject(t, ns, "dev", mdGVK, "md-a")
 	machine := machineOf(t, mdA, "v1.33.1")

@@ -16,7 +16,7 @@ import (
 func TestWebhooks(t *testing.T) {
 	ctx := context.Background()
 	_, ex := startExample(t, "webhooks")
-	ns := ex.topology.Namespace
+	ns := ex.Topology.Namespace
 
 	t.Run("defaults variables from the class", func(t *testing.T) {
 		topo := getTopology(t, ns, "dev")
@@ -47,7 +47,7 @@ func TestWebhooks(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run("refuses a Topology with "+tc.name, func(t *testing.T) {
-			topo := ex.topology.DeepCopy()
+			topo := ex.Topology.DeepCopy()
 			topo.Name = "bad"
 			tc.change(topo)
 			err := k8s.Create(ctx, topo)
@@ -91,7 +91,7 @@ func TestWebhooks(t *testing.T) {
 	})
 
 	t.Run("refuses an invalid TopologyClass", func(t *testing.T) {
-		c := ex.class.DeepCopy()
+		c := ex.Class.DeepCopy()
 		c.Name = "broken"
 		c.Spec.Variables[0].Schema.OpenAPIV3Schema.Type = "notatype"
 		err := k8s.Create(ctx, c)
@@ -102,7 +102,7 @@ func TestWebhooks(t *testing.T) {
 
 	t.Run("refuses a class change that strands its topologies", func(t *testing.T) {
 		c := &v1alpha1.TopologyClass{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.class), c); err != nil {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Class), c); err != nil {
 			t.Fatal(err)
 		}
 		c.Spec.Workers.MachineDeployments = c.Spec.Workers.MachineDeployments[:1] // drops "gpu", which dev uses
@@ -113,7 +113,7 @@ func TestWebhooks(t *testing.T) {
 	})
 
 	t.Run("refuses to delete a class in use", func(t *testing.T) {
-		err := k8s.Delete(ctx, ex.class.DeepCopy())
+		err := k8s.Delete(ctx, ex.Class.DeepCopy())
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), ns+"/dev") {
 			t.Fatalf("got %v, want Forbidden naming %s/dev", err, ns)
 		}

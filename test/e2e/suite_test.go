@@ -1,0 +1,220 @@
+// Package e2e drives the real agent binary, as a user runs it, against a real
+// control plane: the local one by default, or any cluster KUBECONFIG names
+// when TOPOLOGY_E2E_KUBECONFIG is set (kind, where images can be pulled).
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/agent"
+	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
+)
+
+var (
+	kubeconfig string
+	restConfig *rest.Config
+	k8s        client.Client
+	agentBin   string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "topology-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	agentBin = filepath.Join(tmp, "agent")
+	root, err := localcluster.ModuleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	build := exec.Command("go", "build", "-o", agentBin, "./cmd/agent")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the agent:", err)
+		return 1
+	}
+	kubeconfig = os.Getenv("TOPOLOGY_E2E_KUBECONFIG")
+	if kubeconfig == "" {
+		c, err := localcluster.StartForTests(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer func() { _ = c.Cleanup() }()
+		kubeconfig = c.Kubeconfig
+	}
+	if restConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	restConfig.QPS, restConfig.Burst = 200, 400
+	if k8s, err = client.New(restConfig, client.Options{Scheme: agent.Scheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// agentProcess is the agent binary running out of cluster (--local).
+type agentProcess struct {
+	cmd                   *exec.Cmd
+	probePort, metricPort int
+	log                   *os.File
+}
+
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startAgentBinary starts the agent and waits for /readyz.
+func startAgentBinary(tb testing.TB, extra ...string) *agentProcess {
+	tb.Helper()
+	p := &agentProcess{probePort: freePort(tb), metricPort: freePort(tb)}
+	args := append([]string{
+		"--local", "--kubeconfig", kubeconfig,
+		"--webhook-port", strconv.Itoa(freePort(tb)),
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", p.probePort),
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", p.metricPort),
+		"--webhook-cert-dir", tb.TempDir(),
+	}, extra...)
+	var err error
+	if p.log, err = os.CreateTemp(tb.TempDir(), "agent-*.log"); err != nil {
+		tb.Fatal(err)
+	}
+	p.cmd = exec.Command(agentBin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.stop(tb) })
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", p.probePort))
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		tb.Fatalf("agent did not become ready; log %s:\n%s", p.log.Name(), tailFile(p.log.Name()))
+	}
+	return p
+}
+
+// kill ends the agent abruptly, as a crashed or evicted Pod would.
+func (p *agentProcess) kill() {
+	if p.cmd.ProcessState == nil {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		_ = p.cmd.Wait()
+	}
+}
+
+func (p *agentProcess) stop(tb testing.TB) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		tb.Errorf("agent did not stop within 20s of SIGTERM")
+		p.kill()
+	}
+}
+
+// metric sums a Prometheus metric from the agent's metrics endpoint over the
+// series whose labels contain every filter.
+func (p *agentProcess) metric(tb testing.TB, name string, filters ...string) float64 {
+	tb.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", p.metricPort))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		match := true
+		for _, f := range filters {
+			if !strings.Contains(line, f) {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, _ := strconv.ParseFloat(fields[len(fields)-1], 64)
+		sum += v
+	}
+	return sum
+}
+
+// peakRSS reads the agent's peak resident set size in KiB.
+func (p *agentProcess) peakRSS(tb testing.TB) int64 {
+	tb.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			n, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func tailFile(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(f)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return strings.Join(lines, "\n")
+}
