@@ -71,6 +71,9 @@ image: ## Build the agent image with the local Docker engine, from a static bina
 bench: ## Run the benchmarks.
 	$(GO) test ./pkg/... -run '^$$' -bench . -benchmem
 
+bench-scale: control-plane-bins ## 1,000 Topologies on one local control plane: convergence time, requests, RSS, no-op resync.
+	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./test/e2e/ -run '^$$' -bench BenchmarkThousandTopologies -benchtime 1x -timeout 90m
+
 vet: ## go vet and gofmt.
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt wants changes"; exit 1; }

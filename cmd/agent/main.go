@@ -31,6 +31,8 @@ func main() {
 	fs.IntVar(&opts.WebhookPort, "webhook-port", opts.WebhookPort, "Port the admission webhooks are served on.")
 	fs.StringVar(&opts.CertDir, "webhook-cert-dir", opts.CertDir, "Directory the serving certificate is written to.")
 	fs.IntVar(&opts.Concurrency, "concurrency", opts.Concurrency, "Number of Topologies reconciled at once.")
+	fs.Float32Var(&opts.QPS, "kube-api-qps", opts.QPS, "Maximum queries per second to the API server.")
+	fs.IntVar(&opts.Burst, "kube-api-burst", opts.Burst, "Maximum burst of queries to the API server.")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig to use out of cluster; in-cluster config or $KUBECONFIG otherwise.")
 	fs.BoolVar(&opts.Local, "local", false, "Run out of cluster: serve webhooks on 127.0.0.1 and register them by URL.")
 	fs.IntVarP(&verbosity, "v", "v", 0, "Log verbosity: 0 info, higher for debug.")

@@ -61,6 +61,9 @@ type Options struct {
 	WebhookPort int
 	// Concurrency is how many Topologies reconcile at once.
 	Concurrency int
+	// QPS and Burst limit the agent's requests to the API server.
+	QPS   float32
+	Burst int
 	// Local runs out of cluster: webhooks on 127.0.0.1, registered by URL.
 	Local bool
 	// CertDir holds the serving certificate the agent writes from its Secret.
@@ -81,6 +84,8 @@ func Defaults() Options {
 		HealthProbeBindAddress: ":9440",
 		WebhookPort:            9443,
 		Concurrency:            10,
+		QPS:                    50,
+		Burst:                  100,
 		CertDir:                os.TempDir() + "/k8s-webhook-server/serving-certs",
 	}
 }
@@ -124,6 +129,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 	if err := selfinstall.ApplyCRDs(ctx, cfg, crds); err != nil {
 		return nil, fmt.Errorf("installing kubectl-topology CRDs: %w", err)
 	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	host := ""
 	if opts.Local {
 		host = "127.0.0.1"
@@ -163,6 +170,9 @@ func (o Options) validate() error {
 	}
 	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
 		return fmt.Errorf("--webhook-port must be between 1 and 65535, got %d", o.WebhookPort)
+	}
+	if o.QPS <= 0 || o.Burst < 1 {
+		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", o.QPS, o.Burst)
 	}
 	if o.AgentNamespace == "" {
 		return errors.New("the agent namespace must be set (POD_NAMESPACE or --agent-namespace)")
@@ -279,7 +289,11 @@ func (a *Agent) registerWebhooks(ctx context.Context) error {
 	}
 	// The rotator fills in an existing Secret; it does not create one.
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.opts.AgentNamespace, Name: CertSecretName}}
-	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+	err = c.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{})
+	if apierrors.IsNotFound(err) {
+		err = c.Create(ctx, secret)
+	}
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating Secret %s/%s for the webhook certificate: %w", a.opts.AgentNamespace, CertSecretName, err)
 	}
 	clientConfig := func(path string) admissionregistrationv1.WebhookClientConfig {
@@ -308,6 +322,11 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 }
 
 func applyKeepingCABundle(ctx context.Context, c client.Client, obj client.Object) error {
+	hash, err := selfinstall.Hash(obj)
+	if err != nil {
+		return err
+	}
+	obj.SetAnnotations(map[string]string{selfinstall.HashAnnotation: hash})
 	existing := obj.DeepCopyObject().(client.Object)
 	switch err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); {
 	case apierrors.IsNotFound(err):
@@ -330,6 +349,9 @@ func applyKeepingCABundle(ctx context.Context, c client.Client, obj client.Objec
 				o.Webhooks[i].ClientConfig.CABundle = e.Webhooks[i].ClientConfig.CABundle
 			}
 		}
+	}
+	if existing.GetAnnotations()[selfinstall.HashAnnotation] == hash {
+		return nil // registered as wanted already: a restart writes nothing
 	}
 	obj.SetResourceVersion(existing.GetResourceVersion())
 	if err := c.Update(ctx, obj); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -316,38 +317,71 @@ func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool
 }
 
 // applyDesired writes, in dependency order, every desired object that differs
-// from what exists. The CAPI Cluster comes after the objects it references.
+// from what exists. The CAPI Cluster comes after the objects it references;
+// once it exists, the objects made before it are handed over to it in the
+// same pass, so a reconcile that reports success leaves the final ownership.
 func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, error) {
 	current := indexByKey(s.current.Objects(), s.live)
-	clusterCreated := false
-	for _, obj := range s.desiredObjects() {
+	objs := s.desiredObjects()
+	for i, obj := range objs {
 		key := engine.KeyOf(obj)
-		cur := current[key]
-		if err := r.Watches.Ensure(ctx, obj.GroupVersionKind()); err != nil {
+		existed := current[key] != nil
+		applied, err := r.applyOne(ctx, s, current[key], obj)
+		if err != nil {
 			return false, err
 		}
-		if !engine.NeedsApply(cur, obj, FieldManager) {
+		if applied != nil {
+			current[key] = applied
+		}
+		if applied == nil || obj.GetKind() != clusterKind || existed {
 			continue
 		}
-		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-			return false, fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		owner := metav1.OwnerReference{APIVersion: engine.ClusterAPIVersion, Kind: clusterKind, Name: applied.GetName(), UID: applied.GetUID()}
+		for _, o := range objs {
+			handOver(o, s.topo.UID, owner)
 		}
-		switch {
-		case cur == nil && rotatedFrom(s, obj) != "":
-			r.Recorder.Eventf(s.topo, "Normal", "TemplateRotated", "Created %s %s to replace %s", obj.GetKind(), obj.GetName(), rotatedFrom(s, obj))
-		case cur == nil:
-			r.Recorder.Eventf(s.topo, "Normal", "Created", "Created %s %s", obj.GetKind(), obj.GetName())
-			clusterCreated = clusterCreated || obj.GetKind() == clusterKind
-		default:
-			r.Recorder.Eventf(s.topo, "Normal", "Updated", "Updated %s %s", obj.GetKind(), obj.GetName())
+		for _, earlier := range objs[:i] {
+			if _, err := r.applyOne(ctx, s, current[engine.KeyOf(earlier)], earlier); err != nil {
+				return false, err
+			}
 		}
-	}
-	if clusterCreated {
-		// Objects made before the Cluster are owned by the Topology; the next
-		// pass hands them to the Cluster now that it has a UID.
-		s.requeueAfter = time.Millisecond
 	}
 	return true, nil
+}
+
+// applyOne server-side applies obj unless cur already matches it, and returns
+// the object as stored, or nil when nothing was written.
+func (r *TopologyReconciler) applyOne(ctx context.Context, s *scope, cur, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if err := r.Watches.Ensure(ctx, obj.GroupVersionKind()); err != nil {
+		return nil, err
+	}
+	if !engine.NeedsApply(cur, obj, FieldManager) {
+		return nil, nil
+	}
+	applied := obj.DeepCopy() // Apply fills its argument with the response
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return nil, fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+	}
+	switch {
+	case cur == nil && rotatedFrom(s, obj) != "":
+		r.Recorder.Eventf(s.topo, "Normal", "TemplateRotated", "Created %s %s to replace %s", obj.GetKind(), obj.GetName(), rotatedFrom(s, obj))
+	case cur == nil:
+		r.Recorder.Eventf(s.topo, "Normal", "Created", "Created %s %s", obj.GetKind(), obj.GetName())
+	default:
+		r.Recorder.Eventf(s.topo, "Normal", "Updated", "Updated %s %s", obj.GetKind(), obj.GetName())
+	}
+	return applied, nil
+}
+
+// handOver replaces the Topology as owner of o with the new CAPI Cluster.
+func handOver(o *unstructured.Unstructured, topology types.UID, cluster metav1.OwnerReference) {
+	refs := o.GetOwnerReferences()
+	for i := range refs {
+		if refs[i].UID == topology && (refs[i].Controller == nil || !*refs[i].Controller) {
+			refs[i] = cluster
+		}
+	}
+	o.SetOwnerReferences(refs)
 }
 
 // rotatedFrom names the template a newly created clone replaces, if any.

@@ -5,6 +5,9 @@ package selfinstall
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -12,7 +15,6 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -28,11 +30,15 @@ func ApplyCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.Cu
 	}
 	api := cs.ApiextensionsV1().CustomResourceDefinitions()
 	for _, crd := range crds {
+		if crd.Annotations == nil {
+			crd.Annotations = map[string]string{}
+		}
+		crd.Annotations[HashAnnotation] = hashOf(crd)
 		existing, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			_, err = api.Create(ctx, crd, metav1.CreateOptions{})
-		case err == nil && equality.Semantic.DeepEqual(existing.Spec, crd.Spec) && labelsIncluded(existing.Labels, crd.Labels):
+		case err == nil && existing.Annotations[HashAnnotation] == hashOf(crd):
 			continue // already as wanted: a restart writes nothing
 		case err == nil:
 			crd.ResourceVersion = existing.ResourceVersion
@@ -84,11 +90,29 @@ func ReadCRDsFS(fsys fs.FS) ([]*apiextensionsv1.CustomResourceDefinition, error)
 	return crds, nil
 }
 
-func labelsIncluded(have, want map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
+// HashAnnotation records the hash of the CRD as installed, so that an
+// unchanged CRD is not rewritten: the API server defaults fields, so the
+// stored spec never equals the file's.
+const HashAnnotation = "topology.kubectl-topology.io/installed-hash"
+
+func hashOf(crd *apiextensionsv1.CustomResourceDefinition) string {
+	c := crd.DeepCopy()
+	delete(c.Annotations, HashAnnotation)
+	c.ResourceVersion = ""
+	h, _ := Hash(struct {
+		Labels, Annotations map[string]string
+		Spec                apiextensionsv1.CustomResourceDefinitionSpec
+	}{c.Labels, c.Annotations, c.Spec})
+	return h
+}
+
+// Hash is a short digest of what an object is installed as, for
+// HashAnnotation.
+func Hash(v any) (string, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return "", err
 	}
-	return true
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8]), nil
 }

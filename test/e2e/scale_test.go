@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+)
+
+// BenchmarkThousandTopologies creates TOPOLOGY_SCALE (default 1,000)
+// Topologies of the example class on one control plane and reports: the time
+// until the agent binary has reconciled all of them, its API requests per
+// Topology, its peak RSS, and the time and writes of a no-op resync of all of
+// them after a restart. Run it with `make bench-scale`; it is not part of
+// `make test`.
+func BenchmarkThousandTopologies(b *testing.B) {
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("TOPOLOGY_SCALE")); err == nil && v > 0 {
+		n = v
+	}
+	for range b.N {
+		runScale(b, n)
+	}
+}
+
+func runScale(b *testing.B, n int) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "scale-"}}
+	if err := k8s.Create(ctx, ns); err != nil {
+		b.Fatal(err)
+	}
+	ex, err := fixture.LoadExample(ns.Name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	agent := startAgentBinary(b)
+	if err := ex.CreateClass(ctx, k8s); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for i := range n {
+		t := ex.Topology.DeepCopy()
+		t.Name = fmt.Sprintf("t-%04d", i)
+		if err := k8s.Create(ctx, t); err != nil {
+			b.Fatal(err)
+		}
+	}
+	created := time.Since(start)
+	waitAllReconciled(b, ns.Name, n)
+	converge := time.Since(start)
+	requests := agent.metric(b, "rest_client_requests_total")
+	rss := agent.peakRSS(b)
+
+	agent.stop(b)
+	restart := time.Now()
+	again := startAgentBinary(b)
+	for {
+		done := again.metric(b, "controller_runtime_reconcile_total", `controller="topology"`)
+		depth := again.metric(b, "workqueue_depth", `name="topology"`)
+		if done >= float64(n) && depth == 0 {
+			break
+		}
+		if time.Since(restart) > 30*time.Minute {
+			b.Fatalf("resync did not finish: %v reconciles", done)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	resync := time.Since(restart)
+	writes := 0.0
+	byMethod := map[string]float64{}
+	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		byMethod[m] = again.metric(b, "rest_client_requests_total", `method="`+m+`"`)
+		writes += byMethod[m]
+	}
+	b.Logf("write requests during the resync by method: %v", byMethod)
+
+	b.ReportMetric(converge.Seconds(), "s-to-reconcile-all")
+	b.ReportMetric(created.Seconds(), "s-to-create-all")
+	b.ReportMetric(requests/float64(n), "requests/topology")
+	b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
+	b.ReportMetric(resync.Seconds(), "s-noop-resync-all")
+	b.ReportMetric(writes, "writes-during-resync")
+	b.Logf("%d topologies: created in %s, all reconciled after %s; %.1f requests per topology; agent peak RSS %d MiB; no-op resync after restart %s with %.0f write requests",
+		n, created.Round(time.Millisecond), converge.Round(time.Millisecond), requests/float64(n), rss/1024, resync.Round(time.Millisecond), writes)
+}
+
+func waitAllReconciled(b *testing.B, ns string, n int) {
+	for deadline := time.Now().Add(60 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		list := &v1alpha1.TopologyList{}
+		if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		done := 0
+		for _, t := range list.Items {
+			c := meta.FindStatusCondition(t.Status.Conditions, controller.ReconciledCondition)
+			if c != nil && c.ObservedGeneration == t.Generation && c.Reason == controller.ReasonSucceeded && len(t.OwnerReferences) == 0 {
+				done++
+			}
+		}
+		if done == n {
+			return
+		}
+	}
+	b.Fatalf("not all %d topologies were reconciled within an hour", n)
+}
