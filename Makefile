@@ -102,5 +102,5 @@ local-down: ## Stop the local control plane; its data stays in .local/.
 	$(GO) run ./hack/localcluster down -dir $(LOCAL_DIR)
 
 .PHONY: run
-run: build ## Plan the example cluster offline.
-	$(BIN)/kubectl-topology plan -f examples/docker/
+run: build local-up ## Run the agent on the local control plane with the example applied (Ctrl-C stops it).
+	LOCAL_DIR=$(LOCAL_DIR) BIN=$(BIN) hack/run.sh

@@ -31,8 +31,10 @@ func run() error {
 	etcdPort := fs.Int("etcd-port", 12379, "etcd client port on 127.0.0.1")
 	peerPort := fs.Int("etcd-peer-port", 12380, "etcd peer port on 127.0.0.1")
 	kcmPort := fs.Int("controller-manager-port", 10357, "kube-controller-manager port on 127.0.0.1")
+	var files []string
+	fs.Func("f", "YAML file or directory to apply (apply only; repeatable)", func(v string) error { files = append(files, v); return nil })
 	if len(os.Args) < 2 {
-		return errors.New("usage: localcluster up|down|status [flags]")
+		return errors.New("usage: localcluster up|down|status|apply [flags]")
 	}
 	verb := os.Args[1]
 	if err := fs.Parse(os.Args[2:]); err != nil {
@@ -78,6 +80,12 @@ func run() error {
 		}
 		fmt.Println("local control plane is running; KUBECONFIG=" + kubeconfig)
 		return nil
+	case "apply":
+		up, kubeconfig := localcluster.Running(ctx, *dir)
+		if !up {
+			return errors.New("local control plane is not running; start it with `make local-up`")
+		}
+		return apply(ctx, kubeconfig, files)
 	}
-	return fmt.Errorf("unknown command %q: use up, down or status", verb)
+	return fmt.Errorf("unknown command %q: use up, down, status or apply", verb)
 }

@@ -152,13 +152,87 @@ func TestTopologyChanges(t *testing.T) {
 		})
 	})
 
+	t.Run("the class reports its variables", func(t *testing.T) {
+		c := &v1alpha1.TopologyClass{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Class), c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Status.ObservedGeneration != c.Generation || len(c.Status.Variables) != len(c.Spec.Variables) || c.Status.Variables[0].Definitions[0].From != v1alpha1.VariableDefinitionFromInline {
+			t.Errorf("class status %+v", c.Status)
+		}
+	})
+
+	t.Run("infrastructure is Provisioned once the provider says so", func(t *testing.T) {
+		c, err := get(t, schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Cluster"}, ns, "dev")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dc, err := get(t, schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "DockerCluster"}, ns, nested(c, "spec", "infrastructureRef", "name").(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = unstructured.SetNestedField(dc.Object, true, "status", "ready")
+		if err := k8s.Status().Update(ctx, dc); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "status.infrastructure is Provisioned", func() (bool, error) {
+			return getTopology(t, ns, "dev").Status.Infrastructure == v1alpha1.InfrastructureProvisioned, nil
+		})
+	})
+
+	t.Run("paused changes nothing until it is cleared", func(t *testing.T) {
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) {
+			topo.Spec.Paused = true
+			five := int32(5)
+			topo.Spec.Workers.MachineDeployments[0].Replicas = &five
+		}); err != nil {
+			t.Fatal(err)
+		}
+		reconciled(t, ns, "dev", controller.ReasonPaused)
+		if r := fmt.Sprint(nested(poolObject(t, ns, "dev", mdGVK, "md-a"), "spec", "replicas")); r != "4" {
+			t.Errorf("md-a has %s replicas while paused, want 4", r)
+		}
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) { topo.Spec.Paused = false }); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "md-a has 5 replicas after unpausing", func() (bool, error) {
+			return fmt.Sprint(nested(poolObject(t, ns, "dev", mdGVK, "md-a"), "spec", "replicas")) == "5", nil
+		})
+	})
+
+	t.Run("a MachineDeployment added to the topology is created", func(t *testing.T) {
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) {
+			md := topo.Spec.Workers.MachineDeployments[0].DeepCopy()
+			md.Name = "md-b"
+			topo.Spec.Workers.MachineDeployments = append(topo.Spec.Workers.MachineDeployments, *md)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// The control plane is still provisioning (no status.version), so a new
+		// MachineDeployment waits, as upstream's does.
+		reconciled(t, ns, "dev", controller.ReasonMachineDeploymentsCreate)
+		if poolObject(t, ns, "dev", mdGVK, "md-b") != nil {
+			t.Fatal("md-b was created while the control plane was provisioning")
+		}
+		setControlPlaneStatus(t, ns, "dev", "v1.33.1")
+		eventually(t, "md-b exists with its templates", func() (bool, error) {
+			return poolObject(t, ns, "dev", mdGVK, "md-b") != nil && poolObject(t, ns, "dev", dmtGVK, "md-b") != nil, nil
+		})
+	})
+
 	t.Run("a MachineDeployment removed from the topology is deleted with its templates", func(t *testing.T) {
 		gpu := poolObject(t, ns, "dev", mdGVK, "md-gpu")
 		if gpu == nil {
 			t.Fatal("no MachineDeployment for md-gpu")
 		}
 		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) {
-			topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
+			var keep []v1alpha1.MachineDeploymentTopology
+			for _, md := range topo.Spec.Workers.MachineDeployments {
+				if md.Name != "md-gpu" {
+					keep = append(keep, md)
+				}
+			}
+			topo.Spec.Workers.MachineDeployments = keep
 		}); err != nil {
 			t.Fatal(err)
 		}

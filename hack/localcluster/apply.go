@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// apply server-side applies every object in the YAML files (or directories of
+// them) to the local control plane, as `kubectl apply --server-side` would;
+// the local control plane has no kubectl.
+func apply(ctx context.Context, kubeconfig string, paths []string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	var files []string
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			matches, _ := filepath.Glob(filepath.Join(p, "*.yaml"))
+			files = append(files, matches...)
+			continue
+		}
+		files = append(files, p)
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("nothing to apply: give -f FILE or -f DIR")
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		for _, doc := range bytes.Split(data, []byte("\n---")) {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			if u.GetNamespace() == "" {
+				u.SetNamespace("default")
+			}
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("localcluster-apply"), client.ForceOwnership); err != nil {
+				return fmt.Errorf("%s: applying %s %s: %w", f, u.GetKind(), u.GetName(), err)
+			}
+			fmt.Printf("%s/%s applied\n", strings.ToLower(u.GetKind()), u.GetName())
+		}
+	}
+	return nil
+}
