@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -40,20 +41,32 @@ func main() {
 
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.Level(-verbosity))))
 	log := ctrl.Log.WithName("agent")
-	if err := run(kubeconfig, opts); err != nil {
+	if err := run(kubeconfig, opts, verbosity); err != nil {
 		log.Error(err, "agent stopped")
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig string, opts agent.Options) error {
+func run(kubeconfig string, opts agent.Options, verbosity int) error {
 	cfg, err := ctrl.GetConfig()
 	if kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
 	}
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	if verbosity >= 4 {
+		// Every write the agent makes, for finding out why a steady state is not quiet.
+		log := ctrl.Log.WithName("writes")
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				if req.Method != http.MethodGet {
+					log.V(4).Info("write", "method", req.Method, "path", req.URL.Path)
+				}
+				return rt.RoundTrip(req)
+			})
+		})
 	}
 	ctx := ctrl.SetupSignalHandler()
 	a, err := agent.New(ctx, cfg, opts)
@@ -62,3 +75,7 @@ func run(kubeconfig string, opts agent.Options) error {
 	}
 	return a.Run(ctx)
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

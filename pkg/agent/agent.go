@@ -316,7 +316,11 @@ func (a *Agent) registerWebhooks(ctx context.Context) error {
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+	err := c.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+	if apierrors.IsNotFound(err) {
+		err = c.Create(ctx, ns)
+	}
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
 	return nil

@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"strings"
 	"fmt"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -154,6 +156,27 @@ func TestTopologyBecomesClusterAPIObjects(t *testing.T) {
 		}
 		if topo.Status.Infrastructure != v1alpha1.InfrastructureProvisioning {
 			t.Errorf("infrastructure %q, want Provisioning while the DockerCluster is not ready", topo.Status.Infrastructure)
+		}
+	})
+
+	t.Run("events record what was created", func(t *testing.T) {
+		events := &corev1.EventList{}
+		if err := k8s.List(ctx, events, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		// The event recorder folds many similar events into one "(combined
+		// from similar events)" message, so look for the kind in any of them.
+		var messages []string
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == v1alpha1.TopologyKind && e.Reason == "Created" {
+				messages = append(messages, e.Message)
+			}
+		}
+		all := strings.Join(messages, "\n")
+		for _, kind := range []string{"Cluster", "DockerCluster", "KubeadmControlPlane", "MachineDeployment", "MachinePool"} {
+			if !strings.Contains(all, "Created "+kind+" ") {
+				t.Errorf("no Created event for a %s in:\n%s", kind, all)
+			}
 		}
 	})
 

@@ -38,8 +38,11 @@ func StartForTests(ctx context.Context) (*Cluster, error) {
 		return nil, err
 	}
 	bin := os.Getenv(BinDirEnv)
-	if bin == "" {
+	switch {
+	case bin == "":
 		bin = filepath.Join(root, "bin")
+	case !filepath.IsAbs(bin):
+		bin = filepath.Join(root, bin) // relative to the module, not to the package under test
 	}
 	dirs, err := ClusterAPICRDDirs(ctx)
 	if err != nil {

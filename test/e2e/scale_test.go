@@ -59,23 +59,23 @@ func runScale(b *testing.B, n int) {
 	created := time.Since(start)
 	waitAllReconciled(b, ns.Name, n)
 	converge := time.Since(start)
+	// Reconciles the watches triggered after the last status write may still
+	// be queued; stop the agent only once it is idle, so the resync below
+	// measures a true steady state.
+	waitIdle(b, agent)
 	requests := agent.metric(b, "rest_client_requests_total")
 	rss := agent.peakRSS(b)
 
 	agent.stop(b)
 	restart := time.Now()
-	again := startAgentBinary(b)
-	for {
-		done := again.metric(b, "controller_runtime_reconcile_total", `controller="topology"`)
-		depth := again.metric(b, "workqueue_depth", `name="topology"`)
-		if done >= float64(n) && depth == 0 {
-			break
-		}
+	again := startAgentBinary(b, "-v", "4")
+	for again.metric(b, "controller_runtime_reconcile_total", `controller="topology"`) < float64(n) {
 		if time.Since(restart) > 30*time.Minute {
-			b.Fatalf("resync did not finish: %v reconciles", done)
+			b.Fatal("resync did not reconcile every Topology within 30 minutes")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	waitIdle(b, again)
 	resync := time.Since(restart)
 	writes := 0.0
 	byMethod := map[string]float64{}
@@ -83,7 +83,7 @@ func runScale(b *testing.B, n int) {
 		byMethod[m] = again.metric(b, "rest_client_requests_total", `method="`+m+`"`)
 		writes += byMethod[m]
 	}
-	b.Logf("write requests during the resync by method: %v", byMethod)
+	b.Logf("write requests during the resync by method: %v; the agent's log of them: %s", byMethod, again.log.Name())
 
 	b.ReportMetric(converge.Seconds(), "s-to-reconcile-all")
 	b.ReportMetric(created.Seconds(), "s-to-create-all")
@@ -113,4 +113,14 @@ func waitAllReconciled(b *testing.B, ns string, n int) {
 		}
 	}
 	b.Fatalf("not all %d topologies were reconciled within an hour", n)
+}
+
+// waitIdle waits until the agent's Topology queue is empty and no worker is busy.
+func waitIdle(b *testing.B, p *agentProcess) {
+	for deadline := time.Now().Add(30 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if p.metric(b, "workqueue_depth", `name="topology"`) == 0 && p.metric(b, "controller_runtime_active_workers", `controller="topology"`) == 0 {
+			return
+		}
+	}
+	b.Fatal("the agent did not become idle within 30 minutes")
 }

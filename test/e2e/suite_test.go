@@ -110,7 +110,7 @@ func startAgentBinary(tb testing.TB, extra ...string) *agentProcess {
 		"--webhook-cert-dir", tb.TempDir(),
 	}, extra...)
 	var err error
-	if p.log, err = os.CreateTemp(tb.TempDir(), "agent-*.log"); err != nil {
+	if p.log, err = os.CreateTemp(os.Getenv("TOPOLOGY_E2E_LOG_DIR"), "agent-*.log"); err != nil {
 		tb.Fatal(err)
 	}
 	p.cmd = exec.Command(agentBin, args...)
