@@ -2,8 +2,8 @@ package agent
 
 import (
 	"context"
-	"strings"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
