@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -49,9 +50,12 @@ func main() {
 }
 
 func run(kubeconfig string, opts agent.Options, verbosity int) error {
-	cfg, err := ctrl.GetConfig()
+	var cfg *rest.Config
+	var err error
 	if kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
 	}
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
