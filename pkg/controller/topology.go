@@ -35,24 +35,25 @@ const TopologyFinalizer = "topology.kubectl-topology.io/cluster"
 
 // Condition type and reasons on Topology.status, upstream's where upstream has one.
 const (
-	ReconciledCondition               = "TopologyReconciled"
-	ReasonSucceeded                   = "ReconcileSucceeded"
-	ReasonFailed                      = "TopologyReconcileFailed"
-	ReasonClassNotReconciled          = "ClusterClassNotReconciled"
-	ReasonPaused                      = "Paused"
-	ReasonControlPlaneUpgradePending  = "ControlPlaneUpgradePending"
-	ReasonMachineDeploymentsCreate    = "MachineDeploymentsCreatePending"
-	ReasonMachineDeploymentsUpgrade   = "MachineDeploymentsUpgradePending"
-	ReasonMachineDeploymentsDeferred  = "MachineDeploymentsUpgradeDeferred"
-	ReasonMachinePoolsCreate          = "MachinePoolsCreatePending"
-	ReasonMachinePoolsUpgrade         = "MachinePoolsUpgradePending"
-	ReasonMachinePoolsDeferred        = "MachinePoolsUpgradeDeferred"
-	ReasonDeleting                    = "Deleting"
-	deletionPollInterval              = 2 * time.Second
-	clusterKind                       = "Cluster"
-	machineSetKind                    = "MachineSet"
-	machineKind                       = "Machine"
-	machineDeploymentNameLabelOnOwned = "cluster.x-k8s.io/deployment-name"
+	ReconciledCondition              = "TopologyReconciled"
+	ReasonSucceeded                  = "ReconcileSucceeded"
+	ReasonFailed                     = "TopologyReconcileFailed"
+	ReasonClassNotReconciled         = "ClusterClassNotReconciled"
+	ReasonPaused                     = "Paused"
+	ReasonControlPlaneUpgradePending = "ControlPlaneUpgradePending"
+	ReasonMachineDeploymentsCreate   = "MachineDeploymentsCreatePending"
+	ReasonMachineDeploymentsUpgrade  = "MachineDeploymentsUpgradePending"
+	ReasonMachineDeploymentsDeferred = "MachineDeploymentsUpgradeDeferred"
+	ReasonMachinePoolsCreate         = "MachinePoolsCreatePending"
+	ReasonMachinePoolsUpgrade        = "MachinePoolsUpgradePending"
+	ReasonMachinePoolsDeferred       = "MachinePoolsUpgradeDeferred"
+	ReasonDeleting                   = "Deleting"
+	deletionPollInterval             = 2 * time.Second
+	clusterKind                      = "Cluster"
+	machineSetKind                   = "MachineSet"
+	machineKind                      = "Machine"
+	// machineDeploymentLabel is what the MachineSet controller puts on Machines.
+	machineDeploymentLabel = "cluster.x-k8s.io/deployment-name"
 )
 
 // TopologyReconciler makes each Topology real as Cluster API objects.
@@ -286,7 +287,7 @@ func (r *TopologyReconciler) observeRollout(ctx context.Context, s *scope) (bool
 	for name, w := range s.current.MachineDeployments {
 		o := s.observed.MachineDeployments[name]
 		for _, m := range machines.Items {
-			if m.GetLabels()[machineDeploymentNameLabelOnOwned] != w.Object.GetName() {
+			if m.GetLabels()[machineDeploymentLabel] != w.Object.GetName() {
 				continue
 			}
 			if v, _, _ := unstructured.NestedString(m.Object, "spec", "version"); v != "" && v != o.SpecVersion {
