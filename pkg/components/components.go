@@ -19,11 +19,14 @@ import (
 
 const (
 	namespace   = "topology-system"
-	name        = "topology-controller-manager"
+	name        = DeploymentName
 	watchNSVar  = `${TOPOLOGY_WATCH_NAMESPACE:=""}`
 	certDir     = "/tmp/k8s-webhook-server/serving-certs"
 	providerTag = "addon-topology"
 )
+
+// DeploymentName is the agent's Deployment.
+const DeploymentName = "topology-controller-manager"
 
 // ServiceName is the Service in front of the agent's webhooks.
 const ServiceName = "topology-webhook-service"

@@ -187,9 +187,13 @@ func isIndex(s string) bool {
 	return true
 }
 
-// ParseVersion parses a Kubernetes version such as v1.32.0.
+// ParseVersion parses a Kubernetes version such as v1.32.0. The leading "v"
+// is required, as Cluster API and the Topology CRD require it.
 func ParseVersion(v string) (semver.Version, error) {
-	return semver.ParseTolerant(v)
+	if !strings.HasPrefix(v, "v") {
+		return semver.Version{}, fmt.Errorf("version %q must start with v, e.g. v1.32.0", v)
+	}
+	return semver.Parse(strings.TrimPrefix(v, "v"))
 }
 
 // CompileClass validates a class and compiles its variables. Callers that

@@ -18,13 +18,21 @@ import (
 func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
 	cmd := &cobra.Command{
-		Use:   commandName(),
+		Use:   "kubectl-topology",
+		// Shown in usage and help: "kubectl topology" when run as a kubectl plugin.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: commandName()},
 		Short: "Managed Cluster API topologies: plan, convert, edit and upgrade clusters stamped from a class",
 		Long: `kubectl topology manages clusters stamped from a TopologyClass (Cluster API's
 ClusterClass semantics, without the upstream feature gate).
 
 Plan what a topology creates and changes, offline from files:
-  kubectl topology plan -f class.yaml -f cluster.yaml`,
+  kubectl topology plan -f class.yaml -f cluster.yaml
+
+Install the agent, then watch and upgrade clusters:
+  kubectl topology install
+  kubectl topology get
+  kubectl topology status NAME --watch
+  kubectl topology upgrade NAME --version v1.34.0`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -32,6 +40,12 @@ Plan what a topology creates and changes, offline from files:
 	cmd.AddCommand(
 		NewPlanCommand(flags, streams),
 		NewConvertCommand(flags, streams),
+		NewGetCommand(flags, streams),
+		NewStatusCommand(flags, streams),
+		NewUpgradeCommand(flags, streams),
+		NewInstallCommand(flags, streams),
+		NewUninstallCommand(flags, streams),
+		NewVersionCommand(flags, streams),
 	)
 	return cmd
 }

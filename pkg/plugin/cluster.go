@@ -1,0 +1,154 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+// clusterAccess is what a live command needs: a client, the namespace the
+// flags or kubeconfig name, and how to describe the cluster in errors.
+type clusterAccess struct {
+	client    client.Client
+	config    *rest.Config
+	namespace string
+	context   string
+}
+
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}
+
+// connect builds a client from kubectl's flags (--kubeconfig, --context, -n, --as ...).
+func connect(flags *genericclioptions.ConfigFlags) (*clusterAccess, error) {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading kubeconfig: %w; set --kubeconfig or KUBECONFIG", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := flags.ToRawKubeConfigLoader().RawConfig()
+	ctxName := raw.CurrentContext
+	if flags.Context != nil && *flags.Context != "" {
+		ctxName = *flags.Context
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme()})
+	if err != nil {
+		return nil, explain(err, &clusterAccess{config: cfg, context: ctxName})
+	}
+	return &clusterAccess{client: c, config: cfg, namespace: ns, context: ctxName}, nil
+}
+
+// explain turns API errors into what a user can act on.
+func explain(err error, ca *clusterAccess) error {
+	if err == nil {
+		return nil
+	}
+	var urlErr *url.Error
+	var netErr net.Error
+	switch {
+	case meta.IsNoMatchError(err) || isTopologyAPIMissing(err):
+		return fmt.Errorf("the kubectl-topology API is not installed on this cluster (context %q): run `kubectl topology install`", ca.context)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("forbidden: %v; ask for RBAC that allows it in context %q", apiMessage(err), ca.context)
+	case errors.As(err, &urlErr), errors.As(err, &netErr):
+		return fmt.Errorf("cannot reach the cluster of context %q at %s: %v", ca.context, ca.config.Host, err)
+	}
+	return err
+}
+
+func isTopologyAPIMissing(err error) bool {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && apierrors.IsNotFound(err) {
+		d := status.Status().Details
+		return d != nil && d.Group == v1alpha1.GroupVersion.Group && d.Name == ""
+	}
+	return false
+}
+
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
+}
+
+// clock lets tests fix "now" for ages.
+type clock func() time.Time
+
+func (c clock) now() time.Time {
+	if c == nil {
+		return time.Now()
+	}
+	return c()
+}
+
+// topologyGetter reads one Topology with a user-facing error when it is missing.
+func (ca *clusterAccess) topology(ctx context.Context, namespace, name string) (*v1alpha1.Topology, error) {
+	t := &v1alpha1.Topology{}
+	if err := ca.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, t); err != nil {
+		if apierrors.IsNotFound(err) && !isTopologyAPIMissing(err) {
+			return nil, fmt.Errorf("Topology %s/%s not found; list them with `kubectl topology get -n %s`", namespace, name, namespace)
+		}
+		return nil, explain(err, ca)
+	}
+	return t, nil
+}
+
+func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }
+
+func readPID(path string) (int, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	return pid, err == nil && pid > 0
+}
+
+// probeReady asks the local agent's /readyz.
+func probeReady(port int) bool {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func tailOf(path string, lines int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}

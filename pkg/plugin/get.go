@@ -1,0 +1,232 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+// GetOptions are the inputs of `get`.
+type GetOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	printFlags  *genericclioptions.PrintFlags
+	genericiooptions.IOStreams
+
+	// Name limits the listing to one Topology.
+	Name string
+	// AllNamespaces lists across namespaces.
+	AllNamespaces bool
+
+	now     clock
+	access  *clusterAccess
+	printer printers.ResourcePrinter
+}
+
+// NewGetCommand returns `get`.
+func NewGetCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &GetOptions{configFlags: flags, IOStreams: streams, printFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme())}
+	cmd := &cobra.Command{
+		Use:   "get [NAME] [-A]",
+		Short: "List Topologies with their version, replicas and rollout phase",
+		Example: `  kubectl topology get
+  kubectl topology get dev -o yaml
+  kubectl topology get -A -o wide`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List Topologies in every namespace")
+	o.printFlags.AddFlags(cmd)
+	cmd.Flags().Lookup("output").Usage = "Output format: wide, yaml, json, name (default: a table)"
+	return cmd
+}
+
+// Complete reads the arguments.
+func (o *GetOptions) Complete(args []string) error {
+	if len(args) == 1 {
+		o.Name = args[0]
+	}
+	return nil
+}
+
+// Validate checks the output format and the flag combination.
+func (o *GetOptions) Validate() error {
+	if o.Name != "" && o.AllNamespaces {
+		return fmt.Errorf("a NAME and --all-namespaces cannot be combined: a name is looked up in one namespace")
+	}
+	switch f := *o.printFlags.OutputFormat; f {
+	case "", "wide":
+	default:
+		p, err := o.printFlags.ToPrinter()
+		if err != nil {
+			return fmt.Errorf("--output %q is not supported; use wide, yaml, json or name", f)
+		}
+		o.printer = p
+	}
+	return nil
+}
+
+// Run lists and prints.
+func (o *GetOptions) Run(ctx context.Context) error {
+	if err := o.connect(); err != nil {
+		return err
+	}
+	var items []v1alpha1.Topology
+	if o.Name != "" {
+		t, err := o.access.topology(ctx, o.access.namespace, o.Name)
+		if err != nil {
+			return err
+		}
+		items = []v1alpha1.Topology{*t}
+	} else {
+		list := &v1alpha1.TopologyList{}
+		var opts []client.ListOption
+		if !o.AllNamespaces {
+			opts = append(opts, client.InNamespace(o.access.namespace))
+		}
+		if err := o.access.client.List(ctx, list, opts...); err != nil {
+			return explain(err, o.access)
+		}
+		items = list.Items
+	}
+	sort.Slice(items, func(i, j int) bool {
+		if items[i].Namespace != items[j].Namespace {
+			return items[i].Namespace < items[j].Namespace
+		}
+		return items[i].Name < items[j].Name
+	})
+	if o.printer != nil {
+		if o.Name != "" {
+			return o.printer.PrintObj(&items[0], o.Out)
+		}
+		list := &v1alpha1.TopologyList{Items: items}
+		list.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("TopologyList"))
+		if *o.printFlags.OutputFormat == "name" {
+			for i := range items {
+				if err := o.printer.PrintObj(&items[i], o.Out); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return o.printer.PrintObj(list, o.Out)
+	}
+	if len(items) == 0 {
+		where := "namespace " + o.access.namespace
+		if o.AllNamespaces {
+			where = "any namespace"
+		}
+		fmt.Fprintf(o.ErrOut, "No Topologies found in %s.\n", where)
+		return nil
+	}
+	return printTable(o.Out, items, o.AllNamespaces, *o.printFlags.OutputFormat == "wide", o.now)
+}
+
+// printTable renders NAME, CLASS, VERSION, CONTROL PLANE, WORKERS, PHASE, AGE.
+func printTable(w io.Writer, items []v1alpha1.Topology, withNamespace, wide bool, now clock) error {
+	tw := printers.GetNewTabWriter(w)
+	cols := []string{"NAME", "CLASS", "VERSION", "CONTROL PLANE", "WORKERS", "PHASE", "AGE"}
+	if withNamespace {
+		cols = append([]string{"NAMESPACE"}, cols...)
+	}
+	if wide {
+		cols = append(cols, "INFRASTRUCTURE", "RECONCILED", "MESSAGE")
+	}
+	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	for i := range items {
+		t := &items[i]
+		row := []string{t.Name, t.Spec.Class, t.Spec.Version, controlPlaneReplicas(t), workerReplicas(t), orDash(string(t.Status.Phase)), duration.HumanDuration(now.now().Sub(t.CreationTimestamp.Time))}
+		if withNamespace {
+			row = append([]string{t.Namespace}, row...)
+		}
+		if wide {
+			reconciled, msg := "-", ""
+			if c := meta.FindStatusCondition(t.Status.Conditions, "TopologyReconciled"); c != nil {
+				reconciled, msg = string(c.Status)+"/"+c.Reason, c.Message
+			}
+			row = append(row, orDash(string(t.Status.Infrastructure)), reconciled, msg)
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// controlPlaneReplicas renders ready/desired for the control plane.
+func controlPlaneReplicas(t *v1alpha1.Topology) string {
+	desired := "-"
+	if t.Spec.ControlPlane.Replicas != nil {
+		desired = fmt.Sprint(*t.Spec.ControlPlane.Replicas)
+	}
+	ready := int32(0)
+	if cp := t.Status.ControlPlane; cp != nil {
+		ready = cp.ReadyReplicas
+	}
+	return fmt.Sprintf("%d/%s", ready, desired)
+}
+
+// workerReplicas renders ready/desired summed over MachineDeployments and MachinePools.
+func workerReplicas(t *v1alpha1.Topology) string {
+	var desired, ready int32
+	open := false
+	if w := t.Spec.Workers; w != nil {
+		for _, md := range w.MachineDeployments {
+			if md.Replicas == nil {
+				open = true
+				continue
+			}
+			desired += *md.Replicas
+		}
+		for _, mp := range w.MachinePools {
+			if mp.Replicas == nil {
+				open = true
+				continue
+			}
+			desired += *mp.Replicas
+		}
+	}
+	for _, p := range append(append([]v1alpha1.PartStatus{}, t.Status.MachineDeployments...), t.Status.MachinePools...) {
+		ready += p.ReadyReplicas
+	}
+	d := fmt.Sprint(desired)
+	if open {
+		d += "+" // some pools leave replicas to an autoscaler
+	}
+	return fmt.Sprintf("%d/%s", ready, d)
+}
+
+
+// connect reaches the cluster once the flags are known to be good.
+func (o *GetOptions) connect() error {
+	if o.access != nil {
+		return nil
+	}
+	var err error
+	o.access, err = connect(o.configFlags)
+	return err
+}

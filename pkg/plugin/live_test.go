@@ -1,0 +1,167 @@
+package plugin
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-topology/kubectl-topology/manifests"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+)
+
+// golden compares got with testdata/golden/NAME, rewriting it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	p := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test ./pkg/plugin -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (run go test ./pkg/plugin -update after checking):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func ptr32(n int32) *int32 { return &n }
+
+// midUpgrade is a Topology halfway through an upgrade to v1.34.0, as the
+// agent reports it.
+func midUpgrade() *v1alpha1.Topology {
+	created := metav1.NewTime(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	return &v1alpha1.Topology{
+		ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "default", Generation: 3, CreationTimestamp: created},
+		Spec: v1alpha1.TopologySpec{
+			Class: "docker-kubeadm", Version: "v1.34.0",
+			ControlPlane: v1alpha1.ControlPlaneTopology{Replicas: ptr32(3)},
+			Workers: &v1alpha1.WorkersTopology{
+				MachineDeployments: []v1alpha1.MachineDeploymentTopology{
+					{Class: "general", Name: "md-a", Replicas: ptr32(2)},
+					{Class: "general", Name: "md-b", Replicas: ptr32(2)},
+					{Class: "gpu", Name: "md-gpu", Metadata: v1alpha1.ObjectMeta{Annotations: map[string]string{engine.DeferUpgradeAnnotation: ""}}},
+				},
+				MachinePools: []v1alpha1.MachinePoolTopology{{Class: "pool", Name: "mp-0", Replicas: ptr32(1)}},
+			},
+		},
+		Status: v1alpha1.TopologyStatus{
+			ObservedGeneration: 3, Phase: v1alpha1.PhasePending, Infrastructure: v1alpha1.InfrastructureProvisioned, ClusterName: "dev",
+			ControlPlane: &v1alpha1.PartStatus{Name: "control-plane", ObjectName: "dev-x7k2p", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(3), Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3, Phase: v1alpha1.PhaseUpToDate},
+			MachineDeployments: []v1alpha1.PartStatus{
+				{Name: "md-a", Class: "general", ObjectName: "dev-md-a-q8w2n", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 1, Phase: v1alpha1.PhaseUpgrading, Message: "Machines are rolling to v1.34.0"},
+				{Name: "md-b", Class: "general", ObjectName: "dev-md-b-m4t9z", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 2, Phase: v1alpha1.PhasePending, Message: "upgrade concurrency limit 1 reached (md-a upgrading)"},
+				{Name: "md-gpu", Class: "gpu", ObjectName: "dev-gpu-md-gpu-c2v8d", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 1, ReadyReplicas: 1, Phase: v1alpha1.PhaseDeferred, Message: "upgrade deferred by the topology.cluster.x-k8s.io/defer-upgrade annotation"},
+			},
+			MachinePools: []v1alpha1.PartStatus{{Name: "mp-0", Class: "pool", ObjectName: "dev-mp-0-h5r7k", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(1), Replicas: 1, ReadyReplicas: 1, Phase: v1alpha1.PhasePending, Message: "waiting for the control plane to finish upgrading"}},
+			Conditions: []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 3, Reason: "MachineDeploymentsUpgradePending", Message: "MachineDeployment(s) md-b rollout and upgrade to version v1.34.0 on hold"}},
+		},
+	}
+}
+
+func TestStatusTree(t *testing.T) {
+	var buf bytes.Buffer
+	if err := renderStatus(&buf, midUpgrade(), false); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status-mid-upgrade.txt", buf.String())
+	buf.Reset()
+	_ = renderStatus(&buf, midUpgrade(), true)
+	if !strings.Contains(buf.String(), "[█████·····]") {
+		t.Errorf("a terminal gets no progress bar for md-a (1 of 2 up to date):\n%s", buf.String())
+	}
+	if settled(midUpgrade()) {
+		t.Error("a Topology mid-upgrade counts as settled")
+	}
+}
+
+func TestGetTable(t *testing.T) {
+	var buf bytes.Buffer
+	now := clock(func() time.Time { return time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC) })
+	other := midUpgrade()
+	other.Name, other.Namespace = "prod", "team-a"
+	other.Spec.Workers.MachineDeployments[2].Replicas = nil
+	if err := printTable(&buf, []v1alpha1.Topology{*midUpgrade(), *other}, true, true, now); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "get-wide.txt", buf.String())
+}
+
+func TestUpgradePreview(t *testing.T) {
+	topo := midUpgrade()
+	topo.Spec.Version = "v1.33.1"
+	topo.Annotations = map[string]string{engine.UpgradeConcurrencyAnnotation: "2"}
+	var buf bytes.Buffer
+	printUpgradePreview(&buf, topo, "v1.34.0")
+	golden(t, "upgrade-preview.txt", buf.String())
+}
+
+func TestConfirm(t *testing.T) {
+	for in, want := range map[string]bool{"y\n": true, "YES\n": true, "n\n": false, "": false, "maybe\n": false} {
+		if got := confirm(strings.NewReader(in), &bytes.Buffer{}, "go?"); got != want {
+			t.Errorf("answer %q: confirm = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestInstallDryRun(t *testing.T) {
+	stdout, stderr, code := runPlugin(t, "install", "--dry-run=client", "--target-namespace", "topology-team-a", "--watch-namespace", "team-a", "--version", "v0.1.0")
+	if code != 0 {
+		t.Fatalf("install --dry-run failed: %s", stderr)
+	}
+	golden(t, "install-dry-run.yaml", stdout)
+	for _, want := range []string{"- --namespace=team-a", "image: kubectl-topology/agent:v0.1.0", "namespace: topology-team-a"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("dry-run output lacks %q", want)
+		}
+	}
+	if strings.Contains(stdout, "topology-system") {
+		t.Error("the target namespace did not replace topology-system everywhere")
+	}
+}
+
+func TestRenderComponentsVariables(t *testing.T) {
+	objs, err := renderComponents(manifests.Components, nil, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 9 {
+		t.Errorf("%d objects, want 9", len(objs))
+	}
+	_, err = renderComponents([]byte("a: ${NEEDED}\n"), nil, "", "")
+	if err == nil || !strings.Contains(err.Error(), "NEEDED") {
+		t.Errorf("a variable without default and value: got %v, want an error naming it", err)
+	}
+}
+
+func TestLiveCommandsRefuseBadFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"upgrade", "dev"}, "--version is required"},
+		{[]string{"upgrade", "dev", "--version", "1.34"}, "not a Kubernetes version"},
+		{[]string{"install", "--dry-run=server"}, `--dry-run=server is not supported`},
+		{[]string{"install", "--local", "--image", "x"}, "--image and --version apply to the Deployment only"},
+		{[]string{"get", "a", "-A", "--kubeconfig", "../../testdata/kubeconfig-unreachable"}, "cannot be combined"},
+		{[]string{"status"}, "accepts 1 arg"},
+		{[]string{"get", "-o", "xml", "--kubeconfig", "../../testdata/kubeconfig-unreachable"}, `--output "xml" is not supported`},
+		{[]string{"get", "--kubeconfig", "../../testdata/kubeconfig-unreachable"}, `cannot reach the cluster of context "unreachable" at https://127.0.0.1:1`},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, stderr, code := runPlugin(t, tc.args...)
+			if code == 0 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want an error containing %q", code, stderr, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,203 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+// StatusOptions are the inputs of `status`.
+type StatusOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	// Name is the Topology.
+	Name string
+	// Watch follows the rollout until it settles.
+	Watch bool
+	// Interval between reads while watching.
+	Interval time.Duration
+
+	access   *clusterAccess
+	terminal bool
+}
+
+// NewStatusCommand returns `status`.
+func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &StatusOptions{configFlags: flags, IOStreams: streams, Interval: 2 * time.Second}
+	cmd := &cobra.Command{
+		Use:   "status NAME [--watch]",
+		Short: "Show a Topology's rollout: the control plane, then each pool, and why a part waits",
+		Example: `  kubectl topology status dev
+  kubectl topology status dev --watch`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the rollout until it settles; redraws in a terminal, prints changes when piped")
+	cmd.Flags().DurationVar(&o.Interval, "interval", o.Interval, "How often to read the Topology while watching")
+	return cmd
+}
+
+// Complete reads the arguments.
+func (o *StatusOptions) Complete(args []string) error {
+	o.Name = args[0]
+	if f, ok := o.Out.(interface{ Fd() uintptr }); ok {
+		o.terminal = term.IsTerminal(int(f.Fd()))
+	}
+	return nil
+}
+
+// Validate checks the flags.
+func (o *StatusOptions) Validate() error {
+	if o.Interval <= 0 {
+		return fmt.Errorf("--interval must be positive, got %s", o.Interval)
+	}
+	return nil
+}
+
+// Run prints the rollout once, or follows it with --watch.
+func (o *StatusOptions) Run(ctx context.Context) error {
+	if err := o.connect(); err != nil {
+		return err
+	}
+	t, err := o.access.topology(ctx, o.access.namespace, o.Name)
+	if err != nil {
+		return err
+	}
+	if !o.Watch {
+		return renderStatus(o.Out, t, false)
+	}
+	last := ""
+	for {
+		var buf bytes.Buffer
+		if err := renderStatus(&buf, t, o.terminal); err != nil {
+			return err
+		}
+		if buf.String() != last {
+			if o.terminal {
+				fmt.Fprint(o.Out, "\033[H\033[2J") // redraw in place
+			} else if last != "" {
+				fmt.Fprintln(o.Out)
+			}
+			_, _ = o.Out.Write(buf.Bytes())
+			last = buf.String()
+		}
+		if settled(t) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(o.Interval):
+		}
+		if t, err = o.access.topology(ctx, o.access.namespace, o.Name); err != nil {
+			return err
+		}
+	}
+}
+
+// settled reports whether the current generation is reconciled and every part is up to date.
+func settled(t *v1alpha1.Topology) bool {
+	if t.Status.ObservedGeneration != t.Generation || t.Status.Phase != v1alpha1.PhaseUpToDate {
+		return false
+	}
+	for _, c := range t.Status.Conditions {
+		if c.Type == "TopologyReconciled" {
+			return c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
+		}
+	}
+	return false
+}
+
+// renderStatus writes the status tree. bars adds progress bars for a terminal.
+func renderStatus(w io.Writer, t *v1alpha1.Topology, bars bool) error {
+	fmt.Fprintf(w, "Topology %s/%s (class %s)\n", t.Namespace, t.Name, t.Spec.Class)
+	fmt.Fprintf(w, "  version %s · phase %s · infrastructure %s\n", t.Spec.Version, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)))
+	if t.Status.ObservedGeneration != t.Generation {
+		fmt.Fprintf(w, "  the agent has not seen the latest change yet (generation %d, observed %d)\n", t.Generation, t.Status.ObservedGeneration)
+	}
+	for _, c := range t.Status.Conditions {
+		if c.Status != metav1.ConditionTrue {
+			fmt.Fprintf(w, "  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+		}
+	}
+	var parts []v1alpha1.PartStatus
+	if t.Status.ControlPlane != nil {
+		parts = append(parts, *t.Status.ControlPlane)
+	}
+	parts = append(parts, t.Status.MachineDeployments...)
+	parts = append(parts, t.Status.MachinePools...)
+	if len(parts) == 0 {
+		fmt.Fprintln(w, "  no rollout reported yet: is the agent running? (`kubectl topology version` tells)")
+		return nil
+	}
+	tw := printers.GetNewTabWriter(w)
+	fmt.Fprintln(tw, "PART\tOBJECT\tVERSION\tREPLICAS\tPHASE\tWHY")
+	for i, p := range parts {
+		branch := "├─"
+		if i == len(parts)-1 {
+			branch = "└─"
+		}
+		name := p.Name
+		if p.Class != "" {
+			name += " (" + p.Class + ")"
+		}
+		version := orDash(p.Version)
+		if p.Version != p.DesiredVersion && p.DesiredVersion != "" {
+			version = orDash(p.Version) + " → " + p.DesiredVersion
+		}
+		replicas := fmt.Sprintf("%d/%s ready", p.ReadyReplicas, desiredReplicas(p))
+		if bars {
+			replicas += " " + bar(p.UpToDateReplicas, p.Replicas)
+		}
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\n", branch, name, orDash(p.ObjectName), version, replicas, orDash(string(p.Phase)), p.Message)
+	}
+	return tw.Flush()
+}
+
+func desiredReplicas(p v1alpha1.PartStatus) string {
+	if p.DesiredReplicas == nil {
+		return "-"
+	}
+	return fmt.Sprint(*p.DesiredReplicas)
+}
+
+// bar draws how many replicas are up to date, for a terminal.
+func bar(done, total int32) string {
+	const width = 10
+	if total <= 0 {
+		return "[" + strings.Repeat("·", width) + "]"
+	}
+	filled := int(done) * width / int(total)
+	return "[" + strings.Repeat("█", filled) + strings.Repeat("·", width-filled) + "]"
+}
+
+// connect reaches the cluster once the flags are known to be good.
+func (o *StatusOptions) connect() error {
+	if o.access != nil {
+		return nil
+	}
+	var err error
+	o.access, err = connect(o.configFlags)
+	return err
+}

@@ -1,0 +1,261 @@
+package plugin
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+)
+
+// UpgradeOptions are the inputs of `upgrade`.
+type UpgradeOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	// Name is the Topology; Version the Kubernetes version to move to.
+	Name, Version string
+	// DryRun stops after the preflight and preview.
+	DryRun bool
+	// Yes skips the confirmation.
+	Yes bool
+	// Wait follows the rollout until it settles.
+	Wait bool
+	// Interval between reads while waiting.
+	Interval time.Duration
+
+	access *clusterAccess
+}
+
+// NewUpgradeCommand returns `upgrade`.
+func NewUpgradeCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &UpgradeOptions{configFlags: flags, IOStreams: streams, Interval: 2 * time.Second}
+	cmd := &cobra.Command{
+		Use:   "upgrade NAME --version V [--dry-run] [--yes] [--wait]",
+		Short: "Upgrade a Topology's Kubernetes version: preflight, preview, confirm, apply, follow",
+		Long: `Upgrade checks the version change with the same rules the agent's webhook
+applies (no downgrade, no skipped minor, no change while a rollout is in
+flight), checks the live state (the agent is caught up and the control plane is
+stable) and sends the change as a server-side dry run, so the webhooks answer
+before anything changes. It then previews the rollout — the control plane
+first, then MachineDeployments as many at a time as the upgrade-concurrency
+annotation allows — and asks before applying.`,
+		Example: `  kubectl topology upgrade dev --version v1.34.0
+  kubectl topology upgrade dev --version v1.34.0 --dry-run
+  kubectl topology upgrade dev --version v1.34.0 --yes --wait`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.Version, "version", "", "Kubernetes version to upgrade to, e.g. v1.34.0 (required)")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Check and preview only; change nothing")
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation")
+	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Follow the rollout until it settles, like status --watch")
+	return cmd
+}
+
+// Complete reads the arguments.
+func (o *UpgradeOptions) Complete(args []string) error {
+	o.Name = args[0]
+	return nil
+}
+
+// Validate checks the flags.
+func (o *UpgradeOptions) Validate() error {
+	if o.Version == "" {
+		return fmt.Errorf("--version is required, e.g. --version v1.34.0")
+	}
+	if _, err := engine.ParseVersion(o.Version); err != nil {
+		return fmt.Errorf("--version %q is not a Kubernetes version such as v1.34.0", o.Version)
+	}
+	return nil
+}
+
+// Run does the preflight, preview, confirmation, apply and optional follow.
+func (o *UpgradeOptions) Run(ctx context.Context) error {
+	if err := o.connect(); err != nil {
+		return err
+	}
+	t, err := o.access.topology(ctx, o.access.namespace, o.Name)
+	if err != nil {
+		return err
+	}
+	if t.Spec.Version == o.Version {
+		fmt.Fprintf(o.Out, "Topology %s/%s is at %s already; nothing to do.\n", t.Namespace, t.Name, o.Version)
+		return nil
+	}
+	if err := o.preflight(ctx, t); err != nil {
+		return err
+	}
+	printUpgradePreview(o.Out, t, o.Version)
+	if o.DryRun {
+		fmt.Fprintln(o.Out, "Dry run: nothing was changed.")
+		return nil
+	}
+	if !o.Yes && !confirm(o.In, o.Out, fmt.Sprintf("Upgrade Topology %s/%s from %s to %s?", t.Namespace, t.Name, t.Spec.Version, o.Version)) {
+		return fmt.Errorf("not confirmed; nothing was changed (pass --yes to skip the question)")
+	}
+	read := t.Spec.Version
+	changed := t.DeepCopy()
+	changed.Spec.Version = o.Version
+	// The resourceVersion from the read guards the write: a concurrent change
+	// makes it fail instead of being overwritten.
+	if err := o.access.client.Update(ctx, changed); err != nil {
+		if apierrors.IsConflict(err) {
+			return o.explainConflict(ctx, t, read)
+		}
+		return explain(err, o.access)
+	}
+	fmt.Fprintf(o.Out, "Topology %s/%s: version %s → %s. The agent starts with the control plane.\n", t.Namespace, t.Name, read, o.Version)
+	if !o.Wait {
+		fmt.Fprintf(o.Out, "Follow it with: kubectl topology status %s -n %s --watch\n", t.Name, t.Namespace)
+		return nil
+	}
+	s := &StatusOptions{configFlags: o.configFlags, IOStreams: o.IOStreams, Name: o.Name, Watch: true, Interval: o.Interval, access: o.access}
+	return s.Run(ctx)
+}
+
+// preflight checks the change with the engine's rules and the live state, and
+// lets the webhooks judge it in a server-side dry run.
+func (o *UpgradeOptions) preflight(ctx context.Context, t *v1alpha1.Topology) error {
+	var problems []string
+	errs := engine.ValidateVersionChange(engine.VersionChange{
+		Old: t.Spec.Version, New: o.Version,
+		Rollout: engine.RolloutFromStatus(&t.Status),
+		Unsafe:  engine.UnsafeVersionChange(t),
+	})
+	for _, e := range errs {
+		problems = append(problems, e.Error())
+	}
+	if t.Status.ObservedGeneration != t.Generation {
+		problems = append(problems, fmt.Sprintf("the agent has not reconciled the latest change yet (generation %d, observed %d): is it running? `kubectl topology version` tells", t.Generation, t.Status.ObservedGeneration))
+	}
+	if cp := t.Status.ControlPlane; cp == nil || cp.Phase != v1alpha1.PhaseUpToDate {
+		phase := "unknown"
+		if cp != nil {
+			phase = string(cp.Phase)
+		}
+		problems = append(problems, fmt.Sprintf("the control plane is not stable (phase %s); wait for `kubectl topology status %s` to show it UpToDate", phase, t.Name))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("preflight failed for Topology %s/%s; nothing was changed:\n  - %s", t.Namespace, t.Name, strings.Join(problems, "\n  - "))
+	}
+	dry := t.DeepCopy()
+	dry.Spec.Version = o.Version
+	if err := o.access.client.Update(ctx, dry, client.DryRunAll); err != nil {
+		return fmt.Errorf("preflight: the API server's dry run refused the change; nothing was changed: %w", explain(err, o.access))
+	}
+	fmt.Fprintf(o.Out, "Preflight passed: %s → %s is allowed, the control plane is stable, and the webhooks accept the change.\n", t.Spec.Version, o.Version)
+	return nil
+}
+
+func (o *UpgradeOptions) explainConflict(ctx context.Context, read *v1alpha1.Topology, readVersion string) error {
+	now, err := o.access.topology(ctx, read.Namespace, read.Name)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("Topology %s/%s changed on the server after it was read (version %s, now %s; generation %d, now %d); nothing was changed — look at it and run upgrade again",
+		read.Namespace, read.Name, readVersion, now.Spec.Version, read.Generation, now.Generation)
+}
+
+// printUpgradePreview lists the rollout in order: the control plane, then
+// MachineDeployments in batches of the upgrade concurrency, then MachinePools.
+func printUpgradePreview(w io.Writer, t *v1alpha1.Topology, version string) {
+	fmt.Fprintf(w, "Rollout of Topology %s/%s to %s:\n", t.Namespace, t.Name, version)
+	step := 1
+	replaced := func(p *v1alpha1.PartStatus, desired *int32) string {
+		n := int32(0)
+		switch {
+		case desired != nil:
+			n = *desired
+		case p != nil:
+			n = p.Replicas
+		}
+		return fmt.Sprintf("%d machine(s) replaced", n)
+	}
+	cpName := "control plane"
+	if cp := t.Status.ControlPlane; cp != nil && cp.ObjectName != "" {
+		cpName += " " + cp.ObjectName
+	}
+	fmt.Fprintf(w, "  %d. %s: %s → %s, %s\n", step, cpName, t.Spec.Version, version, replaced(t.Status.ControlPlane, t.Spec.ControlPlane.Replicas))
+	step++
+	if t.Spec.Workers == nil {
+		return
+	}
+	concurrency := engine.UpgradeConcurrency(t)
+	status := map[string]*v1alpha1.PartStatus{}
+	for i := range t.Status.MachineDeployments {
+		status[t.Status.MachineDeployments[i].Name] = &t.Status.MachineDeployments[i]
+	}
+	var batch []string
+	flush := func() {
+		if len(batch) > 0 {
+			fmt.Fprintf(w, "  %d. %s\n", step, strings.Join(batch, "; "))
+			step++
+			batch = nil
+		}
+	}
+	held := false
+	var waiting []string
+	for _, md := range t.Spec.Workers.MachineDeployments {
+		_, hold := md.Metadata.Annotations[engine.HoldUpgradeSequenceAnnotation]
+		_, deferred := md.Metadata.Annotations[engine.DeferUpgradeAnnotation]
+		held = held || hold
+		desc := fmt.Sprintf("%s (%s): %s", md.Name, md.Class, replaced(status[md.Name], md.Replicas))
+		switch {
+		case deferred:
+			waiting = append(waiting, md.Name+" is deferred ("+engine.DeferUpgradeAnnotation+"): it stays at "+t.Spec.Version)
+			continue
+		case held:
+			waiting = append(waiting, md.Name+" is held ("+engine.HoldUpgradeSequenceAnnotation+"): it waits until the annotation is removed")
+			continue
+		}
+		batch = append(batch, desc)
+		if len(batch) == concurrency {
+			flush()
+		}
+	}
+	flush()
+	for _, mp := range t.Spec.Workers.MachinePools {
+		fmt.Fprintf(w, "  %d. MachinePool %s (%s)\n", step, mp.Name, mp.Class)
+		step++
+	}
+	for _, s := range waiting {
+		fmt.Fprintf(w, "  not upgraded: %s\n", s)
+	}
+}
+
+// confirm asks a yes/no question on the streams; anything but y/yes is no.
+func confirm(in io.Reader, out io.Writer, question string) bool {
+	fmt.Fprintf(out, "%s [y/N]: ", question)
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes"
+}
+
+// connect reaches the cluster once the flags are known to be good.
+func (o *UpgradeOptions) connect() error {
+	if o.access != nil {
+		return nil
+	}
+	var err error
+	o.access, err = connect(o.configFlags)
+	return err
+}

@@ -1,0 +1,119 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/components"
+)
+
+// Version is the plugin's version, set at release time with
+// -ldflags "-X github.com/kubectl-topology/kubectl-topology/pkg/plugin.Version=v0.1.0".
+var Version = ""
+
+func pluginVersion() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// VersionOptions are the inputs of `version`.
+type VersionOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	// Client prints only the plugin's version, without contacting a cluster.
+	Client bool
+}
+
+// NewVersionCommand returns `version`.
+func NewVersionCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &VersionOptions{configFlags: flags, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Show the plugin's version, the agent's, and the API versions the cluster serves",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVar(&o.Client, "client", false, "Only the plugin's version; do not contact the cluster")
+	return cmd
+}
+
+// Run prints the versions.
+func (o *VersionOptions) Run(ctx context.Context) error {
+	fmt.Fprintf(o.Out, "plugin: %s\n", pluginVersion())
+	if o.Client {
+		return nil
+	}
+	ca, err := connect(o.configFlags)
+	if err != nil {
+		return err
+	}
+	agent, err := agentVersion(ctx, ca)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "agent: %s\n", agent)
+	dc, err := discovery.NewDiscoveryClientForConfig(ca.config)
+	if err != nil {
+		return err
+	}
+	groups, err := dc.ServerGroups()
+	if err != nil {
+		return explain(err, ca)
+	}
+	var served []string
+	for _, g := range groups.Groups {
+		if g.Name == v1alpha1.GroupVersion.Group {
+			for _, v := range g.Versions {
+				served = append(served, v.GroupVersion)
+			}
+		}
+	}
+	sort.Strings(served)
+	if len(served) == 0 {
+		served = []string{"none (run `kubectl topology install`)"}
+	}
+	fmt.Fprintf(o.Out, "API: %s\n", strings.Join(served, ", "))
+	if sv, err := dc.ServerVersion(); err == nil {
+		fmt.Fprintf(o.Out, "server: %s\n", sv.GitVersion)
+	}
+	return nil
+}
+
+// agentVersion describes the installed agent: the Deployment's image, or an
+// out-of-cluster agent registered by URL, or none.
+func agentVersion(ctx context.Context, ca *clusterAccess) (string, error) {
+	d := &appsv1.Deployment{}
+	err := ca.client.Get(ctx, client.ObjectKey{Namespace: components.Namespace, Name: components.DeploymentName}, d)
+	switch {
+	case err == nil:
+		image := d.Spec.Template.Spec.Containers[0].Image
+		return fmt.Sprintf("%s (Deployment %s/%s, %d/%d ready)", image, d.Namespace, d.Name, d.Status.ReadyReplicas, d.Status.Replicas), nil
+	case !apierrors.IsNotFound(err):
+		return "", explain(err, ca)
+	}
+	wh := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := ca.client.Get(ctx, client.ObjectKey{Name: "kubectl-topology-validating"}, wh); err == nil && len(wh.Webhooks) > 0 && wh.Webhooks[0].ClientConfig.URL != nil {
+		return "running out of cluster at " + *wh.Webhooks[0].ClientConfig.URL, nil
+	}
+	return "not installed (run `kubectl topology install`)", nil
+}
