@@ -220,7 +220,6 @@ func workerReplicas(t *v1alpha1.Topology) string {
 	return fmt.Sprintf("%d/%s", ready, d)
 }
 
-
 // connect reaches the cluster once the flags are known to be good.
 func (o *GetOptions) connect() error {
 	if o.access != nil {

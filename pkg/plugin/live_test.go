@@ -62,7 +62,7 @@ func midUpgrade() *v1alpha1.Topology {
 				{Name: "md-gpu", Class: "gpu", ObjectName: "dev-gpu-md-gpu-c2v8d", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 1, ReadyReplicas: 1, Phase: v1alpha1.PhaseDeferred, Message: "upgrade deferred by the topology.cluster.x-k8s.io/defer-upgrade annotation"},
 			},
 			MachinePools: []v1alpha1.PartStatus{{Name: "mp-0", Class: "pool", ObjectName: "dev-mp-0-h5r7k", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(1), Replicas: 1, ReadyReplicas: 1, Phase: v1alpha1.PhasePending, Message: "waiting for the control plane to finish upgrading"}},
-			Conditions: []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 3, Reason: "MachineDeploymentsUpgradePending", Message: "MachineDeployment(s) md-b rollout and upgrade to version v1.34.0 on hold"}},
+			Conditions:   []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 3, Reason: "MachineDeploymentsUpgradePending", Message: "MachineDeployment(s) md-b rollout and upgrade to version v1.34.0 on hold"}},
 		},
 	}
 }

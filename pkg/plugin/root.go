@@ -18,10 +18,10 @@ import (
 func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
 	cmd := &cobra.Command{
-		Use:   "kubectl-topology",
+		Use: "kubectl-topology",
 		// Shown in usage and help: "kubectl topology" when run as a kubectl plugin.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: commandName()},
-		Short: "Managed Cluster API topologies: plan, convert, edit and upgrade clusters stamped from a class",
+		Short:       "Managed Cluster API topologies: plan, convert, edit and upgrade clusters stamped from a class",
 		Long: `kubectl topology manages clusters stamped from a TopologyClass (Cluster API's
 ClusterClass semantics, without the upstream feature gate).
 
