@@ -102,5 +102,11 @@ local-down: ## Stop the local control plane; its data stays in .local/.
 	$(GO) run ./hack/localcluster down -dir $(LOCAL_DIR)
 
 .PHONY: run
-run: build local-up ## Run the agent on the local control plane with the example applied (Ctrl-C stops it).
-	LOCAL_DIR=$(LOCAL_DIR) BIN=$(BIN) hack/run.sh
+run: demo ## Same as make demo.
+
+.PHONY: demo demo-down
+demo: build local-up ## Local control plane, agent (install --local), the example applied, its status.
+	LOCAL_DIR=$(LOCAL_DIR) BIN=$(BIN) hack/demo.sh
+
+demo-down: build ## Delete the example, uninstall the agent, stop the local control plane.
+	LOCAL_DIR=$(LOCAL_DIR) BIN=$(BIN) hack/demo-down.sh

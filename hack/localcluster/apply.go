@@ -18,6 +18,27 @@ import (
 // them) to the local control plane, as `kubectl apply --server-side` would;
 // the local control plane has no kubectl.
 func apply(ctx context.Context, kubeconfig string, paths []string) error {
+	return eachObject(ctx, kubeconfig, paths, func(c client.Client, u *unstructured.Unstructured) error {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("localcluster-apply"), client.ForceOwnership); err != nil {
+			return err
+		}
+		fmt.Printf("%s/%s applied\n", strings.ToLower(u.GetKind()), u.GetName())
+		return nil
+	})
+}
+
+// remove deletes every object in the YAML files, as `kubectl delete -f` would.
+func remove(ctx context.Context, kubeconfig string, paths []string) error {
+	return eachObject(ctx, kubeconfig, paths, func(c client.Client, u *unstructured.Unstructured) error {
+		if err := client.IgnoreNotFound(c.Delete(ctx, u)); err != nil {
+			return err
+		}
+		fmt.Printf("%s/%s deleted\n", strings.ToLower(u.GetKind()), u.GetName())
+		return nil
+	})
+}
+
+func eachObject(ctx context.Context, kubeconfig string, paths []string, do func(client.Client, *unstructured.Unstructured) error) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -54,10 +75,9 @@ func apply(ctx context.Context, kubeconfig string, paths []string) error {
 			if u.GetNamespace() == "" {
 				u.SetNamespace("default")
 			}
-			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("localcluster-apply"), client.ForceOwnership); err != nil {
-				return fmt.Errorf("%s: applying %s %s: %w", f, u.GetKind(), u.GetName(), err)
+			if err := do(c, u); err != nil {
+				return fmt.Errorf("%s: %s %s: %w", f, u.GetKind(), u.GetName(), err)
 			}
-			fmt.Printf("%s/%s applied\n", strings.ToLower(u.GetKind()), u.GetName())
 		}
 	}
 	return nil

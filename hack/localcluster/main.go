@@ -34,7 +34,7 @@ func run() error {
 	var files []string
 	fs.Func("f", "YAML file or directory to apply (apply only; repeatable)", func(v string) error { files = append(files, v); return nil })
 	if len(os.Args) < 2 {
-		return errors.New("usage: localcluster up|down|status|apply [flags]")
+		return errors.New("usage: localcluster up|down|status|apply|delete [flags]")
 	}
 	verb := os.Args[1]
 	if err := fs.Parse(os.Args[2:]); err != nil {
@@ -86,6 +86,12 @@ func run() error {
 			return errors.New("local control plane is not running; start it with `make local-up`")
 		}
 		return apply(ctx, kubeconfig, files)
+	case "delete":
+		up, kubeconfig := localcluster.Running(ctx, *dir)
+		if !up {
+			return errors.New("local control plane is not running")
+		}
+		return remove(ctx, kubeconfig, files)
 	}
-	return fmt.Errorf("unknown command %q: use up, down, status or apply", verb)
+	return fmt.Errorf("unknown command %q: use up, down, status, apply or delete", verb)
 }

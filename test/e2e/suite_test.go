@@ -33,6 +33,7 @@ var (
 	restConfig *rest.Config
 	k8s        client.Client
 	agentBin   string
+	pluginBin  string
 )
 
 func TestMain(m *testing.M) {
@@ -47,17 +48,21 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	agentBin = filepath.Join(tmp, "agent")
+	// Installed side by side as Krew would: the plugin finds the agent next to it.
+	agentBin = filepath.Join(tmp, "kubectl-topology-agent")
+	pluginBin = filepath.Join(tmp, "kubectl-topology")
 	root, err := localcluster.ModuleRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	build := exec.Command("go", "build", "-o", agentBin, "./cmd/agent")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the agent:", err)
-		return 1
+	for bin, pkg := range map[string]string{agentBin: "./cmd/agent", pluginBin: "./cmd/kubectl-topology"} {
+		build := exec.Command("go", "build", "-o", bin, pkg)
+		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building", pkg, err)
+			return 1
+		}
 	}
 	kubeconfig = os.Getenv("TOPOLOGY_E2E_KUBECONFIG")
 	if kubeconfig == "" {

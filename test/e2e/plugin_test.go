@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+)
+
+// plugin runs the built kubectl-topology binary as a user would.
+func plugin(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := exec.Command(pluginBin, append(args, "--kubeconfig", kubeconfig)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+func mustPlugin(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, err := plugin(t, "", args...)
+	if err != nil {
+		t.Fatalf("kubectl topology %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+// setControlPlaneVersion plays the control plane provider.
+func setControlPlaneVersion(t *testing.T, ns, version string) {
+	t.Helper()
+	ctx := context.Background()
+	c := &unstructured.Unstructured{}
+	c.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Cluster"})
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, c); err != nil {
+		t.Fatal(err)
+	}
+	name, _, _ := unstructured.NestedString(c.Object, "spec", "controlPlaneRef", "name")
+	kcp := &unstructured.Unstructured{}
+	kcp.SetGroupVersionKind(schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta1", Kind: "KubeadmControlPlane"})
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, kcp); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]any{"version": version, "replicas": int64(3), "readyReplicas": int64(3), "updatedReplicas": int64(3)} {
+		_ = unstructured.SetNestedField(kcp.Object, v, "status", k)
+	}
+	if err := k8s.Status().Update(ctx, kcp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPluginWorkflow drives the plugin binary through a cluster's life:
+// install the agent, list, follow and upgrade a Topology, and uninstall.
+func TestPluginWorkflow(t *testing.T) {
+	ctx := context.Background()
+	state := t.TempDir()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "plugin-"}}
+	if err := k8s.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopLocalAgent(state) })
+
+	out := mustPlugin(t, "install", "--local", "--state-dir", state)
+	if !strings.Contains(out, "The agent is ready; its webhooks are registered.") {
+		t.Fatalf("install --local did not report a ready agent:\n%s", out)
+	}
+	if out := mustPlugin(t, "install", "--local", "--state-dir", state); !strings.Contains(out, "already running") {
+		t.Errorf("a second install --local did not notice the running agent:\n%s", out)
+	}
+	out = mustPlugin(t, "version")
+	for _, want := range []string{"agent: running out of cluster at https://localhost:", "API: topology.kubectl-topology.io/v1alpha1", "server: v1.36."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("version lacks %q:\n%s", want, out)
+		}
+	}
+
+	ex, err := fixture.LoadExample(ns.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ex.CreateClass(ctx, k8s); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(ctx, ex.Topology.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "get lists the Topology, its control plane being created", func(context.Context) (bool, error) {
+		out, errOut, err := plugin(t, "", "get", "-n", ns.Name)
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 6 && f[0] == "dev" && f[1] == "docker-kubeadm" && f[2] == "v1.33.1" && f[3] == "0/3" && f[5] == "Creating" {
+				return err == nil, nil
+			}
+		}
+		return false, fmt.Errorf("%s%s", out, errOut)
+	})
+
+	setControlPlaneVersion(t, ns.Name, "v1.33.1")
+	waitFor(t, "status shows the control plane up to date", func(context.Context) (bool, error) {
+		out, _, err := plugin(t, "", "status", "dev", "-n", ns.Name)
+		return err == nil && strings.Contains(out, "├─ control-plane") && strings.Contains(out, "UpToDate") && !strings.Contains(out, "Creating"), fmt.Errorf("%s", out)
+	})
+
+	t.Run("upgrade refuses a skipped minor and changes nothing", func(t *testing.T) {
+		_, errOut, err := plugin(t, "", "upgrade", "dev", "-n", ns.Name, "--version", "v1.35.0", "--yes")
+		if err == nil || !strings.Contains(errOut, "skips a minor version") {
+			t.Fatalf("got %v: %s", err, errOut)
+		}
+		if v := getVersion(t, ns.Name); v != "v1.33.1" {
+			t.Errorf("version %s after a refused upgrade", v)
+		}
+	})
+
+	t.Run("upgrade asks, and no is no", func(t *testing.T) {
+		out, errOut, err := plugin(t, "n\n", "upgrade", "dev", "-n", ns.Name, "--version", "v1.34.0")
+		if err == nil || !strings.Contains(errOut, "not confirmed; nothing was changed") || !strings.Contains(out, "1. control plane") {
+			t.Fatalf("got %v:\n%s%s", err, out, errOut)
+		}
+		if v := getVersion(t, ns.Name); v != "v1.33.1" {
+			t.Errorf("version %s after declining", v)
+		}
+	})
+
+	t.Run("upgrade applies, and status follows the rollout", func(t *testing.T) {
+		out := mustPlugin(t, "upgrade", "dev", "-n", ns.Name, "--version", "v1.34.0", "--yes")
+		if !strings.Contains(out, "Preflight passed") || !strings.Contains(out, "version v1.33.1 → v1.34.0") {
+			t.Fatalf("upgrade output:\n%s", out)
+		}
+		waitFor(t, "status shows the control plane upgrading and the pools waiting", func(context.Context) (bool, error) {
+			out, _, err := plugin(t, "", "status", "dev", "-n", ns.Name)
+			return err == nil && strings.Contains(out, "v1.33.1 → v1.34.0") && strings.Contains(out, "Upgrading") && strings.Contains(out, "waiting for the control plane"), fmt.Errorf("%s", out)
+		})
+		setControlPlaneVersion(t, ns.Name, "v1.34.0")
+		// Without Machines the pools finish at once; --watch returns when settled.
+		out, errOut, err := plugin(t, "", "status", "dev", "-n", ns.Name, "--watch", "--interval", "200ms")
+		if err != nil || strings.Count(out, "UpToDate") < 4 {
+			t.Fatalf("status --watch: %v\n%s%s", err, out, errOut)
+		}
+	})
+
+	t.Run("uninstall is refused while a Topology exists", func(t *testing.T) {
+		_, errOut, err := plugin(t, "", "uninstall", "--state-dir", state)
+		if err == nil || !strings.Contains(errOut, ns.Name+"/dev") {
+			t.Fatalf("got %v: %s", err, errOut)
+		}
+	})
+
+	if err := k8s.Delete(ctx, ex.Topology.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the Topology is gone", func(ctx context.Context) (bool, error) {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "dev"}, &v1alpha1.Topology{})
+		return apierrors.IsNotFound(err), err
+	})
+	if out := mustPlugin(t, "uninstall", "--state-dir", state); !strings.Contains(out, "Stopped the local agent") {
+		t.Errorf("uninstall did not stop the local agent:\n%s", out)
+	}
+	if out := mustPlugin(t, "version"); !strings.Contains(out, "agent: not installed") {
+		t.Errorf("after uninstall, version says:\n%s", out)
+	}
+}
+
+func getVersion(t *testing.T, ns string) string {
+	t.Helper()
+	topo := &v1alpha1.Topology{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
+		t.Fatal(err)
+	}
+	return topo.Spec.Version
+}
+
+// stopLocalAgent ends an agent install --local started, if still running.
+func stopLocalAgent(state string) {
+	data, err := os.ReadFile(filepath.Join(state, "agent.pid"))
+	if err != nil {
+		return
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(data), &pid); err == nil && pid > 0 {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+}
