@@ -175,7 +175,7 @@ func (r *TopologyReconciler) getClass(ctx context.Context, s *scope) (bool, erro
 
 func (r *TopologyReconciler) getTemplates(ctx context.Context, s *scope) (bool, error) {
 	ix := engine.NewTemplateIndex()
-	for _, ref := range classTemplateRefs(s.class.Class) {
+	for _, ref := range engine.ClassTemplateRefs(s.class.Class) {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion(ref.APIVersion)
 		u.SetKind(ref.Kind)
@@ -204,7 +204,7 @@ func (r *TopologyReconciler) getCurrentState(ctx context.Context, s *scope) (boo
 	case !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("reading Cluster %s/%s: %w", s.topo.Namespace, s.topo.Name, err)
 	}
-	live, err := r.listLabelled(ctx, s.topo, generatedKinds(s.class.Class))
+	live, err := r.listLabelled(ctx, s.topo, engine.GeneratedKinds(s.class.Class))
 	if err != nil {
 		return false, err
 	}

@@ -44,7 +44,7 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if w := r.TemplateWatches(); w != nil {
-		for _, ref := range classTemplateRefs(class) {
+		for _, ref := range engine.ClassTemplateRefs(class) {
 			if err := w.Ensure(ctx, schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)); err != nil {
 				return ctrl.Result{}, err
 			}

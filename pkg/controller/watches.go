@@ -90,7 +90,7 @@ func templateKey(gk schema.GroupKind, namespace, name string) string {
 func classTemplateKeys(o client.Object) []string {
 	c := o.(*v1alpha1.TopologyClass)
 	var keys []string
-	for _, ref := range classTemplateRefs(c) {
+	for _, ref := range engine.ClassTemplateRefs(c) {
 		gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
 		keys = append(keys, templateKey(gvk.GroupKind(), ref.Namespace, ref.Name))
 	}

@@ -37,6 +37,9 @@ type PlanOptions struct {
 	Output string
 	// Seed makes generated names reproducible; 0 means random.
 	Seed uint64
+	// Name plans a live Topology; with Filenames, those hold a proposed
+	// version of it.
+	Name string
 
 	namespace string
 	bundle    *bundle.Bundle
@@ -46,7 +49,7 @@ type PlanOptions struct {
 func NewPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &PlanOptions{configFlags: flags, IOStreams: streams}
 	cmd := &cobra.Command{
-		Use:   "plan -f FILE... [--cluster NAME] [--output-directory DIR]",
+		Use:   "plan [NAME] [-f FILE...] [--cluster NAME] [--output-directory DIR]",
 		Short: "Show which objects a topology creates, changes and deletes",
 		Long: `Plan computes the objects a topology consists of — exactly as the agent (and
 Cluster API's topology controller) would — and compares them with the objects
@@ -58,10 +61,21 @@ class references and any objects that exist already.`,
 		Example: `  # What the quick-start class creates for a cluster
   kubectl topology plan -f clusterclass.yaml -f cluster.yaml
 
+  # What the agent would change now on the live cluster, and for a proposed change
+  kubectl topology plan dev
+  kubectl topology plan dev -f dev-with-more-workers.yaml
+
   # Write upstream's 'clusterctl alpha topology plan' layout
   kubectl topology plan -f class.yaml -f cluster.yaml --output-directory out/`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.Name = args[0]
+				if err := o.Validate(); err != nil {
+					return err
+				}
+				return o.RunLive(cmd.Context())
+			}
 			if err := o.Complete(); err != nil {
 				return err
 			}
@@ -78,6 +92,56 @@ class references and any objects that exist already.`,
 	cmd.Flags().Uint64Var(&o.Seed, "random-seed", 0, "Seed for generated name suffixes, for reproducible output")
 	_ = cmd.Flags().MarkHidden("random-seed")
 	return cmd
+}
+
+// RunLive plans a live Topology, or a proposed version of it from -f.
+func (o *PlanOptions) RunLive(ctx context.Context) error {
+	ca, err := connect(o.configFlags)
+	if err != nil {
+		return err
+	}
+	t, err := ca.topology(ctx, ca.namespace, o.Name)
+	if err != nil {
+		return err
+	}
+	if len(o.Filenames) > 0 {
+		b, err := readBundle(o.Filenames, o.In, ca.namespace)
+		if err != nil {
+			return err
+		}
+		proposed, err := pickNamed(b.Topologies, o.Name)
+		if err != nil {
+			return err
+		}
+		proposed.ResourceVersion, proposed.UID, proposed.Generation = t.ResourceVersion, t.UID, t.Generation
+		t = proposed.Topology
+	}
+	p, err := ca.livePlan(ctx, t)
+	if err != nil {
+		return err
+	}
+	var files map[string][]byte
+	if o.OutputDirectory != "" {
+		if files, err = planFiles(p); err != nil {
+			return err
+		}
+	}
+	if err := o.print(&bundle.Topology{Topology: t}, p); err != nil {
+		return err
+	}
+	if files != nil {
+		return writeFiles(o.OutputDirectory, files)
+	}
+	return nil
+}
+
+func pickNamed(ts []*bundle.Topology, name string) (*bundle.Topology, error) {
+	for _, t := range ts {
+		if t.Name == name && t.Upstream == nil {
+			return t, nil
+		}
+	}
+	return nil, fmt.Errorf("-f: the files hold no Topology named %s; give the proposed version of it", name)
 }
 
 // Complete reads the input files.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
@@ -114,6 +115,37 @@ func TestPluginWorkflow(t *testing.T) {
 	waitFor(t, "status shows the control plane up to date", func(context.Context) (bool, error) {
 		out, _, err := plugin(t, "", "status", "dev", "-n", ns.Name)
 		return err == nil && strings.Contains(out, "├─ control-plane") && strings.Contains(out, "UpToDate") && !strings.Contains(out, "Creating"), fmt.Errorf("%s", out)
+	})
+
+	t.Run("plan shows no change for a converged Topology, and what a proposal changes", func(t *testing.T) {
+		if out := mustPlugin(t, "plan", "dev", "-n", ns.Name); !strings.Contains(out, "No changes for "+ns.Name+"/dev.") {
+			t.Errorf("live plan of a converged Topology:\n%s", out)
+		}
+		proposed := ex.Topology.DeepCopy()
+		five := int32(5)
+		proposed.Spec.Workers.MachineDeployments[0].Replicas = &five
+		proposed.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind))
+		data, err := yaml.Marshal(proposed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), "proposed.yaml")
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		out := mustPlugin(t, "plan", "dev", "-n", ns.Name, "-f", file, "--output-directory", dir)
+		if !strings.Contains(out, "MachineDeployment") || !strings.Contains(out, "modified") || strings.Count(out, "\n") != 2 {
+			t.Errorf("plan of a replicas change should modify one MachineDeployment:\n%s", out)
+		}
+		diffs, _ := filepath.Glob(filepath.Join(dir, "modified", "MachineDeployment_*.diff"))
+		if len(diffs) != 1 {
+			t.Fatalf("no diff written for the MachineDeployment: %v", diffs)
+		}
+		diff, _ := os.ReadFile(diffs[0])
+		if !strings.Contains(string(diff), "+  replicas: 5") {
+			t.Errorf("diff does not show replicas 5:\n%s", diff)
+		}
 	})
 
 	t.Run("upgrade refuses a skipped minor and changes nothing", func(t *testing.T) {

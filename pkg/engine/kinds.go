@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+// TemplateRef is one template reference of a class, with the field it is in.
+type TemplateRef struct {
+	corev1.ObjectReference
+	Field string
+}
+
+// ClassTemplateRefs lists every template a class references, namespace filled in.
+func ClassTemplateRefs(c *v1alpha1.TopologyClass) []TemplateRef {
+	var out []TemplateRef
+	add := func(ref *corev1.ObjectReference, field string) {
+		if ref == nil {
+			return
+		}
+		r := TemplateRef{ObjectReference: *ref, Field: field}
+		if r.Namespace == "" {
+			r.Namespace = c.Namespace
+		}
+		out = append(out, r)
+	}
+	s := c.Spec
+	add(s.Infrastructure.Ref, "spec.infrastructure.ref")
+	add(s.ControlPlane.Ref, "spec.controlPlane.ref")
+	if s.ControlPlane.MachineInfrastructure != nil {
+		add(s.ControlPlane.MachineInfrastructure.Ref, "spec.controlPlane.machineInfrastructure.ref")
+	}
+	for i, md := range s.Workers.MachineDeployments {
+		p := "spec.workers.machineDeployments[" + strconv.Itoa(i) + "].template."
+		add(md.Template.Bootstrap.Ref, p+"bootstrap.ref")
+		add(md.Template.Infrastructure.Ref, p+"infrastructure.ref")
+	}
+	for i, mp := range s.Workers.MachinePools {
+		p := "spec.workers.machinePools[" + strconv.Itoa(i) + "].template."
+		add(mp.Template.Bootstrap.Ref, p+"bootstrap.ref")
+		add(mp.Template.Infrastructure.Ref, p+"infrastructure.ref")
+	}
+	return out
+}
+
+// GeneratedKinds are the kinds of the objects a topology of class c consists
+// of, besides the Cluster: what the agent and live plans list to find the
+// current state.
+func GeneratedKinds(c *v1alpha1.TopologyClass) []schema.GroupVersionKind {
+	seen := map[schema.GroupVersionKind]bool{}
+	var out []schema.GroupVersionKind
+	add := func(gvk schema.GroupVersionKind) {
+		if !seen[gvk] {
+			seen[gvk] = true
+			out = append(out, gvk)
+		}
+	}
+	capi := func(kind string) schema.GroupVersionKind {
+		return schema.GroupVersionKind{Group: ClusterAPIGroup, Version: "v1beta1", Kind: kind}
+	}
+	add(capi("MachineDeployment"))
+	add(capi("MachinePool"))
+	add(capi("MachineHealthCheck"))
+	s := c.Spec
+	fromRef := func(ref *corev1.ObjectReference, trim bool) {
+		if ref == nil {
+			return
+		}
+		gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+		if trim {
+			gvk.Kind = trimTemplateSuffix(gvk.Kind)
+		}
+		add(gvk)
+	}
+	fromRef(s.Infrastructure.Ref, true)
+	fromRef(s.ControlPlane.Ref, true)
+	if s.ControlPlane.MachineInfrastructure != nil {
+		fromRef(s.ControlPlane.MachineInfrastructure.Ref, false)
+	}
+	for _, md := range s.Workers.MachineDeployments {
+		fromRef(md.Template.Bootstrap.Ref, false)
+		fromRef(md.Template.Infrastructure.Ref, false)
+	}
+	for _, mp := range s.Workers.MachinePools {
+		// A MachinePool gets a bootstrap config and an infrastructure pool, not templates.
+		fromRef(mp.Template.Bootstrap.Ref, true)
+		fromRef(mp.Template.Infrastructure.Ref, true)
+	}
+	return out
+}
