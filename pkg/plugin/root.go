@@ -43,6 +43,8 @@ Install the agent, then watch and upgrade clusters:
 		NewGetCommand(flags, streams),
 		NewStatusCommand(flags, streams),
 		NewUpgradeCommand(flags, streams),
+		NewScaleCommand(flags, streams),
+		NewSetCommand(flags, streams),
 		NewInstallCommand(flags, streams),
 		NewUninstallCommand(flags, streams),
 		NewVersionCommand(flags, streams),

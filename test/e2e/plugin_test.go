@@ -148,6 +148,29 @@ func TestPluginWorkflow(t *testing.T) {
 		}
 	})
 
+	t.Run("scale and set preview, validate and apply", func(t *testing.T) {
+		out := mustPlugin(t, "scale", "dev", "-n", ns.Name, "--worker", "md-a=4", "--yes")
+		if !strings.Contains(out, "MachineDeployment md-a replicas 2 → 4") || !strings.Contains(out, "modified") {
+			t.Errorf("scale output:\n%s", out)
+		}
+		_, errOut, err := plugin(t, "", "scale", "dev", "-n", ns.Name, "--worker", "nope=1", "--yes")
+		if err == nil || !strings.Contains(errOut, "no pool of that name; it has md-a, md-gpu, mp-0") {
+			t.Errorf("scaling an unknown pool: %v %s", err, errOut)
+		}
+		_, errOut, err = plugin(t, "", "set", "variable", "dev", "-n", ns.Name, "nosuch=1", "--yes")
+		if err == nil || !strings.Contains(errOut, "nothing was changed") || !strings.Contains(errOut, "spec.variables") {
+			t.Errorf("setting an undefined variable: %v %s", err, errOut)
+		}
+		out = mustPlugin(t, "set", "variable", "dev", "-n", ns.Name, "imageRepository=registry.example.com", "--dry-run")
+		if !strings.Contains(out, `variable imageRepository: "" → "registry.example.com"`) || !strings.Contains(out, "KubeadmControlPlane") || !strings.Contains(out, "Dry run") {
+			t.Errorf("set variable --dry-run output:\n%s", out)
+		}
+		waitFor(t, "the scale is reconciled", func(context.Context) (bool, error) {
+			out, _, err := plugin(t, "", "status", "dev", "-n", ns.Name)
+			return err == nil && !strings.Contains(out, "has not seen the latest change") && strings.Contains(out, "0/4 ready"), fmt.Errorf("%s", out)
+		})
+	})
+
 	t.Run("upgrade refuses a skipped minor and changes nothing", func(t *testing.T) {
 		_, errOut, err := plugin(t, "", "upgrade", "dev", "-n", ns.Name, "--version", "v1.35.0", "--yes")
 		if err == nil || !strings.Contains(errOut, "skips a minor version") {
