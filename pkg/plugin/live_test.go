@@ -165,3 +165,27 @@ func TestLiveCommandsRefuseBadFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestGenerate(t *testing.T) {
+	stdout, stderr, code := runPlugin(t, "generate", "dev", "--class", "docker-kubeadm", "--kubernetes-version", "v1.33.1",
+		"--control-plane", "3", "--worker", "md-a:general=2", "--worker", "mp-0:pool=1", "--set", "imageRepository=registry.example.com", "-f", exampleDir+"/class.yaml")
+	if code != 0 {
+		t.Fatalf("generate failed: %s", stderr)
+	}
+	golden(t, "generate-dev.yaml", stdout)
+	bad := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--worker", "md-a=2"}, `class docker-kubeadm has no worker class "md-a"; it has general, gpu, pool`},
+		{[]string{"--set", "maxPods=many"}, "spec.variables[maxPods].value"},
+		{[]string{"--set", "nosuch=1"}, "nosuch"},
+		{[]string{"--worker", "md-a:general=-1"}, "N a whole number"},
+	}
+	for _, tc := range bad {
+		args := append([]string{"generate", "dev", "--class", "docker-kubeadm", "--kubernetes-version", "v1.33.1", "-f", exampleDir + "/class.yaml"}, tc.args...)
+		if _, stderr, code := runPlugin(t, args...); code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("generate %v: exit %d, %q; want an error containing %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

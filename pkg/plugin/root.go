@@ -45,6 +45,7 @@ Install the agent, then watch and upgrade clusters:
 		NewUpgradeCommand(flags, streams),
 		NewScaleCommand(flags, streams),
 		NewSetCommand(flags, streams),
+		NewGenerateCommand(flags, streams),
 		NewInstallCommand(flags, streams),
 		NewUninstallCommand(flags, streams),
 		NewVersionCommand(flags, streams),
