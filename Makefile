@@ -101,6 +101,12 @@ local-up: control-plane-bins ## Start etcd, kube-apiserver and kube-controller-m
 local-down: ## Stop the local control plane; its data stays in .local/.
 	$(GO) run ./hack/localcluster down -dir $(LOCAL_DIR)
 
+VERSION ?= v0.1.0-dev
+
+.PHONY: dist
+dist: ## Plugin archives for every Krew platform and dist/krew.yaml with their sha256.
+	VERSION=$(VERSION) hack/dist.sh
+
 .PHONY: run
 run: demo ## Same as make demo.
 

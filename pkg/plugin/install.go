@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -291,7 +290,7 @@ func printObjects(w interface{ Write([]byte) (int, error) }, objs []*unstructure
 // runLocal starts the agent binary out of cluster, detached, unless one runs.
 func (o *InstallOptions) runLocal(ctx context.Context) error {
 	pidFile := filepath.Join(o.StateDir, "agent.pid")
-	if pid, ok := readPID(pidFile); ok && syscall.Kill(pid, 0) == nil {
+	if pid, ok := readPID(pidFile); ok && processAlive(pid) {
 		fmt.Fprintf(o.Out, "The local agent is already running (pid %d).\n", pid)
 		return nil
 	}
@@ -324,7 +323,7 @@ func (o *InstallOptions) runLocal(ctx context.Context) error {
 	defer logFile.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives this command
+	detach(cmd) // outlives this command
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", bin, err)
 	}
@@ -420,8 +419,8 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		sort.Strings(names)
 		return fmt.Errorf("refusing to uninstall: %d Topologies still exist (%s); without the agent their clusters would be unmanaged. Delete them first", len(names), strings.Join(names, ", "))
 	}
-	if pid, ok := readPID(filepath.Join(o.StateDir, "agent.pid")); ok && syscall.Kill(pid, 0) == nil {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
+	if pid, ok := readPID(filepath.Join(o.StateDir, "agent.pid")); ok && processAlive(pid) {
+		_ = terminate(pid)
 		_ = os.Remove(filepath.Join(o.StateDir, "agent.pid"))
 		fmt.Fprintf(o.Out, "Stopped the local agent (pid %d).\n", pid)
 	}
