@@ -25,6 +25,9 @@ const (
 	providerTag = "addon-topology"
 )
 
+// ProviderLabelValue is the agent's cluster.x-k8s.io/provider label value.
+const ProviderLabelValue = providerTag
+
 // DeploymentName is the agent's Deployment.
 const DeploymentName = "topology-controller-manager"
 

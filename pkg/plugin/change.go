@@ -105,8 +105,9 @@ type ScaleOptions struct {
 func NewScaleCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ScaleOptions{changeOptions: changeOptions{configFlags: flags, IOStreams: streams}, ControlPlane: -1}
 	cmd := &cobra.Command{
-		Use:   "scale NAME [--control-plane N] [--worker POOL=N]...",
-		Short: "Change replicas of the control plane or of pools, with a preview",
+		Use:               "scale NAME [--control-plane N] [--worker POOL=N]...",
+		ValidArgsFunction: completeTopologyNames(flags),
+		Short:             "Change replicas of the control plane or of pools, with a preview",
 		Example: `  kubectl topology scale dev --control-plane 5
   kubectl topology scale dev --worker md-a=4 --worker mp-0=2 --dry-run`,
 		Args: cobra.ExactArgs(1),
@@ -213,8 +214,9 @@ func NewSetCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 	set := &cobra.Command{Use: "set", Short: "Change a Topology's settings, with a preview"}
 	o := &SetVariableOptions{changeOptions: changeOptions{configFlags: flags, IOStreams: streams}}
 	cmd := &cobra.Command{
-		Use:   "variable NAME KEY=VALUE... [--from-file KEY=PATH]",
-		Short: "Set topology variables; values are checked against the class's schemas",
+		Use:               "variable NAME KEY=VALUE... [--from-file KEY=PATH]",
+		ValidArgsFunction: completeTopologyNames(flags),
+		Short:             "Set topology variables; values are checked against the class's schemas",
 		Example: `  kubectl topology set variable dev imageRepository=registry.example.com
   kubectl topology set variable dev auditPolicy='{"enabled":true,"level":"Request"}'
   kubectl topology set variable dev --from-file workerLabels=labels.yaml`,

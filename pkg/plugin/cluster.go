@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/spf13/cobra"
 )
 
 // clusterAccess is what a live command needs: a client, the namespace the
@@ -151,4 +152,28 @@ func tailOf(path string, lines int) string {
 		all = all[len(all)-lines:]
 	}
 	return strings.Join(all, "\n")
+}
+
+// completeTopologyNames completes a Topology NAME argument from the cluster.
+func completeTopologyNames(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ca, err := connect(flags)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		list := &v1alpha1.TopologyList{}
+		if err := ca.client.List(cmd.Context(), list, client.InNamespace(ca.namespace)); err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var names []string
+		for _, t := range list.Items {
+			if strings.HasPrefix(t.Name, toComplete) {
+				names = append(names, t.Name)
+			}
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
 }

@@ -38,8 +38,9 @@ type GetOptions struct {
 func NewGetCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &GetOptions{configFlags: flags, IOStreams: streams, printFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme())}
 	cmd := &cobra.Command{
-		Use:   "get [NAME] [-A]",
-		Short: "List Topologies with their version, replicas and rollout phase",
+		Use:               "get [NAME] [-A]",
+		ValidArgsFunction: completeTopologyNames(flags),
+		Short:             "List Topologies with their version, replicas and rollout phase",
 		Example: `  kubectl topology get
   kubectl topology get dev -o yaml
   kubectl topology get -A -o wide`,

@@ -49,8 +49,9 @@ type PlanOptions struct {
 func NewPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &PlanOptions{configFlags: flags, IOStreams: streams}
 	cmd := &cobra.Command{
-		Use:   "plan [NAME] [-f FILE...] [--cluster NAME] [--output-directory DIR]",
-		Short: "Show which objects a topology creates, changes and deletes",
+		Use:               "plan [NAME] [-f FILE...] [--cluster NAME] [--output-directory DIR]",
+		ValidArgsFunction: completeTopologyNames(flags),
+		Short:             "Show which objects a topology creates, changes and deletes",
 		Long: `Plan computes the objects a topology consists of — exactly as the agent (and
 Cluster API's topology controller) would — and compares them with the objects
 in the input. It runs offline: no cluster is needed.

@@ -38,8 +38,9 @@ type StatusOptions struct {
 func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &StatusOptions{configFlags: flags, IOStreams: streams, Interval: 2 * time.Second}
 	cmd := &cobra.Command{
-		Use:   "status NAME [--watch]",
-		Short: "Show a Topology's rollout: the control plane, then each pool, and why a part waits",
+		Use:               "status NAME [--watch]",
+		ValidArgsFunction: completeTopologyNames(flags),
+		Short:             "Show a Topology's rollout: the control plane, then each pool, and why a part waits",
 		Example: `  kubectl topology status dev
   kubectl topology status dev --watch`,
 		Args: cobra.ExactArgs(1),

@@ -41,8 +41,9 @@ type UpgradeOptions struct {
 func NewUpgradeCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &UpgradeOptions{configFlags: flags, IOStreams: streams, Interval: 2 * time.Second}
 	cmd := &cobra.Command{
-		Use:   "upgrade NAME --version V [--dry-run] [--yes] [--wait]",
-		Short: "Upgrade a Topology's Kubernetes version: preflight, preview, confirm, apply, follow",
+		Use:               "upgrade NAME --version V [--dry-run] [--yes] [--wait]",
+		ValidArgsFunction: completeTopologyNames(flags),
+		Short:             "Upgrade a Topology's Kubernetes version: preflight, preview, confirm, apply, follow",
 		Long: `Upgrade checks the version change with the same rules the agent's webhook
 applies (no downgrade, no skipped minor, no change while a rollout is in
 flight), checks the live state (the agent is caught up and the control plane is

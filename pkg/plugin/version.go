@@ -102,14 +102,17 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 // agentVersion describes the installed agent: the Deployment's image, or an
 // out-of-cluster agent registered by URL, or none.
 func agentVersion(ctx context.Context, ca *clusterAccess) (string, error) {
-	d := &appsv1.Deployment{}
-	err := ca.client.Get(ctx, client.ObjectKey{Namespace: components.Namespace, Name: components.DeploymentName}, d)
-	switch {
-	case err == nil:
+	// Found by the provider label, in whatever namespace it was installed to.
+	deployments := &appsv1.DeploymentList{}
+	if err := ca.client.List(ctx, deployments, client.MatchingLabels{"cluster.x-k8s.io/provider": components.ProviderLabelValue}); err != nil && !apierrors.IsForbidden(err) {
+		return "", explain(err, ca)
+	}
+	for _, d := range deployments.Items {
+		if d.Name != components.DeploymentName {
+			continue
+		}
 		image := d.Spec.Template.Spec.Containers[0].Image
 		return fmt.Sprintf("%s (Deployment %s/%s, %d/%d ready)", image, d.Namespace, d.Name, d.Status.ReadyReplicas, d.Status.Replicas), nil
-	case !apierrors.IsNotFound(err):
-		return "", explain(err, ca)
 	}
 	wh := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := ca.client.Get(ctx, client.ObjectKey{Name: "kubectl-topology-validating"}, wh); err == nil && len(wh.Webhooks) > 0 && wh.Webhooks[0].ClientConfig.URL != nil {

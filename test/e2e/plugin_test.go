@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +27,8 @@ import (
 // plugin runs the built kubectl-topology binary as a user would.
 func plugin(t *testing.T, stdin string, args ...string) (string, string, error) {
 	t.Helper()
-	cmd := exec.Command(pluginBin, append(args, "--kubeconfig", kubeconfig)...)
+	cmd := exec.Command(pluginBin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	var out, errOut bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
 	err := cmd.Run()
@@ -76,6 +78,9 @@ func TestPluginWorkflow(t *testing.T) {
 	}
 	t.Cleanup(func() { stopLocalAgent(state) })
 
+	if help, err := exec.Command(pluginBin, "--help").Output(); err != nil || !strings.Contains(string(help), "kubectl topology [command]") {
+		t.Errorf("run as kubectl-topology, help should speak of `kubectl topology` (%v):\n%s", err, help)
+	}
 	out := mustPlugin(t, "install", "--local", "--state-dir", state)
 	if !strings.Contains(out, "The agent is ready; its webhooks are registered.") {
 		t.Fatalf("install --local did not report a ready agent:\n%s", out)
@@ -97,9 +102,21 @@ func TestPluginWorkflow(t *testing.T) {
 	if err := ex.CreateClass(ctx, k8s); err != nil {
 		t.Fatal(err)
 	}
-	if err := k8s.Create(ctx, ex.Topology.DeepCopy()); err != nil {
-		t.Fatal(err)
+	// The user writes the Topology with generate, from the class on the cluster.
+	generated := mustPlugin(t, "generate", "dev", "-n", ns.Name, "--class", "docker-kubeadm", "--kubernetes-version", "v1.33.1",
+		"--control-plane", "3", "--worker", "md-a:general=2", "--worker", "md-gpu:gpu=1", "--worker", "mp-0:pool=1")
+	topo := &v1alpha1.Topology{}
+	if err := yaml.UnmarshalStrict([]byte(generated), topo); err != nil {
+		t.Fatalf("generate wrote something that is not a Topology: %v\n%s", err, generated)
 	}
+	if err := k8s.Create(ctx, topo); err != nil {
+		t.Fatalf("the API server refused the generated Topology: %v", err)
+	}
+	ex.Topology = topo
+	waitFor(t, "completion offers the Topology's name", func(context.Context) (bool, error) {
+		out, _, err := plugin(t, "", "__complete", "status", "-n", ns.Name, "d")
+		return err == nil && strings.HasPrefix(out, "dev\n"), fmt.Errorf("%s", out)
+	})
 	waitFor(t, "get lists the Topology, its control plane being created", func(context.Context) (bool, error) {
 		out, errOut, err := plugin(t, "", "get", "-n", ns.Name)
 		for _, line := range strings.Split(out, "\n") {
@@ -248,5 +265,34 @@ func stopLocalAgent(state string) {
 	var pid int
 	if _, err := fmt.Sscan(string(data), &pid); err == nil && pid > 0 {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+}
+
+// TestInstallInCluster applies the in-cluster components with the plugin. The
+// local control plane runs no Pods, so it does not wait for the agent; it
+// checks the transformations, idempotence, version and uninstall.
+func TestInstallInCluster(t *testing.T) {
+	ctx := context.Background()
+	for range 2 { // the second run upgrades in place
+		out := mustPlugin(t, "install", "--wait=false", "--target-namespace", "topology-e2e", "--watch-namespace", "team-a", "--version", "v9.9.9")
+		if !strings.Contains(out, "deployment/topology-controller-manager applied") {
+			t.Fatalf("install output:\n%s", out)
+		}
+	}
+	d := &appsv1.Deployment{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "topology-e2e", Name: "topology-controller-manager"}, d); err != nil {
+		t.Fatal(err)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	if c.Image != "kubectl-topology/agent:v9.9.9" || !strings.Contains(strings.Join(c.Args, " "), "--namespace=team-a") {
+		t.Errorf("Deployment container %s %v", c.Image, c.Args)
+	}
+	if out := mustPlugin(t, "version"); !strings.Contains(out, "agent: kubectl-topology/agent:v9.9.9 (Deployment topology-e2e/topology-controller-manager") {
+		t.Errorf("version:\n%s", out)
+	}
+	mustPlugin(t, "uninstall", "--target-namespace", "topology-e2e")
+	err := k8s.Get(ctx, client.ObjectKey{Namespace: "topology-e2e", Name: "topology-controller-manager"}, &appsv1.Deployment{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the Deployment survived uninstall: %v", err)
 	}
 }
