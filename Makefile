@@ -21,7 +21,7 @@ KUBE_LDFLAGS    = -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSI
 CLUSTERCTL     ?= $(BIN)/clusterctl
 SHARED         ?= $(CURDIR)/../shared
 
-.PHONY: all build test unit generate manifests image bench lint fmt vet parity clean help
+.PHONY: all build test e2e unit generate manifests image bench lint fmt vet parity clean help
 
 all: build ## Build the binaries.
 
@@ -70,6 +70,9 @@ image: ## Build the agent image with the local Docker engine, from a static bina
 
 bench: ## Run the benchmarks.
 	$(GO) test ./pkg/... -run '^$$' -bench . -benchmem
+
+e2e: control-plane-bins ## The built binaries driven as a user would, against a local control plane (part of make test).
+	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./test/e2e/ -count=1 -timeout 20m
 
 bench-scale: control-plane-bins ## 1,000 Topologies on one local control plane: convergence time, requests, RSS, no-op resync.
 	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./test/e2e/ -run '^$$' -bench BenchmarkThousandTopologies -benchtime 1x -timeout 90m

@@ -225,6 +225,17 @@ func TestPluginWorkflow(t *testing.T) {
 		}
 	})
 
+	t.Run("errors say what to do", func(t *testing.T) {
+		_, errOut, err := plugin(t, "", "get", "-n", ns.Name, "--as", "nobody")
+		if err == nil || !strings.Contains(errOut, "forbidden") || !strings.Contains(errOut, "topologies") || !strings.Contains(errOut, "ask for RBAC") {
+			t.Errorf("get without RBAC: %v %s", err, errOut)
+		}
+		_, errOut, err = plugin(t, "", "status", "nope", "-n", ns.Name)
+		if err == nil || !strings.Contains(errOut, "Topology "+ns.Name+"/nope not found; list them with `kubectl topology get -n "+ns.Name+"`") {
+			t.Errorf("status of a missing Topology: %v %s", err, errOut)
+		}
+	})
+
 	t.Run("uninstall is refused while a Topology exists", func(t *testing.T) {
 		_, errOut, err := plugin(t, "", "uninstall", "--state-dir", state)
 		if err == nil || !strings.Contains(errOut, ns.Name+"/dev") {
