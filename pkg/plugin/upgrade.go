@@ -176,70 +176,11 @@ func (o *UpgradeOptions) explainConflict(ctx context.Context, read *v1alpha1.Top
 		read.Namespace, read.Name, readVersion, now.Spec.Version, read.Generation, now.Generation)
 }
 
-// printUpgradePreview lists the rollout in order: the control plane, then
-// MachineDeployments in batches of the upgrade concurrency, then MachinePools.
+// printUpgradePreview lists the rollout in order, as the engine plans it.
 func printUpgradePreview(w io.Writer, t *v1alpha1.Topology, version string) {
 	fmt.Fprintf(w, "Rollout of Topology %s/%s to %s:\n", t.Namespace, t.Name, version)
-	step := 1
-	replaced := func(p *v1alpha1.PartStatus, desired *int32) string {
-		n := int32(0)
-		switch {
-		case desired != nil:
-			n = *desired
-		case p != nil:
-			n = p.Replicas
-		}
-		return fmt.Sprintf("%d machine(s) replaced", n)
-	}
-	cpName := "control plane"
-	if cp := t.Status.ControlPlane; cp != nil && cp.ObjectName != "" {
-		cpName += " " + cp.ObjectName
-	}
-	fmt.Fprintf(w, "  %d. %s: %s → %s, %s\n", step, cpName, t.Spec.Version, version, replaced(t.Status.ControlPlane, t.Spec.ControlPlane.Replicas))
-	step++
-	if t.Spec.Workers == nil {
-		return
-	}
-	concurrency := engine.UpgradeConcurrency(t)
-	status := map[string]*v1alpha1.PartStatus{}
-	for i := range t.Status.MachineDeployments {
-		status[t.Status.MachineDeployments[i].Name] = &t.Status.MachineDeployments[i]
-	}
-	var batch []string
-	flush := func() {
-		if len(batch) > 0 {
-			fmt.Fprintf(w, "  %d. %s\n", step, strings.Join(batch, "; "))
-			step++
-			batch = nil
-		}
-	}
-	held := false
-	var waiting []string
-	for _, md := range t.Spec.Workers.MachineDeployments {
-		_, hold := md.Metadata.Annotations[engine.HoldUpgradeSequenceAnnotation]
-		_, deferred := md.Metadata.Annotations[engine.DeferUpgradeAnnotation]
-		held = held || hold
-		desc := fmt.Sprintf("%s (%s): %s", md.Name, md.Class, replaced(status[md.Name], md.Replicas))
-		switch {
-		case deferred:
-			waiting = append(waiting, md.Name+" is deferred ("+engine.DeferUpgradeAnnotation+"): it stays at "+t.Spec.Version)
-			continue
-		case held:
-			waiting = append(waiting, md.Name+" is held ("+engine.HoldUpgradeSequenceAnnotation+"): it waits until the annotation is removed")
-			continue
-		}
-		batch = append(batch, desc)
-		if len(batch) == concurrency {
-			flush()
-		}
-	}
-	flush()
-	for _, mp := range t.Spec.Workers.MachinePools {
-		fmt.Fprintf(w, "  %d. MachinePool %s (%s)\n", step, mp.Name, mp.Class)
-		step++
-	}
-	for _, s := range waiting {
-		fmt.Fprintf(w, "  not upgraded: %s\n", s)
+	for _, line := range engine.PlanUpgrade(t, version).Lines() {
+		fmt.Fprintf(w, "  %s\n", line)
 	}
 }
 
