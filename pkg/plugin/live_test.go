@@ -189,3 +189,10 @@ func TestGenerate(t *testing.T) {
 		}
 	}
 }
+
+func TestEditNeedsATerminal(t *testing.T) {
+	_, stderr, code := runPlugin(t, "edit", "dev")
+	if code == 0 || !strings.Contains(stderr, "edit needs a terminal; without one, use `kubectl topology scale`, `set variable` or `upgrade`") {
+		t.Errorf("edit without a terminal: exit %d, %q", code, stderr)
+	}
+}

@@ -24,25 +24,7 @@ const agentFieldManager = "kubectl-topology"
 // server-side-apply dry run so defaulting, webhooks and field ownership are
 // accounted for, compared with what exists.
 func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha1.Topology) (*plan.Plan, error) {
-	classNS := t.Spec.ClassNamespace
-	if classNS == "" {
-		classNS = t.Namespace
-	}
-	class := &v1alpha1.TopologyClass{}
-	if err := ca.client.Get(ctx, client.ObjectKey{Namespace: classNS, Name: t.Spec.Class}, class); err != nil {
-		return nil, fmt.Errorf("spec.class: reading TopologyClass %s/%s: %w", classNS, t.Spec.Class, explain(err, ca))
-	}
-	templates := engine.NewTemplateIndex()
-	for _, ref := range engine.ClassTemplateRefs(class) {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion(ref.APIVersion)
-		u.SetKind(ref.Kind)
-		if err := ca.client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
-			return nil, fmt.Errorf("TopologyClass %s %s: reading %s %s/%s: %w", class.Name, ref.Field, ref.Kind, ref.Namespace, ref.Name, explain(err, ca))
-		}
-		templates.Add(u)
-	}
-	current, err := ca.generatedObjects(ctx, t, class)
+	class, templates, current, err := ca.readBlueprint(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +52,34 @@ func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha1.Topology) (*p
 		stripServerFields(o)
 	}
 	return plan.Compute(plan.Input{Desired: res.Desired, Current: current, Cluster: t.Name, Namespace: t.Namespace})
+}
+
+// readBlueprint reads what the engine needs for t from the cluster: its class,
+// the class's templates, and the objects generated for it.
+func (ca *clusterAccess) readBlueprint(ctx context.Context, t *v1alpha1.Topology) (*v1alpha1.TopologyClass, *engine.TemplateIndex, []*unstructured.Unstructured, error) {
+	classNS := t.Spec.ClassNamespace
+	if classNS == "" {
+		classNS = t.Namespace
+	}
+	class := &v1alpha1.TopologyClass{}
+	if err := ca.client.Get(ctx, client.ObjectKey{Namespace: classNS, Name: t.Spec.Class}, class); err != nil {
+		return nil, nil, nil, fmt.Errorf("spec.class: reading TopologyClass %s/%s: %w", classNS, t.Spec.Class, explain(err, ca))
+	}
+	templates := engine.NewTemplateIndex()
+	for _, ref := range engine.ClassTemplateRefs(class) {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(ref.APIVersion)
+		u.SetKind(ref.Kind)
+		if err := ca.client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
+			return nil, nil, nil, fmt.Errorf("TopologyClass %s %s: reading %s %s/%s: %w", class.Name, ref.Field, ref.Kind, ref.Namespace, ref.Name, explain(err, ca))
+		}
+		templates.Add(u)
+	}
+	current, err := ca.generatedObjects(ctx, t, class)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return class, templates, current, nil
 }
 
 // generatedObjects lists the Cluster and every object labelled for it.

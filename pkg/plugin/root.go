@@ -46,6 +46,7 @@ Install the agent, then watch and upgrade clusters:
 		NewScaleCommand(flags, streams),
 		NewSetCommand(flags, streams),
 		NewGenerateCommand(flags, streams),
+		NewEditCommand(flags, streams),
 		NewInstallCommand(flags, streams),
 		NewUninstallCommand(flags, streams),
 		NewVersionCommand(flags, streams),

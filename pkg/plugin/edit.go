@@ -1,0 +1,103 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/tui"
+)
+
+// EditOptions are the inputs of `edit`.
+type EditOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	// Name is the Topology.
+	Name string
+	// ReadOnly browses without applying.
+	ReadOnly bool
+}
+
+// NewEditCommand returns `edit`.
+func NewEditCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &EditOptions{configFlags: flags, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:               "edit NAME [--read-only]",
+		ValidArgsFunction: completeTopologyNames(flags),
+		Short:             "Edit a Topology in the terminal, with live validation and a preview of what rolls out",
+		Long: `Edit opens a full-screen editor of a live Topology: its version, replicas and
+variables. Every keystroke re-runs the agent's own checks (the webhook's field
+errors, version rules) and previews the objects that change and the order of
+the rollout. Apply asks first and writes guarded by the resourceVersion; if
+the Topology changed on the server meanwhile, your edits are kept on top of
+the new version for you to check and apply again.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVar(&o.ReadOnly, "read-only", false, "Browse and preview only; never apply")
+	return cmd
+}
+
+// Validate refuses to run without a terminal.
+func (o *EditOptions) Validate() error {
+	in, inOK := o.In.(interface{ Fd() uintptr })
+	out, outOK := o.Out.(interface{ Fd() uintptr })
+	if !inOK || !outOK || !term.IsTerminal(int(in.Fd())) || !term.IsTerminal(int(out.Fd())) {
+		return fmt.Errorf("edit needs a terminal; without one, use `kubectl topology scale`, `set variable` or `upgrade`, which validate and preview the same way")
+	}
+	return nil
+}
+
+// Run opens the editor.
+func (o *EditOptions) Run(ctx context.Context) error {
+	ca, err := connect(o.configFlags)
+	if err != nil {
+		return err
+	}
+	t, err := ca.topology(ctx, ca.namespace, o.Name)
+	if err != nil {
+		return err
+	}
+	class, templates, current, err := ca.readBlueprint(ctx, t)
+	if err != nil {
+		return err
+	}
+	apply := func(ctx context.Context, edited *v1alpha1.Topology) (*v1alpha1.Topology, error) {
+		if err := ca.client.Update(ctx, edited); err != nil {
+			if apierrors.IsConflict(err) {
+				latest, gerr := ca.topology(ctx, edited.Namespace, edited.Name)
+				if gerr != nil {
+					return nil, gerr
+				}
+				return latest, tui.ErrConflict
+			}
+			return nil, explain(err, ca)
+		}
+		return edited, nil
+	}
+	m, err := tui.NewEditModel(ctx, tui.Inputs{Topology: t, Class: class, Templates: templates, Current: current}, apply, o.ReadOnly)
+	if err != nil {
+		return err
+	}
+	final, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithContext(ctx)).Run()
+	if err != nil {
+		return err
+	}
+	if em, ok := final.(*tui.EditModel); ok && em.Applied {
+		fmt.Fprintf(o.Out, "Topology %s/%s updated. Follow it with: kubectl topology status %s -n %s --watch\n", t.Namespace, t.Name, t.Name, t.Namespace)
+	}
+	return nil
+}

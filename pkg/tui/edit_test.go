@@ -1,0 +1,234 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/muesli/termenv"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+)
+
+func init() {
+	// Golden files hold plain text: no colour escape codes.
+	lipgloss.SetColorProfile(termenv.Ascii)
+}
+
+// exampleInputs is the example topology as the agent left it: every object
+// created, the control plane stable at v1.33.1.
+func exampleInputs(t *testing.T) Inputs {
+	t.Helper()
+	ex, err := fixture.LoadExample("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := ex.Topology.DeepCopy()
+	topo.UID, topo.Generation, topo.ResourceVersion = "topo-uid", 1, "10"
+	res, err := engine.Compute(context.Background(), engine.Input{Topology: topo, Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var current []*unstructured.Unstructured
+	for _, o := range res.Desired.Objects() {
+		o = o.DeepCopy()
+		if o.GetKind() == "KubeadmControlPlane" { // as the provider reports it
+			_ = unstructured.SetNestedField(o.Object, "v1.33.1", "status", "version")
+			_ = unstructured.SetNestedField(o.Object, int64(3), "status", "replicas")
+		}
+		current = append(current, o)
+	}
+	topo.Spec.Variables = res.Variables
+	obs := &engine.Observed{ControlPlane: engine.PartObserved{Exists: true, SpecVersion: "v1.33.1", StatusVersion: "v1.33.1", Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3}, MachineDeployments: map[string]engine.PartObserved{}, MachinePools: map[string]engine.PartObserved{}}
+	for _, md := range topo.Spec.Workers.MachineDeployments {
+		obs.MachineDeployments[md.Name] = engine.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
+	}
+	for _, mp := range topo.Spec.Workers.MachinePools {
+		obs.MachinePools[mp.Name] = engine.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
+	}
+	topo.Status.ObservedGeneration = 1
+	engine.Summarize(topo, engine.Sequence(topo, obs), obs, &topo.Status)
+	return Inputs{Topology: topo, Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Current: current}
+}
+
+// fakeServer records applies; conflict makes the next one fail with latest.
+type fakeServer struct {
+	mu       sync.Mutex
+	applied  []*v1alpha1.Topology
+	conflict *v1alpha1.Topology
+}
+
+func (s *fakeServer) apply(_ context.Context, edited *v1alpha1.Topology) (*v1alpha1.Topology, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conflict != nil {
+		latest := s.conflict
+		s.conflict = nil
+		return latest, ErrConflict
+	}
+	s.applied = append(s.applied, edited)
+	return edited, nil
+}
+
+func newModel(t *testing.T, in Inputs, srv *fakeServer) *EditModel {
+	t.Helper()
+	m, err := NewEditModel(context.Background(), in, srv.apply, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func press(m *EditModel, keys ...tea.KeyMsg) {
+	for _, k := range keys {
+		_, cmd := m.Update(k)
+		if cmd != nil {
+			m.Update(cmd())
+		}
+	}
+}
+
+func typed(s string) tea.KeyMsg    { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
+func keyOf(k tea.KeyType) tea.KeyMsg { return tea.KeyMsg{Type: k} }
+
+// replace clears the selected field and types s.
+func replace(m *EditModel, s string) {
+	for range len(m.fields[m.cursor].value) {
+		press(m, keyOf(tea.KeyBackspace))
+	}
+	press(m, typed(s))
+}
+
+func goTo(t *testing.T, m *EditModel, label string) {
+	t.Helper()
+	for range m.fields {
+		if m.fields[m.cursor].label == label {
+			return
+		}
+		press(m, keyOf(tea.KeyDown))
+	}
+	t.Fatalf("no field %q", label)
+}
+
+// goldenView compares a view with testdata/<test name>.golden; -update (the
+// golden package's flag) rewrites it.
+func goldenView(t *testing.T, got string) {
+	t.Helper()
+	golden.RequireEqual(t, []byte(got))
+}
+
+// TestEditUpgradeFlow drives the real program with teatest: change the
+// version, see the ordered rollout, apply, confirm.
+func TestEditUpgradeFlow(t *testing.T) {
+	srv := &fakeServer{}
+	m := newModel(t, exampleInputs(t), srv)
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
+	for range len("v1.33.1") {
+		tm.Send(keyOf(tea.KeyBackspace))
+	}
+	tm.Type("v1.34.0")
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		return bytes.Contains(b, []byte("1. control plane")) && bytes.Contains(b, []byte("v1.33.1 → v1.34.0"))
+	}, teatest.WithDuration(10*time.Second))
+	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlS})
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("? y/n")) }, teatest.WithDuration(5*time.Second))
+	tm.Type("y")
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("Applied to default/dev")) }, teatest.WithDuration(5*time.Second))
+	tm.Send(tea.KeyMsg{Type: tea.KeyEsc})
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*EditModel)
+	if len(srv.applied) != 1 || srv.applied[0].Spec.Version != "v1.34.0" || srv.applied[0].ResourceVersion != "10" {
+		t.Fatalf("applied %+v; want one write of v1.34.0 guarded by resourceVersion 10", srv.applied)
+	}
+	if !final.Applied {
+		t.Error("the model does not know it applied")
+	}
+}
+
+func TestEditPreviewGolden(t *testing.T) {
+	m := newModel(t, exampleInputs(t), &fakeServer{})
+	m.SetSize(80, 24)
+	replace(m, "v1.34.0")
+	goTo(t, m, "md-a (general) replicas")
+	replace(m, "4")
+	goldenView(t, m.View())
+	if !m.canApply() {
+		t.Error("a valid edit cannot be applied")
+	}
+}
+
+func TestEditInvalidVariable(t *testing.T) {
+	m := newModel(t, exampleInputs(t), &fakeServer{})
+	m.SetSize(80, 24)
+	goTo(t, m, "maxPods")
+	replace(m, "5")
+	view := m.View()
+	if !strings.Contains(view, "✗ should be greater than or equal to 10") || m.canApply() {
+		t.Errorf("maxPods=5: want the schema's error at the field and apply disabled:\n%s", view)
+	}
+	goTo(t, m, "auditPolicy")
+	replace(m, `{"enabled":true,"level":"None"}`)
+	goTo(t, m, "maxPods")
+	replace(m, "30")
+	if !strings.Contains(m.View(), "an enabled audit policy needs a level other than None") {
+		t.Errorf("the class's CEL rule is not shown:\n%s", m.View())
+	}
+	press(m, tea.KeyMsg{Type: tea.KeyCtrlS})
+	if m.confirming || m.message != "fix what is red first" {
+		t.Errorf("apply with errors: confirming %v, message %q", m.confirming, m.message)
+	}
+	goldenView(t, m.View())
+}
+
+func TestEditDowngradeBlocked(t *testing.T) {
+	m := newModel(t, exampleInputs(t), &fakeServer{})
+	replace(m, "v1.32.0")
+	if !strings.Contains(m.View(), "downgrading from v1.33.1 to v1.32.0 is not supported") || m.canApply() {
+		t.Errorf("downgrade not blocked:\n%s", m.View())
+	}
+	replace(m, "v1.35.0")
+	if !strings.Contains(m.View(), "skips a minor version") || m.canApply() {
+		t.Errorf("skipped minor not blocked:\n%s", m.View())
+	}
+}
+
+func TestEditConflictKeepsEdits(t *testing.T) {
+	in := exampleInputs(t)
+	latest := in.Topology.DeepCopy()
+	five := int32(5)
+	latest.Spec.ControlPlane.Replicas = &five
+	latest.ResourceVersion = "11"
+	srv := &fakeServer{conflict: latest}
+	m := newModel(t, in, srv)
+	replace(m, "v1.34.0")
+	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
+	if !strings.Contains(m.message, `control plane replicas "3" → "5"`) || m.fields[0].value != "v1.34.0" || m.fields[1].value != "5" {
+		t.Fatalf("after a conflict: message %q, version %q, replicas %q", m.message, m.fields[0].value, m.fields[1].value)
+	}
+	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
+	if len(srv.applied) != 1 || srv.applied[0].ResourceVersion != "11" || *srv.applied[0].Spec.ControlPlane.Replicas != 5 || srv.applied[0].Spec.Version != "v1.34.0" {
+		t.Fatalf("re-applied %+v; want v1.34.0 on top of the server's resourceVersion 11 with its 5 replicas", srv.applied)
+	}
+}
+
+func TestEditReadOnly(t *testing.T) {
+	m, err := NewEditModel(context.Background(), exampleInputs(t), (&fakeServer{}).apply, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	press(m, typed("x"), tea.KeyMsg{Type: tea.KeyCtrlS})
+	if m.fields[0].value != "v1.33.1" || m.confirming {
+		t.Errorf("read-only editor changed: %q, confirming %v", m.fields[0].value, m.confirming)
+	}
+}
+
