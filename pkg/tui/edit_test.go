@@ -99,7 +99,7 @@ func press(m *EditModel, keys ...tea.KeyMsg) {
 	}
 }
 
-func typed(s string) tea.KeyMsg    { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
+func typed(s string) tea.KeyMsg      { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
 func keyOf(k tea.KeyType) tea.KeyMsg { return tea.KeyMsg{Type: k} }
 
 // replace clears the selected field and types s.
@@ -231,4 +231,3 @@ func TestEditReadOnly(t *testing.T) {
 		t.Errorf("read-only editor changed: %q, confirming %v", m.fields[0].value, m.confirming)
 	}
 }
-
