@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -230,4 +231,18 @@ func TestEditReadOnly(t *testing.T) {
 	if m.fields[0].value != "v1.33.1" || m.confirming {
 		t.Errorf("read-only editor changed: %q, confirming %v", m.fields[0].value, m.confirming)
 	}
+}
+
+// BenchmarkEditKeystroke measures one keystroke's recompute in the editor —
+// validation, version rules, desired state and plan — on the example class.
+func BenchmarkEditKeystroke(b *testing.B) {
+	t := &testing.T{}
+	m := newModel(t, exampleInputs(t), &fakeServer{})
+	goTo(t, m, "md-a (general) replicas")
+	b.ResetTimer()
+	for i := range b.N {
+		press(m, typed(fmt.Sprint(i%10)))
+		press(m, keyOf(tea.KeyBackspace))
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(2*b.N), "µs/keystroke")
 }
