@@ -13,8 +13,11 @@ import (
 
 	"github.com/creack/pty"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
@@ -67,6 +70,15 @@ func TestEditInTerminal(t *testing.T) {
 	if err := k8s.Create(ctx, ex.Topology.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
+	// Leave no Topology behind for the tests after this one; runs before the
+	// agent stops (cleanups run last-registered first).
+	t.Cleanup(func() {
+		_ = k8s.Delete(ctx, ex.Topology.DeepCopy())
+		waitFor(t, "the Topology is deleted", func(ctx context.Context) (bool, error) {
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), &v1alpha1.Topology{})
+			return apierrors.IsNotFound(err), err
+		})
+	})
 	waitFor(t, "the Cluster exists", func(ctx context.Context) (bool, error) {
 		objs, err := fixture.Live(ctx, k8s, ns.Name, "dev")
 		return len(objs) > 10, err
