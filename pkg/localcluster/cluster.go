@@ -110,13 +110,15 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.startAPIServer(ctx, pkiDir); err != nil {
 		return nil, err
 	}
-	if err := c.startControllerManager(ctx, pkiDir); err != nil {
-		return nil, err
-	}
+	// CRDs before the controller manager: its garbage collector then watches
+	// their kinds from the start instead of after its next discovery resync.
 	if len(opts.CRDDirs) > 0 {
 		if err := InstallCRDs(ctx, c.Config, opts.CRDDirs...); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.startControllerManager(ctx, pkiDir); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -50,7 +50,9 @@ func waitFor(t *testing.T, what string, cond func(context.Context) (bool, error)
 	var last error
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		ok, err := cond(ctx)
-		last = err
+		if err != nil && ctx.Err() == nil {
+			last = err // keep the last real state, not the deadline's error
+		}
 		return ok, nil
 	})
 	if err != nil {
