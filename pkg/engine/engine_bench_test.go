@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/bundle"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
 func loadExample(tb testing.TB) (*bundle.Bundle, *bundle.Topology, *bundle.Class) {
@@ -68,26 +68,7 @@ func BenchmarkComputeExample(b *testing.B) {
 // BenchmarkComputeStress is the stress class: 100 variables, 200 patches, 20 MachineDeployments.
 func BenchmarkComputeStress(b *testing.B) {
 	bn, topo, class := loadExample(b)
-	c := class.TopologyClass.DeepCopy()
-	t := topo.Topology.DeepCopy()
-	base := c.Spec.Variables[0]
-	for i := 0; len(c.Spec.Variables) < 100; i++ {
-		v := *base.DeepCopy()
-		v.Name = fmt.Sprintf("var%03d", i)
-		c.Spec.Variables = append(c.Spec.Variables, v)
-	}
-	for i := 0; len(c.Spec.Patches) < 200; i++ {
-		p := *c.Spec.Patches[i%5].DeepCopy() // the 6th removes a field: applied twice it fails, as it should
-		p.Name = fmt.Sprintf("%s-%03d", p.Name, i)
-		c.Spec.Patches = append(c.Spec.Patches, p)
-	}
-	mds := t.Spec.Workers.MachineDeployments
-	for i := 0; len(mds) < 20; i++ {
-		md := *mds[i%2].DeepCopy()
-		md.Name = fmt.Sprintf("md-%02d", i)
-		mds = append(mds, md)
-	}
-	t.Spec.Workers.MachineDeployments = mds
+	c, t := fixture.Stress(class.TopologyClass, topo.Topology)
 	cat, errs := variables.NewCatalog(c.Spec.Variables)
 	if len(errs) > 0 {
 		b.Fatal(errs)

@@ -289,7 +289,7 @@ func (m *EditModel) recompute(ctx context.Context) {
 		m.checks = append(m.checks, err.Error())
 		return
 	}
-	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: m.in.Current, Cluster: t.Name, Namespace: t.Namespace})
+	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: m.in.Current, Cluster: t.Name, Namespace: t.Namespace, Summary: true})
 	if err != nil {
 		m.checks = append(m.checks, err.Error())
 		return

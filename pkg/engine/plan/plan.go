@@ -75,6 +75,9 @@ type Input struct {
 	Cluster string
 	// Namespace of the topology.
 	Namespace string
+	// Summary skips RFC 6902 operations and unified diffs: for previews that
+	// list changes on every keystroke and show a diff only on request.
+	Summary bool
 }
 
 // Compute builds the plan.
@@ -93,7 +96,7 @@ func Compute(in Input) (*Plan, error) {
 			p.Changes = append(p.Changes, Change{Action: Created, Object: d})
 			continue
 		}
-		ch, changed, err := modification(cur, d)
+		ch, changed, err := modification(cur, d, in.Summary)
 		if err != nil {
 			return nil, fmt.Errorf("comparing %s: %w", k, err)
 		}
@@ -122,7 +125,7 @@ func generatedFor(o *unstructured.Unstructured, cluster string) bool {
 
 // modification merges the desired labels, annotations and spec into the
 // current object, as an apply by the topology controller does.
-func modification(cur, desired *unstructured.Unstructured) (Change, bool, error) {
+func modification(cur, desired *unstructured.Unstructured, summary bool) (Change, bool, error) {
 	after := cur.DeepCopy()
 	merge := map[string]any{}
 	if l := desired.GetLabels(); len(l) > 0 {
@@ -167,6 +170,9 @@ func modification(cur, desired *unstructured.Unstructured) (Change, bool, error)
 	}
 	if string(mp) == "{}" {
 		return Change{}, false, nil
+	}
+	if summary {
+		return Change{Action: Modified, Object: after, Before: cur, MergePatch: mp}, true, nil
 	}
 	ops, err := rfc6902.CreatePatch(beforeJSON, afterJSON)
 	if err != nil {
