@@ -25,6 +25,8 @@ No provider runs here, so the control plane stays "Creating" until something
 reports its status, as CAPD would. Try:
   export KUBECONFIG=$KUBECONFIG
   $kt status dev                                   # the rollout tree
+  $kt edit dev                                     # change it in the terminal, with live checks
+  $kt plan dev                                     # what the agent would change now
   $kt upgrade dev --version v1.34.0 --dry-run      # preflight and preview
   $kt plan -f examples/docker/                     # the same objects, offline
   $kt version
