@@ -221,20 +221,30 @@ func collectInline(r *renderer, p *v1alpha1.ClusterClassPatch, field string, t *
 // applyOps applies RFC 6902 operations to obj; only the spec of the result is
 // kept, as patches may not touch metadata.
 func applyOps(obj *unstructured.Unstructured, ops []map[string]any) error {
-	doc, err := json.Marshal(obj.Object)
+	// Patch paths start with /spec/ (the class is validated for it), so the
+	// document is the spec alone: metadata is neither read nor rewritten.
+	doc, err := json.Marshal(map[string]any{"spec": obj.Object["spec"]})
 	if err != nil {
 		return err
 	}
-	raw, err := json.Marshal(ops)
-	if err != nil {
-		return err
-	}
-	patch, err := jsonpatch.DecodePatch(raw)
-	if err != nil {
-		return fmt.Errorf("decoding JSON patch: %w", err)
+	// The operations are built as json-patch's own type, field by field,
+	// rather than marshalled whole and decoded again.
+	patch := make(jsonpatch.Patch, 0, len(ops))
+	for _, op := range ops {
+		o := make(jsonpatch.Operation, len(op))
+		for k, v := range op {
+			raw, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			rm := json.RawMessage(raw)
+			o[k] = &rm
+		}
+		patch = append(patch, o)
 	}
 	out, err := patch.Apply(doc)
 	if err != nil {
+		raw, _ := json.Marshal(ops)
 		return fmt.Errorf("applying JSON patch %s: %w", raw, err)
 	}
 	var patched map[string]any

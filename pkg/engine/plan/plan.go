@@ -96,6 +96,9 @@ func Compute(in Input) (*Plan, error) {
 			p.Changes = append(p.Changes, Change{Action: Created, Object: d})
 			continue
 		}
+		if !engine.NeedsApply(cur, d, "") {
+			continue // every field desired sets is as wanted: nothing to show
+		}
 		ch, changed, err := modification(cur, d, in.Summary)
 		if err != nil {
 			return nil, fmt.Errorf("comparing %s: %w", k, err)
