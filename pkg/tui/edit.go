@@ -73,8 +73,14 @@ type EditModel struct {
 
 	fields []editField
 	cursor int
-	width  int
-	height int
+	// pools added and removed by the user, replayed on the server's
+	// Topology when recomputing and after a conflict.
+	added   []v1alpha1.MachineDeploymentTopology
+	removed map[string]bool
+	// diffIndex is the change whose diff is shown; -1 shows the list.
+	diffIndex int
+	width     int
+	height    int
 
 	fieldErrs  map[int][]string
 	checks     []string
@@ -95,7 +101,7 @@ func NewEditModel(ctx context.Context, in Inputs, apply Applier, readOnly bool) 
 	if err != nil {
 		return nil, err
 	}
-	m := &EditModel{in: in, catalog: cat, keys: DefaultKeyMap(), styles: DefaultStyles(), help: help.New(), apply: apply, readOnly: readOnly, width: 80, height: 24}
+	m := &EditModel{in: in, catalog: cat, keys: DefaultKeyMap(), styles: DefaultStyles(), help: help.New(), apply: apply, readOnly: readOnly, width: 80, height: 24, removed: map[string]bool{}, diffIndex: -1}
 	m.fields = buildFields(in.Topology, in.Class, cat)
 	m.recompute(ctx)
 	return m, nil
@@ -241,12 +247,101 @@ func rawValue(v string, kind fieldKind) ([]byte, error) {
 	return []byte(v), nil
 }
 
+// base is the server's Topology with the user's added and removed pools.
+func (m *EditModel) base() *v1alpha1.Topology {
+	t := m.in.Topology.DeepCopy()
+	if len(m.added) == 0 && len(m.removed) == 0 {
+		return t
+	}
+	if t.Spec.Workers == nil {
+		t.Spec.Workers = &v1alpha1.WorkersTopology{}
+	}
+	var mds []v1alpha1.MachineDeploymentTopology
+	for _, md := range t.Spec.Workers.MachineDeployments {
+		if !m.removed[md.Name] {
+			mds = append(mds, md)
+		}
+	}
+	for _, md := range m.added {
+		if !m.removed[md.Name] {
+			mds = append(mds, *md.DeepCopy())
+		}
+	}
+	t.Spec.Workers.MachineDeployments = mds
+	return t
+}
+
+// restructure rebuilds the fields after pools were added or removed,
+// keeping every value the user typed.
+func (m *EditModel) restructure(ctx context.Context) {
+	typed := map[string]editField{}
+	for _, f := range m.fields {
+		typed[f.label] = f
+	}
+	serverFields := map[string]string{}
+	for _, f := range buildFields(m.in.Topology, m.in.Class, m.catalog) {
+		serverFields[f.label] = f.original
+	}
+	cur := m.fields[m.cursor].label
+	m.fields = buildFields(m.base(), m.in.Class, m.catalog)
+	for i := range m.fields {
+		f := &m.fields[i]
+		if old, ok := typed[f.label]; ok {
+			f.value = old.value
+		}
+		// A field of an added pool has no server value: it counts as changed.
+		f.original = serverFields[f.label]
+		if f.label == cur {
+			m.cursor = i
+		}
+	}
+	m.cursor = min(m.cursor, len(m.fields)-1)
+	m.recompute(ctx)
+}
+
+// addPool adds a MachineDeployment of the class's first MachineDeployment class.
+func (m *EditModel) addPool(ctx context.Context) {
+	if len(m.in.Class.Spec.Workers.MachineDeployments) == 0 {
+		m.message = "the class has no MachineDeployment classes"
+		return
+	}
+	taken := map[string]bool{}
+	for _, md := range m.base().Spec.Workers.MachineDeployments {
+		taken[md.Name] = true
+	}
+	name := ""
+	for i := len(taken); name == "" || taken[name]; i++ {
+		name = fmt.Sprintf("md-%d", i)
+	}
+	one := int32(1)
+	m.added = append(m.added, v1alpha1.MachineDeploymentTopology{Name: name, Class: m.in.Class.Spec.Workers.MachineDeployments[0].Class, Replicas: &one})
+	m.message = fmt.Sprintf("added MachineDeployment %s (%s); ctrl+x removes it", name, m.added[len(m.added)-1].Class)
+	m.restructure(ctx)
+}
+
+// removePool removes the MachineDeployment whose field is selected.
+func (m *EditModel) removePool(ctx context.Context) {
+	path := m.fields[m.cursor].path
+	if !strings.HasPrefix(path, "spec.workers.machineDeployments[") {
+		m.message = "select a MachineDeployment's replicas to remove it"
+		return
+	}
+	name := strings.SplitN(m.fields[m.cursor].label, " ", 2)[0]
+	m.removed[name] = true
+	m.message = fmt.Sprintf("removed MachineDeployment %s; its Machines will be deleted", name)
+	m.restructure(ctx)
+}
+
+func (m *EditModel) structureChanged() bool {
+	return len(m.added) > 0 || len(m.removed) > 0
+}
+
 // recompute builds the edited Topology from the fields and runs the engine:
 // field errors, compatibility checks, the objects that change and the rollout.
 func (m *EditModel) recompute(ctx context.Context) {
 	m.fieldErrs = map[int][]string{}
 	m.checks, m.changes, m.rollout = nil, nil, nil
-	t := m.in.Topology.DeepCopy()
+	t := m.base()
 	for i, f := range m.fields {
 		if err := f.set(t, f.value); err != nil {
 			m.fieldErrs[i] = append(m.fieldErrs[i], err.Error())
@@ -295,6 +390,9 @@ func (m *EditModel) recompute(ctx context.Context) {
 		return
 	}
 	m.changes = p.Changes
+	if m.diffIndex >= len(m.changes) {
+		m.diffIndex = -1
+	}
 	if t.Spec.Version != m.in.Topology.Spec.Version {
 		withStatus := m.in.Topology.DeepCopy()
 		withStatus.Spec = t.Spec
@@ -330,7 +428,7 @@ func (m *EditModel) dirty() []int {
 
 // canApply reports whether apply is allowed: something changed and nothing is red.
 func (m *EditModel) canApply() bool {
-	return !m.readOnly && len(m.dirty()) > 0 && len(m.fieldErrs) == 0 && len(m.checks) == 0
+	return !m.readOnly && (len(m.dirty()) > 0 || m.structureChanged()) && len(m.fieldErrs) == 0 && len(m.checks) == 0
 }
 
 // Init implements tea.Model.
@@ -359,6 +457,7 @@ func (m *EditModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.Applied = true
 			m.message = fmt.Sprintf("Applied to %s/%s. Follow it with: kubectl topology status %s --watch", m.in.Topology.Namespace, m.in.Topology.Name, m.in.Topology.Name)
 			m.in.Topology = msg.latest
+			m.added, m.removed = nil, map[string]bool{}
 			for i := range m.fields {
 				m.fields[i].original = m.fields[i].value
 			}
@@ -406,13 +505,22 @@ func (m *EditModel) onKey(ctx context.Context, msg tea.KeyMsg) (tea.Model, tea.C
 		case m.canApply():
 			m.confirming = true
 			m.message = ""
-		case len(m.dirty()) == 0:
+		case len(m.dirty()) == 0 && !m.structureChanged():
 			m.message = "nothing changed"
 		default:
 			m.message = "fix what is red first"
 		}
 	case m.readOnly:
 		m.message = "read-only"
+	case key.Matches(msg, m.keys.AddPool):
+		m.addPool(ctx)
+	case key.Matches(msg, m.keys.RemovePool):
+		m.removePool(ctx)
+	case key.Matches(msg, m.keys.Diff):
+		m.diffIndex++
+		if m.diffIndex >= len(m.changes) {
+			m.diffIndex = -1
+		}
 	case key.Matches(msg, m.keys.Reset):
 		f := &m.fields[m.cursor]
 		f.value = f.original
@@ -461,24 +569,29 @@ func indexOf(options []string, v string) int {
 }
 
 // rebase takes the server's latest Topology as the new base and keeps the
-// user's edits on top, naming what changed on the server.
+// user's edits (values and added or removed pools) on top, naming what
+// changed on the server.
 func (m *EditModel) rebase(ctx context.Context, latest *v1alpha1.Topology) {
-	fresh := buildFields(latest, m.in.Class, m.catalog)
+	serverNew := map[string]string{}
+	for _, f := range buildFields(latest, m.in.Class, m.catalog) {
+		serverNew[f.label] = f.original
+	}
 	var changed []string
 	for i := range m.fields {
-		if i >= len(fresh) || fresh[i].path != m.fields[i].path {
+		f := &m.fields[i]
+		now, ok := serverNew[f.label]
+		if !ok {
 			continue
 		}
-		if fresh[i].original != m.fields[i].original {
-			changed = append(changed, fmt.Sprintf("%s %q → %q", m.fields[i].label, m.fields[i].original, fresh[i].original))
+		if now != f.original {
+			changed = append(changed, fmt.Sprintf("%s %q → %q", f.label, f.original, now))
 		}
-		if m.fields[i].value == m.fields[i].original {
-			m.fields[i].value = fresh[i].original // untouched: follow the server
+		if f.value == f.original {
+			f.value = now // untouched: follow the server
 		}
-		m.fields[i].original = fresh[i].original
 	}
 	sort.Strings(changed)
 	m.in.Topology = latest
 	m.message = "The Topology changed on the server meanwhile (" + strings.Join(changed, "; ") + "). Your edits are kept on top of it; check and apply again."
-	m.recompute(ctx)
+	m.restructure(ctx)
 }

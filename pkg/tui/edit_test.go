@@ -263,3 +263,75 @@ func BenchmarkEditKeystroke(b *testing.B) {
 		})
 	}
 }
+
+func TestEditAddAndRemovePools(t *testing.T) {
+	srv := &fakeServer{}
+	m := newModel(t, exampleInputs(t), srv)
+	m.SetSize(100, 40)
+	press(m, tea.KeyMsg{Type: tea.KeyCtrlN})
+	if !strings.Contains(m.message, "added MachineDeployment md-2 (general)") {
+		t.Fatalf("message after adding: %q", m.message)
+	}
+	view := m.View()
+	for _, want := range []string{"md-2 (general) replicas", "created  MachineDeployment dev-md-2-", "created  DockerMachineTemplate dev-md-2-", "1 pool(s) added"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("after adding md-2 the view lacks %q:\n%s", want, view)
+		}
+	}
+	goTo(t, m, "md-gpu (gpu) replicas")
+	press(m, tea.KeyMsg{Type: tea.KeyCtrlX})
+	view = m.View()
+	if strings.Contains(view, "md-gpu (gpu) replicas") || !strings.Contains(view, "deleted  MachineDeployment dev-gpu-md-gpu-") {
+		t.Errorf("after removing md-gpu:\n%s", view)
+	}
+	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
+	if len(srv.applied) != 1 {
+		t.Fatal("nothing applied")
+	}
+	var pools []string
+	for _, md := range srv.applied[0].Spec.Workers.MachineDeployments {
+		pools = append(pools, md.Name)
+	}
+	if strings.Join(pools, ",") != "md-a,md-2" {
+		t.Errorf("applied pools %v, want md-a and the new md-2", pools)
+	}
+}
+
+func TestEditDiffView(t *testing.T) {
+	m := newModel(t, exampleInputs(t), &fakeServer{})
+	m.SetSize(100, 40)
+	goTo(t, m, "md-a (general) replicas")
+	replace(m, "4")
+	press(m, tea.KeyMsg{Type: tea.KeyCtrlD})
+	view := m.View()
+	if !strings.Contains(view, "Diff 1/1: modified MachineDeployment dev-md-a-") || !strings.Contains(view, "+  replicas: 4") || !strings.Contains(view, "-  replicas: 2") {
+		t.Errorf("diff view:\n%s", view)
+	}
+	press(m, tea.KeyMsg{Type: tea.KeyCtrlD})
+	if strings.Contains(m.View(), "Diff 1/1") {
+		t.Error("ctrl+d past the last change does not return to the list")
+	}
+}
+
+func TestEditConflictKeepsAddedPool(t *testing.T) {
+	in := exampleInputs(t)
+	latest := in.Topology.DeepCopy()
+	latest.ResourceVersion = "11"
+	latest.Spec.Version = "v1.33.1"
+	seven := int32(7)
+	latest.Spec.Workers.MachineDeployments[0].Replicas = &seven
+	srv := &fakeServer{conflict: latest}
+	m := newModel(t, in, srv)
+	press(m, tea.KeyMsg{Type: tea.KeyCtrlN}, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
+	if !strings.Contains(m.message, `md-a (general) replicas "2" → "7"`) {
+		t.Fatalf("conflict message %q", m.message)
+	}
+	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
+	if len(srv.applied) != 1 {
+		t.Fatal("not re-applied")
+	}
+	got := srv.applied[0].Spec.Workers.MachineDeployments
+	if len(got) != 3 || *got[0].Replicas != 7 || got[2].Name != "md-2" {
+		t.Errorf("re-applied pools %+v; want the server's 7 replicas for md-a and the added md-2", got)
+	}
+}

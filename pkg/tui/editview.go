@@ -5,6 +5,9 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
 )
 
 // View implements tea.Model.
@@ -87,10 +90,19 @@ func (m *EditModel) View() string {
 		for _, c := range m.checks {
 			preview = append(preview, m.styles.Error.Render("✗ "+c))
 		}
-	case len(m.dirty()) == 0:
+	case len(m.dirty()) == 0 && !m.structureChanged():
 		line(m.styles.Section.Render("Checks") + " " + m.styles.OK.Render("✓ no changes yet"))
+	case m.diffIndex >= 0 && m.diffIndex < len(m.changes):
+		c := m.changes[m.diffIndex]
+		line(m.styles.Section.Render("Diff") + fmt.Sprintf(" %d/%d: %s %s %s (ctrl+d: next)", m.diffIndex+1, len(m.changes), c.Action, c.Object.GetKind(), c.Object.GetName()))
+		preview = m.diffLines(c)
 	default:
-		line(m.styles.Section.Render("Checks") + " " + m.styles.OK.Render(fmt.Sprintf("✓ valid: %d field(s) changed, %d object(s) change", len(m.dirty()), len(m.changes))))
+		fields := len(m.dirty())
+		summary := fmt.Sprintf("✓ valid: %d field(s) changed, %d object(s) change", fields, len(m.changes))
+		if m.structureChanged() {
+			summary = fmt.Sprintf("✓ valid: %d field(s) changed, %d pool(s) added, %d removed, %d object(s) change", fields, len(m.added)-countRemovedAdded(m), len(m.removed), len(m.changes))
+		}
+		line(m.styles.Section.Render("Checks") + " " + m.styles.OK.Render(summary))
 		for _, c := range m.changes {
 			preview = append(preview, fmt.Sprintf("%-8s %s %s", c.Action, c.Object.GetKind(), c.Object.GetName()))
 		}
@@ -116,4 +128,49 @@ func (m *EditModel) View() string {
 	}
 	b.WriteString(m.help.View(m.keys))
 	return b.String()
+}
+
+// countRemovedAdded counts added pools that were removed again.
+func countRemovedAdded(m *EditModel) int {
+	n := 0
+	for _, md := range m.added {
+		if m.removed[md.Name] {
+			n++
+		}
+	}
+	return n
+}
+
+// diffLines renders one change: a unified diff for a modified object, the
+// object itself for a created one.
+func (m *EditModel) diffLines(c plan.Change) []string {
+	var text string
+	switch c.Action {
+	case plan.Modified:
+		d, err := plan.UnifiedDiff(c.Before, c.Object, "current", "after apply")
+		if err != nil {
+			return []string{m.styles.Error.Render(err.Error())}
+		}
+		text = d
+	case plan.Created:
+		raw, err := yaml.Marshal(c.Object.Object)
+		if err != nil {
+			return []string{m.styles.Error.Render(err.Error())}
+		}
+		text = string(raw)
+	default:
+		return []string{"this object will be deleted"}
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(l, "+") && !strings.HasPrefix(l, "+++"):
+			out = append(out, m.styles.OK.Render(l))
+		case strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---"):
+			out = append(out, m.styles.Error.Render(l))
+		default:
+			out = append(out, l)
+		}
+	}
+	return out
 }
