@@ -5,9 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/tui"
 )
 
 // StatusOptions are the inputs of `status`.
@@ -54,7 +55,7 @@ func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the rollout until it settles; redraws in a terminal, prints changes when piped")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the rollout until it settles: a live view in a terminal, a line per change when piped")
 	cmd.Flags().DurationVar(&o.Interval, "interval", o.Interval, "How often to read the Topology while watching")
 	return cmd
 }
@@ -86,24 +87,30 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if !o.Watch {
-		return renderStatus(o.Out, t, false)
+		return renderStatus(o.Out, t)
+	}
+	if o.terminal {
+		// In a terminal: the editor's components, redrawn in place.
+		fetch := func(ctx context.Context) (*v1alpha1.Topology, error) {
+			return o.access.topology(ctx, o.access.namespace, o.Name)
+		}
+		_, err := tea.NewProgram(tui.NewStatusModel(fetch, o.Interval), tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithContext(ctx)).Run()
+		return err
 	}
 	last := ""
 	for {
 		var buf bytes.Buffer
-		if err := renderStatus(&buf, t, o.terminal); err != nil {
+		if err := renderStatus(&buf, t); err != nil {
 			return err
 		}
 		if buf.String() != last {
-			if o.terminal {
-				fmt.Fprint(o.Out, "\033[H\033[2J") // redraw in place
-			} else if last != "" {
+			if last != "" {
 				fmt.Fprintln(o.Out)
 			}
 			_, _ = o.Out.Write(buf.Bytes())
 			last = buf.String()
 		}
-		if settled(t) {
+		if tui.Settled(t) {
 			return nil
 		}
 		select {
@@ -117,21 +124,8 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 }
 
-// settled reports whether the current generation is reconciled and every part is up to date.
-func settled(t *v1alpha1.Topology) bool {
-	if t.Status.ObservedGeneration != t.Generation || t.Status.Phase != v1alpha1.PhaseUpToDate {
-		return false
-	}
-	for _, c := range t.Status.Conditions {
-		if c.Type == "TopologyReconciled" {
-			return c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
-		}
-	}
-	return false
-}
-
-// renderStatus writes the status tree. bars adds progress bars for a terminal.
-func renderStatus(w io.Writer, t *v1alpha1.Topology, bars bool) error {
+// renderStatus writes the status tree as plain text.
+func renderStatus(w io.Writer, t *v1alpha1.Topology) error {
 	fmt.Fprintf(w, "Topology %s/%s (class %s)\n", t.Namespace, t.Name, t.Spec.Class)
 	fmt.Fprintf(w, "  version %s · phase %s · infrastructure %s\n", t.Spec.Version, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)))
 	if t.Status.ObservedGeneration != t.Generation {
@@ -168,9 +162,6 @@ func renderStatus(w io.Writer, t *v1alpha1.Topology, bars bool) error {
 			version = orDash(p.Version) + " → " + p.DesiredVersion
 		}
 		replicas := fmt.Sprintf("%d/%s ready", p.ReadyReplicas, desiredReplicas(p))
-		if bars {
-			replicas += " " + bar(p.UpToDateReplicas, p.Replicas)
-		}
 		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\n", branch, name, orDash(p.ObjectName), version, replicas, orDash(string(p.Phase)), p.Message)
 	}
 	return tw.Flush()
@@ -181,16 +172,6 @@ func desiredReplicas(p v1alpha1.PartStatus) string {
 		return "-"
 	}
 	return fmt.Sprint(*p.DesiredReplicas)
-}
-
-// bar draws how many replicas are up to date, for a terminal.
-func bar(done, total int32) string {
-	const width = 10
-	if total <= 0 {
-		return "[" + strings.Repeat("·", width) + "]"
-	}
-	filled := int(done) * width / int(total)
-	return "[" + strings.Repeat("█", filled) + strings.Repeat("·", width-filled) + "]"
 }
 
 // connect reaches the cluster once the flags are known to be good.

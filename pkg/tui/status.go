@@ -1,0 +1,181 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/progress"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+// Settled reports whether a Topology's current generation is reconciled and
+// every part is up to date: where `status --watch` stops.
+func Settled(t *v1alpha1.Topology) bool {
+	if t.Status.ObservedGeneration != t.Generation || t.Status.Phase != v1alpha1.PhaseUpToDate {
+		return false
+	}
+	for _, c := range t.Status.Conditions {
+		if c.Type == "TopologyReconciled" {
+			return c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
+		}
+	}
+	return false
+}
+
+// Fetcher reads the Topology being watched.
+type Fetcher func(ctx context.Context) (*v1alpha1.Topology, error)
+
+// StatusModel follows a Topology's rollout: the control plane, then each
+// pool, with phases, why a part waits and progress bars, in the editor's
+// styles. It quits when the rollout settles.
+type StatusModel struct {
+	fetch    Fetcher
+	interval time.Duration
+	styles   Styles
+	keys     KeyMap
+	bar      progress.Model
+	width    int
+	t        *v1alpha1.Topology
+	err      error
+	// Done is true once the rollout settled.
+	Done bool
+}
+
+// NewStatusModel watches through fetch, reading every interval.
+func NewStatusModel(fetch Fetcher, interval time.Duration) *StatusModel {
+	bar := progress.New(progress.WithoutPercentage(), progress.WithWidth(12), progress.WithSolidFill("2"))
+	return &StatusModel{fetch: fetch, interval: interval, styles: DefaultStyles(), keys: DefaultKeyMap(), bar: bar, width: 80}
+}
+
+type topologyMsg struct {
+	t   *v1alpha1.Topology
+	err error
+}
+
+func (m *StatusModel) read() tea.Msg {
+	t, err := m.fetch(context.Background())
+	return topologyMsg{t: t, err: err}
+}
+
+// Init implements tea.Model.
+func (m *StatusModel) Init() tea.Cmd { return m.read }
+
+// SetSize fits the view to the terminal.
+func (m *StatusModel) SetSize(w, _ int) { m.width = w }
+
+// Update implements tea.Model.
+func (m *StatusModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.SetSize(msg.Width, msg.Height)
+	case tea.KeyMsg:
+		if msg.String() == "q" || msg.Type == tea.KeyEsc || msg.Type == tea.KeyCtrlC {
+			return m, tea.Quit
+		}
+	case topologyMsg:
+		m.t, m.err = msg.t, msg.err
+		if m.t != nil && Settled(m.t) {
+			m.Done = true
+			return m, tea.Quit
+		}
+		return m, tea.Tick(m.interval, func(time.Time) tea.Msg { return m.read() })
+	}
+	return m, nil
+}
+
+// View implements tea.Model.
+func (m *StatusModel) View() string {
+	var b strings.Builder
+	line := func(s string) {
+		b.WriteString(ansi.Truncate(s, m.width, "…"))
+		b.WriteByte('\n')
+	}
+	if m.t == nil {
+		if m.err != nil {
+			line(m.styles.Error.Render(m.err.Error()))
+		} else {
+			line("reading the Topology...")
+		}
+		return b.String()
+	}
+	t := m.t
+	line(m.styles.Title.Render(fmt.Sprintf("Topology %s/%s (class %s)", t.Namespace, t.Name, t.Spec.Class)))
+	line(fmt.Sprintf("  version %s · phase %s · infrastructure %s", t.Spec.Version, m.phase(t.Status.Phase), orDash(string(t.Status.Infrastructure))))
+	if t.Status.ObservedGeneration != t.Generation {
+		line(m.styles.Warn.Render(fmt.Sprintf("  the agent has not seen the latest change yet (generation %d, observed %d)", t.Generation, t.Status.ObservedGeneration)))
+	}
+	for _, c := range t.Status.Conditions {
+		if c.Status != metav1.ConditionTrue {
+			line(m.styles.Warn.Render(fmt.Sprintf("  %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)))
+		}
+	}
+	if m.err != nil {
+		line(m.styles.Error.Render("  " + m.err.Error()))
+	}
+	var parts []v1alpha1.PartStatus
+	if t.Status.ControlPlane != nil {
+		parts = append(parts, *t.Status.ControlPlane)
+	}
+	parts = append(parts, t.Status.MachineDeployments...)
+	parts = append(parts, t.Status.MachinePools...)
+	nameWidth := 0
+	for _, p := range parts {
+		nameWidth = max(nameWidth, len(partName(p)))
+	}
+	for i, p := range parts {
+		branch := "├─"
+		if i == len(parts)-1 {
+			branch = "└─"
+		}
+		version := orDash(p.Version)
+		if p.DesiredVersion != "" && p.Version != p.DesiredVersion {
+			version += " → " + p.DesiredVersion
+		}
+		ratio := 0.0
+		if p.Replicas > 0 {
+			ratio = float64(p.UpToDateReplicas) / float64(p.Replicas)
+		}
+		line(fmt.Sprintf("%s %-*s %s %d/%d %-17s %s", branch, nameWidth, partName(p), m.bar.ViewAs(ratio), p.UpToDateReplicas, p.Replicas, version, m.phase(p.Phase)))
+		if p.Message != "" && p.Phase != v1alpha1.PhaseUpToDate {
+			line("     " + m.styles.Hint.Render(p.Message))
+		}
+	}
+	if m.Done {
+		line(m.styles.OK.Render("Rollout settled: every part is up to date."))
+	} else {
+		line(m.styles.Help.Render("following the rollout… q quits"))
+	}
+	return b.String()
+}
+
+func partName(p v1alpha1.PartStatus) string {
+	if p.Class != "" {
+		return p.Name + " (" + p.Class + ")"
+	}
+	return p.Name
+}
+
+func (m *StatusModel) phase(p v1alpha1.RolloutPhase) string {
+	switch p {
+	case v1alpha1.PhaseUpToDate:
+		return m.styles.OK.Render(string(p))
+	case v1alpha1.PhaseUpgrading, v1alpha1.PhaseCreating:
+		return m.styles.Warn.Render(string(p))
+	case "":
+		return "-"
+	}
+	return m.styles.Hint.Render(string(p))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,60 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+func rolling() *v1alpha1.Topology {
+	n := int32(2)
+	return &v1alpha1.Topology{
+		ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "default", Generation: 2},
+		Spec:       v1alpha1.TopologySpec{Class: "docker-kubeadm", Version: "v1.34.0"},
+		Status: v1alpha1.TopologyStatus{
+			ObservedGeneration: 2, Phase: v1alpha1.PhaseUpgrading, Infrastructure: v1alpha1.InfrastructureProvisioned,
+			ControlPlane: &v1alpha1.PartStatus{Name: "control-plane", DesiredVersion: "v1.34.0", Version: "v1.34.0", Replicas: 3, UpToDateReplicas: 3, Phase: v1alpha1.PhaseUpToDate},
+			MachineDeployments: []v1alpha1.PartStatus{
+				{Name: "md-a", Class: "general", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: &n, Replicas: 2, UpToDateReplicas: 1, Phase: v1alpha1.PhaseUpgrading, Message: "Machines are rolling to v1.34.0"},
+				{Name: "md-b", Class: "general", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 2, Phase: v1alpha1.PhasePending, Message: "upgrade concurrency limit 1 reached (md-a upgrading)"},
+			},
+			Conditions: []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 2, Reason: "MachineDeploymentsUpgradePending", Message: "MachineDeployment(s) md-b rollout and upgrade to version v1.34.0 on hold"}},
+		},
+	}
+}
+
+func settledTopology() *v1alpha1.Topology {
+	t := rolling()
+	t.Status.Phase = v1alpha1.PhaseUpToDate
+	t.Status.MachineDeployments = t.Status.MachineDeployments[:1]
+	t.Status.MachineDeployments[0].Phase, t.Status.MachineDeployments[0].UpToDateReplicas = v1alpha1.PhaseUpToDate, 2
+	t.Status.Conditions = []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionTrue, ObservedGeneration: 2, Reason: "ReconcileSucceeded"}}
+	return t
+}
+
+func TestStatusWatchView(t *testing.T) {
+	reads := []*v1alpha1.Topology{rolling(), settledTopology()}
+	fetch := func(context.Context) (*v1alpha1.Topology, error) {
+		next := reads[0]
+		if len(reads) > 1 {
+			reads = reads[1:]
+		}
+		return next, nil
+	}
+	m := NewStatusModel(fetch, time.Millisecond)
+	m.SetSize(100, 30)
+	_, cmd := m.Update(m.Init()())
+	if m.Done || cmd == nil {
+		t.Fatal("a rollout in flight ended the watch")
+	}
+	goldenView(t, m.View())
+	_, cmd = m.Update(m.read())
+	if !m.Done || cmd == nil || !strings.Contains(m.View(), "Rollout settled") {
+		t.Errorf("a settled rollout did not end the watch: done %v\n%s", m.Done, m.View())
+	}
+}
