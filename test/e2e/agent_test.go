@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,6 +89,24 @@ func TestAgentBinaryConvergesAfterAKill(t *testing.T) {
 	})
 	first.kill()
 	startAgentBinary(t)
+	// Even when this test fails, leave no Topology for the ones after it; the
+	// agent is still running when this cleanup runs.
+	t.Cleanup(func() {
+		_ = k8s.Delete(ctx, ex.Topology.DeepCopy())
+		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), &v1alpha1.Topology{})
+			return apierrors.IsNotFound(err), nil
+		})
+	})
+	// Pools the first agent did not get to wait, as upstream's do, until the
+	// control plane is provisioned: play the provider once the Cluster exists.
+	waitFor(t, "the restarted agent creates the Cluster", func(ctx context.Context) (bool, error) {
+		c := &unstructured.Unstructured{}
+		c.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Cluster"})
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "dev"}, c)
+		return err == nil, err
+	})
+	setControlPlaneVersion(t, ns.Name, "v1.33.1")
 
 	plan, err := engine.Compute(ctx, engine.Input{Topology: ex.Topology, Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(1)})
 	if err != nil {
