@@ -134,6 +134,9 @@ func TestUpgradeSequence(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
+		// Only once the agent has seen the annotation may md-a finish: otherwise
+		// the two changes race, as they would for a user.
+		reconciled(t, ns, "dev", controller.ReasonMachineDeploymentsDeferred)
 		// md-a's Machine rolls to the new version: md-a is done.
 		m, err := get(t, machineGVK, ns, machine.GetName())
 		if err != nil {
@@ -143,7 +146,11 @@ func TestUpgradeSequence(t *testing.T) {
 		if err := k8s.Update(ctx, m); err != nil {
 			t.Fatal(err)
 		}
-		topo := reconciled(t, ns, "dev", controller.ReasonMachineDeploymentsDeferred)
+		var topo *v1alpha1.Topology
+		eventually(t, "md-a is up to date once its Machine runs v1.34.0", func() (bool, error) {
+			topo = reconciled(t, ns, "dev", controller.ReasonMachineDeploymentsDeferred)
+			return partPhase(topo, "md-a") == v1alpha1.PhaseUpToDate, nil
+		})
 		if v := mdVersion(t, ns, "md-gpu"); v != "v1.33.1" {
 			t.Errorf("deferred md-gpu moved to %s", v)
 		}
