@@ -40,11 +40,7 @@ func (o *changeOptions) addFlags(cmd *cobra.Command) {
 // a server-side dry run, previews what the agent would change, asks, and
 // writes it guarded by the resourceVersion it read.
 func (o *changeOptions) apply(ctx context.Context, mutate func(*v1alpha1.Topology) ([]string, error)) error {
-	ca, err := connect(o.configFlags)
-	if err != nil {
-		return err
-	}
-	t, err := ca.topology(ctx, ca.namespace, o.name)
+	ca, t, err := connectTopology(ctx, o.configFlags, o.name)
 	if err != nil {
 		return err
 	}

@@ -177,3 +177,33 @@ func completeTopologyNames(flags *genericclioptions.ConfigFlags) func(*cobra.Com
 		return names, cobra.ShellCompDirectiveNoFileComp
 	}
 }
+
+// liveFlags are what every live command holds: kubectl's flags and, once
+// connected, the cluster.
+type liveFlags struct {
+	configFlags *genericclioptions.ConfigFlags
+	access      *clusterAccess
+}
+
+// connectOnce reaches the cluster once the flags are known to be good.
+func (l *liveFlags) connectOnce() error {
+	if l.access != nil {
+		return nil
+	}
+	var err error
+	l.access, err = connect(l.configFlags)
+	return err
+}
+
+// connectTopology connects and reads the named Topology in the flags' namespace.
+func connectTopology(ctx context.Context, flags *genericclioptions.ConfigFlags, name string) (*clusterAccess, *v1alpha1.Topology, error) {
+	ca, err := connect(flags)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := ca.topology(ctx, ca.namespace, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ca, t, nil
+}

@@ -63,11 +63,7 @@ func (o *EditOptions) Validate() error {
 
 // Run opens the editor.
 func (o *EditOptions) Run(ctx context.Context) error {
-	ca, err := connect(o.configFlags)
-	if err != nil {
-		return err
-	}
-	t, err := ca.topology(ctx, ca.namespace, o.Name)
+	ca, t, err := connectTopology(ctx, o.configFlags, o.Name)
 	if err != nil {
 		return err
 	}

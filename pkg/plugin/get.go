@@ -20,8 +20,8 @@ import (
 
 // GetOptions are the inputs of `get`.
 type GetOptions struct {
-	configFlags *genericclioptions.ConfigFlags
-	printFlags  *genericclioptions.PrintFlags
+	liveFlags
+	printFlags *genericclioptions.PrintFlags
 	genericiooptions.IOStreams
 
 	// Name limits the listing to one Topology.
@@ -30,13 +30,12 @@ type GetOptions struct {
 	AllNamespaces bool
 
 	now     clock
-	access  *clusterAccess
 	printer printers.ResourcePrinter
 }
 
 // NewGetCommand returns `get`.
 func NewGetCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &GetOptions{configFlags: flags, IOStreams: streams, printFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme())}
+	o := &GetOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, printFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme())}
 	cmd := &cobra.Command{
 		Use:               "get [NAME] [-A]",
 		ValidArgsFunction: completeTopologyNames(flags),
@@ -88,7 +87,7 @@ func (o *GetOptions) Validate() error {
 
 // Run lists and prints.
 func (o *GetOptions) Run(ctx context.Context) error {
-	if err := o.connect(); err != nil {
+	if err := o.connectOnce(); err != nil {
 		return err
 	}
 	var items []v1alpha1.Topology
@@ -219,14 +218,4 @@ func workerReplicas(t *v1alpha1.Topology) string {
 		d += "+" // some pools leave replicas to an autoscaler
 	}
 	return fmt.Sprintf("%d/%s", ready, d)
-}
-
-// connect reaches the cluster once the flags are known to be good.
-func (o *GetOptions) connect() error {
-	if o.access != nil {
-		return nil
-	}
-	var err error
-	o.access, err = connect(o.configFlags)
-	return err
 }

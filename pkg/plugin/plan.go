@@ -97,11 +97,7 @@ class references and any objects that exist already.`,
 
 // RunLive plans a live Topology, or a proposed version of it from -f.
 func (o *PlanOptions) RunLive(ctx context.Context) error {
-	ca, err := connect(o.configFlags)
-	if err != nil {
-		return err
-	}
-	t, err := ca.topology(ctx, ca.namespace, o.Name)
+	ca, t, err := connectTopology(ctx, o.configFlags, o.Name)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 
 // StatusOptions are the inputs of `status`.
 type StatusOptions struct {
-	configFlags *genericclioptions.ConfigFlags
+	liveFlags
 	genericiooptions.IOStreams
 
 	// Name is the Topology.
@@ -31,13 +31,12 @@ type StatusOptions struct {
 	// Interval between reads while watching.
 	Interval time.Duration
 
-	access   *clusterAccess
 	terminal bool
 }
 
 // NewStatusCommand returns `status`.
 func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &StatusOptions{configFlags: flags, IOStreams: streams, Interval: 2 * time.Second}
+	o := &StatusOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Interval: 2 * time.Second}
 	cmd := &cobra.Command{
 		Use:               "status NAME [--watch]",
 		ValidArgsFunction: completeTopologyNames(flags),
@@ -79,7 +78,7 @@ func (o *StatusOptions) Validate() error {
 
 // Run prints the rollout once, or follows it with --watch.
 func (o *StatusOptions) Run(ctx context.Context) error {
-	if err := o.connect(); err != nil {
+	if err := o.connectOnce(); err != nil {
 		return err
 	}
 	t, err := o.access.topology(ctx, o.access.namespace, o.Name)
@@ -172,14 +171,4 @@ func desiredReplicas(p v1alpha1.PartStatus) string {
 		return "-"
 	}
 	return fmt.Sprint(*p.DesiredReplicas)
-}
-
-// connect reaches the cluster once the flags are known to be good.
-func (o *StatusOptions) connect() error {
-	if o.access != nil {
-		return nil
-	}
-	var err error
-	o.access, err = connect(o.configFlags)
-	return err
 }

@@ -20,7 +20,7 @@ import (
 
 // UpgradeOptions are the inputs of `upgrade`.
 type UpgradeOptions struct {
-	configFlags *genericclioptions.ConfigFlags
+	liveFlags
 	genericiooptions.IOStreams
 
 	// Name is the Topology; Version the Kubernetes version to move to.
@@ -33,13 +33,11 @@ type UpgradeOptions struct {
 	Wait bool
 	// Interval between reads while waiting.
 	Interval time.Duration
-
-	access *clusterAccess
 }
 
 // NewUpgradeCommand returns `upgrade`.
 func NewUpgradeCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UpgradeOptions{configFlags: flags, IOStreams: streams, Interval: 2 * time.Second}
+	o := &UpgradeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Interval: 2 * time.Second}
 	cmd := &cobra.Command{
 		Use:               "upgrade NAME --version V [--dry-run] [--yes] [--wait]",
 		ValidArgsFunction: completeTopologyNames(flags),
@@ -91,7 +89,7 @@ func (o *UpgradeOptions) Validate() error {
 
 // Run does the preflight, preview, confirmation, apply and optional follow.
 func (o *UpgradeOptions) Run(ctx context.Context) error {
-	if err := o.connect(); err != nil {
+	if err := o.connectOnce(); err != nil {
 		return err
 	}
 	t, err := o.access.topology(ctx, o.access.namespace, o.Name)
@@ -129,7 +127,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.Out, "Follow it with: kubectl topology status %s -n %s --watch\n", t.Name, t.Namespace)
 		return nil
 	}
-	s := &StatusOptions{configFlags: o.configFlags, IOStreams: o.IOStreams, Name: o.Name, Watch: true, Interval: o.Interval, access: o.access}
+	s := &StatusOptions{liveFlags: o.liveFlags, IOStreams: o.IOStreams, Name: o.Name, Watch: true, Interval: o.Interval}
 	return s.Run(ctx)
 }
 
@@ -190,14 +188,4 @@ func confirm(in io.Reader, out io.Writer, question string) bool {
 	line, _ := bufio.NewReader(in).ReadString('\n')
 	answer := strings.ToLower(strings.TrimSpace(line))
 	return answer == "y" || answer == "yes"
-}
-
-// connect reaches the cluster once the flags are known to be good.
-func (o *UpgradeOptions) connect() error {
-	if o.access != nil {
-		return nil
-	}
-	var err error
-	o.access, err = connect(o.configFlags)
-	return err
 }
