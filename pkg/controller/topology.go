@@ -149,20 +149,17 @@ type missingError struct{ msg string }
 func (e *missingError) Error() string { return e.msg }
 
 func (r *TopologyReconciler) getClass(ctx context.Context, s *scope) (bool, error) {
-	ns := s.topo.Spec.ClassNamespace
-	if ns == "" {
-		ns = s.topo.Namespace
-	}
+	key := s.topo.GetClassKey()
 	class := &v1alpha1.TopologyClass{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: s.topo.Spec.Class}, class); err != nil {
+	if err := r.Client.Get(ctx, key, class); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, &missingError{fmt.Sprintf("spec.class: TopologyClass %s/%s not found: create it or point spec.class at an existing class", ns, s.topo.Spec.Class)}
+			return false, &missingError{fmt.Sprintf("spec.class: TopologyClass %s not found: create it or point spec.class at an existing class", key)}
 		}
-		return false, fmt.Errorf("reading TopologyClass %s/%s: %w", ns, s.topo.Spec.Class, err)
+		return false, fmt.Errorf("reading TopologyClass %s: %w", key, err)
 	}
 	if class.Status.ObservedGeneration != class.Generation {
 		s.reason = ReasonClassNotReconciled
-		s.message = fmt.Sprintf("TopologyClass %s/%s generation %d is not reconciled yet", ns, class.Name, class.Generation)
+		s.message = fmt.Sprintf("TopologyClass %s generation %d is not reconciled yet", key, class.Generation)
 		return false, nil
 	}
 	compiled, err := r.Classes.Get(ctx, class)

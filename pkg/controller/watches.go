@@ -75,12 +75,8 @@ const (
 func classKey(namespace, name string) string { return namespace + "/" + name }
 
 func topologyClassKeys(o client.Object) []string {
-	t := o.(*v1alpha1.Topology)
-	ns := t.Spec.ClassNamespace
-	if ns == "" {
-		ns = t.Namespace
-	}
-	return []string{classKey(ns, t.Spec.Class)}
+	key := o.(*v1alpha1.Topology).GetClassKey()
+	return []string{classKey(key.Namespace, key.Name)}
 }
 
 func templateKey(gk schema.GroupKind, namespace, name string) string {

@@ -102,10 +102,7 @@ func metaOrNil(labels, annotations map[string]string) *v1alpha1.ObjectMeta {
 func (c *computation) applyPatches(context.Context) error {
 	cs := c.class.Spec
 	clusterLabels, clusterAnnotations := c.clusterLabels()
-	classNS := c.topo.Spec.ClassNamespace
-	if classNS == "" {
-		classNS = c.ns
-	}
+	classNS := c.topo.GetClassKey().Namespace
 	clusterUID := ""
 	if c.current.Cluster != nil {
 		clusterUID = string(c.current.Cluster.GetUID())

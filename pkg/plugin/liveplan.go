@@ -57,13 +57,9 @@ func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha1.Topology) (*p
 // readBlueprint reads what the engine needs for t from the cluster: its class,
 // the class's templates, and the objects generated for it.
 func (ca *clusterAccess) readBlueprint(ctx context.Context, t *v1alpha1.Topology) (*v1alpha1.TopologyClass, *engine.TemplateIndex, []*unstructured.Unstructured, error) {
-	classNS := t.Spec.ClassNamespace
-	if classNS == "" {
-		classNS = t.Namespace
-	}
 	class := &v1alpha1.TopologyClass{}
-	if err := ca.client.Get(ctx, client.ObjectKey{Namespace: classNS, Name: t.Spec.Class}, class); err != nil {
-		return nil, nil, nil, fmt.Errorf("spec.class: reading TopologyClass %s/%s: %w", classNS, t.Spec.Class, explain(err, ca))
+	if err := ca.client.Get(ctx, t.GetClassKey(), class); err != nil {
+		return nil, nil, nil, fmt.Errorf("spec.class: reading TopologyClass %s: %w", t.GetClassKey(), explain(err, ca))
 	}
 	templates := engine.NewTemplateIndex()
 	for _, ref := range engine.ClassTemplateRefs(class) {

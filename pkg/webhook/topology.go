@@ -8,7 +8,6 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -34,20 +33,17 @@ var (
 // class finds and compiles the topology's class; nil without error when it
 // does not exist yet, which GitOps tools create in any order.
 func (w *Topology) class(ctx context.Context, t *v1alpha1.Topology) (*controller.CompiledClass, error) {
-	ns := t.Spec.ClassNamespace
-	if ns == "" {
-		ns = t.Namespace
-	}
+	key := t.GetClassKey()
 	c := &v1alpha1.TopologyClass{}
-	if err := w.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: t.Spec.Class}, c); err != nil {
+	if err := w.Client.Get(ctx, key, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, apierrors.NewInternalError(fmt.Errorf("reading TopologyClass %s/%s: %w", ns, t.Spec.Class, err))
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading TopologyClass %s: %w", key, err))
 	}
 	compiled, err := w.Classes.Get(ctx, c)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.class: TopologyClass %s/%s is invalid, fix it first: %v", ns, c.Name, err))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.class: TopologyClass %s is invalid, fix it first: %v", key, err))
 	}
 	return compiled, nil
 }

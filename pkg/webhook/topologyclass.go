@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -87,11 +88,7 @@ func (w *TopologyClass) users(ctx context.Context, c *v1alpha1.TopologyClass) ([
 	}
 	var out []v1alpha1.Topology
 	for _, t := range list.Items {
-		ns := t.Spec.ClassNamespace
-		if ns == "" {
-			ns = t.Namespace
-		}
-		if ns == c.Namespace && t.Spec.Class == c.Name {
+		if t.GetClassKey() == (types.NamespacedName{Namespace: c.Namespace, Name: c.Name}) {
 			out = append(out, t)
 		}
 	}

@@ -165,11 +165,9 @@ func (b *Bundle) addClass(c *Class) error {
 
 // ClassFor finds the class of a topology.
 func (b *Bundle) ClassFor(t *Topology) (*Class, error) {
-	ns := t.Spec.ClassNamespace
-	if ns == "" {
-		ns = t.Namespace
-	}
-	if c, ok := b.Classes[ns+"/"+t.Spec.Class]; ok {
+	key := t.GetClassKey()
+	ns := key.Namespace
+	if c, ok := b.Classes[key.String()]; ok {
 		return c, nil
 	}
 	known := make([]string, 0, len(b.Classes))
