@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
@@ -145,6 +147,17 @@ func TestTopologyChanges(t *testing.T) {
 		}
 		if imgs := fmt.Sprint(nested(clone, "spec", "template", "spec", "preLoadImages")); imgs != "[busybox:1.36]" {
 			t.Errorf("new clone %s has preLoadImages %s", newName, imgs)
+		}
+		events := &corev1.EventList{}
+		if err := k8s.List(ctx, events, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		rotated := false
+		for _, e := range events.Items {
+			rotated = rotated || (e.Reason == "TemplateRotated" && strings.Contains(e.Message, newName+" to replace "+infraA))
+		}
+		if !rotated {
+			t.Errorf("no TemplateRotated event names %s replacing %s", newName, infraA)
 		}
 		eventually(t, "the old clone is deleted", func() (bool, error) {
 			_, err := get(t, dmtGVK, ns, infraA)

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -56,7 +55,3 @@ func (c *ClassCache) Get(ctx context.Context, class *v1alpha1.TopologyClass) (*C
 	c.mu.Unlock()
 	return &CompiledClass{Class: class, Catalog: cat}, nil
 }
-
-func trimTemplate(kind string) string { return strings.TrimSuffix(kind, "Template") }
-
-func isTemplateKind(kind string) bool { return strings.HasSuffix(kind, "Template") }

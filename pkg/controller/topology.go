@@ -244,10 +244,10 @@ func adoptPreClusterObjects(s *scope) {
 		return nil
 	}
 	if s.current.InfrastructureCluster == nil && cls.Infrastructure.Ref != nil {
-		s.current.InfrastructureCluster = find(trimTemplate(cls.Infrastructure.Ref.Kind))
+		s.current.InfrastructureCluster = find(engine.TrimTemplateSuffix(cls.Infrastructure.Ref.Kind))
 	}
 	if s.current.ControlPlane.Object == nil && cls.ControlPlane.Ref != nil {
-		if cp := find(trimTemplate(cls.ControlPlane.Ref.Kind)); cp != nil {
+		if cp := find(engine.TrimTemplateSuffix(cls.ControlPlane.Ref.Kind)); cp != nil {
 			s.current.ControlPlane.Object = cp
 			name, _, _ := unstructured.NestedString(cp.Object, "spec", "machineTemplate", "infrastructureRef", "name")
 			for _, o := range s.live {
@@ -361,8 +361,8 @@ func (r *TopologyReconciler) applyOne(ctx context.Context, s *scope, cur, obj *u
 		return nil, fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
 	}
 	switch {
-	case cur == nil && rotatedFrom(s, obj) != "":
-		r.Recorder.Eventf(s.topo, "Normal", "TemplateRotated", "Created %s %s to replace %s", obj.GetKind(), obj.GetName(), rotatedFrom(s, obj))
+	case cur == nil && s.result.Rotated[engine.KeyOf(obj)] != "":
+		r.Recorder.Eventf(s.topo, "Normal", "TemplateRotated", "Created %s %s to replace %s", obj.GetKind(), obj.GetName(), s.result.Rotated[engine.KeyOf(obj)])
 	case cur == nil:
 		r.Recorder.Eventf(s.topo, "Normal", "Created", "Created %s %s", obj.GetKind(), obj.GetName())
 	default:
@@ -380,21 +380,6 @@ func handOver(o *unstructured.Unstructured, topology types.UID, cluster metav1.O
 		}
 	}
 	o.SetOwnerReferences(refs)
-}
-
-// rotatedFrom names the template a newly created clone replaces, if any.
-func rotatedFrom(s *scope, obj *unstructured.Unstructured) string {
-	for _, old := range s.current.Objects() {
-		if old.GetKind() == obj.GetKind() && old.GetName() != obj.GetName() &&
-			old.GetAnnotations()[engine.ClonedFromNameAnnotation] != "" &&
-			old.GetLabels()[engine.MachineDeploymentNameLabel] == obj.GetLabels()[engine.MachineDeploymentNameLabel] &&
-			isTemplateKind(obj.GetKind()) {
-			if _, used := indexByKey(s.desiredObjects())[engine.KeyOf(old)]; !used {
-				return old.GetName()
-			}
-		}
-	}
-	return ""
 }
 
 func indexByKey(lists ...[]*unstructured.Unstructured) map[engine.ObjectKey]*unstructured.Unstructured {

@@ -32,10 +32,10 @@ func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, 
 	cls := s.class.Class.Spec
 	clusterLevel := map[string]bool{}
 	if cls.Infrastructure.Ref != nil {
-		clusterLevel[trimTemplate(cls.Infrastructure.Ref.Kind)] = true
+		clusterLevel[engine.TrimTemplateSuffix(cls.Infrastructure.Ref.Kind)] = true
 	}
 	if cls.ControlPlane.Ref != nil {
-		clusterLevel[trimTemplate(cls.ControlPlane.Ref.Kind)] = true
+		clusterLevel[engine.TrimTemplateSuffix(cls.ControlPlane.Ref.Kind)] = true
 	}
 	for _, o := range s.live {
 		key := engine.KeyOf(o)

@@ -27,6 +27,7 @@ type computation struct {
 	ns       string
 	vars     []v1alpha1.ClusterVariable
 	rollout  *Rollout
+	rotated  map[ObjectKey]string
 	desired  *State
 	owner    *metav1.OwnerReference // owner of generated objects
 	shim     *metav1.OwnerReference // upstream dialect: owner of new infra cluster and control plane
@@ -82,7 +83,7 @@ func Compute(ctx context.Context, in Input) (*Result, error) {
 			return nil, err
 		}
 	}
-	return &Result{Desired: c.desired, Variables: c.vars, Rollout: c.rollout}, nil
+	return &Result{Desired: c.desired, Variables: c.vars, Rollout: c.rollout, Rotated: c.rotated}, nil
 }
 
 func newComputation(in Input) (*computation, error) {

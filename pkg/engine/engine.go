@@ -61,6 +61,9 @@ type Result struct {
 	Variables []v1alpha1.ClusterVariable
 	// Rollout is the upgrade sequencing decision for each part.
 	Rollout *Rollout
+	// Rotated maps each template clone made because its template changed to
+	// the name of the clone it replaces.
+	Rotated map[ObjectKey]string
 }
 
 // InvalidError is bad input, with every problem and the field it is in.

@@ -72,7 +72,7 @@ func GeneratedKinds(c *v1alpha1.TopologyClass) []schema.GroupVersionKind {
 		}
 		gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
 		if trim {
-			gvk.Kind = trimTemplateSuffix(gvk.Kind)
+			gvk.Kind = TrimTemplateSuffix(gvk.Kind)
 		}
 		add(gvk)
 	}

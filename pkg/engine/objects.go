@@ -268,7 +268,7 @@ func (c *computation) objectFromTemplate(original, patched *unstructured.Unstruc
 		obj.SetAPIVersion(original.GetAPIVersion())
 	}
 	if obj.GetKind() == "" {
-		obj.SetKind(trimTemplateSuffix(original.GetKind()))
+		obj.SetKind(TrimTemplateSuffix(original.GetKind()))
 	}
 	obj.SetName(name)
 	obj.SetNamespace(c.ns)
@@ -635,6 +635,10 @@ func (c *computation) rotateTemplates(context.Context) error {
 			return false
 		}
 		desired.SetName(c.names.Simple(prefix))
+		if c.rotated == nil {
+			c.rotated = map[ObjectKey]string{}
+		}
+		c.rotated[KeyOf(desired)] = cur.GetName()
 		return true
 	}
 	if cp := c.desired.ControlPlane; cp.InfrastructureMachineTemplate != nil {

@@ -145,7 +145,8 @@ func groupKind(apiVersion, kind string) string {
 	return kind + "." + gv.Group
 }
 
-// trimTemplateSuffix turns DockerClusterTemplate into DockerCluster.
-func trimTemplateSuffix(kind string) string {
+// TrimTemplateSuffix turns DockerClusterTemplate into DockerCluster: the kind
+// an object made from a template has.
+func TrimTemplateSuffix(kind string) string {
 	return strings.TrimSuffix(kind, "Template")
 }
