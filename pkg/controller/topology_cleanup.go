@@ -127,7 +127,7 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 		engine.Summarize(t, s.result.Rollout, s.observed, &t.Status)
 	}
 	if s.current != nil {
-		t.Status.Infrastructure = infrastructurePhase(s.current)
+		t.Status.Infrastructure = engine.InfrastructurePhase(s.current)
 	}
 	cond := metav1.Condition{Type: ReconciledCondition, Status: metav1.ConditionFalse, ObservedGeneration: t.Generation}
 	switch {
@@ -152,23 +152,6 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 
 func equalStatus(a, b *v1alpha1.TopologyStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
-}
-
-// infrastructurePhase reads the provisioning state of the infrastructure from
-// the InfrastructureCluster's status.ready and the Cluster's infrastructureReady.
-func infrastructurePhase(s *engine.State) v1alpha1.InfrastructurePhase {
-	if s.InfrastructureCluster == nil {
-		return v1alpha1.InfrastructurePending
-	}
-	if ready, _, _ := unstructured.NestedBool(s.InfrastructureCluster.Object, "status", "ready"); ready {
-		return v1alpha1.InfrastructureProvisioned
-	}
-	if s.Cluster != nil {
-		if ready, _, _ := unstructured.NestedBool(s.Cluster.Object, "status", "infrastructureReady"); ready {
-			return v1alpha1.InfrastructureProvisioned
-		}
-	}
-	return v1alpha1.InfrastructureProvisioning
 }
 
 // rolloutReason turns the engine's sequencing into upstream's condition reasons.

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 )
 
@@ -57,4 +59,21 @@ func Summarize(t *v1alpha1.Topology, r *Rollout, obs *Observed, status *v1alpha1
 		}
 	}
 	status.Phase = phase
+}
+
+// InfrastructurePhase reads the provisioning state of the infrastructure from
+// the InfrastructureCluster's status.ready and the Cluster's infrastructureReady.
+func InfrastructurePhase(s *State) v1alpha1.InfrastructurePhase {
+	if s.InfrastructureCluster == nil {
+		return v1alpha1.InfrastructurePending
+	}
+	if ready, _, _ := unstructured.NestedBool(s.InfrastructureCluster.Object, "status", "ready"); ready {
+		return v1alpha1.InfrastructureProvisioned
+	}
+	if s.Cluster != nil {
+		if ready, _, _ := unstructured.NestedBool(s.Cluster.Object, "status", "infrastructureReady"); ready {
+			return v1alpha1.InfrastructureProvisioned
+		}
+	}
+	return v1alpha1.InfrastructureProvisioning
 }

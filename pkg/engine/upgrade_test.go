@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 )
@@ -74,5 +75,20 @@ func TestSequence(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestInfrastructurePhase(t *testing.T) {
+	infra := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{}}}
+	cluster := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{}}}
+	if p := InfrastructurePhase(&State{}); p != v1alpha1.InfrastructurePending {
+		t.Errorf("no InfrastructureCluster: %s, want Pending", p)
+	}
+	if p := InfrastructurePhase(&State{InfrastructureCluster: infra, Cluster: cluster}); p != v1alpha1.InfrastructureProvisioning {
+		t.Errorf("not ready: %s, want Provisioning", p)
+	}
+	_ = unstructured.SetNestedField(cluster.Object, true, "status", "infrastructureReady")
+	if p := InfrastructurePhase(&State{InfrastructureCluster: infra, Cluster: cluster}); p != v1alpha1.InfrastructureProvisioned {
+		t.Errorf("the Cluster says ready: %s, want Provisioned", p)
 	}
 }
