@@ -234,15 +234,11 @@ func NewSetCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 func (o *SetVariableOptions) mutate(t *v1alpha1.Topology) ([]string, error) {
 	values := map[string][]byte{}
 	for _, kv := range o.Values {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("%q: give KEY=VALUE", kv)
+		k, raw, err := parseVariable(kv)
+		if err != nil {
+			return nil, err
 		}
-		if !json.Valid([]byte(v)) {
-			raw, _ := json.Marshal(v) // not JSON: a string
-			v = string(raw)
-		}
-		values[k] = []byte(v)
+		values[k] = raw
 	}
 	for k, path := range o.FromFiles {
 		data, err := os.ReadFile(path)
@@ -282,4 +278,19 @@ func (o *SetVariableOptions) mutate(t *v1alpha1.Topology) ([]string, error) {
 		}
 	}
 	return what, nil
+}
+
+// parseVariable reads NAME=VALUE for a topology variable: a VALUE that is
+// valid JSON is taken as JSON (numbers, booleans, objects), anything else as
+// a string, so `replicas=3` and `registry=example.com` both do what is meant.
+func parseVariable(kv string) (string, []byte, error) {
+	name, value, ok := strings.Cut(kv, "=")
+	if !ok || name == "" {
+		return "", nil, fmt.Errorf("%q: give NAME=VALUE", kv)
+	}
+	if json.Valid([]byte(value)) {
+		return name, []byte(value), nil
+	}
+	raw, err := json.Marshal(value)
+	return name, raw, err
 }

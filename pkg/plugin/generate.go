@@ -106,15 +106,11 @@ func (o *GenerateOptions) Run(ctx context.Context) error {
 		return err
 	}
 	for _, kv := range o.Sets {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("--set %q: give VAR=VALUE", kv)
+		k, raw, err := parseVariable(kv)
+		if err != nil {
+			return fmt.Errorf("--set: %w", err)
 		}
-		if !json.Valid([]byte(v)) {
-			raw, _ := json.Marshal(v)
-			v = string(raw)
-		}
-		t.Spec.Variables = append(t.Spec.Variables, v1alpha1.ClusterVariable{Name: k, Value: apiextensionsv1.JSON{Raw: []byte(v)}})
+		t.Spec.Variables = append(t.Spec.Variables, v1alpha1.ClusterVariable{Name: k, Value: apiextensionsv1.JSON{Raw: raw}})
 	}
 	cat, err := engine.CompileClass(ctx, class)
 	if err != nil {
