@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -43,7 +44,7 @@ type Cluster struct {
 	Kubeconfig string
 	// Config is the admin REST config.
 	Config *rest.Config
-	procs  []*process
+	procs  []*component
 }
 
 // Component names, also used for log and pid files.
@@ -239,7 +240,7 @@ func (c *Cluster) Stop() error {
 func StopDir(dir string) error {
 	var errs []error
 	for _, name := range []string{ControllerManager, APIServer, Etcd} {
-		if err := stopPIDFile(filepath.Join(dir, name+".pid")); err != nil {
+		if err := process.Stop(filepath.Join(dir, name+".pid")); err != nil {
 			errs = append(errs, fmt.Errorf("stopping %s: %w", name, err))
 		}
 	}
@@ -250,7 +251,7 @@ func StopDir(dir string) error {
 func Running(ctx context.Context, dir string) (bool, string) {
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	for _, name := range []string{Etcd, APIServer, ControllerManager} {
-		if !pidAlive(filepath.Join(dir, name+".pid")) {
+		if _, up := process.Running(filepath.Join(dir, name+".pid")); !up {
 			return false, kubeconfig
 		}
 	}

@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -123,15 +121,6 @@ func (ca *clusterAccess) topology(ctx context.Context, namespace, name string) (
 
 func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }
 
-func readPID(path string) (int, bool) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	return pid, err == nil && pid > 0
-}
-
 // probeReady asks the local agent's /readyz.
 func probeReady(port int) bool {
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
@@ -140,18 +129,6 @@ func probeReady(port int) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-func tailOf(path string, lines int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
 }
 
 // completeTopologyNames completes a Topology NAME argument from the cluster.

@@ -27,6 +27,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/manifests"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
+	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 )
 
 // installFieldManager owns what `install` applies.
@@ -290,7 +291,7 @@ func printObjects(w interface{ Write([]byte) (int, error) }, objs []*unstructure
 // runLocal starts the agent binary out of cluster, detached, unless one runs.
 func (o *InstallOptions) runLocal(ctx context.Context) error {
 	pidFile := filepath.Join(o.StateDir, "agent.pid")
-	if pid, ok := readPID(pidFile); ok && processAlive(pid) {
+	if pid, ok := process.Running(pidFile); ok {
 		fmt.Fprintf(o.Out, "The local agent is already running (pid %d).\n", pid)
 		return nil
 	}
@@ -323,11 +324,11 @@ func (o *InstallOptions) runLocal(ctx context.Context) error {
 	defer logFile.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	detach(cmd) // outlives this command
+	process.Detach(cmd) // outlives this command
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", bin, err)
 	}
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+	if err := process.WritePID(pidFile, cmd.Process.Pid); err != nil {
 		return err
 	}
 	exited := make(chan error, 1)
@@ -339,7 +340,7 @@ func (o *InstallOptions) runLocal(ctx context.Context) error {
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-exited:
-			return false, fmt.Errorf("the agent exited (%v); its log %s ends:\n%s", err, logPath, tailOf(logPath, 15))
+			return false, fmt.Errorf("the agent exited (%v); its log %s ends:\n%s", err, logPath, process.Tail(logPath, 15))
 		default:
 		}
 		return webhooksRegistered(ctx, o.access.client) && probeReady(probe), nil
@@ -419,9 +420,10 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		sort.Strings(names)
 		return fmt.Errorf("refusing to uninstall: %d Topologies still exist (%s); without the agent their clusters would be unmanaged. Delete them first", len(names), strings.Join(names, ", "))
 	}
-	if pid, ok := readPID(filepath.Join(o.StateDir, "agent.pid")); ok && processAlive(pid) {
-		_ = terminate(pid)
-		_ = os.Remove(filepath.Join(o.StateDir, "agent.pid"))
+	if pid, ok := process.Running(filepath.Join(o.StateDir, "agent.pid")); ok {
+		if err := process.Stop(filepath.Join(o.StateDir, "agent.pid")); err != nil {
+			return fmt.Errorf("stopping the local agent (pid %d): %w", pid, err)
+		}
 		fmt.Fprintf(o.Out, "Stopped the local agent (pid %d).\n", pid)
 	}
 	objs, err := renderComponents(manifests.Components, nil, o.TargetNamespace, "")

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
@@ -268,16 +268,7 @@ func getVersion(t *testing.T, ns string) string {
 }
 
 // stopLocalAgent ends an agent install --local started, if still running.
-func stopLocalAgent(state string) {
-	data, err := os.ReadFile(filepath.Join(state, "agent.pid"))
-	if err != nil {
-		return
-	}
-	var pid int
-	if _, err := fmt.Sscan(string(data), &pid); err == nil && pid > 0 {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-	}
-}
+func stopLocalAgent(state string) { _ = process.Stop(filepath.Join(state, "agent.pid")) }
 
 // TestInstallInCluster applies the in-cluster components with the plugin. The
 // local control plane runs no Pods, so it does not wait for the agent; it
