@@ -24,7 +24,7 @@ import (
 // changeOptions are what scale and set share: a Topology to change, a preview
 // of what the change rolls out, a confirmation, and a guarded write.
 type changeOptions struct {
-	configFlags *genericclioptions.ConfigFlags
+	liveFlags
 	genericiooptions.IOStreams
 	name   string
 	dryRun bool
@@ -40,10 +40,11 @@ func (o *changeOptions) addFlags(cmd *cobra.Command) {
 // a server-side dry run, previews what the agent would change, asks, and
 // writes it guarded by the resourceVersion it read.
 func (o *changeOptions) apply(ctx context.Context, mutate func(*v1alpha1.Topology) ([]string, error)) error {
-	ca, t, err := connectTopology(ctx, o.configFlags, o.name)
+	t, err := o.readTopology(ctx, o.name)
 	if err != nil {
 		return err
 	}
+	ca := o.access
 	changed := t.DeepCopy()
 	what, err := mutate(changed)
 	if err != nil {
@@ -99,7 +100,7 @@ type ScaleOptions struct {
 
 // NewScaleCommand returns `scale`.
 func NewScaleCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ScaleOptions{changeOptions: changeOptions{configFlags: flags, IOStreams: streams}, ControlPlane: -1}
+	o := &ScaleOptions{changeOptions: changeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}, ControlPlane: -1}
 	cmd := &cobra.Command{
 		Use:               "scale NAME [--control-plane N] [--worker POOL=N]...",
 		ValidArgsFunction: completeTopologyNames(flags),
@@ -208,7 +209,7 @@ type SetVariableOptions struct {
 // NewSetCommand returns `set` with its `variable` subcommand.
 func NewSetCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	set := &cobra.Command{Use: "set", Short: "Change a Topology's settings, with a preview"}
-	o := &SetVariableOptions{changeOptions: changeOptions{configFlags: flags, IOStreams: streams}}
+	o := &SetVariableOptions{changeOptions: changeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}}
 	cmd := &cobra.Command{
 		Use:               "variable NAME KEY=VALUE... [--from-file KEY=PATH]",
 		ValidArgsFunction: completeTopologyNames(flags),

@@ -172,15 +172,10 @@ func (l *liveFlags) connectOnce() error {
 	return err
 }
 
-// connectTopology connects and reads the named Topology in the flags' namespace.
-func connectTopology(ctx context.Context, flags *genericclioptions.ConfigFlags, name string) (*clusterAccess, *v1alpha1.Topology, error) {
-	ca, err := connect(flags)
-	if err != nil {
-		return nil, nil, err
+// readTopology connects once and reads the named Topology in the flags' namespace.
+func (l *liveFlags) readTopology(ctx context.Context, name string) (*v1alpha1.Topology, error) {
+	if err := l.connectOnce(); err != nil {
+		return nil, err
 	}
-	t, err := ca.topology(ctx, ca.namespace, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ca, t, nil
+	return l.access.topology(ctx, l.access.namespace, name)
 }

@@ -17,7 +17,7 @@ import (
 
 // EditOptions are the inputs of `edit`.
 type EditOptions struct {
-	configFlags *genericclioptions.ConfigFlags
+	liveFlags
 	genericiooptions.IOStreams
 	// Name is the Topology.
 	Name string
@@ -27,7 +27,7 @@ type EditOptions struct {
 
 // NewEditCommand returns `edit`.
 func NewEditCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &EditOptions{configFlags: flags, IOStreams: streams}
+	o := &EditOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:               "edit NAME [--read-only]",
 		ValidArgsFunction: completeTopologyNames(flags),
@@ -63,10 +63,11 @@ func (o *EditOptions) Validate() error {
 
 // Run opens the editor.
 func (o *EditOptions) Run(ctx context.Context) error {
-	ca, t, err := connectTopology(ctx, o.configFlags, o.Name)
+	t, err := o.readTopology(ctx, o.Name)
 	if err != nil {
 		return err
 	}
+	ca := o.access
 	class, templates, current, err := ca.readBlueprint(ctx, t)
 	if err != nil {
 		return err

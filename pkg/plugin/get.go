@@ -92,7 +92,7 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	}
 	var items []v1alpha1.Topology
 	if o.Name != "" {
-		t, err := o.access.topology(ctx, o.access.namespace, o.Name)
+		t, err := o.readTopology(ctx, o.Name)
 		if err != nil {
 			return err
 		}

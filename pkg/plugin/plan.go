@@ -97,10 +97,12 @@ class references and any objects that exist already.`,
 
 // RunLive plans a live Topology, or a proposed version of it from -f.
 func (o *PlanOptions) RunLive(ctx context.Context) error {
-	ca, t, err := connectTopology(ctx, o.configFlags, o.Name)
+	live := &liveFlags{configFlags: o.configFlags}
+	t, err := live.readTopology(ctx, o.Name)
 	if err != nil {
 		return err
 	}
+	ca := live.access
 	if len(o.Filenames) > 0 {
 		b, err := readBundle(o.Filenames, o.In, ca.namespace)
 		if err != nil {

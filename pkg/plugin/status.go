@@ -78,10 +78,7 @@ func (o *StatusOptions) Validate() error {
 
 // Run prints the rollout once, or follows it with --watch.
 func (o *StatusOptions) Run(ctx context.Context) error {
-	if err := o.connectOnce(); err != nil {
-		return err
-	}
-	t, err := o.access.topology(ctx, o.access.namespace, o.Name)
+	t, err := o.readTopology(ctx, o.Name)
 	if err != nil {
 		return err
 	}
@@ -91,7 +88,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if o.terminal {
 		// In a terminal: the editor's components, redrawn in place.
 		fetch := func(ctx context.Context) (*v1alpha1.Topology, error) {
-			return o.access.topology(ctx, o.access.namespace, o.Name)
+			return o.readTopology(ctx, o.Name)
 		}
 		_, err := tea.NewProgram(tui.NewStatusModel(fetch, o.Interval), tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithContext(ctx)).Run()
 		return err
@@ -117,7 +114,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			return nil
 		case <-time.After(o.Interval):
 		}
-		if t, err = o.access.topology(ctx, o.access.namespace, o.Name); err != nil {
+		if t, err = o.readTopology(ctx, o.Name); err != nil {
 			return err
 		}
 	}

@@ -89,10 +89,7 @@ func (o *UpgradeOptions) Validate() error {
 
 // Run does the preflight, preview, confirmation, apply and optional follow.
 func (o *UpgradeOptions) Run(ctx context.Context) error {
-	if err := o.connectOnce(); err != nil {
-		return err
-	}
-	t, err := o.access.topology(ctx, o.access.namespace, o.Name)
+	t, err := o.readTopology(ctx, o.Name)
 	if err != nil {
 		return err
 	}
