@@ -109,9 +109,11 @@ func Scheme() *runtime.Scheme {
 
 // Agent is a configured, not yet started agent.
 type Agent struct {
-	opts    Options
-	cfg     *rest.Config
-	mgr     manager.Manager
+	opts Options
+	mgr  manager.Manager
+	// direct reads and writes without the cache: before the manager starts,
+	// and for the agent's own Secret, which the cache does not watch.
+	direct  client.Client
 	webhook webhook.Server
 	ready   atomic.Bool
 	certs   chan struct{}
@@ -135,7 +137,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 	if opts.Local {
 		host = "127.0.0.1"
 	}
-	a := &Agent{opts: opts, cfg: cfg, certs: make(chan struct{})}
+	a := &Agent{opts: opts, certs: make(chan struct{})}
 	a.webhook = webhook.NewServer(webhook.Options{Host: host, Port: opts.WebhookPort, CertDir: opts.CertDir})
 	mopts := ctrl.Options{
 		Scheme:                  Scheme(),
@@ -155,6 +157,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 	}
 	if a.mgr, err = ctrl.NewManager(cfg, mopts); err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if a.direct, err = client.New(cfg, client.Options{Scheme: a.mgr.GetScheme()}); err != nil {
+		return nil, err
 	}
 	if err := a.setupControllers(ctx); err != nil {
 		return nil, err
@@ -278,10 +283,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // in-cluster or at 127.0.0.1 by URL when local. The CA bundle already
 // injected is kept, so a restart does not open a window without one.
 func (a *Agent) registerWebhooks(ctx context.Context) error {
-	c, err := client.New(a.cfg, client.Options{Scheme: a.mgr.GetScheme()})
-	if err != nil {
-		return err
-	}
+	c := a.direct
 	if a.opts.Local {
 		// In-cluster the Deployment's namespace exists; locally it may not.
 		if err := ensureNamespace(ctx, c, a.opts.AgentNamespace); err != nil {
@@ -290,7 +292,7 @@ func (a *Agent) registerWebhooks(ctx context.Context) error {
 	}
 	// The rotator fills in an existing Secret; it does not create one.
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.opts.AgentNamespace, Name: CertSecretName}}
-	err = c.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{})
+	err := c.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{})
 	if apierrors.IsNotFound(err) {
 		err = c.Create(ctx, secret)
 	}
@@ -369,19 +371,16 @@ func applyKeepingCABundle(ctx context.Context, c client.Client, obj client.Objec
 // CertDir and keeps it current. The agent does this itself rather than rely on
 // a kubelet volume, so it works the same in a Pod and on a laptop.
 func (a *Agent) syncCertFiles(ctx context.Context) error {
-	c, err := client.New(a.cfg, client.Options{Scheme: a.mgr.GetScheme()})
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(a.opts.CertDir, 0o700); err != nil {
 		return fmt.Errorf("creating certificate directory %s: %w", a.opts.CertDir, err)
 	}
+	// Every second until the first certificate is on disk, then once a minute:
+	// the rotator renews certificates long before they expire.
 	var last string
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+	interval := time.Second
 	for {
 		s := &corev1.Secret{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: a.opts.AgentNamespace, Name: CertSecretName}, s); err == nil {
+		if err := a.direct.Get(ctx, types.NamespacedName{Namespace: a.opts.AgentNamespace, Name: CertSecretName}, s); err == nil {
 			crt, key := s.Data["tls.crt"], s.Data["tls.key"]
 			if len(crt) > 0 && len(key) > 0 && string(crt) != last {
 				if err := writeAtomically(a.opts.CertDir+"/tls.key", key); err != nil {
@@ -391,12 +390,13 @@ func (a *Agent) syncCertFiles(ctx context.Context) error {
 					return err
 				}
 				last = string(crt)
+				interval = time.Minute
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
+		case <-time.After(interval):
 		}
 	}
 }
