@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,5 +91,23 @@ func TestInfrastructurePhase(t *testing.T) {
 	_ = unstructured.SetNestedField(cluster.Object, true, "status", "infrastructureReady")
 	if p := InfrastructurePhase(&State{InfrastructureCluster: infra, Cluster: cluster}); p != v1alpha1.InfrastructureProvisioned {
 		t.Errorf("the Cluster says ready: %s, want Provisioned", p)
+	}
+}
+
+func TestUpgradePreflight(t *testing.T) {
+	topo := topologyWith("v1.33.1", nil)
+	topo.Generation, topo.Status.ObservedGeneration = 2, 2
+	topo.Status.ControlPlane = &v1alpha1.PartStatus{Name: ControlPlaneName, Phase: v1alpha1.PhaseUpToDate, Version: "v1.33.1", DesiredVersion: "v1.33.1"}
+	if errs := UpgradePreflight(topo, "v1.34.0"); len(errs) != 0 {
+		t.Errorf("a stable, reconciled topology: %v", errs)
+	}
+	topo.Status.ObservedGeneration = 1
+	topo.Status.ControlPlane.Phase = v1alpha1.PhaseCreating
+	errs := UpgradePreflight(topo, "v1.34.0")
+	if len(errs) != 2 || !strings.Contains(errs.ToAggregate().Error(), "has not reconciled the latest change") || !strings.Contains(errs.ToAggregate().Error(), "not stable (phase Creating)") {
+		t.Errorf("got %v", errs)
+	}
+	if errs := UpgradePreflight(topo, "v1.33.1"); len(errs) != 0 {
+		t.Errorf("no version change is no upgrade: %v", errs)
 	}
 }

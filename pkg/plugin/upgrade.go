@@ -132,23 +132,8 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 // lets the webhooks judge it in a server-side dry run.
 func (o *UpgradeOptions) preflight(ctx context.Context, t *v1alpha1.Topology) error {
 	var problems []string
-	errs := engine.ValidateVersionChange(engine.VersionChange{
-		Old: t.Spec.Version, New: o.Version,
-		Rollout: engine.RolloutFromStatus(&t.Status),
-		Unsafe:  engine.UnsafeVersionChange(t),
-	})
-	for _, e := range errs {
-		problems = append(problems, e.Error())
-	}
-	if t.Status.ObservedGeneration != t.Generation {
-		problems = append(problems, fmt.Sprintf("the agent has not reconciled the latest change yet (generation %d, observed %d): is it running? `kubectl topology version` tells", t.Generation, t.Status.ObservedGeneration))
-	}
-	if cp := t.Status.ControlPlane; cp == nil || cp.Phase != v1alpha1.PhaseUpToDate {
-		phase := "unknown"
-		if cp != nil {
-			phase = string(cp.Phase)
-		}
-		problems = append(problems, fmt.Sprintf("the control plane is not stable (phase %s); wait for `kubectl topology status %s` to show it UpToDate", phase, t.Name))
+	for _, e := range engine.UpgradePreflight(t, o.Version) {
+		problems = append(problems, e.Detail)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("preflight failed for Topology %s/%s; nothing was changed:\n  - %s", t.Namespace, t.Name, strings.Join(problems, "\n  - "))

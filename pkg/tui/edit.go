@@ -366,10 +366,9 @@ func (m *EditModel) recompute(ctx context.Context) {
 		}
 		m.attach(fe.Field, msg)
 	}
-	for _, fe := range engine.ValidateVersionChange(engine.VersionChange{
-		Old: m.in.Topology.Spec.Version, New: t.Spec.Version,
-		Rollout: engine.RolloutFromStatus(&m.in.Topology.Status), Unsafe: engine.UnsafeVersionChange(t),
-	}) {
+	live := m.in.Topology.DeepCopy()
+	live.Annotations = t.Annotations // the unsafe annotation, if the user set it
+	for _, fe := range engine.UpgradePreflight(live, t.Spec.Version) {
 		m.checks = append(m.checks, fe.Detail)
 	}
 	if len(m.fieldErrs) > 0 || len(m.checks) > 0 {

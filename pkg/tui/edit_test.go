@@ -335,3 +335,20 @@ func TestEditConflictKeepsAddedPool(t *testing.T) {
 		t.Errorf("re-applied pools %+v; want the server's 7 replicas for md-a and the added md-2", got)
 	}
 }
+
+func TestEditUpgradeWaitsForAStableControlPlane(t *testing.T) {
+	in := exampleInputs(t)
+	in.Topology.Status.ControlPlane.Phase = v1alpha1.PhaseCreating
+	m := newModel(t, in, &fakeServer{})
+	replace(m, "v1.34.0")
+	if !strings.Contains(m.View(), "the control plane is not stable (phase Creating)") || m.canApply() {
+		t.Errorf("a version change while the control plane is created is not blocked:\n%s", m.View())
+	}
+	goTo(t, m, "md-a (general) replicas")
+	replace(m, "3")
+	goTo(t, m, "version")
+	replace(m, "v1.33.1")
+	if !m.canApply() {
+		t.Errorf("a replicas change is blocked by a rule about upgrades:\n%s", m.View())
+	}
+}
