@@ -80,6 +80,7 @@ type scope struct {
 	live      []*unstructured.Unstructured // objects labelled for the cluster
 	observed  *engine.Observed
 	result    *engine.Result
+	desired   []*unstructured.Unstructured // result's objects, less pools still pending creation
 	// condition to report; the reconcile error, if any, overrides it.
 	reason, message string
 	// requeueAfter asks for another look, e.g. while a deletion completes.
@@ -311,6 +312,7 @@ func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool
 		return false, err
 	}
 	s.result = res
+	s.desired = s.desiredObjects()
 	return true, nil
 }
 
@@ -320,7 +322,7 @@ func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool
 // same pass, so a reconcile that reports success leaves the final ownership.
 func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, error) {
 	current := indexByKey(s.current.Objects(), s.live)
-	objs := s.desiredObjects()
+	objs := s.desired
 	for i, obj := range objs {
 		key := engine.KeyOf(obj)
 		existed := current[key] != nil

@@ -24,7 +24,7 @@ import (
 // by a rotation (once no MachineSet still uses them), and objects a restarted
 // agent made twice before the Cluster existed.
 func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, error) {
-	desired := indexByKey(s.desiredObjects())
+	desired := indexByKey(s.desired)
 	inUse, err := r.machineSetRefs(ctx, s.topo)
 	if err != nil {
 		return false, err
