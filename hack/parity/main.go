@@ -18,6 +18,16 @@ import (
 
 var suffix = regexp.MustCompile(`-[bcdfghjklmnpqrstvwxz2456789]{5}\b`)
 
+// truncated is a name cut to the 63-character limit: 58 characters and a
+// random suffix with no dash before it.
+var truncated = regexp.MustCompile(`([_"/])([a-z0-9][a-z0-9.-]{57})[bcdfghjklmnpqrstvwxz2456789]{5}(["._\\])`)
+
+// mask replaces random suffixes with XXXXX.
+func mask(s string) string {
+	s = truncated.ReplaceAllString(s, "${1}${2}XXXXX${3}")
+	return suffix.ReplaceAllString(s, "-XXXXX")
+}
+
 func main() {
 	if len(os.Args) != 3 {
 		fmt.Fprintln(os.Stderr, "usage: parity OURS UPSTREAM")
@@ -71,7 +81,7 @@ func load(dir string) (map[string]string, error) {
 		}
 		normalize(obj)
 		canon, _ := json.Marshal(obj)
-		out[suffix.ReplaceAllString(rel, "-XXXXX")] = suffix.ReplaceAllString(string(canon), "-XXXXX")
+		out[mask("/" + rel)[1:]] = mask(string(canon))
 		return nil
 	})
 	return out, err

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"bytes"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
@@ -62,7 +60,7 @@ func ownsMoreThan(current, desired *unstructured.Unstructured, fieldManager stri
 			continue
 		}
 		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
+		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
 			return true
 		}
 		extra := false

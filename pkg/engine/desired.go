@@ -119,15 +119,17 @@ func newComputation(in Input) (*computation, error) {
 	return c, nil
 }
 
-func (c *computation) invalid(obj string, errs field.ErrorList) error {
-	return &InvalidError{Object: obj, Errors: errs}
+func (c *computation) invalid(kind string, obj metav1.Object, errs field.ErrorList) error {
+	return &InvalidError{Kind: kind, Object: describe(kind, obj), Errors: errs}
 }
 
-func (c *computation) topologyName() string {
+// topologyKind is what the topology is called in errors: a Topology, or in
+// upstream's dialect the Cluster.
+func (c *computation) topologyKind() string {
 	if c.in.Dialect == DialectUpstream {
-		return describe("Cluster", c.topo)
+		return "Cluster"
 	}
-	return describe("Topology", c.topo)
+	return "Topology"
 }
 
 // validateInput checks class and topology with the same rules the webhooks
@@ -135,6 +137,10 @@ func (c *computation) topologyName() string {
 // reported at its field before anything is generated. A caller that passes a
 // Catalog has validated the class already (see CompileClass).
 func (c *computation) validateInput(ctx context.Context) error {
+	if c.in.Dialect == DialectUpstream && c.current.Cluster == nil {
+		// Upstream's objects take labels and annotations from the Cluster itself.
+		return fmt.Errorf("%s: the upstream dialect needs the Cluster object in Input.Current.Cluster", describe(c.topologyKind(), c.topo))
+	}
 	if c.in.Catalog == nil {
 		cat, err := CompileClass(ctx, c.class)
 		if err != nil {
@@ -144,10 +150,10 @@ func (c *computation) validateInput(ctx context.Context) error {
 	}
 	sp := SpecPath(c.in.Dialect)
 	if errs := DefaultTopology(c.topo, c.in.Catalog, sp); len(errs) > 0 {
-		return c.invalid(c.topologyName(), errs)
+		return c.invalid(c.topologyKind(), c.topo, errs)
 	}
 	if errs := ValidateTopology(ctx, c.topo, c.class, c.in.Catalog, sp); len(errs) > 0 {
-		return c.invalid(c.topologyName(), errs)
+		return c.invalid(c.topologyKind(), c.topo, errs)
 	}
 	c.vars = c.topo.Spec.Variables
 	return nil
@@ -210,7 +216,7 @@ func (c *computation) resolveTemplates(context.Context) error {
 		}
 	}
 	if len(errs) > 0 {
-		return c.invalid(describe("TopologyClass", c.class), errs)
+		return c.invalid("TopologyClass", c.class, errs)
 	}
 	c.buildPools()
 	return nil
@@ -284,7 +290,7 @@ func (c *computation) generateNames(context.Context) error {
 }
 
 func (c *computation) namingError(p *field.Path, err error) error {
-	return c.invalid(describe("TopologyClass", c.class), field.ErrorList{field.Invalid(p, "", err.Error())})
+	return c.invalid("TopologyClass", c.class, field.ErrorList{field.Invalid(p, "", err.Error())})
 }
 
 func (c *computation) reuseOr(cur *unstructured.Unstructured, gen func() (string, error)) (string, error) {

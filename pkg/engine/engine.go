@@ -68,6 +68,8 @@ type Result struct {
 
 // InvalidError is bad input, with every problem and the field it is in.
 type InvalidError struct {
+	// Kind of the object at fault: Topology, Cluster or TopologyClass.
+	Kind string
 	// Object names the object at fault, e.g. Topology default/qs1.
 	Object string
 	// Errors are the field errors.

@@ -18,33 +18,42 @@ type TemplateRef struct {
 // ClassTemplateRefs lists every template a class references, namespace filled in.
 func ClassTemplateRefs(c *v1alpha1.TopologyClass) []TemplateRef {
 	var out []TemplateRef
-	add := func(ref *corev1.ObjectReference, field string) {
-		if ref == nil {
-			return
-		}
+	VisitTemplateRefs(c, func(ref *corev1.ObjectReference, field string) {
 		r := TemplateRef{ObjectReference: *ref, Field: field}
 		if r.Namespace == "" {
 			r.Namespace = c.Namespace
 		}
 		out = append(out, r)
+	})
+	return out
+}
+
+// VisitTemplateRefs calls visit with every template reference of a class,
+// in place, and the field it is in.
+func VisitTemplateRefs(c *v1alpha1.TopologyClass, visit func(ref *corev1.ObjectReference, field string)) {
+	add := func(ref *corev1.ObjectReference, field string) {
+		if ref != nil {
+			visit(ref, field)
+		}
 	}
-	s := c.Spec
+	s := &c.Spec
 	add(s.Infrastructure.Ref, "spec.infrastructure.ref")
 	add(s.ControlPlane.Ref, "spec.controlPlane.ref")
 	if s.ControlPlane.MachineInfrastructure != nil {
 		add(s.ControlPlane.MachineInfrastructure.Ref, "spec.controlPlane.machineInfrastructure.ref")
 	}
-	for i, md := range s.Workers.MachineDeployments {
+	for i := range s.Workers.MachineDeployments {
+		md := &s.Workers.MachineDeployments[i]
 		p := "spec.workers.machineDeployments[" + strconv.Itoa(i) + "].template."
 		add(md.Template.Bootstrap.Ref, p+"bootstrap.ref")
 		add(md.Template.Infrastructure.Ref, p+"infrastructure.ref")
 	}
-	for i, mp := range s.Workers.MachinePools {
+	for i := range s.Workers.MachinePools {
+		mp := &s.Workers.MachinePools[i]
 		p := "spec.workers.machinePools[" + strconv.Itoa(i) + "].template."
 		add(mp.Template.Bootstrap.Ref, p+"bootstrap.ref")
 		add(mp.Template.Infrastructure.Ref, p+"infrastructure.ref")
 	}
-	return out
 }
 
 // GeneratedKinds are the kinds of the objects a topology of class c consists
@@ -91,4 +100,15 @@ func GeneratedKinds(c *v1alpha1.TopologyClass) []schema.GroupVersionKind {
 		fromRef(mp.Template.Infrastructure.Ref, true)
 	}
 	return out
+}
+
+// HasExternalPatches tells whether any of the class's patches is external:
+// only then is a Runtime SDK client needed, or are discovered variables possible.
+func HasExternalPatches(c *v1alpha1.TopologyClass) bool {
+	for _, p := range c.Spec.Patches {
+		if p.External != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -143,13 +143,21 @@ func (c *computation) applyPatches(context.Context) error {
 		infraCluster: c.tmpl.infraCluster.DeepCopy(),
 		controlPlane: c.tmpl.controlPlane.DeepCopy(),
 	}
+	// Holders are what external patches are told: the object that will refer
+	// to what is made from the template, and by which field.
+	clusterHolder := func(fieldPath string) patches.Holder {
+		return patches.Holder{APIVersion: ClusterAPIVersion, Kind: "Cluster", Namespace: c.ns, Name: c.cluster, FieldPath: fieldPath}
+	}
 	targets := []*patches.Target{
-		{Object: c.patched.infraCluster, Role: patches.InfrastructureCluster, Description: "InfrastructureCluster template " + c.tmpl.infraCluster.GetName()},
-		{Object: c.patched.controlPlane, Role: patches.ControlPlane, Builtins: cpBuiltins, Overrides: cpOverrides, Description: "control plane template " + c.tmpl.controlPlane.GetName()},
+		{Object: c.patched.infraCluster, Role: patches.InfrastructureCluster, Description: "InfrastructureCluster template " + c.tmpl.infraCluster.GetName(),
+			Holder: clusterHolder("spec.infrastructureRef")},
+		{Object: c.patched.controlPlane, Role: patches.ControlPlane, Builtins: cpBuiltins, Overrides: cpOverrides, Description: "control plane template " + c.tmpl.controlPlane.GetName(),
+			Holder: clusterHolder("spec.controlPlaneRef")},
 	}
 	if c.tmpl.cpMachineInfra != nil {
 		c.patched.cpMachineInfra = c.tmpl.cpMachineInfra.DeepCopy()
-		targets = append(targets, &patches.Target{Object: c.patched.cpMachineInfra, Role: patches.ControlPlaneMachineInfrastructure, Builtins: cpBuiltins, Overrides: cpOverrides, Description: "control plane machine template " + c.tmpl.cpMachineInfra.GetName()})
+		targets = append(targets, &patches.Target{Object: c.patched.cpMachineInfra, Role: patches.ControlPlaneMachineInfrastructure, Builtins: cpBuiltins, Overrides: cpOverrides, Description: "control plane machine template " + c.tmpl.cpMachineInfra.GetName(),
+			Holder: patches.Holder{APIVersion: c.tmpl.controlPlane.GetAPIVersion(), Kind: TrimTemplateSuffix(c.tmpl.controlPlane.GetKind()), Namespace: c.ns, Name: c.plan.controlPlane, FieldPath: "spec.machineTemplate.infrastructureRef"}})
 	}
 	for _, p := range c.pools {
 		labels, annotations := c.workerMetadata(p.metadata(), p.tmpl.metadata, p.nameLabel(), p.name())
@@ -170,14 +178,19 @@ func (c *computation) applyPatches(context.Context) error {
 		p.bootstrap, p.infrastructure = p.tmpl.bootstrap.DeepCopy(), p.tmpl.infrastructure.DeepCopy()
 		bootstrapRole, infraRole := p.roles()
 		what := p.kind() + " " + p.name()
+		holder := func(fieldPath string) patches.Holder {
+			return patches.Holder{APIVersion: ClusterAPIVersion, Kind: p.kind(), Namespace: c.ns, Name: p.names.object, FieldPath: fieldPath}
+		}
 		targets = append(targets,
-			&patches.Target{Object: p.bootstrap, Role: bootstrapRole, WorkerClass: p.className(), Builtins: builtins, Overrides: p.overrides(), Description: what + " bootstrap template " + p.tmpl.bootstrap.GetName()},
-			&patches.Target{Object: p.infrastructure, Role: infraRole, WorkerClass: p.className(), Builtins: builtins, Overrides: p.overrides(), Description: what + " infrastructure template " + p.tmpl.infrastructure.GetName()},
+			&patches.Target{Object: p.bootstrap, Role: bootstrapRole, WorkerClass: p.className(), Builtins: builtins, Overrides: p.overrides(), Description: what + " bootstrap template " + p.tmpl.bootstrap.GetName(),
+				Holder: holder("spec.template.spec.bootstrap.configRef")},
+			&patches.Target{Object: p.infrastructure, Role: infraRole, WorkerClass: p.className(), Builtins: builtins, Overrides: p.overrides(), Description: what + " infrastructure template " + p.tmpl.infrastructure.GetName(),
+				Holder: holder("spec.template.spec.infrastructureRef")},
 		)
 	}
 	err := patches.Apply(patches.Input{Patches: cs.Patches, Variables: c.vars, Builtins: common, Targets: targets, External: c.in.External})
 	if pe, ok := err.(*patches.Error); ok {
-		return c.invalid(describe("TopologyClass", c.class), field.ErrorList{field.Invalid(field.NewPath(pe.Field), pe.Patch, fmt.Sprintf("patch %q on %s: %v", pe.Patch, pe.Target, pe.Err))})
+		return c.invalid("TopologyClass", c.class, field.ErrorList{field.Invalid(field.NewPath(pe.Field), pe.Patch, fmt.Sprintf("patch %q on %s: %v", pe.Patch, pe.Target, pe.Err))})
 	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/blang/semver/v4"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
@@ -143,8 +144,13 @@ func validateOp(op v1alpha1.JSONPatch, p *field.Path) field.ErrorList {
 		if s == "-" && (op.Op != "add" || i != len(segments)-1) {
 			errs = append(errs, field.Invalid(p.Child("path"), op.Path, `"-" (append) is only valid as the last segment of an add`))
 		}
-		if isIndex(s) && op.Op == "add" && i == len(segments)-1 && s != "0" {
+		// As upstream: list items are reached by index only to prepend, since
+		// other indexes depend on the template's current list.
+		switch {
+		case isIndex(s) && op.Op == "add" && s != "0":
 			errs = append(errs, field.Invalid(p.Child("path"), op.Path, "add may only insert at index 0 or append with -; other indexes depend on the template's current list"))
+		case isIndex(s) && (op.Op == "replace" || op.Op == "remove"):
+			errs = append(errs, field.Invalid(p.Child("path"), op.Path, fmt.Sprintf("%s may not reach into a list by index; replace the whole list instead", op.Op)))
 		}
 	}
 	switch op.Op {
@@ -187,6 +193,31 @@ func isIndex(s string) bool {
 	return true
 }
 
+// checkPoolName reports a pool name given twice (seen holds those before it)
+// or not usable as a label value.
+func checkPoolName(seen map[string]bool, name string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if seen[name] {
+		errs = append(errs, field.Duplicate(p, name))
+	}
+	seen[name] = true
+	for _, msg := range PoolNameErrors(name) {
+		errs = append(errs, field.Invalid(p, name, msg))
+	}
+	return errs
+}
+
+// PoolNameErrors says why a MachineDeployment or MachinePool name cannot be
+// used: it labels every object of the pool, so it must be a valid label
+// value, as upstream requires.
+func PoolNameErrors(name string) []string {
+	var out []string
+	for _, e := range validation.IsValidLabelValue(name) {
+		out = append(out, "must be a valid label value: "+e)
+	}
+	return out
+}
+
 // ParseVersion parses a Kubernetes version such as v1.32.0. The leading "v"
 // is required, as Cluster API and the Topology CRD require it.
 func ParseVersion(v string) (semver.Version, error) {
@@ -200,13 +231,39 @@ func ParseVersion(v string) (semver.Version, error) {
 // recompute often (the agent, the TUI) keep the Catalog and pass it to Compute.
 func CompileClass(ctx context.Context, c *v1alpha1.TopologyClass) (*variables.Catalog, error) {
 	if errs := ValidateClass(ctx, c); len(errs) > 0 {
-		return nil, &InvalidError{Object: describe("TopologyClass", c), Errors: errs}
+		return nil, &InvalidError{Kind: "TopologyClass", Object: describe("TopologyClass", c), Errors: errs}
 	}
-	cat, errs := variables.NewCatalog(c.Spec.Variables)
+	cat, errs := variables.NewCatalog(append(append([]v1alpha1.ClusterClassVariable(nil), c.Spec.Variables...), DiscoveredVariables(c)...))
 	if len(errs) > 0 {
-		return nil, &InvalidError{Object: describe("TopologyClass", c), Errors: errs}
+		return nil, &InvalidError{Kind: "TopologyClass", Object: describe("TopologyClass", c), Errors: errs}
 	}
 	return cat, nil
+}
+
+// DiscoveredVariables are the variables external patches' extensions
+// defined, as the class's status lists them: those the class does not define
+// itself and that every extension defines alike. Topologies may set them
+// as they set the class's own.
+func DiscoveredVariables(c *v1alpha1.TopologyClass) []v1alpha1.ClusterClassVariable {
+	if !HasExternalPatches(c) {
+		return nil // what status still lists from patches since removed does not count
+	}
+	inline := map[string]bool{}
+	for _, v := range c.Spec.Variables {
+		inline[v.Name] = true
+	}
+	var out []v1alpha1.ClusterClassVariable
+	for _, sv := range c.Status.Variables {
+		if inline[sv.Name] || sv.DefinitionsConflict || len(sv.Definitions) == 0 {
+			continue
+		}
+		d := sv.Definitions[0]
+		if d.From == v1alpha1.VariableDefinitionFromInline {
+			continue // the class no longer defines it
+		}
+		out = append(out, v1alpha1.ClusterClassVariable{Name: sv.Name, Required: d.Required, Metadata: d.Metadata, Schema: d.Schema})
+	}
+	return out
 }
 
 // DefaultTopology fills in variable defaults in place, as the defaulting
@@ -272,10 +329,7 @@ func ValidateTopology(ctx context.Context, t *v1alpha1.Topology, c *v1alpha1.Top
 		seen := map[string]bool{}
 		for i, md := range w.MachineDeployments {
 			p := spec.Child("workers", "machineDeployments").Index(i)
-			if seen[md.Name] {
-				errs = append(errs, field.Duplicate(p.Child("name"), md.Name))
-			}
-			seen[md.Name] = true
+			errs = append(errs, checkPoolName(seen, md.Name, p.Child("name"))...)
 			if c != nil {
 				if _, mdc := findMDClass(c, md.Class); mdc == nil {
 					errs = append(errs, field.Invalid(p.Child("class"), md.Class, fmt.Sprintf("MachineDeployment class %q is not defined in TopologyClass %s", md.Class, c.Name)))
@@ -288,16 +342,9 @@ func ValidateTopology(ctx context.Context, t *v1alpha1.Topology, c *v1alpha1.Top
 		seen = map[string]bool{}
 		for i, mp := range w.MachinePools {
 			p := spec.Child("workers", "machinePools").Index(i)
-			if seen[mp.Name] {
-				errs = append(errs, field.Duplicate(p.Child("name"), mp.Name))
-			}
-			seen[mp.Name] = true
+			errs = append(errs, checkPoolName(seen, mp.Name, p.Child("name"))...)
 			if c != nil {
-				found := false
-				for _, mpc := range c.Spec.Workers.MachinePools {
-					found = found || mpc.Class == mp.Class
-				}
-				if !found {
+				if _, mpc := findMPClass(c, mp.Class); mpc == nil {
 					errs = append(errs, field.Invalid(p.Child("class"), mp.Class, fmt.Sprintf("MachinePool class %q is not defined in TopologyClass %s", mp.Class, c.Name)))
 				}
 			}

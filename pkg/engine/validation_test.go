@@ -106,6 +106,16 @@ func TestValidateClass(t *testing.T) {
 		{"add at inner index", func(c *v1alpha1.TopologyClass) {
 			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/template/spec/list/3"
 		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "index 0"},
+		{"add through an inner index", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/template/spec/list/1/name"
+		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "index 0"},
+		{"replace by index", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Op = "replace"
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/template/spec/list/0"
+		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "replace may not reach into a list by index"},
+		{"remove by index", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0] = v1alpha1.JSONPatch{Op: "remove", Path: "/spec/template/spec/list/0/name"}
+		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "remove may not reach into a list by index"},
 		{"append not last", func(c *v1alpha1.TopologyClass) {
 			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/list/-/x"
 		}, "spec.patches[0].definitions[0].jsonPatches[0].path", `"-"`},
@@ -167,6 +177,7 @@ func TestValidateTopology(t *testing.T) {
 			t.Spec.Workers.MachineDeployments = append(t.Spec.Workers.MachineDeployments, t.Spec.Workers.MachineDeployments[0])
 		}, "spec.workers.machineDeployments[1].name", "Duplicate"},
 		{"unknown MD class", func(t *v1alpha1.Topology) { t.Spec.Workers.MachineDeployments[0].Class = "x" }, "spec.workers.machineDeployments[0].class", "not defined"},
+		{"MD name not a label value", func(t *v1alpha1.Topology) { t.Spec.Workers.MachineDeployments[0].Name = "gpu pool" }, "spec.workers.machineDeployments[0].name", "valid label value"},
 		{"unknown MP class", func(t *v1alpha1.Topology) {
 			t.Spec.Workers.MachinePools = []v1alpha1.MachinePoolTopology{{Class: "x", Name: "mp"}}
 		}, "spec.workers.machinePools[0].class", "not defined"},

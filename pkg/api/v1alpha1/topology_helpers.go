@@ -12,3 +12,29 @@ func (t *Topology) GetClassKey() types.NamespacedName {
 	}
 	return types.NamespacedName{Namespace: ns, Name: t.Spec.Class}
 }
+
+// MachineDeployment is the topology's MachineDeployment called name, or nil.
+func (t *Topology) MachineDeployment(name string) *MachineDeploymentTopology {
+	if t.Spec.Workers == nil {
+		return nil
+	}
+	for i := range t.Spec.Workers.MachineDeployments {
+		if t.Spec.Workers.MachineDeployments[i].Name == name {
+			return &t.Spec.Workers.MachineDeployments[i]
+		}
+	}
+	return nil
+}
+
+// MachinePool is the topology's MachinePool called name, or nil.
+func (t *Topology) MachinePool(name string) *MachinePoolTopology {
+	if t.Spec.Workers == nil {
+		return nil
+	}
+	for i := range t.Spec.Workers.MachinePools {
+		if t.Spec.Workers.MachinePools[i].Name == name {
+			return &t.Spec.Workers.MachinePools[i]
+		}
+	}
+	return nil
+}

@@ -91,7 +91,7 @@ func (b *Bundle) Read(r io.Reader, source, defaultNamespace string) error {
 		}
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(jsonRaw); err != nil {
-			return fmt.Errorf("%s: not a Kubernetes object: %w", where, err)
+			return fmt.Errorf("%s: not a Kubernetes object: %s", where, whyNotAnObject(jsonRaw, err))
 		}
 		if obj.IsList() {
 			list, _ := obj.ToList()
@@ -106,6 +106,27 @@ func (b *Bundle) Read(r io.Reader, source, defaultNamespace string) error {
 			return err
 		}
 	}
+}
+
+// whyNotAnObject says what a document lacks to be a Kubernetes object;
+// apimachinery reports a bad apiVersion as a missing kind.
+func whyNotAnObject(raw []byte, err error) string {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return "a document must be a YAML or JSON map with apiVersion and kind"
+	}
+	kind, _ := m["kind"].(string)
+	apiVersion, _ := m["apiVersion"].(string)
+	switch {
+	case kind == "":
+		return "kind is missing"
+	case apiVersion == "":
+		return "apiVersion is missing"
+	}
+	if _, perr := schema.ParseGroupVersion(apiVersion); perr != nil {
+		return fmt.Sprintf("apiVersion %q is not group/version: %v", apiVersion, perr)
+	}
+	return err.Error()
 }
 
 func (b *Bundle) add(obj *unstructured.Unstructured, where, defaultNamespace string) error {

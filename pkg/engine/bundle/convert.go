@@ -3,6 +3,7 @@ package bundle
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,6 +36,9 @@ func TopologyFromCluster(u *unstructured.Unstructured) (*v1alpha1.Topology, erro
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.TopologyKind},
 		ObjectMeta: carriedMeta(u),
 	}
+	if topo, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "topology"); ok {
+		normalizeDurations(topo)
+	}
 	topo, _, _ := unstructured.NestedMap(u.Object, "spec", "topology")
 	if err := decodeStrict(topo, &t.Spec); err != nil {
 		return nil, fmt.Errorf("spec.topology: %w", err)
@@ -49,6 +53,32 @@ func TopologyFromCluster(u *unstructured.Unstructured) (*v1alpha1.Topology, erro
 		t.Spec.Paused = p
 	}
 	return t, nil
+}
+
+// durationFields are the fields of a Cluster's topology that Cluster API
+// types as metav1.Duration.
+var durationFields = map[string]bool{"nodeDrainTimeout": true, "nodeVolumeDetachTimeout": true, "nodeDeletionTimeout": true, "nodeStartupTimeout": true, "timeout": true}
+
+// normalizeDurations writes durations as Cluster API's typed client reads
+// them back ("120s" becomes "2m0s"), in place, so that the Cluster in a plan
+// reads as upstream's does.
+func normalizeDurations(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && durationFields[k] {
+				if d, err := time.ParseDuration(s); err == nil {
+					v[k] = d.String()
+				}
+				continue
+			}
+			normalizeDurations(x)
+		}
+	case []any:
+		for _, x := range v {
+			normalizeDurations(x)
+		}
+	}
 }
 
 // carriedMeta keeps what identifies and describes an object, not what the
@@ -72,7 +102,7 @@ func (t *Topology) Default(cat *variables.Catalog) error {
 		if t.Upstream != nil {
 			kind = "Cluster"
 		}
-		return &engine.InvalidError{Object: kind + " " + t.Namespace + "/" + t.Name, Errors: errs}
+		return &engine.InvalidError{Kind: kind, Object: kind + " " + t.Namespace + "/" + t.Name, Errors: errs}
 	}
 	if t.Upstream == nil {
 		return nil

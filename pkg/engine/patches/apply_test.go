@@ -60,11 +60,17 @@ func TestApplyKeepsClassOrderAndNamesFailingDefinition(t *testing.T) {
 	}
 }
 
-// recordingExternal checks that an external patch sees the inline patches before it.
-type recordingExternal struct{ seen any }
+// recordingExternal checks what external patches see: the generator the
+// inline patches before it, the validator every patch.
+type recordingExternal struct{ seen, validated any }
 
-func (r *recordingExternal) Generate(_ *v1alpha1.ClusterClassPatch, _ map[string]any, targets []*Target) error {
-	r.seen, _, _ = unstructured.NestedFieldCopy(targets[0].Object.Object, "spec", "template", "spec", "a")
+func (r *recordingExternal) Generate(_ *v1alpha1.ClusterClassPatch, in ExternalInput) error {
+	r.seen, _, _ = unstructured.NestedFieldCopy(in.Targets[0].Object.Object, "spec", "template", "spec", "a")
+	return nil
+}
+
+func (r *recordingExternal) Validate(_ *v1alpha1.ClusterClassPatch, in ExternalInput) error {
+	r.validated, _, _ = unstructured.NestedFieldCopy(in.Targets[0].Object.Object, "spec", "template", "spec", "b")
 	return nil
 }
 
@@ -78,5 +84,31 @@ func TestExternalPatchSeesEarlierInlinePatches(t *testing.T) {
 	}})
 	if err != nil || ext.seen != float64(1) {
 		t.Fatalf("external patch saw %v (err %v), want the inline patch's 1", ext.seen, err)
+	}
+}
+
+func TestExternalValidatorSeesEveryPatch(t *testing.T) {
+	ext := &recordingExternal{}
+	check := "check"
+	err := Apply(Input{Targets: []*Target{infraTarget()}, External: ext, Patches: []v1alpha1.ClusterClassPatch{
+		{Name: "validate", External: &v1alpha1.ExternalPatchDefinition{ValidateExtension: &check}},
+		infraPatch("later", set("add", "/spec/template/spec/b", "2")),
+	}})
+	if err != nil || ext.validated != float64(2) {
+		t.Fatalf("the validator saw %v (err %v), want the later patch's 2", ext.validated, err)
+	}
+	if ext.seen != nil {
+		t.Error("a validate-only patch was called to generate")
+	}
+}
+
+func TestExternalPatchOffline(t *testing.T) {
+	gen := "gen.ext"
+	err := Apply(Input{Targets: []*Target{infraTarget()}, Patches: []v1alpha1.ClusterClassPatch{
+		{Name: "ext", External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: &gen}},
+	}})
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Field != "spec.patches[0].external" || !strings.Contains(err.Error(), "Runtime SDK extension") {
+		t.Fatalf("offline external patch: %v", err)
 	}
 }

@@ -47,12 +47,33 @@ type Target struct {
 	Overrides []v1alpha1.ClusterVariable
 	// Description names the target in errors, e.g. `MachineDeployment "md-0" infrastructure template`.
 	Description string
+	// Holder is where the template is used, as external patches are told.
+	Holder Holder
 }
 
-// External generates patches for an external (Runtime SDK) patch. The agent
-// provides one; offline callers pass nil and external patches are reported.
+// Holder is the object that will refer to what is made from a template, and
+// the field it refers to it by.
+type Holder struct {
+	APIVersion, Kind, Namespace, Name, FieldPath string
+}
+
+// ExternalInput is what an external patch sees: the topology's variables,
+// the builtins every target shares, and the targets as the patches before
+// it left them.
+type ExternalInput struct {
+	Variables []v1alpha1.ClusterVariable
+	Builtins  Builtins
+	Targets   []*Target
+}
+
+// External calls external (Runtime SDK) patches. The agent provides one;
+// offline callers pass nil and external patches are reported.
 type External interface {
-	Generate(patch *v1alpha1.ClusterClassPatch, globals map[string]any, targets []*Target) error
+	// Generate calls the patch's generate extension and applies the patches
+	// it returns to the targets.
+	Generate(patch *v1alpha1.ClusterClassPatch, in ExternalInput) error
+	// Validate calls the patch's validate extension on the patched targets.
+	Validate(patch *v1alpha1.ClusterClassPatch, in ExternalInput) error
 }
 
 // Error is a patch that could not be applied, with the class field that holds it.
@@ -127,13 +148,16 @@ func Apply(in Input) error {
 			if in.External == nil {
 				return &Error{Field: field + ".external", Patch: p.Name, Err: fmt.Errorf("external patches need a Runtime SDK extension; run against the cluster where the agent can call it")}
 			}
+			if p.External.GenerateExtension == nil {
+				continue // validation only: after every patch
+			}
 			// An external patch sees the objects as the patches before it left them.
 			if err := flush(); err != nil {
 				return err
 			}
-			globalsWithBuiltins := withBuiltins(globals, in.Builtins)
-			if err := in.External.Generate(p, globalsWithBuiltins, in.Targets); err != nil {
-				return &Error{Field: field + ".external", Patch: p.Name, Err: err}
+			ext := ExternalInput{Variables: in.Variables, Builtins: in.Builtins, Targets: in.Targets}
+			if err := in.External.Generate(p, ext); err != nil {
+				return &Error{Field: field + ".external.generateExtension", Patch: p.Name, Err: err}
 			}
 			continue
 		}
@@ -143,7 +167,21 @@ func Apply(in Input) error {
 			}
 		}
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	// Validators see the templates as every patch left them, as upstream's do.
+	for pi := range in.Patches {
+		p := &in.Patches[pi]
+		if p.External == nil || p.External.ValidateExtension == nil {
+			continue
+		}
+		ext := ExternalInput{Variables: in.Variables, Builtins: in.Builtins, Targets: in.Targets}
+		if err := in.External.Validate(p, ext); err != nil {
+			return &Error{Field: fmt.Sprintf("spec.patches[%d].external.validateExtension", pi), Patch: p.Name, Err: err}
+		}
+	}
+	return nil
 }
 
 // batch is the pending operations of one target, with the definition each came from.
@@ -154,9 +192,14 @@ type batch struct {
 
 // step is the operations one patch definition contributed to a batch.
 type step struct {
-	start, end   int
-	field, patch string
+	start, end int
+	// patchField and definition name the definition; the field path is
+	// only formatted when it is reported.
+	patchField, patch string
+	definition        int
 }
+
+func (s step) field() string { return fmt.Sprintf("%s.definitions[%d]", s.patchField, s.definition) }
 
 // flush applies the batch. When it fails, the definitions are replayed one by
 // one on a copy to name the one at fault; that is the rare, slow path.
@@ -169,7 +212,7 @@ func (b *batch) flush(t *Target) error {
 		probe := t.Object.DeepCopy()
 		for _, s := range b.steps {
 			if e := applyOps(probe, b.ops[s.start:s.end]); e != nil {
-				return &Error{Field: s.field, Patch: s.patch, Target: t.Description, Err: e}
+				return &Error{Field: s.field(), Patch: s.patch, Target: t.Description, Err: e}
 			}
 		}
 		return &Error{Target: t.Description, Err: err}
@@ -202,18 +245,18 @@ func collectInline(r *renderer, p *v1alpha1.ClusterClassPatch, field string, t *
 		def := &p.Definitions[di]
 		start := len(b.ops)
 		for oi, op := range def.JSONPatches {
-			opField := fmt.Sprintf("%s.definitions[%d].jsonPatches[%d]", field, di, oi)
 			entry := map[string]any{"op": op.Op, "path": op.Path}
 			if op.Op == "add" || op.Op == "replace" {
 				v, err := r.value(op, vars)
 				if err != nil {
+					opField := fmt.Sprintf("%s.definitions[%d].jsonPatches[%d]", field, di, oi)
 					return &Error{Field: opField, Patch: p.Name, Target: t.Description, Err: err}
 				}
 				entry["value"] = v
 			}
 			b.ops = append(b.ops, entry)
 		}
-		b.steps = append(b.steps, step{start: start, end: len(b.ops), field: fmt.Sprintf("%s.definitions[%d]", field, di), patch: p.Name})
+		b.steps = append(b.steps, step{start: start, end: len(b.ops), patchField: field, definition: di, patch: p.Name})
 	}
 	return nil
 }
@@ -297,10 +340,15 @@ func classMatches(names []string, class string) bool {
 // same output (an image tag, a flag) recurs across targets and patches, and
 // parsing YAML is the costly part. Parsed values are only read afterwards.
 type renderer struct {
+	// parsed memoises template output read as YAML, by output text.
 	parsed map[string]any
+	// rendered memoises a template's value by the values it reads (see inputKey).
+	rendered map[string]any
 }
 
-func newRenderer() *renderer { return &renderer{parsed: map[string]any{}} }
+func newRenderer() *renderer {
+	return &renderer{parsed: map[string]any{}, rendered: map[string]any{}}
+}
 
 // Enabled renders an enabledIf template; the patch applies when it yields true.
 func Enabled(tpl string, vars map[string]any) (bool, error) {
@@ -374,6 +422,22 @@ func (r *renderer) render(text string, vars map[string]any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	key, keyed := "", false
+	if r.rendered != nil {
+		if key, keyed = inputKey(text, t, vars); keyed {
+			if v, ok := r.rendered[key]; ok {
+				return v, nil
+			}
+		}
+	}
+	v, err := r.execute(t, vars)
+	if err == nil && keyed {
+		r.rendered[key] = v
+	}
+	return v, err
+}
+
+func (r *renderer) execute(t *template.Template, vars map[string]any) (any, error) {
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, vars); err != nil {
 		return nil, fmt.Errorf("template does not render: %w", err)
@@ -410,15 +474,6 @@ func decodeVariables(vs []v1alpha1.ClusterVariable) (map[string]any, error) {
 		out[v.Name] = x
 	}
 	return out, nil
-}
-
-func withBuiltins(vars map[string]any, b Builtins) map[string]any {
-	out := make(map[string]any, len(vars)+1)
-	for k, v := range vars {
-		out[k] = v
-	}
-	out["builtin"] = toMap(b)
-	return out
 }
 
 func targetVariables(globals map[string]any, common Builtins, t *Target) (map[string]any, error) {

@@ -1,0 +1,133 @@
+package bundle
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+const upstreamClass = `
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: ClusterClass
+metadata:
+  name: qs
+spec:
+  infrastructure:
+    ref: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: DockerClusterTemplate, name: c}
+  controlPlane:
+    ref: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: KubeadmControlPlaneTemplate, name: cp}
+`
+
+const upstreamCluster = `
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: Cluster
+metadata:
+  name: one
+spec:
+  topology:
+    class: qs
+    version: v1.33.1
+`
+
+func read(t *testing.T, docs ...string) (*Bundle, error) {
+	t.Helper()
+	b := New()
+	err := b.Read(strings.NewReader(strings.Join(docs, "\n---\n")), "input.yaml", "team-a")
+	return b, err
+}
+
+func TestReadSortsObjectsByRole(t *testing.T) {
+	b, err := read(t, upstreamClass, upstreamCluster, `
+apiVersion: v1
+kind: List
+items:
+- apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+  kind: DockerClusterTemplate
+  metadata: {name: c}
+- apiVersion: cluster.x-k8s.io/v1beta1
+  kind: Cluster
+  metadata: {name: plain, namespace: other}
+`, "", "# only a comment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Classes) != 1 || b.Classes["team-a/qs"] == nil || b.Classes["team-a/qs"].Upstream == nil {
+		t.Errorf("classes %v; want the upstream class qs in the default namespace", b.Classes)
+	}
+	if len(b.Topologies) != 1 || b.Topologies[0].Name != "one" || b.Topologies[0].Namespace != "team-a" || b.Topologies[0].Upstream == nil {
+		t.Fatalf("topologies %+v; want the Cluster one as an upstream topology", b.Topologies)
+	}
+	if !strings.Contains(b.Topologies[0].Source, "input.yaml (document 2)") {
+		t.Errorf("source %q does not name the file and document", b.Topologies[0].Source)
+	}
+	var others []string
+	for _, o := range b.Objects {
+		others = append(others, o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName())
+	}
+	if strings.Join(others, ", ") != "DockerClusterTemplate team-a/c, Cluster other/plain" {
+		t.Errorf("other objects: %v; want the List's items, a Cluster without topology among them", others)
+	}
+	c, err := b.ClassFor(b.Topologies[0])
+	if err != nil || c.Name != "qs" {
+		t.Errorf("ClassFor: %v, %v", c, err)
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		docs []string
+		want string
+	}{
+		{"malformed YAML", []string{"kind: [unclosed"}, "input.yaml (document 1): malformed YAML"},
+		{"no kind", []string{"apiVersion: v1\nmetadata: {name: x}"}, "input.yaml (document 1): not a Kubernetes object: kind is missing"},
+		{"not a map", []string{"- a\n- b"}, "a document must be a YAML or JSON map"},
+		{"no name", []string{"apiVersion: v1\nkind: ConfigMap\nmetadata: {}"}, "ConfigMap has no metadata.name"},
+		{"bad apiVersion", []string{"apiVersion: a/b/c\nkind: X\nmetadata: {name: x}"}, `apiVersion "a/b/c"`},
+		{"class twice", []string{upstreamClass, upstreamClass}, "class team-a/qs is also defined in input.yaml (document 1)"},
+		{"unknown field", []string{"apiVersion: topology.kubectl-topology.io/v1alpha1\nkind: Topology\nmetadata: {name: t}\nspec: {clas: x}"}, `Topology team-a/t: cannot decode: json: unknown field "clas"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := read(t, c.docs...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v; want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestClassForNamesWhatIsMissing(t *testing.T) {
+	b, err := read(t, upstreamCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.ClassFor(b.Topologies[0])
+	want := "Cluster team-a/one: spec.topology.class: class team-a/qs is not in the input (classes given: []); add the file that defines it with -f"
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v\nwant %s", err, want)
+	}
+}
+
+func TestUpstreamDurationsReadAsClusterAPIWritesThem(t *testing.T) {
+	b, err := read(t, upstreamCluster+`
+    controlPlane:
+      nodeDrainTimeout: 120s
+      machineHealthCheck:
+        unhealthyConditions:
+        - {type: Ready, status: "False", timeout: 90s}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := b.Topologies[0].Upstream
+	drain, _, _ := unstructured.NestedString(u.Object, "spec", "topology", "controlPlane", "nodeDrainTimeout")
+	conds, _, _ := unstructured.NestedSlice(u.Object, "spec", "topology", "controlPlane", "machineHealthCheck", "unhealthyConditions")
+	if drain != "2m0s" || conds[0].(map[string]any)["timeout"] != "1m30s" {
+		t.Errorf("durations read as %q and %v; want 2m0s and 1m30s", drain, conds[0])
+	}
+	if d := b.Topologies[0].Spec.ControlPlane.NodeDrainTimeout; d == nil || d.Duration.String() != "2m0s" {
+		t.Errorf("the Topology's drain timeout is %v", d)
+	}
+}

@@ -1,0 +1,35 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+func TestDiscoveredVariables(t *testing.T) {
+	def := func(from string) v1alpha1.ClusterClassStatusVariableDefinition {
+		return v1alpha1.ClusterClassStatusVariableDefinition{From: from, Schema: v1alpha1.VariableSchema{OpenAPIV3Schema: v1alpha1.JSONSchemaProps{Type: "string"}}}
+	}
+	gen := "generate.ext"
+	c := &v1alpha1.TopologyClass{}
+	c.Spec.Variables = []v1alpha1.ClusterClassVariable{{Name: "inline"}}
+	c.Spec.Patches = []v1alpha1.ClusterClassPatch{{Name: "ext", External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: &gen}}}
+	c.Status.Variables = []v1alpha1.ClusterClassStatusVariable{
+		{Name: "inline", Definitions: []v1alpha1.ClusterClassStatusVariableDefinition{def(v1alpha1.VariableDefinitionFromInline), def("ext")}},
+		{Name: "image", Definitions: []v1alpha1.ClusterClassStatusVariableDefinition{def("ext")}},
+		{Name: "clash", DefinitionsConflict: true, Definitions: []v1alpha1.ClusterClassStatusVariableDefinition{def("ext"), def("other")}},
+		{Name: "stale", Definitions: []v1alpha1.ClusterClassStatusVariableDefinition{def(v1alpha1.VariableDefinitionFromInline)}},
+	}
+	var got []string
+	for _, v := range DiscoveredVariables(c) {
+		got = append(got, v.Name)
+	}
+	if strings.Join(got, ",") != "image" {
+		t.Errorf("discovered %v; want only image (inline ones are the class's, conflicts and stale inline ones are not used)", got)
+	}
+	c.Spec.Patches = nil
+	if vs := DiscoveredVariables(c); len(vs) != 0 {
+		t.Errorf("a class without external patches has discovered variables %v, from a status not yet updated", vs)
+	}
+}
