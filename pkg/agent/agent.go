@@ -39,6 +39,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 	topologycontroller "github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 	"github.com/kubectl-topology/kubectl-topology/pkg/selfinstall"
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/pkg/webhook"
 )
@@ -154,6 +155,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 	mopts.Cache = cache.Options{DefaultTransform: trimForCache}
 	if opts.Namespace != "" {
 		mopts.Cache.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
+		// A Topology may take its class from another namespace (spec.classNamespace).
+		mopts.Cache.ByObject = map[client.Object]cache.ByObject{
+			&v1alpha1.TopologyClass{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
+		}
 	}
 	if a.mgr, err = ctrl.NewManager(cfg, mopts); err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -195,11 +200,15 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 	if newNames == nil {
 		newNames = func() *names.Generator { return names.NewGenerator(nil) }
 	}
+	extensions := &extension.Client{Registry: extension.NewRegistry()}
 	tr := &topologycontroller.TopologyReconciler{
-		Client:   a.mgr.GetClient(),
-		Recorder: a.mgr.GetEventRecorderFor("kubectl-topology"), //nolint:staticcheck // the events API recorder needs a newer cluster role
-		NewNames: newNames,
-		Classes:  classes,
+		Client:         a.mgr.GetClient(),
+		APIReader:      a.mgr.GetAPIReader(),
+		WatchNamespace: a.opts.Namespace,
+		Recorder:       a.mgr.GetEventRecorderFor("kubectl-topology"), //nolint:staticcheck // the events API recorder needs a newer cluster role
+		NewNames:       newNames,
+		Classes:        classes,
+		Extensions:     extensions,
 	}
 	copts := controller.Options{MaxConcurrentReconciles: a.opts.Concurrency, SkipNameValidation: &a.opts.SkipNameValidation}
 	if err := tr.SetupWithManager(ctx, a.mgr, copts); err != nil {
@@ -209,8 +218,13 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 		Client:          a.mgr.GetClient(),
 		Classes:         classes,
 		TemplateWatches: func() *topologycontroller.DynamicWatches { return tr.Watches },
+		Extensions:      extensions,
 	}
 	if err := cr.SetupWithManager(a.mgr, copts); err != nil {
+		return err
+	}
+	er := &topologycontroller.TopologyExtensionReconciler{Client: a.mgr.GetClient(), Extensions: extensions}
+	if err := er.SetupWithManager(a.mgr, copts); err != nil {
 		return err
 	}
 	topologywebhook.Register(a.webhook, a.mgr.GetScheme(), a.mgr.GetAPIReader(), classes)
@@ -245,7 +259,7 @@ func (a *Agent) setupWebhooks() error {
 	if err := rotator.AddRotator(a.mgr, cr); err != nil {
 		return fmt.Errorf("adding the certificate rotator: %w", err)
 	}
-	if err := a.mgr.Add(manager.RunnableFunc(a.syncCertFiles)); err != nil {
+	if err := a.mgr.Add(everyReplica(a.syncCertFiles)); err != nil {
 		return err
 	}
 	if err := a.mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -366,6 +380,17 @@ func applyKeepingCABundle(ctx context.Context, c client.Client, obj client.Objec
 	}
 	return nil
 }
+
+// everyReplica is a runnable that runs on every replica, leader or not:
+// serving webhooks is not leader work. A plain RunnableFunc would wait for
+// the lease, so a second replica would never write its certificate and never
+// become ready.
+type everyReplica func(context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (everyReplica) NeedLeaderElection() bool { return false }
 
 // syncCertFiles writes the serving certificate from the rotator's Secret into
 // CertDir and keeps it current. The agent does this itself rather than rely on

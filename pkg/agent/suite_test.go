@@ -79,6 +79,12 @@ type runningAgent struct {
 // until it reports ready, which means its webhooks answer.
 func startAgent(t *testing.T) *runningAgent {
 	t.Helper()
+	return startAgentWith(t, nil)
+}
+
+// startAgentWith is startAgent with options changed by change.
+func startAgentWith(t *testing.T, change func(*Options)) *runningAgent {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	counter := &writeCounter{}
 	cfg := rest.CopyConfig(suiteCluster.Config)
@@ -91,6 +97,9 @@ func startAgent(t *testing.T) *runningAgent {
 	opts.MetricsBindAddress = "0"
 	opts.CertDir = t.TempDir()
 	opts.SkipNameValidation = true
+	if change != nil {
+		change(&opts)
+	}
 	a, err := New(ctx, cfg, opts)
 	if err != nil {
 		cancel()
@@ -148,13 +157,6 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		}
 		return rt.RoundTrip(req)
 	})
-}
-
-func (w *writeCounter) reset() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.n.Store(0)
-	w.paths = nil
 }
 
 func (w *writeCounter) seen() (int64, []string) {

@@ -2,14 +2,17 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -116,6 +119,58 @@ func TestWebhooks(t *testing.T) {
 		err := k8s.Delete(ctx, ex.Class.DeepCopy())
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), ns+"/dev") {
 			t.Fatalf("got %v, want Forbidden naming %s/dev", err, ns)
+		}
+	})
+
+	t.Run("refuses a class update that changes a provider", func(t *testing.T) {
+		c := &v1alpha1.TopologyClass{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Class), c); err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.ControlPlane.Ref.Kind = "K3sControlPlaneTemplate"
+		err := k8s.Update(ctx, c)
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `spec.controlPlane.ref.kind: Forbidden: the kind cannot change from "KubeadmControlPlaneTemplate" to "K3sControlPlaneTemplate"`) {
+			t.Fatalf("got %v, want the control plane kind refused", err)
+		}
+	})
+
+	// A class like the example's but for another control plane provider,
+	// and one that is the example's under a new name.
+	incompatible, compatible := ex.Class.DeepCopy(), ex.Class.DeepCopy()
+	incompatible.Name, compatible.Name = "other-provider", "docker-kubeadm-v2"
+	incompatible.Spec.ControlPlane.Ref.Kind = "K3sControlPlaneTemplate"
+	for _, c := range []*v1alpha1.TopologyClass{incompatible, compatible} {
+		if err := k8s.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("refuses to switch to a class of another provider", func(t *testing.T) {
+		err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) { topo.Spec.Class = "other-provider" })
+		if err == nil || !strings.Contains(err.Error(), "cannot switch from class "+ns+"/docker-kubeadm to "+ns+"/other-provider: spec.controlPlane.ref.kind") {
+			t.Fatalf("got %v, want the switch refused naming the control plane kind", err)
+		}
+		if c := getTopology(t, ns, "dev").Spec.Class; c != "docker-kubeadm" {
+			t.Errorf("class is %s after a refused switch", c)
+		}
+	})
+	t.Run("refuses to switch to a class that does not exist", func(t *testing.T) {
+		err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) { topo.Spec.Class = "nope" })
+		if err == nil || !strings.Contains(err.Error(), "TopologyClass "+ns+"/nope does not exist") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("switches to a compatible class", func(t *testing.T) {
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) { topo.Spec.Class = "docker-kubeadm-v2" }); err != nil {
+			t.Fatalf("a switch between compatible classes was refused: %v", err)
+		}
+		eventually(t, "the agent reconciles dev with its new class", func() (bool, error) {
+			topo := getTopology(t, ns, "dev")
+			c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
+			// The version moved to v1.35.0 above with no provider to roll it out.
+			return c != nil && c.ObservedGeneration == topo.Generation && c.Reason == controller.ReasonControlPlaneUpgradePending, fmt.Errorf("condition %+v", c)
+		})
+		if err := k8s.Delete(ctx, ex.Class.DeepCopy()); err != nil {
+			t.Errorf("the old class is still held after the switch: %v", err)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -29,7 +30,20 @@ type ClassCache struct {
 
 type classEntry struct {
 	generation int64
+	// discovered fingerprints the variables extensions defined, which live
+	// in status and so change without a new generation.
+	discovered string
 	catalog    *variables.Catalog
+}
+
+// discoveredFingerprint is "" for a class without discovered variables.
+func discoveredFingerprint(class *v1alpha1.TopologyClass) string {
+	vs := engine.DiscoveredVariables(class)
+	if len(vs) == 0 {
+		return ""
+	}
+	raw, _ := json.Marshal(vs)
+	return string(raw)
 }
 
 // NewClassCache returns an empty cache.
@@ -43,7 +57,8 @@ func (c *ClassCache) Get(ctx context.Context, class *v1alpha1.TopologyClass) (*C
 	c.mu.Lock()
 	e, ok := c.entries[class.UID]
 	c.mu.Unlock()
-	if ok && e.generation == class.Generation && class.Generation != 0 {
+	discovered := discoveredFingerprint(class)
+	if ok && e.generation == class.Generation && class.Generation != 0 && e.discovered == discovered {
 		return &CompiledClass{Class: class, Catalog: e.catalog}, nil
 	}
 	cat, err := engine.CompileClass(ctx, class)
@@ -51,7 +66,7 @@ func (c *ClassCache) Get(ctx context.Context, class *v1alpha1.TopologyClass) (*C
 		return nil, err
 	}
 	c.mu.Lock()
-	c.entries[class.UID] = classEntry{generation: class.Generation, catalog: cat}
+	c.entries[class.UID] = classEntry{generation: class.Generation, discovered: discovered, catalog: cat}
 	c.mu.Unlock()
 	return &CompiledClass{Class: class, Catalog: cat}, nil
 }

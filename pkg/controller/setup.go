@@ -40,6 +40,7 @@ func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		For(&v1alpha1.Topology{}).
 		Owns(unstructuredOf(capiGVK(clusterKind))).
 		Watches(&v1alpha1.TopologyClass{}, handler.EnqueueRequestsFromMapFunc(topologiesOfClass(mgr.GetClient()))).
+		Watches(&v1alpha1.TopologyExtension{}, handler.EnqueueRequestsFromMapFunc(topologiesOfExtension(mgr.GetClient()))).
 		Watches(unstructuredOf(capiGVK("MachineDeployment")), byLabel).
 		Watches(unstructuredOf(capiGVK("MachineHealthCheck")), byLabel).
 		Watches(unstructuredOf(capiGVK(machineKind)), byLabel).
@@ -49,7 +50,7 @@ func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	if err != nil {
 		return fmt.Errorf("creating the Topology controller: %w", err)
 	}
-	r.Watches = NewDynamicWatches(ctl, mgr.GetCache(), handler.EnqueueRequestsFromMapFunc(topologiesOfTemplate(mgr.GetClient())), known...)
+	r.Watches = NewDynamicWatches(ctl, mgr.GetCache(), mgr.GetRESTMapper(), handler.EnqueueRequestsFromMapFunc(topologiesOfTemplate(mgr.GetClient())), known...)
 	if r.Classes == nil {
 		r.Classes = NewClassCache()
 	}

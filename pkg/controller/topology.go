@@ -24,6 +24,8 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
+	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 )
 
 // FieldManager is the server-side apply field manager of everything the agent writes.
@@ -60,6 +62,11 @@ const (
 type TopologyReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+	// APIReader reads templates the cache does not hold: those of a class in
+	// another namespace when the agent watches one namespace.
+	APIReader client.Reader
+	// WatchNamespace is the one namespace the agent's cache holds, or "" for all.
+	WatchNamespace string
 	// Recorder emits an event for each object created, rotated or deleted.
 	Recorder record.EventRecorder
 	// NewNames returns the name generator for one reconcile; inject a seeded
@@ -69,6 +76,9 @@ type TopologyReconciler struct {
 	Classes *ClassCache
 	// Watches adds watches on provider kinds as the agent meets them.
 	Watches *DynamicWatches
+	// Extensions calls the Runtime SDK extensions of external patches; nil
+	// leaves classes with external patches unreconciled, with the reason.
+	Extensions *extension.Client
 }
 
 // scope carries one reconcile of one Topology from step to step.
@@ -177,7 +187,11 @@ func (r *TopologyReconciler) getTemplates(ctx context.Context, s *scope) (bool, 
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion(ref.APIVersion)
 		u.SetKind(ref.Kind)
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
+		var reader client.Reader = r.Client
+		if r.WatchNamespace != "" && ref.Namespace != r.WatchNamespace && r.APIReader != nil {
+			reader = r.APIReader // not cached: a change to it waits for the next reconcile
+		}
+		if err := reader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
 			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 				return false, &missingError{fmt.Sprintf("TopologyClass %s/%s %s: %s %s/%s not found: create the template or fix the reference", s.class.Class.Namespace, s.class.Class.Name, ref.Field, ref.Kind, ref.Namespace, ref.Name)}
 			}
@@ -297,6 +311,15 @@ func (r *TopologyReconciler) observeRollout(ctx context.Context, s *scope) (bool
 	return true, nil
 }
 
+// external is the runner of the class's external patches, or nil when it
+// has none or the agent has no extension client.
+func (r *TopologyReconciler) external(ctx context.Context, class *v1alpha1.TopologyClass) patches.External {
+	if r.Extensions == nil || !engine.HasExternalPatches(class) {
+		return nil
+	}
+	return extension.NewPatcher(ctx, r.Extensions, class)
+}
+
 func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool, error) {
 	res, err := engine.Compute(ctx, engine.Input{
 		Topology:  s.topo,
@@ -307,6 +330,7 @@ func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool
 		Names:     r.NewNames(),
 		Dialect:   engine.DialectTopology,
 		Catalog:   s.class.Catalog,
+		External:  r.external(ctx, s.class.Class),
 	})
 	if err != nil {
 		return false, err

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,9 +14,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 )
 
 // Condition type and reasons on TopologyClass.status.
@@ -22,6 +27,8 @@ const (
 	VariablesReconciledCondition = "VariablesReconciled"
 	ReasonVariablesReconciled    = "VariablesReconciled"
 	ReasonInvalidClass           = "InvalidClass"
+	ReasonVariableDiscoveryFail  = "VariableDiscoveryFailed"
+	ReasonVariablesConflict      = "VariableDefinitionsConflict"
 )
 
 // TopologyClassReconciler reports a class's variables and validity, and makes
@@ -34,6 +41,8 @@ type TopologyClassReconciler struct {
 	// TemplateWatches is the Topology controller's: watching a class's template
 	// kinds there re-reconciles the class's topologies when a template changes.
 	TemplateWatches func() *DynamicWatches
+	// Extensions discovers the variables of external patches; nil skips it.
+	Extensions *extension.Client
 }
 
 // Reconcile validates the class and writes status.variables, the
@@ -43,15 +52,38 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Client.Get(ctx, req.NamespacedName, class); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if updated, err := r.updateRefVersions(ctx, class); err != nil || updated {
+		return ctrl.Result{}, err // an update comes back as a new reconcile
+	}
+	missingKinds := false
 	if w := r.TemplateWatches(); w != nil {
 		for _, ref := range engine.ClassTemplateRefs(class) {
-			if err := w.Ensure(ctx, schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)); err != nil {
+			err := w.Ensure(ctx, schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+			if errors.Is(err, ErrKindNotInstalled) {
+				missingKinds = true // looked at again later: providers may come after their classes
+				continue
+			}
+			if err != nil {
 				return ctrl.Result{}, err
 			}
 		}
 	}
 	before := class.Status.DeepCopy()
 	cond := metav1.Condition{Type: VariablesReconciledCondition, Status: metav1.ConditionTrue, Reason: ReasonVariablesReconciled, ObservedGeneration: class.Generation}
+	var result ctrl.Result
+	if missingKinds {
+		result.RequeueAfter = rediscoverAfterFailure
+	}
+	discovered, failed := r.discoverVariables(ctx, class)
+	class.Status.Variables = statusVariables(class, discovered)
+	if conflicts := conflicting(class.Status.Variables); len(conflicts) > 0 {
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonVariablesConflict
+		cond.Message = fmt.Sprintf("variables %s are defined differently by the class and its extensions; Topologies cannot set them until the definitions agree", strings.Join(conflicts, ", "))
+	}
+	if failed != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonVariableDiscoveryFail, failed.Error()
+		result.RequeueAfter = rediscoverAfterFailure
+	}
 	_, err := r.Classes.Get(ctx, class)
 	var invalid *engine.InvalidError
 	switch {
@@ -60,31 +92,154 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	case err != nil:
 		return ctrl.Result{}, err
 	}
-	class.Status.Variables = statusVariables(class)
 	class.Status.ObservedGeneration = class.Generation
 	meta.SetStatusCondition(&class.Status.Conditions, cond)
 	if equality.Semantic.DeepEqual(before, &class.Status) {
-		return ctrl.Result{}, nil
+		return result, nil
 	}
 	orig := class.DeepCopy()
 	orig.Status = *before
 	if err := r.Client.Status().Patch(ctx, class, client.MergeFrom(orig)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status of TopologyClass %s: %w", req, client.IgnoreNotFound(err))
 	}
-	return ctrl.Result{}, nil
+	return result, nil
 }
 
-// statusVariables lists the class's inline variables as status does, with
-// where each definition comes from.
-func statusVariables(c *v1alpha1.TopologyClass) []v1alpha1.ClusterClassStatusVariable {
+// crdGVK is read as metadata only: the contract label is all the agent needs.
+var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+
+// updateRefVersions moves each template reference to the API version its
+// provider's CRD names for the Cluster API contract, as upstream's
+// ClusterClass controller does, so that a class written against an older
+// provider keeps working after the provider is upgraded. It reports whether
+// it updated the class.
+func (r *TopologyClassReconciler) updateRefVersions(ctx context.Context, class *v1alpha1.TopologyClass) (bool, error) {
+	orig := class.DeepCopy()
+	var changed []string
+	var errs []error
+	engine.VisitTemplateRefs(class, func(ref *corev1.ObjectReference, field string) {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil {
+			return // the class webhook reports it
+		}
+		mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: gv.Group, Kind: ref.Kind})
+		if err != nil {
+			return // not installed: reconciling a Topology names the missing kind
+		}
+		crd := &metav1.PartialObjectMetadata{}
+		crd.SetGroupVersionKind(crdGVK)
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: mapping.Resource.Resource + "." + gv.Group}, crd); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("%s: reading the CRD of %s: %w", field, ref.Kind, err))
+			}
+			return
+		}
+		v, ok := engine.ContractVersion(crd.Labels)
+		if !ok || v == gv.Version {
+			return
+		}
+		ref.APIVersion = schema.GroupVersion{Group: gv.Group, Version: v}.String()
+		changed = append(changed, fmt.Sprintf("%s %s -> %s", field, gv.Version, v))
+	})
+	if len(errs) > 0 {
+		return false, errors.Join(errs...)
+	}
+	if len(changed) == 0 {
+		return false, nil
+	}
+	if err := r.Client.Patch(ctx, class, client.MergeFrom(orig)); err != nil {
+		return false, fmt.Errorf("updating the template versions of TopologyClass %s/%s (%s): %w", class.Namespace, class.Name, strings.Join(changed, "; "), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Moved template references to the contract's API version", "changes", changed)
+	return true, nil
+}
+
+// discoveredDefinitions are the variables one external patch's extension defined.
+type discoveredDefinitions struct {
+	patch     string
+	variables []v1alpha1.ClusterClassVariable
+}
+
+// discoverVariables asks the extension of every external patch that has a
+// discoverVariablesExtension for its variables. When one cannot be asked,
+// what status last recorded for that patch stands, and the error says why.
+func (r *TopologyClassReconciler) discoverVariables(ctx context.Context, class *v1alpha1.TopologyClass) ([]discoveredDefinitions, error) {
+	var out []discoveredDefinitions
+	var errs []string
+	for _, p := range class.Spec.Patches {
+		if p.External == nil || p.External.DiscoverVariablesExtension == nil {
+			continue
+		}
+		if r.Extensions == nil {
+			out = append(out, discoveredDefinitions{patch: p.Name, variables: recorded(class, p.Name)})
+			continue
+		}
+		req := &extension.DiscoverVariablesRequest{Settings: p.External.Settings}
+		req.APIVersion, req.Kind = extension.APIVersion, "DiscoverVariablesRequest"
+		resp := &extension.DiscoverVariablesResponse{}
+		if err := r.Extensions.Call(ctx, extension.HookDiscoverVariables, *p.External.DiscoverVariablesExtension, req, resp); err != nil {
+			errs = append(errs, fmt.Sprintf("patch %q: %v", p.Name, err))
+			out = append(out, discoveredDefinitions{patch: p.Name, variables: recorded(class, p.Name)})
+			continue
+		}
+		out = append(out, discoveredDefinitions{patch: p.Name, variables: resp.Variables})
+	}
+	if len(errs) > 0 {
+		return out, errors.New(strings.Join(errs, "; "))
+	}
+	return out, nil
+}
+
+// recorded is what status holds of the variables a patch's extension defined.
+func recorded(class *v1alpha1.TopologyClass, patch string) []v1alpha1.ClusterClassVariable {
+	var out []v1alpha1.ClusterClassVariable
+	for _, v := range class.Status.Variables {
+		for _, d := range v.Definitions {
+			if d.From == patch {
+				out = append(out, v1alpha1.ClusterClassVariable{Name: v.Name, Required: d.Required, Metadata: d.Metadata, Schema: d.Schema})
+			}
+		}
+	}
+	return out
+}
+
+// statusVariables lists every variable with each definition and where it
+// comes from: the class itself ("inline"), then each external patch.
+func statusVariables(c *v1alpha1.TopologyClass, discovered []discoveredDefinitions) []v1alpha1.ClusterClassStatusVariable {
 	out := make([]v1alpha1.ClusterClassStatusVariable, 0, len(c.Spec.Variables))
+	index := map[string]int{}
+	add := func(from string, v v1alpha1.ClusterClassVariable) {
+		def := v1alpha1.ClusterClassStatusVariableDefinition{From: from, Required: v.Required, Metadata: v.Metadata, Schema: v.Schema}
+		i, ok := index[v.Name]
+		if !ok {
+			index[v.Name] = len(out)
+			out = append(out, v1alpha1.ClusterClassStatusVariable{Name: v.Name, Definitions: []v1alpha1.ClusterClassStatusVariableDefinition{def}})
+			return
+		}
+		first := out[i].Definitions[0]
+		if first.Required != def.Required || !equality.Semantic.DeepEqual(first.Schema, def.Schema) || !equality.Semantic.DeepEqual(first.Metadata, def.Metadata) {
+			out[i].DefinitionsConflict = true
+		}
+		out[i].Definitions = append(out[i].Definitions, def)
+	}
 	for _, v := range c.Spec.Variables {
-		out = append(out, v1alpha1.ClusterClassStatusVariable{
-			Name: v.Name,
-			Definitions: []v1alpha1.ClusterClassStatusVariableDefinition{{
-				From: v1alpha1.VariableDefinitionFromInline, Required: v.Required, Metadata: v.Metadata, Schema: v.Schema,
-			}},
-		})
+		add(v1alpha1.VariableDefinitionFromInline, v)
+	}
+	for _, d := range discovered {
+		for _, v := range d.variables {
+			add(d.patch, v)
+		}
+	}
+	return out
+}
+
+// conflicting names the variables whose definitions disagree.
+func conflicting(vs []v1alpha1.ClusterClassStatusVariable) []string {
+	var out []string
+	for _, v := range vs {
+		if v.DefinitionsConflict {
+			out = append(out, v.Name)
+		}
 	}
 	return out
 }
@@ -93,7 +248,20 @@ func statusVariables(c *v1alpha1.TopologyClass) []v1alpha1.ClusterClassStatusVar
 func (r *TopologyClassReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.TopologyClass{}).
+		Watches(&v1alpha1.TopologyExtension{}, handler.EnqueueRequestsFromMapFunc(classesOfExtension(mgr.GetClient()))).
 		WithOptions(opts).
 		Named("topologyclass").
 		Complete(r)
+}
+
+// classesOfExtension maps a TopologyExtension to the classes with an
+// external patch it serves, so their variables are discovered once it is.
+func classesOfExtension(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var out []reconcile.Request
+		for _, class := range classesUsingExtension(ctx, c, o.GetName()) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(class)})
+		}
+		return out
+	}
 }

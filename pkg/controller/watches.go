@@ -2,9 +2,11 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,12 +29,18 @@ type DynamicWatches struct {
 	seen       map[schema.GroupVersionKind]bool
 	controller controller.Controller
 	cache      cache.Cache
+	mapper     meta.RESTMapper
 	handler    handler.EventHandler
 }
 
-// NewDynamicWatches watches new kinds on ctl, mapping events with h.
-func NewDynamicWatches(ctl controller.Controller, c cache.Cache, h handler.EventHandler, known ...schema.GroupVersionKind) *DynamicWatches {
-	w := &DynamicWatches{seen: map[schema.GroupVersionKind]bool{}, controller: ctl, cache: c, handler: h}
+// ErrKindNotInstalled is what Ensure returns for a kind the API server does
+// not serve (yet): watching it would fail and retry, logging, every 10 s.
+var ErrKindNotInstalled = errors.New("the API server does not serve this kind; install its provider")
+
+// NewDynamicWatches watches new kinds on ctl, mapping events with h; mapper
+// tells installed kinds from others.
+func NewDynamicWatches(ctl controller.Controller, c cache.Cache, mapper meta.RESTMapper, h handler.EventHandler, known ...schema.GroupVersionKind) *DynamicWatches {
+	w := &DynamicWatches{seen: map[schema.GroupVersionKind]bool{}, controller: ctl, cache: c, mapper: mapper, handler: h}
 	for _, gvk := range known {
 		w.seen[gvk] = true
 	}
@@ -45,6 +53,12 @@ func (w *DynamicWatches) Ensure(_ context.Context, gvk schema.GroupVersionKind) 
 	defer w.mu.Unlock()
 	if w.seen[gvk] || w.controller == nil {
 		return nil
+	}
+	if _, err := w.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			return fmt.Errorf("watching %s: %w", gvk, ErrKindNotInstalled)
+		}
+		return fmt.Errorf("watching %s: %w", gvk, err)
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)

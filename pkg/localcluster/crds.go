@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/selfinstall"
 )
 
@@ -25,7 +26,7 @@ const ClusterAPIVersion = "v1.10.10"
 // ContractLabel is the label a provider CRD carries to say which Cluster API
 // contract version maps to which of its API versions. Upstream's kustomization
 // adds it; the CRDs in config/crd/bases lack it.
-const ContractLabel = "cluster.x-k8s.io/v1beta1"
+const ContractLabel = engine.ContractLabel
 
 // ClusterAPICRDDirs returns the CRD directories of Cluster API and CAPD at
 // ClusterAPIVersion, downloading the modules into the module cache if needed.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -83,9 +84,13 @@ func (w *Topology) validate(ctx context.Context, old, t *v1alpha1.Topology) (adm
 		errs = append(errs, field.Invalid(spec.Child("version"), t.Spec.Version, "must be a Kubernetes version such as v1.33.1"))
 	}
 	if old != nil {
-		if old.Spec.Class != t.Spec.Class && old.Spec.Class != "" {
+		if oldKey, newKey := old.GetClassKey(), t.GetClassKey(); old.Spec.Class != "" && oldKey != newKey {
 			if _, unsafe := t.Annotations[engine.UnsafeClassNameCheckAnnotation]; !unsafe {
-				errs = append(errs, field.Forbidden(spec.Child("class"), fmt.Sprintf("switching from class %s to %s is not supported yet; set the %s annotation to force it", old.Spec.Class, t.Spec.Class, engine.UnsafeClassNameCheckAnnotation)))
+				rebaseErrs, err := w.rebase(ctx, old, t)
+				if err != nil {
+					return nil, err
+				}
+				errs = append(errs, rebaseErrs...)
 			}
 		}
 		errs = append(errs, engine.ValidateVersionChange(engine.VersionChange{
@@ -108,6 +113,32 @@ func (w *Topology) validate(ctx context.Context, old, t *v1alpha1.Topology) (adm
 		return nil, invalid(t, errs)
 	}
 	return nil, nil
+}
+
+// rebase checks a switch of class ("rebase", upstream calls it): both
+// classes must exist and be compatible, so the cluster keeps its providers.
+// The new class's own rules for the Topology are checked after this, as for
+// any update.
+func (w *Topology) rebase(ctx context.Context, old, t *v1alpha1.Topology) (field.ErrorList, error) {
+	classPath := field.NewPath("spec", "class")
+	from, to := &v1alpha1.TopologyClass{}, &v1alpha1.TopologyClass{}
+	for _, c := range []struct {
+		key types.NamespacedName
+		obj *v1alpha1.TopologyClass
+	}{{old.GetClassKey(), from}, {t.GetClassKey(), to}} {
+		if err := w.Client.Get(ctx, c.key, c.obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return field.ErrorList{field.Forbidden(classPath, fmt.Sprintf("cannot switch from class %s to %s: TopologyClass %s does not exist", old.GetClassKey(), t.GetClassKey(), c.key))}, nil
+			}
+			return nil, apierrors.NewInternalError(fmt.Errorf("reading TopologyClass %s: %w", c.key, err))
+		}
+	}
+	var errs field.ErrorList
+	for _, e := range engine.ClassesCompatible(from, to) {
+		errs = append(errs, field.Forbidden(classPath, fmt.Sprintf("cannot switch from class %s to %s: %s: %s; set the %s annotation to force it",
+			old.GetClassKey(), t.GetClassKey(), e.Field, e.Detail, engine.UnsafeClassNameCheckAnnotation)))
+	}
+	return errs, nil
 }
 
 func invalid(t *v1alpha1.Topology, errs field.ErrorList) error {

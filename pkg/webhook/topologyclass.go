@@ -32,9 +32,13 @@ func (w *TopologyClass) ValidateCreate(ctx context.Context, c *v1alpha1.Topology
 	return nil, nil
 }
 
-// ValidateUpdate checks the class, then every Topology using it against the
-// new class: a class change must not strand its clusters.
-func (w *TopologyClass) ValidateUpdate(ctx context.Context, _, c *v1alpha1.TopologyClass) (admission.Warnings, error) {
+// ValidateUpdate checks the class, that it keeps its providers, then every
+// Topology using it against the new class: a class change must not strand
+// its clusters.
+func (w *TopologyClass) ValidateUpdate(ctx context.Context, old, c *v1alpha1.TopologyClass) (admission.Warnings, error) {
+	if errs := engine.ClassesCompatible(old, c); len(errs) > 0 {
+		return nil, invalidClass(c, errs)
+	}
 	cat, err := engine.CompileClass(ctx, c)
 	if err != nil {
 		if ie, ok := err.(*engine.InvalidError); ok {

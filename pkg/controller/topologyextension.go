@@ -1,0 +1,146 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
+)
+
+// Condition on TopologyExtension.status, with its reasons.
+const (
+	DiscoveredCondition    = "Discovered"
+	ReasonDiscovered       = "Discovered"
+	ReasonDiscoveryFailed  = "DiscoveryFailed"
+	rediscoverAfterFailure = 30 * time.Second
+	rediscoverAfterSuccess = 10 * time.Minute
+)
+
+// TopologyExtensionReconciler discovers the handlers of each registered
+// Runtime SDK extension server and keeps the agent's registry of them
+// current, so that external patches can call them.
+type TopologyExtensionReconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// Extensions calls extension servers and holds the registry.
+	Extensions *extension.Client
+}
+
+// Reconcile runs discovery and writes status.handlers and the Discovered
+// condition. A server that cannot be discovered is taken out of the
+// registry, so that its handlers fail with a reason instead of a stale call.
+func (r *TopologyExtensionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ext := &v1alpha1.TopologyExtension{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ext); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.Extensions.Registry.Remove(req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ext.DeletionTimestamp.IsZero() {
+		r.Extensions.Registry.Remove(ext.Name)
+		return ctrl.Result{}, nil
+	}
+	before := ext.Status.DeepCopy()
+	cond := metav1.Condition{Type: DiscoveredCondition, Status: metav1.ConditionTrue, Reason: ReasonDiscovered, ObservedGeneration: ext.Generation}
+	result := ctrl.Result{RequeueAfter: rediscoverAfterSuccess}
+	handlers, err := r.Extensions.Discover(ctx, ext.Name, ext.Spec.ClientConfig)
+	if err == nil {
+		err = r.Extensions.Registry.Set(ext.Name, ext.Spec.ClientConfig, handlers)
+	}
+	if err != nil {
+		r.Extensions.Registry.Remove(ext.Name)
+		handlers = nil
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonDiscoveryFailed
+		cond.Message = err.Error() + "; check spec.clientConfig and that the extension server is running"
+		result.RequeueAfter = rediscoverAfterFailure
+	}
+	ext.Status.Handlers = statusHandlers(ext.Name, handlers)
+	meta.SetStatusCondition(&ext.Status.Conditions, cond)
+	if equality.Semantic.DeepEqual(before, &ext.Status) {
+		return result, nil
+	}
+	orig := ext.DeepCopy()
+	orig.Status = *before
+	if err := r.Client.Status().Patch(ctx, ext, client.MergeFrom(orig)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing status of TopologyExtension %s: %w", ext.Name, client.IgnoreNotFound(err))
+	}
+	return result, nil
+}
+
+// statusHandlers lists handlers by the full names classes use: HANDLER.EXTENSION.
+func statusHandlers(ext string, hs []v1alpha1.ExtensionHandler) []v1alpha1.ExtensionHandler {
+	out := make([]v1alpha1.ExtensionHandler, 0, len(hs))
+	for _, h := range hs {
+		h.Name = extension.FullName(h.Name, ext)
+		out = append(out, h)
+	}
+	return out
+}
+
+// SetupWithManager registers the TopologyExtension controller.
+func (r *TopologyExtensionReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.TopologyExtension{}).
+		WithOptions(opts).
+		Named("topologyextension").
+		Complete(r)
+}
+
+// topologiesOfExtension maps a TopologyExtension to the Topologies of every
+// class with an external patch served by it: once its handlers are
+// discovered (its status changes), they are reconciled with them.
+func topologiesOfExtension(c client.Reader) handler.MapFunc {
+	byClass := topologiesOfClass(c)
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var out []reconcile.Request
+		for _, class := range classesUsingExtension(ctx, c, o.GetName()) {
+			out = append(out, byClass(ctx, class)...)
+		}
+		return out
+	}
+}
+
+// classesUsingExtension lists the classes with an external patch served by
+// the extension; on a read error, none.
+func classesUsingExtension(ctx context.Context, c client.Reader, ext string) []*v1alpha1.TopologyClass {
+	classes := &v1alpha1.TopologyClassList{}
+	if err := c.List(ctx, classes); err != nil {
+		return nil
+	}
+	var out []*v1alpha1.TopologyClass
+	for i := range classes.Items {
+		if classUsesExtension(&classes.Items[i], ext) {
+			out = append(out, &classes.Items[i])
+		}
+	}
+	return out
+}
+
+func classUsesExtension(c *v1alpha1.TopologyClass, ext string) bool {
+	for _, p := range c.Spec.Patches {
+		if p.External == nil {
+			continue
+		}
+		for _, h := range []*string{p.External.GenerateExtension, p.External.ValidateExtension, p.External.DiscoverVariablesExtension} {
+			if h == nil {
+				continue
+			}
+			if _, e, ok := extension.SplitName(*h); ok && e == ext {
+				return true
+			}
+		}
+	}
+	return false
+}

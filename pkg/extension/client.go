@@ -1,0 +1,333 @@
+package extension
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+// Registry is what the agent knows of its TopologyExtensions: where each
+// server is and the handlers its discovery returned. The TopologyExtension
+// reconciler keeps it current; external patches look handlers up in it.
+type Registry struct {
+	mu         sync.RWMutex
+	extensions map[string]*server
+}
+
+// server is one registered extension server.
+type server struct {
+	config   v1alpha1.ClientConfig
+	handlers []v1alpha1.ExtensionHandler
+	http     *http.Client
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{extensions: map[string]*server{}}
+}
+
+// Set registers (or replaces) the extension name with its handlers.
+func (r *Registry) Set(name string, config v1alpha1.ClientConfig, handlers []v1alpha1.ExtensionHandler) error {
+	c, err := r.httpFor(name, config)
+	if err != nil {
+		return fmt.Errorf("TopologyExtension %s: %w", name, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.extensions[name]; ok && old.http != c {
+		old.http.CloseIdleConnections()
+	}
+	r.extensions[name] = &server{config: config, handlers: handlers, http: c}
+	return nil
+}
+
+// httpFor is the registered server's HTTP client when its configuration is
+// unchanged, so that re-discovery every few minutes reuses its connections,
+// or a new one.
+func (r *Registry) httpFor(name string, config v1alpha1.ClientConfig) (*http.Client, error) {
+	r.mu.RLock()
+	old, ok := r.extensions[name]
+	r.mu.RUnlock()
+	if ok && equality.Semantic.DeepEqual(old.config, config) {
+		return old.http, nil
+	}
+	return httpClient(config)
+}
+
+// Remove forgets the extension name.
+func (r *Registry) Remove(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.extensions[name]; ok {
+		old.http.CloseIdleConnections()
+	}
+	delete(r.extensions, name)
+}
+
+// FullName is how classes and status name a handler: HANDLER.EXTENSION.
+func FullName(handler, extension string) string { return handler + "." + extension }
+
+// SplitName parses a full handler name; ok is false when it is not
+// HANDLER.EXTENSION.
+func SplitName(fullName string) (handler, extension string, ok bool) {
+	handler, extension, ok = strings.Cut(fullName, ".")
+	return handler, extension, ok && handler != "" && extension != "" && !strings.Contains(extension, ".")
+}
+
+// lookup finds a handler by its full name, HANDLER.EXTENSION, as classes
+// name it, and checks that it serves hook.
+func (r *Registry) lookup(fullName, hook string) (*server, v1alpha1.ExtensionHandler, error) {
+	handlerName, extName, ok := SplitName(fullName)
+	if !ok {
+		return nil, v1alpha1.ExtensionHandler{}, fmt.Errorf("handler %q is not named HANDLER.EXTENSION", fullName)
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s, ok := r.extensions[extName]
+	if !ok {
+		return nil, v1alpha1.ExtensionHandler{}, fmt.Errorf("handler %q: no TopologyExtension %s is registered; create it, or check its status for why discovery failed", fullName, extName)
+	}
+	for _, h := range s.handlers {
+		if h.Name == handlerName {
+			if h.RequestHook.Hook != hook {
+				return nil, v1alpha1.ExtensionHandler{}, fmt.Errorf("handler %q serves %s, not %s", fullName, h.RequestHook.Hook, hook)
+			}
+			return s, h, nil
+		}
+	}
+	return nil, v1alpha1.ExtensionHandler{}, fmt.Errorf("handler %q: TopologyExtension %s has no handler %s (its discovery found %d)", fullName, extName, handlerName, len(s.handlers))
+}
+
+// FromStatus registers what a TopologyExtension's status says the agent
+// discovered, without calling the server: for the plugin, which reads the
+// cluster's extensions rather than discovering them again.
+func (r *Registry) FromStatus(ext *v1alpha1.TopologyExtension) error {
+	handlers := make([]v1alpha1.ExtensionHandler, 0, len(ext.Status.Handlers))
+	for _, h := range ext.Status.Handlers {
+		h.Name, _, _ = SplitName(h.Name)
+		handlers = append(handlers, h)
+	}
+	return r.Set(ext.Name, ext.Spec.ClientConfig, handlers)
+}
+
+// httpClient trusts the extension's CA bundle, or the system's roots when it has none.
+func httpClient(config v1alpha1.ClientConfig) (*http.Client, error) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if len(config.CABundle) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(config.CABundle) {
+			return nil, errors.New("clientConfig.caBundle holds no PEM certificate")
+		}
+		tlsConfig.RootCAs = pool
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, Proxy: http.ProxyFromEnvironment, IdleConnTimeout: 90 * time.Second}}, nil
+}
+
+// hookURL is where a hook is served: the server's URL or Service, then
+// /<group>/<version>/<hook>[/<handler>], lower case, as upstream builds it.
+func hookURL(config v1alpha1.ClientConfig, hook, handler string) (*url.URL, error) {
+	var u *url.URL
+	switch {
+	case config.Service != nil:
+		svc := config.Service
+		host := svc.Name + "." + svc.Namespace + ".svc"
+		if svc.Port != nil {
+			host = net.JoinHostPort(host, strconv.Itoa(int(*svc.Port)))
+		}
+		u = &url.URL{Scheme: "https", Host: host}
+		if svc.Path != nil {
+			u.Path = *svc.Path
+		}
+	case config.URL != nil:
+		var err error
+		if u, err = url.Parse(*config.URL); err != nil {
+			return nil, fmt.Errorf("clientConfig.url: %w", err)
+		}
+		if u.Scheme != "https" {
+			return nil, fmt.Errorf("clientConfig.url %q: extensions are called over https", *config.URL)
+		}
+	default:
+		return nil, errors.New("clientConfig sets neither url nor service")
+	}
+	p := "/" + APIVersion + "/" + strings.ToLower(hook)
+	if handler != "" {
+		p += "/" + strings.ToLower(handler)
+	}
+	u.Path = path.Join(u.Path, p)
+	return u, nil
+}
+
+// Client calls extension servers.
+type Client struct {
+	// Registry holds the servers and their handlers.
+	Registry *Registry
+	// BestEffort turns a handler that cannot be reached into a skipped call
+	// instead of an error: previews outside the cluster (plan NAME, edit)
+	// often cannot reach a Service. A handler's Failure answer still fails.
+	BestEffort bool
+
+	mu      sync.Mutex
+	skipped []Skip
+}
+
+// Skip is a handler a best-effort client did not call, and why.
+type Skip struct {
+	Handler string
+	Reason  error
+}
+
+// String is the warning a preview shows for it.
+func (s Skip) String() string {
+	return fmt.Sprintf("external patch handler %s was not run from here, so the preview lacks its changes (the agent runs it in the cluster): %v", s.Handler, s.Reason)
+}
+
+// Skipped lists, since the last call of Skipped, the handlers BestEffort
+// skipped and why; each is named once.
+func (c *Client) Skipped() []Skip {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.skipped
+	c.skipped = nil
+	return out
+}
+
+func (c *Client) skip(handler string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.skipped {
+		if s.Handler == handler && s.Reason.Error() == err.Error() {
+			return
+		}
+	}
+	c.skipped = append(c.skipped, Skip{Handler: handler, Reason: err})
+}
+
+// Discover asks the server of an extension for its handlers.
+func (c *Client) Discover(ctx context.Context, name string, config v1alpha1.ClientConfig) ([]v1alpha1.ExtensionHandler, error) {
+	hc, err := c.Registry.httpFor(name, config)
+	if err != nil {
+		return nil, err
+	}
+	u, err := hookURL(config, HookDiscovery, "")
+	if err != nil {
+		return nil, err
+	}
+	resp := &DiscoveryResponse{}
+	req := &DiscoveryRequest{TypeMeta: typeMeta("DiscoveryRequest")}
+	if err := post(ctx, hc, u, DefaultTimeoutSeconds*time.Second, req, resp); err != nil {
+		return nil, fmt.Errorf("discovery of TopologyExtension %s: %w", name, err)
+	}
+	seen := map[string]bool{}
+	for _, h := range resp.Handlers {
+		switch {
+		case h.Name == "" || strings.Contains(h.Name, "."):
+			return nil, fmt.Errorf("discovery of TopologyExtension %s: handler name %q must be set and contain no dot", name, h.Name)
+		case seen[h.Name]:
+			return nil, fmt.Errorf("discovery of TopologyExtension %s: handler %q is listed twice", name, h.Name)
+		case h.RequestHook.APIVersion != APIVersion:
+			return nil, fmt.Errorf("discovery of TopologyExtension %s: handler %q serves %s, this agent speaks %s", name, h.Name, h.RequestHook.APIVersion, APIVersion)
+		}
+		seen[h.Name] = true
+	}
+	return resp.Handlers, nil
+}
+
+// Call sends req to the handler fullName (HANDLER.EXTENSION) of hook and
+// decodes its answer into resp. A Failure status is an error with the
+// extension's message; so is a handler that cannot be reached, unless its
+// failure policy is Ignore, in which case resp is left as it was.
+func (c *Client) Call(ctx context.Context, hook, fullName string, req any, resp Response) error {
+	s, h, err := c.Registry.lookup(fullName, hook)
+	if err != nil {
+		if c.BestEffort {
+			c.skip(fullName, err)
+			return nil
+		}
+		return err
+	}
+	u, err := hookURL(s.config, hook, h.Name)
+	if err != nil {
+		return err
+	}
+	timeout := DefaultTimeoutSeconds * time.Second
+	if h.TimeoutSeconds != nil {
+		timeout = time.Duration(*h.TimeoutSeconds) * time.Second
+	}
+	err = post(ctx, s.http, u, timeout, req, resp)
+	var unreachable *unreachableError
+	if errors.As(err, &unreachable) && h.FailurePolicy != nil && *h.FailurePolicy == "Ignore" {
+		return nil
+	}
+	if errors.As(err, &unreachable) && c.BestEffort {
+		c.skip(fullName, err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s handler %s: %w", hook, fullName, err)
+	}
+	return nil
+}
+
+// unreachableError is a call that got no answer: the failure policy applies to it.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string { return e.err.Error() }
+func (e *unreachableError) Unwrap() error { return e.err }
+
+func post(ctx context.Context, hc *http.Client, u *url.URL, timeout time.Duration, req any, resp Response) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	r.Header.Set("Content-Type", "application/json")
+	res, err := hc.Do(r)
+	if err != nil {
+		return &unreachableError{err}
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
+	if err != nil {
+		return &unreachableError{err}
+	}
+	if res.StatusCode != http.StatusOK {
+		return &unreachableError{fmt.Errorf("%s answered %s: %s", u, res.Status, truncate(raw))}
+	}
+	if err := json.Unmarshal(raw, resp); err != nil {
+		return fmt.Errorf("%s answered something that is not a response: %w", u, err)
+	}
+	if c := resp.common(); c.Status == StatusFailure {
+		return fmt.Errorf("the extension reported a failure: %s", c.Message)
+	}
+	return nil
+}
+
+func truncate(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
