@@ -85,11 +85,15 @@ func (o *EditOptions) Run(ctx context.Context) error {
 		}
 		return edited, nil
 	}
-	m, err := tui.NewEditModel(ctx, tui.Inputs{Topology: t, Class: class, Templates: templates, Current: current}, apply, o.ReadOnly)
+	external, err := ca.externalPatches(ctx, class)
 	if err != nil {
 		return err
 	}
-	final, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithContext(ctx)).Run()
+	m, err := tui.NewEditModel(ctx, tui.Inputs{Topology: t, Class: class, Templates: templates, Current: current, External: external}, apply, o.ReadOnly)
+	if err != nil {
+		return err
+	}
+	final, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithContext(ctx)).Run()
 	if err != nil {
 		return err
 	}

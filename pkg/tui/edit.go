@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
@@ -20,6 +17,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
+	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 )
 
 // ErrConflict is what an Applier returns, with the server's latest Topology,
@@ -38,30 +36,13 @@ type Inputs struct {
 	Class     *v1alpha1.TopologyClass
 	Templates *engine.TemplateIndex
 	Current   []*unstructured.Unstructured
+	// External runs the class's external patches, best effort; nil when it has none.
+	External *extension.Patcher
 }
 
-type fieldKind int
-
-const (
-	kindText fieldKind = iota
-	kindInt
-	kindBool
-	kindEnum
-	kindJSON
-)
-
-// editField is one editable value of the Topology.
-type editField struct {
-	label, path, hint string
-	kind              fieldKind
-	options           []string
-	value, original   string
-	required          bool
-	set               func(t *v1alpha1.Topology, value string) error
-}
-
-// EditModel is the Topology editor: fields on top, checks and the rollout
-// preview below, recomputed with the engine on every keystroke.
+// EditModel is the Topology editor: a form on top, checks and the rollout
+// preview below, recomputed with the engine on every keystroke. The user's
+// Topology is a draft of the server's; the form is rebuilt from it.
 type EditModel struct {
 	in       Inputs
 	catalog  *variables.Catalog
@@ -71,26 +52,34 @@ type EditModel struct {
 	apply    Applier
 	readOnly bool
 
-	fields []editField
-	cursor int
-	// pools added and removed by the user, replayed on the server's
-	// Topology when recomputing and after a conflict.
-	added   []v1alpha1.MachineDeploymentTopology
-	removed map[string]bool
-	// diffIndex is the change whose diff is shown; -1 shows the list.
-	diffIndex int
-	width     int
-	height    int
+	draft    *v1alpha1.Topology
+	fields   []editField
+	original map[string]editField
+	// originalSettings are the server's settings, to tell what the draft changes.
+	originalSettings map[string]setting
+	cursor           int
+	// focus, when set, is the key of the field the next refresh selects:
+	// what the user just added.
+	focus      string
+	buffers    map[string]string
+	picker     *picker
+	prompt     *prompt
+	diffIndex  int
+	width      int
+	height     int
+	rowsFields []int
 
-	fieldErrs  map[int][]string
-	checks     []string
-	changes    []plan.Change
-	rollout    []string
-	edited     *v1alpha1.Topology
-	confirming bool
-	applying   bool
-	message    string
-	quitting   bool
+	fieldErrs    map[int][]string
+	checks       []string
+	warnings     []string
+	changes      []plan.Change
+	changed      []settingChange
+	rollout      []string
+	replacements []string
+	confirming   bool
+	applying     bool
+	message      string
+	quitting     bool
 	// Applied is true once an apply succeeded.
 	Applied bool
 }
@@ -101,10 +90,27 @@ func NewEditModel(ctx context.Context, in Inputs, apply Applier, readOnly bool) 
 	if err != nil {
 		return nil, err
 	}
-	m := &EditModel{in: in, catalog: cat, keys: DefaultKeyMap(), styles: DefaultStyles(), help: help.New(), apply: apply, readOnly: readOnly, width: 80, height: 24, removed: map[string]bool{}, diffIndex: -1}
-	m.fields = buildFields(in.Topology, in.Class, cat)
-	m.recompute(ctx)
+	m := &EditModel{in: in, catalog: cat, keys: DefaultKeyMap(), styles: DefaultStyles(), help: help.New(), apply: apply, readOnly: readOnly,
+		width: 80, height: 24, diffIndex: -1}
+	m.reset(in.Topology)
+	m.refresh(ctx)
 	return m, nil
+}
+
+// reset makes t the server's Topology and a fresh draft of it.
+func (m *EditModel) reset(t *v1alpha1.Topology) {
+	m.in.Topology = t
+	m.draft = t.DeepCopy()
+	m.buffers = map[string]string{}
+	m.setOriginal()
+}
+
+func (m *EditModel) setOriginal() {
+	m.originalSettings = settings(m.in.Topology)
+	m.original = map[string]editField{}
+	for _, f := range buildForm(m.in.Topology, m.in.Class) {
+		m.original[f.key] = f
+	}
 }
 
 // SetSize fits the editor to the terminal.
@@ -113,185 +119,24 @@ func (m *EditModel) SetSize(w, h int) {
 	m.help.Width = w
 }
 
-func buildFields(t *v1alpha1.Topology, c *v1alpha1.TopologyClass, cat *variables.Catalog) []editField {
-	var fs []editField
-	fs = append(fs, editField{label: "version", path: "spec.version", kind: kindText, value: t.Spec.Version, hint: "Kubernetes version, e.g. v1.34.0",
-		set: func(t *v1alpha1.Topology, v string) error { t.Spec.Version = v; return nil }})
-	replicas := func(label, path string, cur *int32, set func(*v1alpha1.Topology, *int32)) editField {
-		v := ""
-		if cur != nil {
-			v = strconv.Itoa(int(*cur))
-		}
-		return editField{label: label, path: path, kind: kindInt, value: v, hint: "replicas; empty leaves them to the class or an autoscaler",
-			set: func(t *v1alpha1.Topology, s string) error {
-				if s == "" {
-					set(t, nil)
-					return nil
-				}
-				n, err := strconv.Atoi(s)
-				if err != nil || n < 0 {
-					return fmt.Errorf("must be a whole number, 0 or more")
-				}
-				v := int32(n)
-				set(t, &v)
-				return nil
-			}}
+// refresh rebuilds the form from the draft, keeping what is typed and where
+// the cursor is, and recomputes every check and the preview.
+func (m *EditModel) refresh(ctx context.Context) {
+	selected := m.focus
+	if selected == "" && len(m.fields) > 0 {
+		selected = m.fields[m.cursor].key
 	}
-	fs = append(fs, replicas("control plane replicas", "spec.controlPlane.replicas", t.Spec.ControlPlane.Replicas, func(t *v1alpha1.Topology, v *int32) { t.Spec.ControlPlane.Replicas = v }))
-	if w := t.Spec.Workers; w != nil {
-		for i, md := range w.MachineDeployments {
-			fs = append(fs, replicas(fmt.Sprintf("%s (%s) replicas", md.Name, md.Class), fmt.Sprintf("spec.workers.machineDeployments[%d].replicas", i), md.Replicas,
-				func(t *v1alpha1.Topology, v *int32) { t.Spec.Workers.MachineDeployments[i].Replicas = v }))
-		}
-		for i, mp := range w.MachinePools {
-			fs = append(fs, replicas(fmt.Sprintf("%s (%s) replicas", mp.Name, mp.Class), fmt.Sprintf("spec.workers.machinePools[%d].replicas", i), mp.Replicas,
-				func(t *v1alpha1.Topology, v *int32) { t.Spec.Workers.MachinePools[i].Replicas = v }))
-		}
-	}
-	current := map[string]string{}
-	for _, v := range t.Spec.Variables {
-		current[v.Name] = string(v.Value.Raw)
-	}
-	for _, def := range c.Spec.Variables {
-		s := def.Schema.OpenAPIV3Schema
-		f := editField{label: def.Name, path: "spec.variables[" + def.Name + "]", required: def.Required, hint: variableHint(def)}
-		raw, isSet := current[def.Name]
-		switch {
-		case len(s.Enum) > 0:
-			f.kind = kindEnum
-			for _, e := range s.Enum {
-				var v any
-				_ = json.Unmarshal(e.Raw, &v)
-				f.options = append(f.options, fmt.Sprint(v))
-			}
-		case s.Type == "boolean":
-			f.kind, f.options = kindBool, []string{"false", "true"}
-		case s.Type == "integer" || s.Type == "number":
-			f.kind = kindInt
-		case s.Type == "string":
-			f.kind = kindText
-		default:
-			f.kind = kindJSON
-		}
-		if isSet {
-			f.value = displayValue(raw, f.kind)
-		}
-		name, kind := def.Name, f.kind
-		f.set = func(t *v1alpha1.Topology, v string) error {
-			raw, err := rawValue(v, kind)
-			if err != nil {
-				return err
-			}
-			for i := range t.Spec.Variables {
-				if t.Spec.Variables[i].Name == name {
-					if raw == nil {
-						t.Spec.Variables = append(t.Spec.Variables[:i], t.Spec.Variables[i+1:]...)
-						return nil
-					}
-					t.Spec.Variables[i].Value = apiextensionsv1.JSON{Raw: raw}
-					return nil
-				}
-			}
-			if raw != nil {
-				t.Spec.Variables = append(t.Spec.Variables, v1alpha1.ClusterVariable{Name: name, Value: apiextensionsv1.JSON{Raw: raw}})
-			}
-			return nil
-		}
-		fs = append(fs, f)
-	}
-	for i := range fs {
-		fs[i].original = fs[i].value
-	}
-	return fs
-}
-
-func variableHint(def v1alpha1.ClusterClassVariable) string {
-	s := def.Schema.OpenAPIV3Schema
-	parts := []string{s.Type}
-	if def.Required {
-		parts = append(parts, "required")
-	}
-	if s.Default != nil {
-		parts = append(parts, "default "+string(s.Default.Raw))
-	}
-	if s.Description != "" {
-		parts = append(parts, s.Description)
-	}
-	return strings.Join(parts, " · ")
-}
-
-// displayValue shows strings bare and everything else as JSON.
-func displayValue(raw string, kind fieldKind) string {
-	if kind == kindText || kind == kindEnum {
-		var s string
-		if json.Unmarshal([]byte(raw), &s) == nil {
-			return s
-		}
-	}
-	return raw
-}
-
-// rawValue turns what was typed into the variable's JSON; empty unsets it.
-func rawValue(v string, kind fieldKind) ([]byte, error) {
-	if v == "" && kind != kindText {
-		return nil, nil
-	}
-	switch kind {
-	case kindText, kindEnum:
-		return json.Marshal(v)
-	case kindJSON, kindInt, kindBool:
-		if !json.Valid([]byte(v)) {
-			return nil, fmt.Errorf("not valid JSON")
-		}
-	}
-	return []byte(v), nil
-}
-
-// base is the server's Topology with the user's added and removed pools.
-func (m *EditModel) base() *v1alpha1.Topology {
-	t := m.in.Topology.DeepCopy()
-	if len(m.added) == 0 && len(m.removed) == 0 {
-		return t
-	}
-	if t.Spec.Workers == nil {
-		t.Spec.Workers = &v1alpha1.WorkersTopology{}
-	}
-	var mds []v1alpha1.MachineDeploymentTopology
-	for _, md := range t.Spec.Workers.MachineDeployments {
-		if !m.removed[md.Name] {
-			mds = append(mds, md)
-		}
-	}
-	for _, md := range m.added {
-		if !m.removed[md.Name] {
-			mds = append(mds, *md.DeepCopy())
-		}
-	}
-	t.Spec.Workers.MachineDeployments = mds
-	return t
-}
-
-// restructure rebuilds the fields after pools were added or removed,
-// keeping every value the user typed.
-func (m *EditModel) restructure(ctx context.Context) {
-	typed := map[string]editField{}
-	for _, f := range m.fields {
-		typed[f.label] = f
-	}
-	serverFields := map[string]string{}
-	for _, f := range buildFields(m.in.Topology, m.in.Class, m.catalog) {
-		serverFields[f.label] = f.original
-	}
-	cur := m.fields[m.cursor].label
-	m.fields = buildFields(m.base(), m.in.Class, m.catalog)
+	m.focus = ""
+	m.fields = buildForm(m.draft, m.in.Class)
 	for i := range m.fields {
 		f := &m.fields[i]
-		if old, ok := typed[f.label]; ok {
-			f.value = old.value
+		if o, ok := m.original[f.key]; ok {
+			f.original, f.originalPresent = o.value, o.present
 		}
-		// A field of an added pool has no server value: it counts as changed.
-		f.original = serverFields[f.label]
-		if f.label == cur {
+		if buf, ok := m.buffers[f.key]; ok {
+			f.value, f.present = buf, buf != ""
+		}
+		if f.key == selected {
 			m.cursor = i
 		}
 	}
@@ -299,55 +144,76 @@ func (m *EditModel) restructure(ctx context.Context) {
 	m.recompute(ctx)
 }
 
-// addPool adds a MachineDeployment of the class's first MachineDeployment class.
-func (m *EditModel) addPool(ctx context.Context) {
-	if len(m.in.Class.Spec.Workers.MachineDeployments) == 0 {
-		m.message = "the class has no MachineDeployment classes"
-		return
-	}
-	taken := map[string]bool{}
-	for _, md := range m.base().Spec.Workers.MachineDeployments {
-		taken[md.Name] = true
-	}
-	name := ""
-	for i := len(taken); name == "" || taken[name]; i++ {
-		name = fmt.Sprintf("md-%d", i)
-	}
-	one := int32(1)
-	m.added = append(m.added, v1alpha1.MachineDeploymentTopology{Name: name, Class: m.in.Class.Spec.Workers.MachineDeployments[0].Class, Replicas: &one})
-	m.message = fmt.Sprintf("added MachineDeployment %s (%s); ctrl+x removes it", name, m.added[len(m.added)-1].Class)
-	m.restructure(ctx)
-}
-
-// removePool removes the MachineDeployment whose field is selected.
-func (m *EditModel) removePool(ctx context.Context) {
-	path := m.fields[m.cursor].path
-	if !strings.HasPrefix(path, "spec.workers.machineDeployments[") {
-		m.message = "select a MachineDeployment's replicas to remove it"
-		return
-	}
-	name := strings.SplitN(m.fields[m.cursor].label, " ", 2)[0]
-	m.removed[name] = true
-	m.message = fmt.Sprintf("removed MachineDeployment %s; its Machines will be deleted", name)
-	m.restructure(ctx)
-}
-
-func (m *EditModel) structureChanged() bool {
-	return len(m.added) > 0 || len(m.removed) > 0
-}
-
-// recompute builds the edited Topology from the fields and runs the engine:
-// field errors, compatibility checks, the objects that change and the rollout.
-func (m *EditModel) recompute(ctx context.Context) {
-	m.fieldErrs = map[int][]string{}
-	m.checks, m.changes, m.rollout = nil, nil, nil
-	t := m.base()
-	for i, f := range m.fields {
-		if err := f.set(t, f.value); err != nil {
-			m.fieldErrs[i] = append(m.fieldErrs[i], err.Error())
+// forget drops what was typed into a field and everything under it.
+func (m *EditModel) forget(key string) {
+	for k := range m.buffers {
+		if k == key || strings.HasPrefix(k, key+".") || strings.HasPrefix(k, key+"[") {
+			delete(m.buffers, k)
 		}
 	}
-	m.edited = t
+}
+
+// write puts a field's value into the draft.
+func (m *EditModel) write(f *editField, value any, present bool) error {
+	switch f.role {
+	case roleVersion:
+		s, _ := value.(string)
+		m.draft.Spec.Version = s
+	case roleReplicas:
+		p := replicasOf(m.draft, f.scope)
+		if p == nil {
+			return fmt.Errorf("%s does not exist", f.scope.label())
+		}
+		*p = nil
+		if present {
+			n, err := value.(json.Number).Int64() // parse checked it fits
+			if err != nil {
+				return err
+			}
+			v := int32(n)
+			*p = &v
+		}
+	case roleVariable:
+		return setVariable(m.draft, f.scope, f.variable, f.sub, value, present)
+	}
+	return nil
+}
+
+// typeInto sets the selected field to text as typed. Typing changes no
+// other row, so the form is not rebuilt: this is the editor's hot path.
+func (m *EditModel) typeInto(ctx context.Context, text string) {
+	f := &m.fields[m.cursor]
+	switch f.kind {
+	case kindText:
+		_ = m.write(f, text, true)
+		f.present = true
+	case kindNumber, kindJSON:
+		m.buffers[f.key] = text
+		f.present = text != ""
+		if v, ok, err := f.parse(text); err == nil {
+			if err := m.write(f, v, ok); err != nil {
+				m.message = err.Error()
+			}
+		}
+	}
+	f.value = text
+	m.recompute(ctx)
+}
+
+// recompute runs the engine on the draft: field errors, compatibility
+// checks, the objects that change, the machines replaced and the rollout.
+func (m *EditModel) recompute(ctx context.Context) {
+	m.fieldErrs = map[int][]string{}
+	m.checks, m.changes, m.rollout, m.replacements, m.warnings = nil, nil, nil, nil, nil
+	m.changed = diffSettings(m.originalSettings, settings(m.draft))
+	for i, f := range m.fields {
+		if buf, ok := m.buffers[f.key]; ok {
+			if _, _, err := f.parse(buf); err != nil {
+				m.fieldErrs[i] = append(m.fieldErrs[i], err.Error())
+			}
+		}
+	}
+	t := m.draft
 	if len(m.fieldErrs) > 0 {
 		return
 	}
@@ -355,30 +221,41 @@ func (m *EditModel) recompute(ctx context.Context) {
 		m.fieldErrs[0] = append(m.fieldErrs[0], "must be a Kubernetes version such as v1.34.0")
 		return
 	}
-	spec := engine.SpecPath(engine.DialectTopology)
-	check := t.DeepCopy()
-	errs := engine.DefaultTopology(check, m.catalog, spec)
-	errs = append(errs, engine.ValidateTopology(ctx, check, m.in.Class, m.catalog, spec)...)
-	for _, fe := range errs {
-		msg := fe.Detail // the webhook's message, without the value it quotes
-		if msg == "" {
-			msg = fe.ErrorBody()
-		}
-		m.attach(fe.Field, msg)
-	}
 	live := m.in.Topology.DeepCopy()
 	live.Annotations = t.Annotations // the unsafe annotation, if the user set it
 	for _, fe := range engine.UpgradePreflight(live, t.Spec.Version) {
 		m.checks = append(m.checks, fe.Detail)
 	}
-	if len(m.fieldErrs) > 0 || len(m.checks) > 0 {
-		return
-	}
-	res, err := engine.Compute(ctx, engine.Input{
+	in := engine.Input{
 		Topology: t, Class: m.in.Class, Templates: m.in.Templates,
 		Current: engine.StateFromObjects(t.Name, t.Namespace, m.in.Current),
 		Names:   names.NewSeeded(1), Dialect: engine.DialectTopology, Catalog: m.catalog,
-	})
+	}
+	if m.in.External != nil {
+		in.External = m.in.External
+	}
+	// Compute defaults and validates the draft as the webhook does; its
+	// errors about the Topology go to the fields they name.
+	res, err := engine.Compute(ctx, in)
+	if m.in.External != nil {
+		for _, s := range m.in.External.Skipped() {
+			m.warnings = append(m.warnings, s.String())
+		}
+	}
+	var invalid *engine.InvalidError
+	if errors.As(err, &invalid) && invalid.Kind == "Topology" {
+		for _, fe := range invalid.Errors {
+			msg := fe.Detail // the webhook's message, without the value it quotes
+			if msg == "" {
+				msg = fe.ErrorBody()
+			}
+			m.attach(fe.Field, msg)
+		}
+		return
+	}
+	if len(m.checks) > 0 {
+		return
+	}
 	if err != nil {
 		m.checks = append(m.checks, err.Error())
 		return
@@ -397,16 +274,24 @@ func (m *EditModel) recompute(ctx context.Context) {
 		withStatus.Spec = t.Spec
 		withStatus.Spec.Version = m.in.Topology.Spec.Version
 		m.rollout = engine.PlanUpgrade(withStatus, t.Spec.Version).Lines()
+		return
+	}
+	for _, r := range plan.Replacements(p, res.Desired.ControlPlane.Object.GetKind()) {
+		m.replacements = append(m.replacements, r.String())
 	}
 }
 
-// attach puts an engine error on the field whose path it names.
+// attach puts an engine error on the field whose path it names most closely.
 func (m *EditModel) attach(path, msg string) {
 	best, bestLen := -1, 0
 	for i, f := range m.fields {
-		if strings.HasPrefix(path, f.path) && len(f.path) > bestLen {
-			best, bestLen = i, len(f.path)
+		if !strings.HasPrefix(path, f.path) || len(f.path) <= bestLen {
+			continue
 		}
+		if rest := path[len(f.path):]; rest != "" && rest[0] != '.' && rest[0] != '[' {
+			continue // spec.variables[a] is not a prefix of spec.variables[ab]
+		}
+		best, bestLen = i, len(f.path)
 	}
 	if best < 0 {
 		m.checks = append(m.checks, path+": "+msg)
@@ -415,19 +300,9 @@ func (m *EditModel) attach(path, msg string) {
 	m.fieldErrs[best] = append(m.fieldErrs[best], msg)
 }
 
-func (m *EditModel) dirty() []int {
-	var out []int
-	for i, f := range m.fields {
-		if f.value != f.original {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
 // canApply reports whether apply is allowed: something changed and nothing is red.
 func (m *EditModel) canApply() bool {
-	return !m.readOnly && (len(m.dirty()) > 0 || m.structureChanged()) && len(m.fieldErrs) == 0 && len(m.checks) == 0
+	return !m.readOnly && len(m.changed) > 0 && len(m.fieldErrs) == 0 && len(m.checks) == 0
 }
 
 // Init implements tea.Model.
@@ -455,13 +330,12 @@ func (m *EditModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		default:
 			m.Applied = true
 			m.message = fmt.Sprintf("Applied to %s/%s. Follow it with: kubectl topology status %s --watch", m.in.Topology.Namespace, m.in.Topology.Name, m.in.Topology.Name)
-			m.in.Topology = msg.latest
-			m.added, m.removed = nil, map[string]bool{}
-			for i := range m.fields {
-				m.fields[i].original = m.fields[i].value
-			}
-			m.recompute(ctx)
+			m.reset(msg.latest)
+			m.refresh(ctx)
 		}
+		return m, nil
+	case tea.MouseMsg:
+		m.onMouse(msg)
 		return m, nil
 	case tea.KeyMsg:
 		return m.onKey(ctx, msg)
@@ -469,22 +343,36 @@ func (m *EditModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
+// onMouse selects the row clicked and scrolls with the wheel.
+func (m *EditModel) onMouse(msg tea.MouseMsg) {
+	if msg.Action != tea.MouseActionPress || m.picker != nil || m.prompt != nil || m.confirming {
+		return
+	}
+	switch msg.Button {
+	case tea.MouseButtonWheelUp:
+		m.cursor = max(0, m.cursor-1)
+	case tea.MouseButtonWheelDown:
+		m.cursor = min(len(m.fields)-1, m.cursor+1)
+	case tea.MouseButtonLeft:
+		if msg.Y >= 0 && msg.Y < len(m.rowsFields) && m.rowsFields[msg.Y] >= 0 {
+			m.cursor = m.rowsFields[msg.Y]
+		}
+	}
+}
+
 func (m *EditModel) onKey(ctx context.Context, msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if m.confirming {
-		switch {
-		case key.Matches(msg, m.keys.Yes):
-			m.confirming, m.applying = false, true
-			m.message = "applying..."
-			edited := m.edited.DeepCopy()
-			apply := m.apply
-			return m, func() tea.Msg {
-				latest, err := apply(context.Background(), edited)
-				return appliedMsg{latest: latest, err: err}
-			}
-		case key.Matches(msg, m.keys.No):
-			m.confirming = false
-			m.message = "not applied"
+		return m.onConfirmKey(msg)
+	}
+	if m.prompt != nil {
+		if m.prompt.update(m.keys, msg) {
+			m.prompt = nil
+			m.refresh(ctx)
 		}
+		return m, nil
+	}
+	if m.picker != nil {
+		m.onPickerKey(ctx, msg)
 		return m, nil
 	}
 	switch {
@@ -495,67 +383,133 @@ func (m *EditModel) onKey(ctx context.Context, msg tea.KeyMsg) (tea.Model, tea.C
 		m.help.ShowAll = !m.help.ShowAll
 	case key.Matches(msg, m.keys.Up):
 		m.cursor = (m.cursor + len(m.fields) - 1) % len(m.fields)
-	case key.Matches(msg, m.keys.Down):
+	case key.Matches(msg, m.keys.Down), key.Matches(msg, m.keys.Select):
 		m.cursor = (m.cursor + 1) % len(m.fields)
-	case key.Matches(msg, m.keys.Apply):
-		switch {
-		case m.readOnly:
-			m.message = "read-only: nothing can be applied"
-		case m.canApply():
-			m.confirming = true
-			m.message = ""
-		case len(m.dirty()) == 0 && !m.structureChanged():
-			m.message = "nothing changed"
-		default:
-			m.message = "fix what is red first"
-		}
-	case m.readOnly:
-		m.message = "read-only"
-	case key.Matches(msg, m.keys.AddPool):
-		m.addPool(ctx)
-	case key.Matches(msg, m.keys.RemovePool):
-		m.removePool(ctx)
 	case key.Matches(msg, m.keys.Diff):
 		m.diffIndex++
 		if m.diffIndex >= len(m.changes) {
 			m.diffIndex = -1
 		}
-	case key.Matches(msg, m.keys.Reset):
-		f := &m.fields[m.cursor]
-		f.value = f.original
-		m.recompute(ctx)
-	case key.Matches(msg, m.keys.Left), key.Matches(msg, m.keys.Right):
-		f := &m.fields[m.cursor]
-		if len(f.options) > 0 {
-			step := 1
-			if key.Matches(msg, m.keys.Left) {
-				step = len(f.options) - 1
-			}
-			i := indexOf(f.options, f.value)
-			f.value = f.options[(i+step)%len(f.options)]
-			m.recompute(ctx)
-		}
-	case msg.Type == tea.KeyBackspace:
-		f := &m.fields[m.cursor]
-		if len(f.options) == 0 && f.value != "" {
-			r := []rune(f.value)
-			f.value = string(r[:len(r)-1])
-			m.recompute(ctx)
-		}
-	case msg.Type == tea.KeyRunes || msg.Type == tea.KeySpace:
-		f := &m.fields[m.cursor]
-		if len(f.options) == 0 {
-			f.value += string(msg.Runes)
-			if msg.Type == tea.KeySpace {
-				f.value += " "
-			}
-			m.recompute(ctx)
-		} else if msg.Type == tea.KeySpace {
-			f.value = f.options[(indexOf(f.options, f.value)+1)%len(f.options)]
-			m.recompute(ctx)
-		}
+	case key.Matches(msg, m.keys.Apply):
+		m.onApply()
+	case m.readOnly:
+		m.message = "read-only: nothing can be changed"
+	default:
+		m.onEditKey(ctx, msg)
 	}
 	return m, nil
+}
+
+func (m *EditModel) onApply() {
+	switch {
+	case m.readOnly:
+		m.message = "read-only: nothing can be applied"
+	case m.canApply():
+		m.confirming = true
+		m.message = ""
+	case len(m.changed) == 0:
+		m.message = "nothing changed"
+	default:
+		m.message = "fix what is red first"
+	}
+}
+
+func (m *EditModel) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	switch {
+	case key.Matches(msg, m.keys.Yes):
+		m.confirming, m.applying = false, true
+		m.message = "applying..."
+		edited := m.draft.DeepCopy()
+		apply := m.apply
+		return m, func() tea.Msg {
+			latest, err := apply(context.Background(), edited)
+			return appliedMsg{latest: latest, err: err}
+		}
+	case key.Matches(msg, m.keys.No):
+		m.confirming = false
+		m.message = "not applied"
+	}
+	return m, nil
+}
+
+func (m *EditModel) onPickerKey(ctx context.Context, msg tea.KeyMsg) {
+	p := m.picker
+	switch {
+	case key.Matches(msg, m.keys.Up), key.Matches(msg, m.keys.Left):
+		p.move(-1)
+	case key.Matches(msg, m.keys.Down), key.Matches(msg, m.keys.Right):
+		p.move(1)
+	case key.Matches(msg, m.keys.Select):
+		m.picker = nil
+		p.pick(p.index)
+		m.refresh(ctx)
+	case key.Matches(msg, m.keys.Quit):
+		m.picker = nil
+		m.message = ""
+	}
+}
+
+// onEditKey handles the keys that change the draft.
+func (m *EditModel) onEditKey(ctx context.Context, msg tea.KeyMsg) {
+	f := &m.fields[m.cursor]
+	switch {
+	case key.Matches(msg, m.keys.Add):
+		m.add(ctx)
+	case key.Matches(msg, m.keys.Remove):
+		m.remove(ctx, f)
+	case key.Matches(msg, m.keys.Override):
+		m.override(f)
+	case key.Matches(msg, m.keys.Reset):
+		m.undo(ctx, f)
+	case key.Matches(msg, m.keys.Unset):
+		m.unset(ctx, f)
+	case key.Matches(msg, m.keys.Left), key.Matches(msg, m.keys.Right):
+		if f.kind == kindChoice {
+			step := 1
+			if key.Matches(msg, m.keys.Left) {
+				step = -1
+			}
+			m.choose(ctx, f, step)
+		}
+	case msg.Type == tea.KeyBackspace:
+		if f.editable() && f.value != "" {
+			r := []rune(f.value)
+			m.typeInto(ctx, string(r[:len(r)-1]))
+		}
+	case msg.Type == tea.KeyRunes || msg.Type == tea.KeySpace:
+		switch {
+		case f.editable():
+			text := string(msg.Runes)
+			if msg.Type == tea.KeySpace {
+				text = " "
+			}
+			m.typeInto(ctx, f.value+text)
+		case f.kind == kindChoice && msg.Type == tea.KeySpace:
+			m.choose(ctx, f, 1)
+		case f.kind == kindObject:
+			m.message = "an object: edit its fields below"
+		case f.kind == kindList:
+			m.message = "a list: ctrl+n adds an item"
+		case f.kind == kindMap:
+			m.message = "a map: ctrl+n adds an entry"
+		}
+	}
+}
+
+// choose moves a choice field step options on.
+func (m *EditModel) choose(ctx context.Context, f *editField, step int) {
+	i := indexOf(f.options, f.value)
+	if !f.present && len(f.options) > 0 && f.options[0] == "" {
+		i = 0
+	}
+	i = (i + step + len(f.options)) % len(f.options)
+	if f.raws[i] == nil {
+		_ = m.write(f, nil, false)
+	} else {
+		v, _ := decodeJSON(f.raws[i])
+		_ = m.write(f, v, true)
+	}
+	m.refresh(ctx)
 }
 
 func indexOf(options []string, v string) int {
@@ -565,32 +519,4 @@ func indexOf(options []string, v string) int {
 		}
 	}
 	return -1
-}
-
-// rebase takes the server's latest Topology as the new base and keeps the
-// user's edits (values and added or removed pools) on top, naming what
-// changed on the server.
-func (m *EditModel) rebase(ctx context.Context, latest *v1alpha1.Topology) {
-	serverNew := map[string]string{}
-	for _, f := range buildFields(latest, m.in.Class, m.catalog) {
-		serverNew[f.label] = f.original
-	}
-	var changed []string
-	for i := range m.fields {
-		f := &m.fields[i]
-		now, ok := serverNew[f.label]
-		if !ok {
-			continue
-		}
-		if now != f.original {
-			changed = append(changed, fmt.Sprintf("%s %q → %q", f.label, f.original, now))
-		}
-		if f.value == f.original {
-			f.value = now // untouched: follow the server
-		}
-	}
-	sort.Strings(changed)
-	m.in.Topology = latest
-	m.message = "The Topology changed on the server meanwhile (" + strings.Join(changed, "; ") + "). Your edits are kept on top of it; check and apply again."
-	m.restructure(ctx)
 }

@@ -118,6 +118,34 @@ func replace(m *EditModel, s string) {
 	press(m, typed(s))
 }
 
+// choose moves the selected choice field to option.
+func choose(t *testing.T, m *EditModel, option string) {
+	t.Helper()
+	for range m.fields[m.cursor].options {
+		if f := m.fields[m.cursor]; f.present && f.value == option {
+			return
+		}
+		press(m, keyOf(tea.KeyRight))
+	}
+	t.Fatalf("%s has no option %q", m.fields[m.cursor].label, option)
+}
+
+// pickOption chooses option in the open picker.
+func pickOption(t *testing.T, m *EditModel, option string) {
+	t.Helper()
+	if m.picker == nil {
+		t.Fatalf("no picker is open; message %q", m.message)
+	}
+	for range m.picker.options {
+		if m.picker.options[m.picker.index] == option {
+			press(m, keyOf(tea.KeyEnter))
+			return
+		}
+		press(m, keyOf(tea.KeyDown))
+	}
+	t.Fatalf("picker %q has no option %q: %v", m.picker.title, option, m.picker.options)
+}
+
 func goTo(t *testing.T, m *EditModel, label string) {
 	t.Helper()
 	for range m.fields {
@@ -184,8 +212,8 @@ func TestEditInvalidVariable(t *testing.T) {
 	if !strings.Contains(view, "✗ should be greater than or equal to 10") || m.canApply() {
 		t.Errorf("maxPods=5: want the schema's error at the field and apply disabled:\n%s", view)
 	}
-	goTo(t, m, "auditPolicy")
-	replace(m, `{"enabled":true,"level":"None"}`)
+	goTo(t, m, "level")
+	choose(t, m, "None")
 	goTo(t, m, "maxPods")
 	replace(m, "30")
 	if !strings.Contains(m.View(), "an enabled audit policy needs a level other than None") {
@@ -269,13 +297,15 @@ func TestEditAddAndRemovePools(t *testing.T) {
 	m := newModel(t, exampleInputs(t), srv)
 	m.SetSize(100, 40)
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlN})
-	if !strings.Contains(m.message, "added MachineDeployment md-2 (general)") {
+	pickOption(t, m, "MachineDeployment of class general")
+	press(m, keyOf(tea.KeyEnter)) // the proposed name
+	if !strings.Contains(m.message, "added MachineDeployment md-0 (general)") {
 		t.Fatalf("message after adding: %q", m.message)
 	}
 	view := m.View()
-	for _, want := range []string{"md-2 (general) replicas", "created  MachineDeployment dev-md-2-", "created  DockerMachineTemplate dev-md-2-", "1 pool(s) added"} {
+	for _, want := range []string{"md-0 (general) replicas", "created  MachineDeployment dev-md-0-", "created  DockerMachineTemplate dev-md-0-", "1 setting(s) changed"} {
 		if !strings.Contains(view, want) {
-			t.Errorf("after adding md-2 the view lacks %q:\n%s", want, view)
+			t.Errorf("after adding md-0 the view lacks %q:\n%s", want, view)
 		}
 	}
 	goTo(t, m, "md-gpu (gpu) replicas")
@@ -292,8 +322,8 @@ func TestEditAddAndRemovePools(t *testing.T) {
 	for _, md := range srv.applied[0].Spec.Workers.MachineDeployments {
 		pools = append(pools, md.Name)
 	}
-	if strings.Join(pools, ",") != "md-a,md-2" {
-		t.Errorf("applied pools %v, want md-a and the new md-2", pools)
+	if strings.Join(pools, ",") != "md-a,md-0" {
+		t.Errorf("applied pools %v, want md-a and the new md-0", pools)
 	}
 }
 
@@ -322,7 +352,7 @@ func TestEditConflictKeepsAddedPool(t *testing.T) {
 	latest.Spec.Workers.MachineDeployments[0].Replicas = &seven
 	srv := &fakeServer{conflict: latest}
 	m := newModel(t, in, srv)
-	press(m, tea.KeyMsg{Type: tea.KeyCtrlN}, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
+	press(m, tea.KeyMsg{Type: tea.KeyCtrlN}, keyOf(tea.KeyEnter), keyOf(tea.KeyEnter), tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
 	if !strings.Contains(m.message, `md-a (general) replicas "2" → "7"`) {
 		t.Fatalf("conflict message %q", m.message)
 	}
@@ -331,8 +361,8 @@ func TestEditConflictKeepsAddedPool(t *testing.T) {
 		t.Fatal("not re-applied")
 	}
 	got := srv.applied[0].Spec.Workers.MachineDeployments
-	if len(got) != 3 || *got[0].Replicas != 7 || got[2].Name != "md-2" {
-		t.Errorf("re-applied pools %+v; want the server's 7 replicas for md-a and the added md-2", got)
+	if len(got) != 3 || *got[0].Replicas != 7 || got[2].Name != "md-0" {
+		t.Errorf("re-applied pools %+v; want the server's 7 replicas for md-a and the added md-0", got)
 	}
 }
 

@@ -10,135 +10,166 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
 )
 
-// View implements tea.Model.
+// View implements tea.Model. The screen is the title, a window of the form,
+// the selected field's hint, the checks or preview, a message line and help;
+// it never draws more lines than the terminal has or lines wider than it.
 func (m *EditModel) View() string {
 	if m.quitting {
 		return ""
 	}
 	var b strings.Builder
-	line := func(s string) {
+	m.rowsFields = m.rowsFields[:0]
+	line := func(s string, field int) {
 		b.WriteString(ansi.Truncate(s, m.width, "…"))
 		b.WriteByte('\n')
+		m.rowsFields = append(m.rowsFields, field)
 	}
 	t := m.in.Topology
 	title := fmt.Sprintf("Edit Topology %s/%s · class %s", t.Namespace, t.Name, t.Spec.Class)
 	if m.readOnly {
 		title += " (read-only)"
 	}
-	line(m.styles.Title.Render(title))
+	line(m.styles.Title.Render(title), -1)
 
-	// Budget: title, hint, the two section headers, message and help lines
-	// are fixed; fields get half of the rest, checks and preview the other.
-	rest := m.height - 6
-	fieldRows := max(4, rest/2)
-	previewRows := max(2, rest-fieldRows)
+	helpView := m.help.View(m.keys)
+	helpLines := strings.Count(helpView, "\n") + 1
+	// The message wraps to at most three lines: a conflict names what changed.
+	var message []string
+	switch {
+	case m.confirming:
+		message = []string{m.styles.Warn.Render(fmt.Sprintf("Apply %d change(s) to %s/%s? y/n", len(m.changed), t.Namespace, t.Name))}
+	case m.message != "":
+		wrapped := strings.Split(ansi.Wordwrap(m.message, max(20, m.width), ""), "\n")
+		for _, l := range wrapped[:min(3, len(wrapped))] {
+			message = append(message, m.styles.Warn.Render(l))
+		}
+	default:
+		message = []string{""}
+	}
+	// Fixed: title, hint, section header, message and the help. The preview
+	// takes what it needs up to half of the rest; the form takes the others.
+	rest := m.height - 3 - len(message) - helpLines
+	header, preview := m.previewLines(max(1, rest/2))
+	previewRows := max(0, min(len(preview), rest/2))
+	fieldRows := max(3, rest-previewRows)
+
+	rows, owners, first, last := m.formRows()
+	start := 0
+	if last >= fieldRows {
+		start = min(first, last-fieldRows+1)
+	}
+	for i := start; i < len(rows) && i < start+fieldRows; i++ {
+		line(rows[i], owners[i])
+	}
+	line("  "+m.styles.Hint.Render(m.fields[m.cursor].hint), -1)
+	line(header, -1)
+	if len(preview) > previewRows && previewRows > 0 {
+		more := len(preview) - previewRows + 1
+		preview = append(preview[:previewRows-1], m.styles.Hint.Render(fmt.Sprintf("… %d more", more)))
+	}
+	for _, p := range preview[:previewRows] {
+		line("  "+p, -1)
+	}
+	for _, l := range message {
+		line(l, -1)
+	}
+	b.WriteString(helpView)
+	return b.String()
+}
+
+// formRows renders every field (a line each, indented by depth, followed by
+// a line per error) and says which field each line belongs to and which
+// lines the selected field spans.
+func (m *EditModel) formRows() (rows []string, owners []int, first, last int) {
 	labelWidth := 0
 	for _, f := range m.fields {
-		labelWidth = max(labelWidth, len(f.label)+1)
+		labelWidth = max(labelWidth, 2*f.depth+len(f.label)+1)
 	}
-	// Every field is one line, followed by a line per error; the window
-	// scrolls so that the selected field and its errors are in view.
-	var rows []string
-	first, last := 0, 0
 	for i, f := range m.fields {
 		marker, label := "  ", m.styles.Label
 		if i == m.cursor {
 			marker, label = "> ", m.styles.Selected
 			first = len(rows)
 		}
-		name := f.label
-		if f.required {
+		name := strings.Repeat("  ", f.depth) + f.label
+		if f.marked() {
 			name += "*"
 		}
 		value := f.value
 		switch {
-		case len(f.options) > 0:
+		case f.kind == kindObject && f.present:
+			value = m.styles.Hint.Render("object")
+		case f.kind == kindList || f.kind == kindMap:
+			value = m.styles.Hint.Render(value)
+		case !f.present:
+			value = m.styles.Hint.Render("(unset)")
+			if f.kind == kindChoice {
+				value = "‹ " + value + " ›"
+			}
+		case f.kind == kindChoice:
 			value = "‹ " + value + " ›"
 		case value == "" && f.kind == kindText:
 			value = `""`
-		case value == "":
-			value = m.styles.Hint.Render("(unset)")
 		}
-		if f.value != f.original {
+		if f.changed() {
 			value = m.styles.Changed.Render(value)
 		}
 		rows = append(rows, marker+label.Render(fmt.Sprintf("%-*s", labelWidth, name))+" "+value)
+		owners = append(owners, i)
 		for _, e := range m.fieldErrs[i] {
-			rows = append(rows, "    "+m.styles.Error.Render("✗ "+e))
+			rows = append(rows, "    "+strings.Repeat("  ", f.depth)+m.styles.Error.Render("✗ "+e))
+			owners = append(owners, i)
 		}
 		if i == m.cursor {
 			last = len(rows) - 1
 		}
 	}
-	start := 0
-	if last >= fieldRows {
-		start = min(first, last-fieldRows+1)
-	}
-	for i := start; i < len(rows) && i < start+fieldRows; i++ {
-		line(rows[i])
-	}
-	line("  " + m.styles.Hint.Render(m.fields[m.cursor].hint))
+	return rows, owners, first, last
+}
 
+// previewLines is the lower pane: a picker, the problems, one object's
+// diff, or the changes with the machines they replace and the rollout order.
+func (m *EditModel) previewLines(rows int) (string, []string) {
 	problems := len(m.checks)
 	for _, es := range m.fieldErrs {
 		problems += len(es)
 	}
-	var preview []string
 	switch {
+	case m.prompt != nil:
+		l := m.prompt.lines(m.styles)
+		return l[0], l[1:]
+	case m.picker != nil:
+		l := m.picker.lines(m.styles, rows+1)
+		return l[0], l[1:]
 	case problems > 0:
-		line(m.styles.Section.Render("Checks") + " " + m.styles.Error.Render(fmt.Sprintf("✗ %d problem(s): apply is disabled", problems)))
+		var out []string
 		for _, c := range m.checks {
-			preview = append(preview, m.styles.Error.Render("✗ "+c))
+			out = append(out, m.styles.Error.Render("✗ "+c))
 		}
-	case len(m.dirty()) == 0 && !m.structureChanged():
-		line(m.styles.Section.Render("Checks") + " " + m.styles.OK.Render("✓ no changes yet"))
+		return m.styles.Section.Render("Checks") + " " + m.styles.Error.Render(fmt.Sprintf("✗ %d problem(s): apply is disabled", problems)), out
+	case len(m.changed) == 0:
+		return m.styles.Section.Render("Checks") + " " + m.styles.OK.Render("✓ no changes yet"), nil
 	case m.diffIndex >= 0 && m.diffIndex < len(m.changes):
 		c := m.changes[m.diffIndex]
-		line(m.styles.Section.Render("Diff") + fmt.Sprintf(" %d/%d: %s %s %s (ctrl+d: next)", m.diffIndex+1, len(m.changes), c.Action, c.Object.GetKind(), c.Object.GetName()))
-		preview = m.diffLines(c)
-	default:
-		fields := len(m.dirty())
-		summary := fmt.Sprintf("✓ valid: %d field(s) changed, %d object(s) change", fields, len(m.changes))
-		if m.structureChanged() {
-			summary = fmt.Sprintf("✓ valid: %d field(s) changed, %d pool(s) added, %d removed, %d object(s) change", fields, len(m.added)-countRemovedAdded(m), len(m.removed), len(m.changes))
-		}
-		line(m.styles.Section.Render("Checks") + " " + m.styles.OK.Render(summary))
-		for _, c := range m.changes {
-			preview = append(preview, fmt.Sprintf("%-8s %s %s", c.Action, c.Object.GetKind(), c.Object.GetName()))
-		}
-		if len(m.rollout) > 0 {
-			preview = append(preview, m.styles.Section.Render("Rollout"))
-			preview = append(preview, m.rollout...)
-		}
+		return m.styles.Section.Render("Diff") + fmt.Sprintf(" %d/%d: %s %s %s (ctrl+d: next)", m.diffIndex+1, len(m.changes), c.Action, c.Object.GetKind(), c.Object.GetName()), m.diffLines(c)
 	}
-	if len(preview) > previewRows {
-		more := len(preview) - previewRows + 1
-		preview = append(preview[:previewRows-1], m.styles.Hint.Render(fmt.Sprintf("… %d more", more)))
+	var out []string
+	for _, w := range m.warnings {
+		out = append(out, m.styles.Warn.Render("⚠ "+w))
 	}
-	for _, p := range preview {
-		line("  " + p)
+	for _, c := range m.changes {
+		out = append(out, fmt.Sprintf("%-8s %s %s", c.Action, c.Object.GetKind(), c.Object.GetName()))
 	}
-	switch {
-	case m.confirming:
-		line(m.styles.Warn.Render(fmt.Sprintf("Apply %d change(s) to %s/%s? y/n", len(m.dirty()), t.Namespace, t.Name)))
-	case m.message != "":
-		line(m.styles.Warn.Render(m.message))
-	default:
-		line("")
+	if len(m.replacements) > 0 {
+		out = append(out, m.styles.Section.Render("Machines replaced"))
+		out = append(out, m.replacements...)
 	}
-	b.WriteString(m.help.View(m.keys))
-	return b.String()
-}
-
-// countRemovedAdded counts added pools that were removed again.
-func countRemovedAdded(m *EditModel) int {
-	n := 0
-	for _, md := range m.added {
-		if m.removed[md.Name] {
-			n++
-		}
+	if len(m.rollout) > 0 {
+		out = append(out, m.styles.Section.Render("Rollout"))
+		out = append(out, m.rollout...)
 	}
-	return n
+	summary := fmt.Sprintf("✓ valid: %d setting(s) changed, %d object(s) change", len(m.changed), len(m.changes))
+	return m.styles.Section.Render("Checks") + " " + m.styles.OK.Render(summary), out
 }
 
 // diffLines renders one change: a unified diff for a modified object, the

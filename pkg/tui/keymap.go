@@ -5,25 +5,28 @@ import "github.com/charmbracelet/bubbles/key"
 // KeyMap is every key the editor answers to, in one place; the help line and
 // full help are built from it.
 type KeyMap struct {
-	Up, Down, Left, Right, Apply, Yes, No, Reset, AddPool, RemovePool, Diff, Help, Quit key.Binding
+	Up, Down, Left, Right, Select, Apply, Yes, No, Reset, Unset, Add, Remove, Override, Diff, Help, Quit key.Binding
 }
 
 // DefaultKeyMap returns the editor's keys. Letters are left to typing.
 func DefaultKeyMap() KeyMap {
 	return KeyMap{
-		Up:         key.NewBinding(key.WithKeys("up", "shift+tab"), key.WithHelp("↑", "previous field")),
-		Down:       key.NewBinding(key.WithKeys("down", "tab"), key.WithHelp("↓", "next field")),
-		Left:       key.NewBinding(key.WithKeys("left"), key.WithHelp("←/→", "change choice")),
-		Right:      key.NewBinding(key.WithKeys("right")),
-		Apply:      key.NewBinding(key.WithKeys("ctrl+s"), key.WithHelp("ctrl+s", "apply")),
-		Yes:        key.NewBinding(key.WithKeys("y", "Y")),
-		No:         key.NewBinding(key.WithKeys("n", "N", "esc")),
-		Reset:      key.NewBinding(key.WithKeys("ctrl+r"), key.WithHelp("ctrl+r", "undo field")),
-		AddPool:    key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n", "add MachineDeployment")),
-		RemovePool: key.NewBinding(key.WithKeys("ctrl+x"), key.WithHelp("ctrl+x", "remove MachineDeployment")),
-		Diff:       key.NewBinding(key.WithKeys("ctrl+d"), key.WithHelp("ctrl+d", "next object's diff")),
-		Help:       key.NewBinding(key.WithKeys("f1"), key.WithHelp("f1", "help")),
-		Quit:       key.NewBinding(key.WithKeys("esc", "ctrl+c"), key.WithHelp("esc", "quit")),
+		Up:       key.NewBinding(key.WithKeys("up", "shift+tab"), key.WithHelp("↑", "previous field")),
+		Down:     key.NewBinding(key.WithKeys("down", "tab"), key.WithHelp("↓", "next field")),
+		Left:     key.NewBinding(key.WithKeys("left"), key.WithHelp("←/→", "change choice")),
+		Right:    key.NewBinding(key.WithKeys("right")),
+		Select:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "pick")),
+		Apply:    key.NewBinding(key.WithKeys("ctrl+s"), key.WithHelp("ctrl+s", "apply")),
+		Yes:      key.NewBinding(key.WithKeys("y", "Y")),
+		No:       key.NewBinding(key.WithKeys("n", "N", "esc")),
+		Reset:    key.NewBinding(key.WithKeys("ctrl+r"), key.WithHelp("ctrl+r", "undo field")),
+		Unset:    key.NewBinding(key.WithKeys("ctrl+u"), key.WithHelp("ctrl+u", "unset")),
+		Add:      key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n", "add pool/item")),
+		Remove:   key.NewBinding(key.WithKeys("ctrl+x"), key.WithHelp("ctrl+x", "remove")),
+		Override: key.NewBinding(key.WithKeys("ctrl+o"), key.WithHelp("ctrl+o", "override var")),
+		Diff:     key.NewBinding(key.WithKeys("ctrl+d"), key.WithHelp("ctrl+d", "object diff")),
+		Help:     key.NewBinding(key.WithKeys("f1"), key.WithHelp("f1", "help")),
+		Quit:     key.NewBinding(key.WithKeys("esc", "ctrl+c"), key.WithHelp("esc", "quit")),
 	}
 }
 
@@ -34,5 +37,5 @@ func (k KeyMap) ShortHelp() []key.Binding {
 
 // FullHelp is the full help.
 func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Up, k.Down, k.Left}, {k.Apply, k.Reset, k.Diff}, {k.AddPool, k.RemovePool}, {k.Help, k.Quit}}
+	return [][]key.Binding{{k.Up, k.Down, k.Left, k.Select}, {k.Apply, k.Reset, k.Unset, k.Diff}, {k.Add, k.Remove, k.Override}, {k.Help, k.Quit}}
 }

@@ -1,0 +1,133 @@
+package tui
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/teatest"
+)
+
+// flowStep is one thing a user does in a teatest flow, and what the screen
+// shows once it is done.
+type flowStep struct {
+	keys  []tea.Msg
+	until string
+}
+
+// downTo is the keys that move the cursor from the first field to label.
+func downTo(t *testing.T, in Inputs, label string) []tea.Msg {
+	t.Helper()
+	m := newModel(t, in, &fakeServer{})
+	for i, f := range m.fields {
+		if f.label == label {
+			keys := make([]tea.Msg, i)
+			for j := range keys {
+				keys[j] = keyOf(tea.KeyDown)
+			}
+			return keys
+		}
+	}
+	t.Fatalf("no field %q", label)
+	return nil
+}
+
+func typeKeys(s string) []tea.Msg {
+	var out []tea.Msg
+	for _, r := range s {
+		out = append(out, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+	}
+	return out
+}
+
+func backspaces(n int) []tea.Msg {
+	out := make([]tea.Msg, n)
+	for i := range out {
+		out[i] = keyOf(tea.KeyBackspace)
+	}
+	return out
+}
+
+func concat(parts ...[]tea.Msg) []tea.Msg {
+	var out []tea.Msg
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// runFlow drives the editor as a program at 80x24, step by step, then
+// quits and compares the last screen with testdata/<test name>.golden. The
+// editor reads no clock, so nothing in a screen depends on time.
+func runFlow(t *testing.T, in Inputs, srv *fakeServer, steps []flowStep) *EditModel {
+	t.Helper()
+	m := newModel(t, in, srv)
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24))
+	for _, s := range steps {
+		for _, k := range s.keys {
+			tm.Send(k)
+		}
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(s.until)) },
+			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	}
+	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*EditModel)
+	final.quitting = false // the last screen before quitting
+	goldenView(t, final.View())
+	return final
+}
+
+func TestEditFlowUpgrade(t *testing.T) {
+	srv := &fakeServer{}
+	final := runFlow(t, exampleInputs(t), srv, []flowStep{
+		{keys: concat(backspaces(len("v1.33.1")), typeKeys("v1.34.0")), until: "4. MachinePool mp-0"},
+		{keys: []tea.Msg{tea.KeyMsg{Type: tea.KeyCtrlS}}, until: "? y/n"},
+		{keys: typeKeys("y"), until: "Applied to default/dev"},
+	})
+	if len(srv.applied) != 1 || srv.applied[0].Spec.Version != "v1.34.0" || !final.Applied {
+		t.Errorf("applied %d time(s); want v1.34.0 once", len(srv.applied))
+	}
+}
+
+func TestEditFlowInvalidVariable(t *testing.T) {
+	in := exampleInputs(t)
+	srv := &fakeServer{}
+	final := runFlow(t, in, srv, []flowStep{
+		{keys: concat(downTo(t, in, "maxPods"), backspaces(3), typeKeys("5")), until: "greater than or equal to 10"},
+		{keys: []tea.Msg{tea.KeyMsg{Type: tea.KeyCtrlS}}, until: "fix what is red first"},
+	})
+	if len(srv.applied) != 0 || final.canApply() {
+		t.Errorf("an invalid variable was applied or can be")
+	}
+}
+
+func TestEditFlowDowngrade(t *testing.T) {
+	srv := &fakeServer{}
+	final := runFlow(t, exampleInputs(t), srv, []flowStep{
+		{keys: concat(backspaces(4), typeKeys("32.0")), until: "downgrading from v1.33.1 to v1.32.0 is not supported"},
+		{keys: []tea.Msg{tea.KeyMsg{Type: tea.KeyCtrlS}}, until: "fix what is red first"},
+	})
+	if len(srv.applied) != 0 || final.canApply() {
+		t.Errorf("a downgrade was applied or can be")
+	}
+}
+
+func TestEditFlowConflict(t *testing.T) {
+	in := exampleInputs(t)
+	latest := in.Topology.DeepCopy()
+	five := int32(5)
+	latest.Spec.ControlPlane.Replicas = &five
+	latest.ResourceVersion = "11"
+	srv := &fakeServer{conflict: latest}
+	final := runFlow(t, in, srv, []flowStep{
+		{keys: concat(downTo(t, in, "md-a (general) replicas"), backspaces(1), typeKeys("4")), until: "1 setting(s) changed"},
+		{keys: []tea.Msg{tea.KeyMsg{Type: tea.KeyCtrlS}, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")}}, until: "changed on the server"},
+	})
+	if len(srv.applied) != 0 {
+		t.Fatal("the conflicting apply was recorded")
+	}
+	if f := final.fields[2]; f.label != "md-a (general) replicas" || f.value != "4" || final.fields[1].value != "5" {
+		t.Errorf("after the conflict: %s %q, control plane replicas %q; want the edit kept on the server's 5", f.label, f.value, final.fields[1].value)
+	}
+}
