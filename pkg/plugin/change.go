@@ -58,9 +58,12 @@ func (o *changeOptions) apply(ctx context.Context, mutate func(*v1alpha1.Topolog
 		return fmt.Errorf("the change is refused; nothing was changed: %w", explain(err, ca))
 	}
 	fmt.Fprintf(o.Out, "Topology %s/%s:\n  %s\n", t.Namespace, t.Name, strings.Join(what, "\n  "))
-	p, err := ca.livePlan(ctx, changed)
+	p, warnings, err := ca.livePlan(ctx, changed)
 	if err != nil {
 		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(o.ErrOut, "Warning: "+w)
 	}
 	if len(p.Changes) == 0 {
 		fmt.Fprintln(o.Out, "The agent would change no object.")
@@ -159,22 +162,14 @@ func (o *ScaleOptions) mutate(t *v1alpha1.Topology) ([]string, error) {
 	sort.Strings(pools)
 	for _, pool := range pools {
 		n, _ := strconv.Atoi(o.Workers[pool])
-		found := false
-		if w := t.Spec.Workers; w != nil {
-			for i := range w.MachineDeployments {
-				if w.MachineDeployments[i].Name == pool {
-					set("MachineDeployment "+pool, &w.MachineDeployments[i].Replicas, n)
-					found = true
-				}
-			}
-			for i := range w.MachinePools {
-				if w.MachinePools[i].Name == pool {
-					set("MachinePool "+pool, &w.MachinePools[i].Replicas, n)
-					found = true
-				}
-			}
+		md, mp := t.MachineDeployment(pool), t.MachinePool(pool)
+		if md != nil {
+			set("MachineDeployment "+pool, &md.Replicas, n)
 		}
-		if !found {
+		if mp != nil {
+			set("MachinePool "+pool, &mp.Replicas, n)
+		}
+		if md == nil && mp == nil {
 			return nil, fmt.Errorf("--worker %s: the Topology has no pool of that name; it has %s", pool, strings.Join(poolNames(t), ", "))
 		}
 	}

@@ -120,7 +120,7 @@ func (o *GenerateOptions) Run(ctx context.Context) error {
 	errs := engine.DefaultTopology(t, cat, spec)
 	errs = append(errs, engine.ValidateTopology(ctx, t, class, cat, spec)...)
 	if len(errs) > 0 {
-		return (&engine.InvalidError{Object: "Topology " + ns + "/" + o.Name, Errors: errs})
+		return (&engine.InvalidError{Kind: "Topology", Object: "Topology " + ns + "/" + o.Name, Errors: errs})
 	}
 	data, err := json.Marshal(t)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -13,6 +14,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
+	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 )
 
 // agentFieldManager is the agent's server-side apply field manager; a live
@@ -23,27 +25,42 @@ const agentFieldManager = "kubectl-topology"
 // from the live class, templates and objects, each object sent as a
 // server-side-apply dry run so defaulting, webhooks and field ownership are
 // accounted for, compared with what exists.
-func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha1.Topology) (*plan.Plan, error) {
+// The warnings name external patches that could not be run from here.
+func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha1.Topology) (*plan.Plan, []string, error) {
 	class, templates, current, err := ca.readBlueprint(ctx, t)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cat, err := engine.CompileClass(ctx, class)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	res, err := engine.Compute(ctx, engine.Input{
+	external, err := ca.externalPatches(ctx, class)
+	if err != nil {
+		return nil, nil, err
+	}
+	in := engine.Input{
 		Topology: t, Class: class, Templates: templates,
 		Current: engine.StateFromObjects(t.Name, t.Namespace, current),
 		Names:   names.NewGenerator(nil), Dialect: engine.DialectTopology, Catalog: cat,
-	})
+	}
+	if external != nil {
+		in.External = external
+	}
+	res, err := engine.Compute(ctx, in)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	var warnings []string
+	if external != nil {
+		for _, s := range external.Skipped() {
+			warnings = append(warnings, s.String())
+		}
 	}
 	for _, obj := range res.Desired.Objects() {
 		dry := obj.DeepCopy()
 		if err := ca.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(agentFieldManager), client.ForceOwnership, client.DryRunAll); err != nil {
-			return nil, fmt.Errorf("the API server refused %s %s in a dry run: %w", obj.GetKind(), obj.GetName(), explain(err, ca))
+			return nil, nil, fmt.Errorf("the API server refused %s %s in a dry run: %w", obj.GetKind(), obj.GetName(), explain(err, ca))
 		}
 		stripServerFields(dry)
 		*obj = *dry
@@ -51,7 +68,27 @@ func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha1.Topology) (*p
 	for _, o := range current {
 		stripServerFields(o)
 	}
-	return plan.Compute(plan.Input{Desired: res.Desired, Current: current, Cluster: t.Name, Namespace: t.Namespace})
+	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: current, Cluster: t.Name, Namespace: t.Namespace})
+	return p, warnings, err
+}
+
+// externalPatches runs the class's external patches from here, with the
+// handlers the agent discovered (TopologyExtension status). Handlers this
+// machine cannot reach, typically behind a Service, are skipped and named.
+// It is nil for a class without external patches.
+func (ca *clusterAccess) externalPatches(ctx context.Context, class *v1alpha1.TopologyClass) (*extension.Patcher, error) {
+	if !engine.HasExternalPatches(class) {
+		return nil, nil
+	}
+	c := &extension.Client{Registry: extension.NewRegistry(), BestEffort: true}
+	list := &v1alpha1.TopologyExtensionList{}
+	if err := ca.client.List(ctx, list); err != nil && !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("reading the TopologyExtensions of TopologyClass %s's external patches: %w", class.Name, explain(err, ca))
+	}
+	for i := range list.Items {
+		_ = c.Registry.FromStatus(&list.Items[i]) // one that cannot be used is skipped by name when called
+	}
+	return extension.NewPatcher(ctx, c, class), nil
 }
 
 // readBlueprint reads what the engine needs for t from the cluster: its class,

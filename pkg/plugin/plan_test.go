@@ -45,12 +45,19 @@ func readTree(t *testing.T, dir string) map[string]string {
 }
 
 func TestPlanGolden(t *testing.T) {
-	cases := []struct {
+	type planCase struct {
 		name  string
 		files []string
-	}{
-		{name: "docker-kubeadm-ours", files: []string{exampleDir}},
-		{name: "docker-kubeadm-upstream", files: []string{"../../testdata/parity/docker-kubeadm"}},
+	}
+	cases := []planCase{{name: "docker-kubeadm-ours", files: []string{exampleDir}}}
+	// Every upstream-dialect case that `make parity` checks against clusterctl
+	// is also a golden here, so that make test needs neither clusterctl nor ../shared.
+	dirs, err := filepath.Glob("../../testdata/parity/*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no cases under testdata/parity: %v", err)
+	}
+	for _, d := range dirs {
+		cases = append(cases, planCase{name: filepath.Base(d) + "-upstream", files: []string{d}})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
