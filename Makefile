@@ -32,8 +32,16 @@ build: ## Build bin/kubectl-topology and bin/agent.
 	$(GO) build -o $(BIN)/kubectl-topology ./cmd/kubectl-topology
 	$(GO) build -o $(BIN)/agent ./cmd/agent
 
-test: vet control-plane-bins ## Run every test: unit, golden, fuzz seeds, and integration on a real local control plane.
+test: vet control-plane-bins tmux ## Run every test: unit, golden, fuzz seeds, and integration on a real local control plane.
 	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -timeout 30m
+
+# The editor's end-to-end test drives the plugin in tmux, as a user's terminal
+# would; a machine without it gets it from Debian's packages.
+.PHONY: tmux
+tmux:
+	@command -v tmux >/dev/null || { echo "installing tmux for the editor's e2e test"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null 2>&1 || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux; }; }
 
 unit: ## Unit tests only, fast.
 	$(GO) test ./pkg/... -count=1
