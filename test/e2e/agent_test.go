@@ -8,10 +8,8 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -67,24 +65,15 @@ func waitFor(t *testing.T, what string, cond func(context.Context) (bool, error)
 // checks that it converges to exactly what plan predicts, with no duplicates.
 func TestAgentBinaryConvergesAfterAKill(t *testing.T) {
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
-	if err := k8s.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	ex, err := fixture.LoadExample(ns.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex := exampleClass(t, "e2e")
+	ns := ex.Topology.Namespace
 	first := startAgentBinary(t)
-	if err := ex.CreateClass(ctx, k8s); err != nil {
-		t.Fatal(err)
-	}
 	if err := k8s.Create(ctx, ex.Topology.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
 	// Kill it as soon as it has started making objects.
 	waitFor(t, "the agent starts creating objects", func(ctx context.Context) (bool, error) {
-		objs, err := fixture.Live(ctx, k8s, ns.Name, "dev")
+		objs, err := fixture.Live(ctx, k8s, ns, "dev")
 		return len(objs) > 0, err
 	})
 	first.kill()
@@ -103,10 +92,10 @@ func TestAgentBinaryConvergesAfterAKill(t *testing.T) {
 	waitFor(t, "the restarted agent creates the Cluster", func(ctx context.Context) (bool, error) {
 		c := &unstructured.Unstructured{}
 		c.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Cluster"})
-		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "dev"}, c)
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, c)
 		return err == nil, err
 	})
-	setControlPlaneVersion(t, ns.Name, "v1.33.1")
+	setControlPlaneVersion(t, ns, "v1.33.1")
 
 	plan, err := engine.Compute(ctx, engine.Input{Topology: ex.Topology, Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(1)})
 	if err != nil {
@@ -115,11 +104,11 @@ func TestAgentBinaryConvergesAfterAKill(t *testing.T) {
 	want := fixture.KindCounts(plan.Desired.Objects())
 	waitFor(t, "the restarted agent converges", func(ctx context.Context) (bool, error) {
 		topo := &v1alpha1.Topology{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "dev"}, topo); err != nil {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
 			return false, err
 		}
 		c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
-		objs, err := fixture.Live(ctx, k8s, ns.Name, "dev")
+		objs, err := fixture.Live(ctx, k8s, ns, "dev")
 		if err != nil {
 			return false, err
 		}
@@ -138,8 +127,8 @@ func TestAgentBinaryConvergesAfterAKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "deleting the Topology removes everything", func(ctx context.Context) (bool, error) {
-		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "dev"}, &v1alpha1.Topology{})
-		objs, lerr := fixture.Live(ctx, k8s, ns.Name, "dev")
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha1.Topology{})
+		objs, lerr := fixture.Live(ctx, k8s, ns, "dev")
 		return apierrors.IsNotFound(err) && lerr == nil && len(objs) == 0, fmt.Errorf("left: %s", fixture.KindCounts(objs))
 	})
 }

@@ -7,17 +7,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
@@ -50,46 +47,33 @@ func (s *screen) waitFor(t *testing.T, text string) {
 	t.Fatalf("the editor never showed %q; the terminal got:\n%q", text, s.buf.String())
 }
 
+// editableTopology creates the example Topology in a new namespace, with
+// the agent running and the control plane stable at v1.33.1, and returns
+// the namespace.
+func editableTopology(t *testing.T) string {
+	t.Helper()
+	startAgentBinary(t)
+	ex := exampleClass(t, "edit")
+	createTopology(t, ex)
+	ns := ex.Topology.Namespace
+	waitFor(t, "the Cluster exists", func(ctx context.Context) (bool, error) {
+		objs, err := fixture.Live(ctx, k8s, ns, "dev")
+		return len(objs) > 10, err
+	})
+	setControlPlaneVersion(t, ns, "v1.33.1")
+	waitFor(t, "the control plane is stable", func(context.Context) (bool, error) {
+		return getTopologyStatusPhase(t, ns) == "UpToDate", nil
+	})
+	return ns
+}
+
 // TestEditInTerminal runs `kubectl topology edit` on a real pseudo-terminal,
 // as a user at a keyboard would: change the version, read the rollout
 // preview, apply, confirm, quit — and the Topology on the server has changed.
 func TestEditInTerminal(t *testing.T) {
-	ctx := context.Background()
-	startAgentBinary(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "edit-"}}
-	if err := k8s.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	ex, err := fixture.LoadExample(ns.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ex.CreateClass(ctx, k8s); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.Create(ctx, ex.Topology.DeepCopy()); err != nil {
-		t.Fatal(err)
-	}
-	// Leave no Topology behind for the tests after this one; runs before the
-	// agent stops (cleanups run last-registered first).
-	t.Cleanup(func() {
-		_ = k8s.Delete(ctx, ex.Topology.DeepCopy())
-		waitFor(t, "the Topology is deleted", func(ctx context.Context) (bool, error) {
-			err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), &v1alpha1.Topology{})
-			return apierrors.IsNotFound(err), err
-		})
-	})
-	waitFor(t, "the Cluster exists", func(ctx context.Context) (bool, error) {
-		objs, err := fixture.Live(ctx, k8s, ns.Name, "dev")
-		return len(objs) > 10, err
-	})
-	setControlPlaneVersion(t, ns.Name, "v1.33.1")
-	waitFor(t, "the control plane is stable", func(context.Context) (bool, error) {
-		return getTopologyStatusPhase(t, ns.Name) == "UpToDate", nil
-	})
-
-	cmd := exec.Command(pluginBin, "edit", "dev", "-n", ns.Name)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "TERM=xterm-256color")
+	ns := editableTopology(t)
+	cmd := exec.Command(pluginBin, "edit", "dev", "-n", ns)
+	cmd.Env = terminalEnv("TERM=xterm-256color")
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +88,7 @@ func TestEditInTerminal(t *testing.T) {
 		time.Sleep(30 * time.Millisecond)
 	}
 
-	scr.waitFor(t, "Edit Topology "+ns.Name+"/dev")
+	scr.waitFor(t, "Edit Topology "+ns+"/dev")
 	for range len("v1.33.1") {
 		keys("\x7f") // backspace
 	}
@@ -113,7 +97,7 @@ func TestEditInTerminal(t *testing.T) {
 	keys("\x13") // ctrl+s
 	scr.waitFor(t, "y/n")
 	keys("y")
-	scr.waitFor(t, "Applied to "+ns.Name+"/dev")
+	scr.waitFor(t, "Applied to "+ns+"/dev")
 	keys("\x03") // ctrl+c quits
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -126,10 +110,58 @@ func TestEditInTerminal(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatal("edit did not quit on ctrl+c")
 	}
-	if v := getVersion(t, ns.Name); v != "v1.34.0" {
+	if v := getVersion(t, ns); v != "v1.34.0" {
 		t.Errorf("the Topology on the server has version %s after the edit, want v1.34.0", v)
 	}
-	scr.waitFor(t, fmt.Sprintf("Topology %s/dev updated.", ns.Name))
+	scr.waitFor(t, fmt.Sprintf("Topology %s/dev updated.", ns))
+	if !colour.Match(scr.bytes()) {
+		t.Error("the editor drew no colour on a 256-colour terminal; the NO_COLOR check below would prove nothing")
+	}
+
+	// NO_COLOR: the same editor, opened and quit, draws no colour at all.
+	plain := exec.Command(pluginBin, "edit", "dev", "-n", ns)
+	plain.Env = terminalEnv("TERM=xterm-256color", "NO_COLOR=1")
+	ptty, err := pty.StartWithSize(plain, &pty.Winsize{Rows: 30, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptty.Close()
+	plainScr := &screen{}
+	go func() { _, _ = io.Copy(plainScr, ptty) }()
+	plainScr.waitFor(t, "Edit Topology "+ns+"/dev")
+	if _, err := ptty.Write([]byte("\x03")); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Wait(); err != nil {
+		t.Fatalf("edit with NO_COLOR exited with %v", err)
+	}
+	if m := colour.Find(plainScr.bytes()); m != nil {
+		t.Errorf("with NO_COLOR the editor still drew colour: %q", m)
+	}
+}
+
+// terminalEnv is the environment of a user at a terminal: this test's own,
+// less what decides colour (termenv draws none when CI is set, as it is on CI
+// machines), plus the kubeconfig and extra.
+func terminalEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		switch strings.SplitN(kv, "=", 2)[0] {
+		case "CI", "NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLORTERM", "TERM", "KUBECONFIG":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(append(env, "KUBECONFIG="+kubeconfig), extra...)
+}
+
+// colour matches an SGR sequence that sets a foreground or background colour.
+var colour = regexp.MustCompile(`\x1b\[[0-9;]*?(3[0-7]|9[0-7]|4[0-7]|10[0-7]|[34]8;[25];[0-9;]+)m`)
+
+func (s *screen) bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]byte(nil), s.buf.Bytes()...)
 }
 
 func getTopologyStatusPhase(t *testing.T, ns string) string {

@@ -8,14 +8,11 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
-	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
 // BenchmarkThousandTopologies creates TOPOLOGY_SCALE (default 1,000)
@@ -36,18 +33,9 @@ func BenchmarkThousandTopologies(b *testing.B) {
 
 func runScale(b *testing.B, n int) {
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "scale-"}}
-	if err := k8s.Create(ctx, ns); err != nil {
-		b.Fatal(err)
-	}
-	ex, err := fixture.LoadExample(ns.Name)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ex := exampleClass(b, "scale")
+	ns := ex.Topology.Namespace
 	agent := startAgentBinary(b)
-	if err := ex.CreateClass(ctx, k8s); err != nil {
-		b.Fatal(err)
-	}
 	start := time.Now()
 	for i := range n {
 		t := ex.Topology.DeepCopy()
@@ -57,7 +45,7 @@ func runScale(b *testing.B, n int) {
 		}
 	}
 	created := time.Since(start)
-	waitAllReconciled(b, ns.Name, n)
+	waitAllReconciled(b, ns, n)
 	converge := time.Since(start)
 	// Reconciles the watches triggered after the last status write may still
 	// be queued; stop the agent only once it is idle, so the resync below

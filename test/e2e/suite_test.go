@@ -19,13 +19,18 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/agent"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
 var (
@@ -222,4 +227,41 @@ func tailFile(path string) string {
 		lines = lines[len(lines)-30:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// exampleClass creates a namespace named from prefix, with the example's
+// templates and class in it, and returns the example for that namespace.
+func exampleClass(tb testing.TB, prefix string) fixture.Example {
+	tb.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := k8s.Create(ctx, ns); err != nil {
+		tb.Fatal(err)
+	}
+	ex, err := fixture.LoadExample(ns.Name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := ex.CreateClass(ctx, k8s); err != nil {
+		tb.Fatal(err)
+	}
+	return ex
+}
+
+// createTopology creates the example's Topology and, when the test ends,
+// deletes it and waits until the agent has let it go. Call it once the
+// agents that handle the deletion run: cleanups run last-registered first.
+func createTopology(t *testing.T, ex fixture.Example) {
+	t.Helper()
+	ctx := context.Background()
+	if err := k8s.Create(ctx, ex.Topology.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = k8s.Delete(ctx, ex.Topology.DeepCopy())
+		waitFor(t, "the Topology is deleted", func(ctx context.Context) (bool, error) {
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), &v1alpha1.Topology{})
+			return apierrors.IsNotFound(err), err
+		})
+	})
 }
