@@ -196,17 +196,13 @@ func (a *Agent) Manager() manager.Manager { return a.mgr }
 
 func (a *Agent) setupControllers(ctx context.Context) error {
 	classes := topologycontroller.NewClassCache()
-	newNames := a.opts.NewNames
-	if newNames == nil {
-		newNames = func() *names.Generator { return names.NewGenerator(nil) }
-	}
 	extensions := &extension.Client{Registry: extension.NewRegistry()}
 	tr := &topologycontroller.TopologyReconciler{
 		Client:         a.mgr.GetClient(),
 		APIReader:      a.mgr.GetAPIReader(),
 		WatchNamespace: a.opts.Namespace,
 		Recorder:       a.mgr.GetEventRecorderFor("kubectl-topology"), //nolint:staticcheck // the events API recorder needs a newer cluster role
-		NewNames:       newNames,
+		NewNames:       a.opts.NewNames,
 		Classes:        classes,
 		Extensions:     extensions,
 	}

@@ -70,7 +70,7 @@ type TopologyReconciler struct {
 	// Recorder emits an event for each object created, rotated or deleted.
 	Recorder record.EventRecorder
 	// NewNames returns the name generator for one reconcile; inject a seeded
-	// one for reproducible names in tests.
+	// one for reproducible names in tests. nil: random suffixes.
 	NewNames func() *names.Generator
 	// Classes caches compiled classes across reconciles.
 	Classes *ClassCache
@@ -320,6 +320,13 @@ func (r *TopologyReconciler) external(ctx context.Context, class *v1alpha1.Topol
 	return extension.NewPatcher(ctx, r.Extensions, class)
 }
 
+func (r *TopologyReconciler) names() *names.Generator {
+	if r.NewNames == nil {
+		return names.NewGenerator(nil)
+	}
+	return r.NewNames()
+}
+
 func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool, error) {
 	res, err := engine.Compute(ctx, engine.Input{
 		Topology:  s.topo,
@@ -327,7 +334,7 @@ func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool
 		Templates: s.templates,
 		Current:   s.current,
 		Observed:  s.observed,
-		Names:     r.NewNames(),
+		Names:     r.names(),
 		Dialect:   engine.DialectTopology,
 		Catalog:   s.class.Catalog,
 		External:  r.external(ctx, s.class.Class),

@@ -1,0 +1,154 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+)
+
+// clusterOf reads the Cluster API Cluster of topo; nil when there is none.
+func clusterOf(t *testing.T, topo *v1alpha1.Topology) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(engine.ClusterAPIVersion)
+	u.SetKind("Cluster")
+	err := k8s.Get(context.Background(), client.ObjectKeyFromObject(topo), u)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// ownedByTopology tells whether o names topo as its controlling owner.
+func ownedByTopology(o *unstructured.Unstructured, topo *v1alpha1.Topology) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Kind == "Topology" && ref.Name == topo.Name && ref.Controller != nil && *ref.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+// wantGenerated waits until the example's whole cluster exists, owned as the
+// engine would have it.
+func wantGenerated(t *testing.T, ex fixture.Example) {
+	t.Helper()
+	reconciledCondition(t, ex.Topology, metav1.ConditionTrue, ReasonSucceeded)
+	cluster := clusterOf(t, ex.Topology)
+	if cluster == nil {
+		t.Fatal("the Topology reports reconciled, yet it has no Cluster")
+	}
+	if !ownedByTopology(cluster, ex.Topology) {
+		t.Errorf("Cluster %s is not controlled by its Topology: %v", cluster.GetName(), cluster.GetOwnerReferences())
+	}
+	objs, err := fixture.Live(context.Background(), k8s, ex.Topology.Namespace, ex.Topology.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The example's topology: one of each cluster-wide object, two
+	// MachineDeployments, a MachinePool, and health checks for the control
+	// plane and md-a (md-gpu's is off).
+	want := "Cluster=1 DockerCluster=1 DockerMachinePool=1 DockerMachineTemplate=3 KubeadmConfig=1 KubeadmConfigTemplate=2 KubeadmControlPlane=1 MachineDeployment=2 MachineHealthCheck=2 MachinePool=1"
+	if got := fixture.KindCounts(objs); got != want {
+		t.Errorf("generated objects:\n got %s\nwant %s", got, want)
+	}
+}
+
+// createTemplates creates the example's templates, less those skip names.
+func createTemplates(t *testing.T, ex fixture.Example, skip ...string) {
+	t.Helper()
+	for _, o := range ex.Templates {
+		if !slices.Contains(skip, o.GetKind()+"/"+o.GetName()) {
+			create(t, o.DeepCopy())
+		}
+	}
+}
+
+// TestTopologyBeforeItsClass applies a Topology before its class, as a
+// GitOps tool may: it waits with a reason naming the class and generates
+// nothing, and the class's arrival alone brings it to reconciled.
+func TestTopologyBeforeItsClass(t *testing.T) {
+	ex := namespaceWithExample(t)
+	create(t, ex.Topology)
+	reconciledCondition(t, ex.Topology, metav1.ConditionFalse, ReasonFailed,
+		"spec.class: TopologyClass "+ex.Topology.Namespace+"/docker-kubeadm not found: create it")
+	if c := clusterOf(t, ex.Topology); c != nil {
+		t.Fatalf("a Cluster was made without a class: %s", c.GetName())
+	}
+
+	createTemplates(t, ex)
+	create(t, ex.Class)
+	wantGenerated(t, ex)
+}
+
+// TestClassBeforeItsTemplates creates a class with one template missing: the
+// Topology waits with a reason naming the class field and the template, and
+// creating the template alone brings it to reconciled.
+func TestClassBeforeItsTemplates(t *testing.T) {
+	ex := namespaceWithExample(t)
+	missing := "DockerMachinePoolTemplate/docker-kubeadm-pool"
+	createTemplates(t, ex, missing)
+	create(t, ex.Class)
+	create(t, ex.Topology)
+	reconciledCondition(t, ex.Topology, metav1.ConditionFalse, ReasonFailed,
+		"TopologyClass "+ex.Topology.Namespace+"/docker-kubeadm spec.workers.machinePools[0].template.infrastructure.ref",
+		"DockerMachinePoolTemplate "+ex.Topology.Namespace+"/docker-kubeadm-pool not found: create the template or fix the reference")
+	if c := clusterOf(t, ex.Topology); c != nil {
+		t.Fatalf("a Cluster was made with a template missing: %s", c.GetName())
+	}
+
+	for _, o := range ex.Templates {
+		if o.GetKind()+"/"+o.GetName() == missing {
+			create(t, o.DeepCopy())
+		}
+	}
+	wantGenerated(t, ex)
+}
+
+// TestInvalidVariableFoundOnReconcile: a Topology admitted before its class
+// was not checked against it, so the reconcile is where a bad value is
+// found. It is reported with the field and the schema's own message,
+// nothing is generated, and fixing the value is enough.
+func TestInvalidVariableFoundOnReconcile(t *testing.T) {
+	ex := namespaceWithExample(t)
+	for i, v := range ex.Topology.Spec.Variables {
+		if v.Name == "auditPolicy" {
+			ex.Topology.Spec.Variables[i].Value = apiextensionsv1.JSON{Raw: []byte(`{"enabled":true,"level":"None"}`)}
+		}
+	}
+	create(t, ex.Topology)
+	createTemplates(t, ex)
+	create(t, ex.Class)
+	reconciledCondition(t, ex.Topology, metav1.ConditionFalse, ReasonFailed,
+		"spec.variables[auditPolicy]", "an enabled audit policy needs a level other than None")
+	if c := clusterOf(t, ex.Topology); c != nil {
+		t.Fatalf("a Cluster was made from an invalid Topology: %s", c.GetName())
+	}
+
+	got := &v1alpha1.Topology{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ex.Topology), got); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got.Spec.Variables {
+		if v.Name == "auditPolicy" {
+			got.Spec.Variables[i].Value = apiextensionsv1.JSON{Raw: []byte(`{"enabled":true,"level":"Metadata"}`)}
+		}
+	}
+	if err := k8s.Update(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	wantGenerated(t, ex)
+}
