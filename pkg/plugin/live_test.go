@@ -138,6 +138,18 @@ func TestRenderComponentsVariables(t *testing.T) {
 	}
 }
 
+// TestUnsettledSaysWhereTheRolloutStands: a watch that times out names the
+// phase and every condition that is not true, and says the rollout goes on.
+func TestUnsettledSaysWhereTheRolloutStands(t *testing.T) {
+	err := (&StatusOptions{Timeout: 30 * time.Minute}).unsettled(midUpgrade())
+	want := "Topology default/dev did not settle within 30m0s: phase Pending\n" +
+		"  TopologyReconciled=False MachineDeploymentsUpgradePending: MachineDeployment(s) md-b rollout and upgrade to version v1.34.0 on hold\n" +
+		"The rollout goes on; follow it with `kubectl topology status dev -n default --watch`"
+	if err == nil || err.Error() != want {
+		t.Errorf("got:\n%v\nwant:\n%s", err, want)
+	}
+}
+
 func TestLiveCommandsRefuseBadFlags(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -149,6 +161,9 @@ func TestLiveCommandsRefuseBadFlags(t *testing.T) {
 		{[]string{"install", "--local", "--image", "x"}, "--image and --version apply to the Deployment only"},
 		{[]string{"get", "a", "-A", "--kubeconfig", "../../testdata/kubeconfig-unreachable"}, "cannot be combined"},
 		{[]string{"status"}, "accepts 1 arg"},
+		{[]string{"status", "dev", "--timeout", "1m"}, "--timeout bounds --watch"},
+		{[]string{"status", "dev", "--watch", "--timeout", "-1s"}, "--timeout must be 0 (wait on) or positive, got -1s"},
+		{[]string{"upgrade", "dev", "--version", "v1.34.0", "--timeout", "1m"}, "--timeout bounds --wait"},
 		{[]string{"get", "-o", "xml", "--kubeconfig", "../../testdata/kubeconfig-unreachable"}, `--output "xml" is not supported`},
 		{[]string{"get", "--kubeconfig", "../../testdata/kubeconfig-unreachable"}, `cannot reach the cluster of context "unreachable" at https://127.0.0.1:1`},
 	}

@@ -3,6 +3,7 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -30,6 +31,8 @@ type StatusOptions struct {
 	Watch bool
 	// Interval between reads while watching.
 	Interval time.Duration
+	// Timeout ends a watch that has not settled with an error; 0 waits on.
+	Timeout time.Duration
 
 	terminal bool
 }
@@ -38,11 +41,12 @@ type StatusOptions struct {
 func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &StatusOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Interval: 2 * time.Second}
 	cmd := &cobra.Command{
-		Use:               "status NAME [--watch]",
+		Use:               "status NAME [--watch [--timeout D]]",
 		ValidArgsFunction: completeTopologyNames(flags),
 		Short:             "Show a Topology's rollout: the control plane, then each pool, and why a part waits",
 		Example: `  kubectl topology status dev
-  kubectl topology status dev --watch`,
+  kubectl topology status dev --watch
+  kubectl topology status dev --watch --timeout 30m   # exit 1 if not settled by then`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
@@ -56,6 +60,7 @@ func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 	}
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the rollout until it settles: a live view in a terminal, a line per change when piped")
 	cmd.Flags().DurationVar(&o.Interval, "interval", o.Interval, "How often to read the Topology while watching")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "With --watch: give up and exit 1 if the rollout has not settled by then (0: wait on); the rollout itself goes on")
 	return cmd
 }
 
@@ -73,6 +78,12 @@ func (o *StatusOptions) Validate() error {
 	if o.Interval <= 0 {
 		return fmt.Errorf("--interval must be positive, got %s", o.Interval)
 	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("--timeout must be 0 (wait on) or positive, got %s", o.Timeout)
+	}
+	if o.Timeout > 0 && !o.Watch {
+		return fmt.Errorf("--timeout bounds --watch; add --watch, or drop --timeout")
+	}
 	return nil
 }
 
@@ -85,12 +96,27 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if !o.Watch {
 		return renderStatus(o.Out, t)
 	}
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
 	if o.terminal {
 		// In a terminal: the editor's components, redrawn in place.
 		fetch := func(ctx context.Context) (*v1alpha1.Topology, error) {
 			return o.readTopology(ctx, o.Name)
 		}
-		_, err := tea.NewProgram(tui.NewStatusModel(fetch, o.Interval), tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithContext(ctx)).Run()
+		m := tui.NewStatusModel(fetch, o.Interval)
+		_, err := tea.NewProgram(m, tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithContext(ctx)).Run()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			if last := m.Topology(); last != nil {
+				t = last
+			}
+			return o.unsettled(t)
+		}
+		if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+			return nil // interrupted: the rollout goes on without us
+		}
 		return err
 	}
 	last := ""
@@ -111,13 +137,40 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return o.unsettled(t)
+			}
 			return nil
 		case <-time.After(o.Interval):
 		}
-		if t, err = o.readTopology(ctx, o.Name); err != nil {
+		next, err := o.readTopology(ctx, o.Name)
+		if err != nil {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return o.unsettled(t)
+			}
 			return err
 		}
+		t = next
 	}
+}
+
+// unsettled is the error of a watch that timed out: where the rollout stands
+// and why, and that it goes on.
+func (o *StatusOptions) unsettled(t *v1alpha1.Topology) error {
+	var why []string
+	if t.Status.ObservedGeneration != t.Generation {
+		why = append(why, fmt.Sprintf("the agent has not seen generation %d yet", t.Generation))
+	}
+	for _, c := range t.Status.Conditions {
+		if c.Status != metav1.ConditionTrue {
+			why = append(why, fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message))
+		}
+	}
+	msg := fmt.Sprintf("Topology %s/%s did not settle within %s: phase %s", t.Namespace, t.Name, o.Timeout, orDash(string(t.Status.Phase)))
+	for _, w := range why {
+		msg += "\n  " + w
+	}
+	return fmt.Errorf("%s\nThe rollout goes on; follow it with `kubectl topology status %s -n %s --watch`", msg, t.Name, t.Namespace)
 }
 
 // renderStatus writes the status tree as plain text.

@@ -33,13 +33,15 @@ type UpgradeOptions struct {
 	Wait bool
 	// Interval between reads while waiting.
 	Interval time.Duration
+	// Timeout ends a wait that has not settled with an error; 0 waits on.
+	Timeout time.Duration
 }
 
 // NewUpgradeCommand returns `upgrade`.
 func NewUpgradeCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &UpgradeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Interval: 2 * time.Second}
 	cmd := &cobra.Command{
-		Use:               "upgrade NAME --version V [--dry-run] [--yes] [--wait]",
+		Use:               "upgrade NAME --version V [--dry-run] [--yes] [--wait [--timeout D]]",
 		ValidArgsFunction: completeTopologyNames(flags),
 		Short:             "Upgrade a Topology's Kubernetes version: preflight, preview, confirm, apply, follow",
 		Long: `Upgrade checks the version change with the same rules the agent's webhook
@@ -51,7 +53,7 @@ first, then MachineDeployments as many at a time as the upgrade-concurrency
 annotation allows — and asks before applying.`,
 		Example: `  kubectl topology upgrade dev --version v1.34.0
   kubectl topology upgrade dev --version v1.34.0 --dry-run
-  kubectl topology upgrade dev --version v1.34.0 --yes --wait`,
+  kubectl topology upgrade dev --version v1.34.0 --yes --wait --timeout 1h`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
@@ -67,6 +69,7 @@ annotation allows — and asks before applying.`,
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Check and preview only; change nothing")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation")
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Follow the rollout until it settles, like status --watch")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "With --wait: give up and exit 1 if the rollout has not settled by then (0: wait on); the rollout itself goes on")
 	return cmd
 }
 
@@ -83,6 +86,12 @@ func (o *UpgradeOptions) Validate() error {
 	}
 	if _, err := engine.ParseVersion(o.Version); err != nil {
 		return fmt.Errorf("--version %q is not a Kubernetes version such as v1.34.0", o.Version)
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("--timeout must be 0 (wait on) or positive, got %s", o.Timeout)
+	}
+	if o.Timeout > 0 && !o.Wait {
+		return fmt.Errorf("--timeout bounds --wait; add --wait, or drop --timeout")
 	}
 	return nil
 }
@@ -124,7 +133,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.Out, "Follow it with: kubectl topology status %s -n %s --watch\n", t.Name, t.Namespace)
 		return nil
 	}
-	s := &StatusOptions{liveFlags: o.liveFlags, IOStreams: o.IOStreams, Name: o.Name, Watch: true, Interval: o.Interval}
+	s := &StatusOptions{liveFlags: o.liveFlags, IOStreams: o.IOStreams, Name: o.Name, Watch: true, Interval: o.Interval, Timeout: o.Timeout}
 	return s.Run(ctx)
 }
 

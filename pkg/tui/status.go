@@ -63,6 +63,9 @@ func (m *StatusModel) read() tea.Msg {
 	return topologyMsg{t: t, err: err}
 }
 
+// Topology is the latest Topology read; nil before the first read.
+func (m *StatusModel) Topology() *v1alpha1.Topology { return m.t }
+
 // Init implements tea.Model.
 func (m *StatusModel) Init() tea.Cmd { return m.read }
 
@@ -137,11 +140,17 @@ func (m *StatusModel) View() string {
 		if p.DesiredVersion != "" && p.Version != p.DesiredVersion {
 			version += " → " + p.DesiredVersion
 		}
-		ratio := 0.0
-		if p.Replicas > 0 {
-			ratio = float64(p.UpToDateReplicas) / float64(p.Replicas)
+		// Progress is against what the topology asks for: while Machines are
+		// created, the part has fewer replicas than it will.
+		want := p.Replicas
+		if p.DesiredReplicas != nil {
+			want = *p.DesiredReplicas
 		}
-		line(fmt.Sprintf("%s %-*s %s %d/%d %-17s %s", branch, nameWidth, partName(p), m.bar.ViewAs(ratio), p.UpToDateReplicas, p.Replicas, version, m.phase(p.Phase)))
+		ratio := 0.0
+		if want > 0 {
+			ratio = min(1, float64(p.UpToDateReplicas)/float64(want))
+		}
+		line(fmt.Sprintf("%s %-*s %s %d/%d up-to-date %-17s %s", branch, nameWidth, partName(p), m.bar.ViewAs(ratio), p.UpToDateReplicas, want, version, m.phase(p.Phase)))
 		if p.Message != "" && p.Phase != v1alpha1.PhaseUpToDate {
 			line("     " + m.styles.Hint.Render(p.Message))
 		}

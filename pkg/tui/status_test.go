@@ -58,3 +58,17 @@ func TestStatusWatchView(t *testing.T) {
 		t.Errorf("a settled rollout did not end the watch: done %v\n%s", m.Done, m.View())
 	}
 }
+
+// TestStatusProgressIsAgainstTheDesiredReplicas: a part still creating its
+// Machines shows how far it is from what the topology asks, not 0/0.
+func TestStatusProgressIsAgainstTheDesiredReplicas(t *testing.T) {
+	topo := rolling()
+	three := int32(3)
+	topo.Status.ControlPlane = &v1alpha1.PartStatus{Name: "control-plane", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: &three, Replicas: 1, UpToDateReplicas: 1, Phase: v1alpha1.PhaseCreating}
+	m := NewStatusModel(func(context.Context) (*v1alpha1.Topology, error) { return topo, nil }, time.Millisecond)
+	m.SetSize(100, 30)
+	m.Update(m.Init()())
+	if want := "████░░░░░░░░ 1/3 up-to-date"; !strings.Contains(m.View(), want) {
+		t.Errorf("the control plane's line lacks %q:\n%s", want, m.View())
+	}
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -137,6 +138,39 @@ func TestEditInTerminal(t *testing.T) {
 	}
 	if m := colour.Find(plainScr.bytes()); m != nil {
 		t.Errorf("with NO_COLOR the editor still drew colour: %q", m)
+	}
+}
+
+// TestStatusWatchInTerminalGivesUp runs `status --watch --timeout` on a
+// pseudo-terminal, where it draws the live view: a rollout that cannot
+// finish (no provider here upgrades the control plane) is left after the
+// timeout with the reason, exit 1, and the terminal's view of the rollout.
+func TestStatusWatchInTerminalGivesUp(t *testing.T) {
+	ns := editableTopology(t)
+	mustPlugin(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
+	cmd := exec.Command(pluginBin, "status", "dev", "-n", ns, "--watch", "--interval", "200ms", "--timeout", "2s")
+	cmd.Env = terminalEnv("TERM=xterm-256color")
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	scr := &screen{}
+	go func() { _, _ = io.Copy(scr, tty) }()
+	scr.waitFor(t, "v1.33.1 → v1.34.0")
+	scr.waitFor(t, "Topology "+ns+"/dev did not settle within 2s")
+	scr.waitFor(t, "The rollout goes on")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Errorf("status --watch --timeout exited with %v, want exit status 1", err)
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("status --watch --timeout 2s did not exit")
 	}
 }
 

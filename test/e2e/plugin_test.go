@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -217,9 +218,21 @@ func TestPluginWorkflow(t *testing.T) {
 			out, _, err := plugin(t, "", "status", "dev", "-n", ns.Name)
 			return err == nil && strings.Contains(out, "v1.33.1 → v1.34.0") && strings.Contains(out, "Upgrading") && strings.Contains(out, "waiting for the control plane"), fmt.Errorf("%s", out)
 		})
+		// A bounded watch of a rollout that cannot finish (no provider
+		// upgrades the control plane here) gives up, says why, and exits 1.
+		out, errOut, err := plugin(t, "", "status", "dev", "-n", ns.Name, "--watch", "--interval", "200ms", "--timeout", "1s")
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, "v1.33.1 → v1.34.0") {
+			t.Fatalf("status --watch --timeout 1s: %v\n%s%s", err, out, errOut)
+		}
+		for _, want := range []string{"Topology " + ns.Name + "/dev did not settle within 1s", "TopologyReconciled=False", "upgrade to version v1.34.0 on hold", "The rollout goes on"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("status --watch --timeout 1s says:\n%s\nwant it to contain %q", errOut, want)
+			}
+		}
 		setControlPlaneVersion(t, ns.Name, "v1.34.0")
 		// Without Machines the pools finish at once; --watch returns when settled.
-		out, errOut, err := plugin(t, "", "status", "dev", "-n", ns.Name, "--watch", "--interval", "200ms")
+		out, errOut, err = plugin(t, "", "status", "dev", "-n", ns.Name, "--watch", "--interval", "200ms")
 		if err != nil || strings.Count(out, "UpToDate") < 4 {
 			t.Fatalf("status --watch: %v\n%s%s", err, out, errOut)
 		}
