@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -306,7 +307,13 @@ func (o *InstallOptions) runLocal(ctx context.Context) error {
 	if o.configFlags.KubeConfig != nil && *o.configFlags.KubeConfig != "" {
 		kubeconfig = *o.configFlags.KubeConfig
 	}
-	probe, webhook := 19440, 19443
+	// Ports the kernel has free now, so that agents of several local control
+	// planes (the demo's and the tests', say) run side by side.
+	ports, err := freeLocalPorts(2)
+	if err != nil {
+		return err
+	}
+	probe, webhook := ports[0], ports[1]
 	args := []string{"--local", "--agent-namespace", o.TargetNamespace,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probe),
 		"--webhook-port", strconv.Itoa(webhook), "--webhook-cert-dir", filepath.Join(o.StateDir, "certs")}
@@ -350,6 +357,21 @@ func (o *InstallOptions) runLocal(ctx context.Context) error {
 	}
 	fmt.Fprintln(o.Out, "The agent is ready; its webhooks are registered.")
 	return nil
+}
+
+// freeLocalPorts are n distinct loopback TCP ports nothing listens on at
+// the moment; each is held until all are found, so none comes back twice.
+func freeLocalPorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port for the local agent: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // agentBinary finds the agent executable for --local.

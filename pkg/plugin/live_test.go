@@ -2,6 +2,8 @@ package plugin
 
 import (
 	"bytes"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,5 +207,34 @@ func TestEditNeedsATerminal(t *testing.T) {
 	_, stderr, code := runPlugin(t, "edit", "dev")
 	if code == 0 || !strings.Contains(stderr, "edit needs a terminal; without one, use `kubectl topology scale`, `set variable` or `upgrade`") {
 		t.Errorf("edit without a terminal: exit %d, %q", code, stderr)
+	}
+}
+
+// TestFreeLocalPortsAreDistinctAndFree: the local agent's probe and webhook
+// ports differ and can be listened on, so a second local agent (the demo's
+// beside the tests') does not fail on a port the first holds.
+func TestFreeLocalPortsAreDistinctAndFree(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	ports, err := freeLocalPorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ports) != 2 || ports[0] == ports[1] {
+		t.Fatalf("ports %v: want two distinct ones", ports)
+	}
+	for _, p := range ports {
+		if p == busy.Addr().(*net.TCPAddr).Port {
+			t.Errorf("port %d is held by another listener", p)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			t.Errorf("port %d cannot be listened on: %v", p, err)
+			continue
+		}
+		l.Close()
 	}
 }
