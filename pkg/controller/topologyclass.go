@@ -75,8 +75,8 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		result.RequeueAfter = rediscoverAfterFailure
 	}
 	discovered, failed := r.discoverVariables(ctx, class)
-	class.Status.Variables = statusVariables(class, discovered)
-	if conflicts := conflicting(class.Status.Variables); len(conflicts) > 0 {
+	class.Status.Variables = engine.StatusVariables(class, discovered)
+	if conflicts := engine.ConflictingVariables(class.Status.Variables); len(conflicts) > 0 {
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonVariablesConflict
 		cond.Message = fmt.Sprintf("variables %s are defined differently by the class and its extensions; Topologies cannot set them until the definitions agree", strings.Join(conflicts, ", "))
 	}
@@ -154,35 +154,26 @@ func (r *TopologyClassReconciler) updateRefVersions(ctx context.Context, class *
 	return true, nil
 }
 
-// discoveredDefinitions are the variables one external patch's extension defined.
-type discoveredDefinitions struct {
-	patch     string
-	variables []v1alpha1.ClusterClassVariable
-}
-
 // discoverVariables asks the extension of every external patch that has a
 // discoverVariablesExtension for its variables. When one cannot be asked,
 // what status last recorded for that patch stands, and the error says why.
-func (r *TopologyClassReconciler) discoverVariables(ctx context.Context, class *v1alpha1.TopologyClass) ([]discoveredDefinitions, error) {
-	var out []discoveredDefinitions
+func (r *TopologyClassReconciler) discoverVariables(ctx context.Context, class *v1alpha1.TopologyClass) ([]engine.PatchVariables, error) {
+	if r.Extensions == nil {
+		var out []engine.PatchVariables
+		for _, p := range class.Spec.Patches {
+			if p.External != nil && p.External.DiscoverVariablesExtension != nil {
+				out = append(out, engine.PatchVariables{Patch: p.Name, Variables: recorded(class, p.Name)})
+			}
+		}
+		return out, nil
+	}
+	out := r.Extensions.DiscoverVariables(ctx, class)
 	var errs []string
-	for _, p := range class.Spec.Patches {
-		if p.External == nil || p.External.DiscoverVariablesExtension == nil {
-			continue
+	for i, d := range out {
+		if d.Err != nil {
+			errs = append(errs, fmt.Sprintf("patch %q: %v", d.Patch, d.Err))
+			out[i] = engine.PatchVariables{Patch: d.Patch, Variables: recorded(class, d.Patch)}
 		}
-		if r.Extensions == nil {
-			out = append(out, discoveredDefinitions{patch: p.Name, variables: recorded(class, p.Name)})
-			continue
-		}
-		req := &extension.DiscoverVariablesRequest{Settings: p.External.Settings}
-		req.APIVersion, req.Kind = extension.APIVersion, "DiscoverVariablesRequest"
-		resp := &extension.DiscoverVariablesResponse{}
-		if err := r.Extensions.Call(ctx, extension.HookDiscoverVariables, *p.External.DiscoverVariablesExtension, req, resp); err != nil {
-			errs = append(errs, fmt.Sprintf("patch %q: %v", p.Name, err))
-			out = append(out, discoveredDefinitions{patch: p.Name, variables: recorded(class, p.Name)})
-			continue
-		}
-		out = append(out, discoveredDefinitions{patch: p.Name, variables: resp.Variables})
 	}
 	if len(errs) > 0 {
 		return out, errors.New(strings.Join(errs, "; "))
@@ -198,47 +189,6 @@ func recorded(class *v1alpha1.TopologyClass, patch string) []v1alpha1.ClusterCla
 			if d.From == patch {
 				out = append(out, v1alpha1.ClusterClassVariable{Name: v.Name, Required: d.Required, Metadata: d.Metadata, Schema: d.Schema})
 			}
-		}
-	}
-	return out
-}
-
-// statusVariables lists every variable with each definition and where it
-// comes from: the class itself ("inline"), then each external patch.
-func statusVariables(c *v1alpha1.TopologyClass, discovered []discoveredDefinitions) []v1alpha1.ClusterClassStatusVariable {
-	out := make([]v1alpha1.ClusterClassStatusVariable, 0, len(c.Spec.Variables))
-	index := map[string]int{}
-	add := func(from string, v v1alpha1.ClusterClassVariable) {
-		def := v1alpha1.ClusterClassStatusVariableDefinition{From: from, Required: v.Required, Metadata: v.Metadata, Schema: v.Schema}
-		i, ok := index[v.Name]
-		if !ok {
-			index[v.Name] = len(out)
-			out = append(out, v1alpha1.ClusterClassStatusVariable{Name: v.Name, Definitions: []v1alpha1.ClusterClassStatusVariableDefinition{def}})
-			return
-		}
-		first := out[i].Definitions[0]
-		if first.Required != def.Required || !equality.Semantic.DeepEqual(first.Schema, def.Schema) || !equality.Semantic.DeepEqual(first.Metadata, def.Metadata) {
-			out[i].DefinitionsConflict = true
-		}
-		out[i].Definitions = append(out[i].Definitions, def)
-	}
-	for _, v := range c.Spec.Variables {
-		add(v1alpha1.VariableDefinitionFromInline, v)
-	}
-	for _, d := range discovered {
-		for _, v := range d.variables {
-			add(d.patch, v)
-		}
-	}
-	return out
-}
-
-// conflicting names the variables whose definitions disagree.
-func conflicting(vs []v1alpha1.ClusterClassStatusVariable) []string {
-	var out []string
-	for _, v := range vs {
-		if v.DefinitionsConflict {
-			out = append(out, v.Name)
 		}
 	}
 	return out

@@ -129,17 +129,9 @@ func classesUsingExtension(ctx context.Context, c client.Reader, ext string) []*
 }
 
 func classUsesExtension(c *v1alpha1.TopologyClass, ext string) bool {
-	for _, p := range c.Spec.Patches {
-		if p.External == nil {
-			continue
-		}
-		for _, h := range []*string{p.External.GenerateExtension, p.External.ValidateExtension, p.External.DiscoverVariablesExtension} {
-			if h == nil {
-				continue
-			}
-			if _, e, ok := extension.SplitName(*h); ok && e == ext {
-				return true
-			}
+	for _, u := range extension.UsedBy(c) {
+		if u.Extension == ext {
+			return true
 		}
 	}
 	return false

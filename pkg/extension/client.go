@@ -331,3 +331,35 @@ func truncate(b []byte) string {
 	}
 	return s
 }
+
+// Use is an extension one of a class's external patches names.
+type Use struct {
+	// Extension is the extension's name (the TopologyExtension's).
+	Extension string
+	// PatchIndex and Patch are the first external patch naming it.
+	PatchIndex int
+	Patch      string
+}
+
+// UsedBy lists the extensions a class's external patches name, each once,
+// in patch order. A malformed handler name is left out: the class's
+// validation reports it.
+func UsedBy(c *v1alpha1.TopologyClass) []Use {
+	var out []Use
+	seen := map[string]bool{}
+	for i, p := range c.Spec.Patches {
+		if p.External == nil {
+			continue
+		}
+		for _, h := range []*string{p.External.GenerateExtension, p.External.ValidateExtension, p.External.DiscoverVariablesExtension} {
+			if h == nil {
+				continue
+			}
+			if _, ext, ok := SplitName(*h); ok && !seen[ext] {
+				seen[ext] = true
+				out = append(out, Use{Extension: ext, PatchIndex: i, Patch: p.Name})
+			}
+		}
+	}
+	return out
+}
