@@ -190,7 +190,11 @@ func (c *computation) applyPatches(context.Context) error {
 	}
 	err := patches.Apply(patches.Input{Patches: cs.Patches, Variables: c.vars, Builtins: common, Targets: targets, External: c.in.External})
 	if pe, ok := err.(*patches.Error); ok {
-		return c.invalid("TopologyClass", c.class, field.ErrorList{field.Invalid(field.NewPath(pe.Field), pe.Patch, fmt.Sprintf("patch %q on %s: %v", pe.Patch, pe.Target, pe.Err))})
+		msg := fmt.Sprintf("patch %q on %s: %v", pe.Patch, pe.Target, pe.Err)
+		if pe.Target == "" { // a validator's refusal is of the whole topology
+			msg = fmt.Sprintf("patch %q: %v", pe.Patch, pe.Err)
+		}
+		return c.invalid("TopologyClass", c.class, field.ErrorList{field.Invalid(field.NewPath(pe.Field), pe.Patch, msg)})
 	}
 	return err
 }

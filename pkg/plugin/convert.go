@@ -72,13 +72,14 @@ func (o *ConvertOptions) Complete() error {
 
 // Validate checks there is something to convert.
 func (o *ConvertOptions) Validate() error {
-	if len(o.bundle.Classes) == 0 && len(o.bundle.Topologies) == 0 && len(o.bundle.Objects) == 0 {
+	if len(o.bundle.Classes) == 0 && len(o.bundle.Topologies) == 0 && len(o.bundle.Objects) == 0 && len(o.bundle.Extensions) == 0 {
 		return fmt.Errorf("the input has no objects")
 	}
 	return nil
 }
 
-// Run prints classes, then templates and other objects, then topologies.
+// Run prints extensions, classes, then templates and other objects, then
+// topologies.
 func (o *ConvertOptions) Run() error {
 	keys := make([]string, 0, len(o.bundle.Classes))
 	for k := range o.bundle.Classes {
@@ -86,6 +87,11 @@ func (o *ConvertOptions) Run() error {
 	}
 	sort.Strings(keys)
 	var objs []runtime.Object
+	for _, e := range o.bundle.Extensions {
+		e = e.DeepCopy()
+		e.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyExtensionKind))
+		objs = append(objs, e)
+	}
 	for _, k := range keys {
 		c := o.bundle.Classes[k].TopologyClass.DeepCopy()
 		c.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyClassKind))

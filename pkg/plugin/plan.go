@@ -18,10 +18,12 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/bundle"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
+	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 )
 
 // PlanOptions are the inputs of `plan`.
@@ -192,7 +194,13 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	if o.Seed != 0 {
 		gen = names.NewSeeded(o.Seed)
 	}
-	cat, err := engine.CompileClass(ctx, class.TopologyClass)
+	// With external patches, the class's variables include what their
+	// extensions discover, so the class is compiled after asking them.
+	blueprint, external, err := o.externalPatches(ctx, class.TopologyClass)
+	if err != nil {
+		return err
+	}
+	cat, err := engine.CompileClass(ctx, blueprint)
 	if err != nil {
 		return err
 	}
@@ -207,15 +215,19 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	if t.Upstream != nil {
 		current.Cluster = t.Upstream
 	}
-	res, err := engine.Compute(ctx, engine.Input{
+	in := engine.Input{
 		Topology:  t.Topology,
-		Class:     class.TopologyClass,
+		Class:     blueprint,
 		Templates: o.bundle.Templates(),
 		Current:   current,
 		Names:     gen,
 		Dialect:   t.Dialect(),
 		Catalog:   cat,
-	})
+	}
+	if external != nil {
+		in.External = external
+	}
+	res, err := engine.Compute(ctx, in)
 	if err != nil {
 		return err
 	}
@@ -238,6 +250,55 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	return nil
 }
 
+// externalPatches prepares a class's external patches for an offline plan,
+// with the extensions given among the inputs: each one the class names is
+// asked for its handlers, and the patches that discover variables for them.
+// Unlike a live preview nothing is skipped: a plan lacking an extension's
+// changes would be wrong. It returns the class with its discovered variables
+// in status, as the agent would have it, and nil for a class without
+// external patches.
+func (o *PlanOptions) externalPatches(ctx context.Context, class *v1alpha1.TopologyClass) (*v1alpha1.TopologyClass, *extension.Patcher, error) {
+	if !engine.HasExternalPatches(class) {
+		return class, nil, nil
+	}
+	given := map[string]*v1alpha1.TopologyExtension{}
+	for _, e := range o.bundle.Extensions {
+		given[e.Name] = e
+	}
+	c := &extension.Client{Registry: extension.NewRegistry()}
+	for _, u := range extension.UsedBy(class) {
+		e, ok := given[u.Extension]
+		if !ok {
+			return nil, nil, fmt.Errorf("TopologyClass %s/%s spec.patches[%d] (%s): extension %s is not in the input; add its TopologyExtension or ExtensionConfig with -f (its server must be reachable from here by url), or plan against the cluster with `kubectl topology plan NAME`",
+				class.Namespace, class.Name, u.PatchIndex, u.Patch, u.Extension)
+		}
+		if e.Spec.ClientConfig.URL == nil {
+			return nil, nil, fmt.Errorf("TopologyExtension %s: spec.clientConfig names a Service, which an offline plan cannot reach; give a url instead (the extension run locally, or port-forwarded), or plan against the cluster with `kubectl topology plan NAME`", e.Name)
+		}
+		handlers, err := c.Discover(ctx, e.Name, e.Spec.ClientConfig)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w; is the extension running at %s?", err, *e.Spec.ClientConfig.URL)
+		}
+		if err := c.Registry.Set(e.Name, e.Spec.ClientConfig, handlers); err != nil {
+			return nil, nil, fmt.Errorf("TopologyExtension %s: %w", e.Name, err)
+		}
+	}
+	class = class.DeepCopy()
+	vars := c.DiscoverVariables(ctx, class)
+	for _, d := range vars {
+		if d.Err != nil {
+			return nil, nil, fmt.Errorf("TopologyClass %s/%s patch %s: discovering its variables: %w", class.Namespace, class.Name, d.Patch, d.Err)
+		}
+	}
+	class.Status.Variables = engine.StatusVariables(class, vars)
+	if conflicts := engine.ConflictingVariables(class.Status.Variables); len(conflicts) > 0 {
+		return nil, nil, fmt.Errorf("TopologyClass %s/%s: variables %s are defined differently by the class and its extensions; make the definitions agree", class.Namespace, class.Name, strings.Join(conflicts, ", "))
+	}
+	return class, extension.NewPatcher(ctx, c, class), nil
+}
+
+// pickTopology chooses the topology to plan: the one named by --cluster, or
+// the only one given.
 func (o *PlanOptions) pickTopology() (*bundle.Topology, error) {
 	ts := o.bundle.Topologies
 	if len(ts) == 0 {

@@ -57,6 +57,10 @@ type Bundle struct {
 	Classes map[string]*Class
 	// Topologies in input order.
 	Topologies []*Topology
+	// Extensions are the Runtime SDK extensions given (TopologyExtension or
+	// upstream's ExtensionConfig), in input order: a plan of a class with
+	// external patches calls them.
+	Extensions []*v1alpha1.TopologyExtension
 	// Objects are all other objects: templates and existing objects.
 	Objects []*unstructured.Unstructured
 }
@@ -161,6 +165,19 @@ func (b *Bundle) add(obj *unstructured.Unstructured, where, defaultNamespace str
 		}
 		b.Topologies = append(b.Topologies, &Topology{Topology: t, Source: where})
 		return nil
+	case gv.Group == v1alpha1.GroupVersion.Group && obj.GetKind() == v1alpha1.TopologyExtensionKind:
+		e := &v1alpha1.TopologyExtension{}
+		if err := decodeStrict(obj.Object, e); err != nil {
+			return fmt.Errorf("%s: %s: %w", where, id, err)
+		}
+		e.Namespace = "" // cluster-scoped
+		return b.addExtension(e, where)
+	case gv.Group == RuntimeAPIGroup && obj.GetKind() == "ExtensionConfig":
+		e, err := ExtensionFromUpstream(obj)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", where, id, err)
+		}
+		return b.addExtension(e, where)
 	case gv.Group == ClusterAPIGroup && obj.GetKind() == "Cluster":
 		if _, has, _ := unstructured.NestedMap(obj.Object, "spec", "topology"); has {
 			t, err := TopologyFromCluster(obj)
@@ -172,6 +189,16 @@ func (b *Bundle) add(obj *unstructured.Unstructured, where, defaultNamespace str
 		}
 	}
 	b.Objects = append(b.Objects, obj)
+	return nil
+}
+
+func (b *Bundle) addExtension(e *v1alpha1.TopologyExtension, where string) error {
+	for _, prev := range b.Extensions {
+		if prev.Name == e.Name {
+			return fmt.Errorf("%s: extension %s is given twice; give each extension once", where, e.Name)
+		}
+	}
+	b.Extensions = append(b.Extensions, e)
 	return nil
 }
 

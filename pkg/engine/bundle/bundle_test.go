@@ -131,3 +131,54 @@ func TestUpstreamDurationsReadAsClusterAPIWritesThem(t *testing.T) {
 		t.Errorf("the Topology's drain timeout is %v", d)
 	}
 }
+
+// TestReadExtensions: a TopologyExtension and an upstream ExtensionConfig
+// are both read as extensions, cluster-scoped whatever the default
+// namespace; a name given twice, or a field neither kind has, is refused.
+func TestReadExtensions(t *testing.T) {
+	ours := `
+apiVersion: topology.kubectl-topology.io/v1alpha1
+kind: TopologyExtension
+metadata: {name: ours}
+spec:
+  clientConfig: {url: "https://127.0.0.1:9443"}
+  settings: {mode: strict}
+`
+	upstream := `
+apiVersion: runtime.cluster.x-k8s.io/v1alpha1
+kind: ExtensionConfig
+metadata: {name: theirs}
+spec:
+  clientConfig:
+    service: {namespace: runtime, name: ext, port: 8443}
+  namespaceSelector:
+    matchLabels: {team: a}
+`
+	b, err := read(t, ours, upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Extensions) != 2 || len(b.Objects) != 0 {
+		t.Fatalf("extensions %d, objects %d; want 2 extensions and no other object", len(b.Extensions), len(b.Objects))
+	}
+	o, u := b.Extensions[0], b.Extensions[1]
+	if o.Name != "ours" || o.Namespace != "" || *o.Spec.ClientConfig.URL != "https://127.0.0.1:9443" || o.Spec.Settings["mode"] != "strict" {
+		t.Errorf("TopologyExtension read as %+v", o)
+	}
+	if u.Name != "theirs" || u.Namespace != "" || u.Kind != "TopologyExtension" || u.Spec.ClientConfig.Service == nil ||
+		u.Spec.ClientConfig.Service.Name != "ext" || *u.Spec.ClientConfig.Service.Port != 8443 || u.Spec.NamespaceSelector.MatchLabels["team"] != "a" {
+		t.Errorf("ExtensionConfig read as %+v", u)
+	}
+
+	for _, tc := range []struct {
+		docs []string
+		want string
+	}{
+		{[]string{ours, ours}, "input.yaml (document 2): extension ours is given twice; give each extension once"},
+		{[]string{strings.Replace(upstream, "namespaceSelector", "selector", 1)}, `ExtensionConfig team-a/theirs: spec: cannot decode: json: unknown field "selector"`},
+	} {
+		if _, err := read(t, tc.docs...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v; want an error containing %q", err, tc.want)
+		}
+	}
+}

@@ -29,6 +29,27 @@ func ClassFromUpstream(u *unstructured.Unstructured) (*v1alpha1.TopologyClass, e
 	}, nil
 }
 
+// RuntimeAPIGroup is upstream's Runtime SDK API group, of ExtensionConfig.
+const RuntimeAPIGroup = "runtime.cluster.x-k8s.io"
+
+// ExtensionFromUpstream converts a runtime.cluster.x-k8s.io ExtensionConfig
+// to a TopologyExtension: the spec is the same shape.
+func ExtensionFromUpstream(u *unstructured.Unstructured) (*v1alpha1.TopologyExtension, error) {
+	spec := &v1alpha1.TopologyExtensionSpec{}
+	if s, found, _ := unstructured.NestedMap(u.Object, "spec"); found {
+		if err := decodeStrict(s, spec); err != nil {
+			return nil, fmt.Errorf("spec: %w", err)
+		}
+	}
+	meta := carriedMeta(u)
+	meta.Namespace = "" // cluster-scoped, like ExtensionConfig
+	return &v1alpha1.TopologyExtension{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.TopologyExtensionKind},
+		ObjectMeta: meta,
+		Spec:       *spec,
+	}, nil
+}
+
 // TopologyFromCluster converts a v1beta1 Cluster with spec.topology to a
 // Topology: spec.topology flattened into spec, plus clusterNetwork and paused.
 func TopologyFromCluster(u *unstructured.Unstructured) (*v1alpha1.Topology, error) {
