@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -31,5 +32,34 @@ func TestDiscoveredVariables(t *testing.T) {
 	c.Spec.Patches = nil
 	if vs := DiscoveredVariables(c); len(vs) != 0 {
 		t.Errorf("a class without external patches has discovered variables %v, from a status not yet updated", vs)
+	}
+}
+
+// TestStatusVariables: the class's own definitions come first as "inline",
+// then each patch's; a variable defined differently twice is marked, one
+// defined alike twice is not.
+func TestStatusVariables(t *testing.T) {
+	str := v1alpha1.VariableSchema{OpenAPIV3Schema: v1alpha1.JSONSchemaProps{Type: "string"}}
+	num := v1alpha1.VariableSchema{OpenAPIV3Schema: v1alpha1.JSONSchemaProps{Type: "integer"}}
+	c := &v1alpha1.TopologyClass{}
+	c.Spec.Variables = []v1alpha1.ClusterClassVariable{{Name: "region", Schema: str}, {Name: "size", Schema: num}}
+	got := StatusVariables(c, []PatchVariables{
+		{Patch: "a", Variables: []v1alpha1.ClusterClassVariable{{Name: "region", Schema: str}, {Name: "image", Schema: str}}},
+		{Patch: "b", Variables: []v1alpha1.ClusterClassVariable{{Name: "size", Schema: str}, {Name: "image", Schema: str, Required: true}}},
+	})
+	var lines []string
+	for _, v := range got {
+		var from []string
+		for _, d := range v.Definitions {
+			from = append(from, d.From)
+		}
+		lines = append(lines, fmt.Sprintf("%s from %s conflict=%v", v.Name, strings.Join(from, "+"), v.DefinitionsConflict))
+	}
+	want := []string{"region from inline+a conflict=false", "size from inline+b conflict=true", "image from a+b conflict=true"}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("status variables:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	if conflicts := ConflictingVariables(got); strings.Join(conflicts, ",") != "size,image" {
+		t.Errorf("conflicting %v; want size and image", conflicts)
 	}
 }
