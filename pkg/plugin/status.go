@@ -78,11 +78,17 @@ func (o *StatusOptions) Validate() error {
 	if o.Interval <= 0 {
 		return fmt.Errorf("--interval must be positive, got %s", o.Interval)
 	}
-	if o.Timeout < 0 {
-		return fmt.Errorf("--timeout must be 0 (wait on) or positive, got %s", o.Timeout)
+	return validateFollowTimeout(o.Timeout, o.Watch, "--watch")
+}
+
+// validateFollowTimeout checks a --timeout that bounds following a rollout,
+// which the flag named follow turns on.
+func validateFollowTimeout(timeout time.Duration, following bool, follow string) error {
+	if timeout < 0 {
+		return fmt.Errorf("--timeout must be 0 (wait on) or positive, got %s", timeout)
 	}
-	if o.Timeout > 0 && !o.Watch {
-		return fmt.Errorf("--timeout bounds --watch; add --watch, or drop --timeout")
+	if timeout > 0 && !following {
+		return fmt.Errorf("--timeout bounds %[1]s; add %[1]s, or drop --timeout", follow)
 	}
 	return nil
 }

@@ -87,13 +87,7 @@ func (o *UpgradeOptions) Validate() error {
 	if _, err := engine.ParseVersion(o.Version); err != nil {
 		return fmt.Errorf("--version %q is not a Kubernetes version such as v1.34.0", o.Version)
 	}
-	if o.Timeout < 0 {
-		return fmt.Errorf("--timeout must be 0 (wait on) or positive, got %s", o.Timeout)
-	}
-	if o.Timeout > 0 && !o.Wait {
-		return fmt.Errorf("--timeout bounds --wait; add --wait, or drop --timeout")
-	}
-	return nil
+	return validateFollowTimeout(o.Timeout, o.Wait, "--wait")
 }
 
 // Run does the preflight, preview, confirmation, apply and optional follow.
