@@ -77,6 +77,17 @@ type fakeServer struct {
 	conflict *v1alpha1.Topology
 }
 
+// serverChangedMeanwhile is a server on which someone else set the control
+// plane to 5 replicas after the editor read the Topology: the first apply
+// conflicts.
+func serverChangedMeanwhile(in Inputs) *fakeServer {
+	latest := in.Topology.DeepCopy()
+	five := int32(5)
+	latest.Spec.ControlPlane.Replicas = &five
+	latest.ResourceVersion = "11"
+	return &fakeServer{conflict: latest}
+}
+
 func (s *fakeServer) apply(_ context.Context, edited *v1alpha1.Topology) (*v1alpha1.Topology, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -240,11 +251,7 @@ func TestEditDowngradeBlocked(t *testing.T) {
 
 func TestEditConflictKeepsEdits(t *testing.T) {
 	in := exampleInputs(t)
-	latest := in.Topology.DeepCopy()
-	five := int32(5)
-	latest.Spec.ControlPlane.Replicas = &five
-	latest.ResourceVersion = "11"
-	srv := &fakeServer{conflict: latest}
+	srv := serverChangedMeanwhile(in)
 	m := newModel(t, in, srv)
 	replace(m, "v1.34.0")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))

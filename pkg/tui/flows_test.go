@@ -115,11 +115,7 @@ func TestEditFlowDowngrade(t *testing.T) {
 
 func TestEditFlowConflict(t *testing.T) {
 	in := exampleInputs(t)
-	latest := in.Topology.DeepCopy()
-	five := int32(5)
-	latest.Spec.ControlPlane.Replicas = &five
-	latest.ResourceVersion = "11"
-	srv := &fakeServer{conflict: latest}
+	srv := serverChangedMeanwhile(in)
 	final := runFlow(t, in, srv, []flowStep{
 		{keys: concat(downTo(t, in, "md-a (general) replicas"), backspaces(1), typeKeys("4")), until: "1 setting(s) changed"},
 		{keys: []tea.Msg{tea.KeyMsg{Type: tea.KeyCtrlS}, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")}}, until: "changed on the server"},
