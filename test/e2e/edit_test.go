@@ -68,75 +68,92 @@ func editableTopology(t *testing.T) string {
 	return ns
 }
 
+// terminalRun is the plugin running on a pseudo-terminal of its own, with
+// everything it draws collected.
+type terminalRun struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	tty *os.File
+	*screen
+}
+
+// runInTerminal starts the plugin with args on a cols×30 pseudo-terminal,
+// in a user's terminal environment plus env.
+func runInTerminal(t *testing.T, cols uint16, env []string, args ...string) *terminalRun {
+	t.Helper()
+	cmd := exec.Command(pluginBin, args...)
+	cmd.Env = terminalEnv(append([]string{"TERM=xterm-256color"}, env...)...)
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: cols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tty.Close() })
+	r := &terminalRun{t: t, cmd: cmd, tty: tty, screen: &screen{}}
+	go func() { _, _ = io.Copy(r.screen, tty) }()
+	return r
+}
+
+// keys types s, and gives the program a moment to draw.
+func (r *terminalRun) keys(s string) {
+	r.t.Helper()
+	if _, err := r.tty.Write([]byte(s)); err != nil {
+		r.t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond)
+}
+
+// exit waits for the program to end and returns how it ended; it fails the
+// test if that takes over 20 s.
+func (r *terminalRun) exit() error {
+	r.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- r.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(20 * time.Second):
+		_ = r.cmd.Process.Kill()
+		r.t.Fatalf("%v did not exit", r.cmd.Args[1:])
+		return nil
+	}
+}
+
 // TestEditInTerminal runs `kubectl topology edit` on a real pseudo-terminal,
 // as a user at a keyboard would: change the version, read the rollout
 // preview, apply, confirm, quit — and the Topology on the server has changed.
 func TestEditInTerminal(t *testing.T) {
 	ns := editableTopology(t)
-	cmd := exec.Command(pluginBin, "edit", "dev", "-n", ns)
-	cmd.Env = terminalEnv("TERM=xterm-256color")
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	scr := &screen{}
-	go func() { _, _ = io.Copy(scr, tty) }()
-	keys := func(s string) {
-		if _, err := tty.Write([]byte(s)); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(30 * time.Millisecond)
-	}
-
-	scr.waitFor(t, "Edit Topology "+ns+"/dev")
+	edit := runInTerminal(t, 100, nil, "edit", "dev", "-n", ns)
+	edit.waitFor(t, "Edit Topology "+ns+"/dev")
 	for range len("v1.33.1") {
-		keys("\x7f") // backspace
+		edit.keys("\x7f") // backspace
 	}
-	keys("v1.34.0")
-	scr.waitFor(t, "1. control plane")
-	keys("\x13") // ctrl+s
-	scr.waitFor(t, "y/n")
-	keys("y")
-	scr.waitFor(t, "Applied to "+ns+"/dev")
-	keys("\x03") // ctrl+c quits
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("edit exited with %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("edit did not quit on ctrl+c")
+	edit.keys("v1.34.0")
+	edit.waitFor(t, "1. control plane")
+	edit.keys("\x13") // ctrl+s
+	edit.waitFor(t, "y/n")
+	edit.keys("y")
+	edit.waitFor(t, "Applied to "+ns+"/dev")
+	edit.keys("\x03") // ctrl+c quits
+	if err := edit.exit(); err != nil {
+		t.Fatalf("edit exited with %v", err)
 	}
 	if v := getVersion(t, ns); v != "v1.34.0" {
 		t.Errorf("the Topology on the server has version %s after the edit, want v1.34.0", v)
 	}
-	scr.waitFor(t, fmt.Sprintf("Topology %s/dev updated.", ns))
-	if !colour.Match(scr.bytes()) {
+	edit.waitFor(t, fmt.Sprintf("Topology %s/dev updated.", ns))
+	if !colour.Match(edit.bytes()) {
 		t.Error("the editor drew no colour on a 256-colour terminal; the NO_COLOR check below would prove nothing")
 	}
 
 	// NO_COLOR: the same editor, opened and quit, draws no colour at all.
-	plain := exec.Command(pluginBin, "edit", "dev", "-n", ns)
-	plain.Env = terminalEnv("TERM=xterm-256color", "NO_COLOR=1")
-	ptty, err := pty.StartWithSize(plain, &pty.Winsize{Rows: 30, Cols: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ptty.Close()
-	plainScr := &screen{}
-	go func() { _, _ = io.Copy(plainScr, ptty) }()
-	plainScr.waitFor(t, "Edit Topology "+ns+"/dev")
-	if _, err := ptty.Write([]byte("\x03")); err != nil {
-		t.Fatal(err)
-	}
-	if err := plain.Wait(); err != nil {
+	plain := runInTerminal(t, 100, []string{"NO_COLOR=1"}, "edit", "dev", "-n", ns)
+	plain.waitFor(t, "Edit Topology "+ns+"/dev")
+	plain.keys("\x03")
+	if err := plain.exit(); err != nil {
 		t.Fatalf("edit with NO_COLOR exited with %v", err)
 	}
-	if m := colour.Find(plainScr.bytes()); m != nil {
+	if m := colour.Find(plain.bytes()); m != nil {
 		t.Errorf("with NO_COLOR the editor still drew colour: %q", m)
 	}
 }
@@ -148,29 +165,13 @@ func TestEditInTerminal(t *testing.T) {
 func TestStatusWatchInTerminalGivesUp(t *testing.T) {
 	ns := editableTopology(t)
 	mustPlugin(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
-	cmd := exec.Command(pluginBin, "status", "dev", "-n", ns, "--watch", "--interval", "200ms", "--timeout", "2s")
-	cmd.Env = terminalEnv("TERM=xterm-256color")
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 120})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	scr := &screen{}
-	go func() { _, _ = io.Copy(scr, tty) }()
-	scr.waitFor(t, "v1.33.1 → v1.34.0")
-	scr.waitFor(t, "Topology "+ns+"/dev did not settle within 2s")
-	scr.waitFor(t, "The rollout goes on")
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-			t.Errorf("status --watch --timeout exited with %v, want exit status 1", err)
-		}
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("status --watch --timeout 2s did not exit")
+	status := runInTerminal(t, 120, nil, "status", "dev", "-n", ns, "--watch", "--interval", "200ms", "--timeout", "2s")
+	status.waitFor(t, "v1.33.1 → v1.34.0")
+	status.waitFor(t, "Topology "+ns+"/dev did not settle within 2s")
+	status.waitFor(t, "The rollout goes on")
+	var exit *exec.ExitError
+	if err := status.exit(); !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("status --watch --timeout exited with %v, want exit status 1", err)
 	}
 }
 
