@@ -37,7 +37,7 @@ const TopologyFinalizer = "topology.kubectl-topology.io/cluster"
 
 // Condition type and reasons on Topology.status, upstream's where upstream has one.
 const (
-	ReconciledCondition              = "TopologyReconciled"
+	ReconciledCondition              = v1alpha1.TopologyReconciledCondition
 	ReasonSucceeded                  = "ReconcileSucceeded"
 	ReasonFailed                     = "TopologyReconcileFailed"
 	ReasonClassNotReconciled         = "ClusterClassNotReconciled"

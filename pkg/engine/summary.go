@@ -1,6 +1,10 @@
 package engine
 
 import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
@@ -76,4 +80,31 @@ func InfrastructurePhase(s *State) v1alpha1.InfrastructurePhase {
 		}
 	}
 	return v1alpha1.InfrastructureProvisioning
+}
+
+// RolloutSettled tells whether a Topology's rollout is over: the agent has
+// reconciled its latest generation, TopologyReconciled is true for it and
+// every part is up to date. `status --watch` and `upgrade --wait` stop there.
+func RolloutSettled(t *v1alpha1.Topology) bool {
+	if t.Status.ObservedGeneration != t.Generation || t.Status.Phase != v1alpha1.PhaseUpToDate {
+		return false
+	}
+	c := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.TopologyReconciledCondition)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
+}
+
+// RolloutHolds says what a Topology's status reports as holding it: a
+// change the agent has not seen yet, and each condition that is not true.
+// Status views list these, and a watch that gives up names them.
+func RolloutHolds(t *v1alpha1.Topology) []string {
+	var out []string
+	if t.Status.ObservedGeneration != t.Generation {
+		out = append(out, fmt.Sprintf("the agent has not seen the latest change yet (generation %d, observed %d)", t.Generation, t.Status.ObservedGeneration))
+	}
+	for _, c := range t.Status.Conditions {
+		if c.Status != metav1.ConditionTrue {
+			out = append(out, fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message))
+		}
+	}
+	return out
 }

@@ -160,7 +160,7 @@ func printTable(w io.Writer, items []v1alpha1.Topology, withNamespace, wide bool
 		}
 		if wide {
 			reconciled, msg := "-", ""
-			if c := meta.FindStatusCondition(t.Status.Conditions, "TopologyReconciled"); c != nil {
+			if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.TopologyReconciledCondition); c != nil {
 				reconciled, msg = string(c.Status)+"/"+c.Reason, c.Message
 			}
 			row = append(row, orDash(string(t.Status.Infrastructure)), reconciled, msg)

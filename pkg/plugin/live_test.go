@@ -15,7 +15,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/manifests"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
-	"github.com/kubectl-topology/kubectl-topology/pkg/tui"
 )
 
 // golden compares got with testdata/golden/NAME, rewriting it with -update.
@@ -76,7 +75,7 @@ func TestStatusTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "status-mid-upgrade.txt", buf.String())
-	if tui.Settled(midUpgrade()) {
+	if engine.RolloutSettled(midUpgrade()) {
 		t.Error("a Topology mid-upgrade counts as settled")
 	}
 }

@@ -11,12 +11,12 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/tui"
 )
 
@@ -138,7 +138,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			_, _ = o.Out.Write(buf.Bytes())
 			last = buf.String()
 		}
-		if tui.Settled(t) {
+		if engine.RolloutSettled(t) {
 			return nil
 		}
 		select {
@@ -163,18 +163,9 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 // unsettled is the error of a watch that timed out: where the rollout stands
 // and why, and that it goes on.
 func (o *StatusOptions) unsettled(t *v1alpha1.Topology) error {
-	var why []string
-	if t.Status.ObservedGeneration != t.Generation {
-		why = append(why, fmt.Sprintf("the agent has not seen generation %d yet", t.Generation))
-	}
-	for _, c := range t.Status.Conditions {
-		if c.Status != metav1.ConditionTrue {
-			why = append(why, fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message))
-		}
-	}
 	msg := fmt.Sprintf("Topology %s/%s did not settle within %s: phase %s", t.Namespace, t.Name, o.Timeout, orDash(string(t.Status.Phase)))
-	for _, w := range why {
-		msg += "\n  " + w
+	for _, hold := range engine.RolloutHolds(t) {
+		msg += "\n  " + hold
 	}
 	return fmt.Errorf("%s\nThe rollout goes on; follow it with `kubectl topology status %s -n %s --watch`", msg, t.Name, t.Namespace)
 }
@@ -183,20 +174,10 @@ func (o *StatusOptions) unsettled(t *v1alpha1.Topology) error {
 func renderStatus(w io.Writer, t *v1alpha1.Topology) error {
 	fmt.Fprintf(w, "Topology %s/%s (class %s)\n", t.Namespace, t.Name, t.Spec.Class)
 	fmt.Fprintf(w, "  version %s · phase %s · infrastructure %s\n", t.Spec.Version, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)))
-	if t.Status.ObservedGeneration != t.Generation {
-		fmt.Fprintf(w, "  the agent has not seen the latest change yet (generation %d, observed %d)\n", t.Generation, t.Status.ObservedGeneration)
+	for _, hold := range engine.RolloutHolds(t) {
+		fmt.Fprintf(w, "  %s\n", hold)
 	}
-	for _, c := range t.Status.Conditions {
-		if c.Status != metav1.ConditionTrue {
-			fmt.Fprintf(w, "  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
-		}
-	}
-	var parts []v1alpha1.PartStatus
-	if t.Status.ControlPlane != nil {
-		parts = append(parts, *t.Status.ControlPlane)
-	}
-	parts = append(parts, t.Status.MachineDeployments...)
-	parts = append(parts, t.Status.MachinePools...)
+	parts := t.Status.Parts()
 	if len(parts) == 0 {
 		fmt.Fprintln(w, "  no rollout reported yet: is the agent running? (`kubectl topology version` tells)")
 		return nil

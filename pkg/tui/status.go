@@ -9,24 +9,10 @@ import (
 	"github.com/charmbracelet/bubbles/progress"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
-
-// Settled reports whether a Topology's current generation is reconciled and
-// every part is up to date: where `status --watch` stops.
-func Settled(t *v1alpha1.Topology) bool {
-	if t.Status.ObservedGeneration != t.Generation || t.Status.Phase != v1alpha1.PhaseUpToDate {
-		return false
-	}
-	for _, c := range t.Status.Conditions {
-		if c.Type == "TopologyReconciled" {
-			return c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
-		}
-	}
-	return false
-}
 
 // Fetcher reads the Topology being watched.
 type Fetcher func(ctx context.Context) (*v1alpha1.Topology, error)
@@ -83,7 +69,7 @@ func (m *StatusModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case topologyMsg:
 		m.t, m.err = msg.t, msg.err
-		if m.t != nil && Settled(m.t) {
+		if m.t != nil && engine.RolloutSettled(m.t) {
 			m.Done = true
 			return m, tea.Quit
 		}
@@ -110,23 +96,13 @@ func (m *StatusModel) View() string {
 	t := m.t
 	line(m.styles.Title.Render(fmt.Sprintf("Topology %s/%s (class %s)", t.Namespace, t.Name, t.Spec.Class)))
 	line(fmt.Sprintf("  version %s · phase %s · infrastructure %s", t.Spec.Version, m.phase(t.Status.Phase), orDash(string(t.Status.Infrastructure))))
-	if t.Status.ObservedGeneration != t.Generation {
-		line(m.styles.Warn.Render(fmt.Sprintf("  the agent has not seen the latest change yet (generation %d, observed %d)", t.Generation, t.Status.ObservedGeneration)))
-	}
-	for _, c := range t.Status.Conditions {
-		if c.Status != metav1.ConditionTrue {
-			line(m.styles.Warn.Render(fmt.Sprintf("  %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)))
-		}
+	for _, hold := range engine.RolloutHolds(t) {
+		line(m.styles.Warn.Render("  " + hold))
 	}
 	if m.err != nil {
 		line(m.styles.Error.Render("  " + m.err.Error()))
 	}
-	var parts []v1alpha1.PartStatus
-	if t.Status.ControlPlane != nil {
-		parts = append(parts, *t.Status.ControlPlane)
-	}
-	parts = append(parts, t.Status.MachineDeployments...)
-	parts = append(parts, t.Status.MachinePools...)
+	parts := t.Status.Parts()
 	nameWidth := 0
 	for _, p := range parts {
 		nameWidth = max(nameWidth, len(partName(p)))

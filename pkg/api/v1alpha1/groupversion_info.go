@@ -29,3 +29,8 @@ const (
 	TopologyKind          = "Topology"
 	TopologyExtensionKind = "TopologyExtension"
 )
+
+// TopologyReconciledCondition is the condition on Topology.status that says
+// whether the agent made the latest generation real, as upstream's Cluster
+// has it.
+const TopologyReconciledCondition = "TopologyReconciled"

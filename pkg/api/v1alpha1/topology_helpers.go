@@ -38,3 +38,14 @@ func (t *Topology) MachinePool(name string) *MachinePoolTopology {
 	}
 	return nil
 }
+
+// Parts lists the rollout summary's parts in rollout order: the control
+// plane, then each MachineDeployment, then each MachinePool.
+func (s *TopologyStatus) Parts() []PartStatus {
+	var parts []PartStatus
+	if s.ControlPlane != nil {
+		parts = append(parts, *s.ControlPlane)
+	}
+	parts = append(parts, s.MachineDeployments...)
+	return append(parts, s.MachinePools...)
+}

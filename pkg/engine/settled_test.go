@@ -1,0 +1,48 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+// TestRolloutSettled: only a reconciled latest generation with every part
+// up to date is settled, and what holds it otherwise is said.
+func TestRolloutSettled(t *testing.T) {
+	settled := func() *v1alpha1.Topology {
+		return &v1alpha1.Topology{
+			ObjectMeta: metav1.ObjectMeta{Generation: 4},
+			Status: v1alpha1.TopologyStatus{ObservedGeneration: 4, Phase: v1alpha1.PhaseUpToDate, Conditions: []metav1.Condition{
+				{Type: v1alpha1.TopologyReconciledCondition, Status: metav1.ConditionTrue, ObservedGeneration: 4, Reason: "ReconcileSucceeded"},
+			}},
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*v1alpha1.Topology)
+		holds  string
+	}{
+		{"settled", func(*v1alpha1.Topology) {}, ""},
+		{"a change not seen yet", func(t *v1alpha1.Topology) { t.Generation = 5 },
+			"the agent has not seen the latest change yet (generation 5, observed 4)"},
+		{"a part still upgrading", func(t *v1alpha1.Topology) { t.Status.Phase = v1alpha1.PhaseUpgrading }, ""},
+		{"reconcile failing", func(t *v1alpha1.Topology) {
+			t.Status.Conditions[0].Status, t.Status.Conditions[0].Reason, t.Status.Conditions[0].Message = metav1.ConditionFalse, "TopologyReconcileFailed", "boom"
+		}, "TopologyReconciled=False TopologyReconcileFailed: boom"},
+		{"no condition", func(t *v1alpha1.Topology) { t.Status.Conditions = nil }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topo := settled()
+			tc.change(topo)
+			if got, want := RolloutSettled(topo), tc.name == "settled"; got != want {
+				t.Errorf("settled %v, want %v", got, want)
+			}
+			if got := strings.Join(RolloutHolds(topo), "\n"); got != tc.holds {
+				t.Errorf("holds %q, want %q", got, tc.holds)
+			}
+		})
+	}
+}
