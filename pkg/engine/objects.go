@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"reflect"
 
@@ -190,11 +189,7 @@ func (c *computation) applyPatches(context.Context) error {
 	}
 	err := patches.Apply(patches.Input{Patches: cs.Patches, Variables: c.vars, Builtins: common, Targets: targets, External: c.in.External})
 	if pe, ok := err.(*patches.Error); ok {
-		msg := fmt.Sprintf("patch %q on %s: %v", pe.Patch, pe.Target, pe.Err)
-		if pe.Target == "" { // a validator's refusal is of the whole topology
-			msg = fmt.Sprintf("patch %q: %v", pe.Patch, pe.Err)
-		}
-		return c.invalid("TopologyClass", c.class, field.ErrorList{field.Invalid(field.NewPath(pe.Field), pe.Patch, msg)})
+		return c.invalid("TopologyClass", c.class, field.ErrorList{field.Invalid(field.NewPath(pe.Field), pe.Patch, pe.Reason())})
 	}
 	return err
 }

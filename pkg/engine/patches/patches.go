@@ -95,6 +95,15 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("patch %q (%s) on %s: %v", e.Patch, e.Field, e.Target, e.Err)
 }
 
+// Reason is the error without its field, for reports that give the field
+// apart; a validator's refusal has no target, being of the whole topology.
+func (e *Error) Reason() string {
+	if e.Target == "" {
+		return fmt.Sprintf("patch %q: %v", e.Patch, e.Err)
+	}
+	return fmt.Sprintf("patch %q on %s: %v", e.Patch, e.Target, e.Err)
+}
+
 func (e *Error) Unwrap() error { return e.Err }
 
 // Input is what Apply needs.
