@@ -88,12 +88,7 @@ type Error struct {
 	Err error
 }
 
-func (e *Error) Error() string {
-	if e.Target == "" {
-		return fmt.Sprintf("patch %q (%s): %v", e.Patch, e.Field, e.Err)
-	}
-	return fmt.Sprintf("patch %q (%s) on %s: %v", e.Patch, e.Field, e.Target, e.Err)
-}
+func (e *Error) Error() string { return e.Field + ": " + e.Reason() }
 
 // Reason is the error without its field, for reports that give the field
 // apart; a validator's refusal has no target, being of the whole topology.
