@@ -77,6 +77,7 @@ func Compute(ctx context.Context, in Input) (*Result, error) {
 		c.computeCluster,
 		c.computePools,
 		c.rotateTemplates,
+		c.validateDesired,
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -152,7 +153,7 @@ func (c *computation) validateInput(ctx context.Context) error {
 	if errs := DefaultTopology(c.topo, c.in.Catalog, sp); len(errs) > 0 {
 		return c.invalid(c.topologyKind(), c.topo, errs)
 	}
-	if errs := ValidateTopology(ctx, c.topo, c.class, c.in.Catalog, sp); len(errs) > 0 {
+	if errs := ValidateTopology(ctx, c.topo, nil, c.class, c.in.Catalog, sp); len(errs) > 0 {
 		return c.invalid(c.topologyKind(), c.topo, errs)
 	}
 	c.vars = c.topo.Spec.Variables

@@ -59,8 +59,42 @@ func ValidateClass(ctx context.Context, c *v1alpha1.TopologyClass) field.ErrorLi
 		requireRef(wc.infrastructure, wc.path.Child("template", "infrastructure"))
 		errs = append(errs, validateNamingTemplate(wc.naming, wc.path.Child("namingStrategy", "template"))...)
 	}
+	errs = append(errs, validateClassFields(c)...)
 	errs = append(errs, variables.ValidateDefinitions(ctx, c.Spec.Variables, spec.Child("variables"))...)
 	errs = append(errs, validatePatches(c, spec.Child("patches"))...)
+	return errs
+}
+
+// validateClassFields checks the values a class passes on to generated
+// objects: metadata, health checks, rollout strategies, timeouts and gates.
+func validateClassFields(c *v1alpha1.TopologyClass) field.ErrorList {
+	spec := field.NewPath("spec")
+	cp := c.Spec.ControlPlane
+	cpp := spec.Child("controlPlane")
+	errs := validateMetadata(cp.Metadata, cpp.Child("metadata"))
+	errs = append(errs, validateHealthCheck(cp.MachineHealthCheck, cpp.Child("machineHealthCheck"))...)
+	errs = append(errs, validateTimeouts(cpp, cp.NodeDrainTimeout, cp.NodeVolumeDetachTimeout, cp.NodeDeletionTimeout)...)
+	errs = append(errs, validateReadinessGates(cp.ReadinessGates, cpp.Child("readinessGates"))...)
+	for i, g := range c.Spec.AvailabilityGates {
+		for _, msg := range validation.IsQualifiedName(g.ConditionType) {
+			errs = append(errs, field.Invalid(spec.Child("availabilityGates").Index(i).Child("conditionType"), g.ConditionType, msg))
+		}
+	}
+	for i := range c.Spec.Workers.MachineDeployments {
+		md := &c.Spec.Workers.MachineDeployments[i]
+		p := spec.Child("workers", "machineDeployments").Index(i)
+		errs = append(errs, validateMetadata(md.Template.Metadata, p.Child("template", "metadata"))...)
+		errs = append(errs, validateHealthCheck(md.MachineHealthCheck, p.Child("machineHealthCheck"))...)
+		errs = append(errs, validateStrategy(md.Strategy, p.Child("strategy"))...)
+		errs = append(errs, validateTimeouts(p, md.NodeDrainTimeout, md.NodeVolumeDetachTimeout, md.NodeDeletionTimeout)...)
+		errs = append(errs, validateReadinessGates(md.ReadinessGates, p.Child("readinessGates"))...)
+	}
+	for i := range c.Spec.Workers.MachinePools {
+		mp := &c.Spec.Workers.MachinePools[i]
+		p := spec.Child("workers", "machinePools").Index(i)
+		errs = append(errs, validateMetadata(mp.Template.Metadata, p.Child("template", "metadata"))...)
+		errs = append(errs, validateTimeouts(p, mp.NodeDrainTimeout, mp.NodeVolumeDetachTimeout, mp.NodeDeletionTimeout)...)
+	}
 	return errs
 }
 
@@ -119,12 +153,10 @@ func validatePatches(c *v1alpha1.TopologyClass, p *field.Path) field.ErrorList {
 		}
 		for di, def := range patch.Definitions {
 			dp := pp.Child("definitions").Index(di)
-			m := def.Selector.MatchResources
-			if !m.ControlPlane && !m.InfrastructureCluster && m.MachineDeploymentClass == nil && m.MachinePoolClass == nil {
-				errs = append(errs, field.Invalid(dp.Child("selector", "matchResources"), "", "select at least one of controlPlane, infrastructureCluster, machineDeploymentClass, machinePoolClass"))
-			}
+			errs = append(errs, validateSelector(c, def.Selector, dp.Child("selector"))...)
 			for oi, op := range def.JSONPatches {
 				errs = append(errs, validateOp(op, dp.Child("jsonPatches").Index(oi))...)
+				errs = append(errs, validateVariableRef(c, op, dp.Child("jsonPatches").Index(oi))...)
 			}
 		}
 	}
@@ -140,6 +172,12 @@ func validateOp(op v1alpha1.JSONPatch, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("path"), op.Path, `a patch may only change the spec: the path must start with "/spec/"`))
 	}
 	segments := strings.Split(op.Path, "/")
+	for _, s := range segments {
+		if !validPointerSegment(s) {
+			errs = append(errs, field.Invalid(p.Child("path"), op.Path, `not a JSON pointer: "~" must be followed by 0 (for "~") or 1 (for "/")`))
+			break
+		}
+	}
 	for i, s := range segments {
 		if s == "-" && (op.Op != "add" || i != len(segments)-1) {
 			errs = append(errs, field.Invalid(p.Child("path"), op.Path, `"-" (append) is only valid as the last segment of an add`))
@@ -287,44 +325,56 @@ func DefaultTopology(t *v1alpha1.Topology, cat *variables.Catalog, spec *field.P
 	return errs
 }
 
-// overrideList is one list of variable overrides and where it is.
+// overrideList is one list of variable overrides, where it is, and the part
+// it belongs to ("controlPlane", "md/NAME", "mp/NAME").
 type overrideList struct {
 	values *[]v1alpha1.ClusterVariable
 	path   *field.Path
+	part   string
 }
 
 func overrideLists(t *v1alpha1.Topology, spec *field.Path) []overrideList {
 	var out []overrideList
 	if v := t.Spec.ControlPlane.Variables; v != nil {
-		out = append(out, overrideList{&v.Overrides, spec.Child("controlPlane", "variables", "overrides")})
+		out = append(out, overrideList{&v.Overrides, spec.Child("controlPlane", "variables", "overrides"), "controlPlane"})
 	}
 	if w := t.Spec.Workers; w != nil {
 		for i := range w.MachineDeployments {
 			if v := w.MachineDeployments[i].Variables; v != nil {
-				out = append(out, overrideList{&v.Overrides, spec.Child("workers", "machineDeployments").Index(i).Child("variables", "overrides")})
+				out = append(out, overrideList{&v.Overrides, spec.Child("workers", "machineDeployments").Index(i).Child("variables", "overrides"), "md/" + w.MachineDeployments[i].Name})
 			}
 		}
 		for i := range w.MachinePools {
 			if v := w.MachinePools[i].Variables; v != nil {
-				out = append(out, overrideList{&v.Overrides, spec.Child("workers", "machinePools").Index(i).Child("variables", "overrides")})
+				out = append(out, overrideList{&v.Overrides, spec.Child("workers", "machinePools").Index(i).Child("variables", "overrides"), "mp/" + w.MachinePools[i].Name})
 			}
 		}
 	}
 	return out
 }
 
+// oldOverrides finds, in the previous version of a topology, the overrides of
+// the same part, for CEL transition rules; nil when there is none.
+func oldOverrides(old *v1alpha1.Topology, part string) []v1alpha1.ClusterVariable {
+	if old == nil {
+		return nil
+	}
+	for _, o := range overrideLists(old, field.NewPath("spec")) {
+		if o.part == part {
+			return *o.values
+		}
+	}
+	return nil
+}
+
 // ValidateTopology checks a Topology against its class (nil skips class checks):
-// a semantic version, unique pool names, pool classes the class defines, and
-// variables and overrides valid for the class's schemas. spec is the path of
-// the topology's spec (spec, or spec.topology for an upstream Cluster).
-func ValidateTopology(ctx context.Context, t *v1alpha1.Topology, c *v1alpha1.TopologyClass, cat *variables.Catalog, spec *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if _, err := ParseVersion(t.Spec.Version); err != nil || !strings.HasPrefix(t.Spec.Version, "v") {
-		errs = append(errs, field.Invalid(spec.Child("version"), t.Spec.Version, "must be a Kubernetes version such as v1.32.0"))
-	}
-	if t.Spec.Class == "" {
-		errs = append(errs, field.Required(spec.Child("class"), "name the TopologyClass to stamp from"))
-	}
+// a semantic version, unique pool names, pool classes the class defines, the
+// values it passes on to generated objects, and variables and overrides valid
+// for the class's schemas. old is the previous version on an update, whose
+// values CEL transition rules compare against; nil otherwise. spec is the path
+// of the topology's spec (spec, or spec.topology for an upstream Cluster).
+func ValidateTopology(ctx context.Context, t, old *v1alpha1.Topology, c *v1alpha1.TopologyClass, cat *variables.Catalog, spec *field.Path) field.ErrorList {
+	errs := ValidateTopologyFields(t, spec)
 	if w := t.Spec.Workers; w != nil {
 		seen := map[string]bool{}
 		for i, md := range w.MachineDeployments {
@@ -351,9 +401,62 @@ func ValidateTopology(ctx context.Context, t *v1alpha1.Topology, c *v1alpha1.Top
 		}
 	}
 	if c != nil && cat != nil {
-		errs = append(errs, cat.Validate(ctx, t.Spec.Variables, nil, true, spec.Child("variables"))...)
+		var oldVars []v1alpha1.ClusterVariable
+		if old != nil {
+			oldVars = old.Spec.Variables
+		}
+		errs = append(errs, cat.Validate(ctx, t.Spec.Variables, oldVars, true, spec.Child("variables"))...)
 		for _, o := range overrideLists(t, spec) {
-			errs = append(errs, cat.Validate(ctx, *o.values, nil, false, o.path)...)
+			errs = append(errs, cat.Validate(ctx, *o.values, oldOverrides(old, o.part), false, o.path)...)
+		}
+	}
+	return errs
+}
+
+// ValidateTopologyMetadata checks the Topology's own name and annotations.
+func ValidateTopologyMetadata(t *v1alpha1.Topology) field.ErrorList {
+	errs := validateObjectName(t.Name, field.NewPath("metadata", "name"))
+	return append(errs, validateUpgradeConcurrency(t.Annotations)...)
+}
+
+// ValidateTopologyFields checks what a Topology says without its class: its
+// name, version and class name, and every value it passes on to generated
+// objects (metadata, network, health checks, strategies, timeouts). The
+// webhook applies it even before the class exists.
+func ValidateTopologyFields(t *v1alpha1.Topology, spec *field.Path) field.ErrorList {
+	errs := ValidateTopologyMetadata(t)
+	if _, err := ParseVersion(t.Spec.Version); err != nil {
+		errs = append(errs, field.Invalid(spec.Child("version"), t.Spec.Version, "must be a Kubernetes version such as v1.32.0"))
+	}
+	if t.Spec.Class == "" {
+		errs = append(errs, field.Required(spec.Child("class"), "name the TopologyClass to stamp from"))
+	}
+	cp := t.Spec.ControlPlane
+	cpp := spec.Child("controlPlane")
+	errs = append(errs, validateMetadata(cp.Metadata, cpp.Child("metadata"))...)
+	if cp.MachineHealthCheck != nil {
+		errs = append(errs, validateHealthCheck(&cp.MachineHealthCheck.MachineHealthCheckClass, cpp.Child("machineHealthCheck"))...)
+	}
+	errs = append(errs, validateTimeouts(cpp, cp.NodeDrainTimeout, cp.NodeVolumeDetachTimeout, cp.NodeDeletionTimeout)...)
+	errs = append(errs, validateReadinessGates(cp.ReadinessGates, cpp.Child("readinessGates"))...)
+	errs = append(errs, validateClusterNetwork(t.Spec.ClusterNetwork, spec.Child("clusterNetwork"))...)
+	if w := t.Spec.Workers; w != nil {
+		for i := range w.MachineDeployments {
+			md := &w.MachineDeployments[i]
+			p := spec.Child("workers", "machineDeployments").Index(i)
+			errs = append(errs, validateMetadata(md.Metadata, p.Child("metadata"))...)
+			if md.MachineHealthCheck != nil {
+				errs = append(errs, validateHealthCheck(&md.MachineHealthCheck.MachineHealthCheckClass, p.Child("machineHealthCheck"))...)
+			}
+			errs = append(errs, validateStrategy(md.Strategy, p.Child("strategy"))...)
+			errs = append(errs, validateTimeouts(p, md.NodeDrainTimeout, md.NodeVolumeDetachTimeout, md.NodeDeletionTimeout)...)
+			errs = append(errs, validateReadinessGates(md.ReadinessGates, p.Child("readinessGates"))...)
+		}
+		for i := range w.MachinePools {
+			mp := &w.MachinePools[i]
+			p := spec.Child("workers", "machinePools").Index(i)
+			errs = append(errs, validateMetadata(mp.Metadata, p.Child("metadata"))...)
+			errs = append(errs, validateTimeouts(p, mp.NodeDrainTimeout, mp.NodeVolumeDetachTimeout, mp.NodeDeletionTimeout)...)
 		}
 	}
 	return errs

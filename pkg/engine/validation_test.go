@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
@@ -40,7 +41,7 @@ func validClass() *v1alpha1.TopologyClass {
 			Patches: []v1alpha1.ClusterClassPatch{{
 				Name: "p",
 				Definitions: []v1alpha1.PatchDefinition{{
-					Selector:    v1alpha1.PatchSelector{APIVersion: "a/v1", Kind: "K", MatchResources: v1alpha1.PatchSelectorMatch{ControlPlane: true}},
+					Selector:    v1alpha1.PatchSelector{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta1", Kind: "DockerMachineTemplate", MatchResources: v1alpha1.PatchSelectorMatch{ControlPlane: true}},
 					JSONPatches: []v1alpha1.JSONPatch{{Op: "add", Path: "/spec/template/spec/x", ValueFrom: &v1alpha1.JSONPatchValue{Variable: ptr("size")}}},
 				}},
 			}},
@@ -125,6 +126,63 @@ func TestValidateClass(t *testing.T) {
 		{"template does not parse", func(c *v1alpha1.TopologyClass) {
 			c.Spec.Patches[0].Definitions[0].JSONPatches[0].ValueFrom = &v1alpha1.JSONPatchValue{Template: ptr("{{ .x | nofunc }}")}
 		}, "spec.patches[0].definitions[0].jsonPatches[0].valueFrom.template", "does not parse"},
+		// What reached etcd before and then failed every reconcile.
+		{"naming template renders an invalid name", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Workers.MachineDeployments[0].NamingStrategy = &v1alpha1.MachineDeploymentClassNamingStrategy{Template: ptr("c08-t_X")}
+		}, "spec.workers.machineDeployments[0].namingStrategy.template", "not a valid object name"},
+		{"control plane annotation key without name", func(c *v1alpha1.TopologyClass) {
+			c.Spec.ControlPlane.Metadata.Annotations = map[string]string{"/bad": "v"}
+		}, "spec.controlPlane.metadata.annotations", "prefix part must be non-empty"},
+		{"worker label key with spaces", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Workers.MachineDeployments[0].Template.Metadata.Labels = map[string]string{"bad key!": "v"}
+		}, "spec.workers.machineDeployments[0].template.metadata.labels", "name part must consist of"},
+		{"maxUnhealthy not a number", func(c *v1alpha1.TopologyClass) {
+			c.Spec.ControlPlane.MachineHealthCheck = &v1alpha1.MachineHealthCheckClass{MaxUnhealthy: ptr(intstr.FromString("abc"))}
+		}, "spec.controlPlane.machineHealthCheck.maxUnhealthy", "integer or a percentage"},
+		{"unhealthyRange malformed", func(c *v1alpha1.TopologyClass) {
+			c.Spec.ControlPlane.MachineHealthCheck = &v1alpha1.MachineHealthCheckClass{UnhealthyRange: ptr("[5-3]")}
+		}, "spec.controlPlane.machineHealthCheck.unhealthyRange", "lower bound"},
+		{"maxSurge not a number", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Workers.MachineDeployments[0].Strategy = &v1alpha1.MachineDeploymentStrategy{RollingUpdate: &v1alpha1.MachineRollingUpdateDeployment{MaxSurge: ptr(intstr.FromString("abc"))}}
+		}, "spec.workers.machineDeployments[0].strategy.rollingUpdate.maxSurge", "integer or a percentage"},
+		{"negative drain timeout", func(c *v1alpha1.TopologyClass) {
+			c.Spec.ControlPlane.NodeDrainTimeout = &metav1.Duration{Duration: -1}
+		}, "spec.controlPlane.nodeDrainTimeout", "negative"},
+		{"variable that does not exist", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0].ValueFrom = &v1alpha1.JSONPatchValue{Variable: ptr("nope")}
+		}, "spec.patches[0].definitions[0].jsonPatches[0].valueFrom.variable", `defines no variable "nope"`},
+		{"builtin that does not exist", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0].ValueFrom = &v1alpha1.JSONPatchValue{Variable: ptr("builtin.nope")}
+		}, "spec.patches[0].definitions[0].jsonPatches[0].valueFrom.variable", `has no field "nope"`},
+		{"selector names a MachineDeployment class the class lacks", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha1.PatchSelectorMatch{MachineDeploymentClass: &v1alpha1.PatchSelectorMatchMachineDeploymentClass{Names: []string{"gpu"}}}
+		}, "spec.patches[0].definitions[0].selector.matchResources.machineDeploymentClass.names[0]", "matches no MachineDeployment class"},
+		{"selector kind no template has", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].Selector.Kind = "AWSMachineTemplate"
+		}, "spec.patches[0].definitions[0].selector.matchResources.controlPlane", "neither the control plane template"},
+		{"selector pattern with two stars", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha1.PatchSelectorMatch{MachineDeploymentClass: &v1alpha1.PatchSelectorMatchMachineDeploymentClass{Names: []string{"a*b*"}}}
+		}, "spec.patches[0].definitions[0].selector.matchResources.machineDeploymentClass.names[0]", `at most one "*"`},
+		{"JSON pointer with a bad escape", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/template/spec/a~2b"
+		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "not a JSON pointer"},
+		{"CEL rule with unbounded cost", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Variables[0].Schema.OpenAPIV3Schema = v1alpha1.JSONSchemaProps{
+				Type:  "array",
+				Items: &v1alpha1.JSONSchemaProps{Type: "string"},
+				XValidations: []v1alpha1.ValidationRule{{Rule: "self.all(x, self.all(y, self.all(z, x + y + z != '')))"}},
+			}
+		}, "spec.variables[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule", "exceeds the budget"},
+		{"nested enum value of the wrong type", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Variables[0].Schema.OpenAPIV3Schema = v1alpha1.JSONSchemaProps{Type: "object", Properties: map[string]v1alpha1.JSONSchemaProps{
+				"mode": {Type: "string", Enum: []apiextensionsv1.JSON{*rawJSON(`"a"`), *rawJSON("3")}},
+			}}
+		}, "spec.variables[0].schema.openAPIV3Schema.properties[mode].enum[1]", "string"},
+		{"nested example of the wrong type", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Variables[0].Schema.OpenAPIV3Schema = v1alpha1.JSONSchemaProps{Type: "object", Properties: map[string]v1alpha1.JSONSchemaProps{
+				"count": {Type: "integer", Example: rawJSON(`"many"`)},
+			}}
+		}, "spec.variables[0].schema.openAPIV3Schema.properties[count].example", "integer"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,12 +249,41 @@ func TestValidateTopology(t *testing.T) {
 			t.Spec.Variables = append(t.Spec.Variables, v1alpha1.ClusterVariable{Name: "nope", Value: *rawJSON("1")})
 		}, "spec.variables[nope]", "not defined"},
 		{"variable set twice", func(t *v1alpha1.Topology) { t.Spec.Variables = append(t.Spec.Variables, t.Spec.Variables[0]) }, "spec.variables[size]", "Duplicate"},
+		// What reached etcd before and then failed every reconcile.
+		{"name longer than a label value", func(t *v1alpha1.Topology) { t.Name = strings.Repeat("a", 64) }, "metadata.name", "valid label value"},
+		{"control plane annotation key without name", func(t *v1alpha1.Topology) {
+			t.Spec.ControlPlane.Metadata.Annotations = map[string]string{"/bad": "v"}
+		}, "spec.controlPlane.metadata.annotations", "prefix part must be non-empty"},
+		{"pool label key with spaces", func(t *v1alpha1.Topology) {
+			t.Spec.Workers.MachineDeployments[0].Metadata.Labels = map[string]string{"bad key!": "v"}
+		}, "spec.workers.machineDeployments[0].metadata.labels", "name part must consist of"},
+		{"pod CIDR not a CIDR", func(t *v1alpha1.Topology) {
+			t.Spec.ClusterNetwork = &v1alpha1.ClusterNetwork{Pods: &v1alpha1.NetworkRanges{CIDRBlocks: []string{"not-a-cidr"}}}
+		}, "spec.clusterNetwork.pods.cidrBlocks[0]", "CIDR block"},
+		{"service CIDR prefix too long", func(t *v1alpha1.Topology) {
+			t.Spec.ClusterNetwork = &v1alpha1.ClusterNetwork{Services: &v1alpha1.NetworkRanges{CIDRBlocks: []string{"10.0.0.0/99"}}}
+		}, "spec.clusterNetwork.services.cidrBlocks[0]", "CIDR block"},
+		{"API server port out of range", func(t *v1alpha1.Topology) {
+			t.Spec.ClusterNetwork = &v1alpha1.ClusterNetwork{APIServerPort: ptr[int32](70000)}
+		}, "spec.clusterNetwork.apiServerPort", "between 1 and 65535"},
+		{"maxUnhealthy not a number", func(t *v1alpha1.Topology) {
+			t.Spec.ControlPlane.MachineHealthCheck = &v1alpha1.MachineHealthCheckTopology{MachineHealthCheckClass: v1alpha1.MachineHealthCheckClass{MaxUnhealthy: ptr(intstr.FromString("abc"))}}
+		}, "spec.controlPlane.machineHealthCheck.maxUnhealthy", "integer or a percentage"},
+		{"maxSurge not a number", func(t *v1alpha1.Topology) {
+			t.Spec.Workers.MachineDeployments[0].Strategy = &v1alpha1.MachineDeploymentStrategy{RollingUpdate: &v1alpha1.MachineRollingUpdateDeployment{MaxSurge: ptr(intstr.FromString("abc"))}}
+		}, "spec.workers.machineDeployments[0].strategy.rollingUpdate.maxSurge", "integer or a percentage"},
+		{"upgrade concurrency not a number", func(t *v1alpha1.Topology) {
+			t.Annotations = map[string]string{UpgradeConcurrencyAnnotation: "abc"}
+		}, "metadata.annotations[topology.cluster.x-k8s.io/upgrade-concurrency]", "positive integer"},
+		{"upgrade concurrency zero", func(t *v1alpha1.Topology) {
+			t.Annotations = map[string]string{UpgradeConcurrencyAnnotation: "0"}
+		}, "metadata.annotations[topology.cluster.x-k8s.io/upgrade-concurrency]", "at least 1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			topo := valid()
 			tc.mutate(topo)
-			errs := ValidateTopology(context.Background(), topo, class, cat, field.NewPath("spec"))
+			errs := ValidateTopology(context.Background(), topo, nil, class, cat, field.NewPath("spec"))
 			if tc.field == "" {
 				if len(errs) > 0 {
 					t.Fatalf("valid topology rejected: %v", errs)

@@ -118,7 +118,7 @@ func (o *GenerateOptions) Run(ctx context.Context) error {
 	}
 	spec := engine.SpecPath(engine.DialectTopology)
 	errs := engine.DefaultTopology(t, cat, spec)
-	errs = append(errs, engine.ValidateTopology(ctx, t, class, cat, spec)...)
+	errs = append(errs, engine.ValidateTopology(ctx, t, nil, class, cat, spec)...)
 	if len(errs) > 0 {
 		return (&engine.InvalidError{Kind: "Topology", Object: "Topology " + ns + "/" + o.Name, Errors: errs})
 	}

@@ -1,9 +1,12 @@
 package webhook
 
 import (
+	"reflect"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -24,9 +27,16 @@ const (
 // Register serves the webhooks on srv.
 func Register(srv webhook.Server, scheme *runtime.Scheme, reader client.Reader, classes *controller.ClassCache) {
 	t := &Topology{Client: reader, Classes: classes}
-	srv.Register(TopologyDefaultPath, admission.WithDefaulter[*v1alpha1.Topology](scheme, t))
-	srv.Register(TopologyValidatePath, admission.WithValidator[*v1alpha1.Topology](scheme, t))
-	srv.Register(TopologyClassValidatePath, admission.WithValidator[*v1alpha1.TopologyClass](scheme, &TopologyClass{Client: reader}))
+	topology := v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind).GroupKind()
+	class := v1alpha1.GroupVersion.WithKind("TopologyClass").GroupKind()
+	srv.Register(TopologyDefaultPath, guarded(admission.WithDefaulter[*v1alpha1.Topology](scheme, t), topology, reflect.TypeFor[v1alpha1.Topology](), true))
+	srv.Register(TopologyValidatePath, guarded(admission.WithValidator[*v1alpha1.Topology](scheme, t), topology, reflect.TypeFor[v1alpha1.Topology](), false))
+	srv.Register(TopologyClassValidatePath, guarded(admission.WithValidator[*v1alpha1.TopologyClass](scheme, &TopologyClass{Client: reader}), class, reflect.TypeFor[v1alpha1.TopologyClass](), false))
+}
+
+func guarded(w *admission.Webhook, gk schema.GroupKind, into reflect.Type, mutating bool) *admission.Webhook {
+	w.Handler = guard(w.Handler, gk, into, mutating)
+	return w
 }
 
 // Configurations returns the webhook registrations, pointed at the agent by

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -49,14 +50,20 @@ func (w *Topology) class(ctx context.Context, t *v1alpha1.Topology) (*controller
 	return compiled, nil
 }
 
-// Default fills in variable defaults from the class's schemas.
+// Default fills in variable defaults from the class's schemas. It never
+// refuses: values it cannot default are left for validation to report, and an
+// object being deleted is left alone, so that removing a finalizer always works.
 func (w *Topology) Default(ctx context.Context, t *v1alpha1.Topology) error {
+	if !t.DeletionTimestamp.IsZero() || t.Spec.Class == "" {
+		return nil
+	}
 	c, err := w.class(ctx, t)
 	if err != nil || c == nil {
-		return err
+		return nil // validation reports a class it cannot read
 	}
-	if errs := engine.DefaultTopology(t, c.Catalog, engine.SpecPath(engine.DialectTopology)); len(errs) > 0 {
-		return invalid(t, errs)
+	defaulted := t.DeepCopy()
+	if errs := engine.DefaultTopology(defaulted, c.Catalog, engine.SpecPath(engine.DialectTopology)); len(errs) == 0 {
+		t.Spec = defaulted.Spec
 	}
 	return nil
 }
@@ -78,13 +85,24 @@ func (w *Topology) ValidateDelete(context.Context, *v1alpha1.Topology) (admissio
 }
 
 func (w *Topology) validate(ctx context.Context, old, t *v1alpha1.Topology) (admission.Warnings, error) {
-	var errs field.ErrorList
-	spec := field.NewPath("spec")
-	if _, err := engine.ParseVersion(t.Spec.Version); err != nil {
-		errs = append(errs, field.Invalid(spec.Child("version"), t.Spec.Version, "must be a Kubernetes version such as v1.33.1"))
+	spec := engine.SpecPath(engine.DialectTopology)
+	if old != nil && equality.Semantic.DeepEqual(old.Spec, t.Spec) {
+		// Metadata only: finalizers, labels, annotations. The spec was admitted
+		// before and may have become invalid since (its class arrived later);
+		// that must never block removing a finalizer or labelling the object.
+		if !t.DeletionTimestamp.IsZero() {
+			return nil, nil
+		}
+		if errs := engine.ValidateTopologyMetadata(t); len(errs) > 0 {
+			return nil, invalid(t, errs)
+		}
+		return nil, nil
 	}
+	// What needs no class first: a bad name, version or value is reported
+	// before anything is looked up, and never as a server error.
+	errs := engine.ValidateTopologyFields(t, spec)
 	if old != nil {
-		if oldKey, newKey := old.GetClassKey(), t.GetClassKey(); old.Spec.Class != "" && oldKey != newKey {
+		if oldKey, newKey := old.GetClassKey(), t.GetClassKey(); old.Spec.Class != "" && t.Spec.Class != "" && oldKey != newKey {
 			if _, unsafe := t.Annotations[engine.UnsafeClassNameCheckAnnotation]; !unsafe {
 				rebaseErrs, err := w.rebase(ctx, old, t)
 				if err != nil {
@@ -109,7 +127,7 @@ func (w *Topology) validate(ctx context.Context, old, t *v1alpha1.Topology) (adm
 	if c == nil {
 		return admission.Warnings{fmt.Sprintf("TopologyClass %s does not exist yet: variables are checked when the agent reconciles", t.Spec.Class)}, nil
 	}
-	if errs := engine.ValidateTopology(ctx, t, c.Class, c.Catalog, engine.SpecPath(engine.DialectTopology)); len(errs) > 0 {
+	if errs := engine.ValidateTopology(ctx, t, old, c.Class, c.Catalog, spec); len(errs) > 0 {
 		return nil, invalid(t, errs)
 	}
 	return nil, nil

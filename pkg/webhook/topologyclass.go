@@ -55,7 +55,7 @@ func (w *TopologyClass) ValidateUpdate(ctx context.Context, old, c *v1alpha1.Top
 		t := users[i].DeepCopy()
 		spec := engine.SpecPath(engine.DialectTopology)
 		found := engine.DefaultTopology(t, cat, spec)
-		found = append(found, engine.ValidateTopology(ctx, t, c, cat, spec)...)
+		found = append(found, engine.ValidateTopology(ctx, t, nil, c, cat, spec)...)
 		for _, fe := range found {
 			errs = append(errs, field.Forbidden(field.NewPath("spec"), fmt.Sprintf("Topology %s/%s would become invalid: %s", t.Namespace, t.Name, fe.Error())))
 		}

@@ -75,6 +75,8 @@ type UnhealthyCondition struct {
 
 	// timeout after which the Machine is considered unhealthy.
 	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
 	Timeout metav1.Duration `json:"timeout"`
 }
 
@@ -96,6 +98,8 @@ type MachineHealthCheckClass struct {
 
 	// nodeStartupTimeout is how long a Machine may take to get a Node.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
 	NodeStartupTimeout *metav1.Duration `json:"nodeStartupTimeout,omitempty"`
 
 	// remediationTemplate points at an external remediation template.

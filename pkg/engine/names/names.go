@@ -7,7 +7,10 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"text/template"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 const (
@@ -106,6 +109,11 @@ func (g *Generator) Template(tpl string, v Vars) (string, error) {
 	name := buf.String()
 	if len(name) > MaxLength {
 		name = name[:maxPrefix] + g.Random()
+	}
+	// Checked here, where every naming template is rendered, so that the
+	// class webhook (with sample values) and the reconcile refuse alike.
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return "", fmt.Errorf("naming template %q renders %q, which is not a valid object name: %s", tpl, name, strings.Join(msgs, "; "))
 	}
 	return name, nil
 }

@@ -1,6 +1,12 @@
 package patches
 
-import "github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
 
 // Builtins are the values every patch can read under "builtin", in the shape
 // of Cluster API v1beta1's builtin variables so that existing classes work.
@@ -95,4 +101,58 @@ func (b Builtins) merged(o *Builtins) Builtins {
 		b.MachinePool = o.MachinePool
 	}
 	return b
+}
+
+// CheckBuiltinPath says whether a valueFrom.variable path under "builtin"
+// names a value the builtins have, such as builtin.cluster.name or
+// builtin.cluster.network.pods[0]; the Builtins type is the one list of them.
+func CheckBuiltinPath(path string) error {
+	segments := strings.Split(path, ".")
+	t := reflect.TypeOf(Builtins{})
+	for i, seg := range segments[1:] {
+		name, index, err := parseSegment(seg)
+		if err != nil {
+			return fmt.Errorf("variable path %q: %w", path, err)
+		}
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch t.Kind() {
+		case reflect.Map:
+			return nil // labels and annotations: any key
+		case reflect.Struct:
+		default:
+			return fmt.Errorf("builtin %q has no field %q", strings.Join(segments[:i+1], "."), name)
+		}
+		field, ok := jsonField(t, name)
+		if !ok {
+			return fmt.Errorf("builtin %q has no field %q", strings.Join(segments[:i+1], "."), name)
+		}
+		t = field
+		if index >= 0 {
+			if t.Kind() != reflect.Slice {
+				return fmt.Errorf("builtin %q is not a list", strings.Join(segments[:i+2], "."))
+			}
+			t = t.Elem()
+		}
+	}
+	return nil
+}
+
+// jsonField finds the type of the field of struct t whose JSON name is name;
+// inline (embedded) fields are searched too.
+func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name {
+			return f.Type, true
+		}
+		if tag == "" && f.Anonymous {
+			if ft, ok := jsonField(f.Type, name); ok {
+				return ft, true
+			}
+		}
+	}
+	return nil, false
 }

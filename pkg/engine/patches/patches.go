@@ -318,15 +318,16 @@ func Matches(s v1alpha1.PatchSelector, t *Target) bool {
 	case ControlPlane, ControlPlaneMachineInfrastructure:
 		return m.ControlPlane
 	case MachineDeploymentBootstrap, MachineDeploymentInfrastructure:
-		return m.MachineDeploymentClass != nil && classMatches(m.MachineDeploymentClass.Names, t.WorkerClass)
+		return m.MachineDeploymentClass != nil && ClassMatches(m.MachineDeploymentClass.Names, t.WorkerClass)
 	case MachinePoolBootstrap, MachinePoolInfrastructure:
-		return m.MachinePoolClass != nil && classMatches(m.MachinePoolClass.Names, t.WorkerClass)
+		return m.MachinePoolClass != nil && ClassMatches(m.MachinePoolClass.Names, t.WorkerClass)
 	}
 	return false
 }
 
-// classMatches supports exact names, "*", "prefix*" and "*suffix".
-func classMatches(names []string, class string) bool {
+// ClassMatches reports whether a worker class selector picks class: exact
+// names, "*", "prefix*" and "*suffix".
+func ClassMatches(names []string, class string) bool {
 	for _, n := range names {
 		switch {
 		case n == "*" || n == class:

@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+// The rules in this file are the ones Kubernetes and Cluster API apply to the
+// fields a topology or class passes on to generated objects. Checking them at
+// admission keeps a bad value from being admitted and then failing every
+// reconcile against the API server.
+
+// validateMetadata checks labels and annotations as the API server checks them
+// on any object: qualified keys, label values, total annotation size.
+func validateMetadata(m v1alpha1.ObjectMeta, p *field.Path) field.ErrorList {
+	errs := metav1validation.ValidateLabels(m.Labels, p.Child("labels"))
+	return append(errs, apimachineryvalidation.ValidateAnnotations(m.Annotations, p.Child("annotations"))...)
+}
+
+// validateObjectName checks the name a Topology gives its Cluster: Cluster API
+// uses it as the value of the cluster-name label on every object.
+func validateObjectName(name string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsValidLabelValue(name) {
+		errs = append(errs, field.Invalid(p, name, "must be a valid label value, as Cluster API labels every object with it: "+msg))
+	}
+	return errs
+}
+
+// validateClusterNetwork checks CIDR blocks, the API server port and the
+// service domain, as Cluster API's Cluster webhook and the CRD do.
+func validateClusterNetwork(n *v1alpha1.ClusterNetwork, p *field.Path) field.ErrorList {
+	if n == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if port := n.APIServerPort; port != nil {
+		for _, msg := range validation.IsValidPortNum(int(*port)) {
+			errs = append(errs, field.Invalid(p.Child("apiServerPort"), *port, msg))
+		}
+	}
+	if n.Services != nil {
+		errs = append(errs, validateCIDRBlocks(n.Services.CIDRBlocks, p.Child("services", "cidrBlocks"))...)
+	}
+	if n.Pods != nil {
+		errs = append(errs, validateCIDRBlocks(n.Pods.CIDRBlocks, p.Child("pods", "cidrBlocks"))...)
+	}
+	if d := n.ServiceDomain; d != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(d) {
+			errs = append(errs, field.Invalid(p.Child("serviceDomain"), d, msg))
+		}
+	}
+	return errs
+}
+
+func validateCIDRBlocks(cidrs []string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, c := range cidrs {
+		if _, _, err := net.ParseCIDR(c); err != nil {
+			errs = append(errs, field.Invalid(p.Index(i), c, "must be a CIDR block such as 192.168.0.0/16 or fd00::/48"))
+		}
+	}
+	if len(cidrs) > 2 {
+		errs = append(errs, field.TooMany(p, len(cidrs), 2))
+	}
+	return errs
+}
+
+// validateIntOrPercent checks a value that is a non-negative integer or a
+// percentage such as "30%", as Cluster API reads maxUnhealthy, maxSurge,
+// maxUnavailable and maxInFlight.
+func validateIntOrPercent(v *intstr.IntOrString, p *field.Path) field.ErrorList {
+	if v == nil {
+		return nil
+	}
+	if v.Type == intstr.String && !percentRE.MatchString(v.StrVal) {
+		return field.ErrorList{field.Invalid(p, v.StrVal, `must be an integer or a percentage such as "40%"`)}
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, 100, true)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, v.String(), err.Error())}
+	}
+	if n < 0 {
+		return field.ErrorList{field.Invalid(p, v.String(), "must not be negative")}
+	}
+	return nil
+}
+
+var (
+	percentRE        = regexp.MustCompile(`^[0-9]+%$`)
+	unhealthyRangeRE = regexp.MustCompile(`^\[([0-9]+)-([0-9]+)\]$`)
+)
+
+// minNodeStartupTimeout is the shortest nodeStartupTimeout Cluster API accepts
+// (0 disables the check).
+const minNodeStartupTimeout = 30e9
+
+// validateHealthCheck checks a MachineHealthCheck definition as Cluster API's
+// MachineHealthCheck webhook does.
+func validateHealthCheck(m *v1alpha1.MachineHealthCheckClass, p *field.Path) field.ErrorList {
+	if m == nil {
+		return nil
+	}
+	errs := validateIntOrPercent(m.MaxUnhealthy, p.Child("maxUnhealthy"))
+	if r := m.UnhealthyRange; r != nil {
+		errs = append(errs, validateUnhealthyRange(*r, p.Child("unhealthyRange"))...)
+	}
+	if t := m.NodeStartupTimeout; t != nil && t.Duration != 0 && t.Duration < minNodeStartupTimeout {
+		errs = append(errs, field.Invalid(p.Child("nodeStartupTimeout"), t.Duration.String(), "must be at least 30s, or 0s to disable the check"))
+	}
+	for i, c := range m.UnhealthyConditions {
+		cp := p.Child("unhealthyConditions").Index(i)
+		if c.Type == "" {
+			errs = append(errs, field.Required(cp.Child("type"), "name the Node condition"))
+		}
+		switch c.Status {
+		case "True", "False", "Unknown":
+		default:
+			errs = append(errs, field.NotSupported(cp.Child("status"), c.Status, []string{"True", "False", "Unknown"}))
+		}
+		errs = append(errs, validateDuration(&c.Timeout, cp.Child("timeout"))...)
+	}
+	return errs
+}
+
+func validateUnhealthyRange(r string, p *field.Path) field.ErrorList {
+	match := unhealthyRangeRE.FindStringSubmatch(r)
+	if match == nil {
+		return field.ErrorList{field.Invalid(p, r, `must be a range such as "[3-5]"`)}
+	}
+	lo, err1 := strconv.Atoi(match[1])
+	hi, err2 := strconv.Atoi(match[2])
+	if err1 != nil || err2 != nil || lo > hi {
+		return field.ErrorList{field.Invalid(p, r, "must be a range whose lower bound does not exceed its upper bound")}
+	}
+	return nil
+}
+
+// validateStrategy checks a MachineDeployment rollout strategy.
+func validateStrategy(s *v1alpha1.MachineDeploymentStrategy, p *field.Path) field.ErrorList {
+	if s == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch s.Type {
+	case "", "RollingUpdate", "OnDelete":
+	default:
+		errs = append(errs, field.NotSupported(p.Child("type"), s.Type, []string{"RollingUpdate", "OnDelete"}))
+	}
+	if ru := s.RollingUpdate; ru != nil {
+		rp := p.Child("rollingUpdate")
+		errs = append(errs, validateIntOrPercent(ru.MaxSurge, rp.Child("maxSurge"))...)
+		errs = append(errs, validateIntOrPercent(ru.MaxUnavailable, rp.Child("maxUnavailable"))...)
+		if d := ru.DeletePolicy; d != nil {
+			switch *d {
+			case "Random", "Newest", "Oldest":
+			default:
+				errs = append(errs, field.NotSupported(rp.Child("deletePolicy"), *d, []string{"Random", "Newest", "Oldest"}))
+			}
+		}
+	}
+	if r := s.Remediation; r != nil {
+		errs = append(errs, validateIntOrPercent(r.MaxInFlight, p.Child("remediation", "maxInFlight"))...)
+	}
+	return errs
+}
+
+// validateDuration refuses negative durations; the CRD's pattern refuses
+// text that is not a duration before the webhooks see it.
+func validateDuration(d *metav1.Duration, p *field.Path) field.ErrorList {
+	if d != nil && d.Duration < 0 {
+		return field.ErrorList{field.Invalid(p, d.Duration.String(), "must not be negative")}
+	}
+	return nil
+}
+
+// validateTimeouts checks the node drain, volume detach and deletion timeouts
+// a part sets, under p.
+func validateTimeouts(p *field.Path, drain, detach, deletion *metav1.Duration) field.ErrorList {
+	errs := validateDuration(drain, p.Child("nodeDrainTimeout"))
+	errs = append(errs, validateDuration(detach, p.Child("nodeVolumeDetachTimeout"))...)
+	return append(errs, validateDuration(deletion, p.Child("nodeDeletionTimeout"))...)
+}
+
+// validateReadinessGates checks that each gate names a condition type.
+func validateReadinessGates(gates []v1alpha1.MachineReadinessGate, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, g := range gates {
+		for _, msg := range validation.IsQualifiedName(g.ConditionType) {
+			errs = append(errs, field.Invalid(p.Index(i).Child("conditionType"), g.ConditionType, msg))
+		}
+	}
+	return errs
+}
+
+// validateUpgradeConcurrency checks the upgrade-concurrency annotation: a
+// positive integer, as upstream's webhook requires.
+func validateUpgradeConcurrency(annotations map[string]string) field.ErrorList {
+	v, ok := annotations[UpgradeConcurrencyAnnotation]
+	if !ok {
+		return nil
+	}
+	p := field.NewPath("metadata", "annotations").Key(UpgradeConcurrencyAnnotation)
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		return field.ErrorList{field.Invalid(p, v, "must be a positive integer: how many MachineDeployments upgrade at once")}
+	case n < 1:
+		return field.ErrorList{field.Invalid(p, v, "must be at least 1")}
+	}
+	return nil
+}
+
+// validateDesired checks every generated object as the API server will check
+// it (name, label and annotation keys and values, also those of the Machines
+// a MachineDeployment, MachinePool or control plane stamps out), so that a
+// value no admission check caught, e.g. from a provider template's metadata,
+// fails the computation before anything is written rather than each write.
+func (c *computation) validateDesired(context.Context) error {
+	for _, o := range c.desired.Objects() {
+		if errs := validateGenerated(o); len(errs) > 0 {
+			return &InvalidError{
+				Kind:   o.GetKind(),
+				Object: fmt.Sprintf("%s %s/%s generated for %s", o.GetKind(), o.GetNamespace(), o.GetName(), describe(c.topologyKind(), c.topo)),
+				Errors: errs,
+			}
+		}
+	}
+	return nil
+}
+
+// labelledByName are the kinds whose names Cluster API writes into labels
+// of other objects (cluster-name, deployment-name, ...).
+var labelledByName = map[string]bool{"Cluster": true, "MachineDeployment": true, "MachinePool": true, "MachineSet": true}
+
+func validateGenerated(o *unstructured.Unstructured) field.ErrorList {
+	meta := field.NewPath("metadata")
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(o.GetName()) {
+		errs = append(errs, field.Invalid(meta.Child("name"), o.GetName(), msg))
+	}
+	if labelledByName[o.GetKind()] {
+		for _, msg := range validation.IsValidLabelValue(o.GetName()) {
+			errs = append(errs, field.Invalid(meta.Child("name"), o.GetName(), "must be a valid label value: "+msg))
+		}
+	}
+	errs = append(errs, metav1validation.ValidateLabels(o.GetLabels(), meta.Child("labels"))...)
+	errs = append(errs, apimachineryvalidation.ValidateAnnotations(o.GetAnnotations(), meta.Child("annotations"))...)
+	for _, path := range [][]string{{"spec", "template", "metadata"}, {"spec", "machineTemplate", "metadata"}} {
+		m, found, _ := unstructured.NestedMap(o.Object, path...)
+		if !found {
+			continue
+		}
+		p := field.NewPath(path[0], path[1:]...)
+		labels, _, _ := unstructured.NestedStringMap(m, "labels")
+		annotations, _, _ := unstructured.NestedStringMap(m, "annotations")
+		errs = append(errs, metav1validation.ValidateLabels(labels, p.Child("labels"))...)
+		errs = append(errs, apimachineryvalidation.ValidateAnnotations(annotations, p.Child("annotations"))...)
+	}
+	return errs
+}
