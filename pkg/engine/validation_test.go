@@ -168,8 +168,8 @@ func TestValidateClass(t *testing.T) {
 		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "not a JSON pointer"},
 		{"CEL rule with unbounded cost", func(c *v1alpha1.TopologyClass) {
 			c.Spec.Variables[0].Schema.OpenAPIV3Schema = v1alpha1.JSONSchemaProps{
-				Type:  "array",
-				Items: &v1alpha1.JSONSchemaProps{Type: "string"},
+				Type:         "array",
+				Items:        &v1alpha1.JSONSchemaProps{Type: "string"},
 				XValidations: []v1alpha1.ValidationRule{{Rule: "self.all(x, self.all(y, self.all(z, x + y + z != '')))"}},
 			}
 		}, "spec.variables[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule", "exceeds the budget"},
