@@ -35,6 +35,7 @@ func main() {
 	fs.IntVar(&opts.Concurrency, "concurrency", opts.Concurrency, "Number of Topologies reconciled at once.")
 	fs.Float32Var(&opts.QPS, "kube-api-qps", opts.QPS, "Maximum queries per second to the API server.")
 	fs.IntVar(&opts.Burst, "kube-api-burst", opts.Burst, "Maximum burst of queries to the API server.")
+	fs.StringVar(&opts.ExtensionProxy, "extension-proxy", "", "HTTP proxy for calls to Runtime SDK extensions; by default they are called directly, whatever HTTPS_PROXY says.")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig to use out of cluster; in-cluster config or $KUBECONFIG otherwise.")
 	fs.BoolVar(&opts.Local, "local", false, "Run out of cluster: serve webhooks on 127.0.0.1 and register them by URL.")
 	fs.IntVarP(&verbosity, "v", "v", 0, "Log verbosity: 0 info, higher for debug.")

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -71,6 +72,9 @@ type Options struct {
 	CertDir string
 	// NewNames makes the name generator of each reconcile; random when nil.
 	NewNames func() *names.Generator
+	// ExtensionProxy is the HTTP proxy for calls to Runtime SDK extensions;
+	// empty calls them directly (the environment's proxy settings are not used).
+	ExtensionProxy string
 	// SkipNameValidation allows more than one agent in one process, as tests
 	// that restart the agent need; controller names are otherwise unique.
 	SkipNameValidation bool
@@ -196,7 +200,17 @@ func (a *Agent) Manager() manager.Manager { return a.mgr }
 
 func (a *Agent) setupControllers(ctx context.Context) error {
 	classes := topologycontroller.NewClassCache()
-	extensions := &extension.Client{Registry: extension.NewRegistry()}
+	registry := extension.NewRegistry()
+	if a.opts.ExtensionProxy != "" {
+		proxy, err := url.Parse(a.opts.ExtensionProxy)
+		if err != nil || proxy.Host == "" {
+			return fmt.Errorf("--extension-proxy %q is not a URL such as http://proxy.example:3128", a.opts.ExtensionProxy)
+		}
+		registry.Proxy = proxy
+	}
+	// Half the workers at most wait on any one extension: the rest keep
+	// reconciling Topologies that do not use it.
+	extensions := &extension.Client{Registry: registry, MaxInFlight: max(1, a.opts.Concurrency/2)}
 	tr := &topologycontroller.TopologyReconciler{
 		Client:         a.mgr.GetClient(),
 		APIReader:      a.mgr.GetAPIReader(),

@@ -3,12 +3,17 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
@@ -24,6 +29,20 @@ func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	return u
 }
 
+// topologyChanged passes the Topology changes the agent acts on: spec
+// (generation), labels, annotations, finalizers and deletion. Its own status
+// writes would otherwise bring a failing Topology straight back, past the
+// rate limiter's backoff, in a loop as fast as the API server answers.
+var topologyChanged = predicate.Or[client.Object](
+	predicate.GenerationChangedPredicate{},
+	predicate.LabelChangedPredicate{},
+	predicate.AnnotationChangedPredicate{},
+	predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
+			!slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+	}},
+)
+
 // SetupWithManager registers the Topology controller: it watches Topologies,
 // the Clusters they own, the Cluster API objects labelled for them, their
 // classes, and — added as they are met — provider kinds and class templates.
@@ -37,7 +56,7 @@ func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	byLabel := handler.EnqueueRequestsFromMapFunc(topologyOfLabelledObject)
 	known := []schema.GroupVersionKind{capiGVK(clusterKind), capiGVK("MachineDeployment"), capiGVK("MachineHealthCheck"), capiGVK(machineKind)}
 	ctl, err := ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.Topology{}).
+		For(&v1alpha1.Topology{}, builder.WithPredicates(topologyChanged)).
 		Owns(unstructuredOf(capiGVK(clusterKind))).
 		Watches(&v1alpha1.TopologyClass{}, handler.EnqueueRequestsFromMapFunc(topologiesOfClass(mgr.GetClient()))).
 		Watches(&v1alpha1.TopologyExtension{}, handler.EnqueueRequestsFromMapFunc(topologiesOfExtension(mgr.GetClient()))).

@@ -351,18 +351,40 @@ func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool
 // from what exists. The CAPI Cluster comes after the objects it references;
 // once it exists, the objects made before it are handed over to it in the
 // same pass, so a reconcile that reports success leaves the final ownership.
+//
+// A clone (a template made for one control plane or pool) is only created
+// once a server-side dry run shows that the object referring to it can be
+// written too, and clones this pass created are deleted again if a later
+// write fails: a Topology the API server keeps refusing must not leave a new
+// template behind on every attempt.
 func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, error) {
 	current := indexByKey(s.current.Objects(), s.live)
+	clones := s.result.Desired.ClonesOf()
+	checked := map[engine.ObjectKey]bool{}
+	var created []*unstructured.Unstructured
+	fail := func(err error) (bool, error) {
+		r.deleteClones(ctx, s, created)
+		return false, err
+	}
 	objs := s.desired
 	for i, obj := range objs {
 		key := engine.KeyOf(obj)
 		existed := current[key] != nil
+		if referrer := clones[key]; !existed && referrer != nil && !checked[engine.KeyOf(referrer)] {
+			checked[engine.KeyOf(referrer)] = true
+			if err := r.dryRun(ctx, referrer); err != nil {
+				return fail(fmt.Errorf("not creating %s %s: %w", obj.GetKind(), obj.GetName(), err))
+			}
+		}
 		applied, err := r.applyOne(ctx, s, current[key], obj)
 		if err != nil {
-			return false, err
+			return fail(err)
 		}
 		if applied != nil {
 			current[key] = applied
+			if !existed && clones[key] != nil {
+				created = append(created, applied)
+			}
 		}
 		if applied == nil || obj.GetKind() != clusterKind || existed {
 			continue
@@ -373,11 +395,34 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 		}
 		for _, earlier := range objs[:i] {
 			if _, err := r.applyOne(ctx, s, current[engine.KeyOf(earlier)], earlier); err != nil {
-				return false, err
+				return fail(err)
 			}
 		}
 	}
 	return true, nil
+}
+
+// dryRun asks the API server, its admission webhooks included, whether obj
+// would be accepted, without writing it.
+func (r *TopologyReconciler) dryRun(ctx context.Context, obj *unstructured.Unstructured) error {
+	probe := obj.DeepCopy()
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(probe), client.FieldOwner(FieldManager), client.ForceOwnership, client.DryRunAll); err != nil {
+		return fmt.Errorf("the API server would refuse %s %s/%s that refers to it: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// deleteClones removes, best effort, the clones a failed pass created; the
+// next attempt makes them anew once their referrer can be written.
+func (r *TopologyReconciler) deleteClones(ctx context.Context, s *scope, created []*unstructured.Unstructured) {
+	for _, o := range created {
+		err := r.Client.Delete(ctx, o, client.Preconditions{UID: ptr(o.GetUID())})
+		if err != nil && !apierrors.IsNotFound(err) {
+			ctrl.LoggerFrom(ctx).Error(err, "deleting a template made by a failed reconcile; it is deleted as unused once the Topology reconciles", "kind", o.GetKind(), "name", o.GetName())
+			continue
+		}
+		r.Recorder.Eventf(s.topo, "Normal", "Deleted", "Deleted %s %s: the object referring to it could not be written", o.GetKind(), o.GetName())
+	}
 }
 
 // applyOne server-side applies obj unless cur already matches it, and returns

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,9 +23,12 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 )
 
-// Condition type and reasons on TopologyClass.status.
+// Condition types and reasons on TopologyClass.status.
 const (
-	VariablesReconciledCondition = "VariablesReconciled"
+	ExternalPatchesReadyCondition = "ExternalPatchesReady"
+	ReasonExtensionsReady         = "ExtensionsReady"
+	ReasonExtensionNotReady       = "ExtensionNotReady"
+	VariablesReconciledCondition  = "VariablesReconciled"
 	ReasonVariablesReconciled    = "VariablesReconciled"
 	ReasonInvalidClass           = "InvalidClass"
 	ReasonVariableDiscoveryFail  = "VariableDiscoveryFailed"
@@ -94,6 +98,11 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	class.Status.ObservedGeneration = class.Generation
 	meta.SetStatusCondition(&class.Status.Conditions, cond)
+	if engine.HasExternalPatches(class) {
+		meta.SetStatusCondition(&class.Status.Conditions, r.externalPatchesReady(ctx, class))
+	} else {
+		meta.RemoveStatusCondition(&class.Status.Conditions, ExternalPatchesReadyCondition)
+	}
 	if equality.Semantic.DeepEqual(before, &class.Status) {
 		return result, nil
 	}
@@ -192,6 +201,32 @@ func recorded(class *v1alpha1.TopologyClass, patch string) []v1alpha1.ClusterCla
 		}
 	}
 	return out
+}
+
+// externalPatchesReady says whether every extension the class's external
+// patches use is discovered and answering, from the TopologyExtensions'
+// own conditions, naming the first that is not.
+func (r *TopologyClassReconciler) externalPatchesReady(ctx context.Context, class *v1alpha1.TopologyClass) metav1.Condition {
+	cond := metav1.Condition{Type: ExternalPatchesReadyCondition, Status: metav1.ConditionTrue, Reason: ReasonExtensionsReady, ObservedGeneration: class.Generation}
+	for _, use := range extension.UsedBy(class) {
+		ext := &v1alpha1.TopologyExtension{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: use.Extension}, ext); err != nil {
+			cond.Status, cond.Reason = metav1.ConditionFalse, ReasonExtensionNotReady
+			cond.Message = fmt.Sprintf("patch %s uses TopologyExtension %s, which cannot be read: %v", use.Patch, use.Extension, client.IgnoreNotFound(err))
+			if apierrors.IsNotFound(err) {
+				cond.Message = fmt.Sprintf("patch %s uses TopologyExtension %s, which does not exist: create it", use.Patch, use.Extension)
+			}
+			return cond
+		}
+		for _, t := range []string{DiscoveredCondition, RespondingCondition} {
+			if c := meta.FindStatusCondition(ext.Status.Conditions, t); c != nil && c.Status == metav1.ConditionFalse {
+				cond.Status, cond.Reason = metav1.ConditionFalse, ReasonExtensionNotReady
+				cond.Message = fmt.Sprintf("patch %s uses TopologyExtension %s: %s: %s", use.Patch, use.Extension, c.Reason, c.Message)
+				return cond
+			}
+		}
+	}
+	return cond
 }
 
 // SetupWithManager registers the TopologyClass controller.

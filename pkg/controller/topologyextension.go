@@ -11,18 +11,23 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 )
 
-// Condition on TopologyExtension.status, with its reasons.
+// Conditions on TopologyExtension.status, with their reasons.
 const (
 	DiscoveredCondition    = "Discovered"
 	ReasonDiscovered       = "Discovered"
 	ReasonDiscoveryFailed  = "DiscoveryFailed"
+	RespondingCondition    = "Responding"
+	ReasonResponding       = "Responding"
+	ReasonNotResponding    = "NotResponding"
 	rediscoverAfterFailure = 30 * time.Second
 	rediscoverAfterSuccess = 10 * time.Minute
 )
@@ -68,6 +73,7 @@ func (r *TopologyExtensionReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	}
 	ext.Status.Handlers = statusHandlers(ext.Name, handlers)
 	meta.SetStatusCondition(&ext.Status.Conditions, cond)
+	meta.SetStatusCondition(&ext.Status.Conditions, r.responding(ext))
 	if equality.Semantic.DeepEqual(before, &ext.Status) {
 		return result, nil
 	}
@@ -77,6 +83,18 @@ func (r *TopologyExtensionReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, fmt.Errorf("writing status of TopologyExtension %s: %w", ext.Name, client.IgnoreNotFound(err))
 	}
 	return result, nil
+}
+
+// responding reports whether the extension's handlers answer the agent's
+// calls: a slow or failing extension shows here, and on every class using it,
+// not only in the conditions of the Topologies it holds up.
+func (r *TopologyExtensionReconciler) responding(ext *v1alpha1.TopologyExtension) metav1.Condition {
+	cond := metav1.Condition{Type: RespondingCondition, Status: metav1.ConditionTrue, Reason: ReasonResponding, ObservedGeneration: ext.Generation}
+	if f, failing := r.Extensions.Failing(ext.Name); failing {
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNotResponding
+		cond.Message = fmt.Sprintf("calls have failed since %s: %v", f.Since.UTC().Format(time.RFC3339), f.Err)
+	}
+	return cond
 }
 
 // statusHandlers lists handlers by the full names classes use: HANDLER.EXTENSION.
@@ -89,10 +107,21 @@ func statusHandlers(ext string, hs []v1alpha1.ExtensionHandler) []v1alpha1.Exten
 	return out
 }
 
-// SetupWithManager registers the TopologyExtension controller.
+// SetupWithManager registers the TopologyExtension controller. It is also
+// woken whenever calls to an extension start or stop failing.
 func (r *TopologyExtensionReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	health := make(chan event.TypedGenericEvent[*v1alpha1.TopologyExtension], 64)
+	r.Extensions.OnHealthChange = func(name string) {
+		ext := &v1alpha1.TopologyExtension{}
+		ext.Name = name
+		select {
+		case health <- event.TypedGenericEvent[*v1alpha1.TopologyExtension]{Object: ext}:
+		default: // a full channel already holds a wake-up; the next rediscovery reports it anyway
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.TopologyExtension{}).
+		WatchesRawSource(source.Channel(health, &handler.TypedEnqueueRequestForObject[*v1alpha1.TopologyExtension]{})).
 		WithOptions(opts).
 		Named("topologyextension").
 		Complete(r)

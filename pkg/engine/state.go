@@ -150,3 +150,25 @@ func groupKind(apiVersion, kind string) string {
 func TrimTemplateSuffix(kind string) string {
 	return strings.TrimSuffix(kind, "Template")
 }
+
+// ClonesOf maps each object the state creates for exactly one other object
+// (the control plane's machine template, a pool's bootstrap and
+// infrastructure template or object) to the object that references it.
+// Such a clone is useless, and a leak, unless its referrer can be written
+// too, which is why the agent checks the referrer before creating a clone.
+func (s *State) ClonesOf() map[ObjectKey]*unstructured.Unstructured {
+	out := map[ObjectKey]*unstructured.Unstructured{}
+	add := func(clone, referrer *unstructured.Unstructured) {
+		if clone != nil && referrer != nil {
+			out[KeyOf(clone)] = referrer
+		}
+	}
+	add(s.ControlPlane.InfrastructureMachineTemplate, s.ControlPlane.Object)
+	for _, pools := range []map[string]*WorkerState{s.MachineDeployments, s.MachinePools} {
+		for _, w := range pools {
+			add(w.Bootstrap, w.Object)
+			add(w.Infrastructure, w.Object)
+		}
+	}
+	return out
+}

@@ -29,6 +29,10 @@ import (
 type Registry struct {
 	mu         sync.RWMutex
 	extensions map[string]*server
+	// Proxy is the HTTP proxy extension calls go through; nil calls them
+	// directly, whatever HTTPS_PROXY says: an agent does not send cluster
+	// data to a proxy it was not told to use.
+	Proxy *url.URL
 }
 
 // server is one registered extension server.
@@ -68,7 +72,7 @@ func (r *Registry) httpFor(name string, config v1alpha1.ClientConfig) (*http.Cli
 	if ok && equality.Semantic.DeepEqual(old.config, config) {
 		return old.http, nil
 	}
-	return httpClient(config)
+	return r.httpClient(config)
 }
 
 // Remove forgets the extension name.
@@ -127,8 +131,10 @@ func (r *Registry) FromStatus(ext *v1alpha1.TopologyExtension) error {
 	return r.Set(ext.Name, ext.Spec.ClientConfig, handlers)
 }
 
-// httpClient trusts the extension's CA bundle, or the system's roots when it has none.
-func httpClient(config v1alpha1.ClientConfig) (*http.Client, error) {
+// httpClient trusts the extension's CA bundle, or the system's roots when it
+// has none. It follows no redirect: an extension answers where it was
+// registered, or the call fails.
+func (r *Registry) httpClient(config v1alpha1.ClientConfig) (*http.Client, error) {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if len(config.CABundle) > 0 {
 		pool := x509.NewCertPool()
@@ -137,7 +143,16 @@ func httpClient(config v1alpha1.ClientConfig) (*http.Client, error) {
 		}
 		tlsConfig.RootCAs = pool
 	}
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, Proxy: http.ProxyFromEnvironment, IdleConnTimeout: 90 * time.Second}}, nil
+	transport := &http.Transport{TLSClientConfig: tlsConfig, IdleConnTimeout: 90 * time.Second}
+	if r.Proxy != nil {
+		transport.Proxy = http.ProxyURL(r.Proxy)
+	}
+	return &http.Client{
+		Transport: transport,
+		CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+			return fmt.Errorf("the extension redirected to %s; redirects are not followed: register the extension at its final URL", req.URL.Redacted())
+		},
+	}, nil
 }
 
 // hookURL is where a hook is served: the server's URL or Service, then
@@ -182,9 +197,76 @@ type Client struct {
 	// instead of an error: previews outside the cluster (plan NAME, edit)
 	// often cannot reach a Service. A handler's Failure answer still fails.
 	BestEffort bool
+	// MaxInFlight bounds the calls to one extension that may be under way at
+	// once; 0 is no bound. The agent sets it below its worker count, so that
+	// one slow extension cannot take every worker and stall Topologies that
+	// do not use it: a call over the bound fails at once and is retried.
+	MaxInFlight int
+	// OnHealthChange, when set, is told the name of an extension whose calls
+	// started or stopped failing.
+	OnHealthChange func(extension string)
 
-	mu      sync.Mutex
-	skipped []Skip
+	mu       sync.Mutex
+	skipped  []Skip
+	inFlight map[string]int
+	failing  map[string]Failure
+}
+
+// Failure is an extension's calls failing since a time, with the last error.
+type Failure struct {
+	Since time.Time
+	Err   error
+}
+
+// ErrBusy is the error of a call not made because MaxInFlight calls to the
+// same extension are under way.
+var ErrBusy = errors.New("too many calls to this extension are under way; the call is retried later")
+
+// Failing reports whether calls to the extension are failing, since when and why.
+func (c *Client) Failing(extension string) (Failure, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.failing[extension]
+	return f, ok
+}
+
+// acquire takes one of the extension's call slots; false when none is free.
+func (c *Client) acquire(extension string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inFlight == nil {
+		c.inFlight = map[string]int{}
+	}
+	if c.MaxInFlight > 0 && c.inFlight[extension] >= c.MaxInFlight {
+		return false
+	}
+	c.inFlight[extension]++
+	return true
+}
+
+// release gives the slot back and records whether the call got an answer.
+func (c *Client) release(extension string, unreachable error) {
+	c.mu.Lock()
+	c.inFlight[extension]--
+	if c.failing == nil {
+		c.failing = map[string]Failure{}
+	}
+	_, was := c.failing[extension]
+	switch {
+	case unreachable != nil && !was:
+		c.failing[extension] = Failure{Since: time.Now(), Err: unreachable}
+	case unreachable != nil:
+		f := c.failing[extension]
+		f.Err = unreachable
+		c.failing[extension] = f
+	default:
+		delete(c.failing, extension)
+	}
+	notify := c.OnHealthChange
+	c.mu.Unlock()
+	if changed := was != (unreachable != nil); changed && notify != nil {
+		notify(extension)
+	}
 }
 
 // Skip is a handler a best-effort client did not call, and why.
@@ -237,6 +319,8 @@ func (c *Client) Discover(ctx context.Context, name string, config v1alpha1.Clie
 	seen := map[string]bool{}
 	for _, h := range resp.Handlers {
 		switch {
+		case h.TimeoutSeconds != nil && (*h.TimeoutSeconds < 0 || *h.TimeoutSeconds > MaxTimeoutSeconds):
+			return nil, fmt.Errorf("discovery of TopologyExtension %s: handler %q asks for timeoutSeconds %d; it must be between 0 and %d", name, h.Name, *h.TimeoutSeconds, MaxTimeoutSeconds)
 		case h.Name == "" || strings.Contains(h.Name, "."):
 			return nil, fmt.Errorf("discovery of TopologyExtension %s: handler name %q must be set and contain no dot", name, h.Name)
 		case seen[h.Name]:
@@ -266,12 +350,17 @@ func (c *Client) Call(ctx context.Context, hook, fullName string, req any, resp 
 	if err != nil {
 		return err
 	}
-	timeout := DefaultTimeoutSeconds * time.Second
-	if h.TimeoutSeconds != nil {
-		timeout = time.Duration(*h.TimeoutSeconds) * time.Second
+	_, extName, _ := SplitName(fullName)
+	if !c.acquire(extName) {
+		return fmt.Errorf("%s handler %s: %w", hook, fullName, ErrBusy)
 	}
-	err = post(ctx, s.http, u, timeout, req, resp)
+	err = post(ctx, s.http, u, handlerTimeout(h), req, resp)
 	var unreachable *unreachableError
+	if errors.As(err, &unreachable) {
+		c.release(extName, unreachable)
+	} else {
+		c.release(extName, nil)
+	}
 	if errors.As(err, &unreachable) && h.FailurePolicy != nil && *h.FailurePolicy == "Ignore" {
 		return nil
 	}
@@ -291,6 +380,16 @@ type unreachableError struct{ err error }
 func (e *unreachableError) Error() string { return e.err.Error() }
 func (e *unreachableError) Unwrap() error { return e.err }
 
+// handlerTimeout is the handler's own timeout, DefaultTimeoutSeconds when
+// it gives none, and never more than MaxTimeoutSeconds, as upstream bounds it.
+func handlerTimeout(h v1alpha1.ExtensionHandler) time.Duration {
+	seconds := int32(DefaultTimeoutSeconds)
+	if h.TimeoutSeconds != nil && *h.TimeoutSeconds > 0 {
+		seconds = min(*h.TimeoutSeconds, MaxTimeoutSeconds)
+	}
+	return time.Duration(seconds) * time.Second
+}
+
 func post(ctx context.Context, hc *http.Client, u *url.URL, timeout time.Duration, req any, resp Response) error {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -308,9 +407,12 @@ func post(ctx context.Context, hc *http.Client, u *url.URL, timeout time.Duratio
 		return &unreachableError{err}
 	}
 	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
+	raw, err := io.ReadAll(io.LimitReader(res.Body, MaxResponseBytes+1))
 	if err != nil {
 		return &unreachableError{err}
+	}
+	if len(raw) > MaxResponseBytes {
+		return &unreachableError{fmt.Errorf("%s answered with more than %d bytes; an answer that large is not read", u, MaxResponseBytes)}
 	}
 	if res.StatusCode != http.StatusOK {
 		return &unreachableError{fmt.Errorf("%s answered %s: %s", u, res.Status, truncate(raw))}

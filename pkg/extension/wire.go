@@ -28,6 +28,13 @@ const (
 // DefaultTimeoutSeconds is how long a handler may take when discovery does not say.
 const DefaultTimeoutSeconds = 10
 
+// MaxTimeoutSeconds is the longest a handler may ask to take, as upstream allows.
+const MaxTimeoutSeconds = 30
+
+// MaxResponseBytes bounds what is read of an extension's answer: patches for
+// every template of a large cluster fit many times over.
+const MaxResponseBytes = 16 << 20
+
 // ResponseStatus is the outcome an extension reports.
 type ResponseStatus string
 
