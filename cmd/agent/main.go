@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
@@ -35,18 +36,39 @@ func main() {
 	fs.IntVar(&opts.Concurrency, "concurrency", opts.Concurrency, "Number of Topologies reconciled at once.")
 	fs.Float32Var(&opts.QPS, "kube-api-qps", opts.QPS, "Maximum queries per second to the API server.")
 	fs.IntVar(&opts.Burst, "kube-api-burst", opts.Burst, "Maximum burst of queries to the API server.")
+	fs.DurationVar(&opts.HealthCheckInterval, "api-server-check-interval", opts.HealthCheckInterval, "How often readiness checks that the API server answers; liveness fails after six intervals of an untrusted API server certificate.")
 	fs.StringVar(&opts.ExtensionProxy, "extension-proxy", "", "HTTP proxy for calls to Runtime SDK extensions; by default they are called directly, whatever HTTPS_PROXY says.")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig to use out of cluster; in-cluster config or $KUBECONFIG otherwise.")
 	fs.BoolVar(&opts.Local, "local", false, "Run out of cluster: serve webhooks on 127.0.0.1 and register them by URL.")
+	fs.BoolVar(&opts.MetricsSecure, "metrics-secure", opts.MetricsSecure, "Serve metrics over HTTPS to authenticated and authorized clients only (a TokenReview and SubjectAccessReview per request); false serves plain HTTP.")
 	fs.IntVarP(&verbosity, "v", "v", 0, "Log verbosity: 0 info, higher for debug.")
 	_ = fs.Parse(os.Args[1:])
 
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.Level(-verbosity))))
 	log := ctrl.Log.WithName("agent")
+	if opts.Local {
+		// Out of cluster, nothing outside this machine should reach the
+		// probes or metrics, and the serving key must not sit at a path
+		// anyone can predict.
+		for flag, addr := range map[string]*string{"metrics-bind-address": &opts.MetricsBindAddress, "health-probe-bind-address": &opts.HealthProbeBindAddress} {
+			if !fs.Changed(flag) {
+				*addr = loopback(*addr)
+			}
+		}
+		if !fs.Changed("webhook-cert-dir") {
+			dir, err := os.MkdirTemp("", "kubectl-topology-agent-")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "error:", err)
+				os.Exit(1)
+			}
+			defer os.RemoveAll(dir)
+			opts.CertDir = dir
+		}
+	}
 	if err := run(kubeconfig, opts, verbosity); err != nil {
 		log.Error(err, "agent stopped")
 		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+		os.Exit(1) //nolint:gocritic // the deferred removal of a temporary directory does not matter here
 	}
 }
 
@@ -84,3 +106,12 @@ func run(kubeconfig string, opts agent.Options, verbosity int) error {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// loopback turns ":8443" into "127.0.0.1:8443"; "0" (disabled) and addresses
+// with a host stay as they are.
+func loopback(addr string) string {
+	if strings.HasPrefix(addr, ":") {
+		return "127.0.0.1" + addr
+	}
+	return addr
+}

@@ -19,23 +19,25 @@ import (
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/kubectl-topology/kubectl-topology/manifests"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 	topologycontroller "github.com/kubectl-topology/kubectl-topology/pkg/controller"
@@ -57,6 +59,9 @@ type Options struct {
 	LeaderElect bool
 	// MetricsBindAddress serves metrics; "0" disables them.
 	MetricsBindAddress string
+	// MetricsSecure serves metrics over HTTPS, to clients the API server
+	// authenticates and authorizes for GET /metrics.
+	MetricsSecure bool
 	// HealthProbeBindAddress serves /healthz and /readyz.
 	HealthProbeBindAddress string
 	// WebhookPort is the webhook server's port.
@@ -72,6 +77,9 @@ type Options struct {
 	CertDir string
 	// NewNames makes the name generator of each reconcile; random when nil.
 	NewNames func() *names.Generator
+	// HealthCheckInterval is how often the agent checks that the API server
+	// answers, for its readiness and liveness.
+	HealthCheckInterval time.Duration
 	// ExtensionProxy is the HTTP proxy for calls to Runtime SDK extensions;
 	// empty calls them directly (the environment's proxy settings are not used).
 	ExtensionProxy string
@@ -86,9 +94,11 @@ func Defaults() Options {
 		AgentNamespace:         components.Namespace,
 		ServiceName:            components.ServiceName,
 		MetricsBindAddress:     ":8443",
+		MetricsSecure:          true,
 		HealthProbeBindAddress: ":9440",
 		WebhookPort:            9443,
 		Concurrency:            10,
+		HealthCheckInterval:    10 * time.Second,
 		QPS:                    50,
 		Burst:                  100,
 		CertDir:                os.TempDir() + "/k8s-webhook-server/serving-certs",
@@ -122,6 +132,10 @@ type Agent struct {
 	webhook webhook.Server
 	ready   atomic.Bool
 	certs   chan struct{}
+	// cfg and crds are what the agent installs itself with, kept to install
+	// again what someone deletes.
+	cfg  *rest.Config
+	crds []*apiextensionsv1.CustomResourceDefinition
 }
 
 // New installs the CRDs and builds the manager with its controllers.
@@ -129,7 +143,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	crds, err := selfinstall.ReadCRDsFS(manifests.CRDs)
+	crds, err := readCRDs()
 	if err != nil {
 		return nil, err
 	}
@@ -142,11 +156,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 	if opts.Local {
 		host = "127.0.0.1"
 	}
-	a := &Agent{opts: opts, certs: make(chan struct{})}
+	a := &Agent{opts: opts, certs: make(chan struct{}), cfg: cfg, crds: crds}
 	a.webhook = webhook.NewServer(webhook.Options{Host: host, Port: opts.WebhookPort, CertDir: opts.CertDir})
 	mopts := ctrl.Options{
 		Scheme:                  Scheme(),
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        leaderElectID,
@@ -176,7 +190,21 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 	if err := a.setupWebhooks(); err != nil {
 		return nil, err
 	}
+	if err := a.setupSelfHeal(); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// metricsOptions serves metrics behind authentication and authorization
+// (the API server decides who may GET /metrics), unless MetricsSecure is off.
+func metricsOptions(o Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsBindAddress}
+	if o.MetricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return m
 }
 
 func (o Options) validate() error {
@@ -188,6 +216,9 @@ func (o Options) validate() error {
 	}
 	if o.QPS <= 0 || o.Burst < 1 {
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", o.QPS, o.Burst)
+	}
+	if o.HealthCheckInterval <= 0 {
+		return fmt.Errorf("the API server check interval must be positive, got %s", o.HealthCheckInterval)
 	}
 	if o.AgentNamespace == "" {
 		return errors.New("the agent namespace must be set (POD_NAMESPACE or --agent-namespace)")
@@ -272,10 +303,24 @@ func (a *Agent) setupWebhooks() error {
 	if err := a.mgr.Add(everyReplica(a.syncCertFiles)); err != nil {
 		return err
 	}
-	if err := a.mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+	dc, err := discovery.NewDiscoveryClientForConfig(a.cfg)
+	if err != nil {
 		return err
 	}
-	return a.mgr.AddReadyzCheck("webhooks", func(req *http.Request) error {
+	health := &apiServerHealth{rest: dc.RESTClient(), interval: a.opts.HealthCheckInterval, certGrace: 6 * a.opts.HealthCheckInterval}
+	if err := a.mgr.Add(health); err != nil {
+		return err
+	}
+	if err := a.mgr.AddHealthzCheck("apiserver-certificate", health.LiveCheck); err != nil {
+		return err
+	}
+	if err := a.mgr.AddReadyzCheck("apiserver", health.ReadyCheck); err != nil {
+		return err
+	}
+	if err := a.mgr.AddReadyzCheck("webhook-registrations", webhooksRegistered(a.mgr.GetCache())); err != nil {
+		return err
+	}
+	return a.mgr.AddReadyzCheck("webhook-server", func(req *http.Request) error {
 		if !a.ready.Load() {
 			return errors.New("webhook certificate not ready")
 		}
@@ -352,6 +397,10 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	return nil
 }
 
+// applyKeepingCABundle creates or restores a webhook configuration. The CA
+// bundle the rotator injected is kept, so a restart does not open a window
+// without one; anything else that differs from what the agent wants (a
+// webhook removed, its failure policy relaxed) is put back.
 func applyKeepingCABundle(ctx context.Context, c client.Client, obj client.Object) error {
 	hash, err := selfinstall.Hash(obj)
 	if err != nil {
@@ -365,23 +414,26 @@ func applyKeepingCABundle(ctx context.Context, c client.Client, obj client.Objec
 	case err != nil:
 		return fmt.Errorf("reading %s: %w", obj.GetName(), err)
 	}
+	same := false
 	switch o := obj.(type) {
 	case *admissionregistrationv1.MutatingWebhookConfiguration:
 		e := existing.(*admissionregistrationv1.MutatingWebhookConfiguration)
 		for i := range o.Webhooks {
-			if i < len(e.Webhooks) {
+			if i < len(e.Webhooks) && e.Webhooks[i].Name == o.Webhooks[i].Name {
 				o.Webhooks[i].ClientConfig.CABundle = e.Webhooks[i].ClientConfig.CABundle
 			}
 		}
+		same = equality.Semantic.DeepEqual(o.Webhooks, e.Webhooks)
 	case *admissionregistrationv1.ValidatingWebhookConfiguration:
 		e := existing.(*admissionregistrationv1.ValidatingWebhookConfiguration)
 		for i := range o.Webhooks {
-			if i < len(e.Webhooks) {
+			if i < len(e.Webhooks) && e.Webhooks[i].Name == o.Webhooks[i].Name {
 				o.Webhooks[i].ClientConfig.CABundle = e.Webhooks[i].ClientConfig.CABundle
 			}
 		}
+		same = equality.Semantic.DeepEqual(o.Webhooks, e.Webhooks)
 	}
-	if existing.GetAnnotations()[selfinstall.HashAnnotation] == hash {
+	if same && existing.GetAnnotations()[selfinstall.HashAnnotation] == hash {
 		return nil // registered as wanted already: a restart writes nothing
 	}
 	obj.SetResourceVersion(existing.GetResourceVersion())

@@ -102,29 +102,40 @@ func components(image string) []runtime.Object {
 	}
 	rw := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	ro := []string{"get", "list", "watch"}
-	aggregateLabel := "topology.kubectl-topology.io/aggregate-to-manager"
 	rules := &rbacv1.ClusterRole{
 		TypeMeta:   tm("rbac.authorization.k8s.io/v1", "ClusterRole"),
-		ObjectMeta: metav1.ObjectMeta{Name: "topology-manager-rules", Labels: labels(map[string]string{aggregateLabel: "true"})},
+		ObjectMeta: metav1.ObjectMeta{Name: "topology-manager-rules", Labels: labels(map[string]string{AggregateLabel: "true"})},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"topology.kubectl-topology.io"}, Resources: []string{"topologies", "topologyclasses", "topologyextensions"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 			{APIGroups: []string{"topology.kubectl-topology.io"}, Resources: []string{"topologies/status", "topologyclasses/status", "topologyextensions/status", "topologies/finalizers"}, Verbs: []string{"get", "update", "patch"}},
 			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters", "machinedeployments", "machinepools", "machinehealthchecks"}, Verbs: rw},
 			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"machines", "machinesets"}, Verbs: ro},
-			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+			// CRDs are read for their contract labels; only its own may be
+			// changed. Kubernetes cannot limit create by name.
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch", "create"}},
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"update", "patch"}, ResourceNames: CRDNames},
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, Verbs: []string{"get", "list", "watch", "create"}},
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, Verbs: []string{"update", "patch"}, ResourceNames: []string{MutatingWebhookName, ValidatingWebhookName}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			// Metrics are served to clients the API server authenticates and authorizes.
+			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 		},
 	}
+	kubeadm := ProviderRole("kubeadm", []ProviderKinds{
+		{Group: "bootstrap.cluster.x-k8s.io", Resources: []string{"kubeadmconfigs", "kubeadmconfigtemplates"}},
+		{Group: "controlplane.cluster.x-k8s.io", Resources: []string{"kubeadmcontrolplanes", "kubeadmcontrolplanetemplates"}},
+	})
 	manager := &rbacv1.ClusterRole{
 		TypeMeta:   tm("rbac.authorization.k8s.io/v1", "ClusterRole"),
 		ObjectMeta: metav1.ObjectMeta{Name: "topology-manager-role", Labels: labels(nil)},
-		// Aggregation gives the agent every provider's templates and objects
-		// (the roles providers label for Cluster API's manager), plus our rules.
+		// Only roles labelled for the agent are aggregated: its own rules, the
+		// kubeadm providers', and one per infrastructure provider that
+		// `kubectl topology install` (or the user) grants. Cluster API's own
+		// manager role is not: it would bring every Secret in the cluster.
 		AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{
-			{MatchLabels: map[string]string{"cluster.x-k8s.io/aggregate-to-manager": "true"}},
-			{MatchLabels: map[string]string{aggregateLabel: "true"}},
+			{MatchLabels: map[string]string{AggregateLabel: "true"}},
 		}},
 	}
 	sa := &corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: objectMeta("topology-manager", namespace)}
@@ -205,7 +216,48 @@ func components(image string) []runtime.Object {
 		},
 	}
 	ns := &corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: objectMeta(namespace, "")}
-	return []runtime.Object{ns, sa, rules, manager, binding, nsRole, nsBinding, svc, deploy}
+	return []runtime.Object{ns, sa, rules, kubeadm, manager, binding, nsRole, nsBinding, svc, deploy}
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// AggregateLabel marks the ClusterRoles whose rules the agent gets. A
+// provider, or the user, labels a role with it to let the agent manage that
+// provider's templates and objects.
+const AggregateLabel = "topology.kubectl-topology.io/aggregate-to-agent"
+
+// CRDNames are the CRDs the agent installs itself and may therefore change.
+var CRDNames = []string{
+	"topologies.topology.kubectl-topology.io",
+	"topologyclasses.topology.kubectl-topology.io",
+	"topologyextensions.topology.kubectl-topology.io",
+}
+
+// Names of the webhook configurations the agent registers.
+const (
+	MutatingWebhookName   = "kubectl-topology-mutating"
+	ValidatingWebhookName = "kubectl-topology-validating"
+)
+
+// ProviderKinds are a provider's resources in one API group.
+type ProviderKinds struct {
+	Group     string
+	Resources []string
+}
+
+// ProviderRole is the ClusterRole that lets the agent create, change and
+// delete one provider's templates and the objects made from them, and
+// nothing else of that provider's.
+func ProviderRole(provider string, kinds []ProviderKinds) *rbacv1.ClusterRole {
+	role := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: "topology-manager-provider-" + provider, Labels: labels(map[string]string{AggregateLabel: "true"})},
+	}
+	for _, k := range kinds {
+		role.Rules = append(role.Rules, rbacv1.PolicyRule{
+			APIGroups: []string{k.Group}, Resources: k.Resources,
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"},
+		})
+	}
+	return role
+}

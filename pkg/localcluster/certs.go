@@ -108,8 +108,8 @@ func (p *pki) write(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	files := map[string][]byte{"ca.crt": p.ca.certPEM(), "apiserver.crt": p.serving.certPEM()}
-	for name, kp := range map[string]keyPair{"ca.key": p.ca, "apiserver.key": p.serving} {
+	files := map[string][]byte{"ca.crt": p.ca.certPEM(), "apiserver.crt": p.serving.certPEM(), "admin.crt": p.admin.certPEM()}
+	for name, kp := range map[string]keyPair{"ca.key": p.ca, "apiserver.key": p.serving, "admin.key": p.admin} {
 		k, err := kp.keyPEM()
 		if err != nil {
 			return err
@@ -132,4 +132,76 @@ func (p *pki) write(dir string) error {
 		}
 	}
 	return nil
+}
+
+// loadOrNewPKI reuses the PKI written to dir by an earlier start, so that a
+// restarted control plane keeps its CA and whatever trusts it (a running
+// agent, a kubeconfig copied elsewhere) keeps working; it makes a new one
+// when there is none or it expires within a day.
+func loadOrNewPKI(dir string, now time.Time) (*pki, error) {
+	if p, err := readPKI(dir); err == nil && p.ca.cert.NotAfter.After(now.Add(24*time.Hour)) &&
+		p.serving.cert.NotAfter.After(now.Add(24*time.Hour)) && p.admin.cert.NotAfter.After(now.Add(24*time.Hour)) {
+		return p, nil
+	}
+	return newPKI(now)
+}
+
+func readPKI(dir string) (*pki, error) {
+	pair := func(name string) (keyPair, error) {
+		certPEM, err := os.ReadFile(filepath.Join(dir, name+".crt"))
+		if err != nil {
+			return keyPair{}, err
+		}
+		keyPEM, err := os.ReadFile(filepath.Join(dir, name+".key"))
+		if err != nil {
+			return keyPair{}, err
+		}
+		cb, _ := pem.Decode(certPEM)
+		kb, _ := pem.Decode(keyPEM)
+		if cb == nil || kb == nil {
+			return keyPair{}, fmt.Errorf("%s: not PEM", name)
+		}
+		cert, err := x509.ParseCertificate(cb.Bytes)
+		if err != nil {
+			return keyPair{}, err
+		}
+		key, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+		if err != nil {
+			return keyPair{}, err
+		}
+		signer, ok := key.(crypto.Signer)
+		if !ok {
+			return keyPair{}, fmt.Errorf("%s: not a signing key", name)
+		}
+		return keyPair{cert: cert, key: signer}, nil
+	}
+	var p pki
+	var err error
+	if p.ca, err = pair("ca"); err != nil {
+		return nil, err
+	}
+	if p.serving, err = pair("apiserver"); err != nil {
+		return nil, err
+	}
+	if p.admin, err = pair("admin"); err != nil {
+		return nil, err
+	}
+	saPEM, err := os.ReadFile(filepath.Join(dir, "sa.key"))
+	if err != nil {
+		return nil, err
+	}
+	b, _ := pem.Decode(saPEM)
+	if b == nil {
+		return nil, fmt.Errorf("sa.key: not PEM")
+	}
+	sa, err := x509.ParsePKCS8PrivateKey(b.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	rsaKey, ok := sa.(*rsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("sa.key: not an RSA key")
+	}
+	p.serviceAccount = rsaKey
+	return &p, nil
 }

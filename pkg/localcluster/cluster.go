@@ -88,11 +88,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return nil, err
 		}
 	}
-	pk, err := newPKI(time.Now())
+	pkiDir := filepath.Join(opts.Dir, "pki")
+	pk, err := loadOrNewPKI(pkiDir, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	pkiDir := filepath.Join(opts.Dir, "pki")
 	if err := pk.write(pkiDir); err != nil {
 		return nil, fmt.Errorf("writing certificates to %s: %w", pkiDir, err)
 	}

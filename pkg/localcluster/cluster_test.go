@@ -92,6 +92,33 @@ func TestLocalControlPlane(t *testing.T) {
 		}
 	})
 
+	t.Run("a restart keeps the CA, so what trusted it still does", func(t *testing.T) {
+		before, err := os.ReadFile(c.opts.Dir + "/pki/ca.crt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		opts := c.opts
+		opts.APIServerPort, opts.EtcdPort, opts.EtcdPeerPort, opts.ControllerManagerPort = 0, 0, 0, 0
+		restarted, err := Start(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*c = *restarted
+		after, err := os.ReadFile(c.opts.Dir + "/pki/ca.crt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(before) != string(after) {
+			t.Fatal("the restarted control plane has a new CA: clients configured before the restart no longer trust it")
+		}
+		if _, err := kubernetes.NewForConfigOrDie(c.Config).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+			t.Fatalf("the restarted control plane does not answer: %v", err)
+		}
+	})
+
 	t.Run("a taken port is named", func(t *testing.T) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

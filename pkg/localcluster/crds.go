@@ -92,6 +92,9 @@ func ReadCRDs(dirs ...string) ([]*apiextensionsv1.CustomResourceDefinition, erro
 				}
 				if strings.HasSuffix(crd.Spec.Group, "cluster.x-k8s.io") {
 					labelContract(crd)
+					if p := providerOf(dir); p != "" {
+						crd.Labels[ProviderLabel] = p
+					}
 				}
 				crds = append(crds, crd)
 			}
@@ -99,6 +102,27 @@ func ReadCRDs(dirs ...string) ([]*apiextensionsv1.CustomResourceDefinition, erro
 	}
 	sort.Slice(crds, func(i, j int) bool { return crds[i].Name < crds[j].Name })
 	return crds, nil
+}
+
+// ProviderLabel names the clusterctl provider a CRD belongs to, as upstream's
+// kustomizations label them.
+const ProviderLabel = "cluster.x-k8s.io/provider"
+
+// providerOf names the provider whose CRD directory dir is.
+func providerOf(dir string) string {
+	switch {
+	case strings.Contains(dir, filepath.Join("infrastructure", "docker")):
+		return "infrastructure-docker"
+	case strings.Contains(dir, filepath.Join("infrastructure", "inmemory")):
+		return "infrastructure-in-memory"
+	case strings.Contains(dir, filepath.Join("bootstrap", "kubeadm")):
+		return "bootstrap-kubeadm"
+	case strings.Contains(dir, filepath.Join("controlplane", "kubeadm")):
+		return "control-plane-kubeadm"
+	case strings.Contains(dir, "cluster-api@"):
+		return "cluster-api"
+	}
+	return ""
 }
 
 // labelContract maps contract v1beta1 to the CRD's storage version.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -131,12 +132,29 @@ func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }
 
 // probeReady asks the local agent's /readyz.
 func probeReady(port int) bool {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
+	return readiness(fmt.Sprintf("127.0.0.1:%d", port)) == nil
+}
+
+// readiness asks an agent's probe endpoint whether it is ready; the error
+// carries the checks that fail.
+func readiness(addr string) error {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + addr + "/readyz?verbose")
 	if err != nil {
-		return false
+		return fmt.Errorf("its probe endpoint %s does not answer: %w", addr, err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	var failing []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "[-]") {
+			failing = append(failing, strings.TrimPrefix(line, "[-]"))
+		}
+	}
+	return fmt.Errorf("not ready: %s", strings.Join(failing, "; "))
 }
 
 // completeTopologyNames completes a Topology NAME argument from the cluster.

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,7 +20,10 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -168,6 +173,9 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		}
 		fmt.Fprintf(o.Out, "%s/%s applied\n", strings.ToLower(obj.GetKind()), obj.GetName())
 	}
+	if err := o.grantProviders(ctx); err != nil {
+		return err
+	}
 	if !o.Wait {
 		fmt.Fprintln(o.Out, "The agent installs its CRDs and webhooks when it starts; `kubectl topology version` shows when it is ready.")
 		return nil
@@ -187,11 +195,58 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	return nil
 }
 
+// grantProviders lets the agent manage the kinds of every infrastructure
+// provider installed now (by their CRDs' provider label), one ClusterRole
+// each, aggregated into the agent's role: explicit resources, never a whole
+// API group. A provider installed later is granted by running install again.
+func (o *InstallOptions) grantProviders(ctx context.Context) error {
+	crds := &metav1.PartialObjectMetadataList{}
+	crds.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"})
+	if err := o.access.client.List(ctx, crds, client.HasLabels{providerLabel}); err != nil {
+		return fmt.Errorf("finding installed providers: %w", explain(err, o.access))
+	}
+	byProvider := map[string]map[string][]string{} // provider -> group -> resources
+	for _, crd := range crds.Items {
+		provider := crd.Labels[providerLabel]
+		if !strings.HasPrefix(provider, "infrastructure-") {
+			continue // core is in the agent's own rules, kubeadm in its own role
+		}
+		plural, group, ok := strings.Cut(crd.Name, ".")
+		if !ok {
+			continue
+		}
+		if byProvider[provider] == nil {
+			byProvider[provider] = map[string][]string{}
+		}
+		byProvider[provider][group] = append(byProvider[provider][group], plural)
+	}
+	for _, provider := range slices.Sorted(maps.Keys(byProvider)) {
+		var kinds []components.ProviderKinds
+		for _, group := range slices.Sorted(maps.Keys(byProvider[provider])) {
+			kinds = append(kinds, components.ProviderKinds{Group: group, Resources: slices.Sorted(slices.Values(byProvider[provider][group]))})
+		}
+		role := components.ProviderRole(strings.TrimPrefix(provider, "infrastructure-"), kinds)
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(role)
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if err := o.access.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(installFieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("granting the agent provider %s: %w", provider, explain(err, o.access))
+		}
+		fmt.Fprintf(o.Out, "clusterrole/%s applied (provider %s)\n", role.Name, provider)
+	}
+	return nil
+}
+
+// providerLabel is the clusterctl provider label on provider CRDs.
+const providerLabel = "cluster.x-k8s.io/provider"
+
 // webhooksRegistered reports whether both webhook configurations carry a CA bundle.
 func webhooksRegistered(ctx context.Context, c client.Client) bool {
 	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	if c.Get(ctx, client.ObjectKey{Name: "kubectl-topology-validating"}, v) != nil || c.Get(ctx, client.ObjectKey{Name: "kubectl-topology-mutating"}, m) != nil {
+	if c.Get(ctx, client.ObjectKey{Name: components.ValidatingWebhookName}, v) != nil || c.Get(ctx, client.ObjectKey{Name: components.MutatingWebhookName}, m) != nil {
 		return false
 	}
 	return len(v.Webhooks) > 0 && len(v.Webhooks[0].ClientConfig.CABundle) > 0 && len(m.Webhooks) > 0 && len(m.Webhooks[0].ClientConfig.CABundle) > 0
@@ -335,7 +390,7 @@ func (o *InstallOptions) runLocal(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", bin, err)
 	}
-	if err := process.WritePID(pidFile, cmd.Process.Pid); err != nil {
+	if err := process.WritePID(pidFile, cmd.Process.Pid, probePrefix+"127.0.0.1:"+strconv.Itoa(probe)); err != nil {
 		return err
 	}
 	exited := make(chan error, 1)
@@ -358,6 +413,9 @@ func (o *InstallOptions) runLocal(ctx context.Context) error {
 	fmt.Fprintln(o.Out, "The agent is ready; its webhooks are registered.")
 	return nil
 }
+
+// probePrefix marks the local agent's probe address in its pid file.
+const probePrefix = "probe="
 
 // freeLocalPorts are n distinct loopback TCP ports nothing listens on at
 // the moment; each is held until all are found, so none comes back twice.
@@ -392,6 +450,28 @@ func (o *InstallOptions) agentBinary() (string, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("no agent binary found next to this plugin or on PATH; build it (make build) and pass --agent-binary bin/agent")
+}
+
+// deleteAndWait deletes objs with foreground propagation and waits until
+// they are gone, so that the agent's Pods have stopped.
+func (o *UninstallOptions) deleteAndWait(ctx context.Context, ca *clusterAccess, objs []*unstructured.Unstructured) error {
+	for _, obj := range objs {
+		err := ca.client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationForeground))
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("deleting %s %s: %w", obj.GetKind(), obj.GetName(), explain(err, ca))
+		}
+		err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := ca.client.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopy())
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s %s/%s is still there after 2m; nothing else was removed: look at `kubectl -n %s get pods`", obj.GetKind(), obj.GetNamespace(), obj.GetName(), obj.GetNamespace())
+		}
+	}
+	return nil
 }
 
 // UninstallOptions are the inputs of `uninstall`.
@@ -452,26 +532,49 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	extra := []*unstructured.Unstructured{}
-	for _, k := range []struct{ kind, name string }{{"ValidatingWebhookConfiguration", "kubectl-topology-validating"}, {"MutatingWebhookConfiguration", "kubectl-topology-mutating"}} {
+	// The agent goes first: it restores its webhook configurations when they
+	// are deleted under it.
+	var deployment []*unstructured.Unstructured
+	var rest []*unstructured.Unstructured
+	for _, obj := range reverse(objs) {
+		if obj.GetKind() == "Deployment" {
+			deployment = append(deployment, obj)
+		} else {
+			rest = append(rest, obj)
+		}
+	}
+	if err := o.deleteAndWait(ctx, ca, deployment); err != nil {
+		return err
+	}
+	var webhooks []*unstructured.Unstructured
+	for _, k := range []struct{ kind, name string }{{"ValidatingWebhookConfiguration", components.ValidatingWebhookName}, {"MutatingWebhookConfiguration", components.MutatingWebhookName}} {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion("admissionregistration.k8s.io/v1")
 		u.SetKind(k.kind)
 		u.SetName(k.name)
-		extra = append(extra, u)
+		webhooks = append(webhooks, u)
+	}
+	roles := &unstructured.UnstructuredList{}
+	roles.SetAPIVersion("rbac.authorization.k8s.io/v1")
+	roles.SetKind("ClusterRoleList")
+	if err := ca.client.List(ctx, roles, client.MatchingLabels{components.AggregateLabel: "true"}); err != nil {
+		return fmt.Errorf("listing the agent's provider roles: %w", explain(err, ca))
+	}
+	for i := range roles.Items {
+		if strings.HasPrefix(roles.Items[i].GetName(), "topology-manager-provider-") {
+			rest = append(rest, &roles.Items[i])
+		}
 	}
 	if o.IncludeCRDs {
-		for _, name := range []string{"topologies", "topologyclasses", "topologyextensions"} {
+		for _, name := range components.CRDNames {
 			u := &unstructured.Unstructured{}
 			u.SetAPIVersion("apiextensions.k8s.io/v1")
 			u.SetKind("CustomResourceDefinition")
-			u.SetName(name + "." + v1alpha1.GroupVersion.Group)
-			extra = append(extra, u)
+			u.SetName(name)
+			rest = append(rest, u)
 		}
 	}
-	// Webhooks first, so nothing calls an agent that is going away.
-	all := append(extra, reverse(objs)...)
-	for _, obj := range all {
+	for _, obj := range append(webhooks, rest...) {
 		if err := ca.client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) && !isNoMatch(err) {
 			return fmt.Errorf("deleting %s %s: %w", obj.GetKind(), obj.GetName(), explain(err, ca))
 		}

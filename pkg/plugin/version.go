@@ -3,9 +3,13 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -18,6 +22,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
+	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 )
 
 // Version is the plugin's version, set at release time with
@@ -40,6 +45,8 @@ type VersionOptions struct {
 	genericiooptions.IOStreams
 	// Client prints only the plugin's version, without contacting a cluster.
 	Client bool
+	// StateDir is where a --local agent keeps its pid file.
+	StateDir string
 }
 
 // NewVersionCommand returns `version`.
@@ -54,6 +61,7 @@ func NewVersionCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 		},
 	}
 	cmd.Flags().BoolVar(&o.Client, "client", false, "Only the plugin's version; do not contact the cluster")
+	cmd.Flags().StringVar(&o.StateDir, "state-dir", defaultStateDir(), "Where a --local agent keeps its pid file")
 	return cmd
 }
 
@@ -67,7 +75,7 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	agent, err := agentVersion(ctx, ca)
+	agent, err := agentVersion(ctx, ca, o.StateDir)
 	if err != nil {
 		return err
 	}
@@ -101,7 +109,7 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 
 // agentVersion describes the installed agent: the Deployment's image, or an
 // out-of-cluster agent registered by URL, or none.
-func agentVersion(ctx context.Context, ca *clusterAccess) (string, error) {
+func agentVersion(ctx context.Context, ca *clusterAccess, stateDir string) (string, error) {
 	// Found by the provider label, in whatever namespace it was installed to.
 	deployments := &appsv1.DeploymentList{}
 	if err := ca.client.List(ctx, deployments, client.MatchingLabels{"cluster.x-k8s.io/provider": components.ProviderLabelValue}); err != nil && !apierrors.IsForbidden(err) {
@@ -115,8 +123,36 @@ func agentVersion(ctx context.Context, ca *clusterAccess) (string, error) {
 		return fmt.Sprintf("%s (Deployment %s/%s, %d/%d ready)", image, d.Namespace, d.Name, d.Status.ReadyReplicas, d.Status.Replicas), nil
 	}
 	wh := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := ca.client.Get(ctx, client.ObjectKey{Name: "kubectl-topology-validating"}, wh); err == nil && len(wh.Webhooks) > 0 && wh.Webhooks[0].ClientConfig.URL != nil {
-		return "running out of cluster at " + *wh.Webhooks[0].ClientConfig.URL, nil
+	if err := ca.client.Get(ctx, client.ObjectKey{Name: components.ValidatingWebhookName}, wh); err == nil && len(wh.Webhooks) > 0 && wh.Webhooks[0].ClientConfig.URL != nil {
+		return localAgentState(*wh.Webhooks[0].ClientConfig.URL, stateDir), nil
 	}
 	return "not installed (run `kubectl topology install`)", nil
+}
+
+// localAgentState says whether the agent registered at url (out of cluster)
+// really runs: something must answer there, and, when its pid file in
+// stateDir says where its probes are, it must say it is ready.
+func localAgentState(webhookURL, stateDir string) string {
+	u, err := url.Parse(webhookURL)
+	if err != nil {
+		return "registered at " + webhookURL + ", which is not a URL"
+	}
+	conn, err := net.DialTimeout("tcp", u.Host, 2*time.Second)
+	if err != nil {
+		return fmt.Sprintf("registered out of cluster at %s but NOT RUNNING: nothing answers there, so every Topology write is refused; start it with `kubectl topology install --local`", u.Host)
+	}
+	conn.Close()
+	state := "running out of cluster at " + webhookURL
+	rec, ok := process.Find(filepath.Join(stateDir, "agent.pid"))
+	if !ok {
+		return state
+	}
+	state += fmt.Sprintf(" (pid %d)", rec.PID)
+	if addr, found := strings.CutPrefix(rec.Extra, probePrefix); found {
+		if err := readiness(addr); err != nil {
+			return state + ", " + err.Error()
+		}
+		state += ", ready"
+	}
+	return state
 }

@@ -4,8 +4,10 @@ package process
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -16,26 +18,51 @@ func Detach(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
+// Identify is what tells process pid from any later process with the same
+// pid: its start time (in clock ticks since boot) and its executable.
+func Identify(pid int) (string, error) {
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// Fields after the command name, which is in parentheses and may hold spaces.
+		rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+		fields := strings.Fields(rest)
+		if len(fields) < 20 {
+			return "", fmt.Errorf("unexpected /proc/%d/stat", pid)
+		}
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		return "start=" + fields[19] + " exe=" + strings.TrimSuffix(exe, " (deleted)"), nil
+	}
+	// No /proc (macOS): ps gives the start time and the command.
+	out, err := exec.Command("ps", "-o", "lstart=", "-o", "comm=", "-p", fmt.Sprint(pid)).Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		return "", fmt.Errorf("process %d does not exist", pid)
+	}
+	return strings.Join(strings.Fields(string(out)), " "), nil
+}
+
 // Stop ends the process recorded in path: SIGTERM, up to 20 s for a clean
-// exit, then SIGKILL. The pid file is removed. Nothing recorded is no error.
+// exit, then SIGKILL. The pid file is removed. Nothing recorded, or a pid
+// that now belongs to another process, is no error: nothing is signalled.
 func Stop(path string) error {
-	pid, ok := ReadPID(path)
+	r, ok := ReadPID(path)
 	if !ok {
 		return nil
 	}
 	defer os.Remove(path)
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+	if _, same := Find(path); !same {
+		return nil // gone, or its pid reused by a process we did not start
+	}
+	if err := syscall.Kill(r.PID, syscall.SIGTERM); err != nil {
 		if errors.Is(err, syscall.ESRCH) {
 			return nil
 		}
 		return err
 	}
 	for range 200 {
-		if !alive(pid) {
+		if id, err := Identify(r.PID); err != nil || id != r.Identity || !alive(r.PID) {
 			return nil
 		}
 		// A child of the caller stays a zombie until its Wait reaps it.
 		time.Sleep(100 * time.Millisecond)
 	}
-	return syscall.Kill(pid, syscall.SIGKILL)
+	return syscall.Kill(r.PID, syscall.SIGKILL)
 }

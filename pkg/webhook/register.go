@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 )
 
@@ -20,8 +21,8 @@ const (
 	TopologyDefaultPath         = "/mutate-topology-kubectl-topology-io-v1alpha1-topology"
 	TopologyValidatePath        = "/validate-topology-kubectl-topology-io-v1alpha1-topology"
 	TopologyClassValidatePath   = "/validate-topology-kubectl-topology-io-v1alpha1-topologyclass"
-	MutatingConfigurationName   = "kubectl-topology-mutating"
-	ValidatingConfigurationName = "kubectl-topology-validating"
+	MutatingConfigurationName   = components.MutatingWebhookName
+	ValidatingConfigurationName = components.ValidatingWebhookName
 )
 
 // Register serves the webhooks on srv.
@@ -43,14 +44,20 @@ func guarded(w *admission.Webhook, gk schema.GroupKind, into reflect.Type, mutat
 // clientConfig (a Service in-cluster, a URL when run locally). The CA bundle
 // is filled in by the certificate rotator.
 func Configurations(clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	// Every field the API server would default is set, so that what is
+	// stored equals what is wanted and a changed registration can be told
+	// from an unchanged one.
 	fail := admissionregistrationv1.Fail
 	none := admissionregistrationv1.SideEffectClassNone
+	equivalent := admissionregistrationv1.Equivalent
+	never := admissionregistrationv1.NeverReinvocationPolicy
+	scope := admissionregistrationv1.AllScopes
 	timeout := int32(5)
 	rule := func(resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
 		return []admissionregistrationv1.RuleWithOperations{{
 			Operations: ops,
 			Rule: admissionregistrationv1.Rule{
-				APIGroups: []string{v1alpha1.GroupVersion.Group}, APIVersions: []string{v1alpha1.GroupVersion.Version}, Resources: []string{resource},
+				APIGroups: []string{v1alpha1.GroupVersion.Group}, APIVersions: []string{v1alpha1.GroupVersion.Version}, Resources: []string{resource}, Scope: &scope,
 			},
 		}}
 	}
@@ -64,7 +71,8 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 			Name:          "default.topology.topology.kubectl-topology.io",
 			ClientConfig:  clientConfig(TopologyDefaultPath),
 			Rules:         rule("topologies", admissionregistrationv1.Create, admissionregistrationv1.Update),
-			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: &timeout,
+			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: &timeout, MatchPolicy: &equivalent, ReinvocationPolicy: &never,
+			NamespaceSelector: &metav1.LabelSelector{}, ObjectSelector: &metav1.LabelSelector{},
 			AdmissionReviewVersions: []string{"v1"},
 		}},
 	}
@@ -75,13 +83,15 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 			Name:          "validate.topology.topology.kubectl-topology.io",
 			ClientConfig:  clientConfig(TopologyValidatePath),
 			Rules:         rule("topologies", admissionregistrationv1.Create, admissionregistrationv1.Update),
-			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: &timeout,
+			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: &timeout, MatchPolicy: &equivalent,
+			NamespaceSelector: &metav1.LabelSelector{}, ObjectSelector: &metav1.LabelSelector{},
 			AdmissionReviewVersions: []string{"v1"},
 		}, {
 			Name:          "validate.topologyclass.topology.kubectl-topology.io",
 			ClientConfig:  clientConfig(TopologyClassValidatePath),
 			Rules:         rule("topologyclasses", admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete),
-			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: &timeout,
+			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: &timeout, MatchPolicy: &equivalent,
+			NamespaceSelector: &metav1.LabelSelector{}, ObjectSelector: &metav1.LabelSelector{},
 			AdmissionReviewVersions: []string{"v1"},
 		}},
 	}
