@@ -29,10 +29,10 @@ const (
 	ReasonExtensionsReady         = "ExtensionsReady"
 	ReasonExtensionNotReady       = "ExtensionNotReady"
 	VariablesReconciledCondition  = "VariablesReconciled"
-	ReasonVariablesReconciled    = "VariablesReconciled"
-	ReasonInvalidClass           = "InvalidClass"
-	ReasonVariableDiscoveryFail  = "VariableDiscoveryFailed"
-	ReasonVariablesConflict      = "VariableDefinitionsConflict"
+	ReasonVariablesReconciled     = "VariablesReconciled"
+	ReasonInvalidClass            = "InvalidClass"
+	ReasonVariableDiscoveryFail   = "VariableDiscoveryFailed"
+	ReasonVariablesConflict       = "VariableDefinitionsConflict"
 )
 
 // TopologyClassReconciler reports a class's variables and validity, and makes
