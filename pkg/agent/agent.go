@@ -118,6 +118,7 @@ var rotatorInstances atomic.Int64
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	return s
 }
@@ -388,6 +389,9 @@ func (a *Agent) registerWebhooks(ctx context.Context) error {
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	err := c.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+	if apierrors.IsForbidden(err) {
+		return nil // running with the agent's own role, which installed the namespace
+	}
 	if apierrors.IsNotFound(err) {
 		err = c.Create(ctx, ns)
 	}

@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -41,6 +42,7 @@ func (a *Agent) setupSelfHeal() error {
 	webhooks := map[string]bool{topologywebhook.MutatingConfigurationName: true, topologywebhook.ValidatingConfigurationName: true}
 	return ctrl.NewControllerManagedBy(a.mgr).
 		Named("selfinstall").
+		WithOptions(controller.Options{SkipNameValidation: &a.opts.SkipNameValidation}).
 		WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, toKey, ours(crdNames)).
 		Watches(&admissionregistrationv1.MutatingWebhookConfiguration{}, toKey, ours(webhooks)).
 		Watches(&admissionregistrationv1.ValidatingWebhookConfiguration{}, toKey, ours(webhooks)).

@@ -139,6 +139,7 @@ func TestWebhooks(t *testing.T) {
 	incompatible, compatible := ex.Class.DeepCopy(), ex.Class.DeepCopy()
 	incompatible.Name, compatible.Name = "other-provider", "docker-kubeadm-v2"
 	incompatible.Spec.ControlPlane.Ref.Kind = "K3sControlPlaneTemplate"
+	incompatible.Spec.Patches = nil // they patch a KubeadmControlPlaneTemplate, which this class no longer has
 	for _, c := range []*v1alpha1.TopologyClass{incompatible, compatible} {
 		if err := k8s.Create(ctx, c); err != nil {
 			t.Fatal(err)

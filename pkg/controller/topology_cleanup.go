@@ -132,7 +132,7 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 	cond := metav1.Condition{Type: ReconciledCondition, Status: metav1.ConditionFalse, ObservedGeneration: t.Generation}
 	switch {
 	case reconcileErr != nil:
-		cond.Reason, cond.Message = ReasonFailed, reconcileErr.Error()
+		cond.Reason, cond.Message = ReasonFailed, conditionMessage(reconcileErr.Error())
 	case s.reason == ReasonSucceeded || s.reason == "":
 		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonSucceeded
 	default:
@@ -148,6 +148,18 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 		return fmt.Errorf("writing status of Topology %s/%s: %w", t.Namespace, t.Name, client.IgnoreNotFound(err))
 	}
 	return nil
+}
+
+// maxConditionMessage keeps a condition within what the CRD admits (32 KiB);
+// a longer message would make the status write itself fail, and then the
+// reason would be nowhere but in the log.
+const maxConditionMessage = 8 << 10
+
+func conditionMessage(msg string) string {
+	if len(msg) <= maxConditionMessage {
+		return msg
+	}
+	return msg[:maxConditionMessage] + "… (cut; the agent's log has all of it)"
 }
 
 func equalStatus(a, b *v1alpha1.TopologyStatus) bool {

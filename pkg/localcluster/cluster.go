@@ -261,3 +261,23 @@ func Running(ctx context.Context, dir string) (bool, string) {
 	}
 	return healthy(ctx, strings.TrimSuffix(cfg.Host, "/")+"/readyz", cfg) == nil, kubeconfig
 }
+
+// Restart stops the control plane and starts it again on the same ports and
+// data. With newCA it also makes a new PKI, as a CA rotation would: clients
+// configured before then no longer trust the API server.
+func (c *Cluster) Restart(ctx context.Context, newCA bool) error {
+	if err := c.Stop(); err != nil {
+		return err
+	}
+	if newCA {
+		if err := os.RemoveAll(filepath.Join(c.opts.Dir, "pki")); err != nil {
+			return err
+		}
+	}
+	restarted, err := Start(ctx, c.opts)
+	if err != nil {
+		return err
+	}
+	*c = *restarted
+	return nil
+}

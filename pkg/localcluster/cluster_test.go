@@ -97,16 +97,9 @@ func TestLocalControlPlane(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Stop(); err != nil {
+		if err := c.Restart(ctx, false); err != nil {
 			t.Fatal(err)
 		}
-		opts := c.opts
-		opts.APIServerPort, opts.EtcdPort, opts.EtcdPeerPort, opts.ControllerManagerPort = 0, 0, 0, 0
-		restarted, err := Start(ctx, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		*c = *restarted
 		after, err := os.ReadFile(c.opts.Dir + "/pki/ca.crt")
 		if err != nil {
 			t.Fatal(err)

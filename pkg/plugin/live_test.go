@@ -130,8 +130,11 @@ func TestRenderComponentsVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(objs) != 9 {
-		t.Errorf("%d objects, want 9", len(objs))
+	// Namespace, ServiceAccount, the agent's rules, the kubeadm providers'
+	// role, the aggregated role and its binding, the leader-election Role and
+	// its binding, Service, Deployment.
+	if len(objs) != 10 {
+		t.Errorf("%d objects, want 10", len(objs))
 	}
 	_, err = renderComponents([]byte("a: ${NEEDED}\n"), nil, "", "")
 	if err == nil || !strings.Contains(err.Error(), "NEEDED") {

@@ -36,26 +36,55 @@ func guard(h admission.Handler, gk schema.GroupKind, into reflect.Type, mutating
 			if mutating {
 				return admission.Allowed("")
 			}
-			return refuse(gk, req.Name, field.ErrorList{field.TooLong(field.NewPath(""), fmt.Sprintf("<%d bytes>", n), MaxObjectBytes)},
-				fmt.Sprintf("%s is %d bytes; at most %d are admitted, as etcd cannot store much more: move values into templates or split it", gk.Kind, n, MaxObjectBytes))
+			return refuse(gk, req.Name, field.ErrorList{field.Invalid(largestField(req.Object.Raw), fmt.Sprintf("<%d bytes>", n),
+				fmt.Sprintf("the %s is %d bytes, most of them here; at most %d are admitted, as etcd cannot store much more: move values into templates or split it", gk.Kind, n, MaxObjectBytes))})
 		}
 		if fe := decodeError(req.Object.Raw, into); fe != nil {
 			if mutating {
 				return admission.Allowed("")
 			}
-			return refuse(gk, req.Name, field.ErrorList{fe}, "")
+			return refuse(gk, req.Name, field.ErrorList{fe})
 		}
 		return h.Handle(ctx, req)
 	})
 }
 
-func refuse(gk schema.GroupKind, name string, errs field.ErrorList, message string) admission.Response {
+func refuse(gk schema.GroupKind, name string, errs field.ErrorList) admission.Response {
 	status := apierrors.NewInvalid(gk, name, errs).Status()
-	if message != "" {
-		status.Message = message
-	}
 	status.Code = http.StatusUnprocessableEntity
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+}
+
+// largestField is the field that holds most of an oversized object: from
+// the root, the child holding over half of its parent, as deep as that goes.
+func largestField(raw []byte) *field.Path {
+	var cur any
+	if json.Unmarshal(raw, &cur) != nil {
+		return field.NewPath("metadata")
+	}
+	size := len(raw)
+	var p *field.Path
+	for {
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			break
+		}
+		best, bestSize := "", 0
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			data, _ := json.Marshal(obj[k])
+			if len(data) > bestSize {
+				best, bestSize = k, len(data)
+			}
+		}
+		if best == "" || bestSize*2 < size {
+			break
+		}
+		p, cur, size = child(p, best), obj[best], bestSize
+	}
+	if p == nil {
+		return field.NewPath("metadata")
+	}
+	return p
 }
 
 // decodeError is the field at which raw fails to decode into a value of type
@@ -66,7 +95,7 @@ func decodeError(raw []byte, t reflect.Type) *field.Error {
 	}
 	var doc any
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		return field.Invalid(field.NewPath(""), "", "not a JSON object: "+err.Error())
+		return field.Invalid(nil, "", "not a JSON object: "+err.Error())
 	}
 	return locate(t, doc, nil)
 }
@@ -110,9 +139,6 @@ func locate(t reflect.Type, v any, p *field.Path) *field.Error {
 	msg := "cannot be read"
 	if err != nil {
 		msg = strings.TrimPrefix(err.Error(), "json: ")
-	}
-	if p == nil {
-		p = field.NewPath("")
 	}
 	return field.Invalid(p, string(raw), msg+hint(t))
 }
@@ -169,7 +195,7 @@ func child(p *field.Path, name string) *field.Path {
 
 func indexOf(p *field.Path, i int) *field.Path {
 	if p == nil {
-		return field.NewPath("").Index(i)
+		return field.NewPath("items").Index(i)
 	}
 	return p.Index(i)
 }

@@ -30,10 +30,12 @@ func Register(srv webhook.Server, scheme *runtime.Scheme, reader client.Reader, 
 	t := &Topology{Client: reader, Classes: classes}
 	topology := v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind).GroupKind()
 	class := v1alpha1.GroupVersion.WithKind("TopologyClass").GroupKind()
-	srv.Register(TopologyDefaultPath, guarded(admission.WithDefaulter[*v1alpha1.Topology](scheme, t), topology, reflect.TypeFor[v1alpha1.Topology](), true))
-	srv.Register(TopologyValidatePath, guarded(admission.WithValidator[*v1alpha1.Topology](scheme, t), topology, reflect.TypeFor[v1alpha1.Topology](), false))
+	srv.Register(TopologyDefaultPath, guarded(admission.WithDefaulter[*v1alpha1.Topology](scheme, t), topology, typeOfTopology, true))
+	srv.Register(TopologyValidatePath, guarded(admission.WithValidator[*v1alpha1.Topology](scheme, t), topology, typeOfTopology, false))
 	srv.Register(TopologyClassValidatePath, guarded(admission.WithValidator[*v1alpha1.TopologyClass](scheme, &TopologyClass{Client: reader}), class, reflect.TypeFor[v1alpha1.TopologyClass](), false))
 }
+
+var typeOfTopology = reflect.TypeFor[v1alpha1.Topology]()
 
 func guarded(w *admission.Webhook, gk schema.GroupKind, into reflect.Type, mutating bool) *admission.Webhook {
 	w.Handler = guard(w.Handler, gk, into, mutating)

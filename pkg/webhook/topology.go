@@ -5,8 +5,10 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,7 +56,7 @@ func (w *Topology) class(ctx context.Context, t *v1alpha1.Topology) (*controller
 // refuses: values it cannot default are left for validation to report, and an
 // object being deleted is left alone, so that removing a finalizer always works.
 func (w *Topology) Default(ctx context.Context, t *v1alpha1.Topology) error {
-	if !t.DeletionTimestamp.IsZero() || t.Spec.Class == "" {
+	if !t.DeletionTimestamp.IsZero() || t.Spec.Class == "" || specUnchanged(ctx, t) {
 		return nil
 	}
 	c, err := w.class(ctx, t)
@@ -66,6 +68,21 @@ func (w *Topology) Default(ctx context.Context, t *v1alpha1.Topology) error {
 		t.Spec = defaulted.Spec
 	}
 	return nil
+}
+
+// specUnchanged reports whether the admission request t comes from is an
+// update that leaves the spec as it was: metadata only, which defaulting
+// must not turn into a spec change that validation would then refuse.
+func specUnchanged(ctx context.Context, t *v1alpha1.Topology) bool {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil || req.Operation != admissionv1.Update || len(req.OldObject.Raw) == 0 {
+		return false
+	}
+	old := &v1alpha1.Topology{}
+	if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(old.Spec, t.Spec)
 }
 
 // ValidateCreate checks the topology against its class.

@@ -45,13 +45,19 @@ func mustPlugin(t *testing.T, args ...string) string {
 	return out
 }
 
-// setControlPlaneVersion plays the control plane provider.
+// setControlPlaneVersion plays the control plane provider of Topology dev.
 func setControlPlaneVersion(t *testing.T, ns, version string) {
+	t.Helper()
+	setControlPlaneVersionOf(t, ns, "dev", version)
+}
+
+// setControlPlaneVersionOf plays the control plane provider of cluster.
+func setControlPlaneVersionOf(t *testing.T, ns, cluster, version string) {
 	t.Helper()
 	ctx := context.Background()
 	c := &unstructured.Unstructured{}
 	c.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Cluster"})
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, c); err != nil {
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, c); err != nil {
 		t.Fatal(err)
 	}
 	name, _, _ := unstructured.NestedString(c.Object, "spec", "controlPlaneRef", "name")

@@ -117,6 +117,9 @@ func startAgentBinary(tb testing.TB, extra ...string) *agentProcess {
 		"--webhook-port", strconv.Itoa(freePort(tb)),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", p.probePort),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", p.metricPort),
+		// Plain HTTP, so the tests read metrics without a token; the secure
+		// endpoint has a test of its own.
+		"--metrics-secure=false",
 		"--webhook-cert-dir", tb.TempDir(),
 	}, extra...)
 	var err error

@@ -1,0 +1,685 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/components"
+	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+)
+
+// refuseKubeadmControlPlanes installs an admission policy refusing the
+// creation of KubeadmControlPlanes in ns, as a provider's webhook refusing a
+// value the agent cannot know about would; dryRunToo also refuses dry runs.
+func refuseKubeadmControlPlanes(t *testing.T, ns string, dryRunToo bool) {
+	t.Helper()
+	ctx := context.Background()
+	expression := "false"
+	if !dryRunToo {
+		expression = "request.dryRun == true"
+	}
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-kcp-" + ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"controlplane.cluster.x-k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"kubeadmcontrolplanes"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: expression, Message: "the provider refuses this control plane"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}},
+		},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_ = k8s.Delete(ctx, binding)
+		_ = k8s.Delete(ctx, policy)
+	})
+	probe := &unstructured.Unstructured{}
+	probe.SetGroupVersionKind(schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta1", Kind: "KubeadmControlPlane"})
+	probe.SetNamespace(ns)
+	probe.SetName("probe")
+	_ = unstructured.SetNestedField(probe.Object, "v1.33.1", "spec", "version")
+	_ = unstructured.SetNestedMap(probe.Object, map[string]any{}, "spec", "kubeadmConfigSpec")
+	_ = unstructured.SetNestedMap(probe.Object, map[string]any{"infrastructureRef": map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "DockerMachineTemplate", "name": "x"}}, "spec", "machineTemplate")
+	waitFor(t, "the admission policy is in force", func(ctx context.Context) (bool, error) {
+		err := k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		if err == nil && !dryRunToo {
+			err = k8s.Create(ctx, probe.DeepCopy())
+			if err == nil {
+				_ = k8s.Delete(ctx, probe.DeepCopy())
+			}
+		}
+		return err != nil && strings.Contains(err.Error(), "the provider refuses"), err
+	})
+}
+
+// countKind counts the objects of kind labelled for cluster name in ns.
+func countKind(ctx context.Context, ns, name, kind string) (int, error) {
+	objs, err := fixture.Live(ctx, k8s, ns, name)
+	n := 0
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			n++
+		}
+	}
+	return n, err
+}
+
+// TestOneBadTopologyCreatesAtMostOneTemplate is the etcd flood: a
+// Topology whose control plane the API server keeps refusing made a new
+// machine template on every attempt, about 20 a second, forever. Now the
+// referrer is dry-run before its clone is made, a clone of a failed pass is
+// deleted again, failing reconciles back off, and the condition carries the
+// API server's own reason.
+func TestOneBadTopologyCreatesAtMostOneTemplate(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		dryRunToo bool
+		maxClones int
+	}{
+		{"refused in a dry run too", true, 0},
+		{"refused only when written", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			agent := startAgentBinary(t)
+			ex := exampleClass(t, "flood")
+			ns := ex.Topology.Namespace
+			refuseKubeadmControlPlanes(t, ns, tc.dryRunToo)
+			createTopology(t, ex)
+			most := 0
+			waitFor(t, "the agent has failed ten times", func(ctx context.Context) (bool, error) {
+				n, err := countKind(ctx, ns, "dev", "DockerMachineTemplate")
+				most = max(most, n)
+				return agent.metric(t, "controller_runtime_reconcile_errors_total", `controller="topology"`) >= 10, err
+			})
+			if most > tc.maxClones {
+				t.Errorf("up to %d control plane machine templates existed at once, want at most %d", most, tc.maxClones)
+			}
+			if n, err := countKind(ctx, ns, "dev", "DockerMachineTemplate"); err != nil || n > tc.maxClones {
+				t.Errorf("%d DockerMachineTemplates left (%v), want at most %d", n, err, tc.maxClones)
+			}
+			topo := &v1alpha1.Topology{}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), topo); err != nil {
+				t.Fatal(err)
+			}
+			c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
+			if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "the provider refuses this control plane") {
+				t.Errorf("condition %+v, want it False with the API server's reason", c)
+			}
+			t.Logf("after %.0f failed reconciles, at most %d template(s) existed at once", agent.metric(t, "controller_runtime_reconcile_errors_total", `controller="topology"`), most)
+		})
+	}
+}
+
+// TestTopologyIsAlwaysDeletable: a Topology admitted before its class (as
+// GitOps tools apply in any order) with a value the class then refuses
+// could not be deleted, since every update, even the one removing the
+// finalizer, was refused. Neither the agent nor a person is refused now.
+func TestTopologyIsAlwaysDeletable(t *testing.T) {
+	ctx := context.Background()
+	startAgentBinary(t)
+	ex := exampleClass(t, "deletable")
+	if err := k8s.Delete(ctx, ex.Class.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	invalid := func(name string) *v1alpha1.Topology {
+		topo := ex.Topology.DeepCopy()
+		topo.Name = name
+		topo.Spec.Variables = append(topo.Spec.Variables, v1alpha1.ClusterVariable{Name: "maxPods", Value: apiextensionsv1.JSON{Raw: []byte(`"abc"`)}})
+		if err := k8s.Create(ctx, topo); err != nil {
+			t.Fatalf("a Topology before its class is admitted with a warning, got %v", err)
+		}
+		waitFor(t, name+" has the agent's finalizer", func(ctx context.Context) (bool, error) {
+			got := &v1alpha1.Topology{}
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(topo), got)
+			return err == nil && len(got.Finalizers) > 0, err
+		})
+		return topo
+	}
+	byAgent, byHand := invalid("by-agent"), invalid("by-hand")
+	if err := k8s.Create(ctx, ex.Class.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the agent reports the value the class refuses", func(ctx context.Context) (bool, error) {
+		got := &v1alpha1.Topology{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(byAgent), got); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, controller.ReconciledCondition)
+		return c != nil && strings.Contains(c.Message, "spec.variables[maxPods].value"), fmt.Errorf("condition %+v", c)
+	})
+	deleteAndWait(t, byAgent)
+
+	got := &v1alpha1.Topology{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(byHand), got); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Finalizers = nil
+	if err := k8s.Patch(ctx, got, patch); err != nil {
+		t.Fatalf("removing the finalizer by hand was refused: %v", err)
+	}
+	deleteAndWait(t, byHand)
+}
+
+// TestWebhookRegistrationsAreRestored: with its webhook configuration
+// deleted, the agent admitted anything until restarted. It now restores
+// what it installed, and its readiness says when it is not in force.
+func TestWebhookRegistrationsAreRestored(t *testing.T) {
+	ctx := context.Background()
+	agent := startAgentBinary(t)
+	ex := exampleClass(t, "restore")
+	restored := func(what string, ok func() (bool, error)) {
+		t.Helper()
+		waitFor(t, what, func(context.Context) (bool, error) { return ok() })
+	}
+
+	if err := k8s.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: components.ValidatingWebhookName}}); err != nil {
+		t.Fatal(err)
+	}
+	restored("the validating webhooks are registered again, with their CA", func() (bool, error) {
+		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: components.ValidatingWebhookName}, v); err != nil {
+			return false, err
+		}
+		for _, w := range v.Webhooks {
+			if len(w.ClientConfig.CABundle) == 0 {
+				return false, fmt.Errorf("%s has no CA bundle", w.Name)
+			}
+		}
+		return len(v.Webhooks) == 2, nil
+	})
+	restored("a bad Topology is refused again", func() (bool, error) {
+		topo := ex.Topology.DeepCopy()
+		topo.Spec.ClusterNetwork.Pods.CIDRBlocks = []string{"not-a-cidr"}
+		err := k8s.Create(ctx, topo)
+		if err == nil {
+			_ = k8s.Delete(ctx, topo)
+		}
+		return err != nil && strings.Contains(err.Error(), "spec.clusterNetwork.pods.cidrBlocks[0]"), err
+	})
+
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := k8s.Get(ctx, client.ObjectKey{Name: components.MutatingWebhookName}, m); err != nil {
+		t.Fatal(err)
+	}
+	ignore := admissionregistrationv1.Ignore
+	m.Webhooks[0].FailurePolicy = &ignore
+	if err := k8s.Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	restored("a relaxed failure policy is put back", func() (bool, error) {
+		got := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: components.MutatingWebhookName}, got); err != nil {
+			return false, err
+		}
+		p := got.Webhooks[0].FailurePolicy
+		return p != nil && *p == admissionregistrationv1.Fail && len(got.Webhooks[0].ClientConfig.CABundle) > 0, fmt.Errorf("failure policy %v", p)
+	})
+
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "topologyextensions.topology.kubectl-topology.io"}}
+	if err := k8s.Delete(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	restored("a deleted CRD is installed again", func() (bool, error) {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
+			return false, err
+		}
+		return got.DeletionTimestamp.IsZero(), nil
+	})
+	if code, body := agent.readyz("readyz"); code != 200 {
+		t.Errorf("the agent is not ready after restoring: %d %s", code, body)
+	}
+}
+
+// TestAgentNoticesACAChange: after the API server's CA changed, the agent
+// logged certificate errors for ever while its probes said all was well. Now
+// readiness fails at once and liveness after a grace, so that the kubelet
+// restarts it with the new CA.
+func TestAgentNoticesACAChange(t *testing.T) {
+	ctx := context.Background()
+	c, err := localcluster.StartForTests(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Cleanup() })
+	// The agent keeps the kubeconfig it started with, as a Pod keeps its
+	// service account's CA until it restarts.
+	own := filepath.Join(t.TempDir(), "kubeconfig")
+	data, err := os.ReadFile(c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(own, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agent := startAgentBinary(t, "--kubeconfig", own, "--api-server-check-interval", "500ms")
+	if err := c.Restart(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "readiness fails, naming the certificate", func(context.Context) (bool, error) {
+		code, body := agent.readyz("readyz")
+		return code == 503 && strings.Contains(body, "apiserver") && strings.Contains(body, "certificate"), fmt.Errorf("readyz %d: %s", code, body)
+	})
+	waitFor(t, "liveness fails once the grace is over", func(context.Context) (bool, error) {
+		code, body := agent.readyz("healthz")
+		return code == 503 && strings.Contains(body, "restart the agent"), fmt.Errorf("healthz %d: %s", code, body)
+	})
+	// Killed here: its cleanup must not wait on a control plane it cannot reach.
+	agent.kill()
+}
+
+// clusterObjects is what a Topology's generated objects are checked for
+// after chaos: duplicates (more of a kind than the engine computes),
+// orphans (not owned by the Cluster) and leaks (templates nothing refers to).
+type chaosFindings struct{ duplicates, orphans, leaks int }
+
+func inspect(ctx context.Context, ex fixture.Example, name string) (chaosFindings, string, error) {
+	var f chaosFindings
+	topo := ex.Topology.DeepCopy()
+	topo.Name = name
+	want, err := engine.Compute(ctx, engine.Input{Topology: topo, Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(1)})
+	if err != nil {
+		return f, "", err
+	}
+	wantCounts := map[string]int{}
+	for _, o := range want.Desired.Objects() {
+		wantCounts[o.GetKind()]++
+	}
+	objs, err := fixture.Live(ctx, k8s, topo.Namespace, name)
+	if err != nil {
+		return f, "", err
+	}
+	got := map[string]int{}
+	referenced := map[string]bool{}
+	for _, o := range objs {
+		got[o.GetKind()]++
+		if o.GetKind() != "Cluster" && (len(o.GetOwnerReferences()) != 1 || o.GetOwnerReferences()[0].Kind != "Cluster") {
+			f.orphans++
+		}
+		for _, path := range [][]string{
+			{"spec", "machineTemplate", "infrastructureRef"},
+			{"spec", "template", "spec", "infrastructureRef"},
+			{"spec", "template", "spec", "bootstrap", "configRef"},
+		} {
+			if ref, found, _ := unstructured.NestedMap(o.Object, path...); found {
+				referenced[fmt.Sprint(ref["kind"], "/", ref["name"])] = true
+			}
+		}
+	}
+	for kind, n := range got {
+		f.duplicates += max(0, n-wantCounts[kind])
+	}
+	for _, o := range objs {
+		if strings.HasSuffix(o.GetKind(), "Template") && !referenced[o.GetKind()+"/"+o.GetName()] {
+			f.leaks++
+		}
+	}
+	return f, fixture.KindCounts(objs), nil
+}
+
+// TestChaosKillsConverge kills the agent binary ten times, at random moments,
+// while it creates three clusters and rotates their templates, then checks
+// that it converges with nothing duplicated, orphaned or leaked.
+func TestChaosKillsConverge(t *testing.T) {
+	ctx := context.Background()
+	rnd := rand.New(rand.NewPCG(17, 23)) // seeded: the same kill moments every run
+	ex := exampleClass(t, "chaos")
+	ns := ex.Topology.Namespace
+	topologies := []string{"chaos-0", "chaos-1", "chaos-2"}
+	agent := startAgentBinary(t)
+	for _, name := range topologies {
+		topo := ex.Topology.DeepCopy()
+		topo.Name = name
+		if err := k8s.Create(ctx, topo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const kills = 10
+	for i := range kills {
+		if i > 0 {
+			agent = startAgentBinary(t)
+		}
+		if i == 5 || i == 7 {
+			// A change that rotates the MachineDeployments' bootstrap templates.
+			for _, name := range topologies {
+				setVariable(t, ns, name, "maxPods", fmt.Sprint(100+i))
+			}
+		}
+		if i == 3 {
+			// Pools wait until the control plane is provisioned: provide it.
+			for _, name := range topologies {
+				waitFor(t, name+"'s Cluster exists", func(ctx context.Context) (bool, error) {
+					c := &unstructured.Unstructured{}
+					c.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Cluster"})
+					err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c)
+					return err == nil, err
+				})
+				setControlPlaneVersionOf(t, ns, name, ex.Topology.Spec.Version)
+			}
+		}
+		time.Sleep(time.Duration(50+rnd.IntN(700)) * time.Millisecond)
+		agent.kill()
+	}
+	startAgentBinary(t)
+	var total chaosFindings
+	for _, name := range topologies {
+		waitFor(t, name+" converges", func(ctx context.Context) (bool, error) {
+			topo := &v1alpha1.Topology{}
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, topo); err != nil {
+				return false, err
+			}
+			c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
+			f, counts, err := inspect(ctx, fixture.Example{Topology: topo, Class: ex.Class, Templates: ex.Templates}, name)
+			if err != nil {
+				return false, err
+			}
+			ok := c != nil && c.Reason == controller.ReasonSucceeded && c.ObservedGeneration == topo.Generation && f == chaosFindings{}
+			return ok, fmt.Errorf("condition %+v, objects %s, %+v", c, counts, f)
+		})
+	}
+	for _, name := range topologies {
+		topo := &v1alpha1.Topology{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, topo); err != nil {
+			t.Fatal(err)
+		}
+		f, _, err := inspect(ctx, fixture.Example{Topology: topo, Class: ex.Class, Templates: ex.Templates}, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total.duplicates, total.orphans, total.leaks = total.duplicates+f.duplicates, total.orphans+f.orphans, total.leaks+f.leaks
+	}
+	t.Logf("chaos: kills %d, duplicates %d, orphans %d, leaks %d", kills, total.duplicates, total.orphans, total.leaks)
+	for _, name := range topologies {
+		topo := &v1alpha1.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		deleteAndWait(t, topo)
+	}
+}
+
+// setVariable sets a Topology variable through the API, as a user would.
+func setVariable(t *testing.T, ns, name, variable, value string) {
+	t.Helper()
+	waitFor(t, "setting "+variable+" on "+name, func(ctx context.Context) (bool, error) {
+		topo := &v1alpha1.Topology{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, topo); err != nil {
+			return false, err
+		}
+		found := false
+		for i := range topo.Spec.Variables {
+			if topo.Spec.Variables[i].Name == variable {
+				topo.Spec.Variables[i].Value.Raw, found = []byte(value), true
+			}
+		}
+		if !found {
+			topo.Spec.Variables = append(topo.Spec.Variables, v1alpha1.ClusterVariable{Name: variable, Value: apiextensionsv1.JSON{Raw: []byte(value)}})
+		}
+		err := k8s.Update(ctx, topo)
+		return err == nil, err
+	})
+}
+
+// TestSlowExtensionDoesNotStallTheFleet: an extension that asked for a
+// timeout of 68 years and never answered held every worker, so that
+// Topologies not using it went unreconciled and deletes stalled. Discovery
+// now refuses such a timeout, calls are capped at 30 s, and at most half
+// the workers wait on one extension.
+func TestSlowExtensionDoesNotStallTheFleet(t *testing.T) {
+	ctx := context.Background()
+	startAgentBinary(t, "--concurrency", "4")
+
+	greedy := fixture.StartExtensionServer()
+	t.Cleanup(greedy.Close)
+	greedy.AdvertiseTimeout(2147483647)
+	greedyExt := registerExtension(t, "greedy", greedy)
+	waitFor(t, "discovery refuses a 68-year timeout", func(ctx context.Context) (bool, error) {
+		got := &v1alpha1.TopologyExtension{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: greedyExt}, got); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, controller.DiscoveredCondition)
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "must be between 0 and 30"), fmt.Errorf("condition %+v", c)
+	})
+
+	slow := fixture.StartExtensionServer()
+	t.Cleanup(slow.Close)
+	t.Cleanup(slow.Release)
+	slow.AdvertiseTimeout(30)
+	slow.Hang()
+	slowExt := registerExtension(t, "slow", slow)
+	ex := exampleClass(t, "slow-ext")
+	ns := ex.Topology.Namespace
+	slowClass := ex.Class.DeepCopy()
+	slowClass.Name = "slow"
+	slowClass.Spec.Patches = append(slowClass.Spec.Patches, v1alpha1.ClusterClassPatch{Name: "slow", External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: ptrTo("generate." + slowExt)}})
+	if err := k8s.Create(ctx, slowClass); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		topo := ex.Topology.DeepCopy()
+		topo.Name, topo.Spec.Class = fmt.Sprintf("slow-%d", i), "slow"
+		if err := k8s.Create(ctx, topo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "calls to the slow extension hang", func(context.Context) (bool, error) { return slow.InFlight() >= 2, nil })
+	unrelated := ex.Topology.DeepCopy()
+	unrelated.Name = "unrelated"
+	if err := k8s.Create(ctx, unrelated); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a Topology not using the extension reconciles meanwhile", func(ctx context.Context) (bool, error) {
+		got := &v1alpha1.Topology{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(unrelated), got); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, controller.ReconciledCondition)
+		return c != nil && c.ObservedGeneration == got.Generation && c.Reason != controller.ReasonFailed, fmt.Errorf("condition %+v", c)
+	})
+	if n := slow.InFlight(); n == 0 || n > 2 {
+		t.Errorf("%d calls to the slow extension under way, want 1 or 2 (half the 4 workers at most)", n)
+	}
+	deleteAndWait(t, &v1alpha1.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slow-0"}})
+	if slow.InFlight() == 0 {
+		t.Error("the slow calls ended before the deletion: the test proved nothing")
+	}
+
+	broken := fixture.StartExtensionServer()
+	t.Cleanup(broken.Close)
+	broken.Break()
+	brokenExt := registerExtension(t, "broken", broken)
+	brokenClass := ex.Class.DeepCopy()
+	brokenClass.Name = "broken"
+	brokenClass.Spec.Patches = append(brokenClass.Spec.Patches, v1alpha1.ClusterClassPatch{Name: "broken", External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: ptrTo("generate." + brokenExt)}})
+	if err := k8s.Create(ctx, brokenClass); err != nil {
+		t.Fatal(err)
+	}
+	topo := ex.Topology.DeepCopy()
+	topo.Name, topo.Spec.Class = "broken-0", "broken"
+	if err := k8s.Create(ctx, topo); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the failing extension shows on its class", func(ctx context.Context) (bool, error) {
+		got := &v1alpha1.TopologyClass{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(brokenClass), got); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, controller.ExternalPatchesReadyCondition)
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "500"), fmt.Errorf("condition %+v", c)
+	})
+	waitFor(t, "and on the Topology", func(ctx context.Context) (bool, error) {
+		got := &v1alpha1.Topology{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(topo), got); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, controller.ReconciledCondition)
+		return c != nil && strings.Contains(c.Message, "generate."+brokenExt), fmt.Errorf("condition %+v", c)
+	})
+}
+
+// registerExtension creates a TopologyExtension for srv and waits until the
+// agent has looked at it; it is deleted when the test ends.
+func registerExtension(t *testing.T, prefix string, srv *fixture.ExtensionServer) string {
+	t.Helper()
+	ctx := context.Background()
+	ext := &v1alpha1.TopologyExtension{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}, Spec: v1alpha1.TopologyExtensionSpec{ClientConfig: srv.ClientConfig()}}
+	if err := k8s.Create(ctx, ext); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ext) })
+	waitFor(t, "the agent discovers "+ext.Name, func(ctx context.Context) (bool, error) {
+		got := &v1alpha1.TopologyExtension{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ext), got); err != nil {
+			return false, err
+		}
+		return meta.FindStatusCondition(got.Status.Conditions, controller.DiscoveredCondition) != nil, nil
+	})
+	return ext.Name
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// kubeconfigFor writes a kubeconfig that authenticates with token.
+func kubeconfigFor(t *testing.T, token string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range cfg.AuthInfos {
+		cfg.AuthInfos[name].ClientCertificateData, cfg.AuthInfos[name].ClientKeyData = nil, nil
+		cfg.AuthInfos[name].Token = token
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestAgentRunsWithItsOwnRole runs the agent binary as the ServiceAccount
+// `kubectl topology install` creates, with only the roles the components
+// and install grant it: it builds a cluster, and it cannot read Secrets
+// outside its namespace, change other CRDs or webhooks, or touch Cluster API
+// kinds it was not granted. Its metrics answer only authorized callers.
+func TestAgentRunsWithItsOwnRole(t *testing.T) {
+	ctx := context.Background()
+	const agentNS = "topology-rbac"
+	out := mustPlugin(t, "install", "--wait=false", "--target-namespace", agentNS)
+	if !strings.Contains(out, "clusterrole/topology-manager-provider-docker applied") {
+		t.Fatalf("install granted no role for the Docker provider:\n%s", out)
+	}
+	t.Cleanup(func() { mustPlugin(t, "uninstall", "--target-namespace", agentNS) })
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: "topology-manager"}}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}
+	if err := k8s.SubResource("token").Create(ctx, sa, tr); err != nil {
+		t.Fatal(err)
+	}
+	token := tr.Status.Token
+	agent := startAgentBinary(t, "--kubeconfig", kubeconfigFor(t, token), "--agent-namespace", agentNS, "--metrics-secure=true")
+
+	ex := exampleClass(t, "rbac")
+	createTopology(t, ex)
+	waitFor(t, "the agent builds the cluster with its own role", func(ctx context.Context) (bool, error) {
+		objs, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, "dev")
+		return len(objs) >= 8, fmt.Errorf("%s (%v)", fixture.KindCounts(objs), err)
+	})
+
+	user := "system:serviceaccount:" + agentNS + ":topology-manager"
+	for _, tc := range []struct {
+		attrs authorizationv1.ResourceAttributes
+		want  bool
+	}{
+		{authorizationv1.ResourceAttributes{Namespace: "default", Verb: "get", Resource: "secrets"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: agentNS, Verb: "get", Resource: "secrets"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "update", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "clusters.cluster.x-k8s.io"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "update", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "topologies.topology.kubectl-topology.io"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "someone-elses"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "default", Verb: "create", Group: "infrastructure.cluster.x-k8s.io", Resource: "dockermachinetemplates"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "default", Verb: "create", Group: "infrastructure.cluster.x-k8s.io", Resource: "awsclusters"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "default", Verb: "delete", Group: "cluster.x-k8s.io", Resource: "machines"}, false},
+	} {
+		attrs := tc.attrs
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:serviceaccounts"}, ResourceAttributes: &attrs}}
+		if err := k8s.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != tc.want {
+			t.Errorf("%s %s/%s %s in %q: allowed %v, want %v", attrs.Verb, attrs.Group, attrs.Resource, attrs.Name, attrs.Namespace, sar.Status.Allowed, tc.want)
+		}
+	}
+
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the agent's metrics certificate is self-signed
+	get := func(token string) int {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", agent.metricPort), nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := insecure.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(""); code != http.StatusUnauthorized && code != http.StatusForbidden {
+		t.Errorf("anonymous GET /metrics: %d, want 401 or 403", code)
+	}
+	if code := get(token); code != http.StatusForbidden {
+		t.Errorf("GET /metrics by an identity without the right: %d, want 403", code)
+	}
+	reader := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "topology-metrics-reader"}, Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "topology-metrics-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: reader.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: agentNS, Name: "topology-manager"}}}
+	for _, o := range []client.Object{reader, binding} {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), o) })
+	}
+	waitFor(t, "an authorized caller reads the metrics", func(context.Context) (bool, error) {
+		code := get(token)
+		return code == http.StatusOK, fmt.Errorf("HTTP %d", code)
+	})
+}

@@ -1,0 +1,329 @@
+package e2e
+
+// The reliability suite: what operators' mistakes and attackers' inputs do
+// to the real agent binary on a real API server. Each test here is one
+// defect that was found by trying, and the summary of the bad-input table
+// is what the project reports (tried, refused naming the field, admitted,
+// stored).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+)
+
+// badTopologies are Topologies the agent's webhooks, or the CRD's schema,
+// must refuse, each naming the field at fault. All of them were admitted
+// once, and then failed every reconcile or could not be deleted.
+var badTopologies = []struct {
+	name, field string
+	mutate      func(*v1alpha1.Topology)
+}{
+	{"name longer than a label value", "metadata.name", func(t *v1alpha1.Topology) { t.Name = strings.Repeat("n", 64) }},
+	{"pod CIDR not a CIDR", "spec.clusterNetwork.pods.cidrBlocks[0]", func(t *v1alpha1.Topology) {
+		t.Spec.ClusterNetwork.Pods.CIDRBlocks = []string{"not-a-cidr"}
+	}},
+	{"service CIDR with a /99 prefix", "spec.clusterNetwork.services.cidrBlocks[0]", func(t *v1alpha1.Topology) {
+		t.Spec.ClusterNetwork.Services.CIDRBlocks = []string{"10.0.0.0/99"}
+	}},
+	{"API server port 70000", "spec.clusterNetwork.apiServerPort", func(t *v1alpha1.Topology) {
+		p := int32(70000)
+		t.Spec.ClusterNetwork.APIServerPort = &p
+	}},
+	{"maxUnhealthy abc", "spec.controlPlane.machineHealthCheck.maxUnhealthy", func(t *v1alpha1.Topology) {
+		v := intstr.FromString("abc")
+		t.Spec.ControlPlane.MachineHealthCheck = &v1alpha1.MachineHealthCheckTopology{MachineHealthCheckClass: v1alpha1.MachineHealthCheckClass{MaxUnhealthy: &v}}
+	}},
+	{"maxSurge abc", "spec.workers.machineDeployments[0].strategy.rollingUpdate.maxSurge", func(t *v1alpha1.Topology) {
+		v := intstr.FromString("abc")
+		t.Spec.Workers.MachineDeployments[0].Strategy = &v1alpha1.MachineDeploymentStrategy{RollingUpdate: &v1alpha1.MachineRollingUpdateDeployment{MaxSurge: &v}}
+	}},
+	{"label key with spaces", "spec.workers.machineDeployments[0].metadata.labels", func(t *v1alpha1.Topology) {
+		t.Spec.Workers.MachineDeployments[0].Metadata.Labels = map[string]string{"bad key!": "v"}
+	}},
+	{"annotation key without a name", "spec.controlPlane.metadata.annotations", func(t *v1alpha1.Topology) {
+		t.Spec.ControlPlane.Metadata.Annotations = map[string]string{"/bad": "v"}
+	}},
+	{"upgrade concurrency abc", "metadata.annotations[topology.cluster.x-k8s.io/upgrade-concurrency]", func(t *v1alpha1.Topology) {
+		t.Annotations = map[string]string{engine.UpgradeConcurrencyAnnotation: "abc"}
+	}},
+	{"no class", "spec.class", func(t *v1alpha1.Topology) { t.Spec.Class = "" }},
+	{"variable of the wrong type", "spec.variables[maxPods].value", func(t *v1alpha1.Topology) {
+		t.Spec.Variables = append(t.Spec.Variables, v1alpha1.ClusterVariable{Name: "maxPods", Value: apiextensionsv1.JSON{Raw: []byte(`"abc"`)}})
+	}},
+	{"negative drain timeout", "spec.controlPlane.nodeDrainTimeout", func(t *v1alpha1.Topology) {
+		t.Spec.ControlPlane.NodeDrainTimeout = &metav1.Duration{Duration: -5e9}
+	}},
+	{"2 MB object", "spec.variables", func(t *v1alpha1.Topology) {
+		t.Spec.Variables = append(t.Spec.Variables, v1alpha1.ClusterVariable{Name: "apiServerCertSANs", Value: apiextensionsv1.JSON{Raw: []byte(`["` + strings.Repeat("a", 2<<20) + `"]`)}})
+	}},
+}
+
+// badTopologyFields are values no Go type can hold, written as JSON.
+var badTopologyFields = []struct {
+	name, field string
+	path        []string
+	value       any
+}{
+	{"duration in words", "spec.controlPlane.nodeDrainTimeout", []string{"spec", "controlPlane", "nodeDrainTimeout"}, "5 minutes"},
+	{"duration without unit", "spec.workers.machineDeployments[0].nodeDeletionTimeout", []string{"spec", "workers", "machineDeployments", "0", "nodeDeletionTimeout"}, "300"},
+}
+
+// badClasses are TopologyClasses that must be refused, naming the field.
+var badClasses = []struct {
+	name, field string
+	mutate      func(*v1alpha1.TopologyClass)
+}{
+	{"naming template rendering an invalid name", "spec.workers.machineDeployments[0].namingStrategy.template", func(c *v1alpha1.TopologyClass) {
+		tpl := "c08-t_X"
+		c.Spec.Workers.MachineDeployments[0].NamingStrategy = &v1alpha1.MachineDeploymentClassNamingStrategy{Template: &tpl}
+	}},
+	{"maxUnhealthy abc", "spec.workers.machineDeployments[0].machineHealthCheck.maxUnhealthy", func(c *v1alpha1.TopologyClass) {
+		v := intstr.FromString("abc")
+		c.Spec.Workers.MachineDeployments[0].MachineHealthCheck.MaxUnhealthy = &v
+	}},
+	{"variable that does not exist", "valueFrom.variable", func(c *v1alpha1.TopologyClass) {
+		v := "nope"
+		firstVariableOp(c).ValueFrom = &v1alpha1.JSONPatchValue{Variable: &v}
+	}},
+	{"builtin that does not exist", "valueFrom.variable", func(c *v1alpha1.TopologyClass) {
+		v := "builtin.nope"
+		firstVariableOp(c).ValueFrom = &v1alpha1.JSONPatchValue{Variable: &v}
+	}},
+	{"selector of a MachineDeployment class that does not exist", "selector.matchResources.machineDeploymentClass.names[0]", func(c *v1alpha1.TopologyClass) {
+		c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha1.PatchSelectorMatch{MachineDeploymentClass: &v1alpha1.PatchSelectorMatchMachineDeploymentClass{Names: []string{"nope"}}}
+	}},
+	{"selector of a kind no template has", "selector.matchResources", func(c *v1alpha1.TopologyClass) {
+		c.Spec.Patches[0].Definitions[0].Selector.Kind = "AWSMachineTemplate"
+	}},
+	{"selector pattern a*b*", "selector.matchResources.machineDeploymentClass.names[0]", func(c *v1alpha1.TopologyClass) {
+		c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha1.PatchSelectorMatch{MachineDeploymentClass: &v1alpha1.PatchSelectorMatchMachineDeploymentClass{Names: []string{"a*b*"}}}
+	}},
+	{"JSON pointer with ~2", "jsonPatches[0].path", func(c *v1alpha1.TopologyClass) {
+		c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/template/spec/a~2b"
+	}},
+	{"CEL rule with unbounded cost", "x-kubernetes-validations[0].rule", func(c *v1alpha1.TopologyClass) {
+		c.Spec.Variables[1].Schema.OpenAPIV3Schema.MaxItems = nil
+		c.Spec.Variables[1].Schema.OpenAPIV3Schema.XValidations = []v1alpha1.ValidationRule{{Rule: "self.all(x, self.all(y, self.all(z, x + y + z != '')))"}}
+	}},
+	{"nested enum value of the wrong type", "enum[1]", func(c *v1alpha1.TopologyClass) {
+		p := c.Spec.Variables[2].Schema.OpenAPIV3Schema.Properties["level"]
+		p.Enum = append(p.Enum, apiextensionsv1.JSON{Raw: []byte("42")})
+		c.Spec.Variables[2].Schema.OpenAPIV3Schema.Properties["level"] = p
+	}},
+	{"nested example of the wrong type", "properties[enabled].example", func(c *v1alpha1.TopologyClass) {
+		p := c.Spec.Variables[2].Schema.OpenAPIV3Schema.Properties["enabled"]
+		p.Example = &apiextensionsv1.JSON{Raw: []byte(`"yes"`)}
+		c.Spec.Variables[2].Schema.OpenAPIV3Schema.Properties["enabled"] = p
+	}},
+	{"control plane annotation key without a name", "spec.controlPlane.metadata.annotations", func(c *v1alpha1.TopologyClass) {
+		c.Spec.ControlPlane.Metadata.Annotations = map[string]string{"/bad": "v"}
+	}},
+}
+
+// firstVariableOp is the first JSON patch of the class that takes its value
+// from a variable.
+func firstVariableOp(c *v1alpha1.TopologyClass) *v1alpha1.JSONPatch {
+	for i := range c.Spec.Patches {
+		for j := range c.Spec.Patches[i].Definitions {
+			for k := range c.Spec.Patches[i].Definitions[j].JSONPatches {
+				if op := &c.Spec.Patches[i].Definitions[j].JSONPatches[k]; op.ValueFrom != nil && op.ValueFrom.Variable != nil {
+					return op
+				}
+			}
+		}
+	}
+	panic("the example class has no patch from a variable")
+}
+
+// outcome is how the API server answered one bad input.
+type outcome struct{ tried, refusedWithField, admitted, stored int }
+
+func (o *outcome) record(t *testing.T, what, field string, err error, stored bool) {
+	t.Helper()
+	o.tried++
+	switch {
+	case err == nil:
+		o.admitted++
+		t.Errorf("%s was admitted; want it refused at %s", what, field)
+	case !isRefusal(err):
+		t.Errorf("%s: got %v (HTTP %d), want a 4xx refusal naming %s", what, err, statusCode(err), field)
+	case !strings.Contains(err.Error(), field):
+		t.Errorf("%s: refused, but the answer does not name %s: %v", what, field, err)
+	default:
+		o.refusedWithField++
+	}
+	if stored {
+		o.stored++
+		t.Errorf("%s was stored", what)
+	}
+}
+
+func statusCode(err error) int32 {
+	if s, ok := err.(apierrors.APIStatus); ok {
+		return s.Status().Code
+	}
+	return 0
+}
+
+func isRefusal(err error) bool {
+	code := statusCode(err)
+	return code >= 400 && code < 500
+}
+
+// TestBadInputIsRefusedWithItsField writes every bad input through the API
+// server with the agent's webhooks in place, and checks each is refused
+// with the field at fault named, and that none of them is stored.
+func TestBadInputIsRefusedWithItsField(t *testing.T) {
+	ctx := context.Background()
+	startAgentBinary(t)
+	ex := exampleClass(t, "bad-input")
+	var o outcome
+
+	exists := func(obj client.Object) bool {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
+		return err == nil
+	}
+	for _, tc := range badTopologies {
+		t.Run("Topology/"+tc.name, func(t *testing.T) {
+			topo := ex.Topology.DeepCopy()
+			tc.mutate(topo)
+			err := k8s.Create(ctx, topo)
+			stored := err == nil || (topo.Name != "" && exists(topo))
+			if err == nil {
+				_ = k8s.Delete(ctx, topo)
+			}
+			o.record(t, "Topology with "+tc.name, tc.field, err, stored)
+		})
+	}
+	for _, tc := range badTopologyFields {
+		t.Run("Topology/"+tc.name, func(t *testing.T) {
+			raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ex.Topology)
+			if err != nil {
+				t.Fatal(err)
+			}
+			setPath(raw, tc.path, tc.value)
+			u := &unstructured.Unstructured{Object: raw}
+			u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind))
+			err = k8s.Create(ctx, u)
+			if err == nil {
+				_ = k8s.Delete(ctx, u)
+			}
+			o.record(t, "Topology with "+tc.name, tc.field, err, err == nil || exists(ex.Topology))
+		})
+	}
+	for i, tc := range badClasses {
+		t.Run("TopologyClass/"+tc.name, func(t *testing.T) {
+			c := ex.Class.DeepCopy()
+			c.Name = fmt.Sprintf("bad-%d", i)
+			tc.mutate(c)
+			err := k8s.Create(ctx, c)
+			if err == nil {
+				_ = k8s.Delete(ctx, c)
+			}
+			o.record(t, "TopologyClass with "+tc.name, tc.field, err, err == nil || exists(c))
+		})
+	}
+	t.Run("Topology/transition rule changed on update", func(t *testing.T) {
+		c := ex.Class.DeepCopy()
+		c.Name = "immutable-id"
+		c.Spec.Variables = append(c.Spec.Variables, v1alpha1.ClusterClassVariable{Name: "clusterID", Schema: v1alpha1.VariableSchema{OpenAPIV3Schema: v1alpha1.JSONSchemaProps{
+			Type: "string", XValidations: []v1alpha1.ValidationRule{{Rule: "self == oldSelf", Message: "clusterID cannot change"}},
+		}}})
+		if err := k8s.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		topo := ex.Topology.DeepCopy()
+		topo.Name, topo.Spec.Class = "transition", c.Name
+		topo.Spec.Variables = append(topo.Spec.Variables, v1alpha1.ClusterVariable{Name: "clusterID", Value: apiextensionsv1.JSON{Raw: []byte(`"a"`)}})
+		if err := k8s.Create(ctx, topo); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { deleteAndWait(t, topo) })
+		before := &v1alpha1.Topology{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(topo), before); err != nil {
+			t.Fatal(err)
+		}
+		changed := before.DeepCopy()
+		for i := range changed.Spec.Variables {
+			if changed.Spec.Variables[i].Name == "clusterID" {
+				changed.Spec.Variables[i].Value.Raw = []byte(`"b"`)
+			}
+		}
+		err := k8s.Update(ctx, changed)
+		after := &v1alpha1.Topology{}
+		if gerr := k8s.Get(ctx, client.ObjectKeyFromObject(topo), after); gerr != nil {
+			t.Fatal(gerr)
+		}
+		o.record(t, "update of a variable its rule keeps immutable", "spec.variables[clusterID].value", err, after.ResourceVersion != before.ResourceVersion)
+	})
+	t.Logf("bad input: tried %d, refused naming the field %d, admitted %d, stored %d", o.tried, o.refusedWithField, o.admitted, o.stored)
+}
+
+// setPath sets value at path in a JSON object; numeric segments index lists.
+func setPath(obj map[string]any, path []string, value any) {
+	var cur any = obj
+	for i, p := range path {
+		last := i == len(path)-1
+		switch c := cur.(type) {
+		case map[string]any:
+			if last {
+				c[p] = value
+				return
+			}
+			cur = c[p]
+		case []any:
+			var idx int
+			_, _ = fmt.Sscan(p, &idx)
+			if last {
+				c[idx] = value
+				return
+			}
+			cur = c[idx]
+		}
+	}
+}
+
+// deleteAndWait deletes obj and waits until it is gone.
+func deleteAndWait(t *testing.T, obj client.Object) {
+	t.Helper()
+	_ = k8s.Delete(context.Background(), obj)
+	waitFor(t, fmt.Sprintf("%s is deleted", obj.GetName()), func(ctx context.Context) (bool, error) {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
+		return apierrors.IsNotFound(err), err
+	})
+}
+
+// readyz asks an agent's probe endpoint which checks fail.
+func (p *agentProcess) readyz(path string) (int, string) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/%s?verbose", p.probePort, path))
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	n, _ := resp.Body.Read(buf)
+	b.Write(buf[:n])
+	return resp.StatusCode, b.String()
+}
+
+// jsonOf renders v for error messages.
+func jsonOf(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
+}
