@@ -12,6 +12,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/pkg/webhook"
@@ -33,6 +34,8 @@ type apiServerHealth struct {
 	failingSince time.Time
 	lastErr      error
 	certErr      bool
+	// livenessFailed is set once the certificate stayed untrusted past certGrace.
+	livenessFailed bool
 }
 
 // Start checks every interval until ctx ends. It runs on every replica.
@@ -61,14 +64,24 @@ func (h *apiServerHealth) check(ctx context.Context) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	log := ctrl.Log.WithName("health")
 	if err == nil {
-		h.failingSince, h.lastErr, h.certErr = time.Time{}, nil, false
+		if h.lastErr != nil {
+			log.Info("the API server answers again")
+		}
+		h.failingSince, h.lastErr, h.certErr, h.livenessFailed = time.Time{}, nil, false, false
 		return
 	}
 	if h.failingSince.IsZero() {
 		h.failingSince = time.Now()
+		// Once per outage: the probes' answers withhold the reason.
+		log.Error(err, "the API server does not answer; the agent reports not ready until it does")
 	}
 	h.lastErr, h.certErr = err, isCertificateError(err)
+	if h.certErr && !h.livenessFailed && time.Since(h.failingSince) > h.certGrace {
+		h.livenessFailed = true
+		log.Error(err, "the API server's certificate is still not trusted (its CA changed?): liveness fails so that the agent is restarted; out of cluster, restart the agent with the current kubeconfig")
+	}
 }
 
 func isCertificateError(err error) bool {
@@ -94,7 +107,7 @@ func (h *apiServerHealth) ReadyCheck(*http.Request) error {
 func (h *apiServerHealth) LiveCheck(*http.Request) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.certErr && time.Since(h.failingSince) > h.certGrace {
+	if h.livenessFailed {
 		return fmt.Errorf("the API server's certificate has not been trusted since %s (its CA changed?); restart the agent with the current CA: %w", h.failingSince.UTC().Format(time.RFC3339), h.lastErr)
 	}
 	return nil

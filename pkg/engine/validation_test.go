@@ -68,6 +68,12 @@ func TestValidateClass(t *testing.T) {
 		detail string
 	}{
 		{"valid", func(*v1alpha1.TopologyClass) {}, "", ""},
+		{"list variable with a rule and a default", func(c *v1alpha1.TopologyClass) {
+			c.Spec.Variables = append(c.Spec.Variables, v1alpha1.ClusterClassVariable{Name: "sans", Schema: v1alpha1.VariableSchema{OpenAPIV3Schema: v1alpha1.JSONSchemaProps{
+				Type: "array", MaxItems: ptr[int64](4), Items: &v1alpha1.JSONSchemaProps{Type: "string", MaxLength: ptr[int64](64)},
+				Default: rawJSON(`["localhost"]`), XValidations: []v1alpha1.ValidationRule{{Rule: "self.all(x, x != '')"}},
+			}}})
+		}, "", ""},
 		{"missing infrastructure ref", func(c *v1alpha1.TopologyClass) { c.Spec.Infrastructure.Ref = nil }, "spec.infrastructure.ref", "must be set"},
 		{"ref in other namespace", func(c *v1alpha1.TopologyClass) { c.Spec.ControlPlane.Ref.Namespace = "other" }, "spec.controlPlane.ref.namespace", "class's namespace"},
 		{"duplicate worker class", func(c *v1alpha1.TopologyClass) {

@@ -150,7 +150,7 @@ func localAgentState(webhookURL, stateDir string) string {
 	state += fmt.Sprintf(" (pid %d)", rec.PID)
 	if addr, found := strings.CutPrefix(rec.Extra, probePrefix); found {
 		if err := readiness(addr); err != nil {
-			return state + ", " + err.Error()
+			return state + ", " + err.Error() + "; its log " + filepath.Join(stateDir, "agent.log") + " says why"
 		}
 		state += ", ready"
 	}

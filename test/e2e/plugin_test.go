@@ -317,3 +317,18 @@ func TestInstallInCluster(t *testing.T) {
 		t.Errorf("the Deployment survived uninstall: %v", err)
 	}
 }
+
+// TestVersionTellsWhetherTheLocalAgentRuns: version said a local agent was
+// running after it had stopped, while every Topology write was refused.
+func TestVersionTellsWhetherTheLocalAgentRuns(t *testing.T) {
+	state := t.TempDir()
+	mustPlugin(t, "install", "--local", "--state-dir", state)
+	t.Cleanup(func() { mustPlugin(t, "uninstall", "--state-dir", state) })
+	if out := mustPlugin(t, "version", "--state-dir", state); !strings.Contains(out, "agent: running out of cluster at https://localhost:") || !strings.Contains(out, ", ready") {
+		t.Errorf("version of a running local agent:\n%s", out)
+	}
+	stopLocalAgent(state)
+	if out := mustPlugin(t, "version", "--state-dir", state); !strings.Contains(out, "NOT RUNNING") || !strings.Contains(out, "kubectl topology install --local") {
+		t.Errorf("version of a stopped local agent does not say so and what to do:\n%s", out)
+	}
+}

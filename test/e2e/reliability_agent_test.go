@@ -298,13 +298,13 @@ func TestAgentNoticesACAChange(t *testing.T) {
 	if err := c.Restart(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "readiness fails, naming the certificate", func(context.Context) (bool, error) {
+	waitFor(t, "readiness fails, and the log says why", func(context.Context) (bool, error) {
 		code, body := agent.readyz("readyz")
-		return code == 503 && strings.Contains(body, "apiserver") && strings.Contains(body, "certificate"), fmt.Errorf("readyz %d: %s", code, body)
+		return code != 200 && strings.Contains(body, "[-]apiserver failed") && agent.logged("certificate signed by unknown authority"), fmt.Errorf("readyz %d: %s", code, body)
 	})
 	waitFor(t, "liveness fails once the grace is over", func(context.Context) (bool, error) {
 		code, body := agent.readyz("healthz")
-		return code == 503 && strings.Contains(body, "restart the agent"), fmt.Errorf("healthz %d: %s", code, body)
+		return code != 200 && strings.Contains(body, "[-]apiserver-certificate failed") && agent.logged("restart the agent"), fmt.Errorf("healthz %d: %s", code, body)
 	})
 	// Killed here: its cleanup must not wait on a control plane it cannot reach.
 	agent.kill()
@@ -365,10 +365,10 @@ func inspect(ctx context.Context, ex fixture.Example, name string) (chaosFinding
 func TestChaosKillsConverge(t *testing.T) {
 	ctx := context.Background()
 	rnd := rand.New(rand.NewPCG(17, 23)) // seeded: the same kill moments every run
+	agent := startAgentBinary(t)
 	ex := exampleClass(t, "chaos")
 	ns := ex.Topology.Namespace
 	topologies := []string{"chaos-0", "chaos-1", "chaos-2"}
-	agent := startAgentBinary(t)
 	for _, name := range topologies {
 		topo := ex.Topology.DeepCopy()
 		topo.Name = name
@@ -403,6 +403,7 @@ func TestChaosKillsConverge(t *testing.T) {
 		agent.kill()
 	}
 	startAgentBinary(t)
+	deleteTopologiesAtEnd(t, ns) // registered after the last agent, so it runs while that agent does
 	var total chaosFindings
 	for _, name := range topologies {
 		waitFor(t, name+" converges", func(ctx context.Context) (bool, error) {
@@ -431,10 +432,22 @@ func TestChaosKillsConverge(t *testing.T) {
 		total.duplicates, total.orphans, total.leaks = total.duplicates+f.duplicates, total.orphans+f.orphans, total.leaks+f.leaks
 	}
 	t.Logf("chaos: kills %d, duplicates %d, orphans %d, leaks %d", kills, total.duplicates, total.orphans, total.leaks)
-	for _, name := range topologies {
-		topo := &v1alpha1.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		deleteAndWait(t, topo)
-	}
+}
+
+// deleteTopologiesAtEnd deletes every Topology in ns when the test ends and
+// waits until the agent has let them go. Register it after starting the
+// agent: cleanups run last-registered first, so the agent still runs then.
+func deleteTopologiesAtEnd(t *testing.T, ns string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = k8s.DeleteAllOf(ctx, &v1alpha1.Topology{}, client.InNamespace(ns))
+		waitFor(t, "the Topologies of "+ns+" are deleted", func(ctx context.Context) (bool, error) {
+			list := &v1alpha1.TopologyList{}
+			err := k8s.List(ctx, list, client.InNamespace(ns))
+			return err == nil && len(list.Items) == 0, fmt.Errorf("%d left (%v)", len(list.Items), err)
+		})
+	})
 }
 
 // setVariable sets a Topology variable through the API, as a user would.
@@ -489,6 +502,7 @@ func TestSlowExtensionDoesNotStallTheFleet(t *testing.T) {
 	slowExt := registerExtension(t, "slow", slow)
 	ex := exampleClass(t, "slow-ext")
 	ns := ex.Topology.Namespace
+	deleteTopologiesAtEnd(t, ns)
 	slowClass := ex.Class.DeepCopy()
 	slowClass.Name = "slow"
 	slowClass.Spec.Patches = append(slowClass.Spec.Patches, v1alpha1.ClusterClassPatch{Name: "slow", External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: ptrTo("generate." + slowExt)}})

@@ -66,10 +66,14 @@ func validateSchema(ctx context.Context, v *v1alpha1.ClusterClassVariable, p *fi
 		}
 		return errs
 	}
-	root := d.wrapped.Properties[wrapKey]
-	if errs, err := structuraldefaulting.ValidateDefaults(ctx, p, &root, false, true); err != nil {
+	// Defaults are checked on the wrapped schema, as values are: CEL rules
+	// of a root that is not an object (a list, a string) only compile there.
+	if errs, err := structuraldefaulting.ValidateDefaults(ctx, p, d.wrapped, false, true); err != nil {
 		return field.ErrorList{field.Invalid(p, "", err.Error())}
 	} else if len(errs) > 0 {
+		for _, e := range errs {
+			e.Field = strings.Replace(e.Field, p.String()+".properties["+wrapKey+"]", p.String(), 1)
+		}
 		return errs
 	}
 	errs = append(errs, compileRules(d.Schema, p)...)
