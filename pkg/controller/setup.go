@@ -20,7 +20,7 @@ import (
 )
 
 func capiGVK(kind string) schema.GroupVersionKind {
-	return schema.GroupVersionKind{Group: engine.ClusterAPIGroup, Version: "v1beta1", Kind: kind}
+	return engine.ClusterAPIGroupVersion().WithKind(kind)
 }
 
 func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {

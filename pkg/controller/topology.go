@@ -11,10 +11,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,10 +24,11 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
+	"github.com/kubectl-topology/kubectl-topology/pkg/loader"
 )
 
 // FieldManager is the server-side apply field manager of everything the agent writes.
-const FieldManager = "kubectl-topology"
+const FieldManager = engine.FieldManager
 
 // TopologyFinalizer keeps a Topology until the CAPI Cluster it owns and every
 // object it generated are gone.
@@ -54,8 +53,6 @@ const (
 	clusterKind                      = "Cluster"
 	machineSetKind                   = "MachineSet"
 	machineKind                      = "Machine"
-	// machineDeploymentLabel is what the MachineSet controller puts on Machines.
-	machineDeploymentLabel = "cluster.x-k8s.io/deployment-name"
 )
 
 // TopologyReconciler makes each Topology real as Cluster API objects.
@@ -87,10 +84,10 @@ type scope struct {
 	class     *CompiledClass
 	templates *engine.TemplateIndex
 	current   *engine.State
-	live      []*unstructured.Unstructured // objects labelled for the cluster
+	live      []*unstructured.Unstructured // the Cluster and the objects labelled for it
 	observed  *engine.Observed
 	result    *engine.Result
-	desired   []*unstructured.Unstructured // result's objects, less pools still pending creation
+	desired   []*unstructured.Unstructured // what the engine says to write now
 	// condition to report; the reconcile error, if any, overrides it.
 	reason, message string
 	// requeueAfter asks for another look, e.g. while a deletion completes.
@@ -121,7 +118,7 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		err = errors.Join(err, statusErr)
 	}
 	var invalid *engine.InvalidError
-	var missing *missingError
+	var missing *loader.NotFoundError
 	if errors.As(err, &invalid) || errors.As(err, &missing) {
 		// Bad input waits for the user; the watches bring it back when it changes.
 		return ctrl.Result{}, nil
@@ -153,24 +150,26 @@ func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error
 	return nil
 }
 
-// missingError is a reference to something that does not exist yet; the
-// Topology waits for it rather than retrying hot.
-type missingError struct{ msg string }
-
-func (e *missingError) Error() string { return e.msg }
+// loader reads what the engine needs through the cache; a class's templates
+// outside the one namespace the agent watches are read uncached, so a change
+// to one of them waits for the next reconcile.
+func (r *TopologyReconciler) loader() *loader.Loader {
+	return &loader.Loader{Reader: r.Client, TemplateReader: func(namespace string) client.Reader {
+		if r.WatchNamespace != "" && namespace != r.WatchNamespace && r.APIReader != nil {
+			return r.APIReader
+		}
+		return r.Client
+	}}
+}
 
 func (r *TopologyReconciler) getClass(ctx context.Context, s *scope) (bool, error) {
-	key := s.topo.GetClassKey()
-	class := &v1alpha1.TopologyClass{}
-	if err := r.Client.Get(ctx, key, class); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, &missingError{fmt.Sprintf("spec.class: TopologyClass %s not found: create it or point spec.class at an existing class", key)}
-		}
-		return false, fmt.Errorf("reading TopologyClass %s: %w", key, err)
+	class, err := r.loader().Class(ctx, s.topo)
+	if err != nil {
+		return false, err
 	}
 	if class.Status.ObservedGeneration != class.Generation {
 		s.reason = ReasonClassNotReconciled
-		s.message = fmt.Sprintf("TopologyClass %s generation %d is not reconciled yet", key, class.Generation)
+		s.message = fmt.Sprintf("TopologyClass %s generation %d is not reconciled yet", s.topo.GetClassKey(), class.Generation)
 		return false, nil
 	}
 	compiled, err := r.Classes.Get(ctx, class)
@@ -182,133 +181,29 @@ func (r *TopologyReconciler) getClass(ctx context.Context, s *scope) (bool, erro
 }
 
 func (r *TopologyReconciler) getTemplates(ctx context.Context, s *scope) (bool, error) {
-	ix := engine.NewTemplateIndex()
-	for _, ref := range engine.ClassTemplateRefs(s.class.Class) {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion(ref.APIVersion)
-		u.SetKind(ref.Kind)
-		var reader client.Reader = r.Client
-		if r.WatchNamespace != "" && ref.Namespace != r.WatchNamespace && r.APIReader != nil {
-			reader = r.APIReader // not cached: a change to it waits for the next reconcile
-		}
-		if err := reader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
-			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-				return false, &missingError{fmt.Sprintf("TopologyClass %s/%s %s: %s %s/%s not found: create the template or fix the reference", s.class.Class.Namespace, s.class.Class.Name, ref.Field, ref.Kind, ref.Namespace, ref.Name)}
-			}
-			return false, fmt.Errorf("reading %s %s/%s of TopologyClass %s: %w", ref.Kind, ref.Namespace, ref.Name, s.class.Class.Name, err)
-		}
-		ix.Add(u)
-	}
+	ix, err := r.loader().Templates(ctx, s.class.Class)
 	s.templates = ix
-	return true, nil
+	return err == nil, err
 }
 
 // getCurrentState reads what exists: the Cluster, and every object of the
-// class's kinds labelled for this cluster.
+// class's kinds labelled for this cluster, adopting what was made before the
+// Cluster existed.
 func (r *TopologyReconciler) getCurrentState(ctx context.Context, s *scope) (bool, error) {
-	cluster := &unstructured.Unstructured{}
-	cluster.SetAPIVersion(engine.ClusterAPIVersion)
-	cluster.SetKind(clusterKind)
-	objs := []*unstructured.Unstructured{}
-	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(s.topo), cluster); {
-	case err == nil:
-		objs = append(objs, cluster)
-	case !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("reading Cluster %s/%s: %w", s.topo.Namespace, s.topo.Name, err)
-	}
-	live, err := r.listLabelled(ctx, s.topo, engine.GeneratedKinds(s.class.Class))
+	objs, err := r.loader().Objects(ctx, s.topo, s.class.Class)
 	if err != nil {
 		return false, err
 	}
-	s.live = live
-	objs = append(objs, live...)
-	s.current = engine.StateFromObjects(s.topo.Name, s.topo.Namespace, objs)
-	adoptPreClusterObjects(s)
+	s.live = objs
+	s.current = loader.State(s.topo, s.class.Class, objs)
 	return true, nil
 }
 
-func (r *TopologyReconciler) listLabelled(ctx context.Context, topo *v1alpha1.Topology, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	for _, gvk := range kinds {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Client.List(ctx, list, client.InNamespace(topo.Namespace), client.MatchingLabels{engine.ClusterNameLabel: topo.Name}); err != nil {
-			if meta.IsNoMatchError(err) {
-				continue // e.g. no MachinePool CRD installed: nothing of that kind exists
-			}
-			return nil, fmt.Errorf("listing %s of Cluster %s/%s: %w", gvk.Kind, topo.Namespace, topo.Name, err)
-		}
-		for i := range list.Items {
-			out = append(out, &list.Items[i])
-		}
-	}
-	return out, nil
-}
-
-// adoptPreClusterObjects finds the InfrastructureCluster and control plane a
-// previous reconcile created before the CAPI Cluster existed (owned by the
-// Topology), so a restarted agent reuses them instead of making duplicates.
-func adoptPreClusterObjects(s *scope) {
-	cls := s.class.Class.Spec
-	find := func(kind string) *unstructured.Unstructured {
-		for _, o := range s.live {
-			if o.GetKind() == kind && ownedBy(o, s.topo.UID) {
-				return o
-			}
-		}
-		return nil
-	}
-	if s.current.InfrastructureCluster == nil && cls.Infrastructure.Ref != nil {
-		s.current.InfrastructureCluster = find(engine.TrimTemplateSuffix(cls.Infrastructure.Ref.Kind))
-	}
-	if s.current.ControlPlane.Object == nil && cls.ControlPlane.Ref != nil {
-		if cp := find(engine.TrimTemplateSuffix(cls.ControlPlane.Ref.Kind)); cp != nil {
-			s.current.ControlPlane.Object = cp
-			name, _, _ := unstructured.NestedString(cp.Object, "spec", "machineTemplate", "infrastructureRef", "name")
-			for _, o := range s.live {
-				if o.GetName() == name && cls.ControlPlane.MachineInfrastructure != nil && o.GetKind() == cls.ControlPlane.MachineInfrastructure.Ref.Kind {
-					s.current.ControlPlane.InfrastructureMachineTemplate = o
-				}
-			}
-		}
-	}
-}
-
-func ownedBy(o *unstructured.Unstructured, uid types.UID) bool {
-	for _, ref := range o.GetOwnerReferences() {
-		if ref.UID == uid {
-			return true
-		}
-	}
-	return false
-}
-
-// observeRollout reads the rollout state per the contracts, refined by
-// Machines: a MachineDeployment is upgrading while any of its Machines runs
-// another version.
+// observeRollout reads the rollout state per the contracts, refined by Machines.
 func (r *TopologyReconciler) observeRollout(ctx context.Context, s *scope) (bool, error) {
-	s.observed = engine.ObserveState(s.current)
-	if len(s.current.MachineDeployments) == 0 {
-		return true, nil
-	}
-	machines := &unstructured.UnstructuredList{}
-	machines.SetGroupVersionKind(schema.GroupVersionKind{Group: engine.ClusterAPIGroup, Version: "v1beta1", Kind: machineKind + "List"})
-	if err := r.Client.List(ctx, machines, client.InNamespace(s.topo.Namespace), client.MatchingLabels{engine.ClusterNameLabel: s.topo.Name}); err != nil && !meta.IsNoMatchError(err) {
-		return false, fmt.Errorf("listing Machines of Cluster %s/%s: %w", s.topo.Namespace, s.topo.Name, err)
-	}
-	for name, w := range s.current.MachineDeployments {
-		o := s.observed.MachineDeployments[name]
-		for _, m := range machines.Items {
-			if m.GetLabels()[machineDeploymentLabel] != w.Object.GetName() {
-				continue
-			}
-			if v, _, _ := unstructured.NestedString(m.Object, "spec", "version"); v != "" && v != o.SpecVersion {
-				o.Upgrading = true
-			}
-		}
-		s.observed.MachineDeployments[name] = o
-	}
-	return true, nil
+	obs, err := r.loader().Observe(ctx, s.topo, s.current)
+	s.observed = obs
+	return err == nil, err
 }
 
 // external is the runner of the class's external patches, or nil when it
@@ -343,7 +238,7 @@ func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool
 		return false, err
 	}
 	s.result = res
-	s.desired = s.desiredObjects()
+	s.desired = res.ToApply()
 	return true, nil
 }
 
@@ -468,25 +363,4 @@ func indexByKey(lists ...[]*unstructured.Unstructured) map[engine.ObjectKey]*uns
 		}
 	}
 	return out
-}
-
-// desiredObjects lists the desired state minus pools whose creation waits for
-// a stable control plane; they are created by a later reconcile.
-func (s *scope) desiredObjects() []*unstructured.Unstructured {
-	d := *s.result.Desired
-	filter := func(pools map[string]*engine.WorkerState, decisions []engine.Decision) map[string]*engine.WorkerState {
-		out := make(map[string]*engine.WorkerState, len(pools))
-		for name, w := range pools {
-			out[name] = w
-		}
-		for _, dec := range decisions {
-			if dec.CreatePending {
-				delete(out, dec.Name)
-			}
-		}
-		return out
-	}
-	d.MachineDeployments = filter(d.MachineDeployments, s.result.Rollout.MachineDeployments)
-	d.MachinePools = filter(d.MachinePools, s.result.Rollout.MachinePools)
-	return d.Objects()
 }

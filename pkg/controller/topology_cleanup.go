@@ -47,7 +47,7 @@ func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, 
 		}
 		// An InfrastructureCluster or control plane is only ever removed as a
 		// duplicate the Topology itself still owns; the Cluster's are never touched.
-		if clusterLevel[o.GetKind()] && !ownedBy(o, s.topo.UID) {
+		if clusterLevel[o.GetKind()] && !engine.OwnedBy(o, s.topo.UID) {
 			continue
 		}
 		if err := r.Client.Delete(ctx, o, client.Preconditions{UID: ptr(o.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
@@ -64,7 +64,7 @@ func ptr[T any](v T) *T { return &v }
 // Machines of an older MachineSet may still be created from them.
 func (r *TopologyReconciler) machineSetRefs(ctx context.Context, topo *v1alpha1.Topology) (map[engine.ObjectKey]bool, error) {
 	sets := &unstructured.UnstructuredList{}
-	sets.SetGroupVersionKind(schema.GroupVersionKind{Group: engine.ClusterAPIGroup, Version: "v1beta1", Kind: machineSetKind + "List"})
+	sets.SetGroupVersionKind(capiGVK(machineSetKind + "List"))
 	if err := r.Client.List(ctx, sets, client.InNamespace(topo.Namespace), client.MatchingLabels{engine.ClusterNameLabel: topo.Name}); err != nil && !meta.IsNoMatchError(err) {
 		return nil, fmt.Errorf("listing MachineSets of Cluster %s/%s: %w", topo.Namespace, topo.Name, err)
 	}
@@ -96,7 +96,7 @@ func (r *TopologyReconciler) reconcileDelete(ctx context.Context, topo *v1alpha1
 	cluster.SetKind(clusterKind)
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(topo), cluster)
 	switch {
-	case err == nil && ownedBy(cluster, topo.UID):
+	case err == nil && engine.OwnedBy(cluster, topo.UID):
 		if cluster.GetDeletionTimestamp().IsZero() {
 			if err := r.Client.Delete(ctx, cluster, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 				return ctrl.Result{}, fmt.Errorf("deleting Cluster %s/%s of Topology %s: %w", cluster.GetNamespace(), cluster.GetName(), topo.Name, err)

@@ -5,6 +5,10 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
+// FieldManager is the server-side apply field manager of everything the
+// agent writes; previews dry-run as it, so they see its field ownership.
+const FieldManager = "kubectl-topology"
+
 // NeedsApply says whether desired has to be written over current: when current
 // does not exist, when a field desired sets differs (a hand edit to reconcile
 // away), or when fieldManager still owns a field desired no longer sets (the

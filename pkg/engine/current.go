@@ -2,6 +2,9 @@ package engine
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 )
 
 // StateFromObjects finds, among existing objects, the ones that make up a
@@ -69,4 +72,50 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 		pools[o.GetLabels()[label]] = w
 	}
 	return s
+}
+
+// Adopt completes s with the InfrastructureCluster and control plane (and
+// its machine template) an earlier reconcile created before the Cluster
+// existed: owned by the Topology (uid) and labelled for the cluster, but not
+// yet referenced by a Cluster. A restarted agent then reuses them instead of
+// making duplicates, and previews show them as existing.
+func Adopt(s *State, c *v1alpha1.TopologyClass, uid types.UID, objs []*unstructured.Unstructured) {
+	cls := c.Spec
+	find := func(kind string) *unstructured.Unstructured {
+		for _, o := range objs {
+			if o.GetKind() == kind && OwnedBy(o, uid) {
+				return o
+			}
+		}
+		return nil
+	}
+	if s.InfrastructureCluster == nil && cls.Infrastructure.Ref != nil {
+		s.InfrastructureCluster = find(TrimTemplateSuffix(cls.Infrastructure.Ref.Kind))
+	}
+	if s.ControlPlane.Object != nil || cls.ControlPlane.Ref == nil {
+		return
+	}
+	cp := find(TrimTemplateSuffix(cls.ControlPlane.Ref.Kind))
+	if cp == nil {
+		return
+	}
+	s.ControlPlane.Object = cp
+	name, _, _ := unstructured.NestedString(cp.Object, "spec", "machineTemplate", "infrastructureRef", "name")
+	if mi := cls.ControlPlane.MachineInfrastructure; mi != nil && mi.Ref != nil {
+		for _, o := range objs {
+			if o.GetName() == name && o.GetKind() == mi.Ref.Kind {
+				s.ControlPlane.InfrastructureMachineTemplate = o
+			}
+		}
+	}
+}
+
+// OwnedBy reports whether uid is among the owners of o.
+func OwnedBy(o *unstructured.Unstructured, uid types.UID) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.UID == uid {
+			return true
+		}
+	}
+	return false
 }

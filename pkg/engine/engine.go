@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
@@ -89,4 +90,53 @@ func describe(kind string, m metav1.Object) string {
 		return fmt.Sprintf("%s %s", kind, m.GetName())
 	}
 	return fmt.Sprintf("%s %s/%s", kind, m.GetNamespace(), m.GetName())
+}
+
+// Pending is a desired object the agent does not create yet, and why: the
+// objects of a pool whose creation waits for a stable control plane.
+type Pending struct {
+	// Object is the desired object.
+	Object *unstructured.Unstructured
+	// Part names the pool, e.g. MachineDeployment md-a.
+	Part string
+	// Reason says what it waits for.
+	Reason string
+}
+
+// Pending lists the desired objects whose creation waits, in the order of
+// Desired.Objects().
+func (r *Result) Pending() []Pending {
+	var out []Pending
+	add := func(kind string, pools map[string]*WorkerState, decisions []Decision) {
+		for _, d := range decisions {
+			w := pools[d.Name]
+			if !d.CreatePending || w == nil {
+				continue
+			}
+			for _, o := range []*unstructured.Unstructured{w.Bootstrap, w.Infrastructure, w.Object, w.MachineHealthCheck} {
+				if o != nil {
+					out = append(out, Pending{Object: o, Part: kind + " " + d.Name, Reason: d.Reason})
+				}
+			}
+		}
+	}
+	add("MachineDeployment", r.Desired.MachineDeployments, r.Rollout.MachineDeployments)
+	add("MachinePool", r.Desired.MachinePools, r.Rollout.MachinePools)
+	return out
+}
+
+// ToApply is what the agent writes now: every desired object, in dependency
+// order, but those Pending.
+func (r *Result) ToApply() []*unstructured.Unstructured {
+	pending := map[ObjectKey]bool{}
+	for _, p := range r.Pending() {
+		pending[KeyOf(p.Object)] = true
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range r.Desired.Objects() {
+		if !pending[KeyOf(o)] {
+			out = append(out, o)
+		}
+	}
+	return out
 }

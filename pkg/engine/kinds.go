@@ -69,7 +69,7 @@ func GeneratedKinds(c *v1alpha1.TopologyClass) []schema.GroupVersionKind {
 		}
 	}
 	capi := func(kind string) schema.GroupVersionKind {
-		return schema.GroupVersionKind{Group: ClusterAPIGroup, Version: "v1beta1", Kind: kind}
+		return ClusterAPIGroupVersion().WithKind(kind)
 	}
 	add(capi("MachineDeployment"))
 	add(capi("MachinePool"))

@@ -1,5 +1,7 @@
 package engine
 
+import "k8s.io/apimachinery/pkg/runtime/schema"
+
 // Labels and annotations Cluster API and its tooling read on generated objects.
 // They are upstream's names on purpose: clusterctl, describe and dashboards
 // recognise them, and only upstream's gated topology controllers act on them.
@@ -28,3 +30,9 @@ const (
 	ClusterAPIVersion = "cluster.x-k8s.io/v1beta1"
 	ClusterAPIGroup   = "cluster.x-k8s.io"
 )
+
+// ClusterAPIGroupVersion is ClusterAPIVersion parsed.
+func ClusterAPIGroupVersion() schema.GroupVersion {
+	gv, _ := schema.ParseGroupVersion(ClusterAPIVersion)
+	return gv
+}

@@ -270,7 +270,7 @@ func ipFamily(services, pods []string) string {
 func (c *computation) objectFromTemplate(original, patched *unstructured.Unstructured, name string, labels, annotations map[string]string) *unstructured.Unstructured {
 	tpl, _, _ := unstructured.NestedMap(original.Object, "spec", "template")
 	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(tpl)}
-	stripServerFields(obj)
+	asNewCopy(obj)
 	spec, _, _ := unstructured.NestedFieldCopy(patched.Object, "spec", "template", "spec")
 	if spec == nil {
 		spec = map[string]any{}
@@ -305,7 +305,7 @@ func (c *computation) topologyLabels(copied, extra map[string]string) map[string
 // DockerMachineTemplate of a MachineDeployment) with the patched spec.
 func (c *computation) templateFromTemplate(original, patched *unstructured.Unstructured, name string, extraLabels map[string]string) *unstructured.Unstructured {
 	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(original.Object)}
-	stripServerFields(obj)
+	asNewCopy(obj)
 	if spec, found, _ := unstructured.NestedFieldCopy(patched.Object, "spec", "template", "spec"); found {
 		_ = unstructured.SetNestedField(obj.Object, spec, "spec", "template", "spec")
 	}
@@ -321,12 +321,22 @@ func (c *computation) templateFromTemplate(original, patched *unstructured.Unstr
 	return obj
 }
 
-// stripServerFields drops what the API server manages, so a copy can be created anew.
-func stripServerFields(obj *unstructured.Unstructured) {
-	for _, f := range []string{"resourceVersion", "uid", "selfLink", "finalizers", "creationTimestamp", "generation", "managedFields", "ownerReferences", "deletionTimestamp", "deletionGracePeriodSeconds"} {
+// StripServerFields drops what the API server sets on an object and no
+// client writes: identity, versions, timestamps, field ownership, status.
+// Previews compare objects without them.
+func StripServerFields(obj *unstructured.Unstructured) {
+	for _, f := range []string{"resourceVersion", "uid", "selfLink", "creationTimestamp", "generation", "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds"} {
 		unstructured.RemoveNestedField(obj.Object, "metadata", f)
 	}
 	delete(obj.Object, "status")
+}
+
+// asNewCopy makes obj, a copy of a template, something to create anew: no
+// server fields, and not the original's owners or finalizers.
+func asNewCopy(obj *unstructured.Unstructured) {
+	StripServerFields(obj)
+	unstructured.RemoveNestedField(obj.Object, "metadata", "ownerReferences")
+	unstructured.RemoveNestedField(obj.Object, "metadata", "finalizers")
 }
 
 func (c *computation) setOwner(obj *unstructured.Unstructured, owner *metav1.OwnerReference) {

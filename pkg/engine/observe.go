@@ -59,3 +59,29 @@ func nestedInt32(o *unstructured.Unstructured, path ...string) int32 {
 	}
 	return 0
 }
+
+// MachineDeploymentNameOfMachine is the label the MachineSet controller puts
+// on each Machine: the name of its MachineDeployment.
+const MachineDeploymentNameOfMachine = "cluster.x-k8s.io/deployment-name"
+
+// WithMachines refines what the contracts' status says with the Machines
+// themselves: a MachineDeployment is upgrading while any of its Machines
+// runs another version than its spec, whatever its counters say yet.
+func (o *Observed) WithMachines(s *State, machines []*unstructured.Unstructured) *Observed {
+	for name, w := range s.MachineDeployments {
+		if w == nil || w.Object == nil {
+			continue
+		}
+		part := o.MachineDeployments[name]
+		for _, m := range machines {
+			if m.GetLabels()[MachineDeploymentNameOfMachine] != w.Object.GetName() {
+				continue
+			}
+			if v, _, _ := unstructured.NestedString(m.Object, "spec", "version"); v != "" && v != part.SpecVersion {
+				part.Upgrading = true
+			}
+		}
+		o.MachineDeployments[name] = part
+	}
+	return o
+}

@@ -3,26 +3,28 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
 )
 
-// changeOptions are what scale and set share: a Topology to change, a preview
-// of what the change rolls out, a confirmation, and a guarded write.
+// changeOptions are what scale, set variable and upgrade share: a Topology
+// to change, a preview of what the change rolls out, a confirmation, and a
+// write guarded by the resourceVersion it was read at.
 type changeOptions struct {
 	liveFlags
 	genericiooptions.IOStreams
@@ -36,29 +38,94 @@ func (o *changeOptions) addFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVarP(&o.yes, "yes", "y", false, "Do not ask for confirmation")
 }
 
-// apply reads the Topology, changes it with mutate, validates the result with
-// a server-side dry run, previews what the agent would change, asks, and
-// writes it guarded by the resourceVersion it read.
-func (o *changeOptions) apply(ctx context.Context, mutate func(*v1alpha1.Topology) ([]string, error)) error {
+// change is one edit of a live Topology, and what a command adds to the
+// shared flow.
+type change struct {
+	// mutate edits a copy of the Topology. After a conflict it is applied
+	// again, to the server's newer version.
+	mutate func(*v1alpha1.Topology) error
+	// preflight, when set, refuses the edit before anything is sent.
+	preflight func(orig, edited *v1alpha1.Topology) error
+	// preview, when set, prints more than the objects that change.
+	preview func(orig, edited *v1alpha1.Topology)
+	// question is what the confirmation asks.
+	question func(orig, edited *v1alpha1.Topology) string
+}
+
+// maxAttempts bounds how often a change is laid on a newer version of the
+// Topology after a conflict before the command gives up.
+const maxAttempts = 3
+
+// apply reads the Topology, edits it, checks the edit with a server-side dry
+// run, previews what the agent would change, asks, and writes it guarded by
+// the resourceVersion it read. When the Topology changed on the server
+// meanwhile, it says what changed and starts again from the newer version;
+// it stops if the server changed a setting this change also changes. It
+// returns the Topology written, or nil when nothing was.
+func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha1.Topology, error) {
 	t, err := o.readTopology(ctx, o.name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ca := o.access
-	changed := t.DeepCopy()
-	what, err := mutate(changed)
-	if err != nil {
-		return err
+	for attempt := 1; ; attempt++ {
+		edited := t.DeepCopy()
+		if err := c.mutate(edited); err != nil {
+			return nil, err
+		}
+		what := draft.Changes(t, edited)
+		if len(what) == 0 {
+			fmt.Fprintf(o.Out, "Topology %s/%s already is that way; nothing to do.\n", t.Namespace, t.Name)
+			return nil, nil
+		}
+		if c.preflight != nil {
+			if err := c.preflight(t, edited); err != nil {
+				return nil, err
+			}
+		}
+		if err := draft.DryRun(ctx, ca.client, edited); err != nil {
+			return nil, fmt.Errorf("the change is refused; nothing was changed: %w", explain(err, ca))
+		}
+		fmt.Fprintf(o.Out, "Topology %s/%s:\n", t.Namespace, t.Name)
+		for _, w := range what {
+			fmt.Fprintf(o.Out, "  %s\n", w)
+		}
+		if err := o.printPlan(ctx, edited); err != nil {
+			return nil, err
+		}
+		if c.preview != nil {
+			c.preview(t, edited)
+		}
+		if o.dryRun {
+			fmt.Fprintln(o.Out, "Dry run: nothing was changed.")
+			return nil, nil
+		}
+		question := fmt.Sprintf("Apply to Topology %s/%s?", t.Namespace, t.Name)
+		if c.question != nil {
+			question = c.question(t, edited)
+		}
+		if !o.yes && !confirm(o.In, o.Out, question) {
+			return nil, fmt.Errorf("not confirmed; nothing was changed (pass --yes to skip the question)")
+		}
+		written, err := draft.Write(ctx, ca.client, t, edited)
+		var conflict *draft.ConflictError
+		switch {
+		case errors.As(err, &conflict) && len(conflict.Both) == 0 && attempt < maxAttempts:
+			fmt.Fprintf(o.ErrOut, "%s.\n", conflict.Error())
+			t = conflict.Latest
+			continue
+		case errors.As(err, &conflict):
+			return nil, fmt.Errorf("%w; run the command again once you have looked at it (kubectl topology status %s -n %s)", conflict, t.Name, t.Namespace)
+		case err != nil:
+			return nil, explain(err, ca)
+		}
+		return written, nil
 	}
-	if len(what) == 0 {
-		fmt.Fprintf(o.Out, "Topology %s/%s already is that way; nothing to do.\n", t.Namespace, t.Name)
-		return nil
-	}
-	if err := ca.client.Update(ctx, changed.DeepCopy(), client.DryRunAll); err != nil {
-		return fmt.Errorf("the change is refused; nothing was changed: %w", explain(err, ca))
-	}
-	fmt.Fprintf(o.Out, "Topology %s/%s:\n  %s\n", t.Namespace, t.Name, strings.Join(what, "\n  "))
-	p, warnings, err := ca.livePlan(ctx, changed)
+}
+
+// printPlan prints what the agent would change for edited, as plan NAME does.
+func (o *changeOptions) printPlan(ctx context.Context, edited *v1alpha1.Topology) error {
+	p, warnings, err := o.access.livePlan(ctx, edited)
 	if err != nil {
 		return err
 	}
@@ -67,29 +134,23 @@ func (o *changeOptions) apply(ctx context.Context, mutate func(*v1alpha1.Topolog
 	}
 	if len(p.Changes) == 0 {
 		fmt.Fprintln(o.Out, "The agent would change no object.")
-	} else {
-		fmt.Fprintln(o.Out, "The agent would then change:")
-		w := printers.GetNewTabWriter(o.Out)
-		for _, c := range p.Changes {
-			fmt.Fprintf(w, "  %s\t%s\t%s\n", c.Action, c.Object.GetKind(), c.Object.GetName())
-		}
-		_ = w.Flush()
-	}
-	if o.dryRun {
-		fmt.Fprintln(o.Out, "Dry run: nothing was changed.")
 		return nil
 	}
-	if !o.yes && !confirm(o.In, o.Out, fmt.Sprintf("Apply to Topology %s/%s?", t.Namespace, t.Name)) {
-		return fmt.Errorf("not confirmed; nothing was changed (pass --yes to skip the question)")
-	}
-	if err := ca.client.Update(ctx, changed); err != nil {
-		if apierrors.IsConflict(err) {
-			return fmt.Errorf("Topology %s/%s changed on the server after it was read; nothing was changed — look at it (kubectl topology status %s) and run again", t.Namespace, t.Name, t.Name)
+	fmt.Fprintln(o.Out, "The agent would then change:")
+	w := printers.GetNewTabWriter(o.Out)
+	for _, c := range p.Changes {
+		reason := ""
+		if c.Action == plan.Pending {
+			reason = "(" + c.Reason + ")"
 		}
-		return explain(err, ca)
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", c.Action, c.Object.GetKind(), c.Object.GetName(), reason)
 	}
+	return w.Flush()
+}
+
+// applied says what to do next once a change is written.
+func (o *changeOptions) applied(t *v1alpha1.Topology) {
 	fmt.Fprintf(o.Out, "Applied. Follow it with: kubectl topology status %s -n %s --watch\n", t.Name, t.Namespace)
-	return nil
 }
 
 // ScaleOptions are the inputs of `scale`.
@@ -116,7 +177,11 @@ func NewScaleCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return o.apply(cmd.Context(), o.mutate)
+			written, err := o.apply(cmd.Context(), change{mutate: o.mutate})
+			if written != nil {
+				o.applied(written)
+			}
+			return err
 		},
 	}
 	cmd.Flags().IntVar(&o.ControlPlane, "control-plane", -1, "Control plane replicas")
@@ -138,42 +203,26 @@ func (o *ScaleOptions) Validate() error {
 	return nil
 }
 
-func (o *ScaleOptions) mutate(t *v1alpha1.Topology) ([]string, error) {
-	var what []string
-	set := func(label string, cur **int32, n int) {
-		old := "unset"
-		if *cur != nil {
-			if int(**cur) == n {
-				return
-			}
-			old = strconv.Itoa(int(**cur))
-		}
+func (o *ScaleOptions) mutate(t *v1alpha1.Topology) error {
+	set := func(s draft.Scope, n int) {
 		v := int32(n)
-		*cur = &v
-		what = append(what, fmt.Sprintf("%s replicas %s → %d", label, old, n))
+		*draft.Replicas(t, s) = &v
 	}
 	if o.ControlPlane >= 0 {
-		set("control plane", &t.Spec.ControlPlane.Replicas, o.ControlPlane)
+		set(draft.Scope{Kind: draft.ControlPlane}, o.ControlPlane)
 	}
-	pools := make([]string, 0, len(o.Workers))
-	for p := range o.Workers {
-		pools = append(pools, p)
-	}
-	sort.Strings(pools)
-	for _, pool := range pools {
+	for _, pool := range slices.Sorted(maps.Keys(o.Workers)) {
 		n, _ := strconv.Atoi(o.Workers[pool])
-		md, mp := t.MachineDeployment(pool), t.MachinePool(pool)
-		if md != nil {
-			set("MachineDeployment "+pool, &md.Replicas, n)
-		}
-		if mp != nil {
-			set("MachinePool "+pool, &mp.Replicas, n)
-		}
-		if md == nil && mp == nil {
-			return nil, fmt.Errorf("--worker %s: the Topology has no pool of that name; it has %s", pool, strings.Join(poolNames(t), ", "))
+		switch {
+		case t.MachineDeployment(pool) != nil:
+			set(draft.Scope{Kind: draft.MachineDeployment, Name: pool}, n)
+		case t.MachinePool(pool) != nil:
+			set(draft.Scope{Kind: draft.MachinePool, Name: pool}, n)
+		default:
+			return fmt.Errorf("--worker %s: the Topology has no pool of that name; it has %s", pool, strings.Join(poolNames(t), ", "))
 		}
 	}
-	return what, nil
+	return nil
 }
 
 func poolNames(t *v1alpha1.Topology) []string {
@@ -218,7 +267,11 @@ func NewSetCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 			if len(o.Values) == 0 && len(o.FromFiles) == 0 {
 				return fmt.Errorf("nothing to set: give KEY=VALUE or --from-file KEY=PATH")
 			}
-			return o.apply(cmd.Context(), o.mutate)
+			written, err := o.apply(cmd.Context(), change{mutate: o.mutate})
+			if written != nil {
+				o.applied(written)
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringToStringVar(&o.FromFiles, "from-file", nil, "KEY=PATH: read the value of KEY from a YAML or JSON file")
@@ -227,53 +280,36 @@ func NewSetCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 	return set
 }
 
-func (o *SetVariableOptions) mutate(t *v1alpha1.Topology) ([]string, error) {
+func (o *SetVariableOptions) mutate(t *v1alpha1.Topology) error {
 	values := map[string][]byte{}
 	for _, kv := range o.Values {
 		k, raw, err := parseVariable(kv)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		values[k] = raw
 	}
 	for k, path := range o.FromFiles {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("--from-file %s: %w", k, err)
+			return fmt.Errorf("--from-file %s: %w", k, err)
 		}
 		raw, err := yaml.YAMLToJSON(data)
 		if err != nil {
-			return nil, fmt.Errorf("--from-file %s=%s: not YAML or JSON: %w", k, path, err)
+			return fmt.Errorf("--from-file %s=%s: not YAML or JSON: %w", k, path, err)
 		}
 		values[k] = raw
 	}
-	keys := make([]string, 0, len(values))
-	for k := range values {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var what []string
-	for _, k := range keys {
-		old := "unset"
-		found := false
-		for i := range t.Spec.Variables {
-			if t.Spec.Variables[i].Name == k {
-				if string(t.Spec.Variables[i].Value.Raw) == string(values[k]) {
-					found = true
-					break
-				}
-				old = string(t.Spec.Variables[i].Value.Raw)
-				t.Spec.Variables[i].Value = apiextensionsv1.JSON{Raw: values[k]}
-				found = true
-				what = append(what, fmt.Sprintf("variable %s: %s → %s", k, old, values[k]))
-			}
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		v, ok := draft.DecodeJSON(values[k])
+		if !ok {
+			return fmt.Errorf("variable %s: %s is not a JSON value", k, values[k])
 		}
-		if !found {
-			t.Spec.Variables = append(t.Spec.Variables, v1alpha1.ClusterVariable{Name: k, Value: apiextensionsv1.JSON{Raw: values[k]}})
-			what = append(what, fmt.Sprintf("variable %s: %s → %s", k, old, values[k]))
+		if err := draft.SetVariable(t, draft.Scope{}, k, nil, v, true); err != nil {
+			return err
 		}
 	}
-	return what, nil
+	return nil
 }
 
 // parseVariable reads NAME=VALUE for a topology variable: a VALUE that is

@@ -2,16 +2,17 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/tui"
 )
 
@@ -68,28 +69,23 @@ func (o *EditOptions) Run(ctx context.Context) error {
 		return err
 	}
 	ca := o.access
-	class, templates, current, err := ca.readBlueprint(ctx, t)
+	loaded, err := ca.load(ctx, t)
 	if err != nil {
 		return err
 	}
-	apply := func(ctx context.Context, edited *v1alpha1.Topology) (*v1alpha1.Topology, error) {
-		if err := ca.client.Update(ctx, edited); err != nil {
-			if apierrors.IsConflict(err) {
-				latest, gerr := ca.topology(ctx, edited.Namespace, edited.Name)
-				if gerr != nil {
-					return nil, gerr
-				}
-				return latest, tui.ErrConflict
-			}
+	apply := func(ctx context.Context, orig, edited *v1alpha1.Topology) (*v1alpha1.Topology, error) {
+		written, err := draft.Write(ctx, ca.client, orig, edited)
+		var conflict *draft.ConflictError
+		if err != nil && !errors.As(err, &conflict) {
 			return nil, explain(err, ca)
 		}
-		return edited, nil
+		return written, err
 	}
-	external, err := ca.externalPatches(ctx, class)
+	external, err := ca.externalPatches(ctx, loaded.Class)
 	if err != nil {
 		return err
 	}
-	m, err := tui.NewEditModel(ctx, tui.Inputs{Topology: t, Class: class, Templates: templates, Current: current, External: external}, apply, o.ReadOnly)
+	m, err := tui.NewEditModel(ctx, tui.Inputs{Topology: t, Loaded: loaded, External: external}, apply, o.ReadOnly)
 	if err != nil {
 		return err
 	}

@@ -5,9 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
@@ -15,34 +13,41 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
+	"github.com/kubectl-topology/kubectl-topology/pkg/loader"
 )
 
-// agentFieldManager is the agent's server-side apply field manager; a live
-// plan dry-runs as the agent, so field ownership is what the agent would see.
-const agentFieldManager = "kubectl-topology"
+// load reads, through the loader the agent uses too, what the engine needs
+// for t from the cluster.
+func (ca *clusterAccess) load(ctx context.Context, t *v1alpha1.Topology) (*loader.Loaded, error) {
+	l, err := (&loader.Loader{Reader: ca.client}).Load(ctx, t)
+	if err != nil {
+		return nil, explain(err, ca)
+	}
+	return l, nil
+}
 
 // livePlan computes what the agent would change now for t: the desired state
-// from the live class, templates and objects, each object sent as a
-// server-side-apply dry run so defaulting, webhooks and field ownership are
-// accounted for, compared with what exists.
+// from the live class, templates and objects, each object the agent would
+// write sent as a server-side-apply dry run so defaulting, webhooks and field
+// ownership are accounted for, compared with what exists. Pools whose
+// creation waits are listed as pending, with why.
 // The warnings name external patches that could not be run from here.
 func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha1.Topology) (*plan.Plan, []string, error) {
-	class, templates, current, err := ca.readBlueprint(ctx, t)
+	l, err := ca.load(ctx, t)
 	if err != nil {
 		return nil, nil, err
 	}
-	cat, err := engine.CompileClass(ctx, class)
+	cat, err := engine.CompileClass(ctx, l.Class)
 	if err != nil {
 		return nil, nil, err
 	}
-	external, err := ca.externalPatches(ctx, class)
+	external, err := ca.externalPatches(ctx, l.Class)
 	if err != nil {
 		return nil, nil, err
 	}
 	in := engine.Input{
-		Topology: t, Class: class, Templates: templates,
-		Current: engine.StateFromObjects(t.Name, t.Namespace, current),
-		Names:   names.NewGenerator(nil), Dialect: engine.DialectTopology, Catalog: cat,
+		Topology: t, Class: l.Class, Templates: l.Templates, Current: l.Current, Observed: l.Observed,
+		Names: names.NewGenerator(nil), Dialect: engine.DialectTopology, Catalog: cat,
 	}
 	if external != nil {
 		in.External = external
@@ -57,18 +62,21 @@ func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha1.Topology) (*p
 			warnings = append(warnings, s.String())
 		}
 	}
-	for _, obj := range res.Desired.Objects() {
+	for _, obj := range res.ToApply() {
 		dry := obj.DeepCopy()
-		if err := ca.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(agentFieldManager), client.ForceOwnership, client.DryRunAll); err != nil {
+		if err := ca.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(engine.FieldManager), client.ForceOwnership, client.DryRunAll); err != nil {
 			return nil, nil, fmt.Errorf("the API server refused %s %s in a dry run: %w", obj.GetKind(), obj.GetName(), explain(err, ca))
 		}
-		stripServerFields(dry)
+		engine.StripServerFields(dry)
 		*obj = *dry
 	}
-	for _, o := range current {
-		stripServerFields(o)
+	current := make([]*unstructured.Unstructured, 0, len(l.Objects))
+	for _, o := range l.Objects {
+		o = o.DeepCopy()
+		engine.StripServerFields(o)
+		current = append(current, o)
 	}
-	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: current, Cluster: t.Name, Namespace: t.Namespace})
+	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: current, Cluster: t.Name, Namespace: t.Namespace, Pending: res.Pending()})
 	return p, warnings, err
 }
 
@@ -89,65 +97,4 @@ func (ca *clusterAccess) externalPatches(ctx context.Context, class *v1alpha1.To
 		_ = c.Registry.FromStatus(&list.Items[i]) // one that cannot be used is skipped by name when called
 	}
 	return extension.NewPatcher(ctx, c, class), nil
-}
-
-// readBlueprint reads what the engine needs for t from the cluster: its class,
-// the class's templates, and the objects generated for it.
-func (ca *clusterAccess) readBlueprint(ctx context.Context, t *v1alpha1.Topology) (*v1alpha1.TopologyClass, *engine.TemplateIndex, []*unstructured.Unstructured, error) {
-	class := &v1alpha1.TopologyClass{}
-	if err := ca.client.Get(ctx, t.GetClassKey(), class); err != nil {
-		return nil, nil, nil, fmt.Errorf("spec.class: reading TopologyClass %s: %w", t.GetClassKey(), explain(err, ca))
-	}
-	templates := engine.NewTemplateIndex()
-	for _, ref := range engine.ClassTemplateRefs(class) {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion(ref.APIVersion)
-		u.SetKind(ref.Kind)
-		if err := ca.client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
-			return nil, nil, nil, fmt.Errorf("TopologyClass %s %s: reading %s %s/%s: %w", class.Name, ref.Field, ref.Kind, ref.Namespace, ref.Name, explain(err, ca))
-		}
-		templates.Add(u)
-	}
-	current, err := ca.generatedObjects(ctx, t, class)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return class, templates, current, nil
-}
-
-// generatedObjects lists the Cluster and every object labelled for it.
-func (ca *clusterAccess) generatedObjects(ctx context.Context, t *v1alpha1.Topology, class *v1alpha1.TopologyClass) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	cluster := &unstructured.Unstructured{}
-	cluster.SetAPIVersion(engine.ClusterAPIVersion)
-	cluster.SetKind("Cluster")
-	if err := ca.client.Get(ctx, client.ObjectKeyFromObject(t), cluster); err == nil {
-		out = append(out, cluster)
-	} else if client.IgnoreNotFound(err) != nil {
-		return nil, explain(err, ca)
-	}
-	for _, gvk := range engine.GeneratedKinds(class) {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(schema.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind + "List"})
-		if err := ca.client.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingLabels{engine.ClusterNameLabel: t.Name}); err != nil {
-			if meta.IsNoMatchError(err) {
-				continue
-			}
-			return nil, explain(err, ca)
-		}
-		for i := range list.Items {
-			out = append(out, &list.Items[i])
-		}
-	}
-	return out, nil
-}
-
-// stripServerFields drops what the server adds and a plan should not show.
-func stripServerFields(o *unstructured.Unstructured) {
-	o.SetManagedFields(nil)
-	o.SetResourceVersion("")
-	o.SetUID("")
-	o.SetGeneration(0)
-	unstructured.RemoveNestedField(o.Object, "metadata", "creationTimestamp")
-	unstructured.RemoveNestedField(o.Object, "status")
 }

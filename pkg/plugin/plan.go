@@ -349,7 +349,11 @@ func (o *PlanOptions) print(t *bundle.Topology, p *plan.Plan) error {
 	w := printers.GetNewTabWriter(o.Out)
 	fmt.Fprintln(w, "NAMESPACE\tKIND\tNAME\tACTION")
 	for _, c := range p.Changes {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Object.GetNamespace(), c.Object.GetKind(), c.Object.GetName(), c.Action)
+		action := string(c.Action)
+		if c.Action == plan.Pending {
+			action += " (" + c.Reason + ")"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Object.GetNamespace(), c.Object.GetKind(), c.Object.GetName(), action)
 	}
 	return w.Flush()
 }

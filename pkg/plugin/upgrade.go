@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
@@ -90,73 +88,49 @@ func (o *UpgradeOptions) Validate() error {
 	return validateFollowTimeout(o.Timeout, o.Wait, "--wait")
 }
 
-// Run does the preflight, preview, confirmation, apply and optional follow.
+// Run does the preflight, preview, confirmation, apply and optional follow,
+// through the flow scale and set variable share.
 func (o *UpgradeOptions) Run(ctx context.Context) error {
-	t, err := o.readTopology(ctx, o.Name)
-	if err != nil {
+	co := &changeOptions{liveFlags: o.liveFlags, IOStreams: o.IOStreams, name: o.Name, dryRun: o.DryRun, yes: o.Yes}
+	var from string
+	written, err := co.apply(ctx, change{
+		mutate: func(t *v1alpha1.Topology) error {
+			from = t.Spec.Version
+			t.Spec.Version = o.Version
+			return nil
+		},
+		preflight: o.preflight,
+		preview: func(orig, _ *v1alpha1.Topology) {
+			fmt.Fprintf(o.Out, "Preflight passed: %s → %s is allowed, the control plane is stable, and the webhooks accept the change.\n", orig.Spec.Version, o.Version)
+			printUpgradePreview(o.Out, orig, o.Version)
+		},
+		question: func(orig, _ *v1alpha1.Topology) string {
+			return fmt.Sprintf("Upgrade Topology %s/%s from %s to %s?", orig.Namespace, orig.Name, orig.Spec.Version, o.Version)
+		},
+	})
+	if err != nil || written == nil {
 		return err
 	}
-	if t.Spec.Version == o.Version {
-		fmt.Fprintf(o.Out, "Topology %s/%s is at %s already; nothing to do.\n", t.Namespace, t.Name, o.Version)
-		return nil
-	}
-	if err := o.preflight(ctx, t); err != nil {
-		return err
-	}
-	printUpgradePreview(o.Out, t, o.Version)
-	if o.DryRun {
-		fmt.Fprintln(o.Out, "Dry run: nothing was changed.")
-		return nil
-	}
-	if !o.Yes && !confirm(o.In, o.Out, fmt.Sprintf("Upgrade Topology %s/%s from %s to %s?", t.Namespace, t.Name, t.Spec.Version, o.Version)) {
-		return fmt.Errorf("not confirmed; nothing was changed (pass --yes to skip the question)")
-	}
-	read := t.Spec.Version
-	changed := t.DeepCopy()
-	changed.Spec.Version = o.Version
-	// The resourceVersion from the read guards the write: a concurrent change
-	// makes it fail instead of being overwritten.
-	if err := o.access.client.Update(ctx, changed); err != nil {
-		if apierrors.IsConflict(err) {
-			return o.explainConflict(ctx, t, read)
-		}
-		return explain(err, o.access)
-	}
-	fmt.Fprintf(o.Out, "Topology %s/%s: version %s → %s. The agent starts with the control plane.\n", t.Namespace, t.Name, read, o.Version)
+	fmt.Fprintf(o.Out, "Topology %s/%s: version %s → %s. The agent starts with the control plane.\n", written.Namespace, written.Name, from, o.Version)
 	if !o.Wait {
-		fmt.Fprintf(o.Out, "Follow it with: kubectl topology status %s -n %s --watch\n", t.Name, t.Namespace)
+		fmt.Fprintf(o.Out, "Follow it with: kubectl topology status %s -n %s --watch\n", written.Name, written.Namespace)
 		return nil
 	}
-	s := &StatusOptions{liveFlags: o.liveFlags, IOStreams: o.IOStreams, Name: o.Name, Watch: true, Interval: o.Interval, Timeout: o.Timeout}
+	s := &StatusOptions{liveFlags: co.liveFlags, IOStreams: o.IOStreams, Name: o.Name, Watch: true, Interval: o.Interval, Timeout: o.Timeout}
 	return s.Run(ctx)
 }
 
-// preflight checks the change with the engine's rules and the live state, and
-// lets the webhooks judge it in a server-side dry run.
-func (o *UpgradeOptions) preflight(ctx context.Context, t *v1alpha1.Topology) error {
+// preflight checks the change with the engine's rules and the live state;
+// the shared flow then lets the webhooks judge it in a server-side dry run.
+func (o *UpgradeOptions) preflight(orig, _ *v1alpha1.Topology) error {
 	var problems []string
-	for _, e := range engine.UpgradePreflight(t, o.Version) {
+	for _, e := range engine.UpgradePreflight(orig, o.Version) {
 		problems = append(problems, e.Detail)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("preflight failed for Topology %s/%s; nothing was changed:\n  - %s", t.Namespace, t.Name, strings.Join(problems, "\n  - "))
+		return fmt.Errorf("preflight failed for Topology %s/%s; nothing was changed:\n  - %s", orig.Namespace, orig.Name, strings.Join(problems, "\n  - "))
 	}
-	dry := t.DeepCopy()
-	dry.Spec.Version = o.Version
-	if err := o.access.client.Update(ctx, dry, client.DryRunAll); err != nil {
-		return fmt.Errorf("preflight: the API server's dry run refused the change; nothing was changed: %w", explain(err, o.access))
-	}
-	fmt.Fprintf(o.Out, "Preflight passed: %s → %s is allowed, the control plane is stable, and the webhooks accept the change.\n", t.Spec.Version, o.Version)
 	return nil
-}
-
-func (o *UpgradeOptions) explainConflict(ctx context.Context, read *v1alpha1.Topology, readVersion string) error {
-	now, err := o.access.topology(ctx, read.Namespace, read.Name)
-	if err != nil {
-		return err
-	}
-	return fmt.Errorf("Topology %s/%s changed on the server after it was read (version %s, now %s; generation %d, now %d); nothing was changed — look at it and run upgrade again",
-		read.Namespace, read.Name, readVersion, now.Spec.Version, read.Generation, now.Generation)
 }
 
 // printUpgradePreview lists the rollout in order, as the engine plans it.

@@ -10,32 +10,28 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
+	"github.com/kubectl-topology/kubectl-topology/pkg/loader"
 )
 
-// ErrConflict is what an Applier returns, with the server's latest Topology,
-// when the Topology changed since it was read.
-var ErrConflict = errors.New("the Topology changed on the server")
-
-// Applier writes the edited Topology, guarded by its resourceVersion. On a
-// conflict it returns ErrConflict and the server's latest version.
-type Applier func(ctx context.Context, edited *v1alpha1.Topology) (*v1alpha1.Topology, error)
+// Applier writes edited, an edit of orig, guarded by orig's resourceVersion,
+// as draft.Write does: on a conflict it returns a *draft.ConflictError.
+type Applier func(ctx context.Context, orig, edited *v1alpha1.Topology) (*v1alpha1.Topology, error)
 
 // Inputs are what the editor works on, read once when it opens.
 type Inputs struct {
 	// Topology as read from the server.
 	Topology *v1alpha1.Topology
-	// Class, its templates and the objects generated for the Topology.
-	Class     *v1alpha1.TopologyClass
-	Templates *engine.TemplateIndex
-	Current   []*unstructured.Unstructured
+	// Loaded is its class, templates, objects and rollout state, as the
+	// agent reads them.
+	*loader.Loaded
 	// External runs the class's external patches, best effort; nil when it has none.
 	External *extension.Patcher
 }
@@ -56,7 +52,7 @@ type EditModel struct {
 	fields   []editField
 	original map[string]editField
 	// originalSettings are the server's settings, to tell what the draft changes.
-	originalSettings map[string]setting
+	originalSettings map[string]draft.Setting
 	cursor           int
 	// focus, when set, is the key of the field the next refresh selects:
 	// what the user just added.
@@ -73,7 +69,7 @@ type EditModel struct {
 	checks       []string
 	warnings     []string
 	changes      []plan.Change
-	changed      []settingChange
+	changed      []draft.Change
 	rollout      []string
 	replacements []string
 	confirming   bool
@@ -106,7 +102,7 @@ func (m *EditModel) reset(t *v1alpha1.Topology) {
 }
 
 func (m *EditModel) setOriginal() {
-	m.originalSettings = settings(m.in.Topology)
+	m.originalSettings = draft.Settings(m.in.Topology)
 	m.original = map[string]editField{}
 	for _, f := range buildForm(m.in.Topology, m.in.Class) {
 		m.original[f.key] = f
@@ -160,9 +156,9 @@ func (m *EditModel) write(f *editField, value any, present bool) error {
 		s, _ := value.(string)
 		m.draft.Spec.Version = s
 	case roleReplicas:
-		p := replicasOf(m.draft, f.scope)
+		p := draft.Replicas(m.draft, f.scope)
 		if p == nil {
-			return fmt.Errorf("%s does not exist", f.scope.label())
+			return fmt.Errorf("%s does not exist", f.scope.Label())
 		}
 		*p = nil
 		if present {
@@ -174,7 +170,7 @@ func (m *EditModel) write(f *editField, value any, present bool) error {
 			*p = &v
 		}
 	case roleVariable:
-		return setVariable(m.draft, f.scope, f.variable, f.sub, value, present)
+		return draft.SetVariable(m.draft, f.scope, f.variable, f.sub, value, present)
 	}
 	return nil
 }
@@ -205,7 +201,7 @@ func (m *EditModel) typeInto(ctx context.Context, text string) {
 func (m *EditModel) recompute(ctx context.Context) {
 	m.fieldErrs = map[int][]string{}
 	m.checks, m.changes, m.rollout, m.replacements, m.warnings = nil, nil, nil, nil, nil
-	m.changed = diffSettings(m.originalSettings, settings(m.draft))
+	m.changed = draft.Diff(m.originalSettings, draft.Settings(m.draft))
 	for i, f := range m.fields {
 		if buf, ok := m.buffers[f.key]; ok {
 			if _, _, err := f.parse(buf); err != nil {
@@ -228,8 +224,8 @@ func (m *EditModel) recompute(ctx context.Context) {
 	}
 	in := engine.Input{
 		Topology: t, Class: m.in.Class, Templates: m.in.Templates,
-		Current: engine.StateFromObjects(t.Name, t.Namespace, m.in.Current),
-		Names:   names.NewSeeded(1), Dialect: engine.DialectTopology, Catalog: m.catalog,
+		Current: m.in.Current, Observed: m.in.Observed,
+		Names: names.NewSeeded(1), Dialect: engine.DialectTopology, Catalog: m.catalog,
 	}
 	if m.in.External != nil {
 		in.External = m.in.External
@@ -260,7 +256,7 @@ func (m *EditModel) recompute(ctx context.Context) {
 		m.checks = append(m.checks, err.Error())
 		return
 	}
-	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: m.in.Current, Cluster: t.Name, Namespace: t.Namespace, Summary: true})
+	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: m.in.Objects, Cluster: t.Name, Namespace: t.Namespace, Summary: true, Pending: res.Pending()})
 	if err != nil {
 		m.checks = append(m.checks, err.Error())
 		return
@@ -322,9 +318,10 @@ func (m *EditModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case appliedMsg:
 		m.applying = false
+		var conflict *draft.ConflictError
 		switch {
-		case errors.Is(msg.err, ErrConflict) && msg.latest != nil:
-			m.rebase(ctx, msg.latest)
+		case errors.As(msg.err, &conflict):
+			m.rebase(ctx, conflict)
 		case msg.err != nil:
 			m.message = "apply failed: " + msg.err.Error()
 		default:
@@ -419,10 +416,10 @@ func (m *EditModel) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, m.keys.Yes):
 		m.confirming, m.applying = false, true
 		m.message = "applying..."
-		edited := m.draft.DeepCopy()
+		orig, edited := m.in.Topology.DeepCopy(), m.draft.DeepCopy()
 		apply := m.apply
 		return m, func() tea.Msg {
-			latest, err := apply(context.Background(), edited)
+			latest, err := apply(context.Background(), orig, edited)
 			return appliedMsg{latest: latest, err: err}
 		}
 	case key.Matches(msg, m.keys.No):
@@ -506,7 +503,7 @@ func (m *EditModel) choose(ctx context.Context, f *editField, step int) {
 	if f.raws[i] == nil {
 		_ = m.write(f, nil, false)
 	} else {
-		v, _ := decodeJSON(f.raws[i])
+		v, _ := draft.DecodeJSON(f.raws[i])
 		_ = m.write(f, v, true)
 	}
 	m.refresh(ctx)

@@ -17,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/pkg/loader"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
@@ -67,7 +69,8 @@ func inputsFor(t *testing.T, stress bool) Inputs {
 	}
 	topo.Status.ObservedGeneration = 1
 	engine.Summarize(topo, engine.Sequence(topo, obs), obs, &topo.Status)
-	return Inputs{Topology: topo, Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Current: current}
+	state := loader.State(topo, ex.Class, current)
+	return Inputs{Topology: topo, Loaded: &loader.Loaded{Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Objects: current, Current: state, Observed: engine.ObserveState(state)}}
 }
 
 // fakeServer records applies; conflict makes the next one fail with latest.
@@ -88,13 +91,14 @@ func serverChangedMeanwhile(in Inputs) *fakeServer {
 	return &fakeServer{conflict: latest}
 }
 
-func (s *fakeServer) apply(_ context.Context, edited *v1alpha1.Topology) (*v1alpha1.Topology, error) {
+func (s *fakeServer) apply(_ context.Context, orig, edited *v1alpha1.Topology) (*v1alpha1.Topology, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conflict != nil {
 		latest := s.conflict
 		s.conflict = nil
-		return latest, ErrConflict
+		rebased, server, both := draft.Rebase(orig, edited, latest)
+		return nil, &draft.ConflictError{Latest: latest, Rebased: rebased, ServerChanged: server, Both: both}
 	}
 	s.applied = append(s.applied, edited)
 	return edited, nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -23,10 +24,10 @@ func (m *EditModel) add(ctx context.Context) {
 	type choice struct{ kind, class string }
 	var choices []choice
 	for _, md := range m.in.Class.Spec.Workers.MachineDeployments {
-		choices = append(choices, choice{partMachineDeployment, md.Class})
+		choices = append(choices, choice{draft.MachineDeployment, md.Class})
 	}
 	for _, mp := range m.in.Class.Spec.Workers.MachinePools {
-		choices = append(choices, choice{partMachinePool, mp.Class})
+		choices = append(choices, choice{draft.MachinePool, mp.Class})
 	}
 	if len(choices) == 0 {
 		m.message = "the class has no worker classes to add a pool of"
@@ -43,12 +44,12 @@ func (m *EditModel) add(ctx context.Context) {
 			if m.draft.Spec.Workers == nil {
 				m.draft.Spec.Workers = &v1alpha1.WorkersTopology{}
 			}
-			if c.kind == partMachineDeployment {
+			if c.kind == draft.MachineDeployment {
 				m.draft.Spec.Workers.MachineDeployments = append(m.draft.Spec.Workers.MachineDeployments, v1alpha1.MachineDeploymentTopology{Name: name, Class: c.class, Replicas: &one})
 			} else {
 				m.draft.Spec.Workers.MachinePools = append(m.draft.Spec.Workers.MachinePools, v1alpha1.MachinePoolTopology{Name: name, Class: c.class, Replicas: &one})
 			}
-			m.focus = scope{c.kind, name}.String() + " replicas"
+			m.focus = draft.Scope{Kind: c.kind, Name: name}.String() + " replicas"
 			m.message = fmt.Sprintf("added %s %s (%s); ctrl+x removes it", c.kind, name, c.class)
 		})
 	}}
@@ -72,7 +73,7 @@ func (m *EditModel) addEntry(ctx context.Context, c *editField) {
 		v, _ := lookupVariable(m.draft, c)
 		items, _ := v.([]any)
 		n := len(items)
-		if err := setVariable(m.draft, c.scope, c.variable, appendSub(c.sub, n), zeroValue(c.schema.Items), true); err != nil {
+		if err := draft.SetVariable(m.draft, c.scope, c.variable, appendSub(c.sub, n), zeroValue(c.schema.Items), true); err != nil {
 			m.message = err.Error()
 			return
 		}
@@ -93,7 +94,7 @@ func (m *EditModel) addEntry(ctx context.Context, c *editField) {
 		}
 		return nil
 	}, func(k string) {
-		if err := setVariable(m.draft, header.scope, header.variable, appendSub(header.sub, k), zeroValue(header.schema.AdditionalProperties), true); err != nil {
+		if err := draft.SetVariable(m.draft, header.scope, header.variable, appendSub(header.sub, k), zeroValue(header.schema.AdditionalProperties), true); err != nil {
 			m.message = err.Error()
 			return
 		}
@@ -106,7 +107,7 @@ func (m *EditModel) addEntry(ctx context.Context, c *editField) {
 // freePoolName is md-N or mp-N with the first N no pool has.
 func (m *EditModel) freePoolName(kind string) string {
 	prefix := "md-"
-	if kind == partMachinePool {
+	if kind == draft.MachinePool {
 		prefix = "mp-"
 	}
 	for i := 0; ; i++ {
@@ -136,11 +137,11 @@ func (m *EditModel) enclosingCollection() *editField {
 
 // lookupVariable is the value at a field's place in the draft.
 func lookupVariable(t *v1alpha1.Topology, f *editField) (any, bool) {
-	v, ok := variableValue(t, f.scope, f.variable)
+	v, ok := draft.VariableValue(t, f.scope, f.variable)
 	if !ok {
 		return nil, false
 	}
-	return lookup(v, f.sub)
+	return draft.Lookup(v, f.sub)
 }
 
 // remove removes the list item, override or pool the cursor is on.
@@ -148,22 +149,22 @@ func (m *EditModel) remove(ctx context.Context, f *editField) {
 	switch {
 	case f.entry:
 		parent := m.enclosingCollection()
-		if err := setVariable(m.draft, f.scope, f.variable, f.sub, nil, false); err != nil {
+		if err := draft.SetVariable(m.draft, f.scope, f.variable, f.sub, nil, false); err != nil {
 			m.message = err.Error()
 			return
 		}
 		m.forget(parent.key)
 		m.message = fmt.Sprintf("removed %s from %s", f.label, parent.label)
 	case f.overrideRoot:
-		_ = setVariable(m.draft, f.scope, f.variable, nil, nil, false)
+		_ = draft.SetVariable(m.draft, f.scope, f.variable, nil, nil, false)
 		m.forget(f.key)
-		m.message = fmt.Sprintf("removed the override of %s for %s", f.variable, f.scope.label())
-	case f.role == roleReplicas && f.scope.Kind == partMachineDeployment:
-		m.draft.Spec.Workers.MachineDeployments = removeMD(m.draft.Spec.Workers.MachineDeployments, f.scope.Name)
+		m.message = fmt.Sprintf("removed the override of %s for %s", f.variable, f.scope.Label())
+	case f.role == roleReplicas && f.scope.Kind == draft.MachineDeployment:
+		m.draft.Spec.Workers.MachineDeployments = draft.RemoveMachineDeployment(m.draft.Spec.Workers.MachineDeployments, f.scope.Name)
 		m.forget(f.scope.String())
 		m.message = fmt.Sprintf("removed MachineDeployment %s; its Machines will be deleted", f.scope.Name)
-	case f.role == roleReplicas && f.scope.Kind == partMachinePool:
-		m.draft.Spec.Workers.MachinePools = removeMP(m.draft.Spec.Workers.MachinePools, f.scope.Name)
+	case f.role == roleReplicas && f.scope.Kind == draft.MachinePool:
+		m.draft.Spec.Workers.MachinePools = draft.RemoveMachinePool(m.draft.Spec.Workers.MachinePools, f.scope.Name)
 		m.forget(f.scope.String())
 		m.message = fmt.Sprintf("removed MachinePool %s; its Machines will be deleted", f.scope.Name)
 	default:
@@ -181,7 +182,7 @@ func (m *EditModel) override(f *editField) {
 		return
 	}
 	taken := map[string]bool{}
-	if list := variableList(m.draft, s, false); list != nil {
+	if list := draft.VariableList(m.draft, s, false); list != nil {
 		for _, v := range *list {
 			taken[v.Name] = true
 		}
@@ -193,13 +194,13 @@ func (m *EditModel) override(f *editField) {
 		}
 	}
 	if len(options) == 0 {
-		m.message = "every variable is already overridden for " + s.label()
+		m.message = "every variable is already overridden for " + s.Label()
 		return
 	}
-	m.picker = &picker{title: "Override a variable for " + s.label(), options: options, pick: func(i int) {
+	m.picker = &picker{title: "Override a variable for " + s.Label(), options: options, pick: func(i int) {
 		name := options[i]
 		// The override starts as the value the part has now.
-		v, ok := variableValue(m.draft, scope{}, name)
+		v, ok := draft.VariableValue(m.draft, draft.Scope{}, name)
 		if !ok {
 			for _, def := range m.in.Class.Spec.Variables {
 				if def.Name == name {
@@ -207,12 +208,12 @@ func (m *EditModel) override(f *editField) {
 				}
 			}
 		}
-		if err := setVariable(m.draft, s, name, nil, v, true); err != nil {
+		if err := draft.SetVariable(m.draft, s, name, nil, v, true); err != nil {
 			m.message = err.Error()
 			return
 		}
 		m.focus = s.String() + " variables[" + name + "]"
-		m.message = fmt.Sprintf("%s now overrides %s; ctrl+x on it removes the override", s.label(), name)
+		m.message = fmt.Sprintf("%s now overrides %s; ctrl+x on it removes the override", s.Label(), name)
 	}}
 }
 
@@ -223,15 +224,15 @@ func (m *EditModel) undo(ctx context.Context, f *editField) {
 	case roleVersion:
 		m.draft.Spec.Version = orig.Spec.Version
 	case roleReplicas:
-		if from, to := replicasOf(orig, f.scope), replicasOf(m.draft, f.scope); from != nil && to != nil {
-			*to = copyInt(*from)
+		if from, to := draft.Replicas(orig, f.scope), draft.Replicas(m.draft, f.scope); from != nil && to != nil {
+			*to = draft.CopyInt(*from)
 		}
 	case roleVariable:
-		v, ok := variableValue(orig, f.scope, f.variable)
+		v, ok := draft.VariableValue(orig, f.scope, f.variable)
 		if ok {
-			v, ok = lookup(v, f.sub)
+			v, ok = draft.Lookup(v, f.sub)
 		}
-		_ = setVariable(m.draft, f.scope, f.variable, f.sub, v, ok)
+		_ = draft.SetVariable(m.draft, f.scope, f.variable, f.sub, v, ok)
 	}
 	m.forget(f.key)
 	m.refresh(ctx)
@@ -251,21 +252,12 @@ func (m *EditModel) unset(ctx context.Context, f *editField) {
 }
 
 // rebase takes the server's latest Topology as the new base and keeps the
-// user's edits on top, naming what changed on the server and where both
+// user's edits on top, saying what changed on the server and where both
 // changed the same setting.
-func (m *EditModel) rebase(ctx context.Context, latest *v1alpha1.Topology) {
-	merged, server, both := rebaseDraft(m.in.Topology, m.draft, latest)
-	var changed []string
-	for _, c := range server {
-		changed = append(changed, c.String())
-	}
-	m.in.Topology = latest
-	m.draft = merged
+func (m *EditModel) rebase(ctx context.Context, c *draft.ConflictError) {
+	m.in.Topology = c.Latest
+	m.draft = c.Rebased
 	m.setOriginal()
-	m.message = "The Topology changed on the server meanwhile (" + strings.Join(changed, "; ") + "). Your edits are kept on top of it"
-	if len(both) > 0 {
-		m.message += " (both changed " + strings.Join(both, ", ") + ": yours kept)"
-	}
-	m.message += "; check and apply again."
+	m.message = c.Error()
 	m.refresh(ctx)
 }

@@ -157,8 +157,15 @@ func (m *EditModel) previewLines(rows int) (string, []string) {
 	for _, w := range m.warnings {
 		out = append(out, m.styles.Warn.Render("⚠ "+w))
 	}
+	changing := 0
 	for _, c := range m.changes {
-		out = append(out, fmt.Sprintf("%-8s %s %s", c.Action, c.Object.GetKind(), c.Object.GetName()))
+		line := fmt.Sprintf("%-8s %s %s", c.Action, c.Object.GetKind(), c.Object.GetName())
+		if c.Action == plan.Pending {
+			line += " (" + c.Reason + ")"
+		} else {
+			changing++
+		}
+		out = append(out, line)
 	}
 	if len(m.replacements) > 0 {
 		out = append(out, m.styles.Section.Render("Machines replaced"))
@@ -168,7 +175,7 @@ func (m *EditModel) previewLines(rows int) (string, []string) {
 		out = append(out, m.styles.Section.Render("Rollout"))
 		out = append(out, m.rollout...)
 	}
-	summary := fmt.Sprintf("✓ valid: %d setting(s) changed, %d object(s) change", len(m.changed), len(m.changes))
+	summary := fmt.Sprintf("✓ valid: %d setting(s) changed, %d object(s) change", len(m.changed), changing)
 	return m.styles.Section.Render("Checks") + " " + m.styles.OK.Render(summary), out
 }
 
@@ -183,7 +190,7 @@ func (m *EditModel) diffLines(c plan.Change) []string {
 			return []string{m.styles.Error.Render(err.Error())}
 		}
 		text = d
-	case plan.Created:
+	case plan.Created, plan.Pending:
 		raw, err := yaml.Marshal(c.Object.Object)
 		if err != nil {
 			return []string{m.styles.Error.Render(err.Error())}

@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 )
 
 // fieldKind says how a field is edited.
@@ -62,7 +63,7 @@ type editField struct {
 	original        string
 	originalPresent bool
 	// scope, variable and sub locate a variable field's value.
-	scope    scope
+	scope    draft.Scope
 	variable string
 	sub      []any
 	schema   *v1alpha1.JSONSchemaProps
@@ -102,17 +103,17 @@ func buildForm(t *v1alpha1.Topology, c *v1alpha1.TopologyClass) []editField {
 	}
 	b.fields = append(b.fields, editField{key: "version", label: "version", path: "spec.version", kind: kindText, role: roleVersion,
 		value: t.Spec.Version, present: true, hint: "Kubernetes version, e.g. v1.34.0"})
-	cp := scope{Kind: partControlPlane}
+	cp := draft.Scope{Kind: draft.ControlPlane}
 	b.part(t, cp, "control plane replicas", "spec.controlPlane", t.Spec.ControlPlane.Replicas)
 	if w := t.Spec.Workers; w != nil {
 		for i, md := range w.MachineDeployments {
-			b.part(t, scope{partMachineDeployment, md.Name}, poolLabel(md.Name, md.Class), fmt.Sprintf("spec.workers.machineDeployments[%d]", i), md.Replicas)
+			b.part(t, draft.Scope{Kind: draft.MachineDeployment, Name: md.Name}, draft.PoolLabel(md.Name, md.Class), fmt.Sprintf("spec.workers.machineDeployments[%d]", i), md.Replicas)
 		}
 		for i, mp := range w.MachinePools {
-			b.part(t, scope{partMachinePool, mp.Name}, poolLabel(mp.Name, mp.Class), fmt.Sprintf("spec.workers.machinePools[%d]", i), mp.Replicas)
+			b.part(t, draft.Scope{Kind: draft.MachinePool, Name: mp.Name}, draft.PoolLabel(mp.Name, mp.Class), fmt.Sprintf("spec.workers.machinePools[%d]", i), mp.Replicas)
 		}
 	}
-	cluster := scope{}
+	cluster := draft.Scope{}
 	set := map[string]bool{}
 	for _, v := range t.Spec.Variables {
 		set[v.Name] = true
@@ -129,7 +130,7 @@ func buildForm(t *v1alpha1.Topology, c *v1alpha1.TopologyClass) []editField {
 }
 
 // part adds a part's replicas row and its overrides.
-func (b *formBuilder) part(t *v1alpha1.Topology, s scope, label, path string, replicas *int32) {
+func (b *formBuilder) part(t *v1alpha1.Topology, s draft.Scope, label, path string, replicas *int32) {
 	v := ""
 	if replicas != nil {
 		v = strconv.Itoa(int(*replicas))
@@ -137,7 +138,7 @@ func (b *formBuilder) part(t *v1alpha1.Topology, s scope, label, path string, re
 	b.fields = append(b.fields, editField{key: s.String() + " replicas", label: label, path: path, kind: kindNumber, role: roleReplicas,
 		scope: s, value: v, present: replicas != nil,
 		hint: "replicas (empty: class default or autoscaler) · ctrl+o overrides a variable"})
-	list := variableList(t, s, false)
+	list := draft.VariableList(t, s, false)
 	if list == nil {
 		return
 	}
@@ -149,8 +150,8 @@ func (b *formBuilder) part(t *v1alpha1.Topology, s scope, label, path string, re
 }
 
 // variable adds the rows of one variable in a scope.
-func (b *formBuilder) variable(t *v1alpha1.Topology, s scope, name, label, path string, depth int, required bool) {
-	v, present := variableValue(t, s, name)
+func (b *formBuilder) variable(t *v1alpha1.Topology, s draft.Scope, name, label, path string, depth int, required bool) {
+	v, present := draft.VariableValue(t, s, name)
 	var schema *v1alpha1.JSONSchemaProps
 	hint := ""
 	if def, ok := b.defs[name]; ok {
@@ -176,7 +177,7 @@ func (b *formBuilder) walk(f editField, s *v1alpha1.JSONSchemaProps, v any, pres
 	case s.XIntOrString:
 		f.kind = kindJSON
 		if present {
-			f.value = canonical(v)
+			f.value = draft.Canonical(v)
 		}
 	case len(s.Enum) > 0 || s.Type == "boolean":
 		f.kind = kindChoice
@@ -204,7 +205,7 @@ func (b *formBuilder) walk(f editField, s *v1alpha1.JSONSchemaProps, v any, pres
 		if str, ok := v.(string); ok {
 			f.value = str
 		} else if present {
-			f.value = canonical(v)
+			f.value = draft.Canonical(v)
 		}
 	case isForm(s) && s.Type == "object" && len(s.Properties) > 0:
 		f.kind = kindObject
@@ -220,7 +221,7 @@ func (b *formBuilder) walk(f editField, s *v1alpha1.JSONSchemaProps, v any, pres
 		}
 		for _, p := range props {
 			ps := s.Properties[p]
-			cv, cok := lookup(v, []any{p})
+			cv, cok := draft.Lookup(v, []any{p})
 			b.walk(editField{key: f.key + "." + p, label: p, path: valuePath + "." + p, depth: f.depth + 1, role: roleVariable,
 				scope: f.scope, variable: f.variable, sub: appendSub(f.sub, p), required: required[p] && present}, &ps, cv, cok && present, valuePath+"."+p)
 		}
@@ -256,7 +257,7 @@ func (b *formBuilder) walk(f editField, s *v1alpha1.JSONSchemaProps, v any, pres
 	default:
 		f.kind = kindJSON
 		if present {
-			f.value = canonical(v)
+			f.value = draft.Canonical(v)
 		}
 	}
 	b.fields = append(b.fields, f)
@@ -336,7 +337,7 @@ func schemaHint(s *v1alpha1.JSONSchemaProps, required bool) string {
 
 // display shows a JSON value: strings bare, the rest as JSON.
 func display(raw []byte) string {
-	v, ok := decodeJSON(raw)
+	v, ok := draft.DecodeJSON(raw)
 	if !ok {
 		return string(raw)
 	}
@@ -347,7 +348,7 @@ func displayValue(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	return canonical(v)
+	return draft.Canonical(v)
 }
 
 // parse turns what was typed into a field's value; ok is false for unset.
@@ -383,7 +384,7 @@ func (f *editField) parse(text string) (value any, ok bool, err error) {
 		if text == "" {
 			return nil, false, nil
 		}
-		v, ok := decodeJSON([]byte(text))
+		v, ok := draft.DecodeJSON([]byte(text))
 		if !ok || !json.Valid([]byte(text)) {
 			return nil, false, fmt.Errorf("not valid JSON")
 		}
@@ -399,14 +400,14 @@ func zeroValue(s *v1alpha1.JSONSchemaProps) any {
 		return nil
 	}
 	if s.Default != nil {
-		if v, ok := decodeJSON(s.Default.Raw); ok {
+		if v, ok := draft.DecodeJSON(s.Default.Raw); ok {
 			return v
 		}
 	}
 	switch s.Type {
 	case "string":
 		if len(s.Enum) > 0 {
-			v, _ := decodeJSON(s.Enum[0].Raw)
+			v, _ := draft.DecodeJSON(s.Enum[0].Raw)
 			return v
 		}
 		return ""

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
@@ -32,7 +33,7 @@ func variableJSON(t *testing.T, vars []v1alpha1.ClusterVariable, name string) st
 			if err := json.Unmarshal(v.Value.Raw, &x); err != nil {
 				t.Fatal(err)
 			}
-			return canonical(x)
+			return draft.Canonical(x)
 		}
 	}
 	return "(unset)"
@@ -161,7 +162,7 @@ func TestEditOverrideForAPool(t *testing.T) {
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlO})
 	pickOption(t, m, "maxPods")
 	f := m.fields[m.cursor]
-	if f.label != "override maxPods" || f.value != "110" || f.scope != (scope{partMachineDeployment, "md-a"}) {
+	if f.label != "override maxPods" || f.value != "110" || f.scope != (draft.Scope{Kind: draft.MachineDeployment, Name: "md-a"}) {
 		t.Fatalf("the new override starts as %+v; want md-a's maxPods at the Topology's 110", f)
 	}
 	replace(m, "5")
@@ -298,7 +299,7 @@ func TestEditConflictOnAVariableBothChanged(t *testing.T) {
 	goTo(t, m, "maxPods")
 	replace(m, "50")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
-	if !strings.Contains(m.message, `maxPods "110" → "200"`) || !strings.Contains(m.message, "both changed maxPods: yours kept") {
+	if !strings.Contains(m.message, `maxPods "110" → "200"`) || !strings.Contains(m.message, "both changed maxPods, and your values are kept") {
 		t.Fatalf("conflict message %q", m.message)
 	}
 	got := applyNow(t, m, srv)

@@ -25,6 +25,9 @@ const (
 	Created  Action = "created"
 	Modified Action = "modified"
 	Deleted  Action = "deleted"
+	// Pending is an object the agent creates later: a pool waiting for the
+	// control plane. Its Reason says what it waits for.
+	Pending Action = "pending"
 )
 
 // Change is one object that changes.
@@ -42,6 +45,8 @@ type Change struct {
 	// Diff is a unified diff of Before and Object as YAML, labelled with the
 	// file names of the output layout (see FileBase).
 	Diff string `json:"diff,omitempty"`
+	// Reason says why a Pending object waits.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Key identifies the changed object.
@@ -78,6 +83,9 @@ type Input struct {
 	// Summary skips RFC 6902 operations and unified diffs: for previews that
 	// list changes on every keystroke and show a diff only on request.
 	Summary bool
+	// Pending are desired objects the agent holds back (engine.Result.Pending):
+	// those that do not exist yet are listed as Pending, not Created.
+	Pending []engine.Pending
 }
 
 // Compute builds the plan.
@@ -88,10 +96,18 @@ func Compute(in Input) (*Plan, error) {
 	}
 	p := &Plan{}
 	desired := map[engine.ObjectKey]bool{}
+	pending := make(map[engine.ObjectKey]engine.Pending, len(in.Pending))
+	for _, w := range in.Pending {
+		pending[engine.KeyOf(w.Object)] = w
+	}
 	for _, d := range in.Desired.Objects() {
 		k := engine.KeyOf(d)
 		desired[k] = true
 		cur, ok := current[k]
+		if w, waits := pending[k]; waits && !ok {
+			p.Changes = append(p.Changes, Change{Action: Pending, Object: d, Reason: w.Part + ": " + w.Reason})
+			continue
+		}
 		if !ok {
 			p.Changes = append(p.Changes, Change{Action: Created, Object: d})
 			continue
@@ -209,7 +225,7 @@ func UnifiedDiff(before, after *unstructured.Unstructured, beforeName, afterName
 	return udiff.Unified(beforeName, afterName, string(b), string(a)), nil
 }
 
-var actionOrder = map[Action]int{Created: 0, Modified: 1, Deleted: 2}
+var actionOrder = map[Action]int{Created: 0, Modified: 1, Deleted: 2, Pending: 3}
 
 func sortChanges(cs []Change) {
 	sort.SliceStable(cs, func(i, j int) bool {

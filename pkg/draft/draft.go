@@ -1,4 +1,10 @@
-package tui
+// Package draft is a user's edit of a Topology, with no UI: the changes
+// kubectl topology makes (version, replicas, pools, variables and
+// overrides), the settings that tell what an edit changes, setting by
+// setting, and the rebase of an edit onto a newer Topology when the server
+// changed meanwhile. The editor, scale, set variable and upgrade all edit
+// through it, and write through Write, so they agree on what "changed" means.
+package draft
 
 import (
 	"bytes"
@@ -13,39 +19,39 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 )
 
-// Part kinds a scope can name.
+// Part kinds a Scope can name.
 const (
-	partControlPlane      = "ControlPlane"
-	partMachineDeployment = "MachineDeployment"
-	partMachinePool       = "MachinePool"
+	ControlPlane      = "ControlPlane"
+	MachineDeployment = "MachineDeployment"
+	MachinePool       = "MachinePool"
 )
 
-// scope is where a variable value lives: the Topology's own variables
+// Scope is where a variable value lives: the Topology's own variables
 // (Kind empty) or one part's overrides.
-type scope struct {
+type Scope struct {
 	Kind, Name string
 }
 
-func (s scope) String() string { return s.Kind + "/" + s.Name }
+func (s Scope) String() string { return s.Kind + "/" + s.Name }
 
-// label names the part for people: "control plane", "md-a".
-func (s scope) label() string {
+// Label names the part for people: "control plane", "md-a".
+func (s Scope) Label() string {
 	switch s.Kind {
 	case "":
 		return "the Topology"
-	case partControlPlane:
+	case ControlPlane:
 		return "control plane"
 	}
 	return s.Name
 }
 
-// variableList is the list that holds a scope's variables; with create it
+// VariableList is the list that holds a Scope's variables; with create it
 // makes a part's empty override list. It is nil for a part that does not exist.
-func variableList(t *v1alpha1.Topology, s scope, create bool) *[]v1alpha1.ClusterVariable {
+func VariableList(t *v1alpha1.Topology, s Scope, create bool) *[]v1alpha1.ClusterVariable {
 	switch s.Kind {
 	case "":
 		return &t.Spec.Variables
-	case partControlPlane:
+	case ControlPlane:
 		if t.Spec.ControlPlane.Variables == nil {
 			if !create {
 				return nil
@@ -53,7 +59,7 @@ func variableList(t *v1alpha1.Topology, s scope, create bool) *[]v1alpha1.Cluste
 			t.Spec.ControlPlane.Variables = &v1alpha1.ControlPlaneVariables{}
 		}
 		return &t.Spec.ControlPlane.Variables.Overrides
-	case partMachineDeployment:
+	case MachineDeployment:
 		if md := t.MachineDeployment(s.Name); md != nil {
 			if md.Variables == nil {
 				if !create {
@@ -63,7 +69,7 @@ func variableList(t *v1alpha1.Topology, s scope, create bool) *[]v1alpha1.Cluste
 			}
 			return &md.Variables.Overrides
 		}
-	case partMachinePool:
+	case MachinePool:
 		if mp := t.MachinePool(s.Name); mp != nil {
 			if mp.Variables == nil {
 				if !create {
@@ -79,33 +85,33 @@ func variableList(t *v1alpha1.Topology, s scope, create bool) *[]v1alpha1.Cluste
 
 // dropEmptyOverrides removes a part's override list once its last override
 // is gone, so that removing what was added leaves the spec as it was.
-func dropEmptyOverrides(t *v1alpha1.Topology, s scope) {
+func dropEmptyOverrides(t *v1alpha1.Topology, s Scope) {
 	switch s.Kind {
-	case partControlPlane:
+	case ControlPlane:
 		if v := t.Spec.ControlPlane.Variables; v != nil && len(v.Overrides) == 0 {
 			t.Spec.ControlPlane.Variables = nil
 		}
-	case partMachineDeployment:
+	case MachineDeployment:
 		if md := t.MachineDeployment(s.Name); md != nil && md.Variables != nil && len(md.Variables.Overrides) == 0 {
 			md.Variables = nil
 		}
-	case partMachinePool:
+	case MachinePool:
 		if mp := t.MachinePool(s.Name); mp != nil && mp.Variables != nil && len(mp.Variables.Overrides) == 0 {
 			mp.Variables = nil
 		}
 	}
 }
 
-// replicasOf points at a part's replicas; nil when the part does not exist.
-func replicasOf(t *v1alpha1.Topology, s scope) **int32 {
+// Replicas points at a part's replicas; nil when the part does not exist.
+func Replicas(t *v1alpha1.Topology, s Scope) **int32 {
 	switch s.Kind {
-	case partControlPlane:
+	case ControlPlane:
 		return &t.Spec.ControlPlane.Replicas
-	case partMachineDeployment:
+	case MachineDeployment:
 		if md := t.MachineDeployment(s.Name); md != nil {
 			return &md.Replicas
 		}
-	case partMachinePool:
+	case MachinePool:
 		if mp := t.MachinePool(s.Name); mp != nil {
 			return &mp.Replicas
 		}
@@ -113,22 +119,22 @@ func replicasOf(t *v1alpha1.Topology, s scope) **int32 {
 	return nil
 }
 
-// variableValue decodes a scope's variable; ok is false when it is unset.
-func variableValue(t *v1alpha1.Topology, s scope, name string) (any, bool) {
-	list := variableList(t, s, false)
+// VariableValue decodes a Scope's variable; ok is false when it is unset.
+func VariableValue(t *v1alpha1.Topology, s Scope, name string) (any, bool) {
+	list := VariableList(t, s, false)
 	if list == nil {
 		return nil, false
 	}
 	for _, v := range *list {
 		if v.Name == name {
-			return decodeJSON(v.Value.Raw)
+			return DecodeJSON(v.Value.Raw)
 		}
 	}
 	return nil, false
 }
 
-// decodeJSON keeps numbers as json.Number so that they are written back as typed.
-func decodeJSON(raw []byte) (any, bool) {
+// DecodeJSON decodes a variable value; it keeps numbers as json.Number so that they are written back as typed.
+func DecodeJSON(raw []byte) (any, bool) {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	var v any
@@ -138,15 +144,15 @@ func decodeJSON(raw []byte) (any, bool) {
 	return v, true
 }
 
-// setVariable sets (present) or removes the value at sub inside a scope's
+// SetVariable sets (present) or removes the value at sub inside a Scope's
 // variable, creating the variable and the objects on the way as needed.
-func setVariable(t *v1alpha1.Topology, s scope, name string, sub []any, value any, present bool) error {
-	list := variableList(t, s, present)
+func SetVariable(t *v1alpha1.Topology, s Scope, name string, sub []any, value any, present bool) error {
+	list := VariableList(t, s, present)
 	if list == nil {
 		if !present {
 			return nil
 		}
-		return fmt.Errorf("%s does not exist", s.label())
+		return fmt.Errorf("%s does not exist", s.Label())
 	}
 	idx := -1
 	for i, v := range *list {
@@ -156,7 +162,7 @@ func setVariable(t *v1alpha1.Topology, s scope, name string, sub []any, value an
 	}
 	var root any
 	if idx >= 0 {
-		root, _ = decodeJSON((*list)[idx].Value.Raw)
+		root, _ = DecodeJSON((*list)[idx].Value.Raw)
 	}
 	switch {
 	case len(sub) == 0 && !present:
@@ -223,8 +229,8 @@ func setAt(node any, sub []any, value any, present bool) any {
 	return node
 }
 
-// lookup finds the value at sub; ok is false when it is not there.
-func lookup(node any, sub []any) (any, bool) {
+// Lookup finds the value at sub; ok is false when it is not there.
+func Lookup(node any, sub []any) (any, bool) {
 	for _, k := range sub {
 		switch k := k.(type) {
 		case string:
@@ -246,54 +252,54 @@ func lookup(node any, sub []any) (any, bool) {
 	return node, true
 }
 
-// setting is one thing the editor can change, as its canonical value, with
+// Setting is one thing the editor can change, as its canonical value, with
 // how to copy it into another Topology or remove it there. Re-basing edits
-// on a newer Topology works setting by setting.
-type setting struct {
+// on a newer Topology works Setting by Setting.
+type Setting struct {
 	label string
 	value string
 	copy  func(dst *v1alpha1.Topology)
 	drop  func(dst *v1alpha1.Topology)
 }
 
-// settings lists, by key, everything the editor edits in t. Keys sort a
+// Settings lists, by key, everything the editor edits in t. Keys sort a
 // part before its replicas and overrides, which is the order to apply them.
-func settings(t *v1alpha1.Topology) map[string]setting {
-	out := map[string]setting{}
+func Settings(t *v1alpha1.Topology) map[string]Setting {
+	out := map[string]Setting{}
 	nop := func(*v1alpha1.Topology) {}
-	out["version"] = setting{label: "version", value: t.Spec.Version, copy: func(d *v1alpha1.Topology) { d.Spec.Version = t.Spec.Version }, drop: nop}
-	replicas := func(s scope, label string, r *int32) {
+	out["version"] = Setting{label: "version", value: t.Spec.Version, copy: func(d *v1alpha1.Topology) { d.Spec.Version = t.Spec.Version }, drop: nop}
+	replicas := func(s Scope, label string, r *int32) {
 		v := ""
 		if r != nil {
 			v = strconv.Itoa(int(*r))
 		}
-		out[s.String()+" replicas"] = setting{label: label, value: v,
+		out[s.String()+" replicas"] = Setting{label: label, value: v,
 			copy: func(d *v1alpha1.Topology) {
-				if p := replicasOf(d, s); p != nil {
-					*p = copyInt(r)
+				if p := Replicas(d, s); p != nil {
+					*p = CopyInt(r)
 				}
 			}, drop: nop}
 	}
-	overrides := func(s scope) {
-		list := variableList(t, s, false)
+	overrides := func(s Scope) {
+		list := VariableList(t, s, false)
 		if list == nil {
 			return
 		}
 		for _, v := range *list {
 			name := v.Name
-			val, _ := variableValue(t, s, name)
-			out[s.String()+" variables["+name+"]"] = setting{label: "override " + name + " of " + s.label(), value: canonical(val),
-				copy: func(d *v1alpha1.Topology) { _ = setVariable(d, s, name, nil, val, true) },
-				drop: func(d *v1alpha1.Topology) { _ = setVariable(d, s, name, nil, nil, false) }}
+			val, _ := VariableValue(t, s, name)
+			out[s.String()+" variables["+name+"]"] = Setting{label: "override " + name + " of " + s.Label(), value: Canonical(val),
+				copy: func(d *v1alpha1.Topology) { _ = SetVariable(d, s, name, nil, val, true) },
+				drop: func(d *v1alpha1.Topology) { _ = SetVariable(d, s, name, nil, nil, false) }}
 		}
 	}
-	cp := scope{Kind: partControlPlane}
+	cp := Scope{Kind: ControlPlane}
 	replicas(cp, "control plane replicas", t.Spec.ControlPlane.Replicas)
 	overrides(cp)
 	if w := t.Spec.Workers; w != nil {
 		for _, md := range w.MachineDeployments {
-			s, md := scope{partMachineDeployment, md.Name}, md
-			out[s.String()] = setting{label: "MachineDeployment " + md.Name, value: md.Class,
+			s, md := Scope{MachineDeployment, md.Name}, md
+			out[s.String()] = Setting{label: "MachineDeployment " + md.Name, value: md.Class,
 				copy: func(d *v1alpha1.Topology) {
 					if d.MachineDeployment(md.Name) == nil {
 						if d.Spec.Workers == nil {
@@ -304,15 +310,15 @@ func settings(t *v1alpha1.Topology) map[string]setting {
 				},
 				drop: func(d *v1alpha1.Topology) {
 					if d.Spec.Workers != nil {
-						d.Spec.Workers.MachineDeployments = removeMD(d.Spec.Workers.MachineDeployments, md.Name)
+						d.Spec.Workers.MachineDeployments = RemoveMachineDeployment(d.Spec.Workers.MachineDeployments, md.Name)
 					}
 				}}
-			replicas(s, poolLabel(md.Name, md.Class), md.Replicas)
+			replicas(s, PoolLabel(md.Name, md.Class), md.Replicas)
 			overrides(s)
 		}
 		for _, mp := range w.MachinePools {
-			s, mp := scope{partMachinePool, mp.Name}, mp
-			out[s.String()] = setting{label: "MachinePool " + mp.Name, value: mp.Class,
+			s, mp := Scope{MachinePool, mp.Name}, mp
+			out[s.String()] = Setting{label: "MachinePool " + mp.Name, value: mp.Class,
 				copy: func(d *v1alpha1.Topology) {
 					if d.MachinePool(mp.Name) == nil {
 						if d.Spec.Workers == nil {
@@ -323,27 +329,29 @@ func settings(t *v1alpha1.Topology) map[string]setting {
 				},
 				drop: func(d *v1alpha1.Topology) {
 					if d.Spec.Workers != nil {
-						d.Spec.Workers.MachinePools = removeMP(d.Spec.Workers.MachinePools, mp.Name)
+						d.Spec.Workers.MachinePools = RemoveMachinePool(d.Spec.Workers.MachinePools, mp.Name)
 					}
 				}}
-			replicas(s, poolLabel(mp.Name, mp.Class), mp.Replicas)
+			replicas(s, PoolLabel(mp.Name, mp.Class), mp.Replicas)
 			overrides(s)
 		}
 	}
-	cluster := scope{}
+	cluster := Scope{}
 	for _, v := range t.Spec.Variables {
 		name := v.Name
-		val, _ := variableValue(t, cluster, name)
-		out["/ variables["+name+"]"] = setting{label: name, value: canonical(val),
-			copy: func(d *v1alpha1.Topology) { _ = setVariable(d, cluster, name, nil, val, true) },
-			drop: func(d *v1alpha1.Topology) { _ = setVariable(d, cluster, name, nil, nil, false) }}
+		val, _ := VariableValue(t, cluster, name)
+		out["/ variables["+name+"]"] = Setting{label: name, value: Canonical(val),
+			copy: func(d *v1alpha1.Topology) { _ = SetVariable(d, cluster, name, nil, val, true) },
+			drop: func(d *v1alpha1.Topology) { _ = SetVariable(d, cluster, name, nil, nil, false) }}
 	}
 	return out
 }
 
-func poolLabel(name, class string) string { return fmt.Sprintf("%s (%s) replicas", name, class) }
+// PoolLabel names a pool's replicas setting for people.
+func PoolLabel(name, class string) string { return fmt.Sprintf("%s (%s) replicas", name, class) }
 
-func copyInt(p *int32) *int32 {
+// CopyInt copies an optional replica count.
+func CopyInt(p *int32) *int32 {
 	if p == nil {
 		return nil
 	}
@@ -351,7 +359,8 @@ func copyInt(p *int32) *int32 {
 	return &v
 }
 
-func removeMD(l []v1alpha1.MachineDeploymentTopology, name string) []v1alpha1.MachineDeploymentTopology {
+// RemoveMachineDeployment returns l without the pool name.
+func RemoveMachineDeployment(l []v1alpha1.MachineDeploymentTopology, name string) []v1alpha1.MachineDeploymentTopology {
 	var out []v1alpha1.MachineDeploymentTopology
 	for _, x := range l {
 		if x.Name != name {
@@ -361,7 +370,8 @@ func removeMD(l []v1alpha1.MachineDeploymentTopology, name string) []v1alpha1.Ma
 	return out
 }
 
-func removeMP(l []v1alpha1.MachinePoolTopology, name string) []v1alpha1.MachinePoolTopology {
+// RemoveMachinePool returns l without the pool name.
+func RemoveMachinePool(l []v1alpha1.MachinePoolTopology, name string) []v1alpha1.MachinePoolTopology {
 	var out []v1alpha1.MachinePoolTopology
 	for _, x := range l {
 		if x.Name != name {
@@ -371,8 +381,8 @@ func removeMP(l []v1alpha1.MachinePoolTopology, name string) []v1alpha1.MachineP
 	return out
 }
 
-// canonical is JSON with sorted keys, so equal values compare equal.
-func canonical(v any) string {
+// Canonical is JSON with sorted keys, so equal values compare equal.
+func Canonical(v any) string {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
@@ -380,25 +390,28 @@ func canonical(v any) string {
 	return string(raw)
 }
 
-// settingChange is a setting that differs between two Topologies.
-type settingChange struct {
-	key, label string
-	from, to   *string
+// Change is a Setting that differs between two Topologies.
+type Change struct {
+	// Key identifies the setting; Label names it for people.
+	Key, Label string
+	// From and To are its values before and after; nil when it did not or
+	// no longer exists.
+	From, To *string
 }
 
-func (c settingChange) String() string {
+func (c Change) String() string {
 	show := func(s *string) string {
 		if s == nil {
 			return "(none)"
 		}
 		return strconv.Quote(*s)
 	}
-	return fmt.Sprintf("%s %s → %s", c.label, show(c.from), show(c.to))
+	return fmt.Sprintf("%s %s → %s", c.Label, show(c.From), show(c.To))
 }
 
-// diffSettings lists, sorted by key, the settings that differ from a to b.
+// Diff lists, sorted by key, the settings that differ from a to b.
 // A part added or removed is one change: its replicas and overrides go with it.
-func diffSettings(a, b map[string]setting) []settingChange {
+func Diff(a, b map[string]Setting) []Change {
 	keys := map[string]bool{}
 	for k := range a {
 		keys[k] = true
@@ -406,7 +419,7 @@ func diffSettings(a, b map[string]setting) []settingChange {
 	for k := range b {
 		keys[k] = true
 	}
-	var out []settingChange
+	var out []Change
 	whole := ""
 	for _, k := range sortedKeys(keys) {
 		if whole != "" && strings.HasPrefix(k, whole+" ") {
@@ -417,12 +430,12 @@ func diffSettings(a, b map[string]setting) []settingChange {
 		if inA == inB && sa.value == sb.value {
 			continue
 		}
-		c := settingChange{key: k}
+		c := Change{Key: k}
 		if inA {
-			c.label, c.from = sa.label, &sa.value
+			c.Label, c.From = sa.label, &sa.value
 		}
 		if inB {
-			c.label, c.to = sb.label, &sb.value
+			c.Label, c.To = sb.label, &sb.value
 		}
 		if inA != inB {
 			whole = k
@@ -441,22 +454,22 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// rebaseDraft puts the user's changes (draft against orig) on top of latest.
+// Rebase puts the user's changes (draft against orig) on top of latest.
 // It returns the merged Topology, what changed on the server, and the
 // settings both changed differently, where the user's value is kept.
-func rebaseDraft(orig, draft, latest *v1alpha1.Topology) (*v1alpha1.Topology, []settingChange, []string) {
-	o, d, l := settings(orig), settings(draft), settings(latest)
+func Rebase(orig, draft, latest *v1alpha1.Topology) (*v1alpha1.Topology, []Change, []string) {
+	o, d, l := Settings(orig), Settings(draft), Settings(latest)
 	merged := latest.DeepCopy()
 	var both []string
-	for _, c := range diffSettings(o, d) {
-		if c.to != nil {
-			d[c.key].copy(merged)
+	for _, c := range Diff(o, d) {
+		if c.To != nil {
+			d[c.Key].copy(merged)
 		} else {
-			o[c.key].drop(merged)
+			o[c.Key].drop(merged)
 		}
-		if lv, ok := l[c.key]; (ok != (c.from != nil) || (ok && lv.value != *c.from)) && (ok != (c.to != nil) || (ok && lv.value != *c.to)) {
-			both = append(both, c.label)
+		if lv, ok := l[c.Key]; (ok != (c.From != nil) || (ok && lv.value != *c.From)) && (ok != (c.To != nil) || (ok && lv.value != *c.To)) {
+			both = append(both, c.Label)
 		}
 	}
-	return merged, diffSettings(o, l), both
+	return merged, Diff(o, l), both
 }

@@ -1,0 +1,147 @@
+package draft
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+)
+
+func topology() *v1alpha1.Topology {
+	three := int32(3)
+	return &v1alpha1.Topology{
+		ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "default"},
+		Spec: v1alpha1.TopologySpec{
+			Class: "c", Version: "v1.33.1",
+			ControlPlane: v1alpha1.ControlPlaneTopology{Replicas: &three},
+			Variables:    []v1alpha1.ClusterVariable{{Name: "audit", Value: apiextensionsv1.JSON{Raw: []byte(`{"enabled":true,"level":"Request"}`)}}},
+			Workers:      &v1alpha1.WorkersTopology{MachineDeployments: []v1alpha1.MachineDeploymentTopology{{Name: "md-a", Class: "general", Replicas: &three}}},
+		},
+	}
+}
+
+func TestChanges(t *testing.T) {
+	cases := []struct {
+		name  string
+		edit  func(*v1alpha1.Topology)
+		wants []string
+	}{
+		{"nothing", func(*v1alpha1.Topology) {}, nil},
+		{"the same JSON written otherwise is no change", func(t *v1alpha1.Topology) {
+			t.Spec.Variables[0].Value.Raw = []byte(`{ "level": "Request", "enabled": true }`)
+		}, nil},
+		{"version", func(t *v1alpha1.Topology) { t.Spec.Version = "v1.34.0" }, []string{`version "v1.33.1" → "v1.34.0"`}},
+		{"replicas", func(t *v1alpha1.Topology) {
+			five := int32(5)
+			*Replicas(t, Scope{Kind: MachineDeployment, Name: "md-a"}) = &five
+		}, []string{`md-a (general) replicas "3" → "5"`}},
+		{"a variable inside an object", func(t *v1alpha1.Topology) {
+			if err := SetVariable(t, Scope{}, "audit", []any{"level"}, "None", true); err != nil {
+				panic(err)
+			}
+		}, []string{`audit "{\"enabled\":true,\"level\":\"Request\"}" → "{\"enabled\":true,\"level\":\"None\"}"`}},
+		{"an override, the list made for it", func(t *v1alpha1.Topology) {
+			if err := SetVariable(t, Scope{Kind: MachineDeployment, Name: "md-a"}, "maxPods", nil, 30, true); err != nil {
+				panic(err)
+			}
+		}, []string{`override maxPods of md-a (none) → "30"`}},
+		{"a pool removed is one change", func(t *v1alpha1.Topology) {
+			t.Spec.Workers.MachineDeployments = RemoveMachineDeployment(t.Spec.Workers.MachineDeployments, "md-a")
+		}, []string{`MachineDeployment md-a "general" → (none)`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			orig := topology()
+			edited := orig.DeepCopy()
+			tc.edit(edited)
+			var got []string
+			for _, c := range Changes(orig, edited) {
+				got = append(got, c.String())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.wants, "\n") {
+				t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.wants, "\n"))
+			}
+		})
+	}
+}
+
+func TestRebaseKeepsTheUsersSettings(t *testing.T) {
+	orig := topology()
+	mine := orig.DeepCopy()
+	mine.Spec.Version = "v1.34.0"
+	_ = SetVariable(mine, Scope{}, "audit", []any{"level"}, "None", true)
+	theirs := orig.DeepCopy()
+	five := int32(5)
+	theirs.Spec.ControlPlane.Replicas = &five
+	_ = SetVariable(theirs, Scope{}, "audit", []any{"level"}, "Metadata", true)
+
+	merged, server, both := Rebase(orig, mine, theirs)
+	if merged.Spec.Version != "v1.34.0" || *merged.Spec.ControlPlane.Replicas != 5 {
+		t.Errorf("merged has version %s and %d control plane replicas: want mine and theirs", merged.Spec.Version, *merged.Spec.ControlPlane.Replicas)
+	}
+	if v, _ := VariableValue(merged, Scope{}, "audit"); Canonical(v) != `{"enabled":true,"level":"None"}` {
+		t.Errorf("audit %s: the user's value must be kept", Canonical(v))
+	}
+	if len(server) != 2 || strings.Join(both, ",") != "audit" {
+		t.Errorf("server changed %v, both changed %v", server, both)
+	}
+}
+
+func TestWriteIsGuardedByTheReadVersion(t *testing.T) {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(topology()).Build()
+	read := &v1alpha1.Topology{}
+	if err := c.Get(ctx, clientKey(), read); err != nil {
+		t.Fatal(err)
+	}
+	// Someone else scales the control plane after our read.
+	theirs := read.DeepCopy()
+	five := int32(5)
+	theirs.Spec.ControlPlane.Replicas = &five
+	if err := c.Update(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	mine := read.DeepCopy()
+	mine.Spec.Version = "v1.34.0"
+	_, err := Write(ctx, c, read, mine)
+	var conflict *ConflictError
+	if !errors.As(err, &conflict) {
+		t.Fatalf("got %v, want a ConflictError", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, `control plane replicas "3" → "5"`) || !strings.Contains(msg, "nothing was written") {
+		t.Errorf("message %q does not say what the server changed and that nothing was written", msg)
+	}
+	if conflict.Rebased.Spec.Version != "v1.34.0" || *conflict.Rebased.Spec.ControlPlane.Replicas != 5 {
+		t.Error("the rebased edit lost a side")
+	}
+	now := &v1alpha1.Topology{}
+	_ = c.Get(ctx, clientKey(), now)
+	if now.Spec.Version != "v1.33.1" {
+		t.Fatal("the conflicting write went through")
+	}
+	written, err := Write(ctx, c, conflict.Latest, conflict.Rebased)
+	if err != nil || written.Spec.Version != "v1.34.0" {
+		t.Fatalf("writing the rebased edit: %v", err)
+	}
+}
+
+func TestAConflictWithOnlyMetadataSaysSo(t *testing.T) {
+	latest := topology()
+	err := &ConflictError{Latest: latest, Rebased: latest}
+	if !strings.Contains(err.Error(), "only its metadata or status changed") {
+		t.Errorf("message %q names no change", err.Error())
+	}
+}
+
+func clientKey() client.ObjectKey { return client.ObjectKey{Namespace: "default", Name: "dev"} }

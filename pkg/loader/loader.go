@@ -1,0 +1,171 @@
+// Package loader reads from the API server what the engine needs for one
+// Topology: its class, the class's templates, the objects generated for it
+// (adopting those made before its Cluster existed) and the rollout state,
+// refined by its Machines. The agent, `plan NAME`, `edit`, `status`, `scale`,
+// `set` and `upgrade` all read through it, so that what they preview is what
+// the agent does.
+package loader
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+)
+
+// NotFoundError is a reference to something that does not exist (yet): the
+// Topology's class, or one of the class's templates. Its message names the
+// field that refers to it and what to do.
+type NotFoundError struct{ msg string }
+
+func (e *NotFoundError) Error() string { return e.msg }
+
+// Loader reads through Reader.
+type Loader struct {
+	// Reader reads everything by default: the agent's cache, or the
+	// plugin's direct client.
+	Reader client.Reader
+	// TemplateReader, when set, reads the class's templates in namespaces
+	// Reader cannot (an agent that watches one namespace).
+	TemplateReader func(namespace string) client.Reader
+}
+
+// Loaded is everything the engine needs for one Topology, as it is now.
+type Loaded struct {
+	// Class is the Topology's TopologyClass.
+	Class *v1alpha1.TopologyClass
+	// Templates are the templates the class references.
+	Templates *engine.TemplateIndex
+	// Objects are the Cluster and every object labelled for it.
+	Objects []*unstructured.Unstructured
+	// Current is the Topology's state, found among Objects.
+	Current *engine.State
+	// Observed is the rollout state of its parts.
+	Observed *engine.Observed
+}
+
+// Load reads all of it.
+func (l *Loader) Load(ctx context.Context, t *v1alpha1.Topology) (*Loaded, error) {
+	class, err := l.Class(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	templates, err := l.Templates(ctx, class)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := l.Objects(ctx, t, class)
+	if err != nil {
+		return nil, err
+	}
+	current := State(t, class, objs)
+	observed, err := l.Observe(ctx, t, current)
+	if err != nil {
+		return nil, err
+	}
+	return &Loaded{Class: class, Templates: templates, Objects: objs, Current: current, Observed: observed}, nil
+}
+
+// Class reads the Topology's class.
+func (l *Loader) Class(ctx context.Context, t *v1alpha1.Topology) (*v1alpha1.TopologyClass, error) {
+	key := t.GetClassKey()
+	class := &v1alpha1.TopologyClass{}
+	if err := l.Reader.Get(ctx, key, class); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &NotFoundError{fmt.Sprintf("spec.class: TopologyClass %s not found: create it or point spec.class at an existing class", key)}
+		}
+		return nil, fmt.Errorf("reading TopologyClass %s: %w", key, err)
+	}
+	return class, nil
+}
+
+// Templates reads every template the class references.
+func (l *Loader) Templates(ctx context.Context, class *v1alpha1.TopologyClass) (*engine.TemplateIndex, error) {
+	ix := engine.NewTemplateIndex()
+	for _, ref := range engine.ClassTemplateRefs(class) {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(ref.APIVersion)
+		u.SetKind(ref.Kind)
+		reader := l.Reader
+		if l.TemplateReader != nil {
+			reader = l.TemplateReader(ref.Namespace)
+		}
+		if err := reader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				return nil, &NotFoundError{fmt.Sprintf("TopologyClass %s/%s %s: %s %s/%s not found: create the template or fix the reference", class.Namespace, class.Name, ref.Field, ref.Kind, ref.Namespace, ref.Name)}
+			}
+			return nil, fmt.Errorf("reading %s %s/%s of TopologyClass %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, class.Namespace, class.Name, err)
+		}
+		ix.Add(u)
+	}
+	return ix, nil
+}
+
+// Objects reads the Topology's Cluster and every object of the class's kinds
+// labelled for it.
+func (l *Loader) Objects(ctx context.Context, t *v1alpha1.Topology, class *v1alpha1.TopologyClass) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	cluster := &unstructured.Unstructured{}
+	cluster.SetAPIVersion(engine.ClusterAPIVersion)
+	cluster.SetKind("Cluster")
+	switch err := l.Reader.Get(ctx, client.ObjectKeyFromObject(t), cluster); {
+	case err == nil:
+		out = append(out, cluster)
+	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
+		return nil, fmt.Errorf("reading Cluster %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	for _, gvk := range engine.GeneratedKinds(class) {
+		items, err := l.labelled(ctx, t, gvk)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+	}
+	return out, nil
+}
+
+func (l *Loader) labelled(ctx context.Context, t *v1alpha1.Topology, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := l.Reader.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingLabels{engine.ClusterNameLabel: t.Name}); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil // e.g. no MachinePool CRD installed: nothing of that kind exists
+		}
+		return nil, fmt.Errorf("listing %s of Cluster %s/%s: %w", gvk.Kind, t.Namespace, t.Name, err)
+	}
+	out := make([]*unstructured.Unstructured, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out, nil
+}
+
+// State finds the Topology's state among objs, adopting what was made
+// before its Cluster.
+func State(t *v1alpha1.Topology, class *v1alpha1.TopologyClass, objs []*unstructured.Unstructured) *engine.State {
+	s := engine.StateFromObjects(t.Name, t.Namespace, objs)
+	engine.Adopt(s, class, t.UID, objs)
+	return s
+}
+
+// Observe reads the rollout state per the contracts, refined by the
+// Machines of its MachineDeployments.
+func (l *Loader) Observe(ctx context.Context, t *v1alpha1.Topology, s *engine.State) (*engine.Observed, error) {
+	obs := engine.ObserveState(s)
+	if len(s.MachineDeployments) == 0 {
+		return obs, nil
+	}
+	machines, err := l.labelled(ctx, t, schema.GroupVersionKind{Group: engine.ClusterAPIGroup, Version: engine.ClusterAPIGroupVersion().Version, Kind: "Machine"})
+	if err != nil {
+		return nil, err
+	}
+	return obs.WithMachines(s, machines), nil
+}
