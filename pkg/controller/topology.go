@@ -212,7 +212,7 @@ func (r *TopologyReconciler) external(ctx context.Context, class *v1alpha1.Topol
 	if r.Extensions == nil || !engine.HasExternalPatches(class) {
 		return nil
 	}
-	return extension.NewPatcher(ctx, r.Extensions, class)
+	return extension.NewPatcher(r.Extensions, class)
 }
 
 func (r *TopologyReconciler) names() *names.Generator {

@@ -98,7 +98,7 @@ func metaOrNil(labels, annotations map[string]string) *v1alpha1.ObjectMeta {
 
 // applyPatches patches copies of the class templates with the builtins of
 // each use, before objects are built from them.
-func (c *computation) applyPatches(context.Context) error {
+func (c *computation) applyPatches(ctx context.Context) error {
 	cs := c.class.Spec
 	clusterLabels, clusterAnnotations := c.clusterLabels()
 	classNS := c.topo.GetClassKey().Namespace
@@ -187,7 +187,7 @@ func (c *computation) applyPatches(context.Context) error {
 				Holder: holder("spec.template.spec.infrastructureRef")},
 		)
 	}
-	err := patches.Apply(patches.Input{Patches: cs.Patches, Variables: c.vars, Builtins: common, Targets: targets, External: c.in.External})
+	err := patches.Apply(ctx, patches.Input{Patches: cs.Patches, Variables: c.vars, Builtins: common, Targets: targets, External: c.in.External})
 	if pe, ok := err.(*patches.Error); ok {
 		return c.invalid("TopologyClass", c.class, field.ErrorList{field.Invalid(field.NewPath(pe.Field), pe.Patch, pe.Reason())})
 	}

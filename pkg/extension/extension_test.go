@@ -71,7 +71,7 @@ func TestGeneratePatches(t *testing.T) {
 	for _, discovered := range []bool{false, true} {
 		ts := targets()
 		in := patches.ExternalInput{Builtins: patches.Builtins{Cluster: &patches.ClusterBuiltins{Name: "dev", Namespace: "ns"}}, Targets: ts}
-		if err := extension.NewPatcher(context.Background(), c, classWith(discovered)).Generate(generatePatch("generate.ext"), in); err != nil {
+		if err := extension.NewPatcher(c, classWith(discovered)).Generate(context.Background(), generatePatch("generate.ext"), in); err != nil {
 			t.Fatal(err)
 		}
 		name, _, _ := unstructured.NestedString(ts[0].Object.Object, "spec", "template", "spec", "kubeadmConfigSpec", "clusterConfiguration", "controllerManager", "extraArgs", "cluster-name")
@@ -97,13 +97,13 @@ func TestGeneratePatches(t *testing.T) {
 
 func TestValidateTopology(t *testing.T) {
 	srv, c := registered(t)
-	p := extension.NewPatcher(context.Background(), c, classWith(false))
+	p := extension.NewPatcher(c, classWith(false))
 	in := patches.ExternalInput{Targets: targets()}
-	if err := p.Validate(generatePatch("generate.ext"), in); err != nil {
+	if err := p.Validate(context.Background(), generatePatch("generate.ext"), in); err != nil {
 		t.Fatalf("a passing validation: %v", err)
 	}
 	srv.SetReject("workers need at least 2 replicas")
-	err := p.Validate(generatePatch("generate.ext"), in)
+	err := p.Validate(context.Background(), generatePatch("generate.ext"), in)
 	if err == nil || !strings.Contains(err.Error(), "ValidateTopology handler validate.ext: the extension reported a failure: workers need at least 2 replicas") {
 		t.Fatalf("a failing validation: %v", err)
 	}
@@ -119,7 +119,7 @@ func TestCallErrors(t *testing.T) {
 		"generate.ext.more": "is not named HANDLER.EXTENSION",
 	}
 	for handler, want := range cases {
-		err := extension.NewPatcher(context.Background(), c, classWith(false)).Generate(generatePatch(handler), patches.ExternalInput{Targets: targets()})
+		err := extension.NewPatcher(c, classWith(false)).Generate(context.Background(), generatePatch(handler), patches.ExternalInput{Targets: targets()})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want %q", handler, err, want)
 		}
@@ -130,12 +130,12 @@ func TestCallErrors(t *testing.T) {
 	if err := c.Registry.Set("ext", srv.ClientConfig(), handlers); err != nil {
 		t.Fatal(err)
 	}
-	if err := extension.NewPatcher(context.Background(), c, classWith(false)).Generate(generatePatch("generate.ext"), patches.ExternalInput{Targets: targets()}); err == nil {
+	if err := extension.NewPatcher(c, classWith(false)).Generate(context.Background(), generatePatch("generate.ext"), patches.ExternalInput{Targets: targets()}); err == nil {
 		t.Error("calling a stopped server succeeded")
 	}
 	handlers[0].FailurePolicy = ptr("Ignore")
 	_ = c.Registry.Set("ext", srv.ClientConfig(), handlers)
-	if err := extension.NewPatcher(context.Background(), c, classWith(false)).Generate(generatePatch("generate.ext"), patches.ExternalInput{Targets: targets()}); err != nil {
+	if err := extension.NewPatcher(c, classWith(false)).Generate(context.Background(), generatePatch("generate.ext"), patches.ExternalInput{Targets: targets()}); err != nil {
 		t.Errorf("with failurePolicy Ignore an unreachable handler is an error: %v", err)
 	}
 }
@@ -174,23 +174,23 @@ func TestBestEffort(t *testing.T) {
 	if err := c.Registry.FromStatus(ext); err != nil {
 		t.Fatal(err)
 	}
-	p := extension.NewPatcher(context.Background(), c, classWith(false))
+	p := extension.NewPatcher(c, classWith(false))
 	ts := targets()
-	if err := p.Generate(generatePatch("generate.ext"), patches.ExternalInput{Targets: ts}); err != nil {
+	if err := p.Generate(context.Background(), generatePatch("generate.ext"), patches.ExternalInput{Targets: ts}); err != nil {
 		t.Fatalf("a handler registered from status: %v", err)
 	}
 	if images, _, _ := unstructured.NestedStringSlice(ts[1].Object.Object, "spec", "template", "spec", "preLoadImages"); len(images) == 0 {
 		t.Error("the handler registered from status was not called")
 	}
-	if err := p.Generate(generatePatch("generate.elsewhere"), patches.ExternalInput{Targets: targets()}); err != nil {
+	if err := p.Generate(context.Background(), generatePatch("generate.elsewhere"), patches.ExternalInput{Targets: targets()}); err != nil {
 		t.Fatalf("an unknown extension is an error in best effort: %v", err)
 	}
 	srv.SetReject("no")
-	if err := p.Validate(generatePatch("generate.ext"), patches.ExternalInput{Targets: targets()}); err == nil {
+	if err := p.Validate(context.Background(), generatePatch("generate.ext"), patches.ExternalInput{Targets: targets()}); err == nil {
 		t.Error("a validator's Failure was skipped")
 	}
 	srv.Close()
-	if err := p.Generate(generatePatch("generate.ext"), patches.ExternalInput{Targets: targets()}); err != nil {
+	if err := p.Generate(context.Background(), generatePatch("generate.ext"), patches.ExternalInput{Targets: targets()}); err != nil {
 		t.Fatalf("an unreachable server is an error in best effort: %v", err)
 	}
 	skipped := p.Skipped()

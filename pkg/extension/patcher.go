@@ -15,11 +15,9 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
 )
 
-// Patcher runs a class's external patches during one computation of a
-// topology's desired state. It is made per computation: it carries the
-// context and which variables each patch's extension defined.
+// Patcher runs a class's external patches in computations of a topology's
+// desired state; it knows which variables each patch's extension defined.
 type Patcher struct {
-	ctx    context.Context
 	client *Client
 	// definedBy maps a patch name to the variables discovered from its
 	// extension: upstream sends an external patch only those.
@@ -30,8 +28,8 @@ var _ patches.External = (*Patcher)(nil)
 
 // NewPatcher returns the external patch runner for class, from its status's
 // variable definitions.
-func NewPatcher(ctx context.Context, client *Client, class *v1alpha1.TopologyClass) *Patcher {
-	p := &Patcher{ctx: ctx, client: client, definedBy: map[string]map[string]bool{}}
+func NewPatcher(client *Client, class *v1alpha1.TopologyClass) *Patcher {
+	p := &Patcher{client: client, definedBy: map[string]map[string]bool{}}
 	for _, v := range class.Status.Variables {
 		for _, d := range v.Definitions {
 			if p.definedBy[d.From] == nil {
@@ -49,7 +47,7 @@ func (p *Patcher) Skipped() []Skip { return p.client.Skipped() }
 
 // Generate calls the patch's generate extension with every template and
 // applies what it returns, keeping only each template's spec, as upstream does.
-func (p *Patcher) Generate(patch *v1alpha1.ClusterClassPatch, in patches.ExternalInput) error {
+func (p *Patcher) Generate(ctx context.Context, patch *v1alpha1.ClusterClassPatch, in patches.ExternalInput) error {
 	globals, items, err := p.request(patch, in)
 	if err != nil {
 		return err
@@ -63,7 +61,7 @@ func (p *Patcher) Generate(patch *v1alpha1.ClusterClassPatch, in patches.Externa
 		req.Items = append(req.Items, GeneratePatchesRequestItem{UID: uid, HolderReference: it.HolderReference, Object: it.Object, Variables: it.Variables})
 	}
 	resp := &GeneratePatchesResponse{}
-	if err := p.client.Call(p.ctx, HookGeneratePatches, *patch.External.GenerateExtension, req, resp); err != nil {
+	if err := p.client.Call(ctx, HookGeneratePatches, *patch.External.GenerateExtension, req, resp); err != nil {
 		return err
 	}
 	for _, item := range resp.Items {
@@ -118,7 +116,7 @@ func applyItem(t *patches.Target, original []byte, item GeneratePatchesResponseI
 }
 
 // Validate calls the patch's validate extension with every patched template.
-func (p *Patcher) Validate(patch *v1alpha1.ClusterClassPatch, in patches.ExternalInput) error {
+func (p *Patcher) Validate(ctx context.Context, patch *v1alpha1.ClusterClassPatch, in patches.ExternalInput) error {
 	globals, items, err := p.request(patch, in)
 	if err != nil {
 		return err
@@ -127,7 +125,7 @@ func (p *Patcher) Validate(patch *v1alpha1.ClusterClassPatch, in patches.Externa
 	for i := range items {
 		req.Items = append(req.Items, &items[i])
 	}
-	return p.client.Call(p.ctx, HookValidateTopology, *patch.External.ValidateExtension, req, &ValidateTopologyResponse{})
+	return p.client.Call(ctx, HookValidateTopology, *patch.External.ValidateExtension, req, &ValidateTopologyResponse{})
 }
 
 // request is what both hooks are sent: the global variables and the

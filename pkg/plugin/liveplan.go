@@ -96,5 +96,5 @@ func (ca *clusterAccess) externalPatches(ctx context.Context, class *v1alpha1.To
 	for i := range list.Items {
 		_ = c.Registry.FromStatus(&list.Items[i]) // one that cannot be used is skipped by name when called
 	}
-	return extension.NewPatcher(ctx, c, class), nil
+	return extension.NewPatcher(c, class), nil
 }

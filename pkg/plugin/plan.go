@@ -294,7 +294,7 @@ func (o *PlanOptions) externalPatches(ctx context.Context, class *v1alpha1.Topol
 	if conflicts := engine.ConflictingVariables(class.Status.Variables); len(conflicts) > 0 {
 		return nil, nil, fmt.Errorf("TopologyClass %s/%s: variables %s are defined differently by the class and its extensions; make the definitions agree", class.Namespace, class.Name, strings.Join(conflicts, ", "))
 	}
-	return class, extension.NewPatcher(ctx, c, class), nil
+	return class, extension.NewPatcher(c, class), nil
 }
 
 // pickTopology chooses the topology to plan: the one named by --cluster, or

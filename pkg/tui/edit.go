@@ -6,15 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
-	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
@@ -56,14 +57,13 @@ type EditModel struct {
 	cursor           int
 	// focus, when set, is the key of the field the next refresh selects:
 	// what the user just added.
-	focus      string
-	buffers    map[string]string
-	picker     *picker
-	prompt     *prompt
-	diffIndex  int
-	width      int
-	height     int
-	rowsFields []int
+	focus     string
+	buffers   map[string]string
+	picker    *picker
+	prompt    *prompt
+	diffIndex int
+	width     int
+	height    int
 
 	fieldErrs    map[int][]string
 	checks       []string
@@ -76,6 +76,20 @@ type EditModel struct {
 	applying     bool
 	message      string
 	quitting     bool
+
+	// ctx bounds the background computations; see editcompute.go.
+	ctx context.Context
+	// gen is the draft's generation; shownGen the one the checks and preview
+	// shown are of; dueGen the newest whose debounce passed; startedGen the
+	// one computing or computed last.
+	gen, shownGen, dueGen, startedGen int
+	// dirty is set when the draft changed and its checks are not scheduled.
+	dirty    bool
+	running  bool
+	cancel   context.CancelFunc
+	debounce time.Duration
+	spinner  spinner.Model
+	spinning bool
 	// Applied is true once an apply succeeded.
 	Applied bool
 }
@@ -87,9 +101,9 @@ func NewEditModel(ctx context.Context, in Inputs, apply Applier, readOnly bool) 
 		return nil, err
 	}
 	m := &EditModel{in: in, catalog: cat, keys: DefaultKeyMap(), styles: DefaultStyles(), help: help.New(), apply: apply, readOnly: readOnly,
-		width: 80, height: 24, diffIndex: -1}
+		width: 80, height: 24, diffIndex: -1, ctx: ctx, debounce: defaultDebounce, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
 	m.reset(in.Topology)
-	m.refresh(ctx)
+	m.refresh()
 	return m, nil
 }
 
@@ -117,7 +131,7 @@ func (m *EditModel) SetSize(w, h int) {
 
 // refresh rebuilds the form from the draft, keeping what is typed and where
 // the cursor is, and recomputes every check and the preview.
-func (m *EditModel) refresh(ctx context.Context) {
+func (m *EditModel) refresh() {
 	selected := m.focus
 	if selected == "" && len(m.fields) > 0 {
 		selected = m.fields[m.cursor].key
@@ -137,7 +151,7 @@ func (m *EditModel) refresh(ctx context.Context) {
 		}
 	}
 	m.cursor = min(m.cursor, len(m.fields)-1)
-	m.recompute(ctx)
+	m.recompute()
 }
 
 // forget drops what was typed into a field and everything under it.
@@ -177,7 +191,7 @@ func (m *EditModel) write(f *editField, value any, present bool) error {
 
 // typeInto sets the selected field to text as typed. Typing changes no
 // other row, so the form is not rebuilt: this is the editor's hot path.
-func (m *EditModel) typeInto(ctx context.Context, text string) {
+func (m *EditModel) typeInto(text string) {
 	f := &m.fields[m.cursor]
 	switch f.kind {
 	case kindText:
@@ -193,14 +207,16 @@ func (m *EditModel) typeInto(ctx context.Context, text string) {
 		}
 	}
 	f.value = text
-	m.recompute(ctx)
+	m.recompute()
 }
 
-// recompute runs the engine on the draft: field errors, compatibility
-// checks, the objects that change, the machines replaced and the rollout.
-func (m *EditModel) recompute(ctx context.Context) {
+// recompute takes the draft as it is now: what needs no engine (values that
+// do not parse, the settings changed) at once, and the engine's checks and
+// preview in the background (see editcompute.go), so that typing never waits
+// for them.
+func (m *EditModel) recompute() {
+	m.gen++
 	m.fieldErrs = map[int][]string{}
-	m.checks, m.changes, m.rollout, m.replacements, m.warnings = nil, nil, nil, nil, nil
 	m.changed = draft.Diff(m.originalSettings, draft.Settings(m.draft))
 	for i, f := range m.fields {
 		if buf, ok := m.buffers[f.key]; ok {
@@ -209,72 +225,17 @@ func (m *EditModel) recompute(ctx context.Context) {
 			}
 		}
 	}
-	t := m.draft
+	if len(m.fieldErrs) == 0 {
+		if _, err := engine.ParseVersion(m.draft.Spec.Version); err != nil {
+			m.fieldErrs[0] = append(m.fieldErrs[0], "must be a Kubernetes version such as v1.34.0")
+		}
+	}
 	if len(m.fieldErrs) > 0 {
+		// Nothing for the engine to look at: the preview is of nothing.
+		m.show(m.gen, preview{})
 		return
 	}
-	if _, err := engine.ParseVersion(t.Spec.Version); err != nil {
-		m.fieldErrs[0] = append(m.fieldErrs[0], "must be a Kubernetes version such as v1.34.0")
-		return
-	}
-	live := m.in.Topology.DeepCopy()
-	live.Annotations = t.Annotations // the unsafe annotation, if the user set it
-	for _, fe := range engine.UpgradePreflight(live, t.Spec.Version) {
-		m.checks = append(m.checks, fe.Detail)
-	}
-	in := engine.Input{
-		Topology: t, Class: m.in.Class, Templates: m.in.Templates,
-		Current: m.in.Current, Observed: m.in.Observed,
-		Names: names.NewSeeded(1), Dialect: engine.DialectTopology, Catalog: m.catalog,
-	}
-	if m.in.External != nil {
-		in.External = m.in.External
-	}
-	// Compute defaults and validates the draft as the webhook does; its
-	// errors about the Topology go to the fields they name.
-	res, err := engine.Compute(ctx, in)
-	if m.in.External != nil {
-		for _, s := range m.in.External.Skipped() {
-			m.warnings = append(m.warnings, s.String())
-		}
-	}
-	var invalid *engine.InvalidError
-	if errors.As(err, &invalid) && invalid.Kind == "Topology" {
-		for _, fe := range invalid.Errors {
-			msg := fe.Detail // the webhook's message, without the value it quotes
-			if msg == "" {
-				msg = fe.ErrorBody()
-			}
-			m.attach(fe.Field, msg)
-		}
-		return
-	}
-	if len(m.checks) > 0 {
-		return
-	}
-	if err != nil {
-		m.checks = append(m.checks, err.Error())
-		return
-	}
-	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: m.in.Objects, Cluster: t.Name, Namespace: t.Namespace, Summary: true, Pending: res.Pending()})
-	if err != nil {
-		m.checks = append(m.checks, err.Error())
-		return
-	}
-	m.changes = p.Changes
-	if m.diffIndex >= len(m.changes) {
-		m.diffIndex = -1
-	}
-	if t.Spec.Version != m.in.Topology.Spec.Version {
-		withStatus := m.in.Topology.DeepCopy()
-		withStatus.Spec = t.Spec
-		withStatus.Spec.Version = m.in.Topology.Spec.Version
-		m.rollout = engine.PlanUpgrade(withStatus, t.Spec.Version).Lines()
-		return
-	}
-	for _, r := range plan.Replacements(p, res.Desired.ControlPlane.Object.GetKind()) {
-		m.replacements = append(m.replacements, r.String())
-	}
+	m.dirty = true
 }
 
 // attach puts an engine error on the field whose path it names most closely.
@@ -296,22 +257,38 @@ func (m *EditModel) attach(path, msg string) {
 	m.fieldErrs[best] = append(m.fieldErrs[best], msg)
 }
 
-// canApply reports whether apply is allowed: something changed and nothing is red.
+// canApply reports whether apply is allowed: something changed, the checks
+// are of the draft as it is, and nothing is red.
 func (m *EditModel) canApply() bool {
-	return !m.readOnly && len(m.changed) > 0 && len(m.fieldErrs) == 0 && len(m.checks) == 0
+	return !m.readOnly && !m.busy() && len(m.changed) > 0 && len(m.fieldErrs) == 0 && len(m.checks) == 0
 }
 
-// Init implements tea.Model.
-func (m *EditModel) Init() tea.Cmd { return nil }
+// Init implements tea.Model: the first checks and preview.
+func (m *EditModel) Init() tea.Cmd { return m.startPending() }
 
 type appliedMsg struct {
 	latest *v1alpha1.Topology
 	err    error
 }
 
-// Update implements tea.Model.
+// Update implements tea.Model. Whatever a message changes in the draft
+// schedules the checks and preview of the new draft.
 func (m *EditModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	ctx := context.Background()
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case computeDue:
+		cmd = m.onComputeDue(msg)
+	case computed:
+		cmd = m.onComputed(msg)
+	case spinner.TickMsg:
+		cmd = m.onSpinnerTick(msg)
+	default:
+		_, cmd = m.update(msg)
+	}
+	return m, tea.Batch(cmd, m.startPending())
+}
+
+func (m *EditModel) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.SetSize(msg.Width, msg.Height)
@@ -321,21 +298,21 @@ func (m *EditModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		var conflict *draft.ConflictError
 		switch {
 		case errors.As(msg.err, &conflict):
-			m.rebase(ctx, conflict)
+			m.rebase(conflict)
 		case msg.err != nil:
 			m.message = "apply failed: " + msg.err.Error()
 		default:
 			m.Applied = true
 			m.message = fmt.Sprintf("Applied to %s/%s. Follow it with: kubectl topology status %s --watch", m.in.Topology.Namespace, m.in.Topology.Name, m.in.Topology.Name)
 			m.reset(msg.latest)
-			m.refresh(ctx)
+			m.refresh()
 		}
 		return m, nil
 	case tea.MouseMsg:
 		m.onMouse(msg)
 		return m, nil
 	case tea.KeyMsg:
-		return m.onKey(ctx, msg)
+		return m.onKey(msg)
 	}
 	return m, nil
 }
@@ -351,25 +328,25 @@ func (m *EditModel) onMouse(msg tea.MouseMsg) {
 	case tea.MouseButtonWheelDown:
 		m.cursor = min(len(m.fields)-1, m.cursor+1)
 	case tea.MouseButtonLeft:
-		if msg.Y >= 0 && msg.Y < len(m.rowsFields) && m.rowsFields[msg.Y] >= 0 {
-			m.cursor = m.rowsFields[msg.Y]
+		if _, rows := m.render(); msg.Y >= 0 && msg.Y < len(rows) && rows[msg.Y] >= 0 {
+			m.cursor = rows[msg.Y]
 		}
 	}
 }
 
-func (m *EditModel) onKey(ctx context.Context, msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+func (m *EditModel) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if m.confirming {
 		return m.onConfirmKey(msg)
 	}
 	if m.prompt != nil {
 		if m.prompt.update(m.keys, msg) {
 			m.prompt = nil
-			m.refresh(ctx)
+			m.refresh()
 		}
 		return m, nil
 	}
 	if m.picker != nil {
-		m.onPickerKey(ctx, msg)
+		m.onPickerKey(msg)
 		return m, nil
 	}
 	switch {
@@ -392,7 +369,7 @@ func (m *EditModel) onKey(ctx context.Context, msg tea.KeyMsg) (tea.Model, tea.C
 	case m.readOnly:
 		m.message = "read-only: nothing can be changed"
 	default:
-		m.onEditKey(ctx, msg)
+		m.onEditKey(msg)
 	}
 	return m, nil
 }
@@ -429,7 +406,7 @@ func (m *EditModel) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m *EditModel) onPickerKey(ctx context.Context, msg tea.KeyMsg) {
+func (m *EditModel) onPickerKey(msg tea.KeyMsg) {
 	p := m.picker
 	switch {
 	case key.Matches(msg, m.keys.Up), key.Matches(msg, m.keys.Left):
@@ -439,7 +416,7 @@ func (m *EditModel) onPickerKey(ctx context.Context, msg tea.KeyMsg) {
 	case key.Matches(msg, m.keys.Select):
 		m.picker = nil
 		p.pick(p.index)
-		m.refresh(ctx)
+		m.refresh()
 	case key.Matches(msg, m.keys.Quit):
 		m.picker = nil
 		m.message = ""
@@ -447,31 +424,31 @@ func (m *EditModel) onPickerKey(ctx context.Context, msg tea.KeyMsg) {
 }
 
 // onEditKey handles the keys that change the draft.
-func (m *EditModel) onEditKey(ctx context.Context, msg tea.KeyMsg) {
+func (m *EditModel) onEditKey(msg tea.KeyMsg) {
 	f := &m.fields[m.cursor]
 	switch {
 	case key.Matches(msg, m.keys.Add):
-		m.add(ctx)
+		m.add()
 	case key.Matches(msg, m.keys.Remove):
-		m.remove(ctx, f)
+		m.remove(f)
 	case key.Matches(msg, m.keys.Override):
 		m.override(f)
 	case key.Matches(msg, m.keys.Reset):
-		m.undo(ctx, f)
+		m.undo(f)
 	case key.Matches(msg, m.keys.Unset):
-		m.unset(ctx, f)
+		m.unset(f)
 	case key.Matches(msg, m.keys.Left), key.Matches(msg, m.keys.Right):
 		if f.kind == kindChoice {
 			step := 1
 			if key.Matches(msg, m.keys.Left) {
 				step = -1
 			}
-			m.choose(ctx, f, step)
+			m.choose(f, step)
 		}
 	case msg.Type == tea.KeyBackspace:
 		if f.editable() && f.value != "" {
 			r := []rune(f.value)
-			m.typeInto(ctx, string(r[:len(r)-1]))
+			m.typeInto(string(r[:len(r)-1]))
 		}
 	case msg.Type == tea.KeyRunes || msg.Type == tea.KeySpace:
 		switch {
@@ -480,9 +457,9 @@ func (m *EditModel) onEditKey(ctx context.Context, msg tea.KeyMsg) {
 			if msg.Type == tea.KeySpace {
 				text = " "
 			}
-			m.typeInto(ctx, f.value+text)
+			m.typeInto(f.value + text)
 		case f.kind == kindChoice && msg.Type == tea.KeySpace:
-			m.choose(ctx, f, 1)
+			m.choose(f, 1)
 		case f.kind == kindObject:
 			m.message = "an object: edit its fields below"
 		case f.kind == kindList:
@@ -494,7 +471,7 @@ func (m *EditModel) onEditKey(ctx context.Context, msg tea.KeyMsg) {
 }
 
 // choose moves a choice field step options on.
-func (m *EditModel) choose(ctx context.Context, f *editField, step int) {
+func (m *EditModel) choose(f *editField, step int) {
 	i := indexOf(f.options, f.value)
 	if !f.present && len(f.options) > 0 && f.options[0] == "" {
 		i = 0
@@ -506,7 +483,7 @@ func (m *EditModel) choose(ctx context.Context, f *editField, step int) {
 		v, _ := draft.DecodeJSON(f.raws[i])
 		_ = m.write(f, v, true)
 	}
-	m.refresh(ctx)
+	m.refresh()
 }
 
 func indexOf(options []string, v string) int {

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -16,9 +15,9 @@ import (
 
 // add adds an item to the list, or an entry to the map, the cursor is in;
 // elsewhere it asks which worker class to add a pool of, then its name.
-func (m *EditModel) add(ctx context.Context) {
+func (m *EditModel) add() {
 	if c := m.enclosingCollection(); c != nil {
-		m.addEntry(ctx, c)
+		m.addEntry(c)
 		return
 	}
 	type choice struct{ kind, class string }
@@ -68,7 +67,7 @@ func (m *EditModel) checkPoolName(name string) error {
 }
 
 // addEntry appends an item to a list, or asks for the key of a new map entry.
-func (m *EditModel) addEntry(ctx context.Context, c *editField) {
+func (m *EditModel) addEntry(c *editField) {
 	if c.kind == kindList {
 		v, _ := lookupVariable(m.draft, c)
 		items, _ := v.([]any)
@@ -80,7 +79,7 @@ func (m *EditModel) addEntry(ctx context.Context, c *editField) {
 		m.forget(c.key)
 		m.focus = fmt.Sprintf("%s[%d]", c.key, n)
 		m.message = fmt.Sprintf("added %s[%d]", c.label, n)
-		m.refresh(ctx)
+		m.refresh()
 		return
 	}
 	header := *c // the form is rebuilt before the prompt answers
@@ -145,7 +144,7 @@ func lookupVariable(t *v1alpha1.Topology, f *editField) (any, bool) {
 }
 
 // remove removes the list item, override or pool the cursor is on.
-func (m *EditModel) remove(ctx context.Context, f *editField) {
+func (m *EditModel) remove(f *editField) {
 	switch {
 	case f.entry:
 		parent := m.enclosingCollection()
@@ -171,7 +170,7 @@ func (m *EditModel) remove(ctx context.Context, f *editField) {
 		m.message = "select a pool's replicas, a list item or an override to remove it"
 		return
 	}
-	m.refresh(ctx)
+	m.refresh()
 }
 
 // override asks which variable to override for the part the cursor is in.
@@ -218,7 +217,7 @@ func (m *EditModel) override(f *editField) {
 }
 
 // undo puts the server's value back into the field and what it holds.
-func (m *EditModel) undo(ctx context.Context, f *editField) {
+func (m *EditModel) undo(f *editField) {
 	orig := m.in.Topology
 	switch f.role {
 	case roleVersion:
@@ -235,11 +234,11 @@ func (m *EditModel) undo(ctx context.Context, f *editField) {
 		_ = draft.SetVariable(m.draft, f.scope, f.variable, f.sub, v, ok)
 	}
 	m.forget(f.key)
-	m.refresh(ctx)
+	m.refresh()
 }
 
 // unset removes the field's value, where the field is optional.
-func (m *EditModel) unset(ctx context.Context, f *editField) {
+func (m *EditModel) unset(f *editField) {
 	if f.marked() || f.role == roleVersion {
 		m.message = f.label + " is required"
 		return
@@ -248,16 +247,16 @@ func (m *EditModel) unset(ctx context.Context, f *editField) {
 	if err := m.write(f, nil, false); err != nil {
 		m.message = err.Error()
 	}
-	m.refresh(ctx)
+	m.refresh()
 }
 
 // rebase takes the server's latest Topology as the new base and keeps the
 // user's edits on top, saying what changed on the server and where both
 // changed the same setting.
-func (m *EditModel) rebase(ctx context.Context, c *draft.ConflictError) {
+func (m *EditModel) rebase(c *draft.ConflictError) {
 	m.in.Topology = c.Latest
 	m.draft = c.Rebased
 	m.setOriginal()
 	m.message = c.Error()
-	m.refresh(ctx)
+	m.refresh()
 }

@@ -17,12 +17,19 @@ func (m *EditModel) View() string {
 	if m.quitting {
 		return ""
 	}
+	screen, _ := m.render()
+	return screen
+}
+
+// render draws the screen and says, for each line, which field it shows
+// (-1 for none): mouse clicks are mapped back with it.
+func (m *EditModel) render() (string, []int) {
 	var b strings.Builder
-	m.rowsFields = m.rowsFields[:0]
+	var rowsFields []int
 	line := func(s string, field int) {
 		b.WriteString(ansi.Truncate(s, m.width, "…"))
 		b.WriteByte('\n')
-		m.rowsFields = append(m.rowsFields, field)
+		rowsFields = append(rowsFields, field)
 	}
 	t := m.in.Topology
 	title := fmt.Sprintf("Edit Topology %s/%s · class %s", t.Namespace, t.Name, t.Spec.Class)
@@ -50,6 +57,10 @@ func (m *EditModel) View() string {
 	// takes what it needs up to half of the rest; the form takes the others.
 	rest := m.height - 3 - len(message) - helpLines
 	header, preview := m.previewLines(max(1, rest/2))
+	if m.busy() {
+		// What is shown is of an earlier draft until the engine answers.
+		header = m.styles.Hint.Render(m.spinner.View()+" checking…") + " " + header
+	}
 	previewRows := max(0, min(len(preview), rest/2))
 	fieldRows := max(3, rest-previewRows)
 
@@ -74,7 +85,7 @@ func (m *EditModel) View() string {
 		line(l, -1)
 	}
 	b.WriteString(helpView)
-	return b.String()
+	return b.String(), rowsFields
 }
 
 // formRows renders every field (a line each, indented by depth, followed by

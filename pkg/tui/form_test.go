@@ -1,13 +1,17 @@
 package tui
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
@@ -383,7 +387,7 @@ func extensionInputs(t *testing.T, srv *fixture.ExtensionServer) Inputs {
 	if err := c.Registry.FromStatus(ext); err != nil {
 		t.Fatal(err)
 	}
-	in.External = extension.NewPatcher(context.Background(), c, in.Class)
+	in.External = extension.NewPatcher(c, in.Class)
 	return in
 }
 
@@ -413,4 +417,36 @@ func TestEditWithAnUnreachableExtension(t *testing.T) {
 	if !strings.Contains(view, "⚠ external patch handler generate.ext was not run from here, so the preview lacks") || !m.canApply() {
 		t.Errorf("an extension this machine cannot reach should be named, and not stop the edit:\n%s", view)
 	}
+}
+
+// TestEditStaysResponsiveWhileAnExtensionIsSlow: the checks and preview used
+// to run in Update, so an extension taking seconds froze the editor. Now
+// keys echo and the spinner turns while the extension is called.
+func TestEditStaysResponsiveWhileAnExtensionIsSlow(t *testing.T) {
+	srv := fixture.StartExtensionServer()
+	defer srv.Close()
+	defer srv.Release()
+	srv.Delay(5 * time.Second)
+	m, err := NewEditModel(context.Background(), extensionInputs(t, srv), (&fakeServer{}).apply, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
+	tm.Send(keyOf(tea.KeyDown)) // control plane replicas, 3
+	tm.Send(typed("4"))
+	frames := map[string]bool{}
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		for _, f := range spinner.MiniDot.Frames {
+			if bytes.Contains(b, []byte(f+" checking…")) {
+				frames[f] = true
+			}
+		}
+		return bytes.Contains(b, []byte("34")) && len(frames) >= 2
+	}, teatest.WithDuration(3*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	if srv.InFlight() == 0 {
+		t.Error("the extension answered already: the test proved nothing")
+	}
+	srv.Release()
+	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 }

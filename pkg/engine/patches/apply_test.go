@@ -1,6 +1,7 @@
 package patches
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func infraTarget() *Target {
 
 func TestApplyKeepsClassOrderAndNamesFailingDefinition(t *testing.T) {
 	target := infraTarget()
-	err := Apply(Input{Targets: []*Target{target}, Patches: []v1alpha1.ClusterClassPatch{
+	err := Apply(context.Background(), Input{Targets: []*Target{target}, Patches: []v1alpha1.ClusterClassPatch{
 		infraPatch("first", set("add", "/spec/template/spec/a", "1")),
 		infraPatch("second", set("replace", "/spec/template/spec/a", "2"), set("add", "/spec/template/spec/b", `"x"`)),
 	}})
@@ -47,7 +48,7 @@ func TestApplyKeepsClassOrderAndNamesFailingDefinition(t *testing.T) {
 	}
 
 	target = infraTarget()
-	err = Apply(Input{Targets: []*Target{target}, Patches: []v1alpha1.ClusterClassPatch{
+	err = Apply(context.Background(), Input{Targets: []*Target{target}, Patches: []v1alpha1.ClusterClassPatch{
 		infraPatch("fine", set("add", "/spec/template/spec/a", "1")),
 		infraPatch("broken", set("remove", "/spec/template/spec/missing", "")),
 	}})
@@ -64,12 +65,12 @@ func TestApplyKeepsClassOrderAndNamesFailingDefinition(t *testing.T) {
 // inline patches before it, the validator every patch.
 type recordingExternal struct{ seen, validated any }
 
-func (r *recordingExternal) Generate(_ *v1alpha1.ClusterClassPatch, in ExternalInput) error {
+func (r *recordingExternal) Generate(_ context.Context, _ *v1alpha1.ClusterClassPatch, in ExternalInput) error {
 	r.seen, _, _ = unstructured.NestedFieldCopy(in.Targets[0].Object.Object, "spec", "template", "spec", "a")
 	return nil
 }
 
-func (r *recordingExternal) Validate(_ *v1alpha1.ClusterClassPatch, in ExternalInput) error {
+func (r *recordingExternal) Validate(_ context.Context, _ *v1alpha1.ClusterClassPatch, in ExternalInput) error {
 	r.validated, _, _ = unstructured.NestedFieldCopy(in.Targets[0].Object.Object, "spec", "template", "spec", "b")
 	return nil
 }
@@ -78,7 +79,7 @@ func TestExternalPatchSeesEarlierInlinePatches(t *testing.T) {
 	ext := &recordingExternal{}
 	target := infraTarget()
 	gen := "gen"
-	err := Apply(Input{Targets: []*Target{target}, External: ext, Patches: []v1alpha1.ClusterClassPatch{
+	err := Apply(context.Background(), Input{Targets: []*Target{target}, External: ext, Patches: []v1alpha1.ClusterClassPatch{
 		infraPatch("first", set("add", "/spec/template/spec/a", "1")),
 		{Name: "ext", External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: &gen}},
 	}})
@@ -90,7 +91,7 @@ func TestExternalPatchSeesEarlierInlinePatches(t *testing.T) {
 func TestExternalValidatorSeesEveryPatch(t *testing.T) {
 	ext := &recordingExternal{}
 	check := "check"
-	err := Apply(Input{Targets: []*Target{infraTarget()}, External: ext, Patches: []v1alpha1.ClusterClassPatch{
+	err := Apply(context.Background(), Input{Targets: []*Target{infraTarget()}, External: ext, Patches: []v1alpha1.ClusterClassPatch{
 		{Name: "validate", External: &v1alpha1.ExternalPatchDefinition{ValidateExtension: &check}},
 		infraPatch("later", set("add", "/spec/template/spec/b", "2")),
 	}})
@@ -104,7 +105,7 @@ func TestExternalValidatorSeesEveryPatch(t *testing.T) {
 
 func TestExternalPatchOffline(t *testing.T) {
 	gen := "gen.ext"
-	err := Apply(Input{Targets: []*Target{infraTarget()}, Patches: []v1alpha1.ClusterClassPatch{
+	err := Apply(context.Background(), Input{Targets: []*Target{infraTarget()}, Patches: []v1alpha1.ClusterClassPatch{
 		{Name: "ext", External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: &gen}},
 	}})
 	var pe *Error

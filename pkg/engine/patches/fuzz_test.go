@@ -1,6 +1,7 @@
 package patches
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -30,7 +31,7 @@ func FuzzApply(f *testing.F) {
 			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"list": []any{int64(1)}}}},
 		}}
 		raw, _ := json.Marshal("s")
-		_ = Apply(Input{
+		_ = Apply(context.Background(), Input{
 			Patches: []v1alpha1.ClusterClassPatch{{Name: "p", Definitions: []v1alpha1.PatchDefinition{{
 				Selector:    v1alpha1.PatchSelector{APIVersion: "a/v1", Kind: "K", MatchResources: v1alpha1.PatchSelectorMatch{InfrastructureCluster: true}},
 				JSONPatches: []v1alpha1.JSONPatch{jp},

@@ -4,6 +4,7 @@
 package patches
 
 import (
+	"context"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -71,9 +72,9 @@ type ExternalInput struct {
 type External interface {
 	// Generate calls the patch's generate extension and applies the patches
 	// it returns to the targets.
-	Generate(patch *v1alpha1.ClusterClassPatch, in ExternalInput) error
+	Generate(ctx context.Context, patch *v1alpha1.ClusterClassPatch, in ExternalInput) error
 	// Validate calls the patch's validate extension on the patched targets.
-	Validate(patch *v1alpha1.ClusterClassPatch, in ExternalInput) error
+	Validate(ctx context.Context, patch *v1alpha1.ClusterClassPatch, in ExternalInput) error
 }
 
 // Error is a patch that could not be applied, with the class field that holds it.
@@ -116,7 +117,7 @@ type Input struct {
 }
 
 // Apply applies every patch to every target it selects, in class order.
-func Apply(in Input) error {
+func Apply(ctx context.Context, in Input) error {
 	if len(in.Patches) == 0 {
 		return nil
 	}
@@ -160,7 +161,7 @@ func Apply(in Input) error {
 				return err
 			}
 			ext := ExternalInput{Variables: in.Variables, Builtins: in.Builtins, Targets: in.Targets}
-			if err := in.External.Generate(p, ext); err != nil {
+			if err := in.External.Generate(ctx, p, ext); err != nil {
 				return &Error{Field: field + ".external.generateExtension", Patch: p.Name, Err: err}
 			}
 			continue
@@ -181,7 +182,7 @@ func Apply(in Input) error {
 			continue
 		}
 		ext := ExternalInput{Variables: in.Variables, Builtins: in.Builtins, Targets: in.Targets}
-		if err := in.External.Validate(p, ext); err != nil {
+		if err := in.External.Validate(ctx, p, ext); err != nil {
 			return &Error{Field: fmt.Sprintf("spec.patches[%d].external.validateExtension", pi), Patch: p.Name, Err: err}
 		}
 	}
