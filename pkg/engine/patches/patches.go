@@ -4,8 +4,8 @@
 package patches
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
