@@ -20,6 +20,10 @@ KUBE_LDFLAGS    = -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSI
                   -X k8s.io/component-base/version.gitTreeState=clean
 CLUSTERCTL     ?= $(BIN)/clusterctl
 SHARED         ?= $(CURDIR)/../shared
+# The release the binaries are built as: the plugin installs the agent image
+# of the same tag (make dist VERSION=v0.2.0).
+VERSION        ?= dev
+VERSION_LDFLAGS = -X github.com/kubectl-topology/kubectl-topology/pkg/version.version=$(VERSION)
 
 .PHONY: all build test e2e unit generate manifests image bench lint fmt vet parity clean help
 
@@ -29,8 +33,8 @@ help: ## List targets.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## Build bin/kubectl-topology and bin/agent.
-	$(GO) build -o $(BIN)/kubectl-topology ./cmd/kubectl-topology
-	$(GO) build -o $(BIN)/agent ./cmd/agent
+	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/kubectl-topology ./cmd/kubectl-topology
+	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/agent ./cmd/agent
 
 test: vet control-plane-bins tmux ## Run every test: unit, golden, fuzz seeds, and integration on a real local control plane.
 	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -timeout 30m
@@ -64,7 +68,7 @@ control-plane-bins: $(KUBE_APISERVER) $(KUBE_CM) $(ETCD) ## Build kube-apiserver
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object paths=./pkg/api/...
 
-IMAGE ?= kubectl-topology/agent:dev # keep in step with components.DefaultImage
+IMAGE ?= kubectl-topology/agent:$(VERSION)
 
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, agent components (clusterctl contract) and metadata.yaml into manifests/.
 	$(CONTROLLER_GEN) crd paths=./pkg/api/... output:crd:artifacts:config=manifests/crd
@@ -72,7 +76,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, agent components (clusterctl cont
 	$(GO) run ./hack/manifests -out manifests -image $(IMAGE)
 
 image: ## Build the agent image with the local Docker engine, from a static binary; nothing is pulled.
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/image/agent ./cmd/agent
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w $(VERSION_LDFLAGS)' -o $(BIN)/image/agent ./cmd/agent
 	cp hack/image/Dockerfile $(BIN)/image/Dockerfile
 	docker build -t $(IMAGE) $(BIN)/image
 
@@ -111,8 +115,6 @@ local-up: control-plane-bins ## Start etcd, kube-apiserver and kube-controller-m
 
 local-down: ## Stop the local control plane; its data stays in .local/.
 	$(GO) run ./hack/localcluster down -dir $(LOCAL_DIR)
-
-VERSION ?= v0.1.0-dev
 
 .PHONY: dist
 dist: ## Plugin archives for every Krew platform and dist/krew.yaml with their sha256.

@@ -8,13 +8,13 @@ DIST=${DIST:-dist}
 rm -rf "$DIST" && mkdir -p "$DIST"
 manifest=$(cat plugins/krew.yaml)
 manifest=${manifest//VERSION/$VERSION}
-for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
+for platform in ${PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64}; do
   os=${platform%/*} arch=${platform#*/}
   stage="$DIST/stage-$os-$arch"
   mkdir -p "$stage"
   exe=kubectl-topology; [[ $os == windows ]] && exe=kubectl-topology.exe
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath \
-    -ldflags "-s -w -X github.com/kubectl-topology/kubectl-topology/pkg/plugin.Version=$VERSION" \
+    -ldflags "-s -w -X github.com/kubectl-topology/kubectl-topology/pkg/version.version=$VERSION" \
     -o "$stage/$exe" ./cmd/kubectl-topology
   cp LICENSE "$stage/"
   [[ $os != windows ]] && cp plugins/kubectl_complete-topology "$stage/"

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/agent"
+	"github.com/kubectl-topology/kubectl-topology/pkg/version"
 )
 
 func main() {
@@ -46,6 +47,7 @@ func main() {
 
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.Level(-verbosity))))
 	log := ctrl.Log.WithName("agent")
+	log.Info("starting", "version", version.Get())
 	if opts.Local {
 		// Out of cluster, nothing outside this machine should reach the
 		// probes or metrics, and the serving key must not sit at a path

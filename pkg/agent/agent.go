@@ -44,6 +44,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 	"github.com/kubectl-topology/kubectl-topology/pkg/selfinstall"
+	"github.com/kubectl-topology/kubectl-topology/pkg/version"
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/pkg/webhook"
 )
 
@@ -410,7 +411,7 @@ func applyKeepingCABundle(ctx context.Context, c client.Client, obj client.Objec
 	if err != nil {
 		return err
 	}
-	obj.SetAnnotations(map[string]string{selfinstall.HashAnnotation: hash})
+	obj.SetAnnotations(map[string]string{selfinstall.HashAnnotation: hash, components.AgentVersionAnnotation: version.Get()})
 	existing := obj.DeepCopyObject().(client.Object)
 	switch err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); {
 	case apierrors.IsNotFound(err):
@@ -437,7 +438,7 @@ func applyKeepingCABundle(ctx context.Context, c client.Client, obj client.Objec
 		}
 		same = equality.Semantic.DeepEqual(o.Webhooks, e.Webhooks)
 	}
-	if same && existing.GetAnnotations()[selfinstall.HashAnnotation] == hash {
+	if same && existing.GetAnnotations()[selfinstall.HashAnnotation] == hash && existing.GetAnnotations()[components.AgentVersionAnnotation] == version.Get() {
 		return nil // registered as wanted already: a restart writes nothing
 	}
 	obj.SetResourceVersion(existing.GetResourceVersion())

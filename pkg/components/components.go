@@ -37,9 +37,20 @@ const ServiceName = "topology-webhook-service"
 // Namespace is where the components install the agent.
 const Namespace = namespace
 
-// DefaultImage is the agent image the published components run; `make image`
-// tags the image it builds the same way.
-const DefaultImage = "kubectl-topology/agent:dev"
+// AgentVersionAnnotation, on the agent's webhook configurations, is the
+// release of the agent that registered them: `kubectl topology version`
+// compares it with its own.
+const AgentVersionAnnotation = "topology.kubectl-topology.io/agent-version"
+
+// ImageRepository is where the agent's images are published.
+const ImageRepository = "kubectl-topology/agent"
+
+// DefaultImage is the agent image the components in this repository run;
+// `make image` tags the image it builds the same way.
+const DefaultImage = ImageRepository + ":dev"
+
+// Image is the agent image of release tag.
+func Image(tag string) string { return ImageRepository + ":" + tag }
 
 func labels(extra map[string]string) map[string]string {
 	l := map[string]string{"cluster.x-k8s.io/provider": providerTag, "app.kubernetes.io/name": "kubectl-topology"}

@@ -34,6 +34,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 	"github.com/kubectl-topology/kubectl-topology/pkg/process"
+	"github.com/kubectl-topology/kubectl-topology/pkg/version"
 )
 
 // installFieldManager owns what `install` applies.
@@ -125,8 +126,13 @@ func defaultStateDir() string {
 // Complete renders the components and, unless printing, connects.
 func (o *InstallOptions) Complete() error {
 	image := o.Image
-	if image == "" && o.Version != "" {
-		image = strings.SplitN(components.DefaultImage, ":", 2)[0] + ":" + o.Version
+	if image == "" {
+		// The agent of the plugin's own release, unless told otherwise.
+		tag := o.Version
+		if tag == "" {
+			tag = version.Get()
+		}
+		image = components.Image(tag)
 	}
 	objs, err := renderComponents(manifests.Components, map[string]string{"TOPOLOGY_WATCH_NAMESPACE": o.WatchNamespace}, o.TargetNamespace, image)
 	if err != nil {

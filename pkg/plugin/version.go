@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -23,21 +22,9 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 	"github.com/kubectl-topology/kubectl-topology/pkg/process"
+	"github.com/kubectl-topology/kubectl-topology/pkg/version"
 )
 
-// Version is the plugin's version, set at release time with
-// -ldflags "-X github.com/kubectl-topology/kubectl-topology/pkg/plugin.Version=v0.1.0".
-var Version = ""
-
-func pluginVersion() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
 
 // VersionOptions are the inputs of `version`.
 type VersionOptions struct {
@@ -67,7 +54,7 @@ func NewVersionCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 
 // Run prints the versions.
 func (o *VersionOptions) Run(ctx context.Context) error {
-	fmt.Fprintf(o.Out, "plugin: %s\n", pluginVersion())
+	fmt.Fprintf(o.Out, "plugin: %s\n", version.Get())
 	if o.Client {
 		return nil
 	}
@@ -80,6 +67,15 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(o.Out, "agent: %s\n", agent)
+	wh := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := ca.client.Get(ctx, client.ObjectKey{Name: components.ValidatingWebhookName}, wh); err == nil {
+		if v := wh.Annotations[components.AgentVersionAnnotation]; v != "" {
+			fmt.Fprintf(o.Out, "agent release: %s\n", v)
+			if v != version.Get() {
+				fmt.Fprintf(o.ErrOut, "Warning: the agent is release %s and this plugin %s: previews and checks may differ from what the agent does; install the plugin's release (kubectl topology install) or use the plugin of the agent's\n", v, version.Get())
+			}
+		}
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(ca.config)
 	if err != nil {
 		return err

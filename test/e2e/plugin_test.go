@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
@@ -330,5 +332,34 @@ func TestVersionTellsWhetherTheLocalAgentRuns(t *testing.T) {
 	stopLocalAgent(state)
 	if out := mustPlugin(t, "version", "--state-dir", state); !strings.Contains(out, "NOT RUNNING") || !strings.Contains(out, "kubectl topology install --local") {
 		t.Errorf("version of a stopped local agent does not say so and what to do:\n%s", out)
+	}
+}
+
+// TestDistInstallsItsOwnRelease: a released plugin installed the
+// development image. The archive make dist builds for this platform must
+// install the agent of its own release.
+func TestDistInstallsItsOwnRelease(t *testing.T) {
+	root, err := localcluster.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	dist := exec.Command("hack/dist.sh")
+	dist.Dir = root
+	dist.Env = append(os.Environ(), "VERSION=v0.2.0", "PLATFORMS="+runtime.GOOS+"/"+runtime.GOARCH, "DIST="+dir)
+	if out, err := dist.CombinedOutput(); err != nil {
+		t.Fatalf("hack/dist.sh: %v\n%s", err, out)
+	}
+	archive := filepath.Join(dir, fmt.Sprintf("kubectl-topology_v0.2.0_%s_%s.tar.gz", runtime.GOOS, runtime.GOARCH))
+	if out, err := exec.Command("tar", "-xzf", archive, "-C", dir).CombinedOutput(); err != nil {
+		t.Fatalf("unpacking %s: %v\n%s", archive, err, out)
+	}
+	released := filepath.Join(dir, "kubectl-topology")
+	out, err := exec.Command(released, "install", "--dry-run=client", "-o", "yaml").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "image: kubectl-topology/agent:v0.2.0") {
+		t.Errorf("install --dry-run of the v0.2.0 plugin (%v) does not name the v0.2.0 image:\n%s", err, out)
+	}
+	if out, err := exec.Command(released, "version", "--client").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "plugin: v0.2.0" {
+		t.Errorf("version --client: %v %s", err, out)
 	}
 }
