@@ -40,6 +40,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	topologycontroller "github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
@@ -232,7 +233,7 @@ func (o Options) validate() error {
 func (a *Agent) Manager() manager.Manager { return a.mgr }
 
 func (a *Agent) setupControllers(ctx context.Context) error {
-	classes := topologycontroller.NewClassCache()
+	classes := engine.NewClassCache()
 	registry := extension.NewRegistry()
 	if a.opts.ExtensionProxy != "" {
 		proxy, err := url.Parse(a.opts.ExtensionProxy)
@@ -270,7 +271,7 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 	if err := er.SetupWithManager(a.mgr, copts); err != nil {
 		return err
 	}
-	topologywebhook.Register(a.webhook, a.mgr.GetScheme(), a.mgr.GetAPIReader(), classes)
+	topologywebhook.Register(a.webhook, a.mgr.GetScheme(), a.mgr.GetClient(), a.mgr.GetAPIReader(), classes)
 	return nil
 }
 

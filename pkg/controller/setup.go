@@ -47,7 +47,7 @@ var topologyChanged = predicate.Or[client.Object](
 // the Clusters they own, the Cluster API objects labelled for them, their
 // classes, and — added as they are met — provider kinds and class templates.
 func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Topology{}, indexTopologyClass, topologyClassKeys); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Topology{}, v1alpha1.ClassKeyField, topologyClassKeys); err != nil {
 		return fmt.Errorf("indexing Topologies by class: %w", err)
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.TopologyClass{}, indexClassTemplate, classTemplateKeys); err != nil {
@@ -71,7 +71,7 @@ func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	}
 	r.Watches = NewDynamicWatches(ctl, mgr.GetCache(), mgr.GetRESTMapper(), handler.EnqueueRequestsFromMapFunc(topologiesOfTemplate(mgr.GetClient())), known...)
 	if r.Classes == nil {
-		r.Classes = NewClassCache()
+		r.Classes = engine.NewClassCache()
 	}
 	return nil
 }

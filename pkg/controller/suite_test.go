@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
@@ -82,7 +83,7 @@ func runSuite(m *testing.M) int {
 
 // setupReconcilers wires the reconcilers as the agent does, minus webhooks.
 func setupReconcilers(ctx context.Context, mgr ctrl.Manager) error {
-	classes := NewClassCache()
+	classes := engine.NewClassCache()
 	extensions := &extension.Client{Registry: extension.NewRegistry()}
 	tr := &TopologyReconciler{
 		Client:     mgr.GetClient(),

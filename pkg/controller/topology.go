@@ -70,7 +70,7 @@ type TopologyReconciler struct {
 	// one for reproducible names in tests. nil: random suffixes.
 	NewNames func() *names.Generator
 	// Classes caches compiled classes across reconciles.
-	Classes *ClassCache
+	Classes *engine.ClassCache
 	// Watches adds watches on provider kinds as the agent meets them.
 	Watches *DynamicWatches
 	// Extensions calls the Runtime SDK extensions of external patches; nil
@@ -81,7 +81,7 @@ type TopologyReconciler struct {
 // scope carries one reconcile of one Topology from step to step.
 type scope struct {
 	topo      *v1alpha1.Topology
-	class     *CompiledClass
+	class     *engine.CompiledClass
 	templates *engine.TemplateIndex
 	current   *engine.State
 	live      []*unstructured.Unstructured // the Cluster and the objects labelled for it

@@ -41,7 +41,7 @@ type TopologyClassReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
 	// Classes is shared with the Topology reconciler, so a class is compiled once.
-	Classes *ClassCache
+	Classes *engine.ClassCache
 	// TemplateWatches is the Topology controller's: watching a class's template
 	// kinds there re-reconciles the class's topologies when a template changes.
 	TemplateWatches func() *DynamicWatches

@@ -81,16 +81,10 @@ func topologyOfLabelledObject(_ context.Context, o client.Object) []reconcile.Re
 
 // Field indexes that let a class change find its topologies, and a template
 // change find its classes.
-const (
-	indexTopologyClass = "spec.classKey"
-	indexClassTemplate = "spec.templateKeys"
-)
-
-func classKey(namespace, name string) string { return namespace + "/" + name }
+const indexClassTemplate = "spec.templateKeys"
 
 func topologyClassKeys(o client.Object) []string {
-	key := o.(*v1alpha1.Topology).GetClassKey()
-	return []string{classKey(key.Namespace, key.Name)}
+	return v1alpha1.ClassKeyOf(o.(*v1alpha1.Topology))
 }
 
 func templateKey(gk schema.GroupKind, namespace, name string) string {
@@ -111,7 +105,7 @@ func classTemplateKeys(o client.Object) []string {
 func topologiesOfClass(c client.Reader) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
 		list := &v1alpha1.TopologyList{}
-		if err := c.List(ctx, list, client.MatchingFields{indexTopologyClass: classKey(o.GetNamespace(), o.GetName())}); err != nil {
+		if err := c.List(ctx, list, client.MatchingFields{v1alpha1.ClassKeyField: v1alpha1.ClassKeyValue(client.ObjectKeyFromObject(o))}); err != nil {
 			return nil
 		}
 		out := make([]reconcile.Request, 0, len(list.Items))

@@ -1,9 +1,11 @@
 package webhook
 
 import (
+	"context"
 	"reflect"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -13,7 +15,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
-	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
 // Paths the webhooks are served on, and the names of their configurations.
@@ -25,14 +27,18 @@ const (
 	ValidatingConfigurationName = components.ValidatingWebhookName
 )
 
-// Register serves the webhooks on srv.
-func Register(srv webhook.Server, scheme *runtime.Scheme, reader client.Reader, classes *controller.ClassCache) {
-	t := &Topology{Client: reader, Classes: classes}
+// Register serves the webhooks on srv. They read through cached, the
+// agent's cache (which indexes Topologies by class, see
+// v1alpha1.ClassKeyField); uncached is only asked for a class the cache does
+// not have yet, so that a class created just before its Topology is used.
+func Register(srv webhook.Server, scheme *runtime.Scheme, cached, uncached client.Reader, classes *engine.ClassCache) {
+	r := classReader{cached: cached, uncached: uncached}
+	t := &Topology{classes: r, Classes: classes}
 	topology := v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind).GroupKind()
 	class := v1alpha1.GroupVersion.WithKind("TopologyClass").GroupKind()
 	srv.Register(TopologyDefaultPath, guarded(admission.WithDefaulter[*v1alpha1.Topology](scheme, t), topology, typeOfTopology, true))
 	srv.Register(TopologyValidatePath, guarded(admission.WithValidator[*v1alpha1.Topology](scheme, t), topology, typeOfTopology, false))
-	srv.Register(TopologyClassValidatePath, guarded(admission.WithValidator[*v1alpha1.TopologyClass](scheme, &TopologyClass{Client: reader}), class, reflect.TypeFor[v1alpha1.TopologyClass](), false))
+	srv.Register(TopologyClassValidatePath, guarded(admission.WithValidator[*v1alpha1.TopologyClass](scheme, &TopologyClass{Client: cached}), class, reflect.TypeFor[v1alpha1.TopologyClass](), false))
 }
 
 var typeOfTopology = reflect.TypeFor[v1alpha1.Topology]()
@@ -98,4 +104,16 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 		}},
 	}
 	return mutating, validating
+}
+
+// classReader reads TopologyClasses from the cache, and from the API server
+// only when the cache does not have one (yet).
+type classReader struct{ cached, uncached client.Reader }
+
+func (r classReader) get(ctx context.Context, key client.ObjectKey, c *v1alpha1.TopologyClass) error {
+	err := r.cached.Get(ctx, key, c)
+	if apierrors.IsNotFound(err) && r.uncached != nil {
+		err = r.uncached.Get(ctx, key, c)
+	}
+	return err
 }

@@ -13,20 +13,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
-	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
 // Topology defaults and validates Topologies against their class.
 type Topology struct {
-	// Client reads classes and topologies.
-	Client client.Reader
+	// classes reads TopologyClasses.
+	classes classReader
 	// Classes compiles each class generation once; shared with the controllers.
-	Classes *controller.ClassCache
+	Classes *engine.ClassCache
 }
 
 var (
@@ -36,10 +34,10 @@ var (
 
 // class finds and compiles the topology's class; nil without error when it
 // does not exist yet, which GitOps tools create in any order.
-func (w *Topology) class(ctx context.Context, t *v1alpha1.Topology) (*controller.CompiledClass, error) {
+func (w *Topology) class(ctx context.Context, t *v1alpha1.Topology) (*engine.CompiledClass, error) {
 	key := t.GetClassKey()
 	c := &v1alpha1.TopologyClass{}
-	if err := w.Client.Get(ctx, key, c); err != nil {
+	if err := w.classes.get(ctx, key, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -161,7 +159,7 @@ func (w *Topology) rebase(ctx context.Context, old, t *v1alpha1.Topology) (field
 		key types.NamespacedName
 		obj *v1alpha1.TopologyClass
 	}{{old.GetClassKey(), from}, {t.GetClassKey(), to}} {
-		if err := w.Client.Get(ctx, c.key, c.obj); err != nil {
+		if err := w.classes.get(ctx, c.key, c.obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				return field.ErrorList{field.Forbidden(classPath, fmt.Sprintf("cannot switch from class %s to %s: TopologyClass %s does not exist", old.GetClassKey(), t.GetClassKey(), c.key))}, nil
 			}

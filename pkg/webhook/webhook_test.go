@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
@@ -34,7 +35,7 @@ func newHandlers(tb testing.TB) (handlers, fixture.Example) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ex.Class.DeepCopy()).Build()
-	t := &Topology{Client: reader, Classes: controller.NewClassCache()}
+	t := &Topology{classes: classReader{cached: reader}, Classes: engine.NewClassCache()}
 	gk := v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind).GroupKind()
 	return handlers{
 		mutate:   guarded(admission.WithDefaulter[*v1alpha1.Topology](scheme, t), gk, typeOfTopology, true),

@@ -49,3 +49,17 @@ func (s *TopologyStatus) Parts() []PartStatus {
 	parts = append(parts, s.MachineDeployments...)
 	return append(parts, s.MachinePools...)
 }
+
+// ClassKeyField is the field index of Topologies by their class: the agent's
+// cache answers "which Topologies use this class" from it.
+const ClassKeyField = "spec.classKey"
+
+// ClassKeyValue is what ClassKeyField holds for a class: "namespace/name".
+func ClassKeyValue(class types.NamespacedName) string {
+	return class.Namespace + "/" + class.Name
+}
+
+// ClassKeyOf extracts the ClassKeyField value of a Topology, for the indexer.
+func ClassKeyOf(o interface{ GetClassKey() types.NamespacedName }) []string {
+	return []string{ClassKeyValue(o.GetClassKey())}
+}

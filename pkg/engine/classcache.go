@@ -1,4 +1,4 @@
-package controller
+package engine
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
-	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
 )
 
@@ -38,7 +37,7 @@ type classEntry struct {
 
 // discoveredFingerprint is "" for a class without discovered variables.
 func discoveredFingerprint(class *v1alpha1.TopologyClass) string {
-	vs := engine.DiscoveredVariables(class)
+	vs := DiscoveredVariables(class)
 	if len(vs) == 0 {
 		return ""
 	}
@@ -52,7 +51,7 @@ func NewClassCache() *ClassCache {
 }
 
 // Get validates and compiles class, or returns the cached compilation of its
-// generation. An invalid class comes back as an *engine.InvalidError.
+// generation. An invalid class comes back as an *InvalidError.
 func (c *ClassCache) Get(ctx context.Context, class *v1alpha1.TopologyClass) (*CompiledClass, error) {
 	c.mu.Lock()
 	e, ok := c.entries[class.UID]
@@ -61,7 +60,7 @@ func (c *ClassCache) Get(ctx context.Context, class *v1alpha1.TopologyClass) (*C
 	if ok && e.generation == class.Generation && class.Generation != 0 && e.discovered == discovered {
 		return &CompiledClass{Class: class, Catalog: e.catalog}, nil
 	}
-	cat, err := engine.CompileClass(ctx, class)
+	cat, err := CompileClass(ctx, class)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,102 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+)
+
+// writeStatus reports the outcome and the rollout summary, and writes only
+// when something changed: a steady state makes no requests.
+func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *v1alpha1.TopologyStatus, reconcileErr error) error {
+	t := s.topo
+	t.Status.ObservedGeneration = t.Generation
+	if s.current != nil && s.current.Cluster != nil {
+		t.Status.ClusterName = s.current.Cluster.GetName()
+	}
+	if s.result != nil {
+		engine.Summarize(t, s.result.Rollout, s.observed, &t.Status)
+	}
+	if s.current != nil {
+		t.Status.Infrastructure = engine.InfrastructurePhase(s.current)
+	}
+	cond := metav1.Condition{Type: ReconciledCondition, Status: metav1.ConditionFalse, ObservedGeneration: t.Generation}
+	switch {
+	case reconcileErr != nil:
+		cond.Reason, cond.Message = ReasonFailed, conditionMessage(reconcileErr.Error())
+	case s.reason == ReasonSucceeded || s.reason == "":
+		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonSucceeded
+	default:
+		cond.Reason, cond.Message = s.reason, s.message
+	}
+	meta.SetStatusCondition(&t.Status.Conditions, cond)
+	if equalStatus(before, &t.Status) {
+		return nil
+	}
+	orig := t.DeepCopy()
+	orig.Status = *before
+	if err := r.Client.Status().Patch(ctx, t, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("writing status of Topology %s/%s: %w", t.Namespace, t.Name, client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+// maxConditionMessage keeps a condition within what the CRD admits (32 KiB);
+// a longer message would make the status write itself fail, and then the
+// reason would be nowhere but in the log.
+const maxConditionMessage = 8 << 10
+
+func conditionMessage(msg string) string {
+	if len(msg) <= maxConditionMessage {
+		return msg
+	}
+	return msg[:maxConditionMessage] + "… (cut; the agent's log has all of it)"
+}
+
+func equalStatus(a, b *v1alpha1.TopologyStatus) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// rolloutReason turns the engine's sequencing into upstream's condition reasons.
+func rolloutReason(r *engine.Rollout) (string, string) {
+	if r.ControlPlane.Version != r.DesiredVersion {
+		return ReasonControlPlaneUpgradePending, fmt.Sprintf("Control plane rollout and upgrade to version %s on hold: %s", r.DesiredVersion, r.ControlPlane.Reason)
+	}
+	for _, set := range []struct {
+		decisions                 []engine.Decision
+		create, upgrade, deferred string
+		kind                      string
+	}{
+		{r.MachineDeployments, ReasonMachineDeploymentsCreate, ReasonMachineDeploymentsUpgrade, ReasonMachineDeploymentsDeferred, "MachineDeployment"},
+		{r.MachinePools, ReasonMachinePoolsCreate, ReasonMachinePoolsUpgrade, ReasonMachinePoolsDeferred, "MachinePool"},
+	} {
+		var create, upgrade, deferred []string
+		for _, d := range set.decisions {
+			switch {
+			case d.CreatePending:
+				create = append(create, d.Name)
+			case d.Phase == v1alpha1.PhaseDeferred:
+				deferred = append(deferred, d.Name)
+			case d.Version != r.DesiredVersion:
+				upgrade = append(upgrade, d.Name)
+			}
+		}
+		switch {
+		case len(create) > 0:
+			return set.create, fmt.Sprintf("%s(s) %s creation on hold: the control plane is not stable yet", set.kind, strings.Join(create, ", "))
+		case len(upgrade) > 0:
+			return set.upgrade, fmt.Sprintf("%s(s) %s rollout and upgrade to version %s on hold", set.kind, strings.Join(upgrade, ", "), r.DesiredVersion)
+		case len(deferred) > 0:
+			return set.deferred, fmt.Sprintf("%s(s) %s upgrade to version %s deferred by the %s annotation", set.kind, strings.Join(deferred, ", "), r.DesiredVersion, engine.DeferUpgradeAnnotation)
+		}
+	}
+	return ReasonSucceeded, ""
+}
