@@ -214,17 +214,31 @@ func createClass(t *testing.T, ex example) {
 }
 
 // waitIdle waits until the agent's Topology queue has drained after the
-// latest change, read from controller-runtime's metrics.
+// latest change: nothing queued or being reconciled, and nothing added, over
+// three polls in a row, so that events still on their way count too.
 func waitIdle(t *testing.T, _ *runningAgent) {
 	t.Helper()
-	time.Sleep(500 * time.Millisecond)
+	lastAdds, quiet := -1.0, 0
 	eventually(t, "the topology queue is empty", func() (bool, error) {
 		depth, err := gauge("workqueue_depth", "topology")
 		if err != nil {
 			return false, err
 		}
 		active, err := gauge("controller_runtime_active_workers", "topology")
-		return depth == 0 && active == 0, err
+		if err != nil {
+			return false, err
+		}
+		adds, err := counter("workqueue_adds_total", "topology")
+		if err != nil {
+			return false, err
+		}
+		if depth == 0 && active == 0 && adds == lastAdds {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		lastAdds = adds
+		return quiet >= 3, nil
 	})
 }
 
@@ -262,7 +276,7 @@ func counter(name, controllerName string) (float64, error) {
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controllerName {
+				if (l.GetName() == "name" || l.GetName() == "controller") && l.GetValue() == controllerName {
 					sum += m.GetCounter().GetValue()
 				}
 			}

@@ -98,6 +98,9 @@ const HashAnnotation = "topology.kubectl-topology.io/installed-hash"
 func hashOf(crd *apiextensionsv1.CustomResourceDefinition) string {
 	c := crd.DeepCopy()
 	delete(c.Annotations, HashAnnotation)
+	if len(c.Annotations) == 0 {
+		c.Annotations = nil // no annotations and an empty map are the same
+	}
 	c.ResourceVersion = ""
 	h, _ := Hash(struct {
 		Labels, Annotations map[string]string

@@ -1,0 +1,125 @@
+package components_test
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-topology/kubectl-topology/manifests"
+	"github.com/kubectl-topology/kubectl-topology/pkg/components"
+)
+
+// componentObjects parses addon-components.yaml with the watch namespace
+// variable substituted as clusterctl would.
+func componentObjects(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	data := bytes.ReplaceAll(manifests.Components, []byte(`${TOPOLOGY_WATCH_NAMESPACE:=""}`), nil)
+	var out []*unstructured.Unstructured
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func TestComponentsFollowTheClusterctlContract(t *testing.T) {
+	byKind := map[string]*unstructured.Unstructured{}
+	for _, o := range componentObjects(t) {
+		if o.GetLabels()["cluster.x-k8s.io/provider"] != "addon-topology" {
+			t.Errorf("%s %s lacks the cluster.x-k8s.io/provider label", o.GetKind(), o.GetName())
+		}
+		byKind[o.GetKind()] = o
+	}
+	if ns := byKind["Namespace"]; ns == nil || ns.GetName() != "topology-system" {
+		t.Fatalf("no topology-system Namespace in the components")
+	}
+	d := &appsv1.Deployment{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(byKind["Deployment"].Object, d); err != nil {
+		t.Fatal(err)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	if c.Name != "manager" {
+		t.Errorf("container %q, the contract wants \"manager\"", c.Name)
+	}
+	if !strings.Contains(string(manifests.Components), `--namespace=${TOPOLOGY_WATCH_NAMESPACE:=""}`) {
+		t.Error("--namespace is not wired to ${TOPOLOGY_WATCH_NAMESPACE:=\"\"}")
+	}
+	sc, psc := c.SecurityContext, d.Spec.Template.Spec.SecurityContext
+	if sc == nil || psc == nil || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || len(sc.Capabilities.Drop) != 1 || !*psc.RunAsNonRoot || psc.SeccompProfile == nil {
+		t.Errorf("container is not hardened: %+v, pod %+v", sc, psc)
+	}
+	if c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() || c.ReadinessProbe == nil || c.LivenessProbe == nil {
+		t.Error("container lacks resource requests/limits or probes")
+	}
+	if !bytes.Contains(manifests.Metadata, []byte("contract: v1beta1")) {
+		t.Error("metadata.yaml does not map a release series to contract v1beta1")
+	}
+}
+
+// TestComponentsGrantLeastPrivilege: the agent's role once aggregated Cluster
+// API's manager role, and with it every Secret in the cluster and every kind
+// of the bootstrap, control plane and infrastructure groups.
+func TestComponentsGrantLeastPrivilege(t *testing.T) {
+	for _, o := range componentObjects(t) {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		role := &rbacv1.ClusterRole{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, role); err != nil {
+			t.Fatal(err)
+		}
+		if a := role.AggregationRule; a != nil {
+			for _, sel := range a.ClusterRoleSelectors {
+				if _, ok := sel.MatchLabels["cluster.x-k8s.io/aggregate-to-manager"]; ok || len(sel.MatchLabels) != 1 || sel.MatchLabels[components.AggregateLabel] != "true" {
+					t.Errorf("%s aggregates %v; only roles labelled %s=true may be", role.Name, sel.MatchLabels, components.AggregateLabel)
+				}
+			}
+		}
+		for _, r := range role.Rules {
+			for _, res := range r.Resources {
+				if res == "*" || res == "secrets" {
+					t.Errorf("%s grants %v on %s cluster-wide", role.Name, r.Verbs, res)
+				}
+				writes := slices.ContainsFunc(r.Verbs, func(v string) bool { return v == "update" || v == "patch" || v == "delete" })
+				if (res == "customresourcedefinitions" || strings.HasSuffix(res, "webhookconfigurations")) && writes && len(r.ResourceNames) == 0 {
+					t.Errorf("%s may change any %s; only its own (resourceNames)", role.Name, res)
+				}
+			}
+			if slices.Contains(r.APIGroups, "*") {
+				t.Errorf("%s grants a rule on every API group", role.Name)
+			}
+		}
+	}
+}
+
+func TestComponentsAreGeneratedFromTheirSource(t *testing.T) {
+	want, err := components.Render(components.DefaultImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(want, manifests.Components) || string(manifests.Metadata) != components.Metadata {
+		t.Fatal("manifests/ is stale: run make manifests")
+	}
+}
+
+func TestProviderRoleNamesItsResources(t *testing.T) {
+	role := components.ProviderRole("docker", []components.ProviderKinds{{Group: "infrastructure.cluster.x-k8s.io", Resources: []string{"dockerclusters", "dockermachinetemplates"}}})
+	if role.Name != "topology-manager-provider-docker" || role.Labels[components.AggregateLabel] != "true" {
+		t.Errorf("role %s labels %v", role.Name, role.Labels)
+	}
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"dockerclusters", "dockermachinetemplates"}) {
+		t.Errorf("rules %+v", role.Rules)
+	}
+}

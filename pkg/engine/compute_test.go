@@ -1,0 +1,221 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+)
+
+// exampleWorld is the example class and topology, and what computing it once
+// and writing the result would leave on a server: the objects with UIDs,
+// the Cluster's, the control plane provisioned at the topology's version.
+type exampleWorld struct {
+	ex      fixture.Example
+	topo    *v1alpha1.Topology
+	objects []*unstructured.Unstructured
+}
+
+func newWorld(t *testing.T) exampleWorld {
+	t.Helper()
+	ex, err := fixture.LoadExample("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := ex.Topology.DeepCopy()
+	topo.UID = "topology-uid"
+	return exampleWorld{ex: ex, topo: topo}
+}
+
+func (w *exampleWorld) compute(t *testing.T, current []*unstructured.Unstructured) *engine.Result {
+	t.Helper()
+	res, err := engine.Compute(context.Background(), engine.Input{
+		Topology: w.topo, Class: w.ex.Class, Templates: engine.NewTemplateIndex(w.ex.Templates...),
+		Current: engine.StateFromObjects(w.topo.Name, w.topo.Namespace, current), Names: names.NewSeeded(7),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// written is what the server holds after desired is written: the Cluster
+// with a UID, and a control plane at version, provisioned.
+func written(desired *engine.State, version string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range desired.Objects() {
+		o = o.DeepCopy()
+		o.SetUID(types.UID("uid-" + o.GetName()))
+		if o.GetKind() == "KubeadmControlPlane" {
+			_ = unstructured.SetNestedField(o.Object, version, "status", "version")
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func byKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func TestComputeOwnership(t *testing.T) {
+	w := newWorld(t)
+	first := w.compute(t, nil)
+	for _, o := range first.Desired.Objects() {
+		refs := o.GetOwnerReferences()
+		switch {
+		case o.GetKind() == "Cluster":
+			if len(refs) != 1 || refs[0].Kind != "Topology" || refs[0].Controller == nil || !*refs[0].Controller {
+				t.Errorf("the Cluster is owned by %v, want the Topology as controller", refs)
+			}
+		case len(refs) != 1 || refs[0].Kind != "Topology" || refs[0].UID != "topology-uid":
+			t.Errorf("before the Cluster exists, %s %s is owned by %v, want the Topology", o.GetKind(), o.GetName(), refs)
+		}
+	}
+	second := w.compute(t, written(first.Desired, w.topo.Spec.Version))
+	for _, o := range second.Desired.Objects() {
+		if o.GetKind() == "Cluster" {
+			continue
+		}
+		if refs := o.GetOwnerReferences(); len(refs) != 1 || refs[0].Kind != "Cluster" || refs[0].UID != types.UID("uid-dev") {
+			t.Errorf("once the Cluster exists, %s %s is owned by %v, want the Cluster", o.GetKind(), o.GetName(), refs)
+		}
+	}
+	if got, want := second.Desired.Cluster.GetName(), "dev"; got != want {
+		t.Errorf("Cluster %s, want %s", got, want)
+	}
+}
+
+func TestComputeRotatesChangedTemplates(t *testing.T) {
+	w := newWorld(t)
+	first := w.compute(t, nil)
+	current := written(first.Desired, w.topo.Spec.Version)
+	steady := w.compute(t, current)
+	if len(steady.Rotated) != 0 {
+		t.Fatalf("nothing changed, yet %v rotated", steady.Rotated)
+	}
+	// A class template's spec changes: the MachineDeployments' clones of it
+	// get new names; the old ones stay until nothing uses them.
+	for _, tpl := range w.ex.Templates {
+		if tpl.GetKind() == "DockerMachineTemplate" && tpl.GetName() == "docker-kubeadm-worker" {
+			_ = unstructured.SetNestedStringSlice(tpl.Object, []string{"extra:latest"}, "spec", "template", "spec", "preLoadImages")
+		}
+	}
+	changed := w.compute(t, current)
+	cur := engine.StateFromObjects("dev", "default", current)
+	for _, name := range []string{"md-a", "md-gpu"} {
+		old, now := cur.MachineDeployments[name].Infrastructure.GetName(), changed.Desired.MachineDeployments[name].Infrastructure
+		if now.GetName() == old {
+			t.Errorf("%s's machine template kept its name %s after its spec changed", name, old)
+		}
+		if changed.Rotated[engine.KeyOf(now)] != old {
+			t.Errorf("%s: Rotated says %q replaces %q", name, changed.Rotated[engine.KeyOf(now)], old)
+		}
+		ref, _, _ := unstructured.NestedString(changed.Desired.MachineDeployments[name].Object.Object, "spec", "template", "spec", "infrastructureRef", "name")
+		if ref != now.GetName() {
+			t.Errorf("%s refers to %s, want the new clone %s", name, ref, now.GetName())
+		}
+	}
+	if got := changed.Desired.ControlPlane.InfrastructureMachineTemplate.GetName(); got != cur.ControlPlane.InfrastructureMachineTemplate.GetName() {
+		t.Error("the control plane's machine template rotated, though its template did not change")
+	}
+}
+
+func TestComputeHealthChecks(t *testing.T) {
+	w := newWorld(t)
+	res := w.compute(t, nil)
+	cp := res.Desired.ControlPlane
+	if cp.MachineHealthCheck == nil || cp.MachineHealthCheck.GetName() != cp.Object.GetName() {
+		t.Fatalf("control plane health check %v, want one named after %s", cp.MachineHealthCheck, cp.Object.GetName())
+	}
+	if v, _, _ := unstructured.NestedString(cp.MachineHealthCheck.Object, "spec", "maxUnhealthy"); v != "33%" {
+		t.Errorf("control plane maxUnhealthy %q, want the class's 33%%", v)
+	}
+	if res.Desired.MachineDeployments["md-a"].MachineHealthCheck == nil {
+		t.Error("md-a has no health check though its class defines one")
+	}
+	if res.Desired.MachineDeployments["md-gpu"].MachineHealthCheck != nil {
+		t.Error("md-gpu has a health check though the topology disables it")
+	}
+}
+
+func TestComputeKeepsTheReferenceVersionsOfTheCluster(t *testing.T) {
+	w := newWorld(t)
+	first := w.compute(t, nil)
+	current := written(first.Desired, w.topo.Spec.Version)
+	for _, o := range byKind(current, "Cluster") {
+		// A provider moved its objects to a newer version; the Cluster says so.
+		_ = unstructured.SetNestedField(o.Object, "infrastructure.cluster.x-k8s.io/v1beta2", "spec", "infrastructureRef", "apiVersion")
+	}
+	res := w.compute(t, current)
+	if v, _, _ := unstructured.NestedString(res.Desired.Cluster.Object, "spec", "infrastructureRef", "apiVersion"); v != "infrastructure.cluster.x-k8s.io/v1beta2" {
+		t.Errorf("infrastructureRef apiVersion %s, want the provider's v1beta2 kept", v)
+	}
+}
+
+func TestComputeHoldsBackNewPoolsWhileTheControlPlaneProvisions(t *testing.T) {
+	w := newWorld(t)
+	first := w.compute(t, nil)
+	current := written(first.Desired, "") // the control plane is still being provisioned
+	var kept []*unstructured.Unstructured
+	for _, o := range current {
+		if o.GetLabels()[engine.MachineDeploymentNameLabel] != "md-gpu" {
+			kept = append(kept, o) // md-gpu was added after the first pass
+		}
+	}
+	res := w.compute(t, kept)
+	pending := res.Pending()
+	if len(pending) == 0 {
+		t.Fatal("nothing pending")
+	}
+	for _, p := range pending {
+		if p.Part != "MachineDeployment md-gpu" || !strings.Contains(p.Reason, "control plane") {
+			t.Errorf("pending %s %s (%s: %s), want only md-gpu's objects, waiting for the control plane", p.Object.GetKind(), p.Object.GetName(), p.Part, p.Reason)
+		}
+	}
+	for _, o := range res.ToApply() {
+		if o.GetLabels()[engine.MachineDeploymentNameLabel] == "md-gpu" {
+			t.Errorf("%s %s of the pending pool is to be applied", o.GetKind(), o.GetName())
+		}
+	}
+	if len(res.ToApply())+len(pending) != len(res.Desired.Objects()) {
+		t.Error("ToApply and Pending do not add up to the desired state")
+	}
+}
+
+func TestAdoptFindsWhatWasMadeBeforeTheCluster(t *testing.T) {
+	w := newWorld(t)
+	first := w.compute(t, nil)
+	var made []*unstructured.Unstructured
+	for _, o := range written(first.Desired, "") {
+		if o.GetKind() != "Cluster" {
+			made = append(made, o) // killed before the Cluster was written
+		}
+	}
+	s := engine.StateFromObjects("dev", "default", made)
+	if s.ControlPlane.Object != nil {
+		t.Fatal("without a Cluster nothing refers to the control plane")
+	}
+	engine.Adopt(s, w.ex.Class, w.topo.UID, made)
+	if s.ControlPlane.Object == nil || s.InfrastructureCluster == nil || s.ControlPlane.InfrastructureMachineTemplate == nil {
+		t.Fatalf("adopted control plane %v, infrastructure %v, machine template %v", s.ControlPlane.Object != nil, s.InfrastructureCluster != nil, s.ControlPlane.InfrastructureMachineTemplate != nil)
+	}
+	other := engine.StateFromObjects("dev", "default", made)
+	engine.Adopt(other, w.ex.Class, types.UID("someone-else"), made)
+	if other.ControlPlane.Object != nil {
+		t.Error("objects of another owner were adopted")
+	}
+}
