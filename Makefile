@@ -36,7 +36,7 @@ build: ## Build bin/kubectl-topology and bin/agent.
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/kubectl-topology ./cmd/kubectl-topology
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/agent ./cmd/agent
 
-test: vet control-plane-bins tmux ## Run every test: unit, golden, fuzz seeds, and integration on a real local control plane.
+test: lint control-plane-bins tmux ## Run every test: lint, unit, golden, fuzz seeds, and integration on a real local control plane.
 	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -timeout 30m
 
 # The editor's end-to-end test drives the plugin in tmux, as a user's terminal
@@ -47,8 +47,12 @@ tmux:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null 2>&1 || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux; }; }
 
-unit: ## Unit tests only, fast.
-	$(GO) test ./pkg/... -count=1
+# The suites that start a control plane (their TestMain does) are left out of
+# unit, so that it needs no control-plane binary.
+API_SERVER_SUITES = /pkg/agent$$|/pkg/controller$$|/pkg/localcluster$$|/test/e2e$$
+
+unit: ## Unit tests only, fast; needs no control-plane binary.
+	$(GO) test -count=1 $$($(GO) list ./... | grep -vE '$(API_SERVER_SUITES)')
 
 $(CONTROLLER_GEN): $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
 	cd $(TOOLS_DIR) && GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -93,7 +97,15 @@ vet: ## go vet and gofmt.
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt wants changes"; exit 1; }
 
-lint: vet ## Static checks.
+GOLANGCI_LINT := $(BIN)/golangci-lint
+LINT_DIR      := hack/lint
+
+$(GOLANGCI_LINT): $(LINT_DIR)/go.mod $(LINT_DIR)/go.sum
+	cd $(LINT_DIR) && GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	@touch $@
+
+lint: vet $(GOLANGCI_LINT) ## go vet, gofmt and golangci-lint (.golangci.yml; pinned in hack/lint).
+	$(GOLANGCI_LINT) run ./...
 
 fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')

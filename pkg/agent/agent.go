@@ -40,8 +40,8 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
-	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	topologycontroller "github.com/kubectl-topology/kubectl-topology/pkg/controller"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 	"github.com/kubectl-topology/kubectl-topology/pkg/selfinstall"

@@ -15,8 +15,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -124,7 +122,9 @@ func (ra *runningAgent) stop() {
 		return
 	}
 	ra.cancel()
-	<-ra.done
+	if err := <-ra.done; err != nil {
+		fmt.Fprintln(os.Stderr, "the agent stopped with:", err)
+	}
 	ra.cancel = nil
 }
 
@@ -283,8 +283,4 @@ func counter(name, controllerName string) (float64, error) {
 		}
 	}
 	return sum, nil
-}
-
-func runtimeFromUnstructured(u *unstructured.Unstructured, into any) error {
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
 }

@@ -37,9 +37,9 @@ const ServiceName = "topology-webhook-service"
 // Namespace is where the components install the agent.
 const Namespace = namespace
 
-// AgentVersionAnnotation, on the agent's webhook configurations, is the
-// release of the agent that registered them: `kubectl topology version`
-// compares it with its own.
+// AgentVersionAnnotation is the annotation on the agent's webhook
+// configurations that names the release of the agent that registered them:
+// `kubectl topology version` compares it with its own.
 const AgentVersionAnnotation = "topology.kubectl-topology.io/agent-version"
 
 // ImageRepository is where the agent's images are published.

@@ -20,7 +20,7 @@ func TestNeedsApply(t *testing.T) {
 		return u
 	}
 	managed := func(o *unstructured.Unstructured, manager, fields string) {
-		o.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: "Apply", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}})
+		o.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: "Apply", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}})
 	}
 	cases := []struct {
 		name   string

@@ -14,13 +14,11 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
-// exampleWorld is the example class and topology, and what computing it once
-// and writing the result would leave on a server: the objects with UIDs,
-// the Cluster's, the control plane provisioned at the topology's version.
+// exampleWorld is the example class and topology, with a UID as the API
+// server gives it.
 type exampleWorld struct {
-	ex      fixture.Example
-	topo    *v1alpha1.Topology
-	objects []*unstructured.Unstructured
+	ex   fixture.Example
+	topo *v1alpha1.Topology
 }
 
 func newWorld(t *testing.T) exampleWorld {

@@ -93,7 +93,7 @@ func (o *ConvertOptions) Run() error {
 		objs = append(objs, e)
 	}
 	for _, k := range keys {
-		c := o.bundle.Classes[k].TopologyClass.DeepCopy()
+		c := o.bundle.Classes[k].DeepCopy()
 		c.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyClassKind))
 		objs = append(objs, c)
 	}
@@ -101,7 +101,7 @@ func (o *ConvertOptions) Run() error {
 		objs = append(objs, obj)
 	}
 	for _, t := range o.bundle.Topologies {
-		tt := t.Topology.DeepCopy()
+		tt := t.DeepCopy()
 		tt.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind))
 		objs = append(objs, tt)
 	}

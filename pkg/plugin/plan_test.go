@@ -139,7 +139,7 @@ func TestPlanBadInput(t *testing.T) {
 		{"malformed YAML", []string{class, bad("malformed.yaml")}, nil,
 			[]string{"malformed.yaml", "document 1"}},
 		{"unknown field", []string{class, bad("unknown-field.yaml")}, nil,
-			[]string{"Topology default/bad", `unknown field "verison"`}},
+			[]string{"Topology default/bad", `unknown field "verison"`}}, //nolint:misspell // the misspelled field is the input
 		{"several topologies, no --cluster", []string{class, bad("two-topologies.yaml")}, nil,
 			[]string{"the input has 2 topologies: default/one, default/two", "--cluster NAME"}},
 		{"--cluster names no topology", []string{class, topo}, []string{"--cluster", "nope"},

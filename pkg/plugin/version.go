@@ -25,7 +25,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/version"
 )
 
-
 // VersionOptions are the inputs of `version`.
 type VersionOptions struct {
 	configFlags *genericclioptions.ConfigFlags

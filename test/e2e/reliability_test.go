@@ -8,7 +8,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -330,10 +329,4 @@ func (p *agentProcess) readyz(path string) (int, string) {
 	n, _ := resp.Body.Read(buf)
 	b.Write(buf[:n])
 	return resp.StatusCode, b.String()
-}
-
-// jsonOf renders v for error messages.
-func jsonOf(v any) string {
-	data, _ := json.Marshal(v)
-	return string(data)
 }

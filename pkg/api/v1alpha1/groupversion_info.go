@@ -8,8 +8,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -17,11 +18,22 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "topology.kubectl-topology.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the kinds of this package with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the kinds of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
+
+	// knownTypes are the kinds each types file registers in its init.
+	knownTypes []runtime.Object
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, knownTypes...)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}
+
+func register(objs ...runtime.Object) { knownTypes = append(knownTypes, objs...) }
 
 // Kind names, used where objects are handled as unstructured data.
 const (

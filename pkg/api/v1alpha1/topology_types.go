@@ -486,5 +486,5 @@ type TopologyStatus struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Topology{}, &TopologyList{})
+	register(&Topology{}, &TopologyList{})
 }

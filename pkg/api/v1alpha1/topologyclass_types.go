@@ -741,5 +741,5 @@ type ClusterClassStatusVariableDefinition struct {
 const VariableDefinitionFromInline = "inline"
 
 func init() {
-	SchemeBuilder.Register(&TopologyClass{}, &TopologyClassList{})
+	register(&TopologyClass{}, &TopologyClassList{})
 }

@@ -135,5 +135,5 @@ type GroupVersionHook struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&TopologyExtension{}, &TopologyExtensionList{})
+	register(&TopologyExtension{}, &TopologyExtensionList{})
 }

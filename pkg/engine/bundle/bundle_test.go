@@ -86,7 +86,7 @@ func TestReadErrors(t *testing.T) {
 		{"no name", []string{"apiVersion: v1\nkind: ConfigMap\nmetadata: {}"}, "ConfigMap has no metadata.name"},
 		{"bad apiVersion", []string{"apiVersion: a/b/c\nkind: X\nmetadata: {name: x}"}, `apiVersion "a/b/c"`},
 		{"class twice", []string{upstreamClass, upstreamClass}, "class team-a/qs is also defined in input.yaml (document 1)"},
-		{"unknown field", []string{"apiVersion: topology.kubectl-topology.io/v1alpha1\nkind: Topology\nmetadata: {name: t}\nspec: {clas: x}"}, `Topology team-a/t: cannot decode: json: unknown field "clas"`},
+		{"unknown field", []string{"apiVersion: topology.kubectl-topology.io/v1alpha1\nkind: Topology\nmetadata: {name: t}\nspec: {clas: x}"}, `Topology team-a/t: cannot decode: json: unknown field "clas"`}, //nolint:misspell // the misspelled field is the input
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 // that cannot be listed (dot itself, range, with, nested templates): such a
 // template is always executed.
 func templateReads(t *template.Template) (reads [][]string, ok bool) {
-	if t.Tree == nil || t.Tree.Root == nil {
+	if t.Tree == nil || t.Root == nil {
 		return nil, false
 	}
 	ok = true
@@ -68,7 +68,7 @@ func templateReads(t *template.Template) (reads [][]string, ok bool) {
 			ok = false
 		}
 	}
-	walk(t.Tree.Root)
+	walk(t.Root)
 	return reads, ok
 }
 
