@@ -1,0 +1,123 @@
+package loader_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/pkg/loader"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+)
+
+// server is a fake API server holding the example's class and templates,
+// what one reconcile of its Topology wrote, and Machines.
+func server(t *testing.T, objs ...client.Object) (client.Client, fixture.Example) {
+	t.Helper()
+	ex, err := fixture.LoadExample("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyClassKind), meta.RESTScopeNamespace)
+	for _, gvk := range append(fixture.GeneratedKinds, engine.ClusterAPIGroupVersion().WithKind("Machine")) {
+		mapper.Add(gvk, meta.RESTScopeNamespace)
+	}
+	for _, o := range ex.Templates {
+		mapper.Add(o.GroupVersionKind(), meta.RESTScopeNamespace)
+		objs = append(objs, o.DeepCopy())
+	}
+	objs = append(objs, ex.Class.DeepCopy())
+	return fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(objs...).Build(), ex
+}
+
+func TestLoadFindsWhatTheAgentMade(t *testing.T) {
+	ex, err := fixture.LoadExample("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := ex.Topology.DeepCopy()
+	topo.UID = "topology-uid"
+	res, err := engine.Compute(context.Background(), engine.Input{Topology: topo, Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []client.Object
+	for _, o := range res.Desired.Objects() {
+		if o.GetKind() != "Cluster" { // the agent was stopped before the Cluster
+			objs = append(objs, o.DeepCopy())
+		}
+	}
+	machine := &unstructured.Unstructured{}
+	machine.SetGroupVersionKind(engine.ClusterAPIGroupVersion().WithKind("Machine"))
+	machine.SetNamespace("default")
+	machine.SetName("m-1")
+	machine.SetLabels(map[string]string{engine.ClusterNameLabel: "dev", engine.MachineDeploymentNameOfMachine: res.Desired.MachineDeployments["md-a"].Object.GetName()})
+	_ = unstructured.SetNestedField(machine.Object, "v1.32.0", "spec", "version")
+	objs = append(objs, machine)
+	c, _ := server(t, objs...)
+
+	l, err := (&loader.Loader{Reader: c}).Load(context.Background(), topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Class.Name != ex.Class.Name || l.Templates.Len() != len(ex.Templates) {
+		t.Errorf("class %s with %d templates, want %s with %d", l.Class.Name, l.Templates.Len(), ex.Class.Name, len(ex.Templates))
+	}
+	if l.Current.ControlPlane.Object == nil || l.Current.ControlPlane.InfrastructureMachineTemplate == nil || l.Current.InfrastructureCluster == nil {
+		t.Error("what was made before the Cluster is not adopted")
+	}
+	if !l.Observed.MachineDeployments["md-a"].Upgrading {
+		t.Error("md-a has a Machine at another version but is not seen upgrading")
+	}
+}
+
+func TestLoadSaysWhatIsMissing(t *testing.T) {
+	c, ex := server(t)
+	topo := ex.Topology.DeepCopy()
+	topo.Spec.Class = "nope"
+	_, err := (&loader.Loader{Reader: c}).Load(context.Background(), topo)
+	var missing *loader.NotFoundError
+	if !errors.As(err, &missing) || !strings.Contains(err.Error(), "spec.class: TopologyClass default/nope not found") {
+		t.Errorf("got %v, want the class named as not found", err)
+	}
+	for _, tpl := range ex.Templates {
+		if tpl.GetKind() == "DockerClusterTemplate" {
+			if err := c.Delete(context.Background(), tpl.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_, err = (&loader.Loader{Reader: c}).Load(context.Background(), ex.Topology)
+	if !errors.As(err, &missing) || !strings.Contains(err.Error(), "spec.infrastructure.ref: DockerClusterTemplate default/") {
+		t.Errorf("got %v, want the missing template and the class field naming it", err)
+	}
+}
+
+// A reader for the templates of another namespace is asked for them alone.
+func TestTemplateReaderIsAskedForTemplates(t *testing.T) {
+	c, ex := server(t)
+	asked := map[string]bool{}
+	l := &loader.Loader{Reader: c, TemplateReader: func(ns string) client.Reader {
+		asked[ns] = true
+		return c
+	}}
+	if _, err := l.Templates(context.Background(), ex.Class); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || !asked["default"] {
+		t.Errorf("asked for %v", asked)
+	}
+}
