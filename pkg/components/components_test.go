@@ -10,7 +10,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/manifests"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
@@ -20,18 +19,11 @@ import (
 // variable substituted as clusterctl would.
 func componentObjects(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
-	data := bytes.ReplaceAll(manifests.Components, []byte(`${TOPOLOGY_WATCH_NAMESPACE:=""}`), nil)
-	var out []*unstructured.Unstructured
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
+	objs, err := components.Decode(bytes.ReplaceAll(manifests.Components, []byte(`${TOPOLOGY_WATCH_NAMESPACE:=""}`), nil))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return objs
 }
 
 func TestComponentsFollowTheClusterctlContract(t *testing.T) {

@@ -399,14 +399,19 @@ type Change struct {
 	From, To *string
 }
 
+// String says what changed: "md-a (general) replicas: 2 → 4"; variables
+// show as JSON.
 func (c Change) String() string {
 	show := func(s *string) string {
-		if s == nil {
+		switch {
+		case s == nil:
 			return "(none)"
+		case *s == "":
+			return "(unset)"
 		}
-		return strconv.Quote(*s)
+		return *s
 	}
-	return fmt.Sprintf("%s %s → %s", c.Label, show(c.From), show(c.To))
+	return fmt.Sprintf("%s: %s → %s", c.Label, show(c.From), show(c.To))
 }
 
 // Diff lists, sorted by key, the settings that differ from a to b.

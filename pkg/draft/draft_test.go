@@ -39,24 +39,24 @@ func TestChanges(t *testing.T) {
 		{"the same JSON written otherwise is no change", func(t *v1alpha1.Topology) {
 			t.Spec.Variables[0].Value.Raw = []byte(`{ "level": "Request", "enabled": true }`)
 		}, nil},
-		{"version", func(t *v1alpha1.Topology) { t.Spec.Version = "v1.34.0" }, []string{`version "v1.33.1" → "v1.34.0"`}},
+		{"version", func(t *v1alpha1.Topology) { t.Spec.Version = "v1.34.0" }, []string{`version: v1.33.1 → v1.34.0`}},
 		{"replicas", func(t *v1alpha1.Topology) {
 			five := int32(5)
 			*Replicas(t, Scope{Kind: MachineDeployment, Name: "md-a"}) = &five
-		}, []string{`md-a (general) replicas "3" → "5"`}},
+		}, []string{`md-a (general) replicas: 3 → 5`}},
 		{"a variable inside an object", func(t *v1alpha1.Topology) {
 			if err := SetVariable(t, Scope{}, "audit", []any{"level"}, "None", true); err != nil {
 				panic(err)
 			}
-		}, []string{`audit "{\"enabled\":true,\"level\":\"Request\"}" → "{\"enabled\":true,\"level\":\"None\"}"`}},
+		}, []string{`audit: {"enabled":true,"level":"Request"} → {"enabled":true,"level":"None"}`}},
 		{"an override, the list made for it", func(t *v1alpha1.Topology) {
 			if err := SetVariable(t, Scope{Kind: MachineDeployment, Name: "md-a"}, "maxPods", nil, 30, true); err != nil {
 				panic(err)
 			}
-		}, []string{`override maxPods of md-a (none) → "30"`}},
+		}, []string{`override maxPods of md-a: (none) → 30`}},
 		{"a pool removed is one change", func(t *v1alpha1.Topology) {
 			t.Spec.Workers.MachineDeployments = RemoveMachineDeployment(t.Spec.Workers.MachineDeployments, "md-a")
-		}, []string{`MachineDeployment md-a "general" → (none)`}},
+		}, []string{`MachineDeployment md-a: general → (none)`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,7 +119,7 @@ func TestWriteIsGuardedByTheReadVersion(t *testing.T) {
 	if !errors.As(err, &conflict) {
 		t.Fatalf("got %v, want a ConflictError", err)
 	}
-	if msg := err.Error(); !strings.Contains(msg, `control plane replicas "3" → "5"`) || !strings.Contains(msg, "nothing was written") {
+	if msg := err.Error(); !strings.Contains(msg, `control plane replicas: 3 → 5`) || !strings.Contains(msg, "nothing was written") {
 		t.Errorf("message %q does not say what the server changed and that nothing was written", msg)
 	}
 	if conflict.Rebased.Spec.Version != "v1.34.0" || *conflict.Rebased.Spec.ControlPlane.Replicas != 5 {

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -281,15 +280,11 @@ func renderComponents(data []byte, vars map[string]string, namespace, image stri
 		sort.Strings(missing)
 		return nil, fmt.Errorf("the components need variables %v; set them", missing)
 	}
-	var objs []*unstructured.Unstructured
-	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, fmt.Errorf("reading the embedded components: %w", err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
+	objs, err := components.Decode(out)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range objs {
 		retarget(u, namespace)
 		if image != "" && u.GetKind() == "Deployment" {
 			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
@@ -300,7 +295,6 @@ func renderComponents(data []byte, vars map[string]string, namespace, image stri
 			}
 			_ = unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
 		}
-		objs = append(objs, u)
 	}
 	return objs, nil
 }

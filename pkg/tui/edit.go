@@ -90,6 +90,8 @@ type EditModel struct {
 	debounce time.Duration
 	spinner  spinner.Model
 	spinning bool
+	// applyWhenChecked is an apply asked for while the checks ran.
+	applyWhenChecked bool
 	// Applied is true once an apply succeeded.
 	Applied bool
 }
@@ -378,6 +380,10 @@ func (m *EditModel) onApply() {
 	switch {
 	case m.readOnly:
 		m.message = "read-only: nothing can be applied"
+	case m.busy() && len(m.changed) > 0:
+		// Asked for as soon as the checks of the draft as it is are in.
+		m.applyWhenChecked = true
+		m.message = "checking the change before applying it…"
 	case m.canApply():
 		m.confirming = true
 		m.message = ""

@@ -180,6 +180,11 @@ func (m *EditModel) show(gen int, p preview) {
 	if m.diffIndex >= len(m.changes) {
 		m.diffIndex = -1
 	}
+	if m.applyWhenChecked {
+		m.applyWhenChecked = false
+		m.message = ""
+		m.onApply()
+	}
 }
 
 // spin starts the spinner unless it turns already.

@@ -303,7 +303,7 @@ func TestEditConflictOnAVariableBothChanged(t *testing.T) {
 	goTo(t, m, "maxPods")
 	replace(m, "50")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
-	if !strings.Contains(m.message, `maxPods "110" → "200"`) || !strings.Contains(m.message, "both changed maxPods, and your values are kept") {
+	if !strings.Contains(m.message, `maxPods: 110 → 200`) || !strings.Contains(m.message, "both changed maxPods, and your values are kept") {
 		t.Fatalf("conflict message %q", m.message)
 	}
 	got := applyNow(t, m, srv)

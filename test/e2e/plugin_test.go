@@ -176,7 +176,7 @@ func TestPluginWorkflow(t *testing.T) {
 
 	t.Run("scale and set preview, validate and apply", func(t *testing.T) {
 		out := mustPlugin(t, "scale", "dev", "-n", ns.Name, "--worker", "md-a=4", "--yes")
-		if !strings.Contains(out, "MachineDeployment md-a replicas 2 → 4") || !strings.Contains(out, "modified") {
+		if !strings.Contains(out, "md-a (general) replicas: 2 → 4") || !strings.Contains(out, "modified") {
 			t.Errorf("scale output:\n%s", out)
 		}
 		_, errOut, err := plugin(t, "", "scale", "dev", "-n", ns.Name, "--worker", "nope=1", "--yes")
@@ -188,7 +188,7 @@ func TestPluginWorkflow(t *testing.T) {
 			t.Errorf("setting an undefined variable: %v %s", err, errOut)
 		}
 		out = mustPlugin(t, "set", "variable", "dev", "-n", ns.Name, "imageRepository=registry.example.com", "--dry-run")
-		if !strings.Contains(out, `variable imageRepository: "" → "registry.example.com"`) || !strings.Contains(out, "KubeadmControlPlane") || !strings.Contains(out, "Dry run") {
+		if !strings.Contains(out, `imageRepository: "" → "registry.example.com"`) || !strings.Contains(out, "KubeadmControlPlane") || !strings.Contains(out, "Dry run") {
 			t.Errorf("set variable --dry-run output:\n%s", out)
 		}
 		waitFor(t, "the scale is reconciled", func(context.Context) (bool, error) {

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/agent"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
@@ -47,6 +49,9 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctx := context.Background()
+	// The test's own client logs the API server's warnings (a Topology
+	// before its class) through controller-runtime: not worth a stack trace.
+	ctrllog.SetLogger(logr.Discard())
 	tmp, err := os.MkdirTemp("", "topology-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
