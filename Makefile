@@ -36,7 +36,7 @@ build: ## Build bin/kubectl-topology and bin/agent.
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/kubectl-topology ./cmd/kubectl-topology
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/agent ./cmd/agent
 
-test: lint control-plane-bins tmux ## Run every test: lint, unit, golden, fuzz seeds, and integration on a real local control plane.
+test: lint control-plane-bins capi-bins tmux ## Run every test: lint, unit, golden, fuzz seeds, and integration on a real local control plane.
 	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -timeout 30m
 
 # The editor's end-to-end test drives the plugin in tmux, as a user's terminal
@@ -49,7 +49,7 @@ tmux:
 
 # The suites that start a control plane (their TestMain does) are left out of
 # unit, so that it needs no control-plane binary.
-API_SERVER_SUITES = /pkg/agent$$|/pkg/controller$$|/pkg/localcluster$$|/test/e2e$$
+API_SERVER_SUITES = /pkg/agent$$|/pkg/controller$$|/pkg/localcluster$$|/test/e2e$$|/test/capi$$
 
 unit: ## Unit tests only, fast; needs no control-plane binary.
 	$(GO) test -count=1 $$($(GO) list ./... | grep -vE '$(API_SERVER_SUITES)')
@@ -69,6 +69,21 @@ $(ETCD): $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
 .PHONY: control-plane-bins
 control-plane-bins: $(KUBE_APISERVER) $(KUBE_CM) $(ETCD) ## Build kube-apiserver, kube-controller-manager and etcd into bin/.
 
+# Cluster API's own managers, pinned by hack/capi/go.mod: rebuilt only when
+# that module changes, so a warm build is a no-op.
+CAPI_DIR  := hack/capi
+CAPI_BINS := $(BIN)/capi-core $(BIN)/capi-kubeadm-bootstrap $(BIN)/capi-kubeadm-control-plane $(BIN)/capi-docker
+CAPI_PKG_capi-core                  := sigs.k8s.io/cluster-api/core
+CAPI_PKG_capi-kubeadm-bootstrap     := sigs.k8s.io/cluster-api/bootstrap/kubeadm
+CAPI_PKG_capi-kubeadm-control-plane := sigs.k8s.io/cluster-api/controlplane/kubeadm
+CAPI_PKG_capi-docker                := sigs.k8s.io/cluster-api/test/infrastructure/docker
+
+$(CAPI_BINS): $(CAPI_DIR)/go.mod $(CAPI_DIR)/go.sum
+	cd $(CAPI_DIR) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $@ $(CAPI_PKG_$(notdir $@))
+
+.PHONY: capi-bins
+capi-bins: $(CAPI_BINS) ## Build Cluster API's core, kubeadm and Docker (in-memory backend) managers into bin/.
+
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object paths=./pkg/api/...
 
@@ -87,7 +102,7 @@ image: ## Build the agent image with the local Docker engine, from a static bina
 bench: ## Run the benchmarks.
 	$(GO) test ./pkg/... -run '^$$' -bench . -benchmem
 
-e2e: control-plane-bins ## The built binaries driven as a user would, against a local control plane (part of make test).
+e2e: control-plane-bins capi-bins ## The built binaries driven as a user would, against a local control plane (part of make test).
 	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./test/e2e/ -count=1 -timeout 20m
 
 bench-scale: control-plane-bins ## 1,000 Topologies on one local control plane: convergence time, requests, RSS, no-op resync.
@@ -122,7 +137,7 @@ clean: ## Remove build output.
 LOCAL_DIR ?= $(CURDIR)/.local
 
 .PHONY: local-up local-down
-local-up: control-plane-bins ## Start etcd, kube-apiserver and kube-controller-manager under .local/ (KUBECONFIG=.local/kubeconfig).
+local-up: control-plane-bins capi-bins ## Start etcd, kube-apiserver, kube-controller-manager and Cluster API's managers under .local/ (KUBECONFIG=.local/kubeconfig).
 	$(GO) run ./hack/localcluster up -dir $(LOCAL_DIR) -bin-dir $(BIN) -crd-dir manifests/crd
 
 local-down: ## Stop the local control plane; its data stays in .local/.

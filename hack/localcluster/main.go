@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
@@ -31,6 +32,8 @@ func run() error {
 	etcdPort := fs.Int("etcd-port", 12379, "etcd client port on 127.0.0.1")
 	peerPort := fs.Int("etcd-peer-port", 12380, "etcd peer port on 127.0.0.1")
 	kcmPort := fs.Int("controller-manager-port", 10357, "kube-controller-manager port on 127.0.0.1")
+	providers := fs.Bool("providers", true, "run Cluster API "+localcluster.ProvidersVersion+"'s managers (core, kubeadm, the Docker provider with its in-memory backend) with their CRDs; false installs Cluster API "+localcluster.ClusterAPIVersion+"'s CRDs and runs no provider")
+	clusterTopology := fs.Bool("cluster-topology", false, "turn on the core manager's ClusterTopology feature gate (upstream's own topology controller, for comparisons)")
 	var files []string
 	fs.Func("f", "YAML file or directory to apply (apply only; repeatable)", func(v string) error { files = append(files, v); return nil })
 	if len(os.Args) < 2 {
@@ -52,19 +55,27 @@ func run() error {
 		if err := localcluster.StopDir(*dir); err != nil {
 			return err
 		}
-		dirs, err := localcluster.ClusterAPICRDDirs(ctx)
-		if err != nil {
-			return err
-		}
-		c, err := localcluster.Start(ctx, localcluster.Options{
+		opts := localcluster.Options{
 			Dir: *dir, BinDir: *binDir,
 			APIServerPort: *apiPort, EtcdPort: *etcdPort, EtcdPeerPort: *peerPort, ControllerManagerPort: *kcmPort,
-			CRDDirs: append(dirs, *crdDir),
-		})
+			CRDDirs: []string{*crdDir},
+		}
+		what := "Cluster API " + localcluster.ProvidersVersion + " running"
+		if *providers {
+			opts.Providers = localcluster.ClusterAPIProviders(*clusterTopology)
+		} else {
+			dirs, err := localcluster.ClusterAPICRDDirs(ctx)
+			if err != nil {
+				return err
+			}
+			opts.CRDDirs = append(dirs, *crdDir)
+			what = "Cluster API " + localcluster.ClusterAPIVersion + " CRDs installed, no provider"
+		}
+		c, err := localcluster.Start(ctx, opts)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("local control plane up (Cluster API %s CRDs installed); export KUBECONFIG=%s\n", localcluster.ClusterAPIVersion, c.Kubeconfig)
+		fmt.Printf("local control plane up (%s); logs in %s; export KUBECONFIG=%s\n", what, filepath.Join(*dir, "logs"), c.Kubeconfig)
 		return nil
 	case "down":
 		if err := localcluster.StopDir(*dir); err != nil {

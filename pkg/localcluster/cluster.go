@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,9 @@ type Options struct {
 	CRDDirs []string
 	// StartTimeout bounds the wait for each component to become healthy.
 	StartTimeout time.Duration
+	// Providers are the Cluster API managers to run beside the control
+	// plane, with their CRDs (see ClusterAPIProviders); none for a bare one.
+	Providers []Provider
 }
 
 // Cluster is a running local control plane.
@@ -79,10 +83,23 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return nil, fmt.Errorf("%s is not in %s: run `make control-plane-bins` to build it", bin, opts.BinDir)
 		}
 	}
+	for _, p := range opts.Providers {
+		if _, err := os.Stat(filepath.Join(opts.BinDir, p.Name)); err != nil {
+			return nil, fmt.Errorf("%s is not in %s: run `make capi-bins` to build Cluster API %s's managers", p.Name, opts.BinDir, ProvidersVersion)
+		}
+	}
 	ports := []struct {
 		name string
 		port *int
 	}{{Etcd, &opts.EtcdPort}, {Etcd + " peer", &opts.EtcdPeerPort}, {APIServer, &opts.APIServerPort}, {ControllerManager, &opts.ControllerManagerPort}}
+	opts.Providers = slices.Clone(opts.Providers)
+	for i := range opts.Providers {
+		p := &opts.Providers[i]
+		ports = append(ports, []struct {
+			name string
+			port *int
+		}{{p.Name + " webhooks", &p.WebhookPort}, {p.Name + " health", &p.HealthPort}, {p.Name + " diagnostics", &p.DiagnosticsPort}}...)
+	}
 	for _, p := range ports {
 		if *p.port, err = claimPort(p.name, *p.port); err != nil {
 			return nil, err
@@ -118,8 +135,18 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return nil, err
 		}
 	}
+	if len(opts.Providers) > 0 {
+		if err := c.installProviderCRDs(ctx, pk.ca.certPEM()); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.startControllerManager(ctx, pkiDir); err != nil {
 		return nil, err
+	}
+	if len(opts.Providers) > 0 {
+		if err := c.startProviders(ctx, pkiDir, pk.ca.certPEM()); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -239,7 +266,7 @@ func (c *Cluster) Stop() error {
 // whether this process or an earlier `make local-up` started them.
 func StopDir(dir string) error {
 	var errs []error
-	for _, name := range []string{ControllerManager, APIServer, Etcd} {
+	for _, name := range processNames(dir) {
 		if err := process.Stop(filepath.Join(dir, name+".pid")); err != nil {
 			errs = append(errs, fmt.Errorf("stopping %s: %w", name, err))
 		}
@@ -250,7 +277,7 @@ func StopDir(dir string) error {
 // Running reports whether the control plane in dir is up, and its kubeconfig.
 func Running(ctx context.Context, dir string) (bool, string) {
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	for _, name := range []string{Etcd, APIServer, ControllerManager} {
+	for _, name := range processNames(dir) {
 		if _, up := process.Running(filepath.Join(dir, name+".pid")); !up {
 			return false, kubeconfig
 		}

@@ -68,6 +68,25 @@ func moduleDir(ctx context.Context, mod string) (string, error) {
 // ReadCRDs reads every CRD in the YAML files of dirs, sorted by name. Cluster
 // API CRDs get the contract label upstream's release YAML carries.
 func ReadCRDs(dirs ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	crds, err := readCRDFiles(dirs...)
+	for _, crd := range crds {
+		if strings.HasSuffix(crd.Spec.Group, "cluster.x-k8s.io") {
+			labelContract(crd)
+			if p := providerOf(crd.Annotations[sourceDirAnnotation]); p != "" {
+				crd.Labels[ProviderLabel] = p
+			}
+		}
+		delete(crd.Annotations, sourceDirAnnotation)
+	}
+	return crds, err
+}
+
+// sourceDirAnnotation carries, while CRDs are read, the directory each came from.
+const sourceDirAnnotation = "localcluster.kubectl-topology.io/source-dir"
+
+// readCRDFiles reads every CRD in the YAML files of dirs as they are, sorted
+// by name.
+func readCRDFiles(dirs ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, dir := range dirs {
 		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
@@ -90,12 +109,10 @@ func ReadCRDs(dirs ...string) ([]*apiextensionsv1.CustomResourceDefinition, erro
 				if crd.Kind != "CustomResourceDefinition" {
 					continue
 				}
-				if strings.HasSuffix(crd.Spec.Group, "cluster.x-k8s.io") {
-					labelContract(crd)
-					if p := providerOf(dir); p != "" {
-						crd.Labels[ProviderLabel] = p
-					}
+				if crd.Annotations == nil {
+					crd.Annotations = map[string]string{}
 				}
+				crd.Annotations[sourceDirAnnotation] = dir
 				crds = append(crds, crd)
 			}
 		}

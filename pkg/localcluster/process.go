@@ -24,6 +24,12 @@ type component struct {
 }
 
 func (c *Cluster) start(name string, args ...string) (*component, error) {
+	return c.startWithEnv(name, nil, args...)
+}
+
+// startWithEnv starts BinDir/name with args, its environment this process's
+// plus env.
+func (c *Cluster) startWithEnv(name string, env []string, args ...string) (*component, error) {
 	logDir := filepath.Join(c.opts.Dir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
@@ -36,6 +42,9 @@ func (c *Cluster) start(name string, args ...string) (*component, error) {
 	defer logFile.Close()
 	cmd := exec.Command(filepath.Join(c.opts.BinDir, name), args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	// Detached, the control plane outlives make local-up and is out of the
 	// way of terminal signals meant for a test run.
 	process.Detach(cmd)

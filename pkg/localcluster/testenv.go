@@ -30,9 +30,21 @@ func ModuleRoot() (string, error) {
 	}
 }
 
-// StartForTests starts a control plane in a temporary directory with the
-// Cluster API CRDs and kubectl-topology's own, for a test suite's TestMain.
+// StartForTests starts a bare control plane in a temporary directory with
+// Cluster API ClusterAPIVersion's CRDs and kubectl-topology's own, and no
+// provider, for a test suite's TestMain.
 func StartForTests(ctx context.Context) (*Cluster, error) {
+	return startForTests(ctx, nil)
+}
+
+// StartWithProvidersForTests starts a control plane in a temporary directory
+// with Cluster API ProvidersVersion's managers running (see
+// ClusterAPIProviders) and kubectl-topology's CRDs, for a test suite's TestMain.
+func StartWithProvidersForTests(ctx context.Context, topologyGate bool) (*Cluster, error) {
+	return startForTests(ctx, ClusterAPIProviders(topologyGate))
+}
+
+func startForTests(ctx context.Context, providers []Provider) (*Cluster, error) {
 	root, err := ModuleRoot()
 	if err != nil {
 		return nil, err
@@ -44,18 +56,22 @@ func StartForTests(ctx context.Context) (*Cluster, error) {
 	case !filepath.IsAbs(bin):
 		bin = filepath.Join(root, bin) // relative to the module, not to the package under test
 	}
-	dirs, err := ClusterAPICRDDirs(ctx)
-	if err != nil {
-		return nil, err
+	crdDirs := []string{filepath.Join(root, "manifests", "crd")}
+	if len(providers) == 0 {
+		dirs, err := ClusterAPICRDDirs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		crdDirs = append(dirs, crdDirs...)
 	}
 	dir, err := os.MkdirTemp("", "kubectl-topology-local-")
 	if err != nil {
 		return nil, err
 	}
-	c, err := Start(ctx, Options{Dir: dir, BinDir: bin, CRDDirs: append(dirs, filepath.Join(root, "manifests", "crd"))})
+	c, err := Start(ctx, Options{Dir: dir, BinDir: bin, CRDDirs: crdDirs, Providers: providers})
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("starting the local control plane (binaries from %s; `make control-plane-bins` builds them): %w", bin, err)
+		return nil, fmt.Errorf("starting the local control plane (binaries from %s; `make control-plane-bins capi-bins` builds them): %w", bin, err)
 	}
 	return c, nil
 }
