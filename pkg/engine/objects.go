@@ -369,8 +369,25 @@ func (c *computation) computeInfrastructureCluster(context.Context) error {
 	} else {
 		c.setOwner(obj, c.owner)
 	}
+	dropUnsetEndpoint(obj)
 	c.desired.InfrastructureCluster = prune(obj)
 	return nil
+}
+
+// dropUnsetEndpoint leaves an infrastructure cluster's endpoint to its
+// provider when the template does not set one. A v1beta1 template read
+// through conversion carries it as {host: "", port: 0}; written back, that
+// would own the field and clear the endpoint the provider sets.
+func dropUnsetEndpoint(obj *unstructured.Unstructured) {
+	ep, found, _ := unstructured.NestedMap(obj.Object, "spec", "controlPlaneEndpoint")
+	if !found {
+		return
+	}
+	host, _ := ep["host"].(string)
+	port, _, _ := unstructured.NestedFieldNoCopy(ep, "port")
+	if host == "" && (port == nil || port == int64(0) || port == float64(0)) {
+		unstructured.RemoveNestedField(obj.Object, "spec", "controlPlaneEndpoint")
+	}
 }
 
 func (c *computation) computeControlPlane(context.Context) error {

@@ -4,10 +4,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// prune drops nulls and empty objects, recursively, the way upstream's
-// topology controller ends up writing objects: a template that renders
-// `imageTag: ""`-less YAML must not produce `dns: {imageTag: null}`.
-// Empty lists are kept; they can be meaningful.
+// prune drops nulls, recursively, and the objects left empty by dropping
+// them, the way upstream's topology controller ends up writing objects: a
+// template that renders `imageTag: null` must not produce `dns: {imageTag:
+// null}`. An object that was empty in the template stays: `inMemory: {}`
+// picks a provider's backend by being there. Empty lists are kept too.
 func prune(o *unstructured.Unstructured) *unstructured.Unstructured {
 	if o == nil {
 		return nil
@@ -16,7 +17,11 @@ func prune(o *unstructured.Unstructured) *unstructured.Unstructured {
 	return o
 }
 
+// pruneMap drops the nulls of m and reports whether that left m empty.
 func pruneMap(m map[string]any) bool {
+	if len(m) == 0 {
+		return false
+	}
 	for k, v := range m {
 		switch t := v.(type) {
 		case nil:

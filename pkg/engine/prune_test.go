@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestPruneKeepsEmptyObjectsOfTheTemplate(t *testing.T) {
+	got := prune(&unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{
+			"backend": map[string]any{"inMemory": map[string]any{}},
+			"dns":     map[string]any{"imageTag": nil},
+			"files":   []any{map[string]any{"owner": nil, "path": "/a"}},
+			"empty":   []any{},
+		},
+	}})
+	want := map[string]any{
+		"spec": map[string]any{
+			"backend": map[string]any{"inMemory": map[string]any{}},
+			"files":   []any{map[string]any{"path": "/a"}},
+			"empty":   []any{},
+		},
+	}
+	if !reflect.DeepEqual(want, got.Object) {
+		t.Errorf("prune gave\n%v\nwant\n%v", got.Object, want)
+	}
+}
+
+func TestDropUnsetEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		endpoint map[string]any
+		keep     bool
+	}{
+		{"zero from conversion", map[string]any{"host": "", "port": int64(0)}, false},
+		{"empty", map[string]any{}, false},
+		{"set by the template", map[string]any{"host": "lb.example.com", "port": int64(6443)}, true},
+		{"port only", map[string]any{"host": "", "port": int64(6443)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"controlPlaneEndpoint": tc.endpoint}}}
+			dropUnsetEndpoint(obj)
+			_, found, _ := unstructured.NestedMap(obj.Object, "spec", "controlPlaneEndpoint")
+			if found != tc.keep {
+				t.Errorf("endpoint %v kept: %v, want %v", tc.endpoint, found, tc.keep)
+			}
+		})
+	}
+}
