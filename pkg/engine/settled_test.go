@@ -15,9 +15,12 @@ func TestRolloutSettled(t *testing.T) {
 	settled := func() *v1alpha1.Topology {
 		return &v1alpha1.Topology{
 			ObjectMeta: metav1.ObjectMeta{Generation: 4},
-			Status: v1alpha1.TopologyStatus{ObservedGeneration: 4, Phase: v1alpha1.PhaseUpToDate, Conditions: []metav1.Condition{
-				{Type: v1alpha1.TopologyReconciledCondition, Status: metav1.ConditionTrue, ObservedGeneration: 4, Reason: "ReconcileSucceeded"},
-			}},
+			Status: v1alpha1.TopologyStatus{ObservedGeneration: 4, Phase: v1alpha1.PhaseUpToDate,
+				ControlPlane:       &v1alpha1.PartStatus{DesiredReplicas: ptr(int32(3)), Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3},
+				MachineDeployments: []v1alpha1.PartStatus{{Name: "md-a", DesiredReplicas: ptr(int32(2)), Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 2}},
+				Conditions: []metav1.Condition{
+					{Type: v1alpha1.TopologyReconciledCondition, Status: metav1.ConditionTrue, ObservedGeneration: 4, Reason: "ReconcileSucceeded"},
+				}},
 		}
 	}
 	for _, tc := range []struct {
@@ -33,6 +36,10 @@ func TestRolloutSettled(t *testing.T) {
 			t.Status.Conditions[0].Status, t.Status.Conditions[0].Reason, t.Status.Conditions[0].Message = metav1.ConditionFalse, "TopologyReconcileFailed", "boom"
 		}, "TopologyReconciled=False TopologyReconcileFailed: boom"},
 		{"no condition", func(t *v1alpha1.Topology) { t.Status.Conditions = nil }, ""},
+		{"versions match, machines not all ready", func(t *v1alpha1.Topology) { t.Status.ControlPlane.ReadyReplicas = 2 },
+			"control plane: 2/3 ready, 3 up to date, 3 machines"},
+		{"a surplus machine of a rolling pool", func(t *v1alpha1.Topology) { t.Status.MachineDeployments[0].Replicas = 3 },
+			"md-a: 2/2 ready, 2 up to date, 3 machines"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topo := settled()
@@ -40,7 +47,7 @@ func TestRolloutSettled(t *testing.T) {
 			if got, want := RolloutSettled(topo), tc.name == "settled"; got != want {
 				t.Errorf("settled %v, want %v", got, want)
 			}
-			if got := strings.Join(RolloutHolds(topo), "\n"); got != tc.holds {
+			if got := strings.Join(append(RolloutHolds(topo), PartsNotReady(topo)...), "\n"); got != tc.holds {
 				t.Errorf("holds %q, want %q", got, tc.holds)
 			}
 		})

@@ -83,14 +83,39 @@ func InfrastructurePhase(s *State) v1alpha1.InfrastructurePhase {
 }
 
 // RolloutSettled tells whether a Topology's rollout is over: the agent has
-// reconciled its latest generation, TopologyReconciled is true for it and
-// every part is up to date. `status --watch` and `upgrade --wait` stop there.
+// reconciled its latest generation, TopologyReconciled is true for it,
+// every part is up to date and has the replicas asked for, all ready.
+// `status --watch` and `upgrade --wait` stop there.
 func RolloutSettled(t *v1alpha1.Topology) bool {
-	if t.Status.ObservedGeneration != t.Generation || t.Status.Phase != v1alpha1.PhaseUpToDate {
+	if t.Status.ObservedGeneration != t.Generation || t.Status.Phase != v1alpha1.PhaseUpToDate || len(PartsNotReady(t)) > 0 {
 		return false
 	}
 	c := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.TopologyReconciledCondition)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
+}
+
+// PartsNotReady says, for each part whose machines are not all there, ready
+// and up to date, where it stands: versions that match do not make a cluster
+// a rollout has finished with.
+func PartsNotReady(t *v1alpha1.Topology) []string {
+	var out []string
+	check := func(label string, p *v1alpha1.PartStatus) {
+		if p == nil || p.DesiredReplicas == nil {
+			return
+		}
+		want := *p.DesiredReplicas
+		if p.Replicas != want || p.ReadyReplicas != want || p.UpToDateReplicas != want {
+			out = append(out, fmt.Sprintf("%s: %d/%d ready, %d up to date, %d machines", label, p.ReadyReplicas, want, p.UpToDateReplicas, p.Replicas))
+		}
+	}
+	check("control plane", t.Status.ControlPlane)
+	for i := range t.Status.MachineDeployments {
+		check(t.Status.MachineDeployments[i].Name, &t.Status.MachineDeployments[i])
+	}
+	for i := range t.Status.MachinePools {
+		check(t.Status.MachinePools[i].Name, &t.Status.MachinePools[i])
+	}
+	return out
 }
 
 // RolloutHolds says what a Topology's status reports as holding it: a

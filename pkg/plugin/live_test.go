@@ -148,6 +148,9 @@ func TestUnsettledSaysWhereTheRolloutStands(t *testing.T) {
 	err := (&StatusOptions{Timeout: 30 * time.Minute}).unsettled(midUpgrade())
 	want := "Topology default/dev did not settle within 30m0s: phase Pending\n" +
 		"  TopologyReconciled=False MachineDeploymentsUpgradePending: MachineDeployment(s) md-b rollout and upgrade to version v1.34.0 on hold\n" +
+		"  md-a: 2/2 ready, 1 up to date, 2 machines\n" +
+		"  md-b: 2/2 ready, 0 up to date, 2 machines\n" +
+		"  mp-0: 1/1 ready, 0 up to date, 1 machines\n" +
 		"The rollout goes on; follow it with `kubectl topology status dev -n default --watch`"
 	if err == nil || err.Error() != want {
 		t.Errorf("got:\n%v\nwant:\n%s", err, want)

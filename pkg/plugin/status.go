@@ -164,7 +164,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 // and why, and that it goes on.
 func (o *StatusOptions) unsettled(t *v1alpha1.Topology) error {
 	msg := fmt.Sprintf("Topology %s/%s did not settle within %s: phase %s", t.Namespace, t.Name, o.Timeout, orDash(string(t.Status.Phase)))
-	for _, hold := range engine.RolloutHolds(t) {
+	for _, hold := range append(engine.RolloutHolds(t), engine.PartsNotReady(t)...) {
 		msg += "\n  " + hold
 	}
 	return fmt.Errorf("%s\nThe rollout goes on; follow it with `kubectl topology status %s -n %s --watch`", msg, t.Name, t.Namespace)

@@ -33,6 +33,7 @@ func settledTopology() *v1alpha1.Topology {
 	t.Status.Phase = v1alpha1.PhaseUpToDate
 	t.Status.MachineDeployments = t.Status.MachineDeployments[:1]
 	t.Status.MachineDeployments[0].Phase, t.Status.MachineDeployments[0].UpToDateReplicas = v1alpha1.PhaseUpToDate, 2
+	t.Status.MachineDeployments[0].ReadyReplicas = 2
 	t.Status.Conditions = []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionTrue, ObservedGeneration: 2, Reason: "ReconcileSucceeded"}}
 	return t
 }
