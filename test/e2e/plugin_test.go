@@ -197,52 +197,19 @@ func TestPluginWorkflow(t *testing.T) {
 		})
 	})
 
-	t.Run("upgrade refuses a skipped minor and changes nothing", func(t *testing.T) {
-		_, errOut, err := plugin(t, "", "upgrade", "dev", "-n", ns.Name, "--version", "v1.35.0", "--yes")
-		if err == nil || !strings.Contains(errOut, "skips a minor version") {
-			t.Fatalf("got %v: %s", err, errOut)
-		}
-		if v := getVersion(t, ns.Name); v != "v1.33.1" {
-			t.Errorf("version %s after a refused upgrade", v)
-		}
-	})
-
-	t.Run("upgrade asks, and no is no", func(t *testing.T) {
-		out, errOut, err := plugin(t, "n\n", "upgrade", "dev", "-n", ns.Name, "--version", "v1.34.0")
-		if err == nil || !strings.Contains(errOut, "not confirmed; nothing was changed") || !strings.Contains(out, "1. control plane") {
-			t.Fatalf("got %v:\n%s%s", err, out, errOut)
-		}
-		if v := getVersion(t, ns.Name); v != "v1.33.1" {
-			t.Errorf("version %s after declining", v)
-		}
-	})
-
-	t.Run("upgrade applies, and status follows the rollout", func(t *testing.T) {
-		out := mustPlugin(t, "upgrade", "dev", "-n", ns.Name, "--version", "v1.34.0", "--yes")
-		if !strings.Contains(out, "Preflight passed") || !strings.Contains(out, "version v1.33.1 → v1.34.0") {
-			t.Fatalf("upgrade output:\n%s", out)
-		}
-		waitFor(t, "status shows the control plane upgrading and the pools waiting", func(context.Context) (bool, error) {
-			out, _, err := plugin(t, "", "status", "dev", "-n", ns.Name)
-			return err == nil && strings.Contains(out, "v1.33.1 → v1.34.0") && strings.Contains(out, "Upgrading") && strings.Contains(out, "waiting for the control plane"), fmt.Errorf("%s", out)
-		})
-		// A bounded watch of a rollout that cannot finish (no provider
-		// upgrades the control plane here) gives up, says why, and exits 1.
+	// Upgrades, and following them to the end, are tested where Cluster
+	// API's own controllers carry them out: test/capi. Here no machine ever
+	// comes up, so a bounded watch gives up and says which part holds it.
+	t.Run("a watch that cannot settle gives up and says why", func(t *testing.T) {
 		out, errOut, err := plugin(t, "", "status", "dev", "-n", ns.Name, "--watch", "--interval", "200ms", "--timeout", "1s")
 		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, "v1.33.1 → v1.34.0") {
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, "control-plane") {
 			t.Fatalf("status --watch --timeout 1s: %v\n%s%s", err, out, errOut)
 		}
-		for _, want := range []string{"Topology " + ns.Name + "/dev did not settle within 1s", "TopologyReconciled=False", "upgrade to version v1.34.0 on hold", "The rollout goes on"} {
+		for _, want := range []string{"Topology " + ns.Name + "/dev did not settle within 1s", "md-a: 0/4 ready", "The rollout goes on"} {
 			if !strings.Contains(errOut, want) {
 				t.Errorf("status --watch --timeout 1s says:\n%s\nwant it to contain %q", errOut, want)
 			}
-		}
-		setControlPlaneVersion(t, ns.Name, "v1.34.0")
-		// Without Machines the pools finish at once; --watch returns when settled.
-		out, errOut, err = plugin(t, "", "status", "dev", "-n", ns.Name, "--watch", "--interval", "200ms")
-		if err != nil || strings.Count(out, "UpToDate") < 4 {
-			t.Fatalf("status --watch: %v\n%s%s", err, out, errOut)
 		}
 	})
 

@@ -1,0 +1,100 @@
+package capi
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/process"
+)
+
+// TestAgentKilledMidUpgrade kills the agent (SIGKILL) while Cluster API
+// replaces the control plane's machines, starts it again, and checks that
+// the upgrade finishes with one MachineDeployment per pool and no template
+// that nothing refers to.
+func TestAgentKilledMidUpgrade(t *testing.T) {
+	t.Parallel()
+	ns := inMemoryCluster(t, "killed", func(topo *v1alpha1.Topology) {
+		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
+		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
+		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
+	})
+	settle(t, ns, "dev", 4*time.Minute)
+	mustPlugin(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
+	eventually(t, 2*time.Minute, "the control plane is replacing its machine", func(ctx context.Context) (bool, error) {
+		ms, err := machines(ctx, ns)
+		_, all := count(ms, "", "v1.34.0")
+		return err == nil && all > 1, fmt.Errorf("%d control plane machines (%v)", all, err)
+	})
+	pidFile := filepath.Join(agentState, "agent.pid")
+	pid, up := process.Running(pidFile)
+	if !up {
+		t.Fatal("the agent is not running")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the agent is dead", func(context.Context) (bool, error) {
+		_, up := process.Running(pidFile)
+		return !up, nil
+	})
+	// Started again as a user would, by installing it again.
+	mustPlugin(t, "install", "--local", "--state-dir", agentState)
+	settle(t, ns, "dev", 5*time.Minute)
+
+	ctx := context.Background()
+	ms, err := machines(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for part, want := range map[string]int{"": 1, "md-a": 1} {
+		if running, all := count(ms, part, "v1.34.0"); running != want || all != want {
+			t.Errorf("%q: %d of %d machines running v1.34.0, want %d", part, running, all, want)
+		}
+	}
+	mds, err := list(ctx, ns, "MachineDeployment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mds) != 1 {
+		t.Errorf("%d MachineDeployments, want 1", len(mds))
+	}
+	// Every template of the cluster is referred to by the control plane, a
+	// MachineDeployment or a MachineSet: nothing leaked.
+	referred := map[string]bool{}
+	for _, kind := range []string{"KubeadmControlPlane", "MachineDeployment", "MachineSet"} {
+		items, err := list(ctx, ns, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range items {
+			for _, path := range [][]string{
+				{"spec", "machineTemplate", "spec", "infrastructureRef", "name"},
+				{"spec", "template", "spec", "infrastructureRef", "name"},
+				{"spec", "template", "spec", "bootstrap", "configRef", "name"},
+			} {
+				if name, _, _ := unstructured.NestedString(o.Object, path...); name != "" {
+					referred[name] = true
+				}
+			}
+		}
+	}
+	for _, kind := range []string{"DevMachineTemplate", "KubeadmConfigTemplate"} {
+		items, err := list(ctx, ns, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range items {
+			if o.GetLabels()["cluster.x-k8s.io/cluster-name"] == "dev" && !referred[o.GetName()] {
+				t.Errorf("%s %s is left over: nothing refers to it", kind, o.GetName())
+			}
+		}
+	}
+}
