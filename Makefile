@@ -120,7 +120,7 @@ $(GOLANGCI_LINT): $(LINT_DIR)/go.mod $(LINT_DIR)/go.sum
 	@touch $@
 
 lint: vet $(GOLANGCI_LINT) ## go vet, gofmt and golangci-lint (.golangci.yml; pinned in hack/lint).
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')

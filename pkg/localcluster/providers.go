@@ -261,35 +261,40 @@ func (c *Cluster) registerProviderWebhooks(ctx context.Context, caBundle []byte)
 			return err
 		}
 		for _, m := range mutating {
-			_, err := api.MutatingWebhookConfigurations().Create(ctx, m, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				existing, gerr := api.MutatingWebhookConfigurations().Get(ctx, m.Name, metav1.GetOptions{})
-				if gerr != nil {
-					return gerr
-				}
-				m.ResourceVersion = existing.ResourceVersion
-				_, err = api.MutatingWebhookConfigurations().Update(ctx, m, metav1.UpdateOptions{})
-			}
-			if err != nil {
+			if err := createOrReplace(ctx, api.MutatingWebhookConfigurations(), m); err != nil {
 				return fmt.Errorf("registering the webhooks of %s: %w", p.Name, err)
 			}
 		}
 		for _, v := range validating {
-			_, err := api.ValidatingWebhookConfigurations().Create(ctx, v, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				existing, gerr := api.ValidatingWebhookConfigurations().Get(ctx, v.Name, metav1.GetOptions{})
-				if gerr != nil {
-					return gerr
-				}
-				v.ResourceVersion = existing.ResourceVersion
-				_, err = api.ValidatingWebhookConfigurations().Update(ctx, v, metav1.UpdateOptions{})
-			}
-			if err != nil {
+			if err := createOrReplace(ctx, api.ValidatingWebhookConfigurations(), v); err != nil {
 				return fmt.Errorf("registering the webhooks of %s: %w", p.Name, err)
 			}
 		}
 	}
 	return nil
+}
+
+// objectAPI is what createOrReplace needs of a typed client.
+type objectAPI[T metav1.Object] interface {
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Get(context.Context, string, metav1.GetOptions) (T, error)
+	Update(context.Context, T, metav1.UpdateOptions) (T, error)
+}
+
+// createOrReplace creates obj, or replaces the object of its name: a restart
+// of the local control plane registers webhooks that may already be there.
+func createOrReplace[T metav1.Object](ctx context.Context, api objectAPI[T], obj T) error {
+	_, err := api.Create(ctx, obj, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	existing, err := api.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	obj.SetResourceVersion(existing.GetResourceVersion())
+	_, err = api.Update(ctx, obj, metav1.UpdateOptions{})
+	return err
 }
 
 // processNames are the pid files of dir, providers first: the order they stop in.

@@ -6,11 +6,9 @@
 package capi
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,21 +53,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	root, err := localcluster.ModuleRoot()
+	bins, err := fixture.BuildBinaries(tmp)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// Side by side as Krew installs them: the plugin finds the agent next to it.
-	pluginBin = filepath.Join(tmp, "kubectl-topology")
-	for bin, pkg := range map[string]string{filepath.Join(tmp, "kubectl-topology-agent"): "./cmd/agent", pluginBin: "./cmd/kubectl-topology"} {
-		build := exec.Command("go", "build", "-o", bin, pkg)
-		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building", pkg, err)
-			return 1
-		}
-	}
+	pluginBin = bins.Plugin
 	c, err := localcluster.StartWithProvidersForTests(ctx, false)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -118,12 +107,7 @@ func tail(path string, n int) string {
 
 // plugin runs the built kubectl-topology binary as a user would.
 func plugin(stdin string, args ...string) (string, string, error) {
-	cmd := exec.Command(pluginBin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	var out, errOut bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
+	return fixture.RunPlugin(pluginBin, kubeconfig, stdin, args...)
 }
 
 // mustPlugin runs the plugin and fails the test when it fails.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,12 +29,7 @@ import (
 // plugin runs the built kubectl-topology binary as a user would.
 func plugin(t *testing.T, stdin string, args ...string) (string, string, error) {
 	t.Helper()
-	cmd := exec.Command(pluginBin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	var out, errOut bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
+	return fixture.RunPlugin(pluginBin, kubeconfig, stdin, args...)
 }
 
 func mustPlugin(t *testing.T, args ...string) string {

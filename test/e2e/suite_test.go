@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,22 +57,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	// Installed side by side as Krew would: the plugin finds the agent next to it.
-	agentBin = filepath.Join(tmp, "kubectl-topology-agent")
-	pluginBin = filepath.Join(tmp, "kubectl-topology")
-	root, err := localcluster.ModuleRoot()
+	bins, err := fixture.BuildBinaries(tmp)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	for bin, pkg := range map[string]string{agentBin: "./cmd/agent", pluginBin: "./cmd/kubectl-topology"} {
-		build := exec.Command("go", "build", "-o", bin, pkg)
-		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building", pkg, err)
-			return 1
-		}
-	}
+	agentBin, pluginBin = bins.Agent, bins.Plugin
 	kubeconfig = os.Getenv("TOPOLOGY_E2E_KUBECONFIG")
 	if kubeconfig == "" {
 		c, err := localcluster.StartForTests(ctx)
