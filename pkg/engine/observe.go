@@ -20,6 +20,9 @@ func ObserveState(s *State) *Observed {
 		o.Replicas = nestedInt32(cp, "status", "replicas")
 		o.ReadyReplicas = nestedInt32(cp, "status", "readyReplicas")
 		o.UpToDateReplicas = nestedInt32(cp, "status", "updatedReplicas")
+		if statusStale(cp) {
+			o.UpToDateReplicas = 0
+		}
 		obs.ControlPlane = o
 	}
 	pool := func(w *WorkerState) PartObserved {
@@ -28,6 +31,9 @@ func ObserveState(s *State) *Observed {
 		o.Replicas = nestedInt32(w.Object, "status", "replicas")
 		o.ReadyReplicas = nestedInt32(w.Object, "status", "readyReplicas")
 		o.UpToDateReplicas = nestedInt32(w.Object, "status", "updatedReplicas")
+		if statusStale(w.Object) {
+			o.UpToDateReplicas = 0
+		}
 		o.Upgrading = o.UpToDateReplicas < o.Replicas
 		return o
 	}
@@ -42,6 +48,14 @@ func ObserveState(s *State) *Observed {
 		}
 	}
 	return obs
+}
+
+// statusStale tells whether an object's status predates its spec: its
+// controller has not seen the latest change (e.g. a rotated template), so
+// none of its replicas can be called up to date yet.
+func statusStale(o *unstructured.Unstructured) bool {
+	observed, found, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
+	return found && observed < o.GetGeneration()
 }
 
 func nestedInt32(o *unstructured.Unstructured, path ...string) int32 {

@@ -49,3 +49,20 @@ func TestDropUnsetEndpoint(t *testing.T) {
 		})
 	}
 }
+
+func TestObserveStaleStatus(t *testing.T) {
+	md := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "dev-md-a", "generation": int64(3)},
+		"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{"version": "v1.34.0"}}},
+		"status":   map[string]any{"observedGeneration": int64(2), "replicas": int64(2), "readyReplicas": int64(2), "updatedReplicas": int64(2)},
+	}}
+	obs := ObserveState(&State{MachineDeployments: map[string]*WorkerState{"md-a": {Object: md}}})
+	if got := obs.MachineDeployments["md-a"]; got.UpToDateReplicas != 0 || !got.Upgrading {
+		t.Errorf("a MachineDeployment whose controller has not seen generation 3 reads %+v, want no replica up to date and upgrading", got)
+	}
+	_ = unstructured.SetNestedField(md.Object, int64(3), "status", "observedGeneration")
+	obs = ObserveState(&State{MachineDeployments: map[string]*WorkerState{"md-a": {Object: md}}})
+	if got := obs.MachineDeployments["md-a"]; got.UpToDateReplicas != 2 || got.Upgrading {
+		t.Errorf("an observed MachineDeployment reads %+v, want 2 up to date", got)
+	}
+}

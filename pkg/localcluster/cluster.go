@@ -114,9 +114,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("writing certificates to %s: %w", pkiDir, err)
 	}
 	c = &Cluster{opts: opts, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig")}
+	// A failed start returns a nil Cluster: stop what was started by its
+	// directory, so that nothing is left half-running.
 	defer func() {
 		if err != nil {
-			_ = c.Stop()
+			_ = StopDir(opts.Dir)
 		}
 	}()
 	if err := c.writeKubeconfig(pk); err != nil {
