@@ -105,6 +105,15 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return nil, err
 		}
 	}
+	for _, p := range opts.Providers {
+		for _, port := range p.FixedPorts {
+			l, lerr := net.Listen("tcp", ":"+strconv.Itoa(port))
+			if lerr != nil {
+				return nil, fixedPortError(p, port)
+			}
+			_ = l.Close()
+		}
+	}
 	pkiDir := filepath.Join(opts.Dir, "pki")
 	pk, err := loadOrNewPKI(pkiDir, time.Now())
 	if err != nil {

@@ -40,6 +40,19 @@ type Provider struct {
 	Env []string
 	// WebhookPort, HealthPort and DiagnosticsPort are its loopback ports; 0 picks a free one.
 	WebhookPort, HealthPort, DiagnosticsPort int
+	// FixedPorts are ports it listens on that no flag moves.
+	FixedPorts []int
+}
+
+// inMemoryMuxPort is where the Docker provider's in-memory backend listens
+// for the workload clusters it fakes, on every interface; v1.14.2 has no
+// flag for it, so one such provider runs per machine.
+const inMemoryMuxPort = 19000
+
+// fixedPortError says a provider's unmovable port is taken, most likely by
+// another local control plane with providers.
+func fixedPortError(p Provider, port int) error {
+	return fmt.Errorf("port %d, which %s always listens on (Cluster API %s has no flag to move it), is in use: another local control plane with Cluster API's providers is probably running (`make local-down` or `make demo-down` stops it; a test run's is under /tmp/kubectl-topology-local-*)", port, p.Name, ProvidersVersion)
 }
 
 // ClusterAPIProviders are the managers of Cluster API ProvidersVersion: core,
@@ -59,7 +72,7 @@ func ClusterAPIProviders(topologyGate bool) []Provider {
 		{Name: "capi-kubeadm-bootstrap", Label: "bootstrap-kubeadm", Module: "sigs.k8s.io/cluster-api", Path: "bootstrap/kubeadm", Args: []string{templates}},
 		{Name: "capi-kubeadm-control-plane", Label: "control-plane-kubeadm", Module: "sigs.k8s.io/cluster-api", Path: "controlplane/kubeadm", Args: []string{templates}},
 		{Name: "capi-docker", Label: "infrastructure-docker", Module: "sigs.k8s.io/cluster-api/test", Path: "infrastructure/docker",
-			Args: []string{templates}, Env: []string{"POD_IP=127.0.0.1"}},
+			Args: []string{templates}, Env: []string{"POD_IP=127.0.0.1"}, FixedPorts: []int{inMemoryMuxPort}},
 	}
 }
 

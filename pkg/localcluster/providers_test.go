@@ -2,6 +2,8 @@ package localcluster
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,5 +50,29 @@ func TestProviderThatFailsToStart(t *testing.T) {
 		if pid, up := process.Running(filepath.Join(dir, name+".pid")); up {
 			t.Errorf("%s (pid %d) still runs after the failed start", name, pid)
 		}
+	}
+}
+
+// TestProviderPortTaken: a port a provider cannot be told to move off is
+// checked before anything starts, and the error says what probably holds it.
+func TestProviderPortTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	dir, bin := t.TempDir(), t.TempDir()
+	for _, name := range []string{Etcd, APIServer, ControllerManager, "capi-docker"} {
+		if err := os.WriteFile(filepath.Join(bin, name), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = Start(context.Background(), Options{Dir: dir, BinDir: bin, Providers: []Provider{{Name: "capi-docker", FixedPorts: []int{port}}}})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("port %d, which capi-docker always listens on", port)) || !strings.Contains(err.Error(), "another local control plane") {
+		t.Errorf("Start with a provider's fixed port taken: %v", err)
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "*.pid")); len(names) > 0 {
+		t.Errorf("pid files left: %v", names)
 	}
 }
