@@ -15,9 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -149,15 +147,8 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(cont
 func inMemoryCluster(t *testing.T, prefix string, shape func(*v1alpha1.Topology)) string {
 	t.Helper()
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	if err := k8s.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	ex, err := fixture.LoadExampleDir("in-memory", ns.Name)
+	ex, err := fixture.ClassInNewNamespace(ctx, k8s, "in-memory", prefix)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ex.CreateClass(ctx, k8s); err != nil {
 		t.Fatal(err)
 	}
 	topo := ex.Topology.DeepCopy()
@@ -174,21 +165,15 @@ func inMemoryCluster(t *testing.T, prefix string, shape func(*v1alpha1.Topology)
 			return apierrors.IsNotFound(err), err
 		})
 	})
-	return ns.Name
+	return topo.Namespace
 }
 
-// changeTopology applies change to Topology dev, retrying on conflicts.
+// changeTopology applies change to Topology dev, again on conflicts.
 func changeTopology(t *testing.T, ns string, change func(*v1alpha1.Topology)) {
 	t.Helper()
-	eventually(t, 30*time.Second, "the Topology is changed", func(ctx context.Context) (bool, error) {
-		topo := &v1alpha1.Topology{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
-			return false, err
-		}
-		change(topo)
-		err := k8s.Update(ctx, topo)
-		return err == nil, err
-	})
+	if err := fixture.ChangeTopology(context.Background(), k8s, client.ObjectKey{Namespace: ns, Name: "dev"}, change); err != nil {
+		t.Fatalf("changing Topology %s/dev: %v", ns, err)
+	}
 }
 
 // machine is what the tests read of a Cluster API Machine, in the storage

@@ -20,15 +20,9 @@ import (
 // conflict with the agent's own writes.
 func changeTopology(t *testing.T, ns string, change func(*v1alpha1.Topology)) {
 	t.Helper()
-	waitFor(t, "the Topology is changed", func(ctx context.Context) (bool, error) {
-		topo := &v1alpha1.Topology{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
-			return false, err
-		}
-		change(topo)
-		err := k8s.Update(ctx, topo)
-		return err == nil, err
-	})
+	if err := fixture.ChangeTopology(context.Background(), k8s, client.ObjectKey{Namespace: ns, Name: "dev"}, change); err != nil {
+		t.Fatalf("changing Topology %s/dev: %v", ns, err)
+	}
 }
 
 // pool is the MachineDeployment the agent made for a pool, or nil.

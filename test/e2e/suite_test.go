@@ -19,9 +19,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -230,16 +228,8 @@ func tailFile(path string) string {
 // templates and class in it, and returns the example for that namespace.
 func exampleClass(tb testing.TB, prefix string) fixture.Example {
 	tb.Helper()
-	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	if err := k8s.Create(ctx, ns); err != nil {
-		tb.Fatal(err)
-	}
-	ex, err := fixture.LoadExample(ns.Name)
+	ex, err := fixture.ClassInNewNamespace(context.Background(), k8s, "docker", prefix)
 	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := ex.CreateClass(ctx, k8s); err != nil {
 		tb.Fatal(err)
 	}
 	return ex
