@@ -114,6 +114,12 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			_ = l.Close()
 		}
 	}
+	for i := range opts.Providers {
+		// Found once, before anything starts: `go mod download` runs for it.
+		if opts.Providers[i].config, err = providerConfig(ctx, opts.Providers[i]); err != nil {
+			return nil, err
+		}
+	}
 	pkiDir := filepath.Join(opts.Dir, "pki")
 	pk, err := loadOrNewPKI(pkiDir, time.Now())
 	if err != nil {

@@ -42,6 +42,8 @@ type Provider struct {
 	WebhookPort, HealthPort, DiagnosticsPort int
 	// FixedPorts are ports it listens on that no flag moves.
 	FixedPorts []int
+	// config is its config/ directory, found once by Start.
+	config string
 }
 
 // inMemoryMuxPort is where the Docker provider's in-memory backend listens
@@ -205,11 +207,7 @@ func providerWebhooks(config string, p Provider, caBundle []byte) ([]*admissionr
 func (c *Cluster) installProviderCRDs(ctx context.Context, caBundle []byte) error {
 	var all []*apiextensionsv1.CustomResourceDefinition
 	for _, p := range c.opts.Providers {
-		config, err := providerConfig(ctx, p)
-		if err != nil {
-			return err
-		}
-		crds, err := providerCRDs(config, p, caBundle)
+		crds, err := providerCRDs(p.config, p, caBundle)
 		if err != nil {
 			return fmt.Errorf("reading the CRDs of %s: %w", p.Name, err)
 		}
@@ -265,11 +263,7 @@ func (c *Cluster) registerProviderWebhooks(ctx context.Context, caBundle []byte)
 	}
 	api := cs.AdmissionregistrationV1()
 	for _, p := range c.opts.Providers {
-		config, err := providerConfig(ctx, p)
-		if err != nil {
-			return err
-		}
-		mutating, validating, err := providerWebhooks(config, p, caBundle)
+		mutating, validating, err := providerWebhooks(p.config, p, caBundle)
 		if err != nil {
 			return err
 		}
