@@ -280,6 +280,7 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 			if !existed && clones[key] != nil {
 				created = append(created, applied)
 			}
+			s.observed.Changed(s.current, applied)
 		}
 		if applied == nil || obj.GetKind() != clusterKind || existed {
 			continue

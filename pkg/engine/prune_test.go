@@ -66,3 +66,24 @@ func TestObserveStaleStatus(t *testing.T) {
 		t.Errorf("an observed MachineDeployment reads %+v, want 2 up to date", got)
 	}
 }
+
+func TestObservedChangedByAWrite(t *testing.T) {
+	read := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+		"metadata": map[string]any{"name": "dev-md-a", "namespace": "ns", "generation": int64(2)},
+		"status":   map[string]any{"observedGeneration": int64(2), "replicas": int64(3), "readyReplicas": int64(3), "updatedReplicas": int64(3)},
+	}}
+	state := &State{MachineDeployments: map[string]*WorkerState{"md-a": {Object: read}}}
+	obs := ObserveState(state)
+	same := read.DeepCopy()
+	obs.Changed(state, same)
+	if got := obs.MachineDeployments["md-a"]; got.UpToDateReplicas != 3 || got.Upgrading {
+		t.Errorf("a write that changed nothing made md-a read %+v", got)
+	}
+	rotated := read.DeepCopy()
+	rotated.SetGeneration(3)
+	obs.Changed(state, rotated)
+	if got := obs.MachineDeployments["md-a"]; got.UpToDateReplicas != 0 || !got.Upgrading {
+		t.Errorf("after a write of a new spec md-a reads %+v, want no replica up to date and rolling out", got)
+	}
+}
