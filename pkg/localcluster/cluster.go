@@ -100,11 +100,19 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			port *int
 		}{{p.Name + " webhooks", &p.WebhookPort}, {p.Name + " health", &p.HealthPort}, {p.Name + " diagnostics", &p.DiagnosticsPort}}...)
 	}
+	// Every listener is held until all ports are claimed: one closed at once
+	// can come back from the kernel as the next "free" port.
+	var held []net.Listener
 	for _, p := range ports {
-		if *p.port, err = claimPort(p.name, *p.port); err != nil {
+		l, err := claimPort(p.name, *p.port)
+		if err != nil {
+			closeAll(held)
 			return nil, err
 		}
+		held = append(held, l)
+		*p.port = l.Addr().(*net.TCPAddr).Port
 	}
+	closeAll(held)
 	for _, p := range opts.Providers {
 		for _, port := range p.FixedPorts {
 			l, lerr := net.Listen("tcp", ":"+strconv.Itoa(port))
@@ -168,14 +176,20 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	return c, nil
 }
 
-// claimPort checks that a fixed port is free, or picks a free one for 0.
-func claimPort(component string, port int) (int, error) {
+// claimPort listens on a fixed port, to check it is free, or on a free one
+// for 0; the caller closes the listener before the component binds it.
+func claimPort(component string, port int) (net.Listener, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
-		return 0, &PortInUseError{Component: component, Port: port}
+		return nil, &PortInUseError{Component: component, Port: port}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return l, nil
+}
+
+func closeAll(ls []net.Listener) {
+	for _, l := range ls {
+		_ = l.Close()
+	}
 }
 
 func (c *Cluster) url(port int, scheme string) string {
