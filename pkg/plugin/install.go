@@ -347,9 +347,18 @@ func printObjects(w interface{ Write([]byte) (int, error) }, objs []*unstructure
 // runLocal starts the agent binary out of cluster, detached, unless one runs.
 func (o *InstallOptions) runLocal(ctx context.Context) error {
 	pidFile := filepath.Join(o.StateDir, "agent.pid")
-	if pid, ok := process.Running(pidFile); ok {
-		fmt.Fprintf(o.Out, "The local agent is already running (pid %d).\n", pid)
-		return nil
+	if rec, ok := process.Find(pidFile); ok {
+		problem := localAgentProblem(ctx, o.access.client, rec)
+		if problem == nil {
+			fmt.Fprintf(o.Out, "The local agent is already running (pid %d).\n", rec.PID)
+			return nil
+		}
+		// A running agent nobody can reach is worse than none: every
+		// Topology write would fail in its webhook. Replace it.
+		fmt.Fprintf(o.Out, "The local agent (pid %d) runs but %v; stopping it and starting a new one.\n", rec.PID, problem)
+		if err := process.Stop(pidFile); err != nil {
+			return fmt.Errorf("stopping the local agent (pid %d) that does not answer: %w; stop it by hand and run install --local again", rec.PID, err)
+		}
 	}
 	bin, err := o.agentBinary()
 	if err != nil {
@@ -411,6 +420,28 @@ func (o *InstallOptions) runLocal(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintln(o.Out, "The agent is ready; its webhooks are registered.")
+	return nil
+}
+
+// localAgentProblem says why a running local agent does not serve this
+// cluster, or nil: its probe must answer ready, its webhooks be registered,
+// and the API server reach them (a server-side dry run through them).
+func localAgentProblem(ctx context.Context, c client.Client, rec process.Record) error {
+	for _, f := range strings.Fields(rec.Extra) {
+		if addr, ok := strings.CutPrefix(f, probePrefix); ok {
+			if err := readiness(addr); err != nil {
+				return err
+			}
+		}
+	}
+	if !webhooksRegistered(ctx, c) {
+		return fmt.Errorf("its webhooks are not registered in this cluster")
+	}
+	probe := &v1alpha1.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "install-probe"}}
+	err := c.Create(ctx, probe, client.DryRunAll)
+	if err != nil && strings.Contains(err.Error(), "failed calling webhook") {
+		return fmt.Errorf("the API server cannot call its webhooks: %w", err)
+	}
 	return nil
 }
 
