@@ -25,7 +25,7 @@ SHARED         ?= $(CURDIR)/../shared
 VERSION        ?= dev
 VERSION_LDFLAGS = -X github.com/kubectl-topology/kubectl-topology/pkg/version.version=$(VERSION)
 
-.PHONY: all build test e2e unit generate manifests image bench lint fmt vet parity clean help
+.PHONY: all build test e2e unit generate manifests image bench lint fmt vet parity parity-live clean help
 
 all: build ## Build the binaries.
 
@@ -127,6 +127,9 @@ fmt: ## gofmt the tree.
 
 $(CLUSTERCTL):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/cluster-api/cmd/clusterctl@v1.10.10
+
+parity-live: build control-plane-bins capi-bins ## Compare the agent with upstream's topology controller, live (Cluster API v1.14.2, ClusterTopology on); reports, does not fail on differences.
+	go run ./hack/paritylive -bin-dir $(BIN)
 
 parity: build $(CLUSTERCTL) ## Compare plan -f with clusterctl v1.10.10 on ../shared fixtures and testdata.
 	hack/parity.sh $(BIN)/kubectl-topology $(CLUSTERCTL) $(SHARED)

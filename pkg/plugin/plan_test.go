@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
@@ -105,6 +107,53 @@ func TestPlanGolden(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBothDialectsPlanAlike: examples/in-memory (ours) and its upstream
+// form in testdata/parity/in-memory (which make parity-live applies to
+// upstream's controller) are the same cluster, so every object generated
+// from the class is the same. Only the Cluster and owners differ by nature:
+// ours creates the Cluster, upstream's is the input (with a shim Secret).
+func TestBothDialectsPlanAlike(t *testing.T) {
+	generated := func(dir string) map[string]string {
+		t.Helper()
+		out, errOut, code := runPlugin(t, "plan", "--random-seed", "5", "-f", dir, "-o", "json")
+		if code != 0 {
+			t.Fatalf("plan -f %s: %s", dir, errOut)
+		}
+		var p struct {
+			Changes []struct {
+				Action string                     `json:"action"`
+				Object *unstructured.Unstructured `json:"object"`
+			} `json:"changes"`
+		}
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatalf("plan -f %s -o json: %v", dir, err)
+		}
+		objs := map[string]string{}
+		for _, c := range p.Changes {
+			if k := c.Object.GetKind(); k != "Cluster" && k != "Secret" {
+				c.Object.SetOwnerReferences(nil) // the Topology, or upstream's Cluster or its shim
+				data, _ := json.Marshal(c.Object)
+				objs[c.Action+" "+k+" "+c.Object.GetName()] = string(data)
+			}
+		}
+		return objs
+	}
+	ours, upstream := generated("../../examples/in-memory"), generated("../../testdata/parity/in-memory")
+	if len(ours) != 12 {
+		t.Errorf("plan of examples/in-memory generates %d objects besides the Cluster, want 12", len(ours))
+	}
+	for k, o := range ours {
+		if upstream[k] != o {
+			t.Errorf("%s: examples/in-memory plans\n%s\ntestdata/parity/in-memory plans\n%s", k, o, upstream[k])
+		}
+	}
+	for k := range upstream {
+		if _, ok := ours[k]; !ok {
+			t.Errorf("%s: planned from the upstream dialect only", k)
+		}
 	}
 }
 
