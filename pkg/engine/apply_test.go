@@ -13,7 +13,8 @@ func TestNeedsApply(t *testing.T) {
 			"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
 			"metadata": map[string]any{"name": "md", "namespace": "ns", "labels": map[string]any{"a": "1"}},
 			"spec": map[string]any{"replicas": int64(2), "template": map[string]any{"spec": map[string]any{
-				"files": []any{map[string]any{"path": "/etc/x"}},
+				"files":             []any{map[string]any{"path": "/etc/x"}},
+				"infrastructureRef": map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "DevMachineTemplate", "name": "t"},
 			}}},
 		}}
 		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta1", Kind: "Cluster", Name: "c", UID: "u1"}})
@@ -40,6 +41,15 @@ func TestNeedsApply(t *testing.T) {
 		}, true},
 		{"a list item changed", func(cur *unstructured.Unstructured) {
 			_ = unstructured.SetNestedSlice(cur.Object, []any{map[string]any{"path": "/etc/y"}}, "spec", "template", "spec", "files")
+		}, true},
+		{"a reference read back in the group's newest version (v1beta2 stores only the group)", func(cur *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(cur.Object, "infrastructure.cluster.x-k8s.io/v1beta2", "spec", "template", "spec", "infrastructureRef", "apiVersion")
+		}, false},
+		{"a reference to another group", func(cur *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(cur.Object, "infrastructure.example.com/v1beta1", "spec", "template", "spec", "infrastructureRef", "apiVersion")
+		}, true},
+		{"a reference to another template", func(cur *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(cur.Object, "u", "spec", "template", "spec", "infrastructureRef", "name")
 		}, true},
 		{"a label removed", func(cur *unstructured.Unstructured) { cur.SetLabels(nil) }, true},
 		{"owner missing", func(cur *unstructured.Unstructured) { cur.SetOwnerReferences(nil) }, true},

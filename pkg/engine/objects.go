@@ -710,7 +710,14 @@ func contains(have, want any) bool {
 		if !ok {
 			return false
 		}
+		ref := isReference(w)
 		for k, v := range w {
+			if ref && k == "apiVersion" {
+				if !sameGroup(h[k], v) {
+					return false
+				}
+				continue
+			}
 			if !contains(h[k], v) {
 				return false
 			}
@@ -732,6 +739,24 @@ func contains(have, want any) bool {
 	default:
 		return reflect.DeepEqual(normalizeNumber(have), normalizeNumber(want))
 	}
+}
+
+// isReference tells an object reference (apiVersion, kind, name) apart.
+func isReference(m map[string]any) bool {
+	_, av := m["apiVersion"].(string)
+	_, kind := m["kind"].(string)
+	_, name := m["name"].(string)
+	return av && kind && name
+}
+
+// sameGroup compares two apiVersions by group only. Cluster API v1beta2
+// stores a reference by group and serves it in v1beta1 with the group's
+// newest version, so a reference written as .../v1beta1 reads back as
+// .../v1beta2; comparing versions too made every pass rewrite it.
+func sameGroup(have, want any) bool {
+	h, _ := have.(string)
+	w, _ := want.(string)
+	return schema.FromAPIVersionAndKind(h, "").Group == schema.FromAPIVersionAndKind(w, "").Group && h != "" && w != ""
 }
 
 func normalizeNumber(v any) any {

@@ -19,10 +19,10 @@ func ObserveState(s *State) *Observed {
 		o.StatusVersion, _, _ = unstructured.NestedString(cp.Object, "status", "version")
 		o.Replicas = nestedInt32(cp, "status", "replicas")
 		o.ReadyReplicas = nestedInt32(cp, "status", "readyReplicas")
-		// No staleness check here: the KubeadmControlPlane's generation was
-		// seen running ahead of its observedGeneration for minutes once
-		// settled (issue 11's note); its replicas and versions tell enough.
 		o.UpToDateReplicas = nestedInt32(cp, "status", "updatedReplicas")
+		if statusStale(cp) {
+			o.UpToDateReplicas = 0
+		}
 		obs.ControlPlane = o
 	}
 	pool := func(w *WorkerState) PartObserved {

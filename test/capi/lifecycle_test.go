@@ -54,6 +54,13 @@ func TestClusterLifecycle(t *testing.T) {
 		if c := condition(cluster, "Available"); c["status"] != "True" {
 			t.Errorf("Cluster API calls the Cluster not available: %v", c)
 		}
+		// A settled cluster gets no writes: the agent once rewrote every
+		// reference it read back in another version, ten times a second.
+		before := generations(t, ns)
+		time.Sleep(5 * time.Second)
+		if after := generations(t, ns); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("generations moved in a settled cluster within 5 s:\nbefore %v\nafter  %v", before, after)
+		}
 	})
 
 	t.Run("upgrade refuses a skipped minor and changes nothing", func(t *testing.T) {
@@ -232,6 +239,23 @@ func TestClusterLifecycle(t *testing.T) {
 			return apierrors.IsNotFound(err) && len(left) == 0, fmt.Errorf("Topology: %v; left: %v", err, left)
 		})
 	})
+}
+
+// generations are the generation of each object the agent writes that a
+// controller acts on, by kind and name.
+func generations(t *testing.T, ns string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, kind := range []string{"Cluster", "KubeadmControlPlane", "MachineDeployment", "DevCluster"} {
+		items, err := list(context.Background(), ns, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range items {
+			out[kind+"/"+o.GetName()] = o.GetGeneration()
+		}
+	}
+	return out
 }
 
 func condition(obj *unstructured.Unstructured, kind string) map[string]any {
