@@ -29,6 +29,11 @@ func TestReplacements(t *testing.T) {
 		{Action: Modified, Before: md(2, "v1"), Object: md(2, "v2")},             // template spec
 		{Action: Modified, Before: other("v1"), Object: other("v2")},             // provider's control plane
 		{Action: Created, Object: md(2, "v1")},                                   // new: nothing replaced
+		// A reference read back in its group's newest version is the same reference.
+		{Action: Modified, Before: withRef(md(2, "v1"), "infrastructure.cluster.x-k8s.io/v1beta2", "spec", "template", "spec", "infrastructureRef"),
+			Object: withRef(md(3, "v1"), "infrastructure.cluster.x-k8s.io/v1beta1", "spec", "template", "spec", "infrastructureRef")},
+		{Action: Modified, Before: withRef(kcp(1, "v1", "a"), "infrastructure.cluster.x-k8s.io/v1beta2", "spec", "machineTemplate", "infrastructureRef"),
+			Object: withRef(kcp(5, "v1", "a"), "infrastructure.cluster.x-k8s.io/v1beta1", "spec", "machineTemplate", "infrastructureRef")},
 		{Action: Modified, Before: object("DockerCluster", "x", nil), Object: object("DockerCluster", "x", map[string]any{"a": "b"})},
 	}}
 	got := Replacements(p, "AcmeControlPlane")
@@ -49,4 +54,10 @@ func TestReplacements(t *testing.T) {
 	if n := len(Replacements(p, "KubeadmControlPlane")); n != 3 {
 		t.Errorf("with kubeadm's control plane, %d replacements; want 3 (AcmeControlPlane is then not one)", n)
 	}
+}
+
+// withRef sets a reference to template "t" of apiVersion at path in o.
+func withRef(o *unstructured.Unstructured, apiVersion string, path ...string) *unstructured.Unstructured {
+	_ = unstructured.SetNestedMap(o.Object, map[string]any{"apiVersion": apiVersion, "kind": "DevMachineTemplate", "name": "t"}, path...)
+	return o
 }
