@@ -13,26 +13,43 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/process"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
-// TestAgentKilledMidUpgrade kills the agent (SIGKILL) while Cluster API
-// replaces the control plane's machines, starts it again, and checks that
-// the upgrade finishes with one MachineDeployment per pool and no template
-// that nothing refers to.
-func TestAgentKilledMidUpgrade(t *testing.T) {
-	t.Parallel()
+// TestAgentKilled kills the agent (SIGKILL) twice in a cluster's life —
+// while it builds the cluster, and while Cluster API replaces the control
+// plane's machines in an upgrade — starts it again each time, and checks
+// that it converges with one MachineDeployment per pool and no template
+// that nothing refers to. Not in parallel: the other tests share the agent.
+func TestAgentKilled(t *testing.T) {
 	ns := inMemoryCluster(t, "killed", func(topo *v1alpha1.Topology) {
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
 		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
 	})
+	eventually(t, time.Minute, "the agent starts building the cluster", func(ctx context.Context) (bool, error) {
+		objs, err := fixture.Live(ctx, k8s, ns, "dev")
+		return len(objs) > 0, err
+	})
+	killAgent(t)
 	settle(t, ns, "dev", 4*time.Minute)
+	checkConverged(t, ns, "v1.33.1")
+
 	mustPlugin(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
 	eventually(t, 2*time.Minute, "the control plane is replacing its machine", func(ctx context.Context) (bool, error) {
 		ms, err := machines(ctx, ns)
 		_, all := count(ms, "", "v1.34.0")
 		return err == nil && all > 1, fmt.Errorf("%d control plane machines (%v)", all, err)
 	})
+	killAgent(t)
+	settle(t, ns, "dev", 5*time.Minute)
+	checkConverged(t, ns, "v1.34.0")
+}
+
+// killAgent kills the local agent with SIGKILL and starts it again as a
+// user would, by installing it again.
+func killAgent(t *testing.T) {
+	t.Helper()
 	pidFile := filepath.Join(agentState, "agent.pid")
 	pid, up := process.Running(pidFile)
 	if !up {
@@ -45,18 +62,22 @@ func TestAgentKilledMidUpgrade(t *testing.T) {
 		_, up := process.Running(pidFile)
 		return !up, nil
 	})
-	// Started again as a user would, by installing it again.
 	mustPlugin(t, "install", "--local", "--state-dir", agentState)
-	settle(t, ns, "dev", 5*time.Minute)
+}
 
+// checkConverged checks the one-machine, one-pool cluster of TestAgentKilled:
+// its machines run version, there is one MachineDeployment, and every
+// template is referred to.
+func checkConverged(t *testing.T, ns, version string) {
+	t.Helper()
 	ctx := context.Background()
 	ms, err := machines(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for part, want := range map[string]int{"": 1, "md-a": 1} {
-		if running, all := count(ms, part, "v1.34.0"); running != want || all != want {
-			t.Errorf("%q: %d of %d machines running v1.34.0, want %d", part, running, all, want)
+		if running, all := count(ms, part, version); running != want || all != want {
+			t.Errorf("%q: %d of %d machines running %s, want %d", part, running, all, version, want)
 		}
 	}
 	mds, err := list(ctx, ns, "MachineDeployment")

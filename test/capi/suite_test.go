@@ -141,13 +141,13 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(cont
 	}
 }
 
-// inMemoryCluster creates examples/in-memory in a new namespace, with the
-// Topology changed by shape, and returns its namespace. The Topology is
-// deleted when the test ends.
-func inMemoryCluster(t *testing.T, prefix string, shape func(*v1alpha1.Topology)) string {
+// inMemoryCluster creates examples/in-memory in a new namespace, the
+// Topology changed by shape and the class by adjust, and returns the
+// namespace. The Topology is deleted when the test ends.
+func inMemoryCluster(t *testing.T, prefix string, shape func(*v1alpha1.Topology), adjust ...func(*fixture.Example)) string {
 	t.Helper()
 	ctx := context.Background()
-	ex, err := fixture.ClassInNewNamespace(ctx, k8s, "in-memory", prefix)
+	ex, err := fixture.ClassInNewNamespace(ctx, k8s, "in-memory", prefix, adjust...)
 	if err != nil {
 		t.Fatal(err)
 	}

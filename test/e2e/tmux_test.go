@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
 // tmuxSession is the plugin running in a detached tmux session of its own
@@ -100,7 +101,14 @@ func TestEditInTmux(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatal("tmux is not installed: `make test` installs it (apt-get install tmux)")
 	}
-	ns := editableTopology(t)
+	startAgentBinary(t)
+	ex := exampleClass(t, "tmux")
+	createTopology(t, ex)
+	ns := ex.Topology.Namespace
+	waitFor(t, "the agent builds the cluster", func(ctx context.Context) (bool, error) {
+		objs, err := fixture.Live(ctx, k8s, ns, "dev")
+		return len(objs) > 10, err
+	})
 	s := &tmuxSession{t: t, socket: "kubectl-topology-e2e-" + ns}
 	s.tmux("new-session", "-d", "-s", "edit", "-x", "80", "-y", "24",
 		"env", "KUBECONFIG="+kubeconfig, "TERM=xterm-256color", pluginBin, "edit", "dev", "-n", ns)

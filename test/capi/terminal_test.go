@@ -1,8 +1,7 @@
-package e2e
+package capi
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +14,9 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 )
 
 // screen collects what the editor draws on its terminal.
@@ -46,26 +46,6 @@ func (s *screen) waitFor(t *testing.T, text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t.Fatalf("the editor never showed %q; the terminal got:\n%q", text, s.buf.String())
-}
-
-// editableTopology creates the example Topology in a new namespace, with
-// the agent running and the control plane stable at v1.33.1, and returns
-// the namespace.
-func editableTopology(t *testing.T) string {
-	t.Helper()
-	startAgentBinary(t)
-	ex := exampleClass(t, "edit")
-	createTopology(t, ex)
-	ns := ex.Topology.Namespace
-	waitFor(t, "the Cluster exists", func(ctx context.Context) (bool, error) {
-		objs, err := fixture.Live(ctx, k8s, ns, "dev")
-		return len(objs) > 10, err
-	})
-	setControlPlaneVersion(t, ns, "v1.33.1")
-	waitFor(t, "the control plane is stable", func(context.Context) (bool, error) {
-		return getTopologyStatusPhase(t, ns) == "UpToDate", nil
-	})
-	return ns
 }
 
 // terminalRun is the plugin running on a pseudo-terminal of its own, with
@@ -118,11 +98,20 @@ func (r *terminalRun) exit() error {
 	}
 }
 
-// TestEditInTerminal runs `kubectl topology edit` on a real pseudo-terminal,
-// as a user at a keyboard would: change the version, read the rollout
-// preview, apply, confirm, quit — and the Topology on the server has changed.
-func TestEditInTerminal(t *testing.T) {
-	ns := editableTopology(t)
+// TestEditAndFollowInTerminal runs `kubectl topology edit` on a real
+// pseudo-terminal, as a user at a keyboard would: change the version, read
+// the rollout preview, apply, confirm, quit — the Topology on the server has
+// changed. Then `status --watch` follows the upgrade Cluster API carries out
+// and, with a timeout shorter than the rollout, gives up saying why.
+func TestEditAndFollowInTerminal(t *testing.T) {
+	t.Parallel()
+	ns := inMemoryCluster(t, "terminal", func(topo *v1alpha1.Topology) {
+		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
+		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
+		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
+	})
+	settle(t, ns, "dev", 4*time.Minute)
+
 	edit := runInTerminal(t, 100, nil, "edit", "dev", "-n", ns)
 	edit.waitFor(t, "Edit Topology "+ns+"/dev")
 	for range len("v1.33.1") {
@@ -138,12 +127,21 @@ func TestEditInTerminal(t *testing.T) {
 	if err := edit.exit(); err != nil {
 		t.Fatalf("edit exited with %v", err)
 	}
-	if v := getVersion(t, ns); v != "v1.34.0" {
+	if v := topologyVersion(t, ns); v != "v1.34.0" {
 		t.Errorf("the Topology on the server has version %s after the edit, want v1.34.0", v)
 	}
 	edit.waitFor(t, fmt.Sprintf("Topology %s/dev updated.", ns))
 	if !colour.Match(edit.bytes()) {
 		t.Error("the editor drew no colour on a 256-colour terminal; the NO_COLOR check below would prove nothing")
+	}
+
+	status := runInTerminal(t, 120, nil, "status", "dev", "-n", ns, "--watch", "--interval", "200ms", "--timeout", "2s")
+	status.waitFor(t, "v1.33.1 → v1.34.0")
+	status.waitFor(t, "Topology "+ns+"/dev did not settle within 2s")
+	status.waitFor(t, "The rollout goes on")
+	var exit *exec.ExitError
+	if err := status.exit(); !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("status --watch --timeout exited with %v, want exit status 1", err)
 	}
 
 	// NO_COLOR: the same editor, opened and quit, draws no colour at all.
@@ -156,23 +154,7 @@ func TestEditInTerminal(t *testing.T) {
 	if m := colour.Find(plain.bytes()); m != nil {
 		t.Errorf("with NO_COLOR the editor still drew colour: %q", m)
 	}
-}
-
-// TestStatusWatchInTerminalGivesUp runs `status --watch --timeout` on a
-// pseudo-terminal, where it draws the live view: a rollout that cannot
-// finish (no provider here upgrades the control plane) is left after the
-// timeout with the reason, exit 1, and the terminal's view of the rollout.
-func TestStatusWatchInTerminalGivesUp(t *testing.T) {
-	ns := editableTopology(t)
-	mustPlugin(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
-	status := runInTerminal(t, 120, nil, "status", "dev", "-n", ns, "--watch", "--interval", "200ms", "--timeout", "2s")
-	status.waitFor(t, "v1.33.1 → v1.34.0")
-	status.waitFor(t, "Topology "+ns+"/dev did not settle within 2s")
-	status.waitFor(t, "The rollout goes on")
-	var exit *exec.ExitError
-	if err := status.exit(); !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Errorf("status --watch --timeout exited with %v, want exit status 1", err)
-	}
+	settle(t, ns, "dev", 4*time.Minute)
 }
 
 // terminalEnv is the environment of a user at a terminal: this test's own,
@@ -197,13 +179,4 @@ func (s *screen) bytes() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]byte(nil), s.buf.Bytes()...)
-}
-
-func getTopologyStatusPhase(t *testing.T, ns string) string {
-	t.Helper()
-	out, _, err := plugin(t, "", "get", "dev", "-n", ns, "-o", "jsonpath={.status.controlPlane.phase}")
-	if err != nil {
-		return ""
-	}
-	return out
 }
