@@ -16,8 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -40,35 +38,6 @@ func mustPlugin(t *testing.T, args ...string) string {
 		t.Fatalf("kubectl topology %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
 	}
 	return out
-}
-
-// setControlPlaneVersion plays the control plane provider of Topology dev.
-func setControlPlaneVersion(t *testing.T, ns, version string) {
-	t.Helper()
-	setControlPlaneVersionOf(t, ns, "dev", version)
-}
-
-// setControlPlaneVersionOf plays the control plane provider of cluster.
-func setControlPlaneVersionOf(t *testing.T, ns, cluster, version string) {
-	t.Helper()
-	ctx := context.Background()
-	c := &unstructured.Unstructured{}
-	c.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Cluster"})
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, c); err != nil {
-		t.Fatal(err)
-	}
-	name, _, _ := unstructured.NestedString(c.Object, "spec", "controlPlaneRef", "name")
-	kcp := &unstructured.Unstructured{}
-	kcp.SetGroupVersionKind(schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta1", Kind: "KubeadmControlPlane"})
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, kcp); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range map[string]any{"version": version, "replicas": int64(3), "readyReplicas": int64(3), "updatedReplicas": int64(3)} {
-		_ = unstructured.SetNestedField(kcp.Object, v, "status", k)
-	}
-	if err := k8s.Status().Update(ctx, kcp); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestPluginWorkflow drives the plugin binary through a cluster's life:
@@ -263,15 +232,6 @@ func TestPluginWorkflow(t *testing.T) {
 	if out := mustPlugin(t, "version"); !strings.Contains(out, "agent: not installed") {
 		t.Errorf("after uninstall, version says:\n%s", out)
 	}
-}
-
-func getVersion(t *testing.T, ns string) string {
-	t.Helper()
-	topo := &v1alpha1.Topology{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
-		t.Fatal(err)
-	}
-	return topo.Spec.Version
 }
 
 // stopLocalAgent ends an agent install --local started, if still running.
