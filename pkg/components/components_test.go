@@ -2,14 +2,17 @@ package components_test
 
 import (
 	"bytes"
+	"io/fs"
 	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/manifests"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
@@ -113,5 +116,43 @@ func TestProviderRoleNamesItsResources(t *testing.T) {
 	}
 	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"dockerclusters", "dockermachinetemplates"}) {
 		t.Errorf("rules %+v", role.Rules)
+	}
+}
+
+// TestCategoriesShadowNoResourceName: kubectl expands a category before it
+// looks a resource up, so a category named like a resource (the old
+// `topology`) made `kubectl get topology dev` fail with "you must specify
+// only one resource".
+func TestCategoriesShadowNoResourceName(t *testing.T) {
+	files, err := fs.Glob(manifests.CRDs, "crd/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs embedded: %v", err)
+	}
+	var crds []apiextensionsv1.CustomResourceDefinition
+	names := map[string]string{}
+	for _, f := range files {
+		data, err := manifests.CRDs.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd := apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		crds = append(crds, crd)
+		n := crd.Spec.Names
+		for _, name := range append([]string{n.Singular, n.Plural, strings.ToLower(n.Kind)}, n.ShortNames...) {
+			names[name] = crd.Name
+		}
+	}
+	for _, crd := range crds {
+		if !slices.Contains(crd.Spec.Names.Categories, "cluster-api") {
+			t.Errorf("%s is not in the cluster-api category, so `kubectl get cluster-api` leaves it out", crd.Name)
+		}
+		for _, c := range crd.Spec.Names.Categories {
+			if owner, ok := names[c]; ok {
+				t.Errorf("%s's category %q is also a name of %s: `kubectl get %s NAME` would fail", crd.Name, c, owner, c)
+			}
+		}
 	}
 }

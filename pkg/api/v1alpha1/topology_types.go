@@ -6,7 +6,7 @@ import (
 )
 
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=topologies,shortName=topo,categories=topology
+// +kubebuilder:resource:path=topologies,shortName=topo,categories=cluster-api;kubectl-topology
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Class",type="string",JSONPath=".spec.class"
 // +kubebuilder:printcolumn:name="Version",type="string",JSONPath=".spec.version"

@@ -6,7 +6,7 @@ import (
 )
 
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=topologyclasses,shortName=tc,categories=topology
+// +kubebuilder:resource:path=topologyclasses,shortName=tc,categories=cluster-api;kubectl-topology
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 

@@ -5,7 +5,7 @@ import (
 )
 
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=topologyextensions,scope=Cluster,shortName=tx,categories=topology
+// +kubebuilder:resource:path=topologyextensions,scope=Cluster,shortName=tx,categories=cluster-api;kubectl-topology
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="URL",type="string",JSONPath=".spec.clientConfig.url"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
