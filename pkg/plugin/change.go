@@ -267,6 +267,12 @@ func NewSetCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 			if len(o.Values) == 0 && len(o.FromFiles) == 0 {
 				return fmt.Errorf("nothing to set: give KEY=VALUE or --from-file KEY=PATH")
 			}
+			// Bad values are refused before the cluster is asked anything.
+			for _, kv := range o.Values {
+				if _, _, err := parseVariable(kv); err != nil {
+					return err
+				}
+			}
 			written, err := o.apply(cmd.Context(), change{mutate: o.mutate})
 			if written != nil {
 				o.applied(written)
@@ -315,6 +321,8 @@ func (o *SetVariableOptions) mutate(t *v1alpha1.Topology) error {
 // parseVariable reads NAME=VALUE for a topology variable: a VALUE that is
 // valid JSON is taken as JSON (numbers, booleans, objects), anything else as
 // a string, so `replicas=3` and `registry=example.com` both do what is meant.
+// A VALUE that starts like a JSON object, list or string but does not parse
+// is refused: taking `{"level": Request}` as a string hides the typo.
 func parseVariable(kv string) (string, []byte, error) {
 	name, value, ok := strings.Cut(kv, "=")
 	if !ok || name == "" {
@@ -322,6 +330,11 @@ func parseVariable(kv string) (string, []byte, error) {
 	}
 	if json.Valid([]byte(value)) {
 		return name, []byte(value), nil
+	}
+	if trimmed := strings.TrimSpace(value); trimmed != "" && strings.ContainsRune(`{["`, rune(trimmed[0])) {
+		var v any
+		err := json.Unmarshal([]byte(value), &v)
+		return "", nil, fmt.Errorf("variable %s: %s is not valid JSON (%v); quote a string that starts with %c as JSON, e.g. %s='%q'", name, value, err, trimmed[0], name, value)
 	}
 	raw, err := json.Marshal(value)
 	return name, raw, err

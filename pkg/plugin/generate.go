@@ -75,6 +75,9 @@ func (o *GenerateOptions) Validate() error {
 	if o.Class == "" {
 		return fmt.Errorf("--class is required")
 	}
+	if o.Version == "" {
+		return fmt.Errorf("--kubernetes-version is required, e.g. --kubernetes-version v1.33.1")
+	}
 	if _, err := engine.ParseVersion(o.Version); err != nil {
 		return fmt.Errorf("--kubernetes-version %q is not a Kubernetes version such as v1.33.1", o.Version)
 	}

@@ -208,6 +208,15 @@ func TestGenerate(t *testing.T) {
 	}
 }
 
+// TestGenerateSaysWhichFlagIsMissing: without --kubernetes-version the
+// error names the flag, not an empty version.
+func TestGenerateSaysWhichFlagIsMissing(t *testing.T) {
+	_, stderr, code := runPlugin(t, "generate", "dev", "--class", "docker-kubeadm", "-f", exampleDir+"/class.yaml")
+	if code == 0 || !strings.Contains(stderr, "--kubernetes-version is required, e.g. --kubernetes-version v1.33.1") || strings.Contains(stderr, `""`) {
+		t.Errorf("generate without --kubernetes-version: exit %d, %q", code, stderr)
+	}
+}
+
 func TestEditNeedsATerminal(t *testing.T) {
 	_, stderr, code := runPlugin(t, "edit", "dev")
 	if code == 0 || !strings.Contains(stderr, "edit needs a terminal; without one, use `kubectl topology scale`, `set variable` or `upgrade`") {
@@ -241,5 +250,32 @@ func TestFreeLocalPortsAreDistinctAndFree(t *testing.T) {
 			continue
 		}
 		l.Close()
+	}
+}
+
+// TestParseVariable: JSON where it parses, a plain string otherwise, and an
+// error where the value looks like JSON but is not.
+func TestParseVariable(t *testing.T) {
+	cases := []struct {
+		in, want, err string
+	}{
+		{in: "replicas=3", want: "3"},
+		{in: "registry=example.com", want: `"example.com"`},
+		{in: `audit={"enabled":true}`, want: `{"enabled":true}`},
+		{in: `sans=["a","b"]`, want: `["a","b"]`},
+		{in: "empty=", want: `""`},
+		{in: `audit={"level": Request}`, err: `variable audit: {"level": Request} is not valid JSON`},
+		{in: `sans=["a",`, err: "variable sans"},
+		{in: `name="unterminated`, err: "variable name"},
+		{in: "=3", err: "give NAME=VALUE"},
+	}
+	for _, tc := range cases {
+		name, raw, err := parseVariable(tc.in)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("parseVariable(%q) = %q, %v; want an error containing %q", tc.in, raw, err, tc.err)
+		case tc.err == "" && (err != nil || string(raw) != tc.want || name == ""):
+			t.Errorf("parseVariable(%q) = %q %q, %v; want %s", tc.in, name, raw, err, tc.want)
+		}
 	}
 }
