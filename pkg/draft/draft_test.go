@@ -145,3 +145,39 @@ func TestAConflictWithOnlyMetadataSaysSo(t *testing.T) {
 }
 
 func clientKey() client.ObjectKey { return client.ObjectKey{Namespace: "default", Name: "dev"} }
+
+// TestWriteGoesThroughAStatusOnlyChange: the agent writes the Topology's
+// status all the time; a user's edit read before such a write is still
+// theirs to make, and is written without a conflict.
+func TestWriteGoesThroughAStatusOnlyChange(t *testing.T) {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(topology()).WithStatusSubresource(&v1alpha1.Topology{}).Build()
+	read := &v1alpha1.Topology{}
+	if err := c.Get(ctx, clientKey(), read); err != nil {
+		t.Fatal(err)
+	}
+	// The agent reports progress after our read.
+	progress := read.DeepCopy()
+	progress.Status.ObservedGeneration = 7
+	if err := c.Status().Update(ctx, progress); err != nil {
+		t.Fatal(err)
+	}
+	mine := read.DeepCopy()
+	mine.Spec.Version = "v1.34.0"
+	written, err := Write(ctx, c, read, mine)
+	if err != nil {
+		t.Fatalf("a status-only change refused the edit: %v", err)
+	}
+	now := &v1alpha1.Topology{}
+	if err := c.Get(ctx, clientKey(), now); err != nil {
+		t.Fatal(err)
+	}
+	if now.Spec.Version != "v1.34.0" || written.Spec.Version != "v1.34.0" {
+		t.Errorf("the edit was not written: server has %s", now.Spec.Version)
+	}
+	if now.Status.ObservedGeneration != 7 {
+		t.Errorf("the agent's status was lost: observedGeneration %d", now.Status.ObservedGeneration)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,22 +52,46 @@ func DryRun(ctx context.Context, c client.Client, edited *v1alpha1.Topology) err
 // Write writes edited, an edit of orig, guarded by the resourceVersion orig
 // was read at: a change made on the server since is never overwritten. On
 // such a conflict it writes nothing and returns a *ConflictError.
+//
+// A conflict with a change of status only (the agent reports progress all
+// the time) is no conflict with the user's edit: the edit is written again
+// on the server's version, a few times at most, without asking.
 func Write(ctx context.Context, c client.Client, orig, edited *v1alpha1.Topology) (*v1alpha1.Topology, error) {
-	out := edited.DeepCopy()
-	out.ResourceVersion = orig.ResourceVersion
-	err := c.Update(ctx, out)
-	if err == nil {
-		return out, nil
+	const statusOnlyRetries = 5
+	for attempt := 0; ; attempt++ {
+		out := edited.DeepCopy()
+		out.ResourceVersion = orig.ResourceVersion
+		err := c.Update(ctx, out)
+		if err == nil {
+			return out, nil
+		}
+		if !apierrors.IsConflict(err) {
+			return nil, err
+		}
+		latest := &v1alpha1.Topology{}
+		if gerr := c.Get(ctx, client.ObjectKeyFromObject(orig), latest); gerr != nil {
+			return nil, fmt.Errorf("Topology %s/%s changed on the server after it was read, and reading it again failed; nothing was written: %w", orig.Namespace, orig.Name, gerr)
+		}
+		if attempt < statusOnlyRetries && onlyStatusChanged(orig, latest) {
+			carried := edited.DeepCopy()
+			carried.Status = latest.Status
+			orig, edited = latest, carried
+			continue
+		}
+		rebased, server, both := Rebase(orig, edited, latest)
+		return nil, &ConflictError{Latest: latest, Rebased: rebased, ServerChanged: server, Both: both}
 	}
-	if !apierrors.IsConflict(err) {
-		return nil, err
-	}
-	latest := &v1alpha1.Topology{}
-	if gerr := c.Get(ctx, client.ObjectKeyFromObject(orig), latest); gerr != nil {
-		return nil, fmt.Errorf("Topology %s/%s changed on the server after it was read, and reading it again failed; nothing was written: %w", orig.Namespace, orig.Name, gerr)
-	}
-	rebased, server, both := Rebase(orig, edited, latest)
-	return nil, &ConflictError{Latest: latest, Rebased: rebased, ServerChanged: server, Both: both}
+}
+
+// onlyStatusChanged tells whether latest differs from orig in its status
+// alone: same spec, labels, annotations, owners and finalizers.
+func onlyStatusChanged(orig, latest *v1alpha1.Topology) bool {
+	return equality.Semantic.DeepEqual(orig.Spec, latest.Spec) &&
+		equality.Semantic.DeepEqual(orig.Labels, latest.Labels) &&
+		equality.Semantic.DeepEqual(orig.Annotations, latest.Annotations) &&
+		equality.Semantic.DeepEqual(orig.OwnerReferences, latest.OwnerReferences) &&
+		equality.Semantic.DeepEqual(orig.Finalizers, latest.Finalizers) &&
+		orig.DeletionTimestamp.Equal(latest.DeletionTimestamp)
 }
 
 // Changes lists what edited changes in orig, setting by setting.
