@@ -20,9 +20,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -559,18 +561,7 @@ func list(ctx context.Context, k8s client.Client, ns string, gk schema.GroupKind
 // are equal once normalised, or the fields that differ; it returns how many
 // were equal and how many roles there were.
 func compareObjects(w io.Writer, ours, upstream map[string]object) (equal, total int) {
-	roles := map[string]bool{}
-	for r := range ours {
-		roles[r] = true
-	}
-	for r := range upstream {
-		roles[r] = true
-	}
-	sorted := make([]string, 0, len(roles))
-	for r := range roles {
-		sorted = append(sorted, r)
-	}
-	sort.Strings(sorted)
+	sorted := sortedKeys(ours, upstream)
 	oursNames, upNames := nameRoles(ours), nameRoles(upstream)
 	for _, role := range sorted {
 		a, inOurs := ours[role]
@@ -585,7 +576,7 @@ func compareObjects(w io.Writer, ours, upstream map[string]object) (equal, total
 		}
 		fa, fb := flatten(normalise(a.obj, oursNames)), flatten(normalise(b.obj, upNames))
 		var diffs []string
-		for _, p := range unionKeys(fa, fb) {
+		for _, p := range sortedKeys(fa, fb) {
 			va, okA := fa[p]
 			vb, okB := fb[p]
 			switch {
@@ -711,20 +702,12 @@ func flatten(v any) map[string]string {
 	return out
 }
 
-func unionKeys(a, b map[string]string) []string {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	out := make([]string, 0, len(keys))
-	for k := range keys {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+// sortedKeys are the keys of a and b together, sorted.
+func sortedKeys[V any](a, b map[string]V) []string {
+	all := make(map[string]V, len(a)+len(b))
+	maps.Copy(all, a)
+	maps.Copy(all, b)
+	return slices.Sorted(maps.Keys(all))
 }
 
 func short(s string) string {
