@@ -756,7 +756,34 @@ func isReference(m map[string]any) bool {
 func sameGroup(have, want any) bool {
 	h, _ := have.(string)
 	w, _ := want.(string)
-	return schema.FromAPIVersionAndKind(h, "").Group == schema.FromAPIVersionAndKind(w, "").Group && h != "" && w != ""
+	return h != "" && w != "" && referenceGroup(h) == referenceGroup(w)
+}
+
+func referenceGroup(apiVersion string) string {
+	return schema.FromAPIVersionAndKind(apiVersion, "").Group
+}
+
+// ReferencesByGroup is a copy of v with every object reference in it cut
+// to its group, for comparing objects the way NeedsApply does (see sameGroup).
+func ReferencesByGroup(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = ReferencesByGroup(e)
+		}
+		if isReference(t) {
+			out["apiVersion"] = referenceGroup(t["apiVersion"].(string))
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = ReferencesByGroup(e)
+		}
+		return out
+	}
+	return v
 }
 
 func normalizeNumber(v any) any {

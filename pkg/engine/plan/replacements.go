@@ -7,7 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
 // Replacement is a part whose Machines a plan replaces: Cluster API rolls
@@ -60,7 +61,7 @@ func Replacements(p *Plan, controlPlaneKind string) []Replacement {
 		for _, f := range fields {
 			before, _, _ := unstructured.NestedFieldNoCopy(c.Before.Object, f...)
 			after, _, _ := unstructured.NestedFieldNoCopy(c.Object.Object, f...)
-			if !equality.Semantic.DeepEqual(withoutRefVersion(before), withoutRefVersion(after)) {
+			if !equality.Semantic.DeepEqual(engine.ReferencesByGroup(before), engine.ReferencesByGroup(after)) {
 				why = append(why, strings.Join(f, "."))
 			}
 		}
@@ -72,31 +73,4 @@ func Replacements(p *Plan, controlPlaneKind string) []Replacement {
 		out = append(out, Replacement{Kind: kind, Name: c.Object.GetName(), Machines: replicas, Why: strings.Join(why, ", ")})
 	}
 	return out
-}
-
-// withoutRefVersion is v with every reference in it (a map with apiVersion
-// and name) cut to its group: Cluster API v1beta2 stores references by
-// group, so the live object reads back in the group's newest version while
-// the desired one names the template's.
-func withoutRefVersion(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[k] = withoutRefVersion(e)
-		}
-		if av, ok := t["apiVersion"].(string); ok {
-			if _, named := t["name"]; named {
-				out["apiVersion"] = schema.FromAPIVersionAndKind(av, "").Group
-			}
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = withoutRefVersion(e)
-		}
-		return out
-	}
-	return v
 }
