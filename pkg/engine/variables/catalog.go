@@ -120,22 +120,21 @@ func (c *Catalog) Len() int { return len(c.order) }
 
 // Default fills in schema defaults. With createMissing (topology-level values)
 // variables that are unset but have a default at the root are added, in class
-// order after the given ones; overrides only default what they set.
+// order after the given ones; overrides only default what they set. A value
+// set twice or not defined in the class is left as it is for Validate to
+// report once: defaulting the rest goes on, so that no required variable
+// with a default reads as missing because of another's mistake.
 func (c *Catalog) Default(values []v1alpha1.ClusterVariable, createMissing bool, p *field.Path) ([]v1alpha1.ClusterVariable, field.ErrorList) {
 	seen := make(map[string]bool, len(values))
 	var errs field.ErrorList
 	out := make([]v1alpha1.ClusterVariable, 0, len(values)+len(c.order))
 	for _, v := range values {
-		if seen[v.Name] {
-			errs = append(errs, field.Duplicate(p.Key(v.Name), v.Name))
+		d, ok := c.defs[v.Name]
+		if seen[v.Name] || !ok {
+			out = append(out, v)
 			continue
 		}
 		seen[v.Name] = true
-		d, ok := c.defs[v.Name]
-		if !ok {
-			errs = append(errs, field.Invalid(p.Key(v.Name), string(v.Value.Raw), "variable is not defined in the class"))
-			continue
-		}
 		dv, err := d.defaultValue(v.Value.Raw, true)
 		if err != nil {
 			errs = append(errs, field.Invalid(p.Key(v.Name).Child("value"), string(v.Value.Raw), err.Error()))
