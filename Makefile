@@ -11,6 +11,7 @@ export GONOSUMDB := k8s.io/kubernetes
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUBE_APISERVER := $(BIN)/kube-apiserver
 KUBE_CM        := $(BIN)/kube-controller-manager
+KUBECTL        := $(BIN)/kubectl
 ETCD           := $(BIN)/etcd
 # Versions come from the tools module, so go.mod is the one place they are pinned.
 KUBE_VERSION    = $(shell cd $(TOOLS_DIR) && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
@@ -60,14 +61,14 @@ $(CONTROLLER_GEN): $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
 
 # The control-plane binaries are rebuilt only when the tools module changes; a cold
 # build of kube-apiserver takes minutes, a warm one is a no-op.
-$(KUBE_APISERVER) $(KUBE_CM): $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
+$(KUBE_APISERVER) $(KUBE_CM) $(KUBECTL): $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
 	cd $(TOOLS_DIR) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
 
 $(ETCD): $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
 	cd $(TOOLS_DIR) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $@ go.etcd.io/etcd/server/v3
 
 .PHONY: control-plane-bins
-control-plane-bins: $(KUBE_APISERVER) $(KUBE_CM) $(ETCD) ## Build kube-apiserver, kube-controller-manager and etcd into bin/.
+control-plane-bins: $(KUBE_APISERVER) $(KUBE_CM) $(ETCD) $(KUBECTL) ## Build kube-apiserver, kube-controller-manager, etcd and kubectl into bin/.
 
 # Cluster API's own managers, pinned by hack/capi/go.mod: rebuilt only when
 # that module changes, so a warm build is a no-op.

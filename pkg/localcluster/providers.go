@@ -321,3 +321,6 @@ func processNames(dir string) []string {
 
 // LogDir is where every component's log is: NAME.log.
 func (c *Cluster) LogDir() string { return filepath.Join(c.opts.Dir, "logs") }
+
+// Binary is the path of a binary among the control plane's, e.g. kubectl.
+func (c *Cluster) Binary(name string) string { return filepath.Join(c.opts.BinDir, name) }
