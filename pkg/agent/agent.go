@@ -196,6 +196,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 	if err := a.setupSelfHeal(); err != nil {
 		return nil, err
 	}
+	if err := a.mgr.Add(&heartbeat{client: a.direct, namespace: opts.AgentNamespace, interval: components.HeartbeatInterval, now: time.Now}); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 

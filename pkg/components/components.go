@@ -7,6 +7,7 @@ package components
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -290,3 +291,11 @@ func Decode(data []byte) ([]*unstructured.Unstructured, error) {
 	}
 	return objs, nil
 }
+
+// HeartbeatLease is the Lease in the agent's namespace that the reconciling
+// agent renews every HeartbeatInterval: `status` reads it to tell a stale
+// status from a current one.
+const HeartbeatLease = "kubectl-topology-agent-heartbeat"
+
+// HeartbeatInterval is how often the agent renews HeartbeatLease.
+const HeartbeatInterval = 10 * time.Second

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -76,6 +77,8 @@ type TopologyReconciler struct {
 	// Extensions calls the Runtime SDK extensions of external patches; nil
 	// leaves classes with external patches unreconciled, with the reason.
 	Extensions *extension.Client
+	// Clock stamps state transition times; nil: the real clock.
+	Clock clock.PassiveClock
 }
 
 // scope carries one reconcile of one Topology from step to step.

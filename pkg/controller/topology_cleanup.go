@@ -89,6 +89,9 @@ func (r *TopologyReconciler) reconcileDelete(ctx context.Context, topo *v1alpha1
 	if !controllerutil.ContainsFinalizer(topo, TopologyFinalizer) {
 		return ctrl.Result{}, nil
 	}
+	if err := r.markDeleting(ctx, topo); err != nil {
+		return ctrl.Result{}, err
+	}
 	cluster := &unstructured.Unstructured{}
 	cluster.SetAPIVersion(engine.ClusterAPIVersion)
 	cluster.SetKind(clusterKind)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,6 +29,14 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 	if s.current != nil {
 		t.Status.Infrastructure = engine.InfrastructurePhase(s.current)
 	}
+	if t.Spec.Paused {
+		t.Status.State = v1alpha1.StatePaused
+	} else if s.result != nil || t.Status.State == v1alpha1.StatePaused {
+		// Summed again from the parts (as last observed, if this pass
+		// stopped early): a resumed Topology is no longer Paused.
+		t.Status.State = engine.TopologyStateOf(&t.Status)
+	}
+	engine.CarryStateSince(before, &t.Status, metav1.NewTime(r.now()))
 	cond := metav1.Condition{Type: ReconciledCondition, Status: metav1.ConditionFalse, ObservedGeneration: t.Generation}
 	switch {
 	case reconcileErr != nil:
@@ -47,6 +56,28 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 		return fmt.Errorf("writing status of Topology %s/%s: %w", t.Namespace, t.Name, client.IgnoreNotFound(err))
 	}
 	return nil
+}
+
+// markDeleting reports a Topology being deleted as such, once.
+func (r *TopologyReconciler) markDeleting(ctx context.Context, t *v1alpha1.Topology) error {
+	if t.Status.State == v1alpha1.StateDeleting {
+		return nil
+	}
+	orig := t.DeepCopy()
+	t.Status.State = v1alpha1.StateDeleting
+	engine.CarryStateSince(&orig.Status, &t.Status, metav1.NewTime(r.now()))
+	if err := r.Client.Status().Patch(ctx, t, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("writing status of Topology %s/%s: %w", t.Namespace, t.Name, client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+// now is the reconciler's clock: transition times in status come from it.
+func (r *TopologyReconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
 }
 
 // maxConditionMessage keeps a condition within what the CRD admits (32 KiB);

@@ -268,6 +268,7 @@ func Settings(t *v1alpha1.Topology) map[string]Setting {
 	out := map[string]Setting{}
 	nop := func(*v1alpha1.Topology) {}
 	out["version"] = Setting{label: "version", value: t.Spec.Version, copy: func(d *v1alpha1.Topology) { d.Spec.Version = t.Spec.Version }, drop: nop}
+	out["paused"] = Setting{label: "paused", value: strconv.FormatBool(t.Spec.Paused), copy: func(d *v1alpha1.Topology) { d.Spec.Paused = t.Spec.Paused }, drop: nop}
 	replicas := func(s Scope, label string, r *int32) {
 		v := ""
 		if r != nil {

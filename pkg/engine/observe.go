@@ -20,6 +20,8 @@ func ObserveState(s *State) *Observed {
 		o.Replicas = nestedInt32(cp, "status", "replicas")
 		o.ReadyReplicas = nestedInt32(cp, "status", "readyReplicas")
 		o.UpToDateReplicas = nestedInt32(cp, "status", "updatedReplicas")
+		o.AvailableReplicas = availableReplicas(cp)
+		o.Problems = partProblems(cp)
 		if statusStale(cp) {
 			o.UpToDateReplicas = 0
 		}
@@ -31,6 +33,8 @@ func ObserveState(s *State) *Observed {
 		o.Replicas = nestedInt32(w.Object, "status", "replicas")
 		o.ReadyReplicas = nestedInt32(w.Object, "status", "readyReplicas")
 		o.UpToDateReplicas = nestedInt32(w.Object, "status", "updatedReplicas")
+		o.AvailableReplicas = availableReplicas(w.Object)
+		o.Problems = partProblems(w.Object)
 		if statusStale(w.Object) {
 			o.UpToDateReplicas = 0
 		}
@@ -58,6 +62,15 @@ func statusStale(o *unstructured.Unstructured) bool {
 	return found && observed < o.GetGeneration()
 }
 
+// availableReplicas reads upstream's v1beta2 count where the object has it
+// (status.v1beta2 when read as v1beta1), else the v1beta1 one.
+func availableReplicas(o *unstructured.Unstructured) int32 {
+	if _, found, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "v1beta2", "availableReplicas"); found {
+		return nestedInt32(o, "status", "v1beta2", "availableReplicas")
+	}
+	return nestedInt32(o, "status", "availableReplicas")
+}
+
 func nestedInt32(o *unstructured.Unstructured, path ...string) int32 {
 	v, found, err := unstructured.NestedFieldNoCopy(o.Object, path...)
 	if !found || err != nil {
@@ -80,21 +93,34 @@ const MachineDeploymentNameOfMachine = "cluster.x-k8s.io/deployment-name"
 
 // WithMachines refines what the contracts' status says with the Machines
 // themselves: a MachineDeployment is upgrading while any of its Machines
-// runs another version than its spec, whatever its counters say yet.
+// runs another version than its spec, whatever its counters say yet; and
+// each part's Machines that are not ready are its problems.
 func (o *Observed) WithMachines(s *State, machines []*unstructured.Unstructured) *Observed {
+	if cp := s.ControlPlane.Object; cp != nil {
+		var mine []*unstructured.Unstructured
+		for _, m := range machines {
+			if _, ok := m.GetLabels()[ControlPlaneMachineLabel]; ok {
+				mine = append(mine, m)
+			}
+		}
+		observeMachines(&o.ControlPlane, mine)
+	}
 	for name, w := range s.MachineDeployments {
 		if w == nil || w.Object == nil {
 			continue
 		}
 		part := o.MachineDeployments[name]
+		var mine []*unstructured.Unstructured
 		for _, m := range machines {
 			if m.GetLabels()[MachineDeploymentNameOfMachine] != w.Object.GetName() {
 				continue
 			}
+			mine = append(mine, m)
 			if v, _, _ := unstructured.NestedString(m.Object, "spec", "version"); v != "" && v != part.SpecVersion {
 				part.Upgrading = true
 			}
 		}
+		observeMachines(&part, mine)
 		o.MachineDeployments[name] = part
 	}
 	return o

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,10 +36,15 @@ func Summarize(t *v1alpha1.Topology, r *Rollout, obs *Observed, status *v1alpha1
 			DesiredReplicas: desiredReplicas,
 			Replicas:        o.Replicas, ReadyReplicas: o.ReadyReplicas, UpToDateReplicas: o.UpToDateReplicas,
 			Phase: d.Phase, Message: d.Reason,
+			AvailableReplicas: o.AvailableReplicas,
 		}
 		if o.StatusVersion != "" {
 			ps.Version = o.StatusVersion
 		}
+		if len(o.Problems) > 0 {
+			ps.Problems = append([]v1alpha1.Problem(nil), o.Problems[:min(len(o.Problems), maxProblems)]...)
+		}
+		ps.State = PartState(&ps, o.Provisioning)
 		return ps
 	}
 	cp := part(r.ControlPlane, "", obs.ControlPlane, t.Spec.ControlPlane.Replicas)
@@ -63,6 +69,7 @@ func Summarize(t *v1alpha1.Topology, r *Rollout, obs *Observed, status *v1alpha1
 		}
 	}
 	status.Phase = phase
+	status.State = TopologyStateOf(status)
 }
 
 // InfrastructurePhase reads the provisioning state of the infrastructure from
@@ -83,37 +90,47 @@ func InfrastructurePhase(s *State) v1alpha1.InfrastructurePhase {
 }
 
 // RolloutSettled tells whether a Topology's rollout is over: the agent has
-// reconciled its latest generation, TopologyReconciled is true for it,
-// every part is up to date and has the replicas asked for, all ready.
-// `status --watch` and `upgrade --wait` stop there.
+// reconciled its latest generation, TopologyReconciled is true for it, and
+// the topology and every part are Ready — versions, replicas asked for, all
+// ready and healthy. `status --watch` and `upgrade --wait` stop there.
 func RolloutSettled(t *v1alpha1.Topology) bool {
-	if t.Status.ObservedGeneration != t.Generation || t.Status.Phase != v1alpha1.PhaseUpToDate || len(PartsNotReady(t)) > 0 {
+	if t.Status.ObservedGeneration != t.Generation || TopologyState(t) != v1alpha1.StateReady || len(PartsNotReady(t, time.Time{})) > 0 {
 		return false
 	}
 	c := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.TopologyReconciledCondition)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
 }
 
-// PartsNotReady says, for each part whose machines are not all there, ready
-// and up to date, where it stands: versions that match do not make a cluster
-// a rollout has finished with.
-func PartsNotReady(t *v1alpha1.Topology) []string {
+// PartsNotReady says, for each part that is not Ready, where it stands: its
+// state and since when, its machines, and its first problem. Versions that
+// match do not make a cluster a rollout has finished with. A zero now leaves
+// out the durations.
+func PartsNotReady(t *v1alpha1.Topology, now time.Time) []string {
 	var out []string
-	check := func(label string, p *v1alpha1.PartStatus) {
-		if p == nil || p.DesiredReplicas == nil {
-			return
+	for _, p := range t.Status.Parts() {
+		if p.State == v1alpha1.StateReady {
+			continue
 		}
-		want := *p.DesiredReplicas
-		if p.Replicas != want || p.ReadyReplicas != want || p.UpToDateReplicas != want {
-			out = append(out, fmt.Sprintf("%s: %d/%d ready, %d up to date, %d machines", label, p.ReadyReplicas, want, p.UpToDateReplicas, p.Replicas))
+		label := p.Name
+		if t.Status.ControlPlane != nil && p.Name == t.Status.ControlPlane.Name && p.Class == "" {
+			label = "control plane"
 		}
-	}
-	check("control plane", t.Status.ControlPlane)
-	for i := range t.Status.MachineDeployments {
-		check(t.Status.MachineDeployments[i].Name, &t.Status.MachineDeployments[i])
-	}
-	for i := range t.Status.MachinePools {
-		check(t.Status.MachinePools[i].Name, &t.Status.MachinePools[i])
+		since := ""
+		if !now.IsZero() {
+			since = SinceText(p.StateSince, now)
+		}
+		line := fmt.Sprintf("%s: %s%s, %s", label, orUnknown(string(p.State)), since, replicasText(&p))
+		if len(p.Problems) > 0 {
+			first := p.Problems[0]
+			if now.IsZero() {
+				first.Since = nil
+			}
+			line += "; " + ProblemText(first, now)
+			if more := len(p.Problems) - 1; more > 0 {
+				line += fmt.Sprintf(" (+%d more)", more)
+			}
+		}
+		out = append(out, line)
 	}
 	return out
 }

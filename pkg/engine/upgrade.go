@@ -21,8 +21,14 @@ type PartObserved struct {
 	StatusVersion string
 	// Upgrading is true for a pool whose Machines are not all at SpecVersion.
 	Upgrading bool
-	// Replicas, ReadyReplicas and UpToDateReplicas as the part reports them.
-	Replicas, ReadyReplicas, UpToDateReplicas int32
+	// Replicas, ReadyReplicas, UpToDateReplicas and AvailableReplicas as the
+	// part reports them.
+	Replicas, ReadyReplicas, UpToDateReplicas, AvailableReplicas int32
+	// Problems keep the part from being healthy: its own conditions, and
+	// its Machines that are not ready.
+	Problems []v1alpha1.Problem
+	// Provisioning counts its Machines still coming up for the first time.
+	Provisioning int32
 }
 
 // Observed is the rollout state of a topology's parts.

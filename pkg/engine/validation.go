@@ -533,8 +533,9 @@ func inFlight(r *Rollout) string {
 
 // UpgradePreflight is every reason not to start moving live Topology t to
 // version now: the version rules the webhook enforces, plus that the agent has
-// seen the latest change and the control plane is stable. `upgrade` and the
-// editor both ask it, so neither starts a rollout the other would refuse.
+// seen the latest change. `upgrade` and the editor both ask it, so neither
+// starts a rollout the other would refuse; both add ControlPlaneHealth, which
+// `upgrade --force` may override.
 func UpgradePreflight(t *v1alpha1.Topology, version string) field.ErrorList {
 	errs := ValidateVersionChange(VersionChange{
 		Old: t.Spec.Version, New: version,
@@ -546,13 +547,6 @@ func UpgradePreflight(t *v1alpha1.Topology, version string) field.ErrorList {
 	p := field.NewPath("spec", "version")
 	if t.Status.ObservedGeneration != t.Generation {
 		errs = append(errs, field.Forbidden(p, fmt.Sprintf("the agent has not reconciled the latest change yet (generation %d, observed %d): is it running? `kubectl topology version` tells", t.Generation, t.Status.ObservedGeneration)))
-	}
-	if cp := t.Status.ControlPlane; cp == nil || cp.Phase != v1alpha1.PhaseUpToDate {
-		phase := "unknown"
-		if cp != nil {
-			phase = string(cp.Phase)
-		}
-		errs = append(errs, field.Forbidden(p, fmt.Sprintf("the control plane is not stable (phase %s); wait until `kubectl topology status %s` shows it UpToDate", phase, t.Name)))
 	}
 	return errs
 }

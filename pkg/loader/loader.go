@@ -160,7 +160,7 @@ func State(t *v1alpha1.Topology, class *v1alpha1.TopologyClass, objs []*unstruct
 // Machines of its MachineDeployments.
 func (l *Loader) Observe(ctx context.Context, t *v1alpha1.Topology, s *engine.State) (*engine.Observed, error) {
 	obs := engine.ObserveState(s)
-	if len(s.MachineDeployments) == 0 {
+	if s.ControlPlane.Object == nil && len(s.MachineDeployments) == 0 {
 		return obs, nil
 	}
 	machines, err := l.labelled(ctx, t, schema.GroupVersionKind{Group: engine.ClusterAPIGroup, Version: engine.ClusterAPIGroupVersion().Version, Kind: "Machine"})

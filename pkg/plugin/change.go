@@ -31,6 +31,8 @@ type changeOptions struct {
 	name   string
 	dryRun bool
 	yes    bool
+	// force applies a change that warns without asking, even with --yes.
+	force bool
 }
 
 func (o *changeOptions) addFlags(cmd *cobra.Command) {
@@ -50,6 +52,9 @@ type change struct {
 	preview func(orig, edited *v1alpha1.Topology)
 	// question is what the confirmation asks.
 	question func(orig, edited *v1alpha1.Topology) string
+	// warnings, when set, names what makes the change dangerous: the user is
+	// asked even with --yes, unless --force.
+	warnings func(orig, edited *v1alpha1.Topology) []string
 }
 
 // maxAttempts bounds how often a change is laid on a newer version of the
@@ -96,6 +101,13 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha1.Topology
 		if c.preview != nil {
 			c.preview(t, edited)
 		}
+		var warnings []string
+		if c.warnings != nil {
+			warnings = c.warnings(t, edited)
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(o.Out, "WARNING: %s\n", w)
+		}
 		if o.dryRun {
 			fmt.Fprintln(o.Out, "Dry run: nothing was changed.")
 			return nil, nil
@@ -104,7 +116,12 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha1.Topology
 		if c.question != nil {
 			question = c.question(t, edited)
 		}
-		if !o.yes && !confirm(o.In, o.Out, question) {
+		switch {
+		case len(warnings) > 0 && !o.force:
+			if !confirm(o.In, o.Out, question+" (see the warning above)") {
+				return nil, fmt.Errorf("not confirmed; nothing was changed (this change warns, so it is asked even with --yes; pass --force to apply it without asking)")
+			}
+		case !o.yes && !o.force && !confirm(o.In, o.Out, question):
 			return nil, fmt.Errorf("not confirmed; nothing was changed (pass --yes to skip the question)")
 		}
 		written, err := draft.Write(ctx, ca.client, t, edited)
@@ -132,11 +149,19 @@ func (o *changeOptions) printPlan(ctx context.Context, edited *v1alpha1.Topology
 	for _, w := range warnings {
 		fmt.Fprintln(o.ErrOut, "Warning: "+w)
 	}
+	if edited.Spec.Paused {
+		fmt.Fprintln(o.Out, "Paused: nothing will be applied while the Topology is paused.")
+		if len(p.Changes) > 0 {
+			fmt.Fprintln(o.Out, "Once resumed, the agent would change:")
+		}
+	}
 	if len(p.Changes) == 0 {
 		fmt.Fprintln(o.Out, "The agent would change no object.")
 		return nil
 	}
-	fmt.Fprintln(o.Out, "The agent would then change:")
+	if !edited.Spec.Paused {
+		fmt.Fprintln(o.Out, "The agent would then change:")
+	}
 	w := printers.GetNewTabWriter(o.Out)
 	for _, c := range p.Changes {
 		reason := ""
@@ -177,7 +202,7 @@ func NewScaleCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			written, err := o.apply(cmd.Context(), change{mutate: o.mutate})
+			written, err := o.apply(cmd.Context(), change{mutate: o.mutate, warnings: scaleWarnings})
 			if written != nil {
 				o.applied(written)
 			}
@@ -186,6 +211,96 @@ func NewScaleCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 	}
 	cmd.Flags().IntVar(&o.ControlPlane, "control-plane", -1, "Control plane replicas")
 	cmd.Flags().StringToStringVar(&o.Workers, "worker", nil, "POOL=N: replicas of a MachineDeployment or MachinePool (repeatable)")
+	cmd.Flags().BoolVar(&o.force, "force", false, "Apply a change that warns (control plane at 0, no worker left) without asking")
+	o.addFlags(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("worker", completePools(flags))
+	return cmd
+}
+
+// scaleWarnings names what a scale takes down: the whole control plane, or
+// the last worker machines.
+func scaleWarnings(orig, edited *v1alpha1.Topology) []string {
+	var out []string
+	if r := edited.Spec.ControlPlane.Replicas; r != nil && *r == 0 {
+		if was := orig.Spec.ControlPlane.Replicas; was == nil || *was != 0 {
+			out = append(out, "control plane replicas 0 deletes every control plane machine: the cluster's API server and etcd go away")
+		}
+	}
+	if before, after := fixedWorkers(orig), fixedWorkers(edited); before > 0 && after == 0 && !hasAutoscaledPool(edited) {
+		out = append(out, "every pool at 0 replicas leaves the cluster without worker machines: its workloads stop")
+	}
+	return out
+}
+
+// fixedWorkers sums the replicas the pools set.
+func fixedWorkers(t *v1alpha1.Topology) int32 {
+	var n int32
+	if w := t.Spec.Workers; w != nil {
+		for _, md := range w.MachineDeployments {
+			if md.Replicas != nil {
+				n += *md.Replicas
+			}
+		}
+		for _, mp := range w.MachinePools {
+			if mp.Replicas != nil {
+				n += *mp.Replicas
+			}
+		}
+	}
+	return n
+}
+
+func hasAutoscaledPool(t *v1alpha1.Topology) bool {
+	if w := t.Spec.Workers; w != nil {
+		for _, md := range w.MachineDeployments {
+			if md.Replicas == nil {
+				return true
+			}
+		}
+		for _, mp := range w.MachinePools {
+			if mp.Replicas == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// PauseOptions are the inputs of `pause` and `resume`.
+type PauseOptions struct {
+	changeOptions
+	// Paused is what spec.paused becomes.
+	Paused bool
+}
+
+// NewPauseCommand returns `pause`, or `resume` when paused is false.
+func NewPauseCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, paused bool) *cobra.Command {
+	o := &PauseOptions{changeOptions: changeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}, Paused: paused}
+	use, short, example := "pause NAME", "Pause a Topology: the agent applies nothing to its cluster until it is resumed", "  kubectl topology pause dev\n  kubectl topology pause dev --yes"
+	if !paused {
+		use, short, example = "resume NAME", "Resume a paused Topology: the agent applies what it asks for again, previewed here", "  kubectl topology resume dev --dry-run\n  kubectl topology resume dev --yes"
+	}
+	cmd := &cobra.Command{
+		Use: use, Short: short, Example: example,
+		ValidArgsFunction: completeTopologyNames(flags),
+		Args:              cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.name = args[0]
+			written, err := o.apply(cmd.Context(), change{mutate: func(t *v1alpha1.Topology) error {
+				t.Spec.Paused = o.Paused
+				return nil
+			}})
+			if written == nil {
+				return err
+			}
+			if o.Paused {
+				fmt.Fprintf(o.Out, "Paused: the agent changes nothing of Topology %s/%s until `kubectl topology resume %s -n %s`.\n", written.Namespace, written.Name, written.Name, written.Namespace)
+			} else {
+				o.applied(written)
+			}
+			return err
+		},
+	}
 	o.addFlags(cmd)
 	return cmd
 }
@@ -256,7 +371,7 @@ func NewSetCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 	o := &SetVariableOptions{changeOptions: changeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}}
 	cmd := &cobra.Command{
 		Use:               "variable NAME KEY=VALUE... [--from-file KEY=PATH]",
-		ValidArgsFunction: completeTopologyNames(flags),
+		ValidArgsFunction: completeVariables(flags),
 		Short:             "Set topology variables; values are checked against the class's schemas",
 		Example: `  kubectl topology set variable dev imageRepository=registry.example.com
   kubectl topology set variable dev auditPolicy='{"enabled":true,"level":"Request"}'

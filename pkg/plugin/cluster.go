@@ -8,12 +8,15 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/spf13/cobra"
 )
 
@@ -42,6 +46,7 @@ type clusterAccess struct {
 var scheme = sync.OnceValue(func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(corev1.AddToScheme(s))
+	utilruntime.Must(coordinationv1.AddToScheme(s))
 	utilruntime.Must(appsv1.AddToScheme(s))
 	utilruntime.Must(admissionregistrationv1.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
@@ -50,6 +55,9 @@ var scheme = sync.OnceValue(func() *runtime.Scheme {
 
 // connect builds a client from kubectl's flags (--kubeconfig, --context, -n, --as ...).
 func connect(flags *genericclioptions.ConfigFlags) (*clusterAccess, error) {
+	if err := kubeconfigEnvExists(flags); err != nil {
+		return nil, err
+	}
 	cfg, err := flags.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("reading kubeconfig: %w; set --kubeconfig or KUBECONFIG", err)
@@ -69,6 +77,25 @@ func connect(flags *genericclioptions.ConfigFlags) (*clusterAccess, error) {
 		return nil, explain(err, &clusterAccess{config: cfg, context: ctxName})
 	}
 	return &clusterAccess{client: c, config: cfg, namespace: ns, context: ctxName}, nil
+}
+
+// kubeconfigEnvExists refuses a KUBECONFIG whose files are all missing:
+// client-go skips missing files there and would talk to localhost:8080, where
+// --kubeconfig with the same path says the file is missing.
+func kubeconfigEnvExists(flags *genericclioptions.ConfigFlags) error {
+	if flags.KubeConfig != nil && *flags.KubeConfig != "" {
+		return nil
+	}
+	env := os.Getenv("KUBECONFIG")
+	if env == "" {
+		return nil
+	}
+	for _, path := range filepath.SplitList(env) {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("KUBECONFIG=%s: no such file; point KUBECONFIG or --kubeconfig at an existing kubeconfig", env)
 }
 
 // explain turns API errors into what a user can act on.
@@ -204,4 +231,118 @@ func (l *liveFlags) readTopology(ctx context.Context, name string) (*v1alpha1.To
 		return nil, err
 	}
 	return l.access.topology(ctx, l.access.namespace, name)
+}
+
+// completionAccess connects for a completion, or nil when the cluster cannot
+// be reached: a completion never prints an error into the user's shell.
+func completionAccess(flags *genericclioptions.ConfigFlags) *clusterAccess {
+	ca, err := connect(flags)
+	if err != nil {
+		return nil
+	}
+	return ca
+}
+
+// completeNamespaces completes -n from the cluster's namespaces.
+func completeNamespaces(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		ca := completionAccess(flags)
+		if ca == nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		list := &corev1.NamespaceList{}
+		if err := ca.client.List(cmd.Context(), list); err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var out []string
+		for _, ns := range list.Items {
+			if strings.HasPrefix(ns.Name, toComplete) {
+				out = append(out, ns.Name)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completedTopology reads the Topology named by the first argument, for
+// completions of what follows it.
+func completedTopology(cmd *cobra.Command, flags *genericclioptions.ConfigFlags, args []string) (*v1alpha1.Topology, *clusterAccess) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	ca := completionAccess(flags)
+	if ca == nil {
+		return nil, nil
+	}
+	t, err := ca.topology(cmd.Context(), ca.namespace, args[0])
+	if err != nil {
+		return nil, nil
+	}
+	return t, ca
+}
+
+// completePools completes --worker POOL= from the Topology's pools.
+func completePools(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		t, _ := completedTopology(cmd, flags, args)
+		if t == nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var out []string
+		for _, p := range poolNames(t) {
+			if p != "none" && strings.HasPrefix(p, toComplete) {
+				out = append(out, p+"=")
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeVariables completes NAME first, then KEY= from the variables of
+// the Topology's class.
+func completeVariables(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	names := completeTopologyNames(flags)
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) == 0 {
+			return names(cmd, args, toComplete)
+		}
+		t, ca := completedTopology(cmd, flags, args)
+		if t == nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		class := &v1alpha1.TopologyClass{}
+		key := t.GetClassKey()
+		if err := ca.client.Get(cmd.Context(), client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, class); err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var out []string
+		for _, v := range class.Spec.Variables {
+			if strings.HasPrefix(v.Name, toComplete) {
+				out = append(out, v.Name+"=")
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeVersions completes --version with what an upgrade may move to:
+// the next patch and the next minor of the Topology's version.
+func completeVersions(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		t, _ := completedTopology(cmd, flags, args)
+		if t == nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		v, err := engine.ParseVersion(t.Spec.Version)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var out []string
+		for _, c := range []string{fmt.Sprintf("v%d.%d.%d", v.Major, v.Minor, v.Patch+1), fmt.Sprintf("v%d.%d.0", v.Major, v.Minor+1)} {
+			if strings.HasPrefix(c, toComplete) {
+				out = append(out, c)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
 // GetOptions are the inputs of `get`.
@@ -28,6 +29,8 @@ type GetOptions struct {
 	Name string
 	// AllNamespaces lists across namespaces.
 	AllNamespaces bool
+	// Watch prints a row for each change after the listing, as kubectl get -w.
+	Watch bool
 
 	now     clock
 	printer printers.ResourcePrinter
@@ -39,10 +42,16 @@ func NewGetCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 	cmd := &cobra.Command{
 		Use:               "get [NAME] [-A]",
 		ValidArgsFunction: completeTopologyNames(flags),
-		Short:             "List Topologies with their version, replicas and rollout phase",
+		Short:             "List Topologies with their version, replicas, state and problems",
+		Long: `Get lists Topologies: CONTROL PLANE and WORKERS read ready/asked for ("-" when
+an autoscaler sets the replicas; "5+" is 5 plus pools an autoscaler sizes),
+STATE is the state ` + "`kubectl topology status --help`" + ` explains, and PROBLEMS
+names what needs a human: Reconciled=False with its reason, Paused, Deleting,
+and each Degraded part.`,
 		Example: `  kubectl topology get
   kubectl topology get dev -o yaml
-  kubectl topology get -A -o wide`,
+  kubectl topology get -A -o wide
+  kubectl topology get -A -w     # a row per change`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
@@ -55,6 +64,7 @@ func NewGetCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 		},
 	}
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List Topologies in every namespace")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After the listing, print a row for each change until interrupted")
 	o.printFlags.AddFlags(cmd)
 	cmd.Flags().Lookup("output").Usage = "Output format: wide, yaml, json, name (default: a table)"
 	return cmd
@@ -72,6 +82,9 @@ func (o *GetOptions) Complete(args []string) error {
 func (o *GetOptions) Validate() error {
 	if o.Name != "" && o.AllNamespaces {
 		return fmt.Errorf("a NAME and --all-namespaces cannot be combined: a name is looked up in one namespace")
+	}
+	if o.Watch && *o.printFlags.OutputFormat != "" && *o.printFlags.OutputFormat != "wide" {
+		return fmt.Errorf("--watch prints table rows; it cannot be combined with --output %s", *o.printFlags.OutputFormat)
 	}
 	switch f := *o.printFlags.OutputFormat; f {
 	case "", "wide":
@@ -130,7 +143,8 @@ func (o *GetOptions) Run(ctx context.Context) error {
 		}
 		return o.printer.PrintObj(list, o.Out)
 	}
-	if len(items) == 0 {
+	wide := *o.printFlags.OutputFormat == "wide"
+	if len(items) == 0 && !o.Watch {
 		where := "namespace " + o.access.namespace
 		if o.AllNamespaces {
 			where = "any namespace"
@@ -138,36 +152,100 @@ func (o *GetOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.ErrOut, "No Topologies found in %s.\n", where)
 		return nil
 	}
-	return printTable(o.Out, items, o.AllNamespaces, *o.printFlags.OutputFormat == "wide", o.now)
+	tw := printers.GetNewTabWriter(o.Out)
+	printHeader(tw, o.AllNamespaces, wide)
+	for i := range items {
+		printRow(tw, &items[i], o.AllNamespaces, wide, o.now)
+	}
+	if err := tw.Flush(); err != nil || !o.Watch {
+		return err
+	}
+	return o.watch(ctx, tw, wide)
 }
 
-// printTable renders NAME, CLASS, VERSION, CONTROL PLANE, WORKERS, PHASE, AGE.
+// watch prints a row per change of the listed Topologies until ctx ends,
+// starting again from where it was when the server ends a watch.
+func (o *GetOptions) watch(ctx context.Context, tw flushWriter, wide bool) error {
+	wc, err := client.NewWithWatch(o.access.config, client.Options{Scheme: scheme()})
+	if err != nil {
+		return explain(err, o.access)
+	}
+	opts := []client.ListOption{}
+	if !o.AllNamespaces {
+		opts = append(opts, client.InNamespace(o.access.namespace))
+	}
+	if o.Name != "" {
+		opts = append(opts, client.MatchingFields{"metadata.name": o.Name})
+	}
+	for ctx.Err() == nil {
+		w, err := wc.Watch(ctx, &v1alpha1.TopologyList{}, opts...)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return explain(err, o.access)
+		}
+		for ev := range w.ResultChan() {
+			t, ok := ev.Object.(*v1alpha1.Topology)
+			if !ok {
+				continue
+			}
+			printRow(tw, t, o.AllNamespaces, wide, o.now)
+			if err := tw.Flush(); err != nil {
+				w.Stop()
+				return err
+			}
+		}
+		w.Stop()
+	}
+	return nil
+}
+
+// flushWriter is a table writer that aligns what it has been given on Flush.
+type flushWriter interface {
+	io.Writer
+	Flush() error
+}
+
+// printTable renders NAME, CLASS, VERSION, CONTROL PLANE, WORKERS, STATE,
+// PROBLEMS, AGE.
 func printTable(w io.Writer, items []v1alpha1.Topology, withNamespace, wide bool, now clock) error {
 	tw := printers.GetNewTabWriter(w)
-	cols := []string{"NAME", "CLASS", "VERSION", "CONTROL PLANE", "WORKERS", "PHASE", "AGE"}
+	printHeader(tw, withNamespace, wide)
+	for i := range items {
+		printRow(tw, &items[i], withNamespace, wide, now)
+	}
+	return tw.Flush()
+}
+
+func printHeader(w io.Writer, withNamespace, wide bool) {
+	cols := []string{"NAME", "CLASS", "VERSION", "CONTROL PLANE", "WORKERS", "STATE", "PROBLEMS", "AGE"}
 	if withNamespace {
 		cols = append([]string{"NAMESPACE"}, cols...)
 	}
 	if wide {
-		cols = append(cols, "INFRASTRUCTURE", "RECONCILED", "MESSAGE")
+		cols = append(cols, "PHASE", "INFRASTRUCTURE", "RECONCILED", "MESSAGE")
 	}
-	fmt.Fprintln(tw, strings.Join(cols, "\t"))
-	for i := range items {
-		t := &items[i]
-		row := []string{t.Name, t.Spec.Class, t.Spec.Version, controlPlaneReplicas(t), workerReplicas(t), orDash(string(t.Status.Phase)), duration.HumanDuration(now.now().Sub(t.CreationTimestamp.Time))}
-		if withNamespace {
-			row = append([]string{t.Namespace}, row...)
-		}
-		if wide {
-			reconciled, msg := "-", ""
-			if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.TopologyReconciledCondition); c != nil {
-				reconciled, msg = string(c.Status)+"/"+c.Reason, c.Message
-			}
-			row = append(row, orDash(string(t.Status.Infrastructure)), reconciled, msg)
-		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	fmt.Fprintln(w, strings.Join(cols, "\t"))
+}
+
+func printRow(w io.Writer, t *v1alpha1.Topology, withNamespace, wide bool, now clock) {
+	state := engine.TopologyState(t)
+	if state == "" {
+		state = v1alpha1.StateWaiting
 	}
-	return tw.Flush()
+	row := []string{t.Name, t.Spec.Class, t.Spec.Version, controlPlaneReplicas(t), workerReplicas(t), string(state), orDash(strings.Join(topologyProblems(t), ",")), duration.HumanDuration(now.now().Sub(t.CreationTimestamp.Time))}
+	if withNamespace {
+		row = append([]string{t.Namespace}, row...)
+	}
+	if wide {
+		reconciled, msg := "-", ""
+		if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.TopologyReconciledCondition); c != nil {
+			reconciled, msg = string(c.Status)+"/"+c.Reason, c.Message
+		}
+		row = append(row, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)), reconciled, msg)
+	}
+	fmt.Fprintln(w, strings.Join(row, "\t"))
 }
 
 func orDash(s string) string {

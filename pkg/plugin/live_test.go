@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-topology/kubectl-topology/manifests"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
@@ -37,6 +38,39 @@ func golden(t *testing.T, name, got string) {
 
 func ptr32(n int32) *int32 { return &n }
 
+// at is a time on the fixtures' day, 2026-11-21.
+func at(hour, minute int) *metav1.Time {
+	t := metav1.NewTime(time.Date(2026, 11, 21, hour, minute, 0, 0, time.UTC))
+	return &t
+}
+
+// fixtureNow is "now" for the fixtures' durations.
+var fixtureNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// degraded is a settled Topology that has since lost health: a control
+// plane Machine whose Node is not ready, a pool at 1/2, and warnings.
+func degraded() *v1alpha1.Topology {
+	t := midUpgrade()
+	t.Name, t.Namespace = "prod", "team-a"
+	t.Spec.Workers.MachineDeployments = t.Spec.Workers.MachineDeployments[:1]
+	t.Spec.Workers.MachinePools = nil
+	t.Status = v1alpha1.TopologyStatus{
+		ObservedGeneration: 3, Phase: v1alpha1.PhaseUpToDate, Infrastructure: v1alpha1.InfrastructureProvisioned, ClusterName: "prod",
+		State: v1alpha1.StateDegraded, StateSince: at(11, 46),
+		ControlPlane: &v1alpha1.PartStatus{Name: "control-plane", ObjectName: "prod-cp", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(3), Replicas: 3, ReadyReplicas: 2, UpToDateReplicas: 3, AvailableReplicas: 3,
+			Phase: v1alpha1.PhaseUpToDate, State: v1alpha1.StateDegraded, StateSince: at(11, 46),
+			Problems: []v1alpha1.Problem{{Object: "Machine/prod-cp-abcde", Reason: "NotReady", Message: "NodeHealthy: Node prod-cp-abcde is not ready", Since: at(11, 46)}}},
+		MachineDeployments: []v1alpha1.PartStatus{{Name: "md-a", Class: "general", ObjectName: "prod-md-a", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 1, UpToDateReplicas: 2, AvailableReplicas: 1,
+			Phase: v1alpha1.PhaseUpToDate, State: v1alpha1.StateDegraded, StateSince: at(11, 50),
+			Problems: []v1alpha1.Problem{
+				{Object: "MachineDeployment/prod-md-a", Reason: "NotAvailable", Message: "1 available replicas, at least 2 required", Since: at(11, 50)},
+				{Object: "Machine/prod-md-a-xyz12", Reason: "NotReady", Message: "NodeHealthy: Node prod-md-a-xyz12 is not ready", Since: at(11, 50)},
+			}}},
+		Conditions: []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionTrue, ObservedGeneration: 3, Reason: "ReconcileSucceeded", LastTransitionTime: *at(11, 40)}},
+	}
+	return t
+}
+
 // midUpgrade is a Topology halfway through an upgrade to v1.34.0, as the
 // agent reports it.
 func midUpgrade() *v1alpha1.Topology {
@@ -57,13 +91,14 @@ func midUpgrade() *v1alpha1.Topology {
 		},
 		Status: v1alpha1.TopologyStatus{
 			ObservedGeneration: 3, Phase: v1alpha1.PhasePending, Infrastructure: v1alpha1.InfrastructureProvisioned, ClusterName: "dev",
-			ControlPlane: &v1alpha1.PartStatus{Name: "control-plane", ObjectName: "dev-x7k2p", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(3), Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3, Phase: v1alpha1.PhaseUpToDate},
+			State: v1alpha1.StateRollingOut, StateSince: at(11, 40),
+			ControlPlane: &v1alpha1.PartStatus{Name: "control-plane", ObjectName: "dev-x7k2p", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(3), Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3, AvailableReplicas: 3, Phase: v1alpha1.PhaseUpToDate, State: v1alpha1.StateReady, StateSince: at(11, 40)},
 			MachineDeployments: []v1alpha1.PartStatus{
-				{Name: "md-a", Class: "general", ObjectName: "dev-md-a-q8w2n", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 1, Phase: v1alpha1.PhaseUpgrading, Message: "Machines are rolling to v1.34.0"},
-				{Name: "md-b", Class: "general", ObjectName: "dev-md-b-m4t9z", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 2, Phase: v1alpha1.PhasePending, Message: "upgrade concurrency limit 1 reached (md-a upgrading)"},
-				{Name: "md-gpu", Class: "gpu", ObjectName: "dev-gpu-md-gpu-c2v8d", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 1, ReadyReplicas: 1, Phase: v1alpha1.PhaseDeferred, Message: "upgrade deferred by the topology.cluster.x-k8s.io/defer-upgrade annotation"},
+				{Name: "md-a", Class: "general", ObjectName: "dev-md-a-q8w2n", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 1, AvailableReplicas: 2, Phase: v1alpha1.PhaseUpgrading, Message: "Machines are rolling to v1.34.0", State: v1alpha1.StateRollingOut, StateSince: at(11, 52)},
+				{Name: "md-b", Class: "general", ObjectName: "dev-md-b-m4t9z", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 2, AvailableReplicas: 2, Phase: v1alpha1.PhasePending, Message: "upgrade concurrency limit 1 reached (md-a upgrading)", State: v1alpha1.StateWaiting, StateSince: at(11, 40)},
+				{Name: "md-gpu", Class: "gpu", ObjectName: "dev-gpu-md-gpu-c2v8d", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, Phase: v1alpha1.PhaseDeferred, Message: "upgrade deferred by the topology.cluster.x-k8s.io/defer-upgrade annotation", State: v1alpha1.StateDeferred, StateSince: at(11, 40)},
 			},
-			MachinePools: []v1alpha1.PartStatus{{Name: "mp-0", Class: "pool", ObjectName: "dev-mp-0-h5r7k", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(1), Replicas: 1, ReadyReplicas: 1, Phase: v1alpha1.PhasePending, Message: "waiting for the control plane to finish upgrading"}},
+			MachinePools: []v1alpha1.PartStatus{{Name: "mp-0", Class: "pool", ObjectName: "dev-mp-0-h5r7k", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(1), Replicas: 1, ReadyReplicas: 1, Phase: v1alpha1.PhasePending, Message: "waiting for the control plane to finish upgrading", State: v1alpha1.StateWaiting, StateSince: at(11, 40)}},
 			Conditions:   []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 3, Reason: "MachineDeploymentsUpgradePending", Message: "MachineDeployment(s) md-b rollout and upgrade to version v1.34.0 on hold"}},
 		},
 	}
@@ -71,12 +106,61 @@ func midUpgrade() *v1alpha1.Topology {
 
 func TestStatusTree(t *testing.T) {
 	var buf bytes.Buffer
-	if err := renderStatus(&buf, midUpgrade()); err != nil {
+	if err := renderStatus(&buf, midUpgrade(), fixtureNow); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "status-mid-upgrade.txt", buf.String())
 	if engine.RolloutSettled(midUpgrade()) {
 		t.Error("a Topology mid-upgrade counts as settled")
+	}
+}
+
+// TestStatusDegraded: versions that match do not hide machines that are not
+// ready; the problems, since when, the agent's silence and recent warnings
+// are all said.
+func TestStatusDegraded(t *testing.T) {
+	topo := degraded()
+	agent := AgentReport{LastHeartbeat: at(11, 55), Problem: "the agent last reported 5m0s ago: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells"}
+	events := []EventReport{{Time: *at(11, 58), Object: "Machine/prod-md-a-xyz12", Reason: "MachineHealthCheckFailed", Message: "Node not ready for 5m", Count: 3}}
+	var buf bytes.Buffer
+	if err := renderStatusReport(&buf, topo, topologyReport(topo, agent, events), fixtureNow); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status-degraded.txt", buf.String())
+	if engine.RolloutSettled(topo) {
+		t.Error("a degraded Topology counts as settled")
+	}
+}
+
+// TestStatusFleetReport: the fleet view and its JSON put the degraded and the
+// deleting first, and the JSON is the documented, versioned schema.
+func TestStatusFleetReport(t *testing.T) {
+	deleting := midUpgrade()
+	deleting.Name, deleting.DeletionTimestamp = "old", at(11, 59)
+	paused := midUpgrade()
+	paused.Name, paused.Namespace, paused.Spec.Paused = "frozen", "team-b", true
+	items := []v1alpha1.Topology{*midUpgrade(), *degraded(), *deleting, *paused}
+	agent := AgentReport{LastHeartbeat: at(11, 59)}
+	report := StatusReport{Agent: agent}
+	for i := range items {
+		report.Items = append(report.Items, topologyReport(&items[i], agent, nil))
+	}
+	sortReports(report.Items)
+	var table, js bytes.Buffer
+	if err := renderFleet(&table, report, items, fixtureNow); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status-fleet.txt", table.String())
+	if err := printReport(&js, "json", report); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status-fleet.json", js.String())
+	var order []string
+	for _, r := range report.Items {
+		order = append(order, r.Name+":"+string(r.State))
+	}
+	if got, want := strings.Join(order, " "), "old:Deleting frozen:Paused prod:Degraded dev:RollingOut"; got != want {
+		t.Errorf("fleet order %s, want %s", got, want)
 	}
 }
 
@@ -86,7 +170,7 @@ func TestGetTable(t *testing.T) {
 	other := midUpgrade()
 	other.Name, other.Namespace = "prod", "team-a"
 	other.Spec.Workers.MachineDeployments[2].Replicas = nil
-	if err := printTable(&buf, []v1alpha1.Topology{*midUpgrade(), *other}, true, true, now); err != nil {
+	if err := printTable(&buf, []v1alpha1.Topology{*midUpgrade(), *other, *degraded()}, true, true, now); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "get-wide.txt", buf.String())
@@ -145,15 +229,46 @@ func TestRenderComponentsVariables(t *testing.T) {
 // TestUnsettledSaysWhereTheRolloutStands: a watch that times out names the
 // phase and every condition that is not true, and says the rollout goes on.
 func TestUnsettledSaysWhereTheRolloutStands(t *testing.T) {
-	err := (&StatusOptions{Timeout: 30 * time.Minute}).unsettled(midUpgrade())
-	want := "Topology default/dev did not settle within 30m0s: phase Pending\n" +
+	err := (&StatusOptions{Timeout: 30 * time.Minute, now: func() time.Time { return fixtureNow }}).unsettled(midUpgrade())
+	want := "Topology default/dev did not settle within 30m0s: RollingOut\n" +
 		"  TopologyReconciled=False MachineDeploymentsUpgradePending: MachineDeployment(s) md-b rollout and upgrade to version v1.34.0 on hold\n" +
-		"  md-a: 2/2 ready, 1 up to date, 2 machines\n" +
-		"  md-b: 2/2 ready, 0 up to date, 2 machines\n" +
-		"  mp-0: 1/1 ready, 0 up to date, 1 machines\n" +
+		"  md-a: RollingOut for 8m, 2/2 ready, 1 up to date, 2 machines\n" +
+		"  md-b: Waiting for 20m, 2/2 ready, 0 up to date, 2 machines\n" +
+		"  md-gpu: Deferred for 20m, 1/- ready, 0 up to date, 1 machines\n" +
+		"  mp-0: Waiting for 20m, 1/1 ready, 0 up to date, 1 machines\n" +
 		"The rollout goes on; follow it with `kubectl topology status dev -n default --watch`"
 	if err == nil || err.Error() != want {
 		t.Errorf("got:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+// TestMissingKubeconfigSaysSo: a KUBECONFIG that names no file is reported
+// as --kubeconfig with the same path is, not as an unreachable localhost.
+func TestMissingKubeconfigSaysSo(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	_, stderr, code := runPlugin(t, "get")
+	if code == 0 || !strings.Contains(stderr, "KUBECONFIG=/nonexistent: no such file") || strings.Contains(stderr, "localhost:8080") {
+		t.Errorf("KUBECONFIG=/nonexistent: exit %d, %q", code, stderr)
+	}
+	_, stderr, code = runPlugin(t, "get", "--kubeconfig", "/nonexistent")
+	if code == 0 || !strings.Contains(stderr, "/nonexistent") {
+		t.Errorf("--kubeconfig /nonexistent: exit %d, %q", code, stderr)
+	}
+}
+
+// TestPlanLeavesKubectlsClusterFlag: kubectl's global --cluster (the
+// kubeconfig cluster) is not shadowed; plan picks a topology with --topology.
+func TestPlanLeavesKubectlsClusterFlag(t *testing.T) {
+	root := NewRootCommand(genericiooptions.IOStreams{})
+	plan, _, err := root.Find([]string{"plan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := plan.InheritedFlags().Lookup("cluster"); f == nil || f.Usage != "The name of the kubeconfig cluster to use" || plan.LocalFlags().Lookup("cluster") != nil {
+		t.Errorf("plan --cluster is %+v; want kubectl's global flag", f)
+	}
+	if plan.Flags().Lookup("topology") == nil {
+		t.Error("plan has no --topology")
 	}
 }
 
@@ -167,7 +282,12 @@ func TestLiveCommandsRefuseBadFlags(t *testing.T) {
 		{[]string{"install", "--dry-run=server"}, `--dry-run=server is not supported`},
 		{[]string{"install", "--local", "--image", "x"}, "--image and --version apply to the Deployment only"},
 		{[]string{"get", "a", "-A", "--kubeconfig", "../../testdata/kubeconfig-unreachable"}, "cannot be combined"},
-		{[]string{"status"}, "accepts 1 arg"},
+		{[]string{"status", "a", "b"}, "accepts at most 1 arg"},
+		{[]string{"status", "dev", "-A"}, "a NAME and --all-namespaces cannot be combined"},
+		{[]string{"status", "--watch"}, "--watch follows one Topology: give its NAME"},
+		{[]string{"status", "dev", "-o", "xml"}, `--output "xml" is not supported; use json or yaml`},
+		{[]string{"status", "dev", "--watch", "-o", "json"}, "--watch and --output cannot be combined"},
+		{[]string{"get", "-w", "-o", "yaml"}, "--watch prints table rows"},
 		{[]string{"status", "dev", "--timeout", "1m"}, "--timeout bounds --watch"},
 		{[]string{"status", "dev", "--watch", "--timeout", "-1s"}, "--timeout must be 0 (wait on) or positive, got -1s"},
 		{[]string{"upgrade", "dev", "--version", "v1.34.0", "--timeout", "1m"}, "--timeout bounds --wait"},
@@ -205,6 +325,15 @@ func TestGenerate(t *testing.T) {
 		if _, stderr, code := runPlugin(t, args...); code == 0 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("generate %v: exit %d, %q; want an error containing %q", tc.args, code, stderr, tc.want)
 		}
+	}
+}
+
+// TestGenerateOneErrorPerCause: an undefined variable is reported once, and
+// does not make a required variable that has a default read as missing.
+func TestGenerateOneErrorPerCause(t *testing.T) {
+	_, stderr, code := runPlugin(t, "generate", "dev", "--class", "docker-kubeadm", "--kubernetes-version", "v1.33.1", "-f", exampleDir+"/class.yaml", "--set", "nosuch=1")
+	if code == 0 || strings.Count(stderr, "nosuch") != 2 || strings.Count(stderr, "not defined in the class") != 1 || strings.Contains(stderr, "must be set") {
+		t.Errorf("generate --set nosuch=1: exit %d, %q; want one error naming nosuch", code, stderr)
 	}
 }
 

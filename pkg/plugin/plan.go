@@ -53,7 +53,7 @@ type PlanOptions struct {
 func NewPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &PlanOptions{configFlags: flags, IOStreams: streams}
 	cmd := &cobra.Command{
-		Use:               "plan [NAME] [-f FILE...] [--cluster NAME] [--output-directory DIR]",
+		Use:               "plan [NAME] [-f FILE...] [--topology NAME] [--output-directory DIR]",
 		ValidArgsFunction: completeTopologyNames(flags),
 		Short:             "Show which objects a topology creates, changes and deletes",
 		Long: `Plan computes the objects a topology consists of — exactly as the agent (and
@@ -91,7 +91,8 @@ class references and any objects that exist already.`,
 		},
 	}
 	cmd.Flags().StringSliceVarP(&o.Filenames, "filename", "f", nil, "Files or directories with the class, templates, topologies and existing objects; - reads standard input")
-	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "Name of the topology (or Cluster) to plan when the input has several")
+	// Not --cluster: that is kubectl's global flag (the kubeconfig cluster).
+	cmd.Flags().StringVar(&o.Cluster, "topology", "", "Name of the topology (or Cluster) to plan when the input has several")
 	cmd.Flags().StringVar(&o.OutputDirectory, "output-directory", "", "Write created/ and modified/ files here, like clusterctl alpha topology plan did")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "Output format: table, yaml or json")
 	cmd.Flags().Uint64Var(&o.Seed, "random-seed", 0, "Seed for generated name suffixes, for reproducible output")
@@ -125,6 +126,9 @@ func (o *PlanOptions) RunLive(ctx context.Context) error {
 	}
 	for _, w := range warnings {
 		fmt.Fprintln(o.ErrOut, "Warning: "+w)
+	}
+	if t.Spec.Paused {
+		fmt.Fprintf(o.ErrOut, "Topology %s/%s is paused: nothing will be applied until `kubectl topology resume %s`; this is what the agent would change then.\n", t.Namespace, t.Name, t.Name)
 	}
 	var files map[string][]byte
 	if o.OutputDirectory != "" {
@@ -297,7 +301,7 @@ func (o *PlanOptions) externalPatches(ctx context.Context, class *v1alpha1.Topol
 	return class, extension.NewPatcher(c, class), nil
 }
 
-// pickTopology chooses the topology to plan: the one named by --cluster, or
+// pickTopology chooses the topology to plan: the one named by --topology, or
 // the only one given.
 func (o *PlanOptions) pickTopology() (*bundle.Topology, error) {
 	ts := o.bundle.Topologies
@@ -310,10 +314,10 @@ func (o *PlanOptions) pickTopology() (*bundle.Topology, error) {
 				return t, nil
 			}
 		}
-		return nil, fmt.Errorf("--cluster %s: no such topology in the input; it has: %s", o.Cluster, topologyList(ts))
+		return nil, fmt.Errorf("--topology %s: no such topology in the input; it has: %s", o.Cluster, topologyList(ts))
 	}
 	if len(ts) > 1 {
-		return nil, fmt.Errorf("the input has %d topologies: %s; pick one with --cluster NAME", len(ts), topologyList(ts))
+		return nil, fmt.Errorf("the input has %d topologies: %s; pick one with --topology NAME", len(ts), topologyList(ts))
 	}
 	return ts[0], nil
 }

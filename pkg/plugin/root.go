@@ -37,6 +37,7 @@ Install the agent, then watch and upgrade clusters:
 		SilenceErrors: true,
 	}
 	flags.AddFlags(cmd.PersistentFlags())
+	_ = cmd.RegisterFlagCompletionFunc("namespace", completeNamespaces(flags))
 	cmd.AddCommand(
 		NewPlanCommand(flags, streams),
 		NewConvertCommand(flags, streams),
@@ -45,6 +46,8 @@ Install the agent, then watch and upgrade clusters:
 		NewUpgradeCommand(flags, streams),
 		NewScaleCommand(flags, streams),
 		NewSetCommand(flags, streams),
+		NewPauseCommand(flags, streams, true),
+		NewPauseCommand(flags, streams, false),
 		NewGenerateCommand(flags, streams),
 		NewEditCommand(flags, streams),
 		NewInstallCommand(flags, streams),

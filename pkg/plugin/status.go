@@ -3,17 +3,22 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
@@ -25,8 +30,12 @@ type StatusOptions struct {
 	liveFlags
 	genericiooptions.IOStreams
 
-	// Name is the Topology.
+	// Name is the Topology; empty lists every Topology of the namespace.
 	Name string
+	// AllNamespaces lists the Topologies of every namespace.
+	AllNamespaces bool
+	// Output is "" for text, or json or yaml (the versioned StatusReport).
+	Output string
 	// Watch follows the rollout until it settles.
 	Watch bool
 	// Interval between reads while watching.
@@ -35,19 +44,63 @@ type StatusOptions struct {
 	Timeout time.Duration
 
 	terminal bool
+	now      clock
 }
+
+// statusLong documents the states and the report schema: what an on-call
+// engineer reads in `status --help`.
+const statusLong = `Status shows where a Topology's rollout stands and whether its machines are
+healthy: the Topology, then the control plane and each pool, with the state of
+each, since when, and why. Without NAME it lists every Topology of the
+namespace (-A: of all namespaces), what needs a human first.
+
+States, from what needs a human most:
+  Deleting      the Topology is being deleted with its cluster
+  Paused        spec.paused is set: nothing is applied (kubectl topology resume)
+  Degraded      machines are not ready or available, or Cluster API reports a
+                fault (etcd, control plane components, a remediation)
+  Provisioning  being created: infrastructure or first machines coming up
+  RollingOut    machines are being replaced (an upgrade or a template change)
+  Scaling       the number of machines moves towards the replicas asked for
+  Held          waits on the hold annotation
+  Deferred      waits on the defer annotation
+  Waiting       waits its turn (the control plane, the upgrade concurrency)
+  Ready         at the version and replicas asked for, every machine ready
+
+READY reads ready/asked for; "-" means an autoscaler sets the replicas, and in
+a sum "3+" means 3 plus pools an autoscaler sizes.
+
+Status is what the agent last reported: it warns when the agent's heartbeat is
+old or the agent has not seen the latest change, and lists recent Warning
+events of the Topology and its objects.
+
+--watch ends when the rollout has settled: the agent reconciled the latest
+change and every part is Ready. With --timeout it gives up with exit code 1
+and names what holds it.
+
+-o json|yaml prints a StatusReport (apiVersion ` + StatusReportAPIVersion + `): agent
+{lastHeartbeat, problem}, and items[] of {namespace, name, class, version,
+state, stateSince, settled, paused, deleting, infrastructure, reconciled
+{status, reason, message, since}, stale[], problems[], parts[] {name, kind,
+class, object, state, stateSince, phase, version, desiredVersion, replicas
+{desired, current, ready, upToDate, available}, message, problems[] {object,
+reason, message, since}}, events[] {time, object, reason, message, count}}.
+Fields are only added within a version.`
 
 // NewStatusCommand returns `status`.
 func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &StatusOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Interval: 2 * time.Second}
 	cmd := &cobra.Command{
-		Use:               "status NAME [--watch [--timeout D]]",
+		Use:               "status [NAME | -A] [--watch [--timeout D]] [-o json|yaml]",
 		ValidArgsFunction: completeTopologyNames(flags),
-		Short:             "Show a Topology's rollout: the control plane, then each pool, and why a part waits",
+		Short:             "Show a Topology's rollout and health: the control plane, then each pool, and why a part waits",
+		Long:              statusLong,
 		Example: `  kubectl topology status dev
   kubectl topology status dev --watch
-  kubectl topology status dev --watch --timeout 30m   # exit 1 if not settled by then`,
-		Args: cobra.ExactArgs(1),
+  kubectl topology status dev --watch --timeout 30m   # exit 1 if not settled by then
+  kubectl topology status -A                          # every Topology, problems first
+  kubectl topology status -A -o json                  # for alerting`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
 				return err
@@ -58,15 +111,20 @@ func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 			return o.Run(cmd.Context())
 		},
 	}
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the Topologies of every namespace")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (a StatusReport, see above); default text")
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the rollout until it settles: a live view in a terminal, a line per change when piped")
 	cmd.Flags().DurationVar(&o.Interval, "interval", o.Interval, "How often to read the Topology while watching")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "With --watch: give up and exit 1 if the rollout has not settled by then (0: wait on); the rollout itself goes on")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
 // Complete reads the arguments.
 func (o *StatusOptions) Complete(args []string) error {
-	o.Name = args[0]
+	if len(args) == 1 {
+		o.Name = args[0]
+	}
 	if f, ok := o.Out.(interface{ Fd() uintptr }); ok {
 		o.terminal = term.IsTerminal(int(f.Fd()))
 	}
@@ -77,6 +135,20 @@ func (o *StatusOptions) Complete(args []string) error {
 func (o *StatusOptions) Validate() error {
 	if o.Interval <= 0 {
 		return fmt.Errorf("--interval must be positive, got %s", o.Interval)
+	}
+	switch o.Output {
+	case "", "json", "yaml":
+	default:
+		return fmt.Errorf("--output %q is not supported; use json or yaml, or leave it out for text", o.Output)
+	}
+	if o.Name != "" && o.AllNamespaces {
+		return fmt.Errorf("a NAME and --all-namespaces cannot be combined: a name is looked up in one namespace")
+	}
+	if o.Watch && o.Name == "" {
+		return fmt.Errorf("--watch follows one Topology: give its NAME (to follow many, use `kubectl topology get -w`)")
+	}
+	if o.Watch && o.Output != "" {
+		return fmt.Errorf("--watch and --output cannot be combined: --watch draws for a human; poll `status -o %s` for a machine", o.Output)
 	}
 	return validateFollowTimeout(o.Timeout, o.Watch, "--watch")
 }
@@ -93,14 +165,23 @@ func validateFollowTimeout(timeout time.Duration, following bool, follow string)
 	return nil
 }
 
-// Run prints the rollout once, or follows it with --watch.
+// Run prints the rollout once, lists the fleet, or follows it with --watch.
 func (o *StatusOptions) Run(ctx context.Context) error {
+	if o.Name == "" {
+		return o.runFleet(ctx)
+	}
 	t, err := o.readTopology(ctx, o.Name)
 	if err != nil {
 		return err
 	}
 	if !o.Watch {
-		return renderStatus(o.Out, t)
+		now := o.now.now()
+		agent := agentReport(ctx, o.access.client, now)
+		report := topologyReport(t, agent, warningEvents(ctx, o.access.client, t, now))
+		if o.Output != "" {
+			return printReport(o.Out, o.Output, StatusReport{Agent: agent, Items: []TopologyReport{report}})
+		}
+		return renderStatusReport(o.Out, t, report, now)
 	}
 	if o.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -128,7 +209,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	last := ""
 	for {
 		var buf bytes.Buffer
-		if err := renderStatus(&buf, t); err != nil {
+		if err := renderStatus(&buf, t, time.Time{}); err != nil {
 			return err
 		}
 		if buf.String() != last {
@@ -163,19 +244,46 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 // unsettled is the error of a watch that timed out: where the rollout stands
 // and why, and that it goes on.
 func (o *StatusOptions) unsettled(t *v1alpha1.Topology) error {
-	msg := fmt.Sprintf("Topology %s/%s did not settle within %s: phase %s", t.Namespace, t.Name, o.Timeout, orDash(string(t.Status.Phase)))
-	for _, hold := range append(engine.RolloutHolds(t), engine.PartsNotReady(t)...) {
+	msg := fmt.Sprintf("Topology %s/%s did not settle within %s: %s", t.Namespace, t.Name, o.Timeout, orDash(string(engine.TopologyState(t))))
+	for _, hold := range append(engine.RolloutHolds(t), engine.PartsNotReady(t, o.now.now())...) {
 		msg += "\n  " + hold
 	}
 	return fmt.Errorf("%s\nThe rollout goes on; follow it with `kubectl topology status %s -n %s --watch`", msg, t.Name, t.Namespace)
 }
 
-// renderStatus writes the status tree as plain text.
-func renderStatus(w io.Writer, t *v1alpha1.Topology) error {
-	fmt.Fprintf(w, "Topology %s/%s (class %s)\n", t.Namespace, t.Name, t.Spec.Class)
-	fmt.Fprintf(w, "  version %s · phase %s · infrastructure %s\n", t.Spec.Version, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)))
+// renderStatus writes the status tree as plain text; a zero now leaves out
+// the times (a watch prints a new block only when something changed).
+func renderStatus(w io.Writer, t *v1alpha1.Topology, now time.Time) error {
+	return renderStatusReport(w, t, topologyReport(t, AgentReport{}, nil), now)
+}
+
+// renderStatusReport writes one Topology's report for a human: the state and
+// since when, what makes it stale, the parts as a tree, every problem, and
+// recent warnings.
+func renderStatusReport(w io.Writer, t *v1alpha1.Topology, r TopologyReport, now time.Time) error {
+	since := func(ts *metav1.Time) string {
+		if now.IsZero() || ts == nil {
+			return "-"
+		}
+		return engine.HumanDuration(now.Sub(ts.Time))
+	}
+	head := fmt.Sprintf("Topology %s/%s (class %s) · %s", t.Namespace, t.Name, t.Spec.Class, r.State)
+	if !now.IsZero() && r.StateSince != nil {
+		head += " for " + since(r.StateSince)
+	}
+	fmt.Fprintln(w, head)
+	fmt.Fprintf(w, "  version %s · rollout phase %s · infrastructure %s\n", t.Spec.Version, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)))
+	for _, s := range r.Stale {
+		if strings.HasPrefix(s, "the agent has not seen") {
+			fmt.Fprintf(w, "  %s\n", s) // a change moments old, not a silent agent
+			continue
+		}
+		fmt.Fprintf(w, "  STALE: %s\n", s)
+	}
 	for _, hold := range engine.RolloutHolds(t) {
-		fmt.Fprintf(w, "  %s\n", hold)
+		if !strings.HasPrefix(hold, "the agent has not seen") {
+			fmt.Fprintf(w, "  %s\n", hold)
+		}
 	}
 	parts := t.Status.Parts()
 	if len(parts) == 0 {
@@ -183,7 +291,8 @@ func renderStatus(w io.Writer, t *v1alpha1.Topology) error {
 		return nil
 	}
 	tw := printers.GetNewTabWriter(w)
-	fmt.Fprintln(tw, "PART\tOBJECT\tVERSION\tREPLICAS\tPHASE\tWHY")
+	fmt.Fprintln(tw, "PART\tOBJECT\tVERSION\tREADY\tUP-TO-DATE\tSTATE\tSINCE\tWHY")
+	open := false
 	for i, p := range parts {
 		branch := "├─"
 		if i == len(parts)-1 {
@@ -197,10 +306,128 @@ func renderStatus(w io.Writer, t *v1alpha1.Topology) error {
 		if p.Version != p.DesiredVersion && p.DesiredVersion != "" {
 			version = orDash(p.Version) + " → " + p.DesiredVersion
 		}
-		replicas := fmt.Sprintf("%d/%s ready", p.ReadyReplicas, desiredReplicas(p))
-		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\n", branch, name, orDash(p.ObjectName), version, replicas, orDash(string(p.Phase)), p.Message)
+		if p.DesiredReplicas == nil {
+			open = true
+		}
+		why := p.Message
+		if why == "" && len(p.Problems) > 0 {
+			why = p.Problems[0].Object + " " + p.Problems[0].Reason
+		}
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%d/%s\t%d\t%s\t%s\t%s\n", branch, name, orDash(p.ObjectName), version, p.ReadyReplicas, desiredReplicas(p), p.UpToDateReplicas, orDash(string(p.State)), since(p.StateSince), why)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if open {
+		fmt.Fprintln(w, "  READY n/-: an autoscaler sets that pool's replicas")
+	}
+	var problems []string
+	for _, p := range parts {
+		for _, pr := range p.Problems {
+			line := p.Name + ": " + pr.Object + " " + pr.Reason
+			if pr.Message != "" {
+				line += ": " + pr.Message
+			}
+			if !now.IsZero() && pr.Since != nil {
+				line += " (for " + since(pr.Since) + ")"
+			}
+			problems = append(problems, line)
+		}
+	}
+	if len(problems) > 0 {
+		fmt.Fprintln(w, "Problems:")
+		for _, line := range problems {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+	}
+	if len(r.Events) > 0 {
+		fmt.Fprintf(w, "Warning events (last %s):\n", engine.HumanDuration(eventWindow))
+		for _, e := range r.Events {
+			count := ""
+			if e.Count > 1 {
+				count = fmt.Sprintf(" (x%d)", e.Count)
+			}
+			fmt.Fprintf(w, "  %s ago  %s  %s: %s%s\n", since(&e.Time), e.Object, e.Reason, e.Message, count)
+		}
+	}
+	return nil
+}
+
+// runFleet lists every Topology of the namespace (or all), problems first.
+func (o *StatusOptions) runFleet(ctx context.Context) error {
+	if err := o.connectOnce(); err != nil {
+		return err
+	}
+	list := &v1alpha1.TopologyList{}
+	var opts []client.ListOption
+	if !o.AllNamespaces {
+		opts = append(opts, client.InNamespace(o.access.namespace))
+	}
+	if err := o.access.client.List(ctx, list, opts...); err != nil {
+		return explain(err, o.access)
+	}
+	now := o.now.now()
+	report := StatusReport{Agent: agentReport(ctx, o.access.client, now), Items: []TopologyReport{}}
+	for i := range list.Items {
+		report.Items = append(report.Items, topologyReport(&list.Items[i], report.Agent, nil))
+	}
+	sortReports(report.Items)
+	if o.Output != "" {
+		return printReport(o.Out, o.Output, report)
+	}
+	if len(report.Items) == 0 {
+		where := "namespace " + o.access.namespace
+		if o.AllNamespaces {
+			where = "any namespace"
+		}
+		fmt.Fprintf(o.ErrOut, "No Topologies found in %s.\n", where)
+		return nil
+	}
+	return renderFleet(o.Out, report, list.Items, now)
+}
+
+// renderFleet writes one line per Topology, in the report's order.
+func renderFleet(w io.Writer, report StatusReport, items []v1alpha1.Topology, now time.Time) error {
+	if report.Agent.Problem != "" {
+		fmt.Fprintf(w, "STALE: %s\n", report.Agent.Problem)
+	}
+	byKey := map[string]*v1alpha1.Topology{}
+	for i := range items {
+		byKey[items[i].Namespace+"/"+items[i].Name] = &items[i]
+	}
+	tw := printers.GetNewTabWriter(w)
+	fmt.Fprintln(tw, "NAMESPACE\tNAME\tCLASS\tVERSION\tSTATE\tSINCE\tCONTROL PLANE\tWORKERS\tPROBLEMS")
+	for _, r := range report.Items {
+		t := byKey[r.Namespace+"/"+r.Name]
+		since := "-"
+		if r.StateSince != nil {
+			since = engine.HumanDuration(now.Sub(r.StateSince.Time))
+		}
+		problems := strings.Join(r.Problems, ", ")
+		if len(r.Stale) > 0 && report.Agent.Problem == "" {
+			problems = strings.TrimPrefix(problems+", Stale", ", ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Class, r.Version, r.State, since, controlPlaneReplicas(t), workerReplicas(t), orDash(problems))
 	}
 	return tw.Flush()
+}
+
+// printReport writes the report as json or yaml.
+func printReport(w io.Writer, format string, report StatusReport) error {
+	report.APIVersion, report.Kind = StatusReportAPIVersion, "StatusReport"
+	var data []byte
+	var err error
+	if format == "yaml" {
+		data, err = yaml.Marshal(report)
+	} else {
+		data, err = json.MarshalIndent(report, "", "  ")
+		data = append(data, '\n')
+	}
+	if err != nil {
+		return fmt.Errorf("encoding the status report: %w", err)
+	}
+	_, err = w.Write(data)
+	return err
 }
 
 func desiredReplicas(p v1alpha1.PartStatus) string {

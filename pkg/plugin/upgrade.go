@@ -3,6 +3,7 @@ package plugin
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -33,6 +34,10 @@ type UpgradeOptions struct {
 	Interval time.Duration
 	// Timeout ends a wait that has not settled with an error; 0 waits on.
 	Timeout time.Duration
+	// Force upgrades a control plane that is not healthy.
+	Force bool
+
+	now clock
 }
 
 // NewUpgradeCommand returns `upgrade`.
@@ -44,8 +49,9 @@ func NewUpgradeCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 		Short:             "Upgrade a Topology's Kubernetes version: preflight, preview, confirm, apply, follow",
 		Long: `Upgrade checks the version change with the same rules the agent's webhook
 applies (no downgrade, no skipped minor, no change while a rollout is in
-flight), checks the live state (the agent is caught up and the control plane is
-stable) and sends the change as a server-side dry run, so the webhooks answer
+flight), checks the live state (the agent is caught up and the control plane is Ready:
+every machine ready, etcd and its components healthy; --force overrides this
+one check) and sends the change as a server-side dry run, so the webhooks answer
 before anything changes. It then previews the rollout — the control plane
 first, then MachineDeployments as many at a time as the upgrade-concurrency
 annotation allows — and asks before applying.`,
@@ -66,6 +72,8 @@ annotation allows — and asks before applying.`,
 	cmd.Flags().StringVar(&o.Version, "version", "", "Kubernetes version to upgrade to, e.g. v1.34.0 (required)")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Check and preview only; change nothing")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation")
+	_ = cmd.RegisterFlagCompletionFunc("version", completeVersions(flags))
+	cmd.Flags().BoolVar(&o.Force, "force", false, "Upgrade even when the control plane is not healthy (its machines not all ready, etcd or components failing); the version rules still apply")
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Follow the rollout until it settles, like status --watch")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "With --wait: give up and exit 1 if the rollout has not settled by then (0: wait on); the rollout itself goes on")
 	return cmd
@@ -101,7 +109,11 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		},
 		preflight: o.preflight,
 		preview: func(orig, _ *v1alpha1.Topology) {
-			fmt.Fprintf(o.Out, "Preflight passed: %s → %s is allowed, the control plane is stable, and the webhooks accept the change.\n", orig.Spec.Version, o.Version)
+			health := "the control plane is Ready"
+			if o.Force {
+				health = "the control plane's health is not checked (--force)"
+			}
+			fmt.Fprintf(o.Out, "Preflight passed: %s → %s is allowed, %s, and the webhooks accept the change.\n", orig.Spec.Version, o.Version, health)
 			printUpgradePreview(o.Out, orig, o.Version)
 		},
 		question: func(orig, _ *v1alpha1.Topology) string {
@@ -127,8 +139,20 @@ func (o *UpgradeOptions) preflight(orig, _ *v1alpha1.Topology) error {
 	for _, e := range engine.UpgradePreflight(orig, o.Version) {
 		problems = append(problems, e.Detail)
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("preflight failed for Topology %s/%s; nothing was changed:\n  - %s", orig.Namespace, orig.Name, strings.Join(problems, "\n  - "))
+	unhealthy := engine.ControlPlaneHealth(orig, o.now.now())
+	if len(unhealthy) > 0 && o.Force {
+		fmt.Fprintf(o.ErrOut, "Warning: upgrading an unhealthy control plane (--force):\n  %s\n", strings.Join(unhealthy, "\n  "))
+		unhealthy = nil
+	}
+	if len(problems) > 0 || len(unhealthy) > 0 {
+		msg := fmt.Sprintf("preflight failed for Topology %s/%s; nothing was changed:", orig.Namespace, orig.Name)
+		for _, p := range problems {
+			msg += "\n  - " + p
+		}
+		if len(unhealthy) > 0 {
+			msg += "\n  - " + strings.Join(unhealthy, "\n    ") + "\n    Wait until `kubectl topology status " + orig.Name + "` shows the control plane Ready, or add --force to upgrade it as it is."
+		}
+		return errors.New(msg)
 	}
 	return nil
 }

@@ -73,7 +73,9 @@ type EditModel struct {
 	rollout      []string
 	replacements []string
 	confirming   bool
-	applying     bool
+	// quitAsking asks before unsaved edits are thrown away.
+	quitAsking bool
+	applying   bool
 	message      string
 	quitting     bool
 
@@ -94,6 +96,15 @@ type EditModel struct {
 	applyWhenChecked bool
 	// Applied is true once an apply succeeded.
 	Applied bool
+	// Now is the clock health durations are read against.
+	Now func() time.Time
+}
+
+func (m *EditModel) now() time.Time {
+	if m.Now == nil {
+		return time.Now()
+	}
+	return m.Now()
 }
 
 // NewEditModel opens the editor on in; apply writes the result.
@@ -337,6 +348,13 @@ func (m *EditModel) onMouse(msg tea.MouseMsg) {
 }
 
 func (m *EditModel) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	if key.Matches(msg, m.keys.QuitNow) {
+		m.quitting = true
+		return m, tea.Quit
+	}
+	if m.quitAsking {
+		return m.onQuitKey(msg)
+	}
 	if m.confirming {
 		return m.onConfirmKey(msg)
 	}
@@ -352,6 +370,9 @@ func (m *EditModel) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	switch {
+	case key.Matches(msg, m.keys.Quit) && len(m.changed) > 0 && !m.readOnly && !m.applying:
+		m.quitAsking = true
+		m.message = fmt.Sprintf("%d unsaved change(s): quit and discard them? y/n", len(m.changed))
 	case key.Matches(msg, m.keys.Quit):
 		m.quitting = true
 		return m, tea.Quit
@@ -392,6 +413,20 @@ func (m *EditModel) onApply() {
 	default:
 		m.message = "fix what is red first"
 	}
+}
+
+// onQuitKey answers the question before unsaved edits are discarded: y (or
+// quitting again) quits, n goes back to the edits.
+func (m *EditModel) onQuitKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	switch {
+	case key.Matches(msg, m.keys.Yes), key.Matches(msg, m.keys.Quit):
+		m.quitting = true
+		return m, tea.Quit
+	case key.Matches(msg, m.keys.No):
+		m.quitAsking = false
+		m.message = "not quit: your edits are still here"
+	}
+	return m, nil
 }
 
 func (m *EditModel) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {

@@ -52,16 +52,18 @@ func inputsFor(t *testing.T, stress bool) Inputs {
 		t.Fatal(err)
 	}
 	var current []*unstructured.Unstructured
+	cpName := ""
 	for _, o := range res.Desired.Objects() {
 		o = o.DeepCopy()
 		if o.GetKind() == "KubeadmControlPlane" { // as the provider reports it
+			cpName = o.GetName()
 			_ = unstructured.SetNestedField(o.Object, "v1.33.1", "status", "version")
 			_ = unstructured.SetNestedField(o.Object, int64(3), "status", "replicas")
 		}
 		current = append(current, o)
 	}
 	topo.Spec.Variables = res.Variables
-	obs := &engine.Observed{ControlPlane: engine.PartObserved{Exists: true, SpecVersion: "v1.33.1", StatusVersion: "v1.33.1", Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3}, MachineDeployments: map[string]engine.PartObserved{}, MachinePools: map[string]engine.PartObserved{}}
+	obs := &engine.Observed{ControlPlane: engine.PartObserved{Exists: true, ObjectName: cpName, SpecVersion: "v1.33.1", StatusVersion: "v1.33.1", Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3}, MachineDeployments: map[string]engine.PartObserved{}, MachinePools: map[string]engine.PartObserved{}}
 	for _, md := range topo.Spec.Workers.MachineDeployments {
 		obs.MachineDeployments[md.Name] = engine.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
 	}
@@ -69,6 +71,7 @@ func inputsFor(t *testing.T, stress bool) Inputs {
 		obs.MachinePools[mp.Name] = engine.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
 	}
 	topo.Status.ObservedGeneration = 1
+	topo.Status.Infrastructure = v1alpha1.InfrastructureProvisioned
 	engine.Summarize(topo, engine.Sequence(topo, obs), obs, &topo.Status)
 	state := loader.State(topo, ex.Class, current)
 	return Inputs{Topology: topo, Loaded: &loader.Loaded{Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Objects: current, Current: state, Observed: engine.ObserveState(state)}}
@@ -428,9 +431,10 @@ func TestEditConflictKeepsAddedPool(t *testing.T) {
 func TestEditUpgradeWaitsForAStableControlPlane(t *testing.T) {
 	in := exampleInputs(t)
 	in.Topology.Status.ControlPlane.Phase = v1alpha1.PhaseCreating
+	in.Topology.Status.ControlPlane.State = v1alpha1.StateProvisioning
 	m := newModel(t, in, &fakeServer{})
 	replace(m, "v1.34.0")
-	if !strings.Contains(m.View(), "the control plane is not stable (phase Creating)") || m.canApply() {
+	if !strings.Contains(m.View(), "the control plane is Provisioning") || !strings.Contains(m.View(), "--force") || m.canApply() {
 		t.Errorf("a version change while the control plane is created is not blocked:\n%s", m.View())
 	}
 	goTo(t, m, "md-a (general) replicas")
@@ -455,5 +459,29 @@ func TestEditApplyWhileChecking(t *testing.T) {
 	settle(m, pending)
 	if !m.confirming {
 		t.Errorf("the checks are in and pass, yet apply does not ask; message %q", m.message)
+	}
+}
+
+// TestEscAsksBeforeDiscardingEdits: Esc with unsaved edits asks; n keeps
+// them, y quits; nothing is written either way.
+func TestEscAsksBeforeDiscardingEdits(t *testing.T) {
+	srv := &fakeServer{}
+	m := newModel(t, exampleInputs(t), srv)
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
+	for range len("v1.33.1") {
+		tm.Send(keyOf(tea.KeyBackspace))
+	}
+	tm.Type("v1.34.0")
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("v1.33.1 → v1.34.0")) }, teatest.WithDuration(10*time.Second))
+	tm.Send(tea.KeyMsg{Type: tea.KeyEsc})
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("unsaved change(s): quit and discard them? y/n")) }, teatest.WithDuration(5*time.Second))
+	tm.Type("n")
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("not quit: your edits are still here")) }, teatest.WithDuration(5*time.Second))
+	tm.Send(tea.KeyMsg{Type: tea.KeyEsc})
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("quit and discard them? y/n")) }, teatest.WithDuration(5*time.Second))
+	tm.Type("y")
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*EditModel)
+	if !final.quitting || len(srv.applied) != 0 || final.draft.Spec.Version != "v1.34.0" {
+		t.Errorf("quitting %v, applied %d, draft version %s; want quit with the edit unapplied", final.quitting, len(srv.applied), final.draft.Spec.Version)
 	}
 }

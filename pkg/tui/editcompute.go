@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/spinner"
@@ -39,6 +40,7 @@ type problem struct{ path, msg string }
 
 // snapshot is what one computation reads; none of it changes under it.
 type snapshot struct {
+	now     time.Time
 	draft   *v1alpha1.Topology
 	in      Inputs
 	catalog *variables.Catalog
@@ -63,6 +65,14 @@ func computePreview(ctx context.Context, s snapshot) preview {
 	live.Annotations = t.Annotations // the unsafe annotation, if the user set it
 	for _, fe := range engine.UpgradePreflight(live, t.Spec.Version) {
 		p.checks = append(p.checks, fe.Detail)
+	}
+	if t.Spec.Version != live.Spec.Version {
+		if unhealthy := engine.ControlPlaneHealth(live, s.now); len(unhealthy) > 0 {
+			for _, line := range unhealthy {
+				p.checks = append(p.checks, strings.TrimSpace(line))
+			}
+			p.checks = append(p.checks, "only a Ready control plane is upgraded here (`upgrade --force` overrides)")
+		}
 	}
 	in := engine.Input{
 		Topology: t, Class: s.in.Class, Templates: s.in.Templates,
@@ -149,7 +159,7 @@ func (m *EditModel) onComputeDue(msg computeDue) tea.Cmd {
 
 // start computes the current draft in the background.
 func (m *EditModel) start() tea.Cmd {
-	s := snapshot{draft: m.draft.DeepCopy(), in: m.in, catalog: m.catalog}
+	s := snapshot{now: m.now(), draft: m.draft.DeepCopy(), in: m.in, catalog: m.catalog}
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.cancel, m.running, m.startedGen = cancel, true, m.gen
 	gen := m.gen

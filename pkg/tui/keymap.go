@@ -5,7 +5,7 @@ import "github.com/charmbracelet/bubbles/key"
 // KeyMap is every key the editor answers to, in one place; the help line and
 // full help are built from it.
 type KeyMap struct {
-	Up, Down, Left, Right, Select, Apply, Yes, No, Reset, Unset, Add, Remove, Override, Diff, Help, Quit key.Binding
+	Up, Down, Left, Right, Select, Apply, Yes, No, Reset, Unset, Add, Remove, Override, Diff, Help, Quit, QuitNow key.Binding
 }
 
 // DefaultKeyMap returns the editor's keys. Letters are left to typing.
@@ -26,7 +26,9 @@ func DefaultKeyMap() KeyMap {
 		Override: key.NewBinding(key.WithKeys("ctrl+o"), key.WithHelp("ctrl+o", "override var")),
 		Diff:     key.NewBinding(key.WithKeys("ctrl+d"), key.WithHelp("ctrl+d", "object diff")),
 		Help:     key.NewBinding(key.WithKeys("f1"), key.WithHelp("f1", "help")),
-		Quit:     key.NewBinding(key.WithKeys("esc", "ctrl+c"), key.WithHelp("esc", "quit")),
+		// Esc asks first when edits are unsaved; ctrl+c is the way out that never asks.
+		Quit:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "quit")),
+		QuitNow: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit now")),
 	}
 }
 
@@ -37,5 +39,5 @@ func (k KeyMap) ShortHelp() []key.Binding {
 
 // FullHelp is the full help.
 func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Up, k.Down, k.Left, k.Select}, {k.Apply, k.Reset, k.Unset, k.Diff}, {k.Add, k.Remove, k.Override}, {k.Help, k.Quit}}
+	return [][]key.Binding{{k.Up, k.Down, k.Left, k.Select}, {k.Apply, k.Reset, k.Unset, k.Diff}, {k.Add, k.Remove, k.Override, k.QuitNow}, {k.Help, k.Quit}}
 }

@@ -31,12 +31,14 @@ type StatusModel struct {
 	err      error
 	// Done is true once the rollout settled.
 	Done bool
+	// Now is the clock problem durations are read against.
+	Now func() time.Time
 }
 
 // NewStatusModel watches through fetch, reading every interval.
 func NewStatusModel(fetch Fetcher, interval time.Duration) *StatusModel {
 	bar := progress.New(progress.WithoutPercentage(), progress.WithWidth(12), progress.WithSolidFill("2"))
-	return &StatusModel{fetch: fetch, interval: interval, styles: DefaultStyles(), keys: DefaultKeyMap(), bar: bar, width: 80}
+	return &StatusModel{fetch: fetch, interval: interval, styles: DefaultStyles(), keys: DefaultKeyMap(), bar: bar, width: 80, Now: time.Now}
 }
 
 type topologyMsg struct {
@@ -95,7 +97,7 @@ func (m *StatusModel) View() string {
 	}
 	t := m.t
 	line(m.styles.Title.Render(fmt.Sprintf("Topology %s/%s (class %s)", t.Namespace, t.Name, t.Spec.Class)))
-	line(fmt.Sprintf("  version %s · phase %s · infrastructure %s", t.Spec.Version, m.phase(t.Status.Phase), orDash(string(t.Status.Infrastructure))))
+	line(fmt.Sprintf("  version %s · %s · infrastructure %s", t.Spec.Version, m.state(engine.TopologyState(t)), orDash(string(t.Status.Infrastructure))))
 	for _, hold := range engine.RolloutHolds(t) {
 		line(m.styles.Warn.Render("  " + hold))
 	}
@@ -126,13 +128,16 @@ func (m *StatusModel) View() string {
 		if want > 0 {
 			ratio = min(1, float64(p.UpToDateReplicas)/float64(want))
 		}
-		line(fmt.Sprintf("%s %-*s %s %d/%d up-to-date %-17s %s", branch, nameWidth, partName(p), m.bar.ViewAs(ratio), p.UpToDateReplicas, want, version, m.phase(p.Phase)))
-		if p.Message != "" && p.Phase != v1alpha1.PhaseUpToDate {
+		line(fmt.Sprintf("%s %-*s %s %d/%d up-to-date %d/%d ready %-17s %s", branch, nameWidth, partName(p), m.bar.ViewAs(ratio), p.UpToDateReplicas, want, p.ReadyReplicas, want, version, m.state(p.State)))
+		if p.Message != "" && p.State != v1alpha1.StateReady {
 			line("     " + m.styles.Hint.Render(p.Message))
+		}
+		for _, pr := range p.Problems {
+			line("     " + m.styles.Warn.Render(engine.ProblemText(pr, m.Now())))
 		}
 	}
 	if m.Done {
-		line(m.styles.OK.Render("Rollout settled: every part is up to date."))
+		line(m.styles.OK.Render("Rollout settled: every part is up to date and Ready."))
 	} else {
 		line(m.styles.Help.Render("following the rollout… q quits"))
 	}
@@ -146,16 +151,18 @@ func partName(p v1alpha1.PartStatus) string {
 	return p.Name
 }
 
-func (m *StatusModel) phase(p v1alpha1.RolloutPhase) string {
-	switch p {
-	case v1alpha1.PhaseUpToDate:
-		return m.styles.OK.Render(string(p))
-	case v1alpha1.PhaseUpgrading, v1alpha1.PhaseCreating:
-		return m.styles.Warn.Render(string(p))
+func (m *StatusModel) state(s v1alpha1.State) string {
+	switch s {
+	case v1alpha1.StateReady:
+		return m.styles.OK.Render(string(s))
+	case v1alpha1.StateDegraded, v1alpha1.StateDeleting:
+		return m.styles.Error.Render(string(s))
+	case v1alpha1.StateRollingOut, v1alpha1.StateProvisioning, v1alpha1.StateScaling, v1alpha1.StatePaused:
+		return m.styles.Warn.Render(string(s))
 	case "":
 		return "-"
 	}
-	return m.styles.Hint.Render(string(p))
+	return m.styles.Hint.Render(string(s))
 }
 
 func orDash(s string) string {

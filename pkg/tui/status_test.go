@@ -9,23 +9,36 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
+
+// withStates sums the parts' states as the agent does.
+func withStates(t *v1alpha1.Topology) *v1alpha1.Topology {
+	if cp := t.Status.ControlPlane; cp != nil {
+		cp.State = engine.PartState(cp, 0)
+	}
+	for i := range t.Status.MachineDeployments {
+		t.Status.MachineDeployments[i].State = engine.PartState(&t.Status.MachineDeployments[i], 0)
+	}
+	t.Status.State = engine.TopologyStateOf(&t.Status)
+	return t
+}
 
 func rolling() *v1alpha1.Topology {
 	n := int32(2)
-	return &v1alpha1.Topology{
+	return withStates(&v1alpha1.Topology{
 		ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "default", Generation: 2},
 		Spec:       v1alpha1.TopologySpec{Class: "docker-kubeadm", Version: "v1.34.0"},
 		Status: v1alpha1.TopologyStatus{
 			ObservedGeneration: 2, Phase: v1alpha1.PhaseUpgrading, Infrastructure: v1alpha1.InfrastructureProvisioned,
-			ControlPlane: &v1alpha1.PartStatus{Name: "control-plane", DesiredVersion: "v1.34.0", Version: "v1.34.0", Replicas: 3, UpToDateReplicas: 3, Phase: v1alpha1.PhaseUpToDate},
+			ControlPlane: &v1alpha1.PartStatus{Name: "control-plane", ObjectName: "dev-cp", DesiredVersion: "v1.34.0", Version: "v1.34.0", Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3, Phase: v1alpha1.PhaseUpToDate},
 			MachineDeployments: []v1alpha1.PartStatus{
-				{Name: "md-a", Class: "general", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: &n, Replicas: 2, UpToDateReplicas: 1, Phase: v1alpha1.PhaseUpgrading, Message: "Machines are rolling to v1.34.0"},
-				{Name: "md-b", Class: "general", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 2, Phase: v1alpha1.PhasePending, Message: "upgrade concurrency limit 1 reached (md-a upgrading)"},
+				{Name: "md-a", Class: "general", ObjectName: "dev-md-a", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: &n, Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 1, Phase: v1alpha1.PhaseUpgrading, Message: "Machines are rolling to v1.34.0"},
+				{Name: "md-b", Class: "general", ObjectName: "dev-md-b", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 2, ReadyReplicas: 2, Phase: v1alpha1.PhasePending, Message: "upgrade concurrency limit 1 reached (md-a upgrading)"},
 			},
 			Conditions: []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 2, Reason: "MachineDeploymentsUpgradePending", Message: "MachineDeployment(s) md-b rollout and upgrade to version v1.34.0 on hold"}},
 		},
-	}
+	})
 }
 
 func settledTopology() *v1alpha1.Topology {
@@ -35,7 +48,7 @@ func settledTopology() *v1alpha1.Topology {
 	t.Status.MachineDeployments[0].Phase, t.Status.MachineDeployments[0].UpToDateReplicas = v1alpha1.PhaseUpToDate, 2
 	t.Status.MachineDeployments[0].ReadyReplicas = 2
 	t.Status.Conditions = []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionTrue, ObservedGeneration: 2, Reason: "ReconcileSucceeded"}}
-	return t
+	return withStates(t)
 }
 
 func TestStatusWatchView(t *testing.T) {

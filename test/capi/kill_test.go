@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -44,11 +45,32 @@ func TestAgentKilled(t *testing.T) {
 	killAgent(t)
 	settle(t, ns, "dev", 5*time.Minute)
 	checkConverged(t, ns, "v1.34.0")
+
+	// An agent that stays dead: status says its news may be old, once the
+	// heartbeat is three beats late, and stops saying so when it is back.
+	stopAgent(t)
+	eventually(t, time.Minute, "status says the agent is silent", func(context.Context) (bool, error) {
+		out, _, err := plugin("", "status", "dev", "-n", ns)
+		r := statusReport(t, "-A")
+		return err == nil && strings.Contains(out, "STALE: the agent last reported ") && strings.Contains(r.Agent.Problem, "not running"), fmt.Errorf("%s", out)
+	})
+	mustPlugin(t, "install", "--local", "--state-dir", agentState)
+	eventually(t, 30*time.Second, "status no longer says stale", func(context.Context) (bool, error) {
+		out, _, err := plugin("", "status", "dev", "-n", ns)
+		return err == nil && !strings.Contains(out, "STALE"), fmt.Errorf("%s", out)
+	})
 }
 
 // killAgent kills the local agent with SIGKILL and starts it again as a
 // user would, by installing it again.
 func killAgent(t *testing.T) {
+	t.Helper()
+	stopAgent(t)
+	mustPlugin(t, "install", "--local", "--state-dir", agentState)
+}
+
+// stopAgent kills the local agent with SIGKILL.
+func stopAgent(t *testing.T) {
 	t.Helper()
 	pidFile := filepath.Join(agentState, "agent.pid")
 	pid, up := process.Running(pidFile)
@@ -62,7 +84,6 @@ func killAgent(t *testing.T) {
 		_, up := process.Running(pidFile)
 		return !up, nil
 	})
-	mustPlugin(t, "install", "--local", "--state-dir", agentState)
 }
 
 // checkConverged checks the one-machine, one-pool cluster of TestAgentKilled:

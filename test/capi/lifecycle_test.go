@@ -33,7 +33,7 @@ func TestClusterLifecycle(t *testing.T) {
 
 	t.Run("created until every machine runs", func(t *testing.T) {
 		out := settle(t, ns, "dev", 4*time.Minute)
-		if !strings.Contains(out, "3/3 ready") || !strings.Contains(out, "2/2 ready") || !strings.Contains(out, "1/1 ready") {
+		if !strings.Contains(out, " 3/3 ") || !strings.Contains(out, " 2/2 ") || !strings.Contains(out, " 1/1 ") || !strings.Contains(out, "· Ready") {
 			t.Errorf("status --watch settled showing:\n%s", out)
 		}
 		ms, err := machines(ctx, ns)

@@ -36,6 +36,8 @@ var (
 	pluginBin  string
 	// agentState is the state directory of the agent `install --local` runs.
 	agentState string
+	// kubectlBin is kubectl, built with the control plane's binaries.
+	kubectlBin string
 )
 
 func TestMain(m *testing.M) {
@@ -64,6 +66,7 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = c.Cleanup() }()
 	kubeconfig = c.Kubeconfig
+	kubectlBin = c.Binary("kubectl")
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

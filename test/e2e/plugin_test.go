@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -113,11 +115,29 @@ func TestPluginWorkflow(t *testing.T) {
 		out, _, err := plugin(t, "", "__complete", "status", "-n", ns.Name, "d")
 		return err == nil && strings.HasPrefix(out, "dev\n"), fmt.Errorf("%s", out)
 	})
-	waitFor(t, "get lists the Topology, its control plane being created", func(context.Context) (bool, error) {
+	t.Run("completion offers pools, variables, versions and namespaces", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			want []string
+		}{
+			{[]string{"scale", "dev", "-n", ns.Name, "--worker", ""}, []string{"md-a=", "md-gpu=", "mp-0="}},
+			{[]string{"set", "variable", "dev", "-n", ns.Name, "image"}, []string{"imageRepository="}},
+			{[]string{"upgrade", "dev", "-n", ns.Name, "--version", ""}, []string{"v1.33.2", "v1.34.0"}},
+			{[]string{"get", "-n", ns.Name[:4]}, []string{ns.Name}},
+		} {
+			out, errOut, err := plugin(t, "", append([]string{"__complete"}, tc.args...)...)
+			for _, want := range tc.want {
+				if err != nil || !strings.Contains(out, want+"\n") {
+					t.Errorf("completing %v: %v, want %q among:\n%s%s", tc.args, err, want, out, errOut)
+				}
+			}
+		}
+	})
+	waitFor(t, "get lists the Topology, Provisioning", func(context.Context) (bool, error) {
 		out, errOut, err := plugin(t, "", "get", "-n", ns.Name)
 		for _, line := range strings.Split(out, "\n") {
 			f := strings.Fields(line)
-			if len(f) >= 6 && f[0] == "dev" && f[1] == "docker-kubeadm" && f[2] == "v1.33.1" && f[3] == "0/3" && f[5] == "Creating" {
+			if len(f) >= 6 && f[0] == "dev" && f[1] == "docker-kubeadm" && f[2] == "v1.33.1" && f[3] == "0/3" && f[5] == "Provisioning" {
 				return err == nil, nil
 			}
 		}
@@ -181,7 +201,7 @@ func TestPluginWorkflow(t *testing.T) {
 		}
 		waitFor(t, "the scale is reconciled", func(context.Context) (bool, error) {
 			out, _, err := plugin(t, "", "status", "dev", "-n", ns.Name)
-			return err == nil && !strings.Contains(out, "has not seen the latest change") && strings.Contains(out, "0/4 ready"), fmt.Errorf("%s", out)
+			return err == nil && !strings.Contains(out, "has not seen the latest change") && strings.Contains(out, " 0/4 "), fmt.Errorf("%s", out)
 		})
 	})
 
@@ -194,7 +214,7 @@ func TestPluginWorkflow(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, "control-plane") {
 			t.Fatalf("status --watch --timeout 1s: %v\n%s%s", err, out, errOut)
 		}
-		for _, want := range []string{"Topology " + ns.Name + "/dev did not settle within 1s", "md-a: 0/4 ready", "The rollout goes on"} {
+		for _, want := range []string{"Topology " + ns.Name + "/dev did not settle within 1s: Provisioning", "md-a: Provisioning for ", "0/4 ready", "The rollout goes on"} {
 			if !strings.Contains(errOut, want) {
 				t.Errorf("status --watch --timeout 1s says:\n%s\nwant it to contain %q", errOut, want)
 			}
@@ -210,6 +230,59 @@ func TestPluginWorkflow(t *testing.T) {
 		if err == nil || !strings.Contains(errOut, "Topology "+ns.Name+"/nope not found; list them with `kubectl topology get -n "+ns.Name+"`") {
 			t.Errorf("status of a missing Topology: %v %s", err, errOut)
 		}
+	})
+
+	t.Run("a scale that takes the control plane away warns and asks even with --yes", func(t *testing.T) {
+		out := mustPlugin(t, "scale", "dev", "-n", ns.Name, "--control-plane", "0", "--dry-run")
+		if !strings.Contains(out, "WARNING: control plane replicas 0 deletes every control plane machine") {
+			t.Errorf("scale --control-plane 0 --dry-run:\n%s", out)
+		}
+		_, errOut, err := plugin(t, "n\n", "scale", "dev", "-n", ns.Name, "--control-plane", "0", "--yes")
+		if err == nil || !strings.Contains(errOut, "asked even with --yes; pass --force") {
+			t.Errorf("scale --control-plane 0 --yes answered no: %v %s", err, errOut)
+		}
+		got := &v1alpha1.Topology{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "dev"}, got); err != nil || *got.Spec.ControlPlane.Replicas != 3 {
+			t.Errorf("after a refused scale to 0 the control plane asks for %v replicas (%v), want 3", got.Spec.ControlPlane.Replicas, err)
+		}
+	})
+
+	t.Run("pause and resume", func(t *testing.T) {
+		// get -w prints a row for each change from here on.
+		watch := exec.Command(pluginBin, "get", "-w", "-n", ns.Name)
+		watch.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		var rows syncBuffer
+		watch.Stdout, watch.Stderr = &rows, &rows
+		if err := watch.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = watch.Process.Kill(); _ = watch.Wait() }()
+		waitFor(t, "get -w lists the Topology", func(context.Context) (bool, error) {
+			return strings.Contains(rows.String(), "STATE") && strings.Contains(rows.String(), "\ndev "), fmt.Errorf("%s", rows.String())
+		})
+		out := mustPlugin(t, "pause", "dev", "-n", ns.Name, "--yes")
+		if !strings.Contains(out, "paused: false → true") || !strings.Contains(out, "Paused: nothing will be applied while the Topology is paused.") || !strings.Contains(out, "until `kubectl topology resume dev") {
+			t.Errorf("pause:\n%s", out)
+		}
+		waitFor(t, "get and status say Paused", func(context.Context) (bool, error) {
+			get, _, err := plugin(t, "", "get", "-n", ns.Name)
+			status, _, err2 := plugin(t, "", "status", "dev", "-n", ns.Name)
+			return err == nil && err2 == nil && strings.Contains(get, "Paused") && strings.Contains(status, "· Paused") && strings.Contains(status, "TopologyReconciled=False Paused"), fmt.Errorf("%s%s", get, status)
+		})
+		waitFor(t, "get -w prints the Topology's new row", func(context.Context) (bool, error) {
+			return strings.Contains(rows.String(), "Paused"), fmt.Errorf("%s", rows.String())
+		})
+		_, errOut, _ := plugin(t, "", "plan", "dev", "-n", ns.Name)
+		if !strings.Contains(errOut, "is paused: nothing will be applied until `kubectl topology resume dev`") {
+			t.Errorf("plan of a paused Topology does not say so:\n%s", errOut)
+		}
+		if out := mustPlugin(t, "resume", "dev", "-n", ns.Name, "--yes"); !strings.Contains(out, "paused: true → false") || !strings.Contains(out, "Applied.") {
+			t.Errorf("resume:\n%s", out)
+		}
+		waitFor(t, "status no longer says Paused", func(context.Context) (bool, error) {
+			status, _, err := plugin(t, "", "status", "dev", "-n", ns.Name)
+			return err == nil && !strings.Contains(status, "Paused"), fmt.Errorf("%s", status)
+		})
 	})
 
 	t.Run("uninstall is refused while a Topology exists", func(t *testing.T) {
@@ -308,4 +381,22 @@ func TestDistInstallsItsOwnRelease(t *testing.T) {
 	if out, err := exec.Command(released, "version", "--client").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "plugin: v0.2.0" {
 		t.Errorf("version --client: %v %s", err, out)
 	}
+}
+
+// syncBuffer is a buffer a running process writes to while a test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -10,8 +10,11 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Class",type="string",JSONPath=".spec.class"
 // +kubebuilder:printcolumn:name="Version",type="string",JSONPath=".spec.version"
-// +kubebuilder:printcolumn:name="Phase",type="string",JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="State",type="string",JSONPath=".status.state"
 // +kubebuilder:printcolumn:name="Reconciled",type="string",JSONPath=".status.conditions[?(@.type=='TopologyReconciled')].status"
+// +kubebuilder:printcolumn:name="Paused",type="boolean",JSONPath=".spec.paused",priority=1
+// +kubebuilder:printcolumn:name="Phase",type="string",JSONPath=".status.phase",priority=1
+// +kubebuilder:printcolumn:name="Infrastructure",type="string",JSONPath=".status.infrastructure",priority=1
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 
 // Topology is one cluster stamped from a TopologyClass. The agent makes it real
@@ -397,6 +400,57 @@ const (
 	InfrastructureProvisioned InfrastructurePhase = "Provisioned"
 )
 
+// State is what an on-call engineer reads at a glance: convergence (is the
+// part where the topology asks) and health (are its machines ready) in one
+// word. `kubectl topology status --help` documents each.
+// +kubebuilder:validation:Enum=Provisioning;RollingOut;Scaling;Degraded;Waiting;Held;Deferred;Paused;Deleting;Ready
+type State string
+
+// States, from what needs a human most to what needs nothing.
+const (
+	// StateDeleting: the Topology is being deleted with its cluster.
+	StateDeleting State = "Deleting"
+	// StatePaused: spec.paused is set; nothing is applied.
+	StatePaused State = "Paused"
+	// StateDegraded: converged, or past provisioning, but machines are not
+	// ready or available, or upstream's conditions report a fault.
+	StateDegraded State = "Degraded"
+	// StateProvisioning: being created; machines are coming up for the first time.
+	StateProvisioning State = "Provisioning"
+	// StateRollingOut: machines are being replaced (an upgrade or a template change).
+	StateRollingOut State = "RollingOut"
+	// StateScaling: the number of machines moves towards the replicas asked for.
+	StateScaling State = "Scaling"
+	// StateHeld: waits on the hold annotation.
+	StateHeld State = "Held"
+	// StateDeferred: waits on the defer annotation.
+	StateDeferred State = "Deferred"
+	// StateWaiting: waits its turn (the control plane, the concurrency limit).
+	StateWaiting State = "Waiting"
+	// StateReady: at the version and replicas asked for, every machine ready.
+	StateReady State = "Ready"
+)
+
+// Problem is one thing that keeps a part from being healthy: a Machine not
+// ready, a condition of upstream's that is false, a remediation.
+type Problem struct {
+	// object the problem is about, as Kind/name.
+	// +required
+	Object string `json:"object"`
+
+	// reason in one CamelCase word, upstream's where it gives one.
+	// +required
+	Reason string `json:"reason"`
+
+	// message says what is wrong, in upstream's words where it gives them.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// since is when the object's condition last changed.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+}
+
 // PartStatus is the rollout state of the control plane or one worker pool.
 type PartStatus struct {
 	// name of the part: the topology name of a pool, or "control-plane".
@@ -442,6 +496,24 @@ type PartStatus struct {
 	// message says why the part waits, in words an operator can act on.
 	// +optional
 	Message string `json:"message,omitempty"`
+
+	// availableReplicas the part reports available.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+
+	// state sums convergence and health in one word.
+	// +optional
+	State State `json:"state,omitempty"`
+
+	// stateSince is when state last changed.
+	// +optional
+	StateSince *metav1.Time `json:"stateSince,omitempty"`
+
+	// problems keep the part from being healthy; the first few only.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Problems []Problem `json:"problems,omitempty"`
 }
 
 // TopologyStatus is the observed state of a Topology.
@@ -453,6 +525,15 @@ type TopologyStatus struct {
 	// phase sums the rollout: the least advanced phase of all parts.
 	// +optional
 	Phase RolloutPhase `json:"phase,omitempty"`
+
+	// state sums the topology: the state of its part that needs a human most,
+	// or Deleting, Paused, or Provisioning while the infrastructure is.
+	// +optional
+	State State `json:"state,omitempty"`
+
+	// stateSince is when state last changed.
+	// +optional
+	StateSince *metav1.Time `json:"stateSince,omitempty"`
 
 	// infrastructure is the provisioning state of the infrastructure.
 	// +optional

@@ -1,0 +1,252 @@
+package capi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	topologyplugin "github.com/kubectl-topology/kubectl-topology/pkg/plugin"
+)
+
+// statusReport runs `status -o json` and decodes it.
+func statusReport(t *testing.T, args ...string) topologyplugin.StatusReport {
+	t.Helper()
+	out := mustPlugin(t, append([]string{"status", "-o", "json"}, args...)...)
+	var r topologyplugin.StatusReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("status -o json is not a StatusReport: %v\n%s", err, out)
+	}
+	if r.APIVersion != topologyplugin.StatusReportAPIVersion || r.Kind != "StatusReport" {
+		t.Fatalf("status -o json: apiVersion %q kind %q", r.APIVersion, r.Kind)
+	}
+	return r
+}
+
+// itemOf finds a Topology's item in a report.
+func itemOf(r topologyplugin.StatusReport, ns, name string) *topologyplugin.TopologyReport {
+	for i := range r.Items {
+		if r.Items[i].Namespace == ns && r.Items[i].Name == name {
+			return &r.Items[i]
+		}
+	}
+	return nil
+}
+
+// workloadClient reaches the workload cluster of Cluster ns/name: for the
+// in-memory provider, the API server it fakes in its process.
+func workloadClient(t *testing.T, ns, name string) client.Client {
+	t.Helper()
+	secret := &corev1.Secret{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-kubeconfig"}, secret); err != nil {
+		t.Fatalf("reading the workload kubeconfig: %v", err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data["value"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// setNodeReady sets the Ready condition of a workload cluster's Node, as a
+// kubelet that stopped (or came back) would be seen; Cluster API's Machine
+// controller reads it from there.
+func setNodeReady(t *testing.T, wc client.Client, node string, ready bool) {
+	t.Helper()
+	eventually(t, 30*time.Second, "Node "+node+" takes the Ready change", func(ctx context.Context) (bool, error) {
+		n := &corev1.Node{}
+		if err := wc.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+			return false, err
+		}
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == corev1.NodeReady {
+				n.Status.Conditions[i].Status, n.Status.Conditions[i].Reason, n.Status.Conditions[i].Message = corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"
+				if !ready {
+					n.Status.Conditions[i].Status, n.Status.Conditions[i].Reason, n.Status.Conditions[i].Message = corev1.ConditionFalse, "KubeletStopped", "kubelet stopped posting node status"
+				}
+			}
+		}
+		// The in-memory API server keeps status with the object: an update of
+		// the Node carries it.
+		return true, wc.Update(ctx, n)
+	})
+}
+
+// nodeOf is the Node of the first Machine that matches.
+func nodeOf(t *testing.T, ns string, match func(*unstructured.Unstructured) bool) (machine, node string) {
+	t.Helper()
+	items, err := list(context.Background(), ns, "Machine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range items {
+		if match(&items[i]) {
+			n, _, _ := unstructured.NestedString(items[i].Object, "status", "nodeRef", "name")
+			return items[i].GetName(), n
+		}
+	}
+	t.Fatalf("no Machine in %s matches", ns)
+	return "", ""
+}
+
+// kubectl runs kubectl itself against the local control plane.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(kubectlBin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestHealthThroughDegradedStates drives a cluster through the states an
+// on-call engineer meets — provisioning, ready, a control plane Machine and
+// a pool Machine whose Nodes go not ready, recovery, deletion — with Cluster
+// API's own controllers reporting each, and checks that status, get, the
+// JSON report, --watch, upgrade's preflight and kubectl itself all say so,
+// with the reason and the time since.
+func TestHealthThroughDegradedStates(t *testing.T) {
+	t.Parallel()
+	ns := inMemoryCluster(t, "health", func(topo *v1alpha1.Topology) {
+		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
+		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
+		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](2)
+	}, slowControlPlane)
+
+	// Provisioning: the control plane's machine takes 30 s to start.
+	eventually(t, 30*time.Second, "status reports the cluster Provisioning", func(context.Context) (bool, error) {
+		item := itemOf(statusReport(t, "dev", "-n", ns), ns, "dev")
+		return item != nil && item.State == v1alpha1.StateProvisioning && !item.Settled, nil
+	})
+	if out := mustPlugin(t, "get", "-n", ns); !strings.Contains(out, "Provisioning") {
+		t.Errorf("get does not say Provisioning:\n%s", out)
+	}
+	if _, errOut, err := plugin("", "status", "dev", "-n", ns, "--watch", "--timeout", "3s", "--interval", "1s"); err == nil || !strings.Contains(errOut, "did not settle within 3s: Provisioning") {
+		t.Errorf("a bounded watch during provisioning: err %v\n%s", err, errOut)
+	}
+
+	settle(t, ns, "dev", 4*time.Minute)
+	item := itemOf(statusReport(t, "-A"), ns, "dev")
+	if item == nil || item.State != v1alpha1.StateReady || !item.Settled || len(item.Problems) != 0 {
+		t.Fatalf("settled cluster in status -A -o json: %+v", item)
+	}
+
+	// Degraded: the control plane's Node and one of md-a's go not ready.
+	wc := workloadClient(t, ns, "dev")
+	cpMachine, cpNode := nodeOf(t, ns, func(m *unstructured.Unstructured) bool {
+		_, ok := m.GetLabels()["cluster.x-k8s.io/control-plane"]
+		return ok
+	})
+	mdMachine, mdNode := nodeOf(t, ns, func(m *unstructured.Unstructured) bool {
+		return m.GetLabels()["topology.cluster.x-k8s.io/deployment-name"] == "md-a"
+	})
+	setNodeReady(t, wc, cpNode, false)
+	setNodeReady(t, wc, mdNode, false)
+	eventually(t, time.Minute, "status reports both parts Degraded", func(context.Context) (bool, error) {
+		item := itemOf(statusReport(t, "dev", "-n", ns), ns, "dev")
+		if item == nil || item.State != v1alpha1.StateDegraded || len(item.Parts) != 2 {
+			return false, fmt.Errorf("report %+v", item)
+		}
+		return item.Parts[0].State == v1alpha1.StateDegraded && item.Parts[1].State == v1alpha1.StateDegraded, nil
+	})
+	time.Sleep(2 * time.Second) // so that "for Ns" reads at least a second
+	out := mustPlugin(t, "status", "dev", "-n", ns)
+	for _, want := range []string{"Degraded for ", "0/1", "1/2", "Machine/" + cpMachine + " NotReady", "Machine/" + mdMachine + " NotReady", "Node.Ready: kubelet stopped posting node status (for "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status of the degraded cluster lacks %q:\n%s", want, out)
+		}
+	}
+	if out := mustPlugin(t, "get", "-n", ns); !strings.Contains(out, "Degraded") || !strings.Contains(out, "control-plane Degraded,md-a Degraded") {
+		t.Errorf("get does not name the degraded parts:\n%s", out)
+	}
+	if _, errOut, err := plugin("", "status", "dev", "-n", ns, "--watch", "--timeout", "3s", "--interval", "1s"); err == nil ||
+		!strings.Contains(errOut, "did not settle within 3s: Degraded") || !strings.Contains(errOut, "control plane: Degraded for ") {
+		t.Errorf("a bounded watch of a degraded cluster (versions all match): err %v\n%s", err, errOut)
+	}
+	_, errOut, err := plugin("", "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--dry-run")
+	if err == nil || !strings.Contains(errOut, "the control plane is Degraded for ") || !strings.Contains(errOut, "Machine/"+cpMachine+" NotReady") || !strings.Contains(errOut, "add --force") {
+		t.Errorf("preflight of an upgrade of a degraded control plane: err %v\n%s", err, errOut)
+	}
+	if out, errOut, err := plugin("", "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--dry-run", "--force"); err != nil ||
+		!strings.Contains(errOut, "upgrading an unhealthy control plane (--force)") || !strings.Contains(out, "Dry run: nothing was changed") {
+		t.Errorf("upgrade --force --dry-run of a degraded control plane: err %v\n%s%s", err, out, errOut)
+	}
+	if out := kubectl(t, "get", "topology", "dev", "-n", ns); !strings.Contains(out, "Degraded") {
+		t.Errorf("kubectl get topology dev does not show the state:\n%s", out)
+	}
+
+	// Recovery: the Nodes are ready again and the watch settles.
+	setNodeReady(t, wc, cpNode, true)
+	setNodeReady(t, wc, mdNode, true)
+	settle(t, ns, "dev", 2*time.Minute)
+
+	// Deletion: reported as such until the Topology is gone.
+	topo := &v1alpha1.Topology{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(context.Background(), topo); err != nil {
+		t.Fatal(err)
+	}
+	sawDeleting := false
+	eventually(t, 2*time.Minute, "the Topology is gone", func(ctx context.Context) (bool, error) {
+		out, errOut, err := plugin("", "get", "dev", "-n", ns)
+		if err != nil {
+			return strings.Contains(errOut, "not found"), nil
+		}
+		if strings.Contains(out, "Deleting") {
+			sawDeleting = true
+		}
+		err = k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha1.Topology{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if !sawDeleting {
+		t.Error("get never showed the Topology Deleting")
+	}
+}
+
+// TestKubectlWorks runs kubectl itself on the CRDs: the singular and plural
+// names, the short names and describe all answer, and the printer columns
+// mirror `kubectl topology get`.
+func TestKubectlWorks(t *testing.T) {
+	t.Parallel()
+	ns := inMemoryCluster(t, "kubectl", func(topo *v1alpha1.Topology) {
+		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
+		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
+	})
+	settle(t, ns, "dev", 4*time.Minute)
+	for _, args := range [][]string{{"get", "topology", "dev"}, {"get", "topologies", "dev"}, {"get", "topo", "dev"}} {
+		out := kubectl(t, append(args, "-n", ns)...)
+		if !strings.Contains(out, "STATE") || !strings.Contains(out, "Ready") || !strings.Contains(out, "in-memory") {
+			t.Errorf("kubectl %s:\n%s", strings.Join(args, " "), out)
+		}
+	}
+	if out := kubectl(t, "get", "topology", "dev", "-n", ns, "-o", "wide"); !strings.Contains(out, "INFRASTRUCTURE") || !strings.Contains(out, "Provisioned") {
+		t.Errorf("kubectl get -o wide:\n%s", out)
+	}
+	if out := kubectl(t, "describe", "topology", "dev", "-n", ns); !strings.Contains(out, "Kind:         Topology") || !strings.Contains(out, "State:") {
+		t.Errorf("kubectl describe topology dev:\n%s", out)
+	}
+	if out := kubectl(t, "get", "tc", "-n", ns); !strings.Contains(out, "in-memory") {
+		t.Errorf("kubectl get tc:\n%s", out)
+	}
+	if out := kubectl(t, "explain", "topology.spec"); !strings.Contains(out, "KIND:       Topology") {
+		t.Errorf("kubectl explain topology.spec:\n%s", out)
+	}
+}
