@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -407,4 +409,26 @@ func TestParseVariable(t *testing.T) {
 			t.Errorf("parseVariable(%q) = %q %q, %v; want %s", tc.in, name, raw, err, tc.want)
 		}
 	}
+}
+
+// TestNoCommandShadowsKubectlFlags: no command defines a flag, or a
+// shorthand, that kubectl's global flags already use.
+func TestNoCommandShadowsKubectlFlags(t *testing.T) {
+	root := NewRootCommand(genericiooptions.IOStreams{})
+	global := root.PersistentFlags()
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+			if global.Lookup(f.Name) != nil {
+				t.Errorf("%s --%s shadows kubectl's global --%s", c.CommandPath(), f.Name, f.Name)
+			}
+			if f.Shorthand != "" && global.ShorthandLookup(f.Shorthand) != nil {
+				t.Errorf("%s -%s (--%s) shadows kubectl's global -%s", c.CommandPath(), f.Shorthand, f.Name, f.Shorthand)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }
