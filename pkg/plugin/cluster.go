@@ -312,7 +312,7 @@ func completeVariables(flags *genericclioptions.ConfigFlags) func(*cobra.Command
 		}
 		class := &v1alpha1.TopologyClass{}
 		key := t.GetClassKey()
-		if err := ca.client.Get(cmd.Context(), client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, class); err != nil {
+		if err := ca.client.Get(cmd.Context(), client.ObjectKey(key), class); err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
 		var out []string

@@ -76,8 +76,8 @@ type EditModel struct {
 	// quitAsking asks before unsaved edits are thrown away.
 	quitAsking bool
 	applying   bool
-	message      string
-	quitting     bool
+	message    string
+	quitting   bool
 
 	// ctx bounds the background computations; see editcompute.go.
 	ctx context.Context
