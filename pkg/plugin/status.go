@@ -209,7 +209,12 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	last := ""
 	for {
 		var buf bytes.Buffer
-		if err := renderStatus(&buf, t, time.Time{}); err != nil {
+		agent := agentReport(ctx, o.access.client, o.now.now())
+		if agent.Problem != "" {
+			// Without its age, which would make every read a new block.
+			agent.Problem = agentSilent
+		}
+		if err := renderStatusReport(&buf, t, topologyReport(t, agent, nil), time.Time{}); err != nil {
 			return err
 		}
 		if buf.String() != last {

@@ -116,6 +116,9 @@ const (
 	eventWindow = time.Hour
 )
 
+// agentSilent is what a watch says of an agent whose heartbeat is missing or old.
+const agentSilent = "the agent is not reporting: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells"
+
 // heartbeatStaleAfter is how old the agent's heartbeat may be before status
 // is called stale: three missed beats.
 const heartbeatStaleAfter = 3 * components.HeartbeatInterval
