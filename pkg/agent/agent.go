@@ -66,6 +66,9 @@ type Options struct {
 	MetricsSecure bool
 	// HealthProbeBindAddress serves /healthz and /readyz.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's profiles (/debug/pprof/) for measuring the
+	// agent; empty (the default) serves none.
+	PprofBindAddress string
 	// WebhookPort is the webhook server's port.
 	WebhookPort int
 	// Concurrency is how many Topologies reconcile at once.
@@ -165,6 +168,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 		Scheme:                  Scheme(),
 		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		PprofBindAddress:        opts.PprofBindAddress,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        leaderElectID,
 		LeaderElectionNamespace: opts.AgentNamespace,
@@ -196,7 +200,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 	if err := a.setupSelfHeal(); err != nil {
 		return nil, err
 	}
-	if err := a.mgr.Add(&heartbeat{client: a.direct, namespace: opts.AgentNamespace, interval: components.HeartbeatInterval, now: time.Now}); err != nil {
+	beat := &heartbeat{client: a.direct, namespace: opts.AgentNamespace, interval: components.HeartbeatInterval, now: time.Now}
+	if opts.Local {
+		beat.ensureNamespace = func(ctx context.Context) error { return ensureNamespace(ctx, a.direct, opts.AgentNamespace) }
+	}
+	if err := a.mgr.Add(beat); err != nil {
 		return nil, err
 	}
 	return a, nil

@@ -22,6 +22,9 @@ type heartbeat struct {
 	namespace string
 	interval  time.Duration
 	now       func() time.Time
+	// ensureNamespace, when set (out of cluster), makes the namespace again if
+	// it went away under a running agent, e.g. an uninstall finished later.
+	ensureNamespace func(context.Context) error
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: only the
@@ -58,7 +61,14 @@ func (h *heartbeat) beat(ctx context.Context) error {
 			ObjectMeta: metav1.ObjectMeta{Namespace: h.namespace, Name: components.HeartbeatLease},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &now},
 		}
-		return h.client.Create(ctx, lease)
+		err := h.client.Create(ctx, lease)
+		if apierrors.IsNotFound(err) && h.ensureNamespace != nil {
+			if err := h.ensureNamespace(ctx); err != nil {
+				return err
+			}
+			err = h.client.Create(ctx, lease)
+		}
+		return err
 	case err != nil:
 		return err
 	}

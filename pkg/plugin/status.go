@@ -292,7 +292,11 @@ func renderStatusReport(w io.Writer, t *v1alpha1.Topology, r TopologyReport, now
 	}
 	parts := t.Status.Parts()
 	if len(parts) == 0 {
-		fmt.Fprintln(w, "  no rollout reported yet: is the agent running? (`kubectl topology version` tells)")
+		if r.agentSilent {
+			fmt.Fprintln(w, "  no rollout reported yet, and the agent is not reporting (see above)")
+		} else {
+			fmt.Fprintln(w, "  no rollout reported yet: the agent has not reconciled it yet")
+		}
 		return nil
 	}
 	tw := printers.GetNewTabWriter(w)

@@ -64,6 +64,9 @@ type TopologyReport struct {
 	Parts    []PartReport `json:"parts"`
 	// Events are recent Warning events of the Topology and its objects.
 	Events []EventReport `json:"events,omitempty"`
+
+	// agentSilent is set when the heartbeat says the agent is not reporting.
+	agentSilent bool
 }
 
 // ConditionReport is a condition without its bookkeeping.
@@ -219,6 +222,7 @@ func topologyReport(t *v1alpha1.Topology, agent AgentReport, events []EventRepor
 	}
 	if agent.Problem != "" {
 		r.Stale = append(r.Stale, agent.Problem)
+		r.agentSilent = true
 	}
 	if t.Status.ObservedGeneration != t.Generation {
 		r.Stale = append(r.Stale, fmt.Sprintf("the agent has not seen the latest change yet (generation %d, observed %d)", t.Generation, t.Status.ObservedGeneration))
