@@ -32,6 +32,7 @@ func main() {
 	fs.BoolVar(&opts.LeaderElect, "leader-elect", false, "Enable leader election, for running more than one replica.")
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", opts.MetricsBindAddress, "Address the metrics endpoint binds to; \"0\" disables it.")
 	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", opts.HealthProbeBindAddress, "Address the /healthz and /readyz endpoints bind to.")
+	fs.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "", "Address Go's profiles (/debug/pprof/) are served on, e.g. 127.0.0.1:6060, for measuring the agent; empty serves none. Never expose it beyond the host.")
 	fs.IntVar(&opts.WebhookPort, "webhook-port", opts.WebhookPort, "Port the admission webhooks are served on.")
 	fs.StringVar(&opts.CertDir, "webhook-cert-dir", opts.CertDir, "Directory the serving certificate is written to.")
 	fs.IntVar(&opts.Concurrency, "concurrency", opts.Concurrency, "Number of Topologies reconciled at once.")

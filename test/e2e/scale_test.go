@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
+	topologywebhook "github.com/kubectl-topology/kubectl-topology/pkg/webhook"
 )
 
 // BenchmarkThousandTopologies creates TOPOLOGY_SCALE (default 1,000)
@@ -35,16 +39,33 @@ func runScale(b *testing.B, n int) {
 	ctx := context.Background()
 	ex := exampleClass(b, "scale")
 	ns := ex.Topology.Namespace
-	agent := startAgentBinary(b)
+	pprofPort := freePort(b)
+	agent := startAgentBinary(b, "--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort))
+	profile := profileCPU(b, pprofPort)
 	start := time.Now()
+	latencies := make([]time.Duration, 0, n)
 	for i := range n {
 		t := ex.Topology.DeepCopy()
 		t.Name = fmt.Sprintf("t-%04d", i)
+		began := time.Now()
 		if err := k8s.Create(ctx, t); err != nil {
 			b.Fatal(err)
 		}
+		latencies = append(latencies, time.Since(began))
 	}
 	created := time.Since(start)
+	slices.Sort(latencies)
+	p50, p99 := latencies[len(latencies)/2], latencies[len(latencies)*99/100]
+	webhookMean := map[string]time.Duration{}
+	for _, path := range []string{topologywebhook.TopologyDefaultPath, topologywebhook.TopologyValidatePath} {
+		sum := agent.metric(b, "controller_runtime_webhook_latency_seconds_sum", `webhook="`+path+`"`)
+		count := agent.metric(b, "controller_runtime_webhook_latency_seconds_count", `webhook="`+path+`"`)
+		if count > 0 {
+			webhookMean[path] = time.Duration(sum / count * float64(time.Second))
+		}
+	}
+	b.Logf("Topology create, as the client sees it (API server, both webhooks, etcd): p50 %s, p99 %s; mean time in the agent's webhooks: %v; CPU profile of the agent while creating: %s",
+		p50.Round(time.Microsecond), p99.Round(time.Microsecond), webhookMean, profile())
 	waitAllReconciled(b, ns, n)
 	converge := time.Since(start)
 	// Reconciles the watches triggered after the last status write may still
@@ -73,6 +94,8 @@ func runScale(b *testing.B, n int) {
 	}
 	b.Logf("write requests during the resync by method: %v; the agent's log of them: %s", byMethod, again.log.Name())
 
+	b.ReportMetric(float64(p50.Microseconds())/1000, "ms-create-p50")
+	b.ReportMetric(float64(p99.Microseconds())/1000, "ms-create-p99")
 	b.ReportMetric(converge.Seconds(), "s-to-reconcile-all")
 	b.ReportMetric(created.Seconds(), "s-to-create-all")
 	b.ReportMetric(requests/float64(n), "requests/topology")
@@ -81,6 +104,32 @@ func runScale(b *testing.B, n int) {
 	b.ReportMetric(writes, "writes-during-resync")
 	b.Logf("%d topologies: created in %s, all reconciled after %s; %.1f requests per topology; agent peak RSS %d MiB; no-op resync after restart %s with %.0f write requests",
 		n, created.Round(time.Millisecond), converge.Round(time.Millisecond), requests/float64(n), rss/1024, resync.Round(time.Millisecond), writes)
+}
+
+// profileCPU starts a 20 s CPU profile of the agent and returns a function
+// that waits for it and says where it was written, for `go tool pprof`.
+func profileCPU(b *testing.B, port int) func() string {
+	done := make(chan string, 1)
+	go func() {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=20", port))
+		if err != nil {
+			done <- "none: " + err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.CreateTemp(os.Getenv("TOPOLOGY_E2E_LOG_DIR"), "agent-cpu-*.pprof")
+		if err != nil {
+			done <- "none: " + err.Error()
+			return
+		}
+		defer f.Close()
+		if _, err := io.Copy(f, resp.Body); err != nil {
+			done <- "none: " + err.Error()
+			return
+		}
+		done <- f.Name()
+	}()
+	return func() string { return <-done }
 }
 
 func waitAllReconciled(b *testing.B, ns string, n int) {
