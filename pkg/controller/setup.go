@@ -46,6 +46,8 @@ var topologyChanged = predicate.Or[client.Object](
 // SetupWithManager registers the Topology controller: it watches Topologies,
 // the Clusters they own, the Cluster API objects labelled for them, their
 // classes, and — added as they are met — provider kinds and class templates.
+// The manager's client must read unstructured objects from its cache (as the
+// agent's does): a cluster's objects are listed by the cache's cluster index.
 func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Topology{}, v1alpha1.ClassKeyField, topologyClassKeys); err != nil {
 		return fmt.Errorf("indexing Topologies by class: %w", err)
@@ -70,6 +72,9 @@ func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		return fmt.Errorf("creating the Topology controller: %w", err)
 	}
 	r.Watches = NewDynamicWatches(ctl, mgr.GetCache(), mgr.GetRESTMapper(), handler.EnqueueRequestsFromMapFunc(topologiesOfTemplate(mgr.GetClient())), known...)
+	if r.ByCluster == nil {
+		r.ByCluster = NewClusterIndex(mgr.GetFieldIndexer())
+	}
 	if r.Classes == nil {
 		r.Classes = engine.NewClassCache()
 	}

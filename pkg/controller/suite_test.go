@@ -61,6 +61,9 @@ func runSuite(m *testing.M) int {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		// As the agent: unstructured reads from the cache, which the
+		// reconciler lists by its cluster index.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

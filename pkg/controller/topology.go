@@ -79,6 +79,8 @@ type TopologyReconciler struct {
 	Extensions *extension.Client
 	// Clock stamps state transition times; nil: the real clock.
 	Clock clock.PassiveClock
+	// ByCluster indexes the cache by cluster; nil lists by label.
+	ByCluster *ClusterIndex
 }
 
 // scope carries one reconcile of one Topology from step to step.
@@ -157,12 +159,16 @@ func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error
 // outside the one namespace the agent watches are read uncached, so a change
 // to one of them waits for the next reconcile.
 func (r *TopologyReconciler) loader() *loader.Loader {
-	return &loader.Loader{Reader: r.Client, TemplateReader: func(namespace string) client.Reader {
+	l := &loader.Loader{Reader: r.Client, TemplateReader: func(namespace string) client.Reader {
 		if r.WatchNamespace != "" && namespace != r.WatchNamespace && r.APIReader != nil {
 			return r.APIReader
 		}
 		return r.Client
 	}}
+	if r.ByCluster != nil {
+		l.ByCluster = r.ByCluster.Field
+	}
+	return l
 }
 
 func (r *TopologyReconciler) getClass(ctx context.Context, s *scope) (bool, error) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,13 +60,12 @@ func ptr[T any](v T) *T { return &v }
 // machineSetRefs lists the templates the cluster's MachineSets still use:
 // Machines of an older MachineSet may still be created from them.
 func (r *TopologyReconciler) machineSetRefs(ctx context.Context, topo *v1alpha1.Topology) (map[engine.ObjectKey]bool, error) {
-	sets := &unstructured.UnstructuredList{}
-	sets.SetGroupVersionKind(capiGVK(machineSetKind + "List"))
-	if err := r.Client.List(ctx, sets, client.InNamespace(topo.Namespace), client.MatchingLabels{engine.ClusterNameLabel: topo.Name}); err != nil && !meta.IsNoMatchError(err) {
-		return nil, fmt.Errorf("listing MachineSets of Cluster %s/%s: %w", topo.Namespace, topo.Name, err)
+	sets, err := r.loader().Labelled(ctx, topo, capiGVK(machineSetKind))
+	if err != nil {
+		return nil, err
 	}
 	out := map[engine.ObjectKey]bool{}
-	for _, ms := range sets.Items {
+	for _, ms := range sets {
 		for _, path := range [][]string{{"spec", "template", "spec", "infrastructureRef"}, {"spec", "template", "spec", "bootstrap", "configRef"}} {
 			ref, found, _ := unstructured.NestedMap(ms.Object, path...)
 			if !found {

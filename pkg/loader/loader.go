@@ -36,6 +36,11 @@ type Loader struct {
 	// TemplateReader, when set, reads the class's templates in namespaces
 	// Reader cannot (an agent that watches one namespace).
 	TemplateReader func(namespace string) client.Reader
+	// ByCluster, when set, names a field index of Reader on the cluster-name
+	// label, making sure the kind is indexed first: a cache lists one
+	// cluster's objects by it without scanning the whole namespace. Unset,
+	// objects are listed by label, as the API server does well.
+	ByCluster func(ctx context.Context, gvk schema.GroupVersionKind) (string, error)
 }
 
 // Loaded is everything the engine needs for one Topology, as it is now.
@@ -123,7 +128,7 @@ func (l *Loader) Objects(ctx context.Context, t *v1alpha1.Topology, class *v1alp
 		return nil, fmt.Errorf("reading Cluster %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	for _, gvk := range engine.GeneratedKinds(class) {
-		items, err := l.labelled(ctx, t, gvk)
+		items, err := l.Labelled(ctx, t, gvk)
 		if err != nil {
 			return nil, err
 		}
@@ -132,10 +137,23 @@ func (l *Loader) Objects(ctx context.Context, t *v1alpha1.Topology, class *v1alp
 	return out, nil
 }
 
-func (l *Loader) labelled(ctx context.Context, t *v1alpha1.Topology, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+// Labelled lists the objects of kind gvk labelled for Topology t's cluster;
+// a kind that is not installed has none.
+func (l *Loader) Labelled(ctx context.Context, t *v1alpha1.Topology, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := l.Reader.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingLabels{engine.ClusterNameLabel: t.Name}); err != nil {
+	opts := []client.ListOption{client.InNamespace(t.Namespace), client.MatchingLabels{engine.ClusterNameLabel: t.Name}}
+	if l.ByCluster != nil {
+		field, err := l.ByCluster(ctx, gvk)
+		if meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		opts = []client.ListOption{client.InNamespace(t.Namespace), client.MatchingFields{field: t.Name}}
+	}
+	if err := l.Reader.List(ctx, list, opts...); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, nil // e.g. no MachinePool CRD installed: nothing of that kind exists
 		}
@@ -163,7 +181,7 @@ func (l *Loader) Observe(ctx context.Context, t *v1alpha1.Topology, s *engine.St
 	if s.ControlPlane.Object == nil && len(s.MachineDeployments) == 0 {
 		return obs, nil
 	}
-	machines, err := l.labelled(ctx, t, schema.GroupVersionKind{Group: engine.ClusterAPIGroup, Version: engine.ClusterAPIGroupVersion().Version, Kind: "Machine"})
+	machines, err := l.Labelled(ctx, t, schema.GroupVersionKind{Group: engine.ClusterAPIGroup, Version: engine.ClusterAPIGroupVersion().Version, Kind: "Machine"})
 	if err != nil {
 		return nil, err
 	}
