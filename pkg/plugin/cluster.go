@@ -27,8 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
-	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
-	"github.com/spf13/cobra"
 )
 
 // clusterAccess is what a live command needs: a client, the namespace the
@@ -184,30 +182,6 @@ func readiness(addr string) error {
 	return fmt.Errorf("not ready: %s", strings.Join(failing, "; "))
 }
 
-// completeTopologyNames completes a Topology NAME argument from the cluster.
-func completeTopologyNames(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		ca, err := connect(flags)
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		list := &v1alpha1.TopologyList{}
-		if err := ca.client.List(cmd.Context(), list, client.InNamespace(ca.namespace)); err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		var names []string
-		for _, t := range list.Items {
-			if strings.HasPrefix(t.Name, toComplete) {
-				names = append(names, t.Name)
-			}
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
 // liveFlags are what every live command holds: kubectl's flags and, once
 // connected, the cluster.
 type liveFlags struct {
@@ -231,118 +205,4 @@ func (l *liveFlags) readTopology(ctx context.Context, name string) (*v1alpha1.To
 		return nil, err
 	}
 	return l.access.topology(ctx, l.access.namespace, name)
-}
-
-// completionAccess connects for a completion, or nil when the cluster cannot
-// be reached: a completion never prints an error into the user's shell.
-func completionAccess(flags *genericclioptions.ConfigFlags) *clusterAccess {
-	ca, err := connect(flags)
-	if err != nil {
-		return nil
-	}
-	return ca
-}
-
-// completeNamespaces completes -n from the cluster's namespaces.
-func completeNamespaces(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		ca := completionAccess(flags)
-		if ca == nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		list := &corev1.NamespaceList{}
-		if err := ca.client.List(cmd.Context(), list); err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		var out []string
-		for _, ns := range list.Items {
-			if strings.HasPrefix(ns.Name, toComplete) {
-				out = append(out, ns.Name)
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
-// completedTopology reads the Topology named by the first argument, for
-// completions of what follows it.
-func completedTopology(cmd *cobra.Command, flags *genericclioptions.ConfigFlags, args []string) (*v1alpha1.Topology, *clusterAccess) {
-	if len(args) == 0 {
-		return nil, nil
-	}
-	ca := completionAccess(flags)
-	if ca == nil {
-		return nil, nil
-	}
-	t, err := ca.topology(cmd.Context(), ca.namespace, args[0])
-	if err != nil {
-		return nil, nil
-	}
-	return t, ca
-}
-
-// completePools completes --worker POOL= from the Topology's pools.
-func completePools(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		t, _ := completedTopology(cmd, flags, args)
-		if t == nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		var out []string
-		for _, p := range poolNames(t) {
-			if p != "none" && strings.HasPrefix(p, toComplete) {
-				out = append(out, p+"=")
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
-// completeVariables completes NAME first, then KEY= from the variables of
-// the Topology's class.
-func completeVariables(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	names := completeTopologyNames(flags)
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if len(args) == 0 {
-			return names(cmd, args, toComplete)
-		}
-		t, ca := completedTopology(cmd, flags, args)
-		if t == nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		class := &v1alpha1.TopologyClass{}
-		key := t.GetClassKey()
-		if err := ca.client.Get(cmd.Context(), client.ObjectKey(key), class); err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		var out []string
-		for _, v := range class.Spec.Variables {
-			if strings.HasPrefix(v.Name, toComplete) {
-				out = append(out, v.Name+"=")
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
-// completeVersions completes --version with what an upgrade may move to:
-// the next patch and the next minor of the Topology's version.
-func completeVersions(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		t, _ := completedTopology(cmd, flags, args)
-		if t == nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		v, err := engine.ParseVersion(t.Spec.Version)
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		var out []string
-		for _, c := range []string{fmt.Sprintf("v%d.%d.%d", v.Major, v.Minor, v.Patch+1), fmt.Sprintf("v%d.%d.0", v.Major, v.Minor+1)} {
-			if strings.HasPrefix(c, toComplete) {
-				out = append(out, c)
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
 }

@@ -432,3 +432,14 @@ func TestNoCommandShadowsKubectlFlags(t *testing.T) {
 	}
 	walk(root)
 }
+
+// TestWithPrefix: completions keep what the user has begun typing, with the
+// suffix that lets them go on (KEY=).
+func TestWithPrefix(t *testing.T) {
+	if got := strings.Join(withPrefix("md-", "=", "md-a", "mp-0", "md-b"), " "); got != "md-a= md-b=" {
+		t.Errorf("withPrefix = %q", got)
+	}
+	if got := withPrefix("x", "", "a"); got != nil {
+		t.Errorf("no match gives %v, want none", got)
+	}
+}

@@ -206,19 +206,27 @@ func goldenView(t *testing.T, got string) {
 	golden.RequireEqual(t, []byte(got))
 }
 
+// editVersionTo runs m in teatest, replaces the version v1.33.1 with version
+// and waits until the preview shows the change and also.
+func editVersionTo(t *testing.T, m *EditModel, version, also string) *teatest.TestModel {
+	t.Helper()
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
+	for range len("v1.33.1") {
+		tm.Send(keyOf(tea.KeyBackspace))
+	}
+	tm.Type(version)
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		return bytes.Contains(b, []byte("v1.33.1 → "+version)) && bytes.Contains(b, []byte(also))
+	}, teatest.WithDuration(10*time.Second))
+	return tm
+}
+
 // TestEditUpgradeFlow drives the real program with teatest: change the
 // version, see the ordered rollout, apply, confirm.
 func TestEditUpgradeFlow(t *testing.T) {
 	srv := &fakeServer{}
 	m := newModel(t, exampleInputs(t), srv)
-	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
-	for range len("v1.33.1") {
-		tm.Send(keyOf(tea.KeyBackspace))
-	}
-	tm.Type("v1.34.0")
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
-		return bytes.Contains(b, []byte("1. control plane")) && bytes.Contains(b, []byte("v1.33.1 → v1.34.0"))
-	}, teatest.WithDuration(10*time.Second))
+	tm := editVersionTo(t, m, "v1.34.0", "1. control plane")
 	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlS})
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("? y/n")) }, teatest.WithDuration(5*time.Second))
 	tm.Type("y")
@@ -467,12 +475,7 @@ func TestEditApplyWhileChecking(t *testing.T) {
 func TestEscAsksBeforeDiscardingEdits(t *testing.T) {
 	srv := &fakeServer{}
 	m := newModel(t, exampleInputs(t), srv)
-	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
-	for range len("v1.33.1") {
-		tm.Send(keyOf(tea.KeyBackspace))
-	}
-	tm.Type("v1.34.0")
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("v1.33.1 → v1.34.0")) }, teatest.WithDuration(10*time.Second))
+	tm := editVersionTo(t, m, "v1.34.0", "")
 	tm.Send(tea.KeyMsg{Type: tea.KeyEsc})
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("unsaved change(s): quit and discard them? y/n")) }, teatest.WithDuration(5*time.Second))
 	tm.Type("n")
