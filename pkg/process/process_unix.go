@@ -57,12 +57,31 @@ func Stop(path string) error {
 		}
 		return err
 	}
-	for range 200 {
+	// A stopped process (SIGSTOP, a debugger) handles SIGTERM only once continued.
+	_ = syscall.Kill(r.PID, syscall.SIGCONT)
+	if gone(r, 200) {
+		return nil
+	}
+	if err := syscall.Kill(r.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	// SIGKILL is delivered asynchronously: return once it is gone, so that a
+	// caller replacing the process never finds the old one still there.
+	if !gone(r, 50) {
+		return fmt.Errorf("process %d did not exit after SIGKILL", r.PID)
+	}
+	return nil
+}
+
+// gone waits up to tries tenths of a second for the process of r to exit.
+// A zombie (exited, not yet reaped) counts as gone: it has no executable.
+func gone(r Record, tries int) bool {
+	for range tries {
 		if id, err := Identify(r.PID); err != nil || id != r.Identity || !alive(r.PID) {
-			return nil
+			return true
 		}
 		// A child of the caller stays a zombie until its Wait reaps it.
 		time.Sleep(100 * time.Millisecond)
 	}
-	return syscall.Kill(r.PID, syscall.SIGKILL)
+	return false
 }

@@ -82,7 +82,8 @@ func TestPluginWorkflow(t *testing.T) {
 	if now, _ := process.ReadPID(filepath.Join(state, "agent.pid")); now.PID == hung.PID {
 		t.Errorf("install --local kept the hung agent (pid %d)", hung.PID)
 	}
-	if syscall.Kill(hung.PID, 0) == nil {
+	// Gone, or a zombie its new parent has not reaped yet: no executable left.
+	if id, err := process.Identify(hung.PID); err == nil && id == hung.Identity {
 		_ = syscall.Kill(hung.PID, syscall.SIGKILL)
 		t.Errorf("the hung agent (pid %d) still runs", hung.PID)
 	}
