@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -201,9 +202,6 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 		return nil, err
 	}
 	beat := &heartbeat{client: a.direct, namespace: opts.AgentNamespace, interval: components.HeartbeatInterval, now: time.Now}
-	if opts.Local {
-		beat.ensureNamespace = func(ctx context.Context) error { return ensureNamespace(ctx, a.direct, opts.AgentNamespace) }
-	}
 	if err := a.mgr.Add(beat); err != nil {
 		return nil, err
 	}
@@ -399,13 +397,26 @@ func (a *Agent) registerWebhooks(ctx context.Context) error {
 	return nil
 }
 
+// ensureNamespace makes the agent's namespace when it runs out of cluster.
+// A namespace still being deleted (an uninstall returns before the namespace
+// controller is done) is waited out and made again: taken as existing, it
+// would vanish under the agent with its certificate Secret and heartbeat.
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	err := c.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
-	if apierrors.IsForbidden(err) {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		existing := &corev1.Namespace{}
+		err := c.Get(ctx, client.ObjectKeyFromObject(ns), existing)
+		if err != nil {
+			return true, err
+		}
+		return existing.DeletionTimestamp.IsZero(), nil
+	})
+	switch {
+	case apierrors.IsForbidden(err):
 		return nil // running with the agent's own role, which installed the namespace
-	}
-	if apierrors.IsNotFound(err) {
+	case wait.Interrupted(err):
+		return fmt.Errorf("namespace %s is still being deleted after 2m; look at its remaining objects and finalizers", name)
+	case apierrors.IsNotFound(err):
 		err = c.Create(ctx, ns)
 	}
 	if err != nil && !apierrors.IsAlreadyExists(err) {

@@ -22,9 +22,6 @@ type heartbeat struct {
 	namespace string
 	interval  time.Duration
 	now       func() time.Time
-	// ensureNamespace, when set (out of cluster), makes the namespace again if
-	// it went away under a running agent, e.g. an uninstall finished later.
-	ensureNamespace func(context.Context) error
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: only the
@@ -61,14 +58,7 @@ func (h *heartbeat) beat(ctx context.Context) error {
 			ObjectMeta: metav1.ObjectMeta{Namespace: h.namespace, Name: components.HeartbeatLease},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &now},
 		}
-		err := h.client.Create(ctx, lease)
-		if apierrors.IsNotFound(err) && h.ensureNamespace != nil {
-			if err := h.ensureNamespace(ctx); err != nil {
-				return err
-			}
-			err = h.client.Create(ctx, lease)
-		}
-		return err
+		return h.client.Create(ctx, lease)
 	case err != nil:
 		return err
 	}
