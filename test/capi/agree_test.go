@@ -43,7 +43,7 @@ func editorPreview(t *testing.T, ns, waitForText string) string {
 	if err := edit.exit(); err != nil {
 		t.Fatalf("edit exited with %v", err)
 	}
-	return string(edit.bytes())
+	return string(edit.Bytes())
 }
 
 // TestPlanEditorAndAgentAgree: plan NAME and the editor read the live state

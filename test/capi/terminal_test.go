@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,35 +16,24 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
 // screen collects what the editor draws on its terminal.
 type screen struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *screen) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
+	fixture.SyncBuffer
 }
 
 func (s *screen) waitFor(t *testing.T, text string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		s.mu.Lock()
-		found := bytes.Contains(s.buf.Bytes(), []byte(text))
-		s.mu.Unlock()
-		if found {
+		if bytes.Contains(s.Bytes(), []byte(text)) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t.Fatalf("the editor never showed %q; the terminal got:\n%q", text, s.buf.String())
+	t.Fatalf("the editor never showed %q; the terminal got:\n%q", text, s.String())
 }
 
 // terminalRun is the plugin running on a pseudo-terminal of its own, with
@@ -131,7 +119,7 @@ func TestEditAndFollowInTerminal(t *testing.T) {
 		t.Errorf("the Topology on the server has version %s after the edit, want v1.34.0", v)
 	}
 	edit.waitFor(t, fmt.Sprintf("Topology %s/dev updated.", ns))
-	if !colour.Match(edit.bytes()) {
+	if !colour.Match(edit.Bytes()) {
 		t.Error("the editor drew no colour on a 256-colour terminal; the NO_COLOR check below would prove nothing")
 	}
 
@@ -151,7 +139,7 @@ func TestEditAndFollowInTerminal(t *testing.T) {
 	if err := plain.exit(); err != nil {
 		t.Fatalf("edit with NO_COLOR exited with %v", err)
 	}
-	if m := colour.Find(plain.bytes()); m != nil {
+	if m := colour.Find(plain.Bytes()); m != nil {
 		t.Errorf("with NO_COLOR the editor still drew colour: %q", m)
 	}
 	settle(t, ns, "dev", 4*time.Minute)
@@ -174,9 +162,3 @@ func terminalEnv(extra ...string) []string {
 
 // colour matches an SGR sequence that sets a foreground or background colour.
 var colour = regexp.MustCompile(`\x1b\[[0-9;]*?(3[0-7]|9[0-7]|4[0-7]|10[0-7]|[34]8;[25];[0-9;]+)m`)
-
-func (s *screen) bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.buf.Bytes()...)
-}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -252,7 +250,7 @@ func TestPluginWorkflow(t *testing.T) {
 		// get -w prints a row for each change from here on.
 		watch := exec.Command(pluginBin, "get", "-w", "-n", ns.Name)
 		watch.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-		var rows syncBuffer
+		var rows fixture.SyncBuffer
 		watch.Stdout, watch.Stderr = &rows, &rows
 		if err := watch.Start(); err != nil {
 			t.Fatal(err)
@@ -382,22 +380,4 @@ func TestDistInstallsItsOwnRelease(t *testing.T) {
 	if out, err := exec.Command(released, "version", "--client").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "plugin: v0.2.0" {
 		t.Errorf("version --client: %v %s", err, out)
 	}
-}
-
-// syncBuffer is a buffer a running process writes to while a test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
