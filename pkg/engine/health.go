@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -81,7 +82,7 @@ func partProblems(o *unstructured.Unstructured) []v1alpha1.Problem {
 }
 
 func problemOf(object, fallbackReason string, c *metav1.Condition) v1alpha1.Problem {
-	p := v1alpha1.Problem{Object: object, Reason: c.Reason, Message: oneLine(c.Message)}
+	p := v1alpha1.Problem{Object: object, Reason: c.Reason, Message: OneLine(c.Message)}
 	if p.Reason == "" {
 		p.Reason = fallbackReason
 	}
@@ -93,10 +94,7 @@ func problemOf(object, fallbackReason string, c *metav1.Condition) v1alpha1.Prob
 }
 
 // OneLine folds upstream's bulleted messages into one line a table can hold.
-func OneLine(msg string) string { return oneLine(msg) }
-
-// oneLine folds upstream's bulleted messages into one line a table can hold.
-func oneLine(msg string) string {
+func OneLine(msg string) string {
 	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "* ", "")), " ")
 	if len(msg) > maxProblemMessage {
 		msg = msg[:maxProblemMessage] + "…"
@@ -215,6 +213,29 @@ func PartState(p *v1alpha1.PartStatus, provisioning int32) v1alpha1.State {
 	return v1alpha1.StateReady
 }
 
+// TopologyProblems are the short labels that say what of a Topology needs a
+// human, in a word or two each: Deleting, Paused, a TopologyReconciled that
+// is not true (with its reason; "Paused" already says it), each Degraded part. `get` and `status -A`
+// show them; an empty list is a Topology nobody needs to look at.
+func TopologyProblems(t *v1alpha1.Topology) []string {
+	var out []string
+	if !t.DeletionTimestamp.IsZero() {
+		out = append(out, "Deleting")
+	}
+	if t.Spec.Paused {
+		out = append(out, "Paused")
+	}
+	if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.TopologyReconciledCondition); c != nil && c.Status != metav1.ConditionTrue && c.Reason != "Paused" {
+		out = append(out, "Reconciled="+string(c.Status)+"("+c.Reason+")")
+	}
+	for _, p := range t.Status.Parts() {
+		if p.State == v1alpha1.StateDegraded {
+			out = append(out, p.Name+" Degraded")
+		}
+	}
+	return out
+}
+
 // stateRank orders states by how much they need a human: a topology shows
 // the state of its part that ranks first.
 var stateRank = map[v1alpha1.State]int{
@@ -311,21 +332,19 @@ func CarryStateSince(before, after *v1alpha1.TopologyStatus, now metav1.Time) {
 }
 
 // ControlPlaneHealth says why the control plane of a live Topology is not
-// healthy enough to start an upgrade on, or nothing when it is.
+// healthy enough to start an upgrade on: its state and replicas, then each
+// of its problems; nothing when it is Ready.
 func ControlPlaneHealth(t *v1alpha1.Topology, now time.Time) []string {
 	cp := t.Status.ControlPlane
-	if cp == nil {
-		return []string{"the control plane reports no status yet"}
+	switch {
+	case cp == nil || cp.State == "":
+		return []string{"the control plane reports no state yet"}
+	case cp.State == v1alpha1.StateReady:
+		return nil
 	}
-	var out []string
-	if cp.State != v1alpha1.StateReady && cp.State != "" {
-		out = append(out, fmt.Sprintf("the control plane is %s%s: %s", cp.State, SinceText(cp.StateSince, now), replicasText(cp)))
-	}
-	if cp.State == "" && cp.Phase != v1alpha1.PhaseUpToDate {
-		out = append(out, fmt.Sprintf("the control plane is not stable (phase %s)", orUnknown(string(cp.Phase))))
-	}
+	out := []string{fmt.Sprintf("the control plane is %s%s: %s", cp.State, SinceText(cp.StateSince, now), replicasText(cp))}
 	for _, p := range cp.Problems {
-		out = append(out, "  "+ProblemText(p, now))
+		out = append(out, ProblemText(p, now))
 	}
 	return out
 }

@@ -107,12 +107,12 @@ func RolloutSettled(t *v1alpha1.Topology) bool {
 // out the durations.
 func PartsNotReady(t *v1alpha1.Topology, now time.Time) []string {
 	var out []string
-	for _, p := range t.Status.Parts() {
+	for i, p := range t.Status.Parts() {
 		if p.State == v1alpha1.StateReady {
 			continue
 		}
 		label := p.Name
-		if t.Status.ControlPlane != nil && p.Name == t.Status.ControlPlane.Name && p.Class == "" {
+		if i == 0 && t.Status.ControlPlane != nil { // Parts puts the control plane first
 			label = "control plane"
 		}
 		since := ""
@@ -140,9 +140,25 @@ func PartsNotReady(t *v1alpha1.Topology, now time.Time) []string {
 // Status views list these, and a watch that gives up names them.
 func RolloutHolds(t *v1alpha1.Topology) []string {
 	var out []string
-	if t.Status.ObservedGeneration != t.Generation {
-		out = append(out, fmt.Sprintf("the agent has not seen the latest change yet (generation %d, observed %d)", t.Generation, t.Status.ObservedGeneration))
+	if behind := NotObserved(t); behind != "" {
+		out = append(out, behind)
 	}
+	return append(out, ConditionsNotTrue(t)...)
+}
+
+// NotObserved says that the agent has not seen the latest change of t yet,
+// or nothing: until it has, status describes an older spec.
+func NotObserved(t *v1alpha1.Topology) string {
+	if t.Status.ObservedGeneration == t.Generation {
+		return ""
+	}
+	return fmt.Sprintf("the agent has not seen the latest change yet (generation %d, observed %d)", t.Generation, t.Status.ObservedGeneration)
+}
+
+// ConditionsNotTrue lists each condition of t's status that is not true,
+// with its reason and message.
+func ConditionsNotTrue(t *v1alpha1.Topology) []string {
+	var out []string
 	for _, c := range t.Status.Conditions {
 		if c.Status != metav1.ConditionTrue {
 			out = append(out, fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message))

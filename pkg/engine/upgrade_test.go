@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -95,18 +96,24 @@ func TestInfrastructurePhase(t *testing.T) {
 }
 
 func TestUpgradePreflight(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	topo := topologyWith("v1.33.1", nil)
 	topo.Generation, topo.Status.ObservedGeneration = 2, 2
-	topo.Status.ControlPlane = &v1alpha1.PartStatus{Name: ControlPlaneName, Phase: v1alpha1.PhaseUpToDate, Version: "v1.33.1", DesiredVersion: "v1.33.1"}
-	if errs := UpgradePreflight(topo, "v1.34.0"); len(errs) != 0 {
-		t.Errorf("a stable, reconciled topology: %v", errs)
+	topo.Status.ControlPlane = &v1alpha1.PartStatus{Name: ControlPlaneName, Phase: v1alpha1.PhaseUpToDate, State: v1alpha1.StateReady, Version: "v1.33.1", DesiredVersion: "v1.33.1"}
+	if errs, unhealthy := UpgradePreflight(topo, "v1.34.0", now); len(errs) != 0 || len(unhealthy) != 0 {
+		t.Errorf("a Ready, reconciled topology: %v %v", errs, unhealthy)
 	}
 	topo.Status.ObservedGeneration = 1
-	errs := UpgradePreflight(topo, "v1.34.0")
+	errs, _ := UpgradePreflight(topo, "v1.34.0", now)
 	if len(errs) != 1 || !strings.Contains(errs.ToAggregate().Error(), "has not reconciled the latest change") {
 		t.Errorf("got %v", errs)
 	}
-	if errs := UpgradePreflight(topo, "v1.33.1"); len(errs) != 0 {
-		t.Errorf("no version change is no upgrade: %v", errs)
+	topo.Status.ControlPlane.State = v1alpha1.StateDegraded
+	topo.Status.ControlPlane.Problems = []v1alpha1.Problem{{Object: "Machine/cp-1", Reason: "NotReady"}}
+	if _, unhealthy := UpgradePreflight(topo, "v1.34.0", now); len(unhealthy) != 2 || !strings.HasPrefix(unhealthy[0], "the control plane is Degraded") || unhealthy[1] != "Machine/cp-1 NotReady" {
+		t.Errorf("a degraded control plane: %q", unhealthy)
+	}
+	if errs, unhealthy := UpgradePreflight(topo, "v1.33.1", now); len(errs) != 0 || len(unhealthy) != 0 {
+		t.Errorf("no version change is no upgrade: %v %v", errs, unhealthy)
 	}
 }

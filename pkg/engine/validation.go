@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/blang/semver/v4"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -532,21 +533,21 @@ func inFlight(r *Rollout) string {
 }
 
 // UpgradePreflight is every reason not to start moving live Topology t to
-// version now: the version rules the webhook enforces, plus that the agent has
-// seen the latest change. `upgrade` and the editor both ask it, so neither
-// starts a rollout the other would refuse; both add ControlPlaneHealth, which
-// `upgrade --force` may override.
-func UpgradePreflight(t *v1alpha1.Topology, version string) field.ErrorList {
-	errs := ValidateVersionChange(VersionChange{
+// version now. errs are the version rules the webhook enforces and that the
+// agent has seen the latest change; unhealthy says why the control plane is
+// not Ready (ControlPlaneHealth), which `upgrade --force` may override.
+// `upgrade` and the editor both ask it, so neither starts a rollout the
+// other would refuse.
+func UpgradePreflight(t *v1alpha1.Topology, version string, now time.Time) (errs field.ErrorList, unhealthy []string) {
+	errs = ValidateVersionChange(VersionChange{
 		Old: t.Spec.Version, New: version,
 		Rollout: RolloutFromStatus(&t.Status), Unsafe: UnsafeVersionChange(t),
 	})
 	if t.Spec.Version == version {
-		return errs
+		return errs, nil
 	}
-	p := field.NewPath("spec", "version")
 	if t.Status.ObservedGeneration != t.Generation {
-		errs = append(errs, field.Forbidden(p, fmt.Sprintf("the agent has not reconciled the latest change yet (generation %d, observed %d): is it running? `kubectl topology version` tells", t.Generation, t.Status.ObservedGeneration)))
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "version"), fmt.Sprintf("the agent has not reconciled the latest change yet (generation %d, observed %d): is it running? `kubectl topology version` tells", t.Generation, t.Status.ObservedGeneration)))
 	}
-	return errs
+	return errs, ControlPlaneHealth(t, now)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
 )
 
@@ -202,7 +203,7 @@ func NewScaleCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			written, err := o.apply(cmd.Context(), change{mutate: o.mutate, warnings: scaleWarnings})
+			written, err := o.apply(cmd.Context(), change{mutate: o.mutate, warnings: engine.ChangeWarnings})
 			if written != nil {
 				o.applied(written)
 			}
@@ -215,55 +216,6 @@ func NewScaleCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 	o.addFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("worker", completePools(flags))
 	return cmd
-}
-
-// scaleWarnings names what a scale takes down: the whole control plane, or
-// the last worker machines.
-func scaleWarnings(orig, edited *v1alpha1.Topology) []string {
-	var out []string
-	if r := edited.Spec.ControlPlane.Replicas; r != nil && *r == 0 {
-		if was := orig.Spec.ControlPlane.Replicas; was == nil || *was != 0 {
-			out = append(out, "control plane replicas 0 deletes every control plane machine: the cluster's API server and etcd go away")
-		}
-	}
-	if before, after := fixedWorkers(orig), fixedWorkers(edited); before > 0 && after == 0 && !hasAutoscaledPool(edited) {
-		out = append(out, "every pool at 0 replicas leaves the cluster without worker machines: its workloads stop")
-	}
-	return out
-}
-
-// fixedWorkers sums the replicas the pools set.
-func fixedWorkers(t *v1alpha1.Topology) int32 {
-	var n int32
-	if w := t.Spec.Workers; w != nil {
-		for _, md := range w.MachineDeployments {
-			if md.Replicas != nil {
-				n += *md.Replicas
-			}
-		}
-		for _, mp := range w.MachinePools {
-			if mp.Replicas != nil {
-				n += *mp.Replicas
-			}
-		}
-	}
-	return n
-}
-
-func hasAutoscaledPool(t *v1alpha1.Topology) bool {
-	if w := t.Spec.Workers; w != nil {
-		for _, md := range w.MachineDeployments {
-			if md.Replicas == nil {
-				return true
-			}
-		}
-		for _, mp := range w.MachinePools {
-			if mp.Replicas == nil {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // PauseOptions are the inputs of `pause` and `resume`.
@@ -334,12 +286,17 @@ func (o *ScaleOptions) mutate(t *v1alpha1.Topology) error {
 		case t.MachinePool(pool) != nil:
 			set(draft.Scope{Kind: draft.MachinePool, Name: pool}, n)
 		default:
-			return fmt.Errorf("--worker %s: the Topology has no pool of that name; it has %s", pool, strings.Join(poolNames(t), ", "))
+			has := strings.Join(poolNames(t), ", ")
+			if has == "" {
+				has = "none"
+			}
+			return fmt.Errorf("--worker %s: the Topology has no pool of that name; it has %s", pool, has)
 		}
 	}
 	return nil
 }
 
+// poolNames lists the Topology's MachineDeployments and MachinePools by name.
 func poolNames(t *v1alpha1.Topology) []string {
 	var names []string
 	if w := t.Spec.Workers; w != nil {
@@ -349,9 +306,6 @@ func poolNames(t *v1alpha1.Topology) []string {
 		for _, mp := range w.MachinePools {
 			names = append(names, mp.Name)
 		}
-	}
-	if len(names) == 0 {
-		return []string{"none"}
 	}
 	return names
 }

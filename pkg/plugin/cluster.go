@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -197,6 +199,35 @@ func (l *liveFlags) connectOnce() error {
 	var err error
 	l.access, err = connect(l.configFlags)
 	return err
+}
+
+// listScope is the List options of a listing: the flags' namespace, or all.
+func (ca *clusterAccess) listScope(allNamespaces bool) []client.ListOption {
+	if allNamespaces {
+		return nil
+	}
+	return []client.ListOption{client.InNamespace(ca.namespace)}
+}
+
+// listTopologies lists the Topologies in scope, by namespace and name.
+func (ca *clusterAccess) listTopologies(ctx context.Context, allNamespaces bool) ([]v1alpha1.Topology, error) {
+	list := &v1alpha1.TopologyList{}
+	if err := ca.client.List(ctx, list, ca.listScope(allNamespaces)...); err != nil {
+		return nil, explain(err, ca)
+	}
+	slices.SortFunc(list.Items, func(a, b v1alpha1.Topology) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return list.Items, nil
+}
+
+// noTopologies says on w that a listing found none, and where it looked.
+func (ca *clusterAccess) noTopologies(w io.Writer, allNamespaces bool) {
+	where := "namespace " + ca.namespace
+	if allNamespaces {
+		where = "any namespace"
+	}
+	fmt.Fprintf(w, "No Topologies found in %s.\n", where)
 }
 
 // readTopology connects once and reads the named Topology in the flags' namespace.

@@ -96,16 +96,7 @@ func completePools(flags *genericclioptions.ConfigFlags) completion {
 		if t == nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		var pools []string
-		if w := t.Spec.Workers; w != nil {
-			for _, md := range w.MachineDeployments {
-				pools = append(pools, md.Name)
-			}
-			for _, mp := range w.MachinePools {
-				pools = append(pools, mp.Name)
-			}
-		}
-		return withPrefix(toComplete, "=", pools...), cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
+		return withPrefix(toComplete, "=", poolNames(t)...), cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -111,22 +110,11 @@ func (o *GetOptions) Run(ctx context.Context) error {
 		}
 		items = []v1alpha1.Topology{*t}
 	} else {
-		list := &v1alpha1.TopologyList{}
-		var opts []client.ListOption
-		if !o.AllNamespaces {
-			opts = append(opts, client.InNamespace(o.access.namespace))
+		var err error
+		if items, err = o.access.listTopologies(ctx, o.AllNamespaces); err != nil {
+			return err
 		}
-		if err := o.access.client.List(ctx, list, opts...); err != nil {
-			return explain(err, o.access)
-		}
-		items = list.Items
 	}
-	sort.Slice(items, func(i, j int) bool {
-		if items[i].Namespace != items[j].Namespace {
-			return items[i].Namespace < items[j].Namespace
-		}
-		return items[i].Name < items[j].Name
-	})
 	if o.printer != nil {
 		if o.Name != "" {
 			return o.printer.PrintObj(&items[0], o.Out)
@@ -145,11 +133,7 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	}
 	wide := *o.printFlags.OutputFormat == "wide"
 	if len(items) == 0 && !o.Watch {
-		where := "namespace " + o.access.namespace
-		if o.AllNamespaces {
-			where = "any namespace"
-		}
-		fmt.Fprintf(o.ErrOut, "No Topologies found in %s.\n", where)
+		o.access.noTopologies(o.ErrOut, o.AllNamespaces)
 		return nil
 	}
 	tw := printers.GetNewTabWriter(o.Out)
@@ -170,10 +154,7 @@ func (o *GetOptions) watch(ctx context.Context, tw flushWriter, wide bool) error
 	if err != nil {
 		return explain(err, o.access)
 	}
-	opts := []client.ListOption{}
-	if !o.AllNamespaces {
-		opts = append(opts, client.InNamespace(o.access.namespace))
-	}
+	opts := o.access.listScope(o.AllNamespaces)
 	if o.Name != "" {
 		opts = append(opts, client.MatchingFields{"metadata.name": o.Name})
 	}
@@ -234,7 +215,7 @@ func printRow(w io.Writer, t *v1alpha1.Topology, withNamespace, wide bool, now c
 	if state == "" {
 		state = v1alpha1.StateWaiting
 	}
-	row := []string{t.Name, t.Spec.Class, t.Spec.Version, controlPlaneReplicas(t), workerReplicas(t), string(state), orDash(strings.Join(topologyProblems(t), ",")), duration.HumanDuration(now.now().Sub(t.CreationTimestamp.Time))}
+	row := []string{t.Name, t.Spec.Class, t.Spec.Version, controlPlaneReplicas(t), workerReplicas(t), string(state), orDash(strings.Join(engine.TopologyProblems(t), ",")), duration.HumanDuration(now.now().Sub(t.CreationTimestamp.Time))}
 	if withNamespace {
 		row = append([]string{t.Namespace}, row...)
 	}

@@ -17,7 +17,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
@@ -278,21 +277,15 @@ func renderStatusReport(w io.Writer, t *v1alpha1.Topology, r TopologyReport, now
 	}
 	fmt.Fprintln(w, head)
 	fmt.Fprintf(w, "  version %s · rollout phase %s · infrastructure %s\n", t.Spec.Version, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)))
-	for _, s := range r.Stale {
-		if strings.HasPrefix(s, "the agent has not seen") {
-			fmt.Fprintf(w, "  %s\n", s) // a change moments old, not a silent agent
-			continue
-		}
-		fmt.Fprintf(w, "  STALE: %s\n", s)
+	if r.agentProblem != "" {
+		fmt.Fprintf(w, "  STALE: %s\n", r.agentProblem)
 	}
-	for _, hold := range engine.RolloutHolds(t) {
-		if !strings.HasPrefix(hold, "the agent has not seen") {
-			fmt.Fprintf(w, "  %s\n", hold)
-		}
+	for _, line := range append(withoutEmpty(r.notObserved), engine.ConditionsNotTrue(t)...) {
+		fmt.Fprintf(w, "  %s\n", line)
 	}
 	parts := t.Status.Parts()
 	if len(parts) == 0 {
-		if r.agentSilent {
+		if r.agentProblem != "" {
 			fmt.Fprintln(w, "  no rollout reported yet, and the agent is not reporting (see above)")
 		} else {
 			fmt.Fprintln(w, "  no rollout reported yet: the agent has not reconciled it yet")
@@ -367,32 +360,24 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 	if err := o.connectOnce(); err != nil {
 		return err
 	}
-	list := &v1alpha1.TopologyList{}
-	var opts []client.ListOption
-	if !o.AllNamespaces {
-		opts = append(opts, client.InNamespace(o.access.namespace))
-	}
-	if err := o.access.client.List(ctx, list, opts...); err != nil {
-		return explain(err, o.access)
+	items, err := o.access.listTopologies(ctx, o.AllNamespaces)
+	if err != nil {
+		return err
 	}
 	now := o.now.now()
 	report := StatusReport{Agent: agentReport(ctx, o.access.client, now), Items: []TopologyReport{}}
-	for i := range list.Items {
-		report.Items = append(report.Items, topologyReport(&list.Items[i], report.Agent, nil))
+	for i := range items {
+		report.Items = append(report.Items, topologyReport(&items[i], report.Agent, nil))
 	}
 	sortReports(report.Items)
 	if o.Output != "" {
 		return printReport(o.Out, o.Output, report)
 	}
 	if len(report.Items) == 0 {
-		where := "namespace " + o.access.namespace
-		if o.AllNamespaces {
-			where = "any namespace"
-		}
-		fmt.Fprintf(o.ErrOut, "No Topologies found in %s.\n", where)
+		o.access.noTopologies(o.ErrOut, o.AllNamespaces)
 		return nil
 	}
-	return renderFleet(o.Out, report, list.Items, now)
+	return renderFleet(o.Out, report, items, now)
 }
 
 // renderFleet writes one line per Topology, in the report's order.
@@ -419,6 +404,14 @@ func renderFleet(w io.Writer, report StatusReport, items []v1alpha1.Topology, no
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Class, r.Version, r.State, since, controlPlaneReplicas(t), workerReplicas(t), orDash(problems))
 	}
 	return tw.Flush()
+}
+
+// withoutEmpty is s as a list, empty when s is.
+func withoutEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }
 
 // printReport writes the report as json or yaml.

@@ -65,8 +65,9 @@ type TopologyReport struct {
 	// Events are recent Warning events of the Topology and its objects.
 	Events []EventReport `json:"events,omitempty"`
 
-	// agentSilent is set when the heartbeat says the agent is not reporting.
-	agentSilent bool
+	// agentProblem and notObserved are the two kinds of Stale, kept apart
+	// for the text view, which says STALE of a silent agent only.
+	agentProblem, notObserved string
 }
 
 // ConditionReport is a condition without its bookkeeping.
@@ -152,7 +153,8 @@ func agentReport(ctx context.Context, c client.Reader, now time.Time) AgentRepor
 // objects made for it (named after its Cluster), newest first.
 func warningEvents(ctx context.Context, c client.Reader, t *v1alpha1.Topology, now time.Time) []EventReport {
 	list := &corev1.EventList{}
-	if err := c.List(ctx, list, client.InNamespace(t.Namespace)); err != nil {
+	// The API server filters by type: only warnings cross the wire.
+	if err := c.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
 		return nil // events are context; a user who may not list them still gets status
 	}
 	cluster := t.Status.ClusterName
@@ -161,9 +163,6 @@ func warningEvents(ctx context.Context, c client.Reader, t *v1alpha1.Topology, n
 	}
 	var out []EventReport
 	for _, e := range list.Items {
-		if e.Type != corev1.EventTypeWarning {
-			continue
-		}
 		name := e.InvolvedObject.Name
 		if name != t.Name && name != cluster && !strings.HasPrefix(name, cluster+"-") {
 			continue
@@ -220,14 +219,13 @@ func topologyReport(t *v1alpha1.Topology, agent AgentReport, events []EventRepor
 			r.Reconciled.Since = &since
 		}
 	}
-	if agent.Problem != "" {
-		r.Stale = append(r.Stale, agent.Problem)
-		r.agentSilent = true
+	r.agentProblem, r.notObserved = agent.Problem, engine.NotObserved(t)
+	for _, s := range []string{r.agentProblem, r.notObserved} {
+		if s != "" {
+			r.Stale = append(r.Stale, s)
+		}
 	}
-	if t.Status.ObservedGeneration != t.Generation {
-		r.Stale = append(r.Stale, fmt.Sprintf("the agent has not seen the latest change yet (generation %d, observed %d)", t.Generation, t.Status.ObservedGeneration))
-	}
-	r.Problems = topologyProblems(t)
+	r.Problems = engine.TopologyProblems(t)
 	add := func(kind string, p v1alpha1.PartStatus) {
 		r.Parts = append(r.Parts, PartReport{
 			Name: p.Name, Kind: kind, Class: p.Class, Object: p.ObjectName, State: p.State, StateSince: p.StateSince,
@@ -245,27 +243,6 @@ func topologyReport(t *v1alpha1.Topology, agent AgentReport, events []EventRepor
 		add("MachinePool", p)
 	}
 	return r
-}
-
-// topologyProblems are the short labels the PROBLEMS columns of `get` and
-// `status -A` show: what needs a human, in a word or two each.
-func topologyProblems(t *v1alpha1.Topology) []string {
-	var out []string
-	if !t.DeletionTimestamp.IsZero() {
-		out = append(out, "Deleting")
-	}
-	if t.Spec.Paused {
-		out = append(out, "Paused")
-	}
-	if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.TopologyReconciledCondition); c != nil && c.Status != metav1.ConditionTrue && c.Reason != "Paused" {
-		out = append(out, "Reconciled="+string(c.Status)+"("+c.Reason+")")
-	}
-	for _, p := range t.Status.Parts() {
-		if p.State == v1alpha1.StateDegraded {
-			out = append(out, p.Name+" Degraded")
-		}
-	}
-	return out
 }
 
 // sortReports puts what needs a human first, then namespace and name.

@@ -136,12 +136,12 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 // the shared flow then lets the webhooks judge it in a server-side dry run.
 func (o *UpgradeOptions) preflight(orig, _ *v1alpha1.Topology) error {
 	var problems []string
-	for _, e := range engine.UpgradePreflight(orig, o.Version) {
+	errs, unhealthy := engine.UpgradePreflight(orig, o.Version, o.now.now())
+	for _, e := range errs {
 		problems = append(problems, e.Detail)
 	}
-	unhealthy := engine.ControlPlaneHealth(orig, o.now.now())
 	if len(unhealthy) > 0 && o.Force {
-		fmt.Fprintf(o.ErrOut, "Warning: upgrading an unhealthy control plane (--force):\n  %s\n", strings.Join(unhealthy, "\n  "))
+		fmt.Fprintf(o.ErrOut, "Warning: upgrading an unhealthy control plane (--force):\n  %s\n", strings.Join(unhealthy, "\n    "))
 		unhealthy = nil
 	}
 	if len(problems) > 0 || len(unhealthy) > 0 {

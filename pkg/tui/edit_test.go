@@ -436,6 +436,17 @@ func TestEditConflictKeepsAddedPool(t *testing.T) {
 	}
 }
 
+// TestEditWarnsOfAControlPlaneAtZero: the editor shows the warning `scale`
+// asks about, from the same engine rule, and still lets the user apply.
+func TestEditWarnsOfAControlPlaneAtZero(t *testing.T) {
+	m := newModel(t, exampleInputs(t), &fakeServer{})
+	goTo(t, m, "control plane replicas")
+	replace(m, "0")
+	if !strings.Contains(m.View(), "control plane replicas 0 deletes every control plane machine") || !m.canApply() {
+		t.Errorf("a control plane scaled to 0 is not warned of, or cannot be applied:\n%s", m.View())
+	}
+}
+
 func TestEditUpgradeWaitsForAStableControlPlane(t *testing.T) {
 	in := exampleInputs(t)
 	in.Topology.Status.ControlPlane.Phase = v1alpha1.PhaseCreating

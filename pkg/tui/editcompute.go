@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/spinner"
@@ -63,17 +62,14 @@ func computePreview(ctx context.Context, s snapshot) preview {
 	t := s.draft
 	live := s.in.Topology.DeepCopy()
 	live.Annotations = t.Annotations // the unsafe annotation, if the user set it
-	for _, fe := range engine.UpgradePreflight(live, t.Spec.Version) {
+	errs, unhealthy := engine.UpgradePreflight(live, t.Spec.Version, s.now)
+	for _, fe := range errs {
 		p.checks = append(p.checks, fe.Detail)
 	}
-	if t.Spec.Version != live.Spec.Version {
-		if unhealthy := engine.ControlPlaneHealth(live, s.now); len(unhealthy) > 0 {
-			for _, line := range unhealthy {
-				p.checks = append(p.checks, strings.TrimSpace(line))
-			}
-			p.checks = append(p.checks, "only a Ready control plane is upgraded here (`upgrade --force` overrides)")
-		}
+	if len(unhealthy) > 0 {
+		p.checks = append(append(p.checks, unhealthy...), "only a Ready control plane is upgraded here (`upgrade --force` overrides)")
 	}
+	p.warnings = append(p.warnings, engine.ChangeWarnings(live, t)...)
 	in := engine.Input{
 		Topology: t, Class: s.in.Class, Templates: s.in.Templates,
 		Current: s.in.Current, Observed: s.in.Observed,
