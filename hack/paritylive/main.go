@@ -796,7 +796,7 @@ func setVersion(ctx context.Context, k8s client.Client, up, ours side, version s
 		fmt.Sprintf(`{"spec":{"topology":{"version":%q}}}`, version)); err != nil {
 		return fmt.Errorf("upgrading upstream's Cluster: %w", err)
 	}
-	if err := patch(schema.GroupVersionKind{Group: "topology.kubectl-topology.io", Version: "v1alpha1", Kind: "Topology"}, ours.namespace, ours.cluster,
+	if err := patch(schema.GroupVersionKind{Group: "topology.kubectl-topology.io", Version: "v1alpha2", Kind: "Topology"}, ours.namespace, ours.cluster,
 		fmt.Sprintf(`{"spec":{"version":%q}}`, version)); err != nil {
 		return fmt.Errorf("upgrading our Topology: %w", err)
 	}

@@ -39,7 +39,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 	topologycontroller "github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
@@ -125,7 +125,7 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	utilruntime.Must(v1alpha1.AddToScheme(s))
+	utilruntime.Must(v1alpha2.AddToScheme(s))
 	return s
 }
 
@@ -181,9 +181,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 	mopts.Cache = cache.Options{DefaultTransform: trimForCache}
 	if opts.Namespace != "" {
 		mopts.Cache.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
-		// A Topology may take its class from another namespace (spec.classNamespace).
+		// A Topology may take its class from another namespace (spec.classRef.namespace).
 		mopts.Cache.ByObject = map[client.Object]cache.ByObject{
-			&v1alpha1.TopologyClass{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
+			&v1alpha2.TopologyClass{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
 		}
 	}
 	if a.mgr, err = ctrl.NewManager(cfg, mopts); err != nil {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
@@ -24,7 +24,7 @@ var (
 )
 
 // updateTopology changes a Topology as a user would, retrying on conflicts.
-func updateTopology(t *testing.T, ns, name string, change func(*v1alpha1.Topology)) error {
+func updateTopology(t *testing.T, ns, name string, change func(*v1alpha2.Topology)) error {
 	t.Helper()
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		topo := getTopology(t, ns, name)
@@ -90,7 +90,7 @@ func TestTopologyChanges(t *testing.T) {
 	infraA := nested(mdA, "spec", "template", "spec", "infrastructureRef", "name").(string)
 
 	t.Run("replicas change patches the MachineDeployment in place", func(t *testing.T) {
-		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) {
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
 			four := int32(4)
 			topo.Spec.Workers.MachineDeployments[0].Replicas = &four
 		}); err != nil {
@@ -166,11 +166,11 @@ func TestTopologyChanges(t *testing.T) {
 	})
 
 	t.Run("the class reports its variables", func(t *testing.T) {
-		c := &v1alpha1.TopologyClass{}
+		c := &v1alpha2.TopologyClass{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Class), c); err != nil {
 			t.Fatal(err)
 		}
-		if c.Status.ObservedGeneration != c.Generation || len(c.Status.Variables) != len(c.Spec.Variables) || c.Status.Variables[0].Definitions[0].From != v1alpha1.VariableDefinitionFromInline {
+		if c.Status.ObservedGeneration != c.Generation || len(c.Status.Variables) != len(c.Spec.Variables) || c.Status.Variables[0].Definitions[0].From != v1alpha2.VariableDefinitionFromInline {
 			t.Errorf("class status %+v", c.Status)
 		}
 	})
@@ -189,12 +189,12 @@ func TestTopologyChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, "status.infrastructure is Provisioned", func() (bool, error) {
-			return getTopology(t, ns, "dev").Status.Infrastructure == v1alpha1.InfrastructureProvisioned, nil
+			return getTopology(t, ns, "dev").Status.Infrastructure == v1alpha2.InfrastructureProvisioned, nil
 		})
 	})
 
 	t.Run("paused changes nothing until it is cleared", func(t *testing.T) {
-		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) {
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
 			topo.Spec.Paused = true
 			five := int32(5)
 			topo.Spec.Workers.MachineDeployments[0].Replicas = &five
@@ -205,7 +205,7 @@ func TestTopologyChanges(t *testing.T) {
 		if r := fmt.Sprint(nested(poolObject(t, ns, "dev", mdGVK, "md-a"), "spec", "replicas")); r != "4" {
 			t.Errorf("md-a has %s replicas while paused, want 4", r)
 		}
-		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) { topo.Spec.Paused = false }); err != nil {
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) { topo.Spec.Paused = false }); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "md-a has 5 replicas after unpausing", func() (bool, error) {
@@ -214,7 +214,7 @@ func TestTopologyChanges(t *testing.T) {
 	})
 
 	t.Run("a MachineDeployment added to the topology is created", func(t *testing.T) {
-		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) {
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
 			md := topo.Spec.Workers.MachineDeployments[0].DeepCopy()
 			md.Name = "md-b"
 			topo.Spec.Workers.MachineDeployments = append(topo.Spec.Workers.MachineDeployments, *md)
@@ -238,8 +238,8 @@ func TestTopologyChanges(t *testing.T) {
 		if gpu == nil {
 			t.Fatal("no MachineDeployment for md-gpu")
 		}
-		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) {
-			var keep []v1alpha1.MachineDeploymentTopology
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
+			var keep []v1alpha2.MachineDeploymentTopology
 			for _, md := range topo.Spec.Workers.MachineDeployments {
 				if md.Name != "md-gpu" {
 					keep = append(keep, md)

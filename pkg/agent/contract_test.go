@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/selfinstall"
@@ -53,16 +53,16 @@ func TestTemplateRefsFollowTheContract(t *testing.T) {
 	if err := k8s.Create(ctx, tmpl); err != nil {
 		t.Fatal(err)
 	}
-	ex.Class.Spec.Workers.MachineDeployments[0].Template.Infrastructure.Ref.APIVersion = "infrastructure.contract.test/v1alpha1"
-	ex.Class.Spec.Workers.MachineDeployments[0].Template.Infrastructure.Ref.Kind = "ContractMachineTemplate"
-	ex.Class.Spec.Workers.MachineDeployments[0].Template.Infrastructure.Ref.Name = "contract-worker"
+	ex.Class.Spec.Workers.MachineDeployments[0].Infrastructure.TemplateRef.APIVersion = "infrastructure.contract.test/v1alpha1"
+	ex.Class.Spec.Workers.MachineDeployments[0].Infrastructure.TemplateRef.Kind = "ContractMachineTemplate"
+	ex.Class.Spec.Workers.MachineDeployments[0].Infrastructure.TemplateRef.Name = "contract-worker"
 	createClass(t, ex)
 	eventually(t, "the class refers to the contract's version", func() (bool, error) {
-		class := &v1alpha1.TopologyClass{}
+		class := &v1alpha2.TopologyClass{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Class), class); err != nil {
 			return false, err
 		}
-		got := class.Spec.Workers.MachineDeployments[0].Template.Infrastructure.Ref.APIVersion
+		got := class.Spec.Workers.MachineDeployments[0].Infrastructure.TemplateRef.APIVersion
 		return got == "infrastructure.contract.test/v1beta1", fmt.Errorf("apiVersion %s", got)
 	})
 	if err := k8s.Create(ctx, ex.Topology.DeepCopy()); err != nil {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
@@ -30,13 +30,13 @@ func TestExternalPatches(t *testing.T) {
 	ns := newNamespace(t, "external")
 	extName := "ext-" + ns
 
-	ext := &v1alpha1.TopologyExtension{ObjectMeta: metav1.ObjectMeta{Name: extName}, Spec: v1alpha1.TopologyExtensionSpec{ClientConfig: srv.ClientConfig()}}
+	ext := &v1alpha2.TopologyExtension{ObjectMeta: metav1.ObjectMeta{Name: extName}, Spec: v1alpha2.TopologyExtensionSpec{ClientConfig: srv.ClientConfig()}}
 	if err := k8s.Create(ctx, ext); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(ctx, ext) })
 	eventually(t, "the extension is discovered", func() (bool, error) {
-		got := &v1alpha1.TopologyExtension{}
+		got := &v1alpha2.TopologyExtension{}
 		if err := k8s.Get(ctx, client.ObjectKey{Name: extName}, got); err != nil {
 			return false, err
 		}
@@ -57,11 +57,11 @@ func TestExternalPatches(t *testing.T) {
 
 	ex := loadExample(t, ns)
 	generate, validate, discover := "generate."+extName, "validate."+extName, "variables."+extName
-	ex.Class.Spec.Patches = append(ex.Class.Spec.Patches, v1alpha1.ClusterClassPatch{Name: "from-extension",
-		External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: &generate, ValidateExtension: &validate, DiscoverVariablesExtension: &discover}})
+	ex.Class.Spec.Patches = append(ex.Class.Spec.Patches, v1alpha2.ClusterClassPatch{Name: "from-extension",
+		External: &v1alpha2.ExternalPatchDefinition{GeneratePatchesExtension: &generate, ValidateTopologyExtension: &validate, DiscoverVariablesExtension: &discover}})
 	createClass(t, ex)
 	eventually(t, "the class lists the variable its extension defines", func() (bool, error) {
-		class := &v1alpha1.TopologyClass{}
+		class := &v1alpha2.TopologyClass{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Class), class); err != nil {
 			return false, err
 		}
@@ -74,7 +74,7 @@ func TestExternalPatches(t *testing.T) {
 	})
 	bad := ex.Topology.DeepCopy()
 	bad.Name = "bad-image"
-	bad.Spec.Variables = append(bad.Spec.Variables, v1alpha1.ClusterVariable{Name: "image", Value: apiextensionsv1.JSON{Raw: []byte("42")}})
+	bad.Spec.Variables = append(bad.Spec.Variables, v1alpha2.ClusterVariable{Name: "image", Value: apiextensionsv1.JSON{Raw: []byte("42")}})
 	if err := k8s.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "spec.variables[image].value: Invalid value") {
 		t.Errorf("an image that is not a string, against the discovered schema: %v", err)
 	}
@@ -100,7 +100,7 @@ func TestExternalPatches(t *testing.T) {
 		t.Error("the extension's metadata change reached the object")
 	}
 
-	if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) {
+	if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
 		for i := range topo.Spec.Variables {
 			if topo.Spec.Variables[i].Name == "image" {
 				topo.Spec.Variables[i].Value.Raw = []byte(`"registry.example/node:1"`)
@@ -120,7 +120,7 @@ func TestExternalPatches(t *testing.T) {
 	})
 
 	srv.SetReject("md-a needs at least 3 replicas")
-	if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) {
+	if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
 		two := int32(2)
 		topo.Spec.ControlPlane.Replicas = &two
 	}); err != nil {

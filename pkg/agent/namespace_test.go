@@ -15,7 +15,7 @@ import (
 
 // TestOneNamespaceWithAClassElsewhere runs the agent for one namespace
 // (--namespace) with a Topology whose class and templates live in another
-// (spec.classNamespace), as a platform team shares classes with teams.
+// (spec.classRef.namespace), as a platform team shares classes with teams.
 func TestOneNamespaceWithAClassElsewhere(t *testing.T) {
 	ctx := context.Background()
 	team, platform := newNamespace(t, "team"), newNamespace(t, "platform")
@@ -23,7 +23,7 @@ func TestOneNamespaceWithAClassElsewhere(t *testing.T) {
 	classes := loadExample(t, platform)
 	createClass(t, classes)
 	topo := loadExample(t, team).Topology.DeepCopy()
-	topo.Spec.ClassNamespace = platform
+	topo.Spec.ClassRef.Namespace = platform
 	if err := k8s.Create(ctx, topo); err != nil {
 		t.Fatal(err)
 	}

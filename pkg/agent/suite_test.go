@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
@@ -149,7 +149,7 @@ type writeCounter struct {
 func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		group := strings.SplitN(strings.TrimPrefix(req.URL.Path, "/apis/"), "/", 2)[0]
-		if req.Method != http.MethodGet && (strings.HasSuffix(group, "cluster.x-k8s.io") || group == v1alpha1.GroupVersion.Group) {
+		if req.Method != http.MethodGet && (strings.HasSuffix(group, "cluster.x-k8s.io") || group == v1alpha2.GroupVersion.Group) {
 			w.n.Add(1)
 			w.mu.Lock()
 			w.paths = append(w.paths, req.Method+" "+req.URL.Path)

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
@@ -31,9 +31,9 @@ func live(t *testing.T, ns, name string) []*unstructured.Unstructured {
 
 func kindCounts(objs []*unstructured.Unstructured) string { return fixture.KindCounts(objs) }
 
-func getTopology(t *testing.T, ns, name string) *v1alpha1.Topology {
+func getTopology(t *testing.T, ns, name string) *v1alpha2.Topology {
 	t.Helper()
-	topo := &v1alpha1.Topology{}
+	topo := &v1alpha2.Topology{}
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, topo); err != nil {
 		t.Fatal(err)
 	}
@@ -42,9 +42,9 @@ func getTopology(t *testing.T, ns, name string) *v1alpha1.Topology {
 
 // reconciled waits until the Topology's current generation is reconciled
 // with the given reason.
-func reconciled(t *testing.T, ns, name, reason string) *v1alpha1.Topology {
+func reconciled(t *testing.T, ns, name, reason string) *v1alpha2.Topology {
 	t.Helper()
-	var topo *v1alpha1.Topology
+	var topo *v1alpha2.Topology
 	eventually(t, fmt.Sprintf("Topology %s/%s is reconciled with reason %s", ns, name, reason), func() (bool, error) {
 		topo = getTopology(t, ns, name)
 		c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
@@ -61,9 +61,9 @@ func reconciled(t *testing.T, ns, name, reason string) *v1alpha1.Topology {
 
 // expectedFromLive computes what `plan` predicts for the topology given the
 // live objects: names are reused, so the prediction is exact.
-func expectedFromLive(t *testing.T, ex example, topo *v1alpha1.Topology, objs []*unstructured.Unstructured) *engine.Result {
+func expectedFromLive(t *testing.T, ex example, topo *v1alpha2.Topology, objs []*unstructured.Unstructured) *engine.Result {
 	t.Helper()
-	class := &v1alpha1.TopologyClass{}
+	class := &v1alpha2.TopologyClass{}
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ex.Class), class); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestTopologyBecomesClusterAPIObjects(t *testing.T) {
 			refs := o.GetOwnerReferences()
 			switch {
 			case o.GetKind() == "Cluster":
-				if len(refs) != 1 || refs[0].Kind != v1alpha1.TopologyKind || refs[0].UID != topo.UID || refs[0].Controller == nil || !*refs[0].Controller {
+				if len(refs) != 1 || refs[0].Kind != v1alpha2.TopologyKind || refs[0].UID != topo.UID || refs[0].Controller == nil || !*refs[0].Controller {
 					t.Errorf("Cluster owners %+v, want the Topology as controller", refs)
 				}
 			default:
@@ -148,13 +148,13 @@ func TestTopologyBecomesClusterAPIObjects(t *testing.T) {
 			t.Errorf("observedGeneration %d (generation %d), clusterName %q", topo.Status.ObservedGeneration, topo.Generation, topo.Status.ClusterName)
 		}
 		cp := topo.Status.ControlPlane
-		if cp == nil || cp.Phase != v1alpha1.PhaseCreating || cp.DesiredVersion != "v1.33.1" || cp.ObjectName == "" {
+		if cp == nil || cp.Phase != v1alpha2.PhaseCreating || cp.DesiredVersion != "v1.33.1" || cp.ObjectName == "" {
 			t.Errorf("control plane status %+v, want Creating towards v1.33.1", cp)
 		}
 		if len(topo.Status.MachineDeployments) != 2 || topo.Status.MachineDeployments[0].Name != "md-a" {
 			t.Errorf("machineDeployments status %+v", topo.Status.MachineDeployments)
 		}
-		if topo.Status.Infrastructure != v1alpha1.InfrastructureProvisioning {
+		if topo.Status.Infrastructure != v1alpha2.InfrastructureProvisioning {
 			t.Errorf("infrastructure %q, want Provisioning while the DockerCluster is not ready", topo.Status.Infrastructure)
 		}
 	})
@@ -168,7 +168,7 @@ func TestTopologyBecomesClusterAPIObjects(t *testing.T) {
 		// from similar events)" message, so look for the kind in any of them.
 		var messages []string
 		for _, e := range events.Items {
-			if e.InvolvedObject.Kind == v1alpha1.TopologyKind && e.Reason == "Created" {
+			if e.InvolvedObject.Kind == v1alpha2.TopologyKind && e.Reason == "Created" {
 				messages = append(messages, e.Message)
 			}
 		}
@@ -201,7 +201,7 @@ func TestTopologyBecomesClusterAPIObjects(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, "the Topology and every generated object are gone", func() (bool, error) {
-			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha1.Topology{})
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha2.Topology{})
 			left := live(t, ns, "dev")
 			return apierrors.IsNotFound(err) && len(left) == 0, fmt.Errorf("left: %s", kindCounts(left))
 		})

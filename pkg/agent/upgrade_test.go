@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
@@ -62,7 +62,7 @@ func mdVersion(t *testing.T, ns, pool string) string {
 	return v
 }
 
-func partPhase(topo *v1alpha1.Topology, pool string) v1alpha1.RolloutPhase {
+func partPhase(topo *v1alpha2.Topology, pool string) v1alpha2.RolloutPhase {
 	for _, p := range topo.Status.MachineDeployments {
 		if p.Name == pool {
 			return p.Phase
@@ -82,7 +82,7 @@ func TestUpgradeSequence(t *testing.T) {
 	reconciled(t, ns, "dev", controller.ReasonSucceeded)
 
 	t.Run("the control plane upgrades first", func(t *testing.T) {
-		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) { topo.Spec.Version = "v1.34.0" }); err != nil {
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) { topo.Spec.Version = "v1.34.0" }); err != nil {
 			t.Fatal(err)
 		}
 		topo := reconciled(t, ns, "dev", controller.ReasonMachineDeploymentsUpgrade)
@@ -96,13 +96,13 @@ func TestUpgradeSequence(t *testing.T) {
 				t.Errorf("%s moved to %s before the control plane finished", pool, v)
 			}
 		}
-		if topo.Status.ControlPlane.Phase != v1alpha1.PhaseUpgrading {
+		if topo.Status.ControlPlane.Phase != v1alpha2.PhaseUpgrading {
 			t.Errorf("control plane phase %s, want Upgrading", topo.Status.ControlPlane.Phase)
 		}
 	})
 
 	t.Run("a version change during the rollout is refused", func(t *testing.T) {
-		err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) { topo.Spec.Version = "v1.35.0" })
+		err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) { topo.Spec.Version = "v1.35.0" })
 		if err == nil || !strings.Contains(err.Error(), "cannot change the version while") {
 			t.Fatalf("got %v, want the webhook to refuse a version change mid-rollout", err)
 		}
@@ -119,13 +119,13 @@ func TestUpgradeSequence(t *testing.T) {
 		if v := mdVersion(t, ns, "md-gpu"); v != "v1.33.1" {
 			t.Errorf("md-gpu moved to %s while md-a was upgrading (concurrency 1)", v)
 		}
-		if p := partPhase(getTopology(t, ns, "dev"), "md-gpu"); p != v1alpha1.PhasePending {
+		if p := partPhase(getTopology(t, ns, "dev"), "md-gpu"); p != v1alpha2.PhasePending {
 			t.Errorf("md-gpu phase %s, want Pending", p)
 		}
 	})
 
 	t.Run("defer holds a MachineDeployment back", func(t *testing.T) {
-		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) {
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
 			md := &topo.Spec.Workers.MachineDeployments[1]
 			if md.Metadata.Annotations == nil {
 				md.Metadata.Annotations = map[string]string{}
@@ -146,15 +146,15 @@ func TestUpgradeSequence(t *testing.T) {
 		if err := k8s.Update(ctx, m); err != nil {
 			t.Fatal(err)
 		}
-		var topo *v1alpha1.Topology
+		var topo *v1alpha2.Topology
 		eventually(t, "md-a is up to date once its Machine runs v1.34.0", func() (bool, error) {
 			topo = reconciled(t, ns, "dev", controller.ReasonMachineDeploymentsDeferred)
-			return partPhase(topo, "md-a") == v1alpha1.PhaseUpToDate, nil
+			return partPhase(topo, "md-a") == v1alpha2.PhaseUpToDate, nil
 		})
 		if v := mdVersion(t, ns, "md-gpu"); v != "v1.33.1" {
 			t.Errorf("deferred md-gpu moved to %s", v)
 		}
-		if p := partPhase(topo, "md-gpu"); p != v1alpha1.PhaseDeferred {
+		if p := partPhase(topo, "md-gpu"); p != v1alpha2.PhaseDeferred {
 			t.Errorf("md-gpu phase %s, want Deferred", p)
 		}
 	})
@@ -162,13 +162,13 @@ func TestUpgradeSequence(t *testing.T) {
 	t.Run("a restarted agent finishes the rollout without duplicates", func(t *testing.T) {
 		before := kindCounts(live(t, ns, "dev"))
 		agent.stop()
-		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) {
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
 			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, engine.DeferUpgradeAnnotation)
 		}); err == nil {
 			t.Fatal("the webhook accepted a change while no agent serves it")
 		}
 		agent = startAgent(outer)
-		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) {
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
 			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, engine.DeferUpgradeAnnotation)
 		}); err != nil {
 			t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
@@ -37,15 +37,15 @@ func TestWebhooks(t *testing.T) {
 	// Each bad Topology is refused with the field at fault, and nothing is stored.
 	bad := []struct {
 		name   string
-		change func(*v1alpha1.Topology)
+		change func(*v1alpha2.Topology)
 		field  string
 	}{
-		{"unknown MachineDeployment class", func(t *v1alpha1.Topology) { t.Spec.Workers.MachineDeployments[0].Class = "nope" }, "spec.workers.machineDeployments[0].class"},
-		{"variable of the wrong type", func(t *v1alpha1.Topology) {
-			t.Spec.Variables = append(t.Spec.Variables, v1alpha1.ClusterVariable{Name: "maxPods", Value: apiextensionsv1.JSON{Raw: []byte(`"many"`)}})
+		{"unknown MachineDeployment class", func(t *v1alpha2.Topology) { t.Spec.Workers.MachineDeployments[0].Class = "nope" }, "spec.workers.machineDeployments[0].class"},
+		{"variable of the wrong type", func(t *v1alpha2.Topology) {
+			t.Spec.Variables = append(t.Spec.Variables, v1alpha2.ClusterVariable{Name: "maxPods", Value: apiextensionsv1.JSON{Raw: []byte(`"many"`)}})
 		}, "spec.variables"},
-		{"undefined variable", func(t *v1alpha1.Topology) {
-			t.Spec.Variables = append(t.Spec.Variables, v1alpha1.ClusterVariable{Name: "nosuch", Value: apiextensionsv1.JSON{Raw: []byte(`1`)}})
+		{"undefined variable", func(t *v1alpha2.Topology) {
+			t.Spec.Variables = append(t.Spec.Variables, v1alpha2.ClusterVariable{Name: "nosuch", Value: apiextensionsv1.JSON{Raw: []byte(`1`)}})
 		}, "spec.variables"},
 	}
 	for _, tc := range bad {
@@ -57,7 +57,7 @@ func TestWebhooks(t *testing.T) {
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.field) {
 				t.Fatalf("got %v, want Invalid naming %s", err, tc.field)
 			}
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bad"}, &v1alpha1.Topology{}); !apierrors.IsNotFound(err) {
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bad"}, &v1alpha2.Topology{}); !apierrors.IsNotFound(err) {
 				t.Errorf("a refused Topology was stored: %v", err)
 			}
 		})
@@ -73,7 +73,7 @@ func TestWebhooks(t *testing.T) {
 	}
 	for _, tc := range versionChanges {
 		t.Run("refuses "+tc.name, func(t *testing.T) {
-			err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) { topo.Spec.Version = tc.version })
+			err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) { topo.Spec.Version = tc.version })
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want a refusal mentioning %q", err, tc.want)
 			}
@@ -84,7 +84,7 @@ func TestWebhooks(t *testing.T) {
 	}
 
 	t.Run("the unsafe annotation lets a skipped minor through", func(t *testing.T) {
-		err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) {
+		err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
 			topo.Annotations = map[string]string{engine.UnsafeVersionCheckAnnotation: ""}
 			topo.Spec.Version = "v1.35.0"
 		})
@@ -104,7 +104,7 @@ func TestWebhooks(t *testing.T) {
 	})
 
 	t.Run("refuses a class change that strands its topologies", func(t *testing.T) {
-		c := &v1alpha1.TopologyClass{}
+		c := &v1alpha2.TopologyClass{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Class), c); err != nil {
 			t.Fatal(err)
 		}
@@ -123,13 +123,13 @@ func TestWebhooks(t *testing.T) {
 	})
 
 	t.Run("refuses a class update that changes a provider", func(t *testing.T) {
-		c := &v1alpha1.TopologyClass{}
+		c := &v1alpha2.TopologyClass{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Class), c); err != nil {
 			t.Fatal(err)
 		}
-		c.Spec.ControlPlane.Ref.Kind = "K3sControlPlaneTemplate"
+		c.Spec.ControlPlane.TemplateRef.Kind = "K3sControlPlaneTemplate"
 		err := k8s.Update(ctx, c)
-		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `spec.controlPlane.ref.kind: Forbidden: the kind cannot change from "KubeadmControlPlaneTemplate" to "K3sControlPlaneTemplate"`) {
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `spec.controlPlane.templateRef.kind: Forbidden: the kind cannot change from "KubeadmControlPlaneTemplate" to "K3sControlPlaneTemplate"`) {
 			t.Fatalf("got %v, want the control plane kind refused", err)
 		}
 	})
@@ -138,30 +138,30 @@ func TestWebhooks(t *testing.T) {
 	// and one that is the example's under a new name.
 	incompatible, compatible := ex.Class.DeepCopy(), ex.Class.DeepCopy()
 	incompatible.Name, compatible.Name = "other-provider", "docker-kubeadm-v2"
-	incompatible.Spec.ControlPlane.Ref.Kind = "K3sControlPlaneTemplate"
+	incompatible.Spec.ControlPlane.TemplateRef.Kind = "K3sControlPlaneTemplate"
 	incompatible.Spec.Patches = nil // they patch a KubeadmControlPlaneTemplate, which this class no longer has
-	for _, c := range []*v1alpha1.TopologyClass{incompatible, compatible} {
+	for _, c := range []*v1alpha2.TopologyClass{incompatible, compatible} {
 		if err := k8s.Create(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Run("refuses to switch to a class of another provider", func(t *testing.T) {
-		err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) { topo.Spec.Class = "other-provider" })
-		if err == nil || !strings.Contains(err.Error(), "cannot switch from class "+ns+"/docker-kubeadm to "+ns+"/other-provider: spec.controlPlane.ref.kind") {
+		err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) { topo.Spec.ClassRef.Name = "other-provider" })
+		if err == nil || !strings.Contains(err.Error(), "cannot switch from class "+ns+"/docker-kubeadm to "+ns+"/other-provider: spec.controlPlane.templateRef.kind") {
 			t.Fatalf("got %v, want the switch refused naming the control plane kind", err)
 		}
-		if c := getTopology(t, ns, "dev").Spec.Class; c != "docker-kubeadm" {
+		if c := getTopology(t, ns, "dev").Spec.ClassRef.Name; c != "docker-kubeadm" {
 			t.Errorf("class is %s after a refused switch", c)
 		}
 	})
 	t.Run("refuses to switch to a class that does not exist", func(t *testing.T) {
-		err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) { topo.Spec.Class = "nope" })
+		err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) { topo.Spec.ClassRef.Name = "nope" })
 		if err == nil || !strings.Contains(err.Error(), "TopologyClass "+ns+"/nope does not exist") {
 			t.Fatalf("got %v", err)
 		}
 	})
 	t.Run("switches to a compatible class", func(t *testing.T) {
-		if err := updateTopology(t, ns, "dev", func(topo *v1alpha1.Topology) { topo.Spec.Class = "docker-kubeadm-v2" }); err != nil {
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) { topo.Spec.ClassRef.Name = "docker-kubeadm-v2" }); err != nil {
 			t.Fatalf("a switch between compatible classes was refused: %v", err)
 		}
 		eventually(t, "the agent reconciles dev with its new class", func() (bool, error) {

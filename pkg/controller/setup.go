@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -49,19 +49,19 @@ var topologyChanged = predicate.Or[client.Object](
 // The manager's client must read unstructured objects from its cache (as the
 // agent's does): a cluster's objects are listed by the cache's cluster index.
 func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Topology{}, v1alpha1.ClassKeyField, topologyClassKeys); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha2.Topology{}, v1alpha2.ClassKeyField, topologyClassKeys); err != nil {
 		return fmt.Errorf("indexing Topologies by class: %w", err)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.TopologyClass{}, indexClassTemplate, classTemplateKeys); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha2.TopologyClass{}, indexClassTemplate, classTemplateKeys); err != nil {
 		return fmt.Errorf("indexing TopologyClasses by template: %w", err)
 	}
 	byLabel := handler.EnqueueRequestsFromMapFunc(topologyOfLabelledObject)
 	known := []schema.GroupVersionKind{capiGVK(clusterKind), capiGVK("MachineDeployment"), capiGVK("MachineHealthCheck"), capiGVK(machineKind)}
 	ctl, err := ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.Topology{}, builder.WithPredicates(topologyChanged)).
+		For(&v1alpha2.Topology{}, builder.WithPredicates(topologyChanged)).
 		Owns(unstructuredOf(capiGVK(clusterKind))).
-		Watches(&v1alpha1.TopologyClass{}, handler.EnqueueRequestsFromMapFunc(topologiesOfClass(mgr.GetClient()))).
-		Watches(&v1alpha1.TopologyExtension{}, handler.EnqueueRequestsFromMapFunc(topologiesOfExtension(mgr.GetClient()))).
+		Watches(&v1alpha2.TopologyClass{}, handler.EnqueueRequestsFromMapFunc(topologiesOfClass(mgr.GetClient()))).
+		Watches(&v1alpha2.TopologyExtension{}, handler.EnqueueRequestsFromMapFunc(topologiesOfExtension(mgr.GetClient()))).
 		Watches(unstructuredOf(capiGVK("MachineDeployment")), byLabel).
 		Watches(unstructuredOf(capiGVK("MachineHealthCheck")), byLabel).
 		Watches(unstructuredOf(capiGVK(machineKind)), byLabel).

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
@@ -52,7 +52,7 @@ func runSuite(m *testing.M) int {
 	defer func() { _ = c.Cleanup() }()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	utilruntime.Must(v1alpha2.AddToScheme(scheme))
 	if k8s, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -138,11 +138,11 @@ func create(t *testing.T, obj client.Object) {
 // reconciledCondition waits until the Topology's TopologyReconciled condition
 // has status and reason for its latest generation, and a message holding
 // every one of says.
-func reconciledCondition(t *testing.T, topo *v1alpha1.Topology, status metav1.ConditionStatus, reason string, says ...string) {
+func reconciledCondition(t *testing.T, topo *v1alpha2.Topology, status metav1.ConditionStatus, reason string, says ...string) {
 	t.Helper()
 	var last metav1.Condition
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		got := &v1alpha1.Topology{}
+		got := &v1alpha2.Topology{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(topo), got); err != nil {
 			return false, nil
 		}

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
@@ -37,7 +37,7 @@ const TopologyFinalizer = "topology.kubectl-topology.io/cluster"
 
 // Condition type and reasons on Topology.status, upstream's where upstream has one.
 const (
-	ReconciledCondition              = v1alpha1.TopologyReconciledCondition
+	ReconciledCondition              = v1alpha2.TopologyReconciledCondition
 	ReasonSucceeded                  = "ReconcileSucceeded"
 	ReasonFailed                     = "TopologyReconcileFailed"
 	ReasonClassNotReconciled         = "ClusterClassNotReconciled"
@@ -85,7 +85,7 @@ type TopologyReconciler struct {
 
 // scope carries one reconcile of one Topology from step to step.
 type scope struct {
-	topo      *v1alpha1.Topology
+	topo      *v1alpha2.Topology
 	class     *engine.CompiledClass
 	templates *engine.TemplateIndex
 	current   *engine.State
@@ -102,7 +102,7 @@ type scope struct {
 // Reconcile runs the steps of one Topology reconcile and reports the outcome
 // on its status.
 func (r *TopologyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	topo := &v1alpha1.Topology{}
+	topo := &v1alpha2.Topology{}
 	if err := r.Client.Get(ctx, req.NamespacedName, topo); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -217,7 +217,7 @@ func (r *TopologyReconciler) observeRollout(ctx context.Context, s *scope) (bool
 
 // external is the runner of the class's external patches, or nil when it
 // has none or the agent has no extension client.
-func (r *TopologyReconciler) external(ctx context.Context, class *v1alpha1.TopologyClass) patches.External {
+func (r *TopologyReconciler) external(ctx context.Context, class *v1alpha2.TopologyClass) patches.External {
 	if r.Extensions == nil || !engine.HasExternalPatches(class) {
 		return nil
 	}

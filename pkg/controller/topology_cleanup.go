@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -28,11 +28,11 @@ func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, 
 	}
 	cls := s.class.Class.Spec
 	clusterLevel := map[string]bool{}
-	if cls.Infrastructure.Ref != nil {
-		clusterLevel[engine.TrimTemplateSuffix(cls.Infrastructure.Ref.Kind)] = true
+	if cls.Infrastructure.TemplateRef.IsDefined() {
+		clusterLevel[engine.TrimTemplateSuffix(cls.Infrastructure.TemplateRef.Kind)] = true
 	}
-	if cls.ControlPlane.Ref != nil {
-		clusterLevel[engine.TrimTemplateSuffix(cls.ControlPlane.Ref.Kind)] = true
+	if cls.ControlPlane.TemplateRef.IsDefined() {
+		clusterLevel[engine.TrimTemplateSuffix(cls.ControlPlane.TemplateRef.Kind)] = true
 	}
 	for _, o := range s.live {
 		key := engine.KeyOf(o)
@@ -59,7 +59,7 @@ func ptr[T any](v T) *T { return &v }
 
 // machineSetRefs lists the templates the cluster's MachineSets still use:
 // Machines of an older MachineSet may still be created from them.
-func (r *TopologyReconciler) machineSetRefs(ctx context.Context, topo *v1alpha1.Topology) (map[engine.ObjectKey]bool, error) {
+func (r *TopologyReconciler) machineSetRefs(ctx context.Context, topo *v1alpha2.Topology) (map[engine.ObjectKey]bool, error) {
 	sets, err := r.loader().Labelled(ctx, topo, capiGVK(machineSetKind))
 	if err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ func (r *TopologyReconciler) machineSetRefs(ctx context.Context, topo *v1alpha1.
 
 // reconcileDelete deletes the CAPI Cluster and keeps the Topology until it is
 // gone; the garbage collector removes what the Cluster and the Topology own.
-func (r *TopologyReconciler) reconcileDelete(ctx context.Context, topo *v1alpha1.Topology) (ctrl.Result, error) {
+func (r *TopologyReconciler) reconcileDelete(ctx context.Context, topo *v1alpha2.Topology) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(topo, TopologyFinalizer) {
 		return ctrl.Result{}, nil
 	}

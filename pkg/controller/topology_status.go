@@ -11,13 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
 // writeStatus reports the outcome and the rollout summary, and writes only
 // when something changed: a steady state makes no requests.
-func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *v1alpha1.TopologyStatus, reconcileErr error) error {
+func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *v1alpha2.TopologyStatus, reconcileErr error) error {
 	t := s.topo
 	t.Status.ObservedGeneration = t.Generation
 	if s.current != nil && s.current.Cluster != nil {
@@ -30,8 +30,8 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 		t.Status.Infrastructure = engine.InfrastructurePhase(s.current)
 	}
 	if t.Spec.Paused {
-		t.Status.State = v1alpha1.StatePaused
-	} else if s.result != nil || t.Status.State == v1alpha1.StatePaused {
+		t.Status.State = v1alpha2.StatePaused
+	} else if s.result != nil || t.Status.State == v1alpha2.StatePaused {
 		// Summed again from the parts (as last observed, if this pass
 		// stopped early): a resumed Topology is no longer Paused.
 		t.Status.State = engine.TopologyStateOf(&t.Status)
@@ -59,12 +59,12 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 }
 
 // markDeleting reports a Topology being deleted as such, once.
-func (r *TopologyReconciler) markDeleting(ctx context.Context, t *v1alpha1.Topology) error {
-	if t.Status.State == v1alpha1.StateDeleting {
+func (r *TopologyReconciler) markDeleting(ctx context.Context, t *v1alpha2.Topology) error {
+	if t.Status.State == v1alpha2.StateDeleting {
 		return nil
 	}
 	orig := t.DeepCopy()
-	t.Status.State = v1alpha1.StateDeleting
+	t.Status.State = v1alpha2.StateDeleting
 	engine.CarryStateSince(&orig.Status, &t.Status, metav1.NewTime(r.now()))
 	if err := r.Client.Status().Patch(ctx, t, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("writing status of Topology %s/%s: %w", t.Namespace, t.Name, client.IgnoreNotFound(err))
@@ -92,7 +92,7 @@ func conditionMessage(msg string) string {
 	return msg[:maxConditionMessage] + "… (cut; the agent's log has all of it)"
 }
 
-func equalStatus(a, b *v1alpha1.TopologyStatus) bool {
+func equalStatus(a, b *v1alpha2.TopologyStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
@@ -114,7 +114,7 @@ func rolloutReason(r *engine.Rollout) (string, string) {
 			switch {
 			case d.CreatePending:
 				create = append(create, d.Name)
-			case d.Phase == v1alpha1.PhaseDeferred:
+			case d.Phase == v1alpha2.PhaseDeferred:
 				deferred = append(deferred, d.Name)
 			case d.Version != r.DesiredVersion:
 				upgrade = append(upgrade, d.Name)

@@ -11,13 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
 // clusterOf reads the Cluster API Cluster of topo; nil when there is none.
-func clusterOf(t *testing.T, topo *v1alpha1.Topology) *unstructured.Unstructured {
+func clusterOf(t *testing.T, topo *v1alpha2.Topology) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(engine.ClusterAPIVersion)
@@ -33,7 +33,7 @@ func clusterOf(t *testing.T, topo *v1alpha1.Topology) *unstructured.Unstructured
 }
 
 // ownedByTopology tells whether o names topo as its controlling owner.
-func ownedByTopology(o *unstructured.Unstructured, topo *v1alpha1.Topology) bool {
+func ownedByTopology(o *unstructured.Unstructured, topo *v1alpha2.Topology) bool {
 	for _, ref := range o.GetOwnerReferences() {
 		if ref.Kind == "Topology" && ref.Name == topo.Name && ref.Controller != nil && *ref.Controller {
 			return true
@@ -84,7 +84,7 @@ func TestTopologyBeforeItsClass(t *testing.T) {
 	ex := namespaceWithExample(t)
 	create(t, ex.Topology)
 	reconciledCondition(t, ex.Topology, metav1.ConditionFalse, ReasonFailed,
-		"spec.class: TopologyClass "+ex.Topology.Namespace+"/docker-kubeadm not found: create it")
+		"spec.classRef: TopologyClass "+ex.Topology.Namespace+"/docker-kubeadm not found: create it")
 	if c := clusterOf(t, ex.Topology); c != nil {
 		t.Fatalf("a Cluster was made without a class: %s", c.GetName())
 	}
@@ -104,7 +104,7 @@ func TestClassBeforeItsTemplates(t *testing.T) {
 	create(t, ex.Class)
 	create(t, ex.Topology)
 	reconciledCondition(t, ex.Topology, metav1.ConditionFalse, ReasonFailed,
-		"TopologyClass "+ex.Topology.Namespace+"/docker-kubeadm spec.workers.machinePools[0].template.infrastructure.ref",
+		"TopologyClass "+ex.Topology.Namespace+"/docker-kubeadm spec.workers.machinePools[0].infrastructure.templateRef",
 		"DockerMachinePoolTemplate "+ex.Topology.Namespace+"/docker-kubeadm-pool not found: create the template or fix the reference")
 	if c := clusterOf(t, ex.Topology); c != nil {
 		t.Fatalf("a Cluster was made with a template missing: %s", c.GetName())
@@ -138,7 +138,7 @@ func TestInvalidVariableFoundOnReconcile(t *testing.T) {
 		t.Fatalf("a Cluster was made from an invalid Topology: %s", c.GetName())
 	}
 
-	got := &v1alpha1.Topology{}
+	got := &v1alpha2.Topology{}
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ex.Topology), got); err != nil {
 		t.Fatal(err)
 	}

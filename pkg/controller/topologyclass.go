@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 )
@@ -52,7 +51,7 @@ type TopologyClassReconciler struct {
 // Reconcile validates the class and writes status.variables, the
 // VariablesReconciled condition and observedGeneration.
 func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	class := &v1alpha1.TopologyClass{}
+	class := &v1alpha2.TopologyClass{}
 	if err := r.Client.Get(ctx, req.NamespacedName, class); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -122,11 +121,11 @@ var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1
 // ClusterClass controller does, so that a class written against an older
 // provider keeps working after the provider is upgraded. It reports whether
 // it updated the class.
-func (r *TopologyClassReconciler) updateRefVersions(ctx context.Context, class *v1alpha1.TopologyClass) (bool, error) {
+func (r *TopologyClassReconciler) updateRefVersions(ctx context.Context, class *v1alpha2.TopologyClass) (bool, error) {
 	orig := class.DeepCopy()
 	var changed []string
 	var errs []error
-	engine.VisitTemplateRefs(class, func(ref *corev1.ObjectReference, field string) {
+	engine.VisitTemplateRefs(class, func(ref *v1alpha2.ClusterClassTemplateReference, field string) {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err != nil {
 			return // the class webhook reports it
@@ -166,7 +165,7 @@ func (r *TopologyClassReconciler) updateRefVersions(ctx context.Context, class *
 // discoverVariables asks the extension of every external patch that has a
 // discoverVariablesExtension for its variables. When one cannot be asked,
 // what status last recorded for that patch stands, and the error says why.
-func (r *TopologyClassReconciler) discoverVariables(ctx context.Context, class *v1alpha1.TopologyClass) ([]engine.PatchVariables, error) {
+func (r *TopologyClassReconciler) discoverVariables(ctx context.Context, class *v1alpha2.TopologyClass) ([]engine.PatchVariables, error) {
 	if r.Extensions == nil {
 		var out []engine.PatchVariables
 		for _, p := range class.Spec.Patches {
@@ -191,12 +190,12 @@ func (r *TopologyClassReconciler) discoverVariables(ctx context.Context, class *
 }
 
 // recorded is what status holds of the variables a patch's extension defined.
-func recorded(class *v1alpha1.TopologyClass, patch string) []v1alpha1.ClusterClassVariable {
-	var out []v1alpha1.ClusterClassVariable
+func recorded(class *v1alpha2.TopologyClass, patch string) []v1alpha2.ClusterClassVariable {
+	var out []v1alpha2.ClusterClassVariable
 	for _, v := range class.Status.Variables {
 		for _, d := range v.Definitions {
 			if d.From == patch {
-				out = append(out, v1alpha1.ClusterClassVariable{Name: v.Name, Required: d.Required, Metadata: d.Metadata, Schema: d.Schema})
+				out = append(out, v1alpha2.ClusterClassVariable{Name: v.Name, Required: d.Required, DeprecatedV1Beta1Metadata: d.DeprecatedV1Beta1Metadata, Schema: d.Schema})
 			}
 		}
 	}
@@ -206,10 +205,10 @@ func recorded(class *v1alpha1.TopologyClass, patch string) []v1alpha1.ClusterCla
 // externalPatchesReady says whether every extension the class's external
 // patches use is discovered and answering, from the TopologyExtensions'
 // own conditions, naming the first that is not.
-func (r *TopologyClassReconciler) externalPatchesReady(ctx context.Context, class *v1alpha1.TopologyClass) metav1.Condition {
+func (r *TopologyClassReconciler) externalPatchesReady(ctx context.Context, class *v1alpha2.TopologyClass) metav1.Condition {
 	cond := metav1.Condition{Type: ExternalPatchesReadyCondition, Status: metav1.ConditionTrue, Reason: ReasonExtensionsReady, ObservedGeneration: class.Generation}
 	for _, use := range extension.UsedBy(class) {
-		ext := &v1alpha1.TopologyExtension{}
+		ext := &v1alpha2.TopologyExtension{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: use.Extension}, ext); err != nil {
 			cond.Status, cond.Reason = metav1.ConditionFalse, ReasonExtensionNotReady
 			cond.Message = fmt.Sprintf("patch %s uses TopologyExtension %s, which cannot be read: %v", use.Patch, use.Extension, client.IgnoreNotFound(err))
@@ -232,8 +231,8 @@ func (r *TopologyClassReconciler) externalPatchesReady(ctx context.Context, clas
 // SetupWithManager registers the TopologyClass controller.
 func (r *TopologyClassReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.TopologyClass{}).
-		Watches(&v1alpha1.TopologyExtension{}, handler.EnqueueRequestsFromMapFunc(classesOfExtension(mgr.GetClient()))).
+		For(&v1alpha2.TopologyClass{}).
+		Watches(&v1alpha2.TopologyExtension{}, handler.EnqueueRequestsFromMapFunc(classesOfExtension(mgr.GetClient()))).
 		WithOptions(opts).
 		Named("topologyclass").
 		Complete(r)

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 )
 
@@ -46,7 +46,7 @@ type TopologyExtensionReconciler struct {
 // condition. A server that cannot be discovered is taken out of the
 // registry, so that its handlers fail with a reason instead of a stale call.
 func (r *TopologyExtensionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	ext := &v1alpha1.TopologyExtension{}
+	ext := &v1alpha2.TopologyExtension{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ext); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			r.Extensions.Registry.Remove(req.Name)
@@ -88,7 +88,7 @@ func (r *TopologyExtensionReconciler) Reconcile(ctx context.Context, req ctrl.Re
 // responding reports whether the extension's handlers answer the agent's
 // calls: a slow or failing extension shows here, and on every class using it,
 // not only in the conditions of the Topologies it holds up.
-func (r *TopologyExtensionReconciler) responding(ext *v1alpha1.TopologyExtension) metav1.Condition {
+func (r *TopologyExtensionReconciler) responding(ext *v1alpha2.TopologyExtension) metav1.Condition {
 	cond := metav1.Condition{Type: RespondingCondition, Status: metav1.ConditionTrue, Reason: ReasonResponding, ObservedGeneration: ext.Generation}
 	if f, failing := r.Extensions.Failing(ext.Name); failing {
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNotResponding
@@ -98,8 +98,8 @@ func (r *TopologyExtensionReconciler) responding(ext *v1alpha1.TopologyExtension
 }
 
 // statusHandlers lists handlers by the full names classes use: HANDLER.EXTENSION.
-func statusHandlers(ext string, hs []v1alpha1.ExtensionHandler) []v1alpha1.ExtensionHandler {
-	out := make([]v1alpha1.ExtensionHandler, 0, len(hs))
+func statusHandlers(ext string, hs []v1alpha2.ExtensionHandler) []v1alpha2.ExtensionHandler {
+	out := make([]v1alpha2.ExtensionHandler, 0, len(hs))
 	for _, h := range hs {
 		h.Name = extension.FullName(h.Name, ext)
 		out = append(out, h)
@@ -110,18 +110,18 @@ func statusHandlers(ext string, hs []v1alpha1.ExtensionHandler) []v1alpha1.Exten
 // SetupWithManager registers the TopologyExtension controller. It is also
 // woken whenever calls to an extension start or stop failing.
 func (r *TopologyExtensionReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	health := make(chan event.TypedGenericEvent[*v1alpha1.TopologyExtension], 64)
+	health := make(chan event.TypedGenericEvent[*v1alpha2.TopologyExtension], 64)
 	r.Extensions.OnHealthChange = func(name string) {
-		ext := &v1alpha1.TopologyExtension{}
+		ext := &v1alpha2.TopologyExtension{}
 		ext.Name = name
 		select {
-		case health <- event.TypedGenericEvent[*v1alpha1.TopologyExtension]{Object: ext}:
+		case health <- event.TypedGenericEvent[*v1alpha2.TopologyExtension]{Object: ext}:
 		default: // a full channel already holds a wake-up; the next rediscovery reports it anyway
 		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.TopologyExtension{}).
-		WatchesRawSource(source.Channel(health, &handler.TypedEnqueueRequestForObject[*v1alpha1.TopologyExtension]{})).
+		For(&v1alpha2.TopologyExtension{}).
+		WatchesRawSource(source.Channel(health, &handler.TypedEnqueueRequestForObject[*v1alpha2.TopologyExtension]{})).
 		WithOptions(opts).
 		Named("topologyextension").
 		Complete(r)
@@ -143,12 +143,12 @@ func topologiesOfExtension(c client.Reader) handler.MapFunc {
 
 // classesUsingExtension lists the classes with an external patch served by
 // the extension; on a read error, none.
-func classesUsingExtension(ctx context.Context, c client.Reader, ext string) []*v1alpha1.TopologyClass {
-	classes := &v1alpha1.TopologyClassList{}
+func classesUsingExtension(ctx context.Context, c client.Reader, ext string) []*v1alpha2.TopologyClass {
+	classes := &v1alpha2.TopologyClassList{}
 	if err := c.List(ctx, classes); err != nil {
 		return nil
 	}
-	var out []*v1alpha1.TopologyClass
+	var out []*v1alpha2.TopologyClass
 	for i := range classes.Items {
 		if classUsesExtension(&classes.Items[i], ext) {
 			out = append(out, &classes.Items[i])
@@ -157,7 +157,7 @@ func classesUsingExtension(ctx context.Context, c client.Reader, ext string) []*
 	return out
 }
 
-func classUsesExtension(c *v1alpha1.TopologyClass, ext string) bool {
+func classUsesExtension(c *v1alpha2.TopologyClass, ext string) bool {
 	for _, u := range extension.UsedBy(c) {
 		if u.Extension == ext {
 			return true

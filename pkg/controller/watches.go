@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -84,7 +84,7 @@ func topologyOfLabelledObject(_ context.Context, o client.Object) []reconcile.Re
 const indexClassTemplate = "spec.templateKeys"
 
 func topologyClassKeys(o client.Object) []string {
-	return v1alpha1.ClassKeyOf(o.(*v1alpha1.Topology))
+	return v1alpha2.ClassKeyOf(o.(*v1alpha2.Topology))
 }
 
 func templateKey(gk schema.GroupKind, namespace, name string) string {
@@ -92,7 +92,7 @@ func templateKey(gk schema.GroupKind, namespace, name string) string {
 }
 
 func classTemplateKeys(o client.Object) []string {
-	c := o.(*v1alpha1.TopologyClass)
+	c := o.(*v1alpha2.TopologyClass)
 	var keys []string
 	for _, ref := range engine.ClassTemplateRefs(c) {
 		gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
@@ -104,8 +104,8 @@ func classTemplateKeys(o client.Object) []string {
 // topologiesOfClass maps a TopologyClass to every Topology that uses it.
 func topologiesOfClass(c client.Reader) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		list := &v1alpha1.TopologyList{}
-		if err := c.List(ctx, list, client.MatchingFields{v1alpha1.ClassKeyField: v1alpha1.ClassKeyValue(client.ObjectKeyFromObject(o))}); err != nil {
+		list := &v1alpha2.TopologyList{}
+		if err := c.List(ctx, list, client.MatchingFields{v1alpha2.ClassKeyField: v1alpha2.ClassKeyValue(client.ObjectKeyFromObject(o))}); err != nil {
 			return nil
 		}
 		out := make([]reconcile.Request, 0, len(list.Items))
@@ -125,7 +125,7 @@ func topologiesOfTemplate(c client.Reader) handler.MapFunc {
 			return topologyOfLabelledObject(ctx, o)
 		}
 		gvk := o.GetObjectKind().GroupVersionKind()
-		classes := &v1alpha1.TopologyClassList{}
+		classes := &v1alpha2.TopologyClassList{}
 		if err := c.List(ctx, classes, client.MatchingFields{indexClassTemplate: templateKey(gvk.GroupKind(), o.GetNamespace(), o.GetName())}); err != nil {
 			return nil
 		}

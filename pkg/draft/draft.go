@@ -16,7 +16,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // Part kinds a Scope can name.
@@ -47,7 +47,7 @@ func (s Scope) Label() string {
 
 // VariableList is the list that holds a Scope's variables; with create it
 // makes a part's empty override list. It is nil for a part that does not exist.
-func VariableList(t *v1alpha1.Topology, s Scope, create bool) *[]v1alpha1.ClusterVariable {
+func VariableList(t *v1alpha2.Topology, s Scope, create bool) *[]v1alpha2.ClusterVariable {
 	switch s.Kind {
 	case "":
 		return &t.Spec.Variables
@@ -56,7 +56,7 @@ func VariableList(t *v1alpha1.Topology, s Scope, create bool) *[]v1alpha1.Cluste
 			if !create {
 				return nil
 			}
-			t.Spec.ControlPlane.Variables = &v1alpha1.ControlPlaneVariables{}
+			t.Spec.ControlPlane.Variables = &v1alpha2.ControlPlaneVariables{}
 		}
 		return &t.Spec.ControlPlane.Variables.Overrides
 	case MachineDeployment:
@@ -65,7 +65,7 @@ func VariableList(t *v1alpha1.Topology, s Scope, create bool) *[]v1alpha1.Cluste
 				if !create {
 					return nil
 				}
-				md.Variables = &v1alpha1.MachineDeploymentVariables{}
+				md.Variables = &v1alpha2.MachineDeploymentVariables{}
 			}
 			return &md.Variables.Overrides
 		}
@@ -75,7 +75,7 @@ func VariableList(t *v1alpha1.Topology, s Scope, create bool) *[]v1alpha1.Cluste
 				if !create {
 					return nil
 				}
-				mp.Variables = &v1alpha1.MachinePoolVariables{}
+				mp.Variables = &v1alpha2.MachinePoolVariables{}
 			}
 			return &mp.Variables.Overrides
 		}
@@ -85,7 +85,7 @@ func VariableList(t *v1alpha1.Topology, s Scope, create bool) *[]v1alpha1.Cluste
 
 // dropEmptyOverrides removes a part's override list once its last override
 // is gone, so that removing what was added leaves the spec as it was.
-func dropEmptyOverrides(t *v1alpha1.Topology, s Scope) {
+func dropEmptyOverrides(t *v1alpha2.Topology, s Scope) {
 	switch s.Kind {
 	case ControlPlane:
 		if v := t.Spec.ControlPlane.Variables; v != nil && len(v.Overrides) == 0 {
@@ -103,7 +103,7 @@ func dropEmptyOverrides(t *v1alpha1.Topology, s Scope) {
 }
 
 // Replicas points at a part's replicas; nil when the part does not exist.
-func Replicas(t *v1alpha1.Topology, s Scope) **int32 {
+func Replicas(t *v1alpha2.Topology, s Scope) **int32 {
 	switch s.Kind {
 	case ControlPlane:
 		return &t.Spec.ControlPlane.Replicas
@@ -120,7 +120,7 @@ func Replicas(t *v1alpha1.Topology, s Scope) **int32 {
 }
 
 // VariableValue decodes a Scope's variable; ok is false when it is unset.
-func VariableValue(t *v1alpha1.Topology, s Scope, name string) (any, bool) {
+func VariableValue(t *v1alpha2.Topology, s Scope, name string) (any, bool) {
 	list := VariableList(t, s, false)
 	if list == nil {
 		return nil, false
@@ -146,7 +146,7 @@ func DecodeJSON(raw []byte) (any, bool) {
 
 // SetVariable sets (present) or removes the value at sub inside a Scope's
 // variable, creating the variable and the objects on the way as needed.
-func SetVariable(t *v1alpha1.Topology, s Scope, name string, sub []any, value any, present bool) error {
+func SetVariable(t *v1alpha2.Topology, s Scope, name string, sub []any, value any, present bool) error {
 	list := VariableList(t, s, present)
 	if list == nil {
 		if !present {
@@ -186,7 +186,7 @@ func SetVariable(t *v1alpha1.Topology, s Scope, name string, sub []any, value an
 		(*list)[idx].Value = apiextensionsv1.JSON{Raw: raw}
 		return nil
 	}
-	*list = append(*list, v1alpha1.ClusterVariable{Name: name, Value: apiextensionsv1.JSON{Raw: raw}})
+	*list = append(*list, v1alpha2.ClusterVariable{Name: name, Value: apiextensionsv1.JSON{Raw: raw}})
 	return nil
 }
 
@@ -258,24 +258,24 @@ func Lookup(node any, sub []any) (any, bool) {
 type Setting struct {
 	label string
 	value string
-	copy  func(dst *v1alpha1.Topology)
-	drop  func(dst *v1alpha1.Topology)
+	copy  func(dst *v1alpha2.Topology)
+	drop  func(dst *v1alpha2.Topology)
 }
 
 // Settings lists, by key, everything the editor edits in t. Keys sort a
 // part before its replicas and overrides, which is the order to apply them.
-func Settings(t *v1alpha1.Topology) map[string]Setting {
+func Settings(t *v1alpha2.Topology) map[string]Setting {
 	out := map[string]Setting{}
-	nop := func(*v1alpha1.Topology) {}
-	out["version"] = Setting{label: "version", value: t.Spec.Version, copy: func(d *v1alpha1.Topology) { d.Spec.Version = t.Spec.Version }, drop: nop}
-	out["paused"] = Setting{label: "paused", value: strconv.FormatBool(t.Spec.Paused), copy: func(d *v1alpha1.Topology) { d.Spec.Paused = t.Spec.Paused }, drop: nop}
+	nop := func(*v1alpha2.Topology) {}
+	out["version"] = Setting{label: "version", value: t.Spec.Version, copy: func(d *v1alpha2.Topology) { d.Spec.Version = t.Spec.Version }, drop: nop}
+	out["paused"] = Setting{label: "paused", value: strconv.FormatBool(t.Spec.Paused), copy: func(d *v1alpha2.Topology) { d.Spec.Paused = t.Spec.Paused }, drop: nop}
 	replicas := func(s Scope, label string, r *int32) {
 		v := ""
 		if r != nil {
 			v = strconv.Itoa(int(*r))
 		}
 		out[s.String()+" replicas"] = Setting{label: label, value: v,
-			copy: func(d *v1alpha1.Topology) {
+			copy: func(d *v1alpha2.Topology) {
 				if p := Replicas(d, s); p != nil {
 					*p = CopyInt(r)
 				}
@@ -290,8 +290,8 @@ func Settings(t *v1alpha1.Topology) map[string]Setting {
 			name := v.Name
 			val, _ := VariableValue(t, s, name)
 			out[s.String()+" variables["+name+"]"] = Setting{label: "override " + name + " of " + s.Label(), value: Canonical(val),
-				copy: func(d *v1alpha1.Topology) { _ = SetVariable(d, s, name, nil, val, true) },
-				drop: func(d *v1alpha1.Topology) { _ = SetVariable(d, s, name, nil, nil, false) }}
+				copy: func(d *v1alpha2.Topology) { _ = SetVariable(d, s, name, nil, val, true) },
+				drop: func(d *v1alpha2.Topology) { _ = SetVariable(d, s, name, nil, nil, false) }}
 		}
 	}
 	cp := Scope{Kind: ControlPlane}
@@ -301,15 +301,15 @@ func Settings(t *v1alpha1.Topology) map[string]Setting {
 		for _, md := range w.MachineDeployments {
 			s, md := Scope{MachineDeployment, md.Name}, md
 			out[s.String()] = Setting{label: "MachineDeployment " + md.Name, value: md.Class,
-				copy: func(d *v1alpha1.Topology) {
+				copy: func(d *v1alpha2.Topology) {
 					if d.MachineDeployment(md.Name) == nil {
 						if d.Spec.Workers == nil {
-							d.Spec.Workers = &v1alpha1.WorkersTopology{}
+							d.Spec.Workers = &v1alpha2.WorkersTopology{}
 						}
 						d.Spec.Workers.MachineDeployments = append(d.Spec.Workers.MachineDeployments, *md.DeepCopy())
 					}
 				},
-				drop: func(d *v1alpha1.Topology) {
+				drop: func(d *v1alpha2.Topology) {
 					if d.Spec.Workers != nil {
 						d.Spec.Workers.MachineDeployments = RemoveMachineDeployment(d.Spec.Workers.MachineDeployments, md.Name)
 					}
@@ -320,15 +320,15 @@ func Settings(t *v1alpha1.Topology) map[string]Setting {
 		for _, mp := range w.MachinePools {
 			s, mp := Scope{MachinePool, mp.Name}, mp
 			out[s.String()] = Setting{label: "MachinePool " + mp.Name, value: mp.Class,
-				copy: func(d *v1alpha1.Topology) {
+				copy: func(d *v1alpha2.Topology) {
 					if d.MachinePool(mp.Name) == nil {
 						if d.Spec.Workers == nil {
-							d.Spec.Workers = &v1alpha1.WorkersTopology{}
+							d.Spec.Workers = &v1alpha2.WorkersTopology{}
 						}
 						d.Spec.Workers.MachinePools = append(d.Spec.Workers.MachinePools, *mp.DeepCopy())
 					}
 				},
-				drop: func(d *v1alpha1.Topology) {
+				drop: func(d *v1alpha2.Topology) {
 					if d.Spec.Workers != nil {
 						d.Spec.Workers.MachinePools = RemoveMachinePool(d.Spec.Workers.MachinePools, mp.Name)
 					}
@@ -342,8 +342,8 @@ func Settings(t *v1alpha1.Topology) map[string]Setting {
 		name := v.Name
 		val, _ := VariableValue(t, cluster, name)
 		out["/ variables["+name+"]"] = Setting{label: name, value: Canonical(val),
-			copy: func(d *v1alpha1.Topology) { _ = SetVariable(d, cluster, name, nil, val, true) },
-			drop: func(d *v1alpha1.Topology) { _ = SetVariable(d, cluster, name, nil, nil, false) }}
+			copy: func(d *v1alpha2.Topology) { _ = SetVariable(d, cluster, name, nil, val, true) },
+			drop: func(d *v1alpha2.Topology) { _ = SetVariable(d, cluster, name, nil, nil, false) }}
 	}
 	return out
 }
@@ -361,8 +361,8 @@ func CopyInt(p *int32) *int32 {
 }
 
 // RemoveMachineDeployment returns l without the pool name.
-func RemoveMachineDeployment(l []v1alpha1.MachineDeploymentTopology, name string) []v1alpha1.MachineDeploymentTopology {
-	var out []v1alpha1.MachineDeploymentTopology
+func RemoveMachineDeployment(l []v1alpha2.MachineDeploymentTopology, name string) []v1alpha2.MachineDeploymentTopology {
+	var out []v1alpha2.MachineDeploymentTopology
 	for _, x := range l {
 		if x.Name != name {
 			out = append(out, x)
@@ -372,8 +372,8 @@ func RemoveMachineDeployment(l []v1alpha1.MachineDeploymentTopology, name string
 }
 
 // RemoveMachinePool returns l without the pool name.
-func RemoveMachinePool(l []v1alpha1.MachinePoolTopology, name string) []v1alpha1.MachinePoolTopology {
-	var out []v1alpha1.MachinePoolTopology
+func RemoveMachinePool(l []v1alpha2.MachinePoolTopology, name string) []v1alpha2.MachinePoolTopology {
+	var out []v1alpha2.MachinePoolTopology
 	for _, x := range l {
 		if x.Name != name {
 			out = append(out, x)
@@ -463,7 +463,7 @@ func sortedKeys(m map[string]bool) []string {
 // Rebase puts the user's changes (draft against orig) on top of latest.
 // It returns the merged Topology, what changed on the server, and the
 // settings both changed differently, where the user's value is kept.
-func Rebase(orig, draft, latest *v1alpha1.Topology) (*v1alpha1.Topology, []Change, []string) {
+func Rebase(orig, draft, latest *v1alpha2.Topology) (*v1alpha2.Topology, []Change, []string) {
 	o, d, l := Settings(orig), Settings(draft), Settings(latest)
 	merged := latest.DeepCopy()
 	var both []string

@@ -13,18 +13,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
-func topology() *v1alpha1.Topology {
+func topology() *v1alpha2.Topology {
 	three := int32(3)
-	return &v1alpha1.Topology{
+	return &v1alpha2.Topology{
 		ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "default"},
-		Spec: v1alpha1.TopologySpec{
-			Class: "c", Version: "v1.33.1",
-			ControlPlane: v1alpha1.ControlPlaneTopology{Replicas: &three},
-			Variables:    []v1alpha1.ClusterVariable{{Name: "audit", Value: apiextensionsv1.JSON{Raw: []byte(`{"enabled":true,"level":"Request"}`)}}},
-			Workers:      &v1alpha1.WorkersTopology{MachineDeployments: []v1alpha1.MachineDeploymentTopology{{Name: "md-a", Class: "general", Replicas: &three}}},
+		Spec: v1alpha2.TopologySpec{
+			ClassRef: v1alpha2.ClassRef{Name: "c"}, Version: "v1.33.1",
+			ControlPlane: v1alpha2.ControlPlaneTopology{Replicas: &three},
+			Variables:    []v1alpha2.ClusterVariable{{Name: "audit", Value: apiextensionsv1.JSON{Raw: []byte(`{"enabled":true,"level":"Request"}`)}}},
+			Workers:      &v1alpha2.WorkersTopology{MachineDeployments: []v1alpha2.MachineDeploymentTopology{{Name: "md-a", Class: "general", Replicas: &three}}},
 		},
 	}
 }
@@ -32,29 +32,29 @@ func topology() *v1alpha1.Topology {
 func TestChanges(t *testing.T) {
 	cases := []struct {
 		name  string
-		edit  func(*v1alpha1.Topology)
+		edit  func(*v1alpha2.Topology)
 		wants []string
 	}{
-		{"nothing", func(*v1alpha1.Topology) {}, nil},
-		{"the same JSON written otherwise is no change", func(t *v1alpha1.Topology) {
+		{"nothing", func(*v1alpha2.Topology) {}, nil},
+		{"the same JSON written otherwise is no change", func(t *v1alpha2.Topology) {
 			t.Spec.Variables[0].Value.Raw = []byte(`{ "level": "Request", "enabled": true }`)
 		}, nil},
-		{"version", func(t *v1alpha1.Topology) { t.Spec.Version = "v1.34.0" }, []string{`version: v1.33.1 → v1.34.0`}},
-		{"replicas", func(t *v1alpha1.Topology) {
+		{"version", func(t *v1alpha2.Topology) { t.Spec.Version = "v1.34.0" }, []string{`version: v1.33.1 → v1.34.0`}},
+		{"replicas", func(t *v1alpha2.Topology) {
 			five := int32(5)
 			*Replicas(t, Scope{Kind: MachineDeployment, Name: "md-a"}) = &five
 		}, []string{`md-a (general) replicas: 3 → 5`}},
-		{"a variable inside an object", func(t *v1alpha1.Topology) {
+		{"a variable inside an object", func(t *v1alpha2.Topology) {
 			if err := SetVariable(t, Scope{}, "audit", []any{"level"}, "None", true); err != nil {
 				panic(err)
 			}
 		}, []string{`audit: {"enabled":true,"level":"Request"} → {"enabled":true,"level":"None"}`}},
-		{"an override, the list made for it", func(t *v1alpha1.Topology) {
+		{"an override, the list made for it", func(t *v1alpha2.Topology) {
 			if err := SetVariable(t, Scope{Kind: MachineDeployment, Name: "md-a"}, "maxPods", nil, 30, true); err != nil {
 				panic(err)
 			}
 		}, []string{`override maxPods of md-a: (none) → 30`}},
-		{"a pool removed is one change", func(t *v1alpha1.Topology) {
+		{"a pool removed is one change", func(t *v1alpha2.Topology) {
 			t.Spec.Workers.MachineDeployments = RemoveMachineDeployment(t.Spec.Workers.MachineDeployments, "md-a")
 		}, []string{`MachineDeployment md-a: general → (none)`}},
 	}
@@ -98,10 +98,10 @@ func TestRebaseKeepsTheUsersSettings(t *testing.T) {
 
 func TestWriteIsGuardedByTheReadVersion(t *testing.T) {
 	scheme := runtime.NewScheme()
-	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	utilruntime.Must(v1alpha2.AddToScheme(scheme))
 	ctx := context.Background()
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(topology()).Build()
-	read := &v1alpha1.Topology{}
+	read := &v1alpha2.Topology{}
 	if err := c.Get(ctx, clientKey(), read); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestWriteIsGuardedByTheReadVersion(t *testing.T) {
 	if conflict.Rebased.Spec.Version != "v1.34.0" || *conflict.Rebased.Spec.ControlPlane.Replicas != 5 {
 		t.Error("the rebased edit lost a side")
 	}
-	now := &v1alpha1.Topology{}
+	now := &v1alpha2.Topology{}
 	_ = c.Get(ctx, clientKey(), now)
 	if now.Spec.Version != "v1.33.1" {
 		t.Fatal("the conflicting write went through")
@@ -151,10 +151,10 @@ func clientKey() client.ObjectKey { return client.ObjectKey{Namespace: "default"
 // theirs to make, and is written without a conflict.
 func TestWriteGoesThroughAStatusOnlyChange(t *testing.T) {
 	scheme := runtime.NewScheme()
-	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	utilruntime.Must(v1alpha2.AddToScheme(scheme))
 	ctx := context.Background()
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(topology()).WithStatusSubresource(&v1alpha1.Topology{}).Build()
-	read := &v1alpha1.Topology{}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(topology()).WithStatusSubresource(&v1alpha2.Topology{}).Build()
+	read := &v1alpha2.Topology{}
 	if err := c.Get(ctx, clientKey(), read); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestWriteGoesThroughAStatusOnlyChange(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a status-only change refused the edit: %v", err)
 	}
-	now := &v1alpha1.Topology{}
+	now := &v1alpha2.Topology{}
 	if err := c.Get(ctx, clientKey(), now); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // ConflictError is a write refused because the Topology changed on the server
@@ -17,9 +17,9 @@ import (
 // top of the server's version.
 type ConflictError struct {
 	// Latest is the Topology as the server has it now.
-	Latest *v1alpha1.Topology
+	Latest *v1alpha2.Topology
 	// Rebased is the user's edit on top of Latest, setting by setting.
-	Rebased *v1alpha1.Topology
+	Rebased *v1alpha2.Topology
 	// ServerChanged is what changed on the server since the read.
 	ServerChanged []Change
 	// Both names the settings the server and the user both changed; the
@@ -45,7 +45,7 @@ func (e *ConflictError) Error() string {
 
 // DryRun asks the API server, the agent's webhooks included, whether it would
 // accept edited; nothing is written.
-func DryRun(ctx context.Context, c client.Client, edited *v1alpha1.Topology) error {
+func DryRun(ctx context.Context, c client.Client, edited *v1alpha2.Topology) error {
 	return c.Update(ctx, edited.DeepCopy(), client.DryRunAll)
 }
 
@@ -56,7 +56,7 @@ func DryRun(ctx context.Context, c client.Client, edited *v1alpha1.Topology) err
 // A conflict with a change of status only (the agent reports progress all
 // the time) is no conflict with the user's edit: the edit is written again
 // on the server's version, a few times at most, without asking.
-func Write(ctx context.Context, c client.Client, orig, edited *v1alpha1.Topology) (*v1alpha1.Topology, error) {
+func Write(ctx context.Context, c client.Client, orig, edited *v1alpha2.Topology) (*v1alpha2.Topology, error) {
 	const statusOnlyRetries = 5
 	for attempt := 0; ; attempt++ {
 		out := edited.DeepCopy()
@@ -68,7 +68,7 @@ func Write(ctx context.Context, c client.Client, orig, edited *v1alpha1.Topology
 		if !apierrors.IsConflict(err) {
 			return nil, err
 		}
-		latest := &v1alpha1.Topology{}
+		latest := &v1alpha2.Topology{}
 		if gerr := c.Get(ctx, client.ObjectKeyFromObject(orig), latest); gerr != nil {
 			return nil, fmt.Errorf("Topology %s/%s changed on the server after it was read, and reading it again failed; nothing was written: %w", orig.Namespace, orig.Name, gerr)
 		}
@@ -85,7 +85,7 @@ func Write(ctx context.Context, c client.Client, orig, edited *v1alpha1.Topology
 
 // onlyStatusChanged tells whether latest differs from orig in its status
 // alone: same spec, labels, annotations, owners and finalizers.
-func onlyStatusChanged(orig, latest *v1alpha1.Topology) bool {
+func onlyStatusChanged(orig, latest *v1alpha2.Topology) bool {
 	return equality.Semantic.DeepEqual(orig.Spec, latest.Spec) &&
 		equality.Semantic.DeepEqual(orig.Labels, latest.Labels) &&
 		equality.Semantic.DeepEqual(orig.Annotations, latest.Annotations) &&
@@ -95,6 +95,6 @@ func onlyStatusChanged(orig, latest *v1alpha1.Topology) bool {
 }
 
 // Changes lists what edited changes in orig, setting by setting.
-func Changes(orig, edited *v1alpha1.Topology) []Change {
+func Changes(orig, edited *v1alpha2.Topology) []Change {
 	return Diff(Settings(orig), Settings(edited))
 }

@@ -1,12 +1,12 @@
 package engine
 
-import "github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+import "github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 
 // ChangeWarnings names what an edit of a Topology takes down that a user may
 // not mean to: the whole control plane, or the last worker machines. The
 // change is valid (webhooks admit it); `scale` asks even with --yes and the
 // editor shows it beside its checks.
-func ChangeWarnings(orig, edited *v1alpha1.Topology) []string {
+func ChangeWarnings(orig, edited *v1alpha2.Topology) []string {
 	var out []string
 	if r := edited.Spec.ControlPlane.Replicas; r != nil && *r == 0 {
 		if was := orig.Spec.ControlPlane.Replicas; was == nil || *was != 0 {
@@ -20,7 +20,7 @@ func ChangeWarnings(orig, edited *v1alpha1.Topology) []string {
 }
 
 // fixedWorkers sums the replicas the pools set.
-func fixedWorkers(t *v1alpha1.Topology) int32 {
+func fixedWorkers(t *v1alpha2.Topology) int32 {
 	var n int32
 	if w := t.Spec.Workers; w != nil {
 		for _, md := range w.MachineDeployments {
@@ -37,7 +37,7 @@ func fixedWorkers(t *v1alpha1.Topology) int32 {
 	return n
 }
 
-func hasAutoscaledPool(t *v1alpha1.Topology) bool {
+func hasAutoscaledPool(t *v1alpha2.Topology) bool {
 	if w := t.Spec.Workers; w != nil {
 		for _, md := range w.MachineDeployments {
 			if md.Replicas == nil {

@@ -7,14 +7,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
 )
 
 // CompiledClass is a validated TopologyClass with its compiled variables.
 type CompiledClass struct {
 	// Class is the class as read; never modified.
-	Class *v1alpha1.TopologyClass
+	Class *v1alpha2.TopologyClass
 	// Catalog holds the compiled variable schemas.
 	Catalog *variables.Catalog
 }
@@ -36,7 +36,7 @@ type classEntry struct {
 }
 
 // discoveredFingerprint is "" for a class without discovered variables.
-func discoveredFingerprint(class *v1alpha1.TopologyClass) string {
+func discoveredFingerprint(class *v1alpha2.TopologyClass) string {
 	vs := DiscoveredVariables(class)
 	if len(vs) == 0 {
 		return ""
@@ -52,7 +52,7 @@ func NewClassCache() *ClassCache {
 
 // Get validates and compiles class, or returns the cached compilation of its
 // generation. An invalid class comes back as an *InvalidError.
-func (c *ClassCache) Get(ctx context.Context, class *v1alpha1.TopologyClass) (*CompiledClass, error) {
+func (c *ClassCache) Get(ctx context.Context, class *v1alpha2.TopologyClass) (*CompiledClass, error) {
 	c.mu.Lock()
 	e, ok := c.entries[class.UID]
 	c.mu.Unlock()

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
@@ -18,7 +18,7 @@ import (
 // server gives it.
 type exampleWorld struct {
 	ex   fixture.Example
-	topo *v1alpha1.Topology
+	topo *v1alpha2.Topology
 }
 
 func newWorld(t *testing.T) exampleWorld {

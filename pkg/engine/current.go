@@ -4,7 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // StateFromObjects finds, among existing objects, the ones that make up a
@@ -79,7 +79,7 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 // existed: owned by the Topology (uid) and labelled for the cluster, but not
 // yet referenced by a Cluster. A restarted agent then reuses them instead of
 // making duplicates, and previews show them as existing.
-func Adopt(s *State, c *v1alpha1.TopologyClass, uid types.UID, objs []*unstructured.Unstructured) {
+func Adopt(s *State, c *v1alpha2.TopologyClass, uid types.UID, objs []*unstructured.Unstructured) {
 	cls := c.Spec
 	find := func(kind string) *unstructured.Unstructured {
 		for _, o := range objs {
@@ -89,21 +89,21 @@ func Adopt(s *State, c *v1alpha1.TopologyClass, uid types.UID, objs []*unstructu
 		}
 		return nil
 	}
-	if s.InfrastructureCluster == nil && cls.Infrastructure.Ref != nil {
-		s.InfrastructureCluster = find(TrimTemplateSuffix(cls.Infrastructure.Ref.Kind))
+	if s.InfrastructureCluster == nil && cls.Infrastructure.TemplateRef.IsDefined() {
+		s.InfrastructureCluster = find(TrimTemplateSuffix(cls.Infrastructure.TemplateRef.Kind))
 	}
-	if s.ControlPlane.Object != nil || cls.ControlPlane.Ref == nil {
+	if s.ControlPlane.Object != nil || !cls.ControlPlane.TemplateRef.IsDefined() {
 		return
 	}
-	cp := find(TrimTemplateSuffix(cls.ControlPlane.Ref.Kind))
+	cp := find(TrimTemplateSuffix(cls.ControlPlane.TemplateRef.Kind))
 	if cp == nil {
 		return
 	}
 	s.ControlPlane.Object = cp
 	name, _, _ := unstructured.NestedString(cp.Object, "spec", "machineTemplate", "infrastructureRef", "name")
-	if mi := cls.ControlPlane.MachineInfrastructure; mi != nil && mi.Ref != nil {
+	if mi := cls.ControlPlane.MachineInfrastructure; mi.TemplateRef.IsDefined() {
 		for _, o := range objs {
-			if o.GetName() == name && o.GetKind() == mi.Ref.Kind {
+			if o.GetName() == name && o.GetKind() == mi.TemplateRef.Kind {
 				s.ControlPlane.InfrastructureMachineTemplate = o
 			}
 		}

@@ -4,28 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 )
 
 // computation carries one Compute call's inputs and intermediate results.
 type computation struct {
 	in       Input
-	topo     *v1alpha1.Topology
-	class    *v1alpha1.TopologyClass
+	topo     *v1alpha2.Topology
+	class    *v1alpha2.TopologyClass
 	current  *State
 	names    *names.Generator
 	cluster  string
 	ns       string
-	vars     []v1alpha1.ClusterVariable
+	vars     []v1alpha2.ClusterVariable
 	rollout  *Rollout
 	rotated  map[ObjectKey]string
 	desired  *State
@@ -34,14 +32,14 @@ type computation struct {
 	tmpl     resolvedTemplates
 	plan     namePlan
 	patched  patchedTemplates
-	topology *v1alpha1.WorkersTopology
+	topology *v1alpha2.WorkersTopology
 	pools    []*pool // MachineDeployments then MachinePools, in topology order
 }
 
 type workerTemplates struct {
 	bootstrap, infrastructure *unstructured.Unstructured
 	index                     int // of the worker class in the TopologyClass
-	metadata                  v1alpha1.ObjectMeta
+	metadata                  v1alpha2.ObjectMeta
 }
 
 type resolvedTemplates struct {
@@ -114,7 +112,7 @@ func newComputation(in Input) (*computation, error) {
 		c.current = &State{}
 	}
 	if c.topology == nil {
-		c.topology = &v1alpha1.WorkersTopology{}
+		c.topology = &v1alpha2.WorkersTopology{}
 	}
 	c.setOwners()
 	return c, nil
@@ -177,15 +175,12 @@ func SpecPath(d Dialect) *field.Path {
 func (c *computation) resolveTemplates(context.Context) error {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
-	get := func(ref *corev1.ObjectReference, p *field.Path) *unstructured.Unstructured {
-		if ref == nil {
+	get := func(ref v1alpha2.ClusterClassTemplateReference, p *field.Path) *unstructured.Unstructured {
+		if !ref.IsDefined() {
 			errs = append(errs, field.Required(p, "template reference must be set"))
 			return nil
 		}
-		ns := ref.Namespace
-		if ns == "" {
-			ns = c.class.Namespace
-		}
+		ns := c.class.Namespace
 		t, ok := c.in.Templates.Get(ref.APIVersion, ref.Kind, ns, ref.Name)
 		if !ok {
 			errs = append(errs, field.NotFound(p, fmt.Sprintf("%s %s/%s", ref.Kind, ns, ref.Name)))
@@ -198,10 +193,10 @@ func (c *computation) resolveTemplates(context.Context) error {
 		return t
 	}
 	cs := c.class.Spec
-	c.tmpl.infraCluster = get(cs.Infrastructure.Ref, spec.Child("infrastructure", "ref"))
-	c.tmpl.controlPlane = get(cs.ControlPlane.Ref, spec.Child("controlPlane", "ref"))
-	if cs.ControlPlane.MachineInfrastructure != nil {
-		c.tmpl.cpMachineInfra = get(cs.ControlPlane.MachineInfrastructure.Ref, spec.Child("controlPlane", "machineInfrastructure", "ref"))
+	c.tmpl.infraCluster = get(cs.Infrastructure.TemplateRef, spec.Child("infrastructure", "templateRef"))
+	c.tmpl.controlPlane = get(cs.ControlPlane.TemplateRef, spec.Child("controlPlane", "templateRef"))
+	if cs.ControlPlane.MachineInfrastructure.TemplateRef.IsDefined() {
+		c.tmpl.cpMachineInfra = get(cs.ControlPlane.MachineInfrastructure.TemplateRef, spec.Child("controlPlane", "machineInfrastructure", "templateRef"))
 	}
 	c.tmpl.md, c.tmpl.mp = map[string]workerTemplates{}, map[string]workerTemplates{}
 	for _, wc := range workerClasses(c.class) {
@@ -212,8 +207,8 @@ func (c *computation) resolveTemplates(context.Context) error {
 		byClass[wc.name] = workerTemplates{
 			index:          wc.index,
 			metadata:       wc.metadata,
-			bootstrap:      get(wc.bootstrap.Ref, wc.path.Child("template", "bootstrap", "ref")),
-			infrastructure: get(wc.infrastructure.Ref, wc.path.Child("template", "infrastructure", "ref")),
+			bootstrap:      get(wc.bootstrap, wc.path.Child("bootstrap", "templateRef")),
+			infrastructure: get(wc.infrastructure, wc.path.Child("infrastructure", "templateRef")),
 		}
 	}
 	if len(errs) > 0 {
@@ -243,35 +238,27 @@ func (c *computation) sequenceRollout(context.Context) error {
 // upstream's order, so a seeded generator gives upstream-comparable output.
 func (c *computation) generateNames(context.Context) error {
 	cs := c.class.Spec
-	tplOr := func(t *string, def string) string {
-		if t != nil {
-			return *t
+	tplOr := func(t string, def string) string {
+		if t != "" {
+			return t
 		}
 		return def
 	}
 	var err error
-	var infraTpl *string
-	if cs.InfrastructureNamingStrategy != nil {
-		infraTpl = cs.InfrastructureNamingStrategy.Template
-	}
 	if c.plan.infraCluster, err = c.reuseOr(c.current.InfrastructureCluster, func() (string, error) {
-		return c.names.Template(tplOr(infraTpl, names.DefaultInfrastructureTemplate), names.Vars{Cluster: c.cluster})
+		return c.names.Template(tplOr(cs.Infrastructure.Naming.Template, names.DefaultInfrastructureTemplate), names.Vars{Cluster: c.cluster})
 	}); err != nil {
-		return c.namingError(field.NewPath("spec", "infrastructureNamingStrategy", "template"), err)
+		return c.namingError(field.NewPath("spec", "infrastructure", "naming", "template"), err)
 	}
 	if c.tmpl.cpMachineInfra != nil {
 		c.plan.cpMachineInfra, _ = c.reuseOr(c.current.ControlPlane.InfrastructureMachineTemplate, func() (string, error) {
 			return c.names.Simple(c.cluster + "-"), nil
 		})
 	}
-	var cpTpl *string
-	if cs.ControlPlane.NamingStrategy != nil {
-		cpTpl = cs.ControlPlane.NamingStrategy.Template
-	}
 	if c.plan.controlPlane, err = c.reuseOr(c.current.ControlPlane.Object, func() (string, error) {
-		return c.names.Template(tplOr(cpTpl, names.DefaultControlPlaneTemplate), names.Vars{Cluster: c.cluster})
+		return c.names.Template(tplOr(cs.ControlPlane.Naming.Template, names.DefaultControlPlaneTemplate), names.Vars{Cluster: c.cluster})
 	}); err != nil {
-		return c.namingError(field.NewPath("spec", "controlPlane", "namingStrategy", "template"), err)
+		return c.namingError(field.NewPath("spec", "controlPlane", "naming", "template"), err)
 	}
 	for _, p := range c.pools {
 		cur := p.current
@@ -284,7 +271,7 @@ func (c *computation) generateNames(context.Context) error {
 		if p.names.object, err = c.reuseOr(cur.Object, func() (string, error) {
 			return c.names.Template(p.namingTemplate(), p.namingVars(c.cluster))
 		}); err != nil {
-			return c.namingError(p.classPath().Child("namingStrategy", "template"), err)
+			return c.namingError(p.classPath().Child("naming", "template"), err)
 		}
 	}
 	return nil
@@ -334,32 +321,53 @@ func ref(o *unstructured.Unstructured) map[string]any {
 	}
 }
 
-func isZeroMHC(m v1alpha1.MachineHealthCheckClass) bool {
-	return reflect.DeepEqual(m, v1alpha1.MachineHealthCheckClass{})
+// healthCheck is the resolved MachineHealthCheck of one part: its checks and
+// remediation, whichever of class and topology defined them.
+type healthCheck struct {
+	Checks      v1alpha2.HealthCheckChecks
+	TriggerIf   v1alpha2.HealthCheckTriggerIf
+	TemplateRef v1alpha2.RemediationTemplateReference
+	MaxInFlight *intstr.IntOrString
 }
 
-// mhcFor says whether a health check is enabled and which definition applies:
-// the topology's when it defines one, else the class's.
-func mhcFor(class *v1alpha1.MachineHealthCheckClass, topo *v1alpha1.MachineHealthCheckTopology) (*v1alpha1.MachineHealthCheckClass, bool) {
-	if class == nil && topo == nil {
+// controlPlaneHealthCheck says whether the control plane's health check is
+// enabled and which definition applies: the topology's when it defines one,
+// else the class's — as upstream resolves it.
+func controlPlaneHealthCheck(class v1alpha2.ControlPlaneClassHealthCheck, topo v1alpha2.ControlPlaneTopologyHealthCheck) (*healthCheck, bool) {
+	if !healthCheckEnabled(class.IsDefined(), topo.IsDefined(), topo.Enabled) {
 		return nil, false
 	}
-	enabled := topo == nil || topo.Enable == nil || *topo.Enable
-	if !enabled {
+	if topo.IsDefined() {
+		return &healthCheck{Checks: topo.Checks, TriggerIf: topo.Remediation.TriggerIf, TemplateRef: topo.Remediation.TemplateRef}, true
+	}
+	return &healthCheck{Checks: class.Checks, TriggerIf: class.Remediation.TriggerIf, TemplateRef: class.Remediation.TemplateRef}, true
+}
+
+// machineDeploymentHealthCheck is controlPlaneHealthCheck for one MachineDeployment.
+func machineDeploymentHealthCheck(class v1alpha2.MachineDeploymentClassHealthCheck, topo v1alpha2.MachineDeploymentTopologyHealthCheck) (*healthCheck, bool) {
+	if !healthCheckEnabled(class.IsDefined(), topo.IsDefined(), topo.Enabled) {
 		return nil, false
 	}
-	if topo != nil && !isZeroMHC(topo.MachineHealthCheckClass) {
-		return &topo.MachineHealthCheckClass, true
+	r := class.Remediation
+	checks := class.Checks
+	if topo.IsDefined() {
+		r, checks = topo.Remediation, topo.Checks
 	}
-	if class == nil {
-		return nil, false
+	return &healthCheck{Checks: checks, TriggerIf: r.TriggerIf, TemplateRef: r.TemplateRef, MaxInFlight: r.MaxInFlight}, true
+}
+
+// healthCheckEnabled: a check runs when one is defined and the topology did not
+// turn it off, or when the topology turned it on explicitly.
+func healthCheckEnabled(classDefined, topoDefined bool, enabled *bool) bool {
+	if enabled != nil {
+		return *enabled && (classDefined || topoDefined)
 	}
-	return class, true
+	return classDefined || topoDefined
 }
 
 // defaultMaxUnhealthy and defaultNodeStartupTimeout are the MachineHealthCheck
 // webhook defaults; setting them keeps desired and live objects equal.
 var (
 	defaultMaxUnhealthy       = intstr.FromString("100%")
-	defaultNodeStartupTimeout = metav1.Duration{Duration: 10 * 60 * 1e9}
+	defaultNodeStartupTimeout = int32(10 * 60)
 )

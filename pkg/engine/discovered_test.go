@@ -5,22 +5,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 func TestDiscoveredVariables(t *testing.T) {
-	def := func(from string) v1alpha1.ClusterClassStatusVariableDefinition {
-		return v1alpha1.ClusterClassStatusVariableDefinition{From: from, Schema: v1alpha1.VariableSchema{OpenAPIV3Schema: v1alpha1.JSONSchemaProps{Type: "string"}}}
+	def := func(from string) v1alpha2.ClusterClassStatusVariableDefinition {
+		return v1alpha2.ClusterClassStatusVariableDefinition{From: from, Schema: v1alpha2.VariableSchema{OpenAPIV3Schema: v1alpha2.JSONSchemaProps{Type: "string"}}}
 	}
 	gen := "generate.ext"
-	c := &v1alpha1.TopologyClass{}
-	c.Spec.Variables = []v1alpha1.ClusterClassVariable{{Name: "inline"}}
-	c.Spec.Patches = []v1alpha1.ClusterClassPatch{{Name: "ext", External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: &gen}}}
-	c.Status.Variables = []v1alpha1.ClusterClassStatusVariable{
-		{Name: "inline", Definitions: []v1alpha1.ClusterClassStatusVariableDefinition{def(v1alpha1.VariableDefinitionFromInline), def("ext")}},
-		{Name: "image", Definitions: []v1alpha1.ClusterClassStatusVariableDefinition{def("ext")}},
-		{Name: "clash", DefinitionsConflict: true, Definitions: []v1alpha1.ClusterClassStatusVariableDefinition{def("ext"), def("other")}},
-		{Name: "stale", Definitions: []v1alpha1.ClusterClassStatusVariableDefinition{def(v1alpha1.VariableDefinitionFromInline)}},
+	c := &v1alpha2.TopologyClass{}
+	c.Spec.Variables = []v1alpha2.ClusterClassVariable{{Name: "inline"}}
+	c.Spec.Patches = []v1alpha2.ClusterClassPatch{{Name: "ext", External: &v1alpha2.ExternalPatchDefinition{GeneratePatchesExtension: &gen}}}
+	c.Status.Variables = []v1alpha2.ClusterClassStatusVariable{
+		{Name: "inline", Definitions: []v1alpha2.ClusterClassStatusVariableDefinition{def(v1alpha2.VariableDefinitionFromInline), def("ext")}},
+		{Name: "image", Definitions: []v1alpha2.ClusterClassStatusVariableDefinition{def("ext")}},
+		{Name: "clash", DefinitionsConflict: true, Definitions: []v1alpha2.ClusterClassStatusVariableDefinition{def("ext"), def("other")}},
+		{Name: "stale", Definitions: []v1alpha2.ClusterClassStatusVariableDefinition{def(v1alpha2.VariableDefinitionFromInline)}},
 	}
 	var got []string
 	for _, v := range DiscoveredVariables(c) {
@@ -39,13 +39,13 @@ func TestDiscoveredVariables(t *testing.T) {
 // then each patch's; a variable defined differently twice is marked, one
 // defined alike twice is not.
 func TestStatusVariables(t *testing.T) {
-	str := v1alpha1.VariableSchema{OpenAPIV3Schema: v1alpha1.JSONSchemaProps{Type: "string"}}
-	num := v1alpha1.VariableSchema{OpenAPIV3Schema: v1alpha1.JSONSchemaProps{Type: "integer"}}
-	c := &v1alpha1.TopologyClass{}
-	c.Spec.Variables = []v1alpha1.ClusterClassVariable{{Name: "region", Schema: str}, {Name: "size", Schema: num}}
+	str := v1alpha2.VariableSchema{OpenAPIV3Schema: v1alpha2.JSONSchemaProps{Type: "string"}}
+	num := v1alpha2.VariableSchema{OpenAPIV3Schema: v1alpha2.JSONSchemaProps{Type: "integer"}}
+	c := &v1alpha2.TopologyClass{}
+	c.Spec.Variables = []v1alpha2.ClusterClassVariable{{Name: "region", Schema: str}, {Name: "size", Schema: num}}
 	got := StatusVariables(c, []PatchVariables{
-		{Patch: "a", Variables: []v1alpha1.ClusterClassVariable{{Name: "region", Schema: str}, {Name: "image", Schema: str}}},
-		{Patch: "b", Variables: []v1alpha1.ClusterClassVariable{{Name: "size", Schema: str}, {Name: "image", Schema: str, Required: true}}},
+		{Patch: "a", Variables: []v1alpha2.ClusterClassVariable{{Name: "region", Schema: str}, {Name: "image", Schema: str}}},
+		{Patch: "b", Variables: []v1alpha2.ClusterClassVariable{{Name: "size", Schema: str}, {Name: "image", Schema: str, Required: true}}},
 	})
 	var lines []string
 	for _, v := range got {

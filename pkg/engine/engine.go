@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
@@ -33,9 +33,9 @@ const (
 // Input is everything the engine needs to compute a topology's desired state.
 type Input struct {
 	// Topology is the cluster to build.
-	Topology *v1alpha1.Topology
+	Topology *v1alpha2.Topology
 	// Class is its TopologyClass.
-	Class *v1alpha1.TopologyClass
+	Class *v1alpha2.TopologyClass
 	// Templates holds the provider templates the class references.
 	Templates *TemplateIndex
 	// Current holds the objects that exist now; nil or empty when creating.
@@ -59,7 +59,7 @@ type Result struct {
 	// Desired is every object the topology consists of.
 	Desired *State
 	// Variables are the topology's variables after defaulting.
-	Variables []v1alpha1.ClusterVariable
+	Variables []v1alpha2.ClusterVariable
 	// Rollout is the upgrade sequencing decision for each part.
 	Rollout *Rollout
 	// Rotated maps each template clone made because its template changed to

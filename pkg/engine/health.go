@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/duration"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // maxProblems keeps a part's problem list short enough to read and to store.
@@ -66,10 +66,10 @@ var healthConditions = []string{"Available", "EtcdClusterHealthy", "ControlPlane
 
 // partProblems reads a control plane's or pool's own problems: each health
 // condition that is false, and a remediation in progress.
-func partProblems(o *unstructured.Unstructured) []v1alpha1.Problem {
+func partProblems(o *unstructured.Unstructured) []v1alpha2.Problem {
 	conds := Conditions(o)
 	object := o.GetKind() + "/" + o.GetName()
-	var out []v1alpha1.Problem
+	var out []v1alpha2.Problem
 	for _, typ := range healthConditions {
 		if c := findCondition(conds, typ); c != nil && c.Status == metav1.ConditionFalse {
 			out = append(out, problemOf(object, typ+"False", c))
@@ -81,8 +81,8 @@ func partProblems(o *unstructured.Unstructured) []v1alpha1.Problem {
 	return out
 }
 
-func problemOf(object, fallbackReason string, c *metav1.Condition) v1alpha1.Problem {
-	p := v1alpha1.Problem{Object: object, Reason: c.Reason, Message: OneLine(c.Message)}
+func problemOf(object, fallbackReason string, c *metav1.Condition) v1alpha2.Problem {
+	p := v1alpha2.Problem{Object: object, Reason: c.Reason, Message: OneLine(c.Message)}
 	if p.Reason == "" {
 		p.Reason = fallbackReason
 	}
@@ -104,13 +104,13 @@ func OneLine(msg string) string {
 
 // machineHealth reads one Machine: whether it is coming up for the first time
 // (no Node yet), and what is wrong with it if it is not ready.
-func machineHealth(m *unstructured.Unstructured) (provisioning bool, problem *v1alpha1.Problem) {
+func machineHealth(m *unstructured.Unstructured) (provisioning bool, problem *v1alpha2.Problem) {
 	object := "Machine/" + m.GetName()
 	phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
 	_, hasNode, _ := unstructured.NestedMap(m.Object, "status", "nodeRef")
 	conds := Conditions(m)
 	if !m.GetDeletionTimestamp().IsZero() {
-		return false, &v1alpha1.Problem{Object: object, Reason: "Deleting", Message: "being deleted", Since: m.GetDeletionTimestamp()}
+		return false, &v1alpha2.Problem{Object: object, Reason: "Deleting", Message: "being deleted", Since: m.GetDeletionTimestamp()}
 	}
 	if c := findCondition(conds, "HealthCheckSucceeded"); c != nil && c.Status == metav1.ConditionFalse {
 		p := problemOf(object, "HealthCheckFailed", c)
@@ -118,7 +118,7 @@ func machineHealth(m *unstructured.Unstructured) (provisioning bool, problem *v1
 		return false, &p
 	}
 	if phase == "Failed" {
-		p := v1alpha1.Problem{Object: object, Reason: "Failed", Message: "the Machine failed"}
+		p := v1alpha2.Problem{Object: object, Reason: "Failed", Message: "the Machine failed"}
 		if c := findCondition(conds, "Ready"); c != nil {
 			p = problemOf(object, "Failed", c)
 		}
@@ -136,7 +136,7 @@ func machineHealth(m *unstructured.Unstructured) (provisioning bool, problem *v1
 			provisioning = true
 		}
 	}
-	p := v1alpha1.Problem{Object: object, Reason: "NotReady", Message: "no status reported yet"}
+	p := v1alpha2.Problem{Object: object, Reason: "NotReady", Message: "no status reported yet"}
 	if phase != "" {
 		p.Message = "phase " + phase
 	}
@@ -173,51 +173,51 @@ func observeMachines(part *PartObserved, machines []*unstructured.Unstructured) 
 // PartState sums one part's convergence (its rollout phase, replicas up to
 // date and at the count asked for) and health (ready replicas, problems) in
 // the word status shows; provisioning counts its Machines still coming up.
-func PartState(p *v1alpha1.PartStatus, provisioning int32) v1alpha1.State {
+func PartState(p *v1alpha2.PartStatus, provisioning int32) v1alpha2.State {
 	if p.ObjectName == "" {
 		switch p.Phase {
-		case v1alpha1.PhaseHeld:
-			return v1alpha1.StateHeld
-		case v1alpha1.PhaseDeferred:
-			return v1alpha1.StateDeferred
-		case v1alpha1.PhaseCreating:
-			return v1alpha1.StateProvisioning
+		case v1alpha2.PhaseHeld:
+			return v1alpha2.StateHeld
+		case v1alpha2.PhaseDeferred:
+			return v1alpha2.StateDeferred
+		case v1alpha2.PhaseCreating:
+			return v1alpha2.StateProvisioning
 		}
-		return v1alpha1.StateWaiting
+		return v1alpha2.StateWaiting
 	}
 	want := p.Replicas
 	if p.DesiredReplicas != nil {
 		want = *p.DesiredReplicas
 	}
 	switch {
-	case p.Phase == v1alpha1.PhaseUpgrading || p.UpToDateReplicas < p.Replicas:
-		return v1alpha1.StateRollingOut
+	case p.Phase == v1alpha2.PhaseUpgrading || p.UpToDateReplicas < p.Replicas:
+		return v1alpha2.StateRollingOut
 	case p.ReadyReplicas == 0 && (provisioning > 0 || p.Replicas < want):
 		// No machine ready yet and more to come: its first machines.
-		return v1alpha1.StateProvisioning
+		return v1alpha2.StateProvisioning
 	case p.Replicas != want:
-		return v1alpha1.StateScaling
+		return v1alpha2.StateScaling
 	case provisioning > 0:
 		// A machine still coming up (a replacement, the last of a new
 		// control plane): what it lacks is expected, not a fault yet.
-		return v1alpha1.StateProvisioning
+		return v1alpha2.StateProvisioning
 	case p.ReadyReplicas < want || len(p.Problems) > 0:
-		return v1alpha1.StateDegraded
-	case p.Phase == v1alpha1.PhaseHeld:
-		return v1alpha1.StateHeld
-	case p.Phase == v1alpha1.PhaseDeferred:
-		return v1alpha1.StateDeferred
-	case p.Phase == v1alpha1.PhasePending || p.Phase == v1alpha1.PhaseCreating:
-		return v1alpha1.StateWaiting
+		return v1alpha2.StateDegraded
+	case p.Phase == v1alpha2.PhaseHeld:
+		return v1alpha2.StateHeld
+	case p.Phase == v1alpha2.PhaseDeferred:
+		return v1alpha2.StateDeferred
+	case p.Phase == v1alpha2.PhasePending || p.Phase == v1alpha2.PhaseCreating:
+		return v1alpha2.StateWaiting
 	}
-	return v1alpha1.StateReady
+	return v1alpha2.StateReady
 }
 
 // TopologyProblems are the short labels that say what of a Topology needs a
 // human, in a word or two each: Deleting, Paused, a TopologyReconciled that
 // is not true (with its reason; "Paused" already says it), each Degraded part. `get` and `status -A`
 // show them; an empty list is a Topology nobody needs to look at.
-func TopologyProblems(t *v1alpha1.Topology) []string {
+func TopologyProblems(t *v1alpha2.Topology) []string {
 	var out []string
 	if !t.DeletionTimestamp.IsZero() {
 		out = append(out, "Deleting")
@@ -225,11 +225,11 @@ func TopologyProblems(t *v1alpha1.Topology) []string {
 	if t.Spec.Paused {
 		out = append(out, "Paused")
 	}
-	if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.TopologyReconciledCondition); c != nil && c.Status != metav1.ConditionTrue && c.Reason != "Paused" {
+	if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition); c != nil && c.Status != metav1.ConditionTrue && c.Reason != "Paused" {
 		out = append(out, "Reconciled="+string(c.Status)+"("+c.Reason+")")
 	}
 	for _, p := range t.Status.Parts() {
-		if p.State == v1alpha1.StateDegraded {
+		if p.State == v1alpha2.StateDegraded {
 			out = append(out, p.Name+" Degraded")
 		}
 	}
@@ -238,23 +238,23 @@ func TopologyProblems(t *v1alpha1.Topology) []string {
 
 // stateRank orders states by how much they need a human: a topology shows
 // the state of its part that ranks first.
-var stateRank = map[v1alpha1.State]int{
-	v1alpha1.StateDeleting:     0,
-	v1alpha1.StatePaused:       1,
-	v1alpha1.StateDegraded:     2,
-	v1alpha1.StateProvisioning: 3,
-	v1alpha1.StateRollingOut:   4,
-	v1alpha1.StateScaling:      5,
-	v1alpha1.StateHeld:         6,
-	v1alpha1.StateDeferred:     7,
-	v1alpha1.StateWaiting:      8,
-	v1alpha1.StateReady:        9,
+var stateRank = map[v1alpha2.State]int{
+	v1alpha2.StateDeleting:     0,
+	v1alpha2.StatePaused:       1,
+	v1alpha2.StateDegraded:     2,
+	v1alpha2.StateProvisioning: 3,
+	v1alpha2.StateRollingOut:   4,
+	v1alpha2.StateScaling:      5,
+	v1alpha2.StateHeld:         6,
+	v1alpha2.StateDeferred:     7,
+	v1alpha2.StateWaiting:      8,
+	v1alpha2.StateReady:        9,
 	"":                         10,
 }
 
 // StateRank orders states for a fleet view: the state that needs a human
 // most comes first.
-func StateRank(s v1alpha1.State) int {
+func StateRank(s v1alpha2.State) int {
 	if r, ok := stateRank[s]; ok {
 		return r
 	}
@@ -264,22 +264,22 @@ func StateRank(s v1alpha1.State) int {
 // TopologyState is the state of a whole Topology as its object and status
 // say it: Deleting or Paused from its metadata and spec, whatever the agent
 // last wrote; otherwise the state the agent summed up.
-func TopologyState(t *v1alpha1.Topology) v1alpha1.State {
+func TopologyState(t *v1alpha2.Topology) v1alpha2.State {
 	switch {
 	case !t.DeletionTimestamp.IsZero():
-		return v1alpha1.StateDeleting
+		return v1alpha2.StateDeleting
 	case t.Spec.Paused:
-		return v1alpha1.StatePaused
+		return v1alpha2.StatePaused
 	}
 	return t.Status.State
 }
 
 // TopologyStateOf is the state of the topology from its parts and
 // infrastructure, as Summarize leaves them in status.
-func TopologyStateOf(status *v1alpha1.TopologyStatus) v1alpha1.State {
-	state := v1alpha1.StateReady
-	if status.Infrastructure != v1alpha1.InfrastructureProvisioned {
-		state = v1alpha1.StateProvisioning
+func TopologyStateOf(status *v1alpha2.TopologyStatus) v1alpha2.State {
+	state := v1alpha2.StateReady
+	if status.Infrastructure != v1alpha2.InfrastructureProvisioned {
+		state = v1alpha2.StateProvisioning
 	}
 	for _, p := range status.Parts() {
 		if StateRank(p.State) < StateRank(state) {
@@ -291,8 +291,8 @@ func TopologyStateOf(status *v1alpha1.TopologyStatus) v1alpha1.State {
 
 // CarryStateSince keeps each state's transition time from the status before
 // when the state did not change, and stamps now where it did.
-func CarryStateSince(before, after *v1alpha1.TopologyStatus, now metav1.Time) {
-	since := func(prevState v1alpha1.State, prevSince *metav1.Time, state v1alpha1.State) *metav1.Time {
+func CarryStateSince(before, after *v1alpha2.TopologyStatus, now metav1.Time) {
+	since := func(prevState v1alpha2.State, prevSince *metav1.Time, state v1alpha2.State) *metav1.Time {
 		if state == "" {
 			return nil
 		}
@@ -301,12 +301,12 @@ func CarryStateSince(before, after *v1alpha1.TopologyStatus, now metav1.Time) {
 		}
 		return &now
 	}
-	var prev v1alpha1.TopologyStatus
+	var prev v1alpha2.TopologyStatus
 	if before != nil {
 		prev = *before
 	}
 	after.StateSince = since(prev.State, prev.StateSince, after.State)
-	prevParts := map[string]v1alpha1.PartStatus{}
+	prevParts := map[string]v1alpha2.PartStatus{}
 	if prev.ControlPlane != nil {
 		prevParts["control-plane"] = *prev.ControlPlane
 	}
@@ -316,7 +316,7 @@ func CarryStateSince(before, after *v1alpha1.TopologyStatus, now metav1.Time) {
 	for _, p := range prev.MachinePools {
 		prevParts["mp/"+p.Name] = p
 	}
-	carry := func(key string, p *v1alpha1.PartStatus) {
+	carry := func(key string, p *v1alpha2.PartStatus) {
 		old := prevParts[key]
 		p.StateSince = since(old.State, old.StateSince, p.State)
 	}
@@ -334,12 +334,12 @@ func CarryStateSince(before, after *v1alpha1.TopologyStatus, now metav1.Time) {
 // ControlPlaneHealth says why the control plane of a live Topology is not
 // healthy enough to start an upgrade on: its state and replicas, then each
 // of its problems; nothing when it is Ready.
-func ControlPlaneHealth(t *v1alpha1.Topology, now time.Time) []string {
+func ControlPlaneHealth(t *v1alpha2.Topology, now time.Time) []string {
 	cp := t.Status.ControlPlane
 	switch {
 	case cp == nil || cp.State == "":
 		return []string{"the control plane reports no state yet"}
-	case cp.State == v1alpha1.StateReady:
+	case cp.State == v1alpha2.StateReady:
 		return nil
 	}
 	out := []string{fmt.Sprintf("the control plane is %s%s: %s", cp.State, SinceText(cp.StateSince, now), replicasText(cp))}
@@ -350,7 +350,7 @@ func ControlPlaneHealth(t *v1alpha1.Topology, now time.Time) []string {
 }
 
 // replicasText reads a part's replicas for a human: ready against asked for.
-func replicasText(p *v1alpha1.PartStatus) string {
+func replicasText(p *v1alpha2.PartStatus) string {
 	want := "-"
 	if p.DesiredReplicas != nil {
 		want = fmt.Sprint(*p.DesiredReplicas)
@@ -359,7 +359,7 @@ func replicasText(p *v1alpha1.PartStatus) string {
 }
 
 // ProblemText is a problem in one line: the object, why, and since when.
-func ProblemText(p v1alpha1.Problem, now time.Time) string {
+func ProblemText(p v1alpha2.Problem, now time.Time) string {
 	msg := p.Object + " " + p.Reason
 	if p.Message != "" {
 		msg += ": " + p.Message

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 func objectFromYAML(t *testing.T, doc string) *unstructured.Unstructured {
@@ -134,20 +134,20 @@ func TestObserveHealth(t *testing.T) {
 
 	// What status says of each, through the same Summarize the agent runs.
 	three, two, one := int32(3), int32(2), int32(1)
-	topo := &v1alpha1.Topology{Spec: v1alpha1.TopologySpec{Version: "v1.33.1",
-		ControlPlane: v1alpha1.ControlPlaneTopology{Replicas: &three},
-		Workers: &v1alpha1.WorkersTopology{MachineDeployments: []v1alpha1.MachineDeploymentTopology{
+	topo := &v1alpha2.Topology{Spec: v1alpha2.TopologySpec{Version: "v1.33.1",
+		ControlPlane: v1alpha2.ControlPlaneTopology{Replicas: &three},
+		Workers: &v1alpha2.WorkersTopology{MachineDeployments: []v1alpha2.MachineDeploymentTopology{
 			{Name: "md-a", Class: "default", Replicas: &two}, {Name: "md-b", Class: "default", Replicas: &one},
 		}}}}
 	r := &Rollout{DesiredVersion: "v1.33.1",
-		ControlPlane:       Decision{Name: ControlPlaneName, Version: "v1.33.1", Phase: v1alpha1.PhaseUpToDate},
-		MachineDeployments: []Decision{{Name: "md-a", Version: "v1.33.1", Phase: v1alpha1.PhaseUpToDate}, {Name: "md-b", Version: "v1.33.1", Phase: v1alpha1.PhaseUpToDate}},
+		ControlPlane:       Decision{Name: ControlPlaneName, Version: "v1.33.1", Phase: v1alpha2.PhaseUpToDate},
+		MachineDeployments: []Decision{{Name: "md-a", Version: "v1.33.1", Phase: v1alpha2.PhaseUpToDate}, {Name: "md-b", Version: "v1.33.1", Phase: v1alpha2.PhaseUpToDate}},
 	}
-	var status v1alpha1.TopologyStatus
-	status.Infrastructure = v1alpha1.InfrastructureProvisioned
+	var status v1alpha2.TopologyStatus
+	status.Infrastructure = v1alpha2.InfrastructureProvisioned
 	Summarize(topo, r, obs, &status)
-	got := []v1alpha1.State{status.ControlPlane.State, status.MachineDeployments[0].State, status.MachineDeployments[1].State, status.State}
-	want := []v1alpha1.State{v1alpha1.StateDegraded, v1alpha1.StateDegraded, v1alpha1.StateProvisioning, v1alpha1.StateDegraded}
+	got := []v1alpha2.State{status.ControlPlane.State, status.MachineDeployments[0].State, status.MachineDeployments[1].State, status.State}
+	want := []v1alpha2.State{v1alpha2.StateDegraded, v1alpha2.StateDegraded, v1alpha2.StateProvisioning, v1alpha2.StateDegraded}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("states (control plane, md-a, md-b, topology) = %v, want %v", got, want)
@@ -166,29 +166,29 @@ func TestObserveHealth(t *testing.T) {
 // healthy part reads its wait, and only all of it reads Ready.
 func TestPartStateOrder(t *testing.T) {
 	two := int32(2)
-	base := func() *v1alpha1.PartStatus {
-		return &v1alpha1.PartStatus{Name: "md-a", ObjectName: "dev-md-a", DesiredReplicas: &two, Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 2, Phase: v1alpha1.PhaseUpToDate}
+	base := func() *v1alpha2.PartStatus {
+		return &v1alpha2.PartStatus{Name: "md-a", ObjectName: "dev-md-a", DesiredReplicas: &two, Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 2, Phase: v1alpha2.PhaseUpToDate}
 	}
 	for _, tc := range []struct {
 		name         string
-		change       func(*v1alpha1.PartStatus)
+		change       func(*v1alpha2.PartStatus)
 		provisioning int32
-		want         v1alpha1.State
+		want         v1alpha2.State
 	}{
-		{"ready", func(*v1alpha1.PartStatus) {}, 0, v1alpha1.StateReady},
-		{"not made yet, waits", func(p *v1alpha1.PartStatus) { p.ObjectName, p.Phase = "", v1alpha1.PhasePending }, 0, v1alpha1.StateWaiting},
-		{"not made yet, creating", func(p *v1alpha1.PartStatus) { p.ObjectName, p.Phase = "", v1alpha1.PhaseCreating }, 0, v1alpha1.StateProvisioning},
-		{"first machines coming up", func(p *v1alpha1.PartStatus) { p.ReadyReplicas = 0 }, 2, v1alpha1.StateProvisioning},
-		{"the last machine of a new control plane still joining", func(p *v1alpha1.PartStatus) {
-			p.Problems = []v1alpha1.Problem{{Object: "KubeadmControlPlane/dev", Reason: "EtcdClusterNotHealthy"}}
-		}, 1, v1alpha1.StateProvisioning},
-		{"upgrading", func(p *v1alpha1.PartStatus) { p.Phase, p.ReadyReplicas = v1alpha1.PhaseUpgrading, 1 }, 0, v1alpha1.StateRollingOut},
-		{"one machine lost", func(p *v1alpha1.PartStatus) { p.ReadyReplicas = 1 }, 0, v1alpha1.StateDegraded},
-		{"scaling down", func(p *v1alpha1.PartStatus) { p.Replicas, p.UpToDateReplicas = 3, 3 }, 0, v1alpha1.StateScaling},
-		{"held and healthy", func(p *v1alpha1.PartStatus) { p.Phase = v1alpha1.PhaseHeld }, 0, v1alpha1.StateHeld},
-		{"held and degraded", func(p *v1alpha1.PartStatus) { p.Phase, p.ReadyReplicas = v1alpha1.PhaseHeld, 1 }, 0, v1alpha1.StateDegraded},
-		{"deferred", func(p *v1alpha1.PartStatus) { p.Phase = v1alpha1.PhaseDeferred }, 0, v1alpha1.StateDeferred},
-		{"waiting its turn", func(p *v1alpha1.PartStatus) { p.Phase = v1alpha1.PhasePending }, 0, v1alpha1.StateWaiting},
+		{"ready", func(*v1alpha2.PartStatus) {}, 0, v1alpha2.StateReady},
+		{"not made yet, waits", func(p *v1alpha2.PartStatus) { p.ObjectName, p.Phase = "", v1alpha2.PhasePending }, 0, v1alpha2.StateWaiting},
+		{"not made yet, creating", func(p *v1alpha2.PartStatus) { p.ObjectName, p.Phase = "", v1alpha2.PhaseCreating }, 0, v1alpha2.StateProvisioning},
+		{"first machines coming up", func(p *v1alpha2.PartStatus) { p.ReadyReplicas = 0 }, 2, v1alpha2.StateProvisioning},
+		{"the last machine of a new control plane still joining", func(p *v1alpha2.PartStatus) {
+			p.Problems = []v1alpha2.Problem{{Object: "KubeadmControlPlane/dev", Reason: "EtcdClusterNotHealthy"}}
+		}, 1, v1alpha2.StateProvisioning},
+		{"upgrading", func(p *v1alpha2.PartStatus) { p.Phase, p.ReadyReplicas = v1alpha2.PhaseUpgrading, 1 }, 0, v1alpha2.StateRollingOut},
+		{"one machine lost", func(p *v1alpha2.PartStatus) { p.ReadyReplicas = 1 }, 0, v1alpha2.StateDegraded},
+		{"scaling down", func(p *v1alpha2.PartStatus) { p.Replicas, p.UpToDateReplicas = 3, 3 }, 0, v1alpha2.StateScaling},
+		{"held and healthy", func(p *v1alpha2.PartStatus) { p.Phase = v1alpha2.PhaseHeld }, 0, v1alpha2.StateHeld},
+		{"held and degraded", func(p *v1alpha2.PartStatus) { p.Phase, p.ReadyReplicas = v1alpha2.PhaseHeld, 1 }, 0, v1alpha2.StateDegraded},
+		{"deferred", func(p *v1alpha2.PartStatus) { p.Phase = v1alpha2.PhaseDeferred }, 0, v1alpha2.StateDeferred},
+		{"waiting its turn", func(p *v1alpha2.PartStatus) { p.Phase = v1alpha2.PhasePending }, 0, v1alpha2.StateWaiting},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := base()
@@ -205,13 +205,13 @@ func TestPartStateOrder(t *testing.T) {
 func TestCarryStateSince(t *testing.T) {
 	then := metav1.NewTime(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
 	now := metav1.NewTime(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	before := &v1alpha1.TopologyStatus{State: v1alpha1.StateReady, StateSince: &then,
-		ControlPlane:       &v1alpha1.PartStatus{Name: ControlPlaneName, State: v1alpha1.StateReady, StateSince: &then},
-		MachineDeployments: []v1alpha1.PartStatus{{Name: "md-a", State: v1alpha1.StateReady, StateSince: &then}}}
+	before := &v1alpha2.TopologyStatus{State: v1alpha2.StateReady, StateSince: &then,
+		ControlPlane:       &v1alpha2.PartStatus{Name: ControlPlaneName, State: v1alpha2.StateReady, StateSince: &then},
+		MachineDeployments: []v1alpha2.PartStatus{{Name: "md-a", State: v1alpha2.StateReady, StateSince: &then}}}
 	after := before.DeepCopy()
-	after.State = v1alpha1.StateDegraded
-	after.MachineDeployments[0].State = v1alpha1.StateDegraded
-	after.MachineDeployments = append(after.MachineDeployments, v1alpha1.PartStatus{Name: "md-b", State: v1alpha1.StateProvisioning})
+	after.State = v1alpha2.StateDegraded
+	after.MachineDeployments[0].State = v1alpha2.StateDegraded
+	after.MachineDeployments = append(after.MachineDeployments, v1alpha2.PartStatus{Name: "md-b", State: v1alpha2.StateProvisioning})
 	CarryStateSince(before, after, now)
 	if !after.ControlPlane.StateSince.Equal(&then) {
 		t.Errorf("an unchanged state moved its time to %v", after.ControlPlane.StateSince)

@@ -3,63 +3,57 @@ package engine
 import (
 	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
-// TemplateRef is one template reference of a class, with the field it is in.
+// TemplateRef is one template reference of a class, with its namespace (the
+// class's) and the field it is in.
 type TemplateRef struct {
-	corev1.ObjectReference
-	Field string
+	APIVersion, Kind, Namespace, Name string
+	Field                             string
 }
 
 // ClassTemplateRefs lists every template a class references, namespace filled in.
-func ClassTemplateRefs(c *v1alpha1.TopologyClass) []TemplateRef {
+func ClassTemplateRefs(c *v1alpha2.TopologyClass) []TemplateRef {
 	var out []TemplateRef
-	VisitTemplateRefs(c, func(ref *corev1.ObjectReference, field string) {
-		r := TemplateRef{ObjectReference: *ref, Field: field}
-		if r.Namespace == "" {
-			r.Namespace = c.Namespace
-		}
-		out = append(out, r)
+	VisitTemplateRefs(c, func(ref *v1alpha2.ClusterClassTemplateReference, field string) {
+		out = append(out, TemplateRef{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: c.Namespace, Name: ref.Name, Field: field})
 	})
 	return out
 }
 
 // VisitTemplateRefs calls visit with every template reference of a class,
 // in place, and the field it is in.
-func VisitTemplateRefs(c *v1alpha1.TopologyClass, visit func(ref *corev1.ObjectReference, field string)) {
-	add := func(ref *corev1.ObjectReference, field string) {
-		if ref != nil {
+func VisitTemplateRefs(c *v1alpha2.TopologyClass, visit func(ref *v1alpha2.ClusterClassTemplateReference, field string)) {
+	add := func(ref *v1alpha2.ClusterClassTemplateReference, field string) {
+		if ref.IsDefined() {
 			visit(ref, field)
 		}
 	}
 	s := &c.Spec
-	add(s.Infrastructure.Ref, "spec.infrastructure.ref")
-	add(s.ControlPlane.Ref, "spec.controlPlane.ref")
-	if s.ControlPlane.MachineInfrastructure != nil {
-		add(s.ControlPlane.MachineInfrastructure.Ref, "spec.controlPlane.machineInfrastructure.ref")
-	}
+	add(&s.Infrastructure.TemplateRef, "spec.infrastructure.templateRef")
+	add(&s.ControlPlane.TemplateRef, "spec.controlPlane.templateRef")
+	add(&s.ControlPlane.MachineInfrastructure.TemplateRef, "spec.controlPlane.machineInfrastructure.templateRef")
 	for i := range s.Workers.MachineDeployments {
 		md := &s.Workers.MachineDeployments[i]
-		p := "spec.workers.machineDeployments[" + strconv.Itoa(i) + "].template."
-		add(md.Template.Bootstrap.Ref, p+"bootstrap.ref")
-		add(md.Template.Infrastructure.Ref, p+"infrastructure.ref")
+		p := "spec.workers.machineDeployments[" + strconv.Itoa(i) + "]."
+		add(&md.Bootstrap.TemplateRef, p+"bootstrap.templateRef")
+		add(&md.Infrastructure.TemplateRef, p+"infrastructure.templateRef")
 	}
 	for i := range s.Workers.MachinePools {
 		mp := &s.Workers.MachinePools[i]
-		p := "spec.workers.machinePools[" + strconv.Itoa(i) + "].template."
-		add(mp.Template.Bootstrap.Ref, p+"bootstrap.ref")
-		add(mp.Template.Infrastructure.Ref, p+"infrastructure.ref")
+		p := "spec.workers.machinePools[" + strconv.Itoa(i) + "]."
+		add(&mp.Bootstrap.TemplateRef, p+"bootstrap.templateRef")
+		add(&mp.Infrastructure.TemplateRef, p+"infrastructure.templateRef")
 	}
 }
 
 // GeneratedKinds are the kinds of the objects a topology of class c consists
 // of, besides the Cluster: what the agent and live plans list to find the
 // current state.
-func GeneratedKinds(c *v1alpha1.TopologyClass) []schema.GroupVersionKind {
+func GeneratedKinds(c *v1alpha2.TopologyClass) []schema.GroupVersionKind {
 	seen := map[schema.GroupVersionKind]bool{}
 	var out []schema.GroupVersionKind
 	add := func(gvk schema.GroupVersionKind) {
@@ -75,8 +69,8 @@ func GeneratedKinds(c *v1alpha1.TopologyClass) []schema.GroupVersionKind {
 	add(capi("MachinePool"))
 	add(capi("MachineHealthCheck"))
 	s := c.Spec
-	fromRef := func(ref *corev1.ObjectReference, trim bool) {
-		if ref == nil {
+	fromRef := func(ref v1alpha2.ClusterClassTemplateReference, trim bool) {
+		if !ref.IsDefined() {
 			return
 		}
 		gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
@@ -85,26 +79,24 @@ func GeneratedKinds(c *v1alpha1.TopologyClass) []schema.GroupVersionKind {
 		}
 		add(gvk)
 	}
-	fromRef(s.Infrastructure.Ref, true)
-	fromRef(s.ControlPlane.Ref, true)
-	if s.ControlPlane.MachineInfrastructure != nil {
-		fromRef(s.ControlPlane.MachineInfrastructure.Ref, false)
-	}
+	fromRef(s.Infrastructure.TemplateRef, true)
+	fromRef(s.ControlPlane.TemplateRef, true)
+	fromRef(s.ControlPlane.MachineInfrastructure.TemplateRef, false)
 	for _, md := range s.Workers.MachineDeployments {
-		fromRef(md.Template.Bootstrap.Ref, false)
-		fromRef(md.Template.Infrastructure.Ref, false)
+		fromRef(md.Bootstrap.TemplateRef, false)
+		fromRef(md.Infrastructure.TemplateRef, false)
 	}
 	for _, mp := range s.Workers.MachinePools {
 		// A MachinePool gets a bootstrap config and an infrastructure pool, not templates.
-		fromRef(mp.Template.Bootstrap.Ref, true)
-		fromRef(mp.Template.Infrastructure.Ref, true)
+		fromRef(mp.Bootstrap.TemplateRef, true)
+		fromRef(mp.Infrastructure.TemplateRef, true)
 	}
 	return out
 }
 
 // HasExternalPatches tells whether any of the class's patches is external:
 // only then is a Runtime SDK client needed, or are discovered variables possible.
-func HasExternalPatches(c *v1alpha1.TopologyClass) bool {
+func HasExternalPatches(c *v1alpha2.TopologyClass) bool {
 	for _, p := range c.Spec.Patches {
 		if p.External != nil {
 			return true

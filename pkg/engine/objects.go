@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"reflect"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
 )
 
@@ -38,8 +39,8 @@ func (c *computation) setOwners() {
 	c.owner = topologyOwner(c.topo, false)
 }
 
-func topologyOwner(t *v1alpha1.Topology, controller bool) *metav1.OwnerReference {
-	ref := &metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.TopologyKind, Name: t.Name, UID: t.UID}
+func topologyOwner(t *v1alpha2.Topology, controller bool) *metav1.OwnerReference {
+	ref := &metav1.OwnerReference{APIVersion: v1alpha2.GroupVersion.String(), Kind: v1alpha2.TopologyKind, Name: t.Name, UID: t.UID}
 	if controller {
 		yes := true
 		ref.Controller, ref.BlockOwnerDeletion = &yes, &yes
@@ -62,7 +63,7 @@ func (c *computation) controlPlaneMetadata() (map[string]string, map[string]stri
 	return labels, annotations
 }
 
-func (c *computation) workerMetadata(topo v1alpha1.ObjectMeta, class v1alpha1.ObjectMeta, nameLabel, name string) (map[string]string, map[string]string) {
+func (c *computation) workerMetadata(topo v1alpha2.ObjectMeta, class v1alpha2.ObjectMeta, nameLabel, name string) (map[string]string, map[string]string) {
 	annotations := mergeMaps(topo.Annotations, class.Annotations)
 	// The upgrade sequencing annotations steer the agent; they are not for the pool.
 	delete(annotations, HoldUpgradeSequenceAnnotation)
@@ -89,11 +90,11 @@ func (c *computation) clusterLabels() (map[string]string, map[string]string) {
 	return labels, annotations
 }
 
-func metaOrNil(labels, annotations map[string]string) *v1alpha1.ObjectMeta {
+func metaOrNil(labels, annotations map[string]string) *v1alpha2.ObjectMeta {
 	if len(labels) == 0 && len(annotations) == 0 {
 		return nil
 	}
-	return &v1alpha1.ObjectMeta{Labels: labels, Annotations: annotations}
+	return &v1alpha2.ObjectMeta{Labels: labels, Annotations: annotations}
 }
 
 // applyPatches patches copies of the class templates with the builtins of
@@ -111,7 +112,7 @@ func (c *computation) applyPatches(ctx context.Context) error {
 		Namespace: c.ns,
 		UID:       clusterUID,
 		Metadata:  metaOrNil(clusterLabels, clusterAnnotations),
-		Topology:  &patches.ClusterTopology{Version: c.topo.Spec.Version, Class: c.topo.Spec.Class, ClassNamespace: classNS},
+		Topology:  &patches.ClusterTopology{Version: c.topo.Spec.Version, Class: c.topo.Spec.ClassRef.Name, ClassNamespace: classNS},
 		Network:   networkBuiltins(c.topo.Spec.ClusterNetwork),
 	}}
 
@@ -133,7 +134,7 @@ func (c *computation) applyPatches(ctx context.Context) error {
 		cpb.MachineTemplate = &patches.ControlPlaneMachines{InfrastructureRef: patches.NameRef{Name: c.plan.cpMachineInfra}}
 	}
 	cpBuiltins := &patches.Builtins{ControlPlane: cpb}
-	var cpOverrides []v1alpha1.ClusterVariable
+	var cpOverrides []v1alpha2.ClusterVariable
 	if v := c.topo.Spec.ControlPlane.Variables; v != nil {
 		cpOverrides = v.Overrides
 	}
@@ -204,7 +205,7 @@ func templateAnnotations(t *unstructured.Unstructured) map[string]string {
 	return m
 }
 
-func networkBuiltins(n *v1alpha1.ClusterNetwork) *patches.ClusterNetwork {
+func networkBuiltins(n *v1alpha2.ClusterNetwork) *patches.ClusterNetwork {
 	if n == nil {
 		return nil
 	}
@@ -421,53 +422,49 @@ func (c *computation) computeControlPlane(context.Context) error {
 	if gates := firstNonNilList(tp.ReadinessGates, cs.ReadinessGates); gates != nil {
 		_ = unstructured.SetNestedField(obj.Object, toMap(gates), "spec", "machineTemplate", "readinessGates")
 	}
-	for field, d := range map[string]*metav1.Duration{
-		"nodeDrainTimeout":        firstNonNil(tp.NodeDrainTimeout, cs.NodeDrainTimeout),
-		"nodeVolumeDetachTimeout": firstNonNil(tp.NodeVolumeDetachTimeout, cs.NodeVolumeDetachTimeout),
-		"nodeDeletionTimeout":     firstNonNil(tp.NodeDeletionTimeout, cs.NodeDeletionTimeout),
-	} {
+	for field, d := range deletionTimeouts(tp.Deletion, cs.Deletion) {
 		if d != nil {
-			_ = unstructured.SetNestedField(obj.Object, d.Duration.String(), "spec", "machineTemplate", field)
+			_ = unstructured.SetNestedField(obj.Object, seconds(d), "spec", "machineTemplate", field)
 		}
 	}
 	_ = unstructured.SetNestedField(obj.Object, c.rollout.ControlPlane.Version, "spec", "version")
 	c.desired.ControlPlane.Object = prune(obj)
 
-	if cs.MachineInfrastructure != nil {
-		if mhc, ok := mhcFor(cs.MachineHealthCheck, tp.MachineHealthCheck); ok {
+	if cs.MachineInfrastructure.TemplateRef.IsDefined() {
+		if mhc, ok := controlPlaneHealthCheck(cs.HealthCheck, tp.HealthCheck); ok {
 			c.desired.ControlPlane.MachineHealthCheck = c.machineHealthCheck(obj.GetName(), map[string]string{ControlPlaneMachineLabel: "", TopologyOwnedLabel: ""}, mhc)
 		}
 	}
 	return nil
 }
 
-func (c *computation) machineHealthCheck(name string, selector map[string]string, mhc *v1alpha1.MachineHealthCheckClass) *unstructured.Unstructured {
+func (c *computation) machineHealthCheck(name string, selector map[string]string, mhc *healthCheck) *unstructured.Unstructured {
 	spec := map[string]any{
 		"clusterName": c.cluster,
 		"selector":    map[string]any{"matchLabels": stringMapToAny(selector)},
 	}
-	if len(mhc.UnhealthyConditions) > 0 {
-		spec["unhealthyConditions"] = toMap(mhc.UnhealthyConditions)
+	if len(mhc.Checks.UnhealthyNodeConditions) > 0 {
+		var conds []any
+		for _, u := range mhc.Checks.UnhealthyNodeConditions {
+			conds = append(conds, map[string]any{"type": string(u.Type), "status": string(u.Status), "timeout": seconds(u.TimeoutSeconds)})
+		}
+		spec["unhealthyConditions"] = conds
 	}
 	maxUnhealthy := defaultMaxUnhealthy
-	if mhc.MaxUnhealthy != nil {
-		maxUnhealthy = *mhc.MaxUnhealthy
+	if mhc.TriggerIf.UnhealthyLessThanOrEqualTo != nil {
+		maxUnhealthy = *mhc.TriggerIf.UnhealthyLessThanOrEqualTo
 	}
 	spec["maxUnhealthy"] = toMap(maxUnhealthy)
-	if mhc.UnhealthyRange != nil {
-		spec["unhealthyRange"] = *mhc.UnhealthyRange
+	if mhc.TriggerIf.UnhealthyInRange != "" {
+		spec["unhealthyRange"] = mhc.TriggerIf.UnhealthyInRange
 	}
 	timeout := defaultNodeStartupTimeout
-	if mhc.NodeStartupTimeout != nil {
-		timeout = *mhc.NodeStartupTimeout
+	if mhc.Checks.NodeStartupTimeoutSeconds != nil {
+		timeout = *mhc.Checks.NodeStartupTimeoutSeconds
 	}
-	spec["nodeStartupTimeout"] = timeout.Duration.String()
-	if r := mhc.RemediationTemplate; r != nil {
-		rr := r.DeepCopy()
-		if rr.Namespace == "" {
-			rr.Namespace = c.ns
-		}
-		spec["remediationTemplate"] = toMap(rr)
+	spec["nodeStartupTimeout"] = seconds(&timeout)
+	if r := mhc.TemplateRef; r.IsDefined() {
+		spec["remediationTemplate"] = map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "name": r.Name, "namespace": c.ns}
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": ClusterAPIVersion,
@@ -580,7 +577,7 @@ func (c *computation) computePools(context.Context) error {
 		}
 		for field, d := range p.timeouts() {
 			if d != nil {
-				machineSpec[field] = d.Duration.String()
+				machineSpec[field] = seconds(d)
 			}
 		}
 		templateMeta := map[string]any{"labels": stringMapToAny(labels)}
@@ -614,7 +611,7 @@ func (c *computation) computePools(context.Context) error {
 		}
 		ws.Object = obj
 		if p.isDeployment() {
-			if mhc, ok := mhcFor(p.mdc.MachineHealthCheck, p.md.MachineHealthCheck); ok {
+			if mhc, ok := machineDeploymentHealthCheck(p.mdc.HealthCheck, p.md.HealthCheck); ok {
 				ws.MachineHealthCheck = c.machineHealthCheck(p.names.object, map[string]string{MachineDeploymentNameLabel: p.name(), TopologyOwnedLabel: ""}, mhc)
 			}
 			c.desired.MachineDeployments[p.name()] = ws
@@ -631,8 +628,8 @@ func (c *computation) deploymentSpec(p *pool, spec, machineSpec map[string]any) 
 	spec["selector"] = map[string]any{"matchLabels": map[string]any{
 		ClusterNameLabel: c.cluster, TopologyOwnedLabel: "", MachineDeploymentNameLabel: p.name(),
 	}}
-	if s := firstNonNil(p.md.Strategy, p.mdc.Strategy); s != nil {
-		spec["strategy"] = toMap(s)
+	if s := p.strategy(); s != nil {
+		spec["strategy"] = s
 	}
 	if fd := firstNonNil(p.md.FailureDomain, p.mdc.FailureDomain); fd != nil {
 		machineSpec["failureDomain"] = *fd
@@ -816,4 +813,20 @@ func stringMapToAny(m map[string]string) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// seconds renders a v1beta2 seconds field as the duration string its v1beta1
+// counterpart holds, the way upstream's conversion does ("5m0s").
+func seconds(s *int32) string {
+	return (time.Duration(*s) * time.Second).String()
+}
+
+// deletionTimeouts are a part's Machine deletion timeouts by their v1beta1
+// field names, the topology's winning over the class's one by one.
+func deletionTimeouts(topo, class v1alpha2.MachineDeletion) map[string]*int32 {
+	return map[string]*int32{
+		"nodeDrainTimeout":        firstNonNil(topo.NodeDrainTimeoutSeconds, class.NodeDrainTimeoutSeconds),
+		"nodeVolumeDetachTimeout": firstNonNil(topo.NodeVolumeDetachTimeoutSeconds, class.NodeVolumeDetachTimeoutSeconds),
+		"nodeDeletionTimeout":     firstNonNil(topo.NodeDeletionTimeoutSeconds, class.NodeDeletionTimeoutSeconds),
+	}
 }

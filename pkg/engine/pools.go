@@ -1,11 +1,10 @@
 package engine
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
 )
@@ -15,10 +14,10 @@ import (
 // from them differ, so exactly one of md/mp (and mdc/mpc) is set.
 type pool struct {
 	index int
-	md    *v1alpha1.MachineDeploymentTopology
-	mdc   *v1alpha1.MachineDeploymentClass
-	mp    *v1alpha1.MachinePoolTopology
-	mpc   *v1alpha1.MachinePoolClass
+	md    *v1alpha2.MachineDeploymentTopology
+	mdc   *v1alpha2.MachineDeploymentClass
+	mp    *v1alpha2.MachinePoolTopology
+	mpc   *v1alpha2.MachinePoolClass
 
 	tmpl     workerTemplates
 	current  *WorkerState
@@ -44,7 +43,7 @@ func (p *pool) className() string {
 	return p.mp.Class
 }
 
-func (p *pool) metadata() v1alpha1.ObjectMeta {
+func (p *pool) metadata() v1alpha2.ObjectMeta {
 	if p.md != nil {
 		return p.md.Metadata
 	}
@@ -58,7 +57,7 @@ func (p *pool) replicas() *int32 {
 	return p.mp.Replicas
 }
 
-func (p *pool) overrides() []v1alpha1.ClusterVariable {
+func (p *pool) overrides() []v1alpha2.ClusterVariable {
 	if p.md != nil && p.md.Variables != nil {
 		return p.md.Variables.Overrides
 	}
@@ -99,10 +98,10 @@ func classIndex(p *pool) int {
 // namingTemplate is the class's naming template or the default for the kind.
 func (p *pool) namingTemplate() string {
 	switch {
-	case p.mdc != nil && p.mdc.NamingStrategy != nil && p.mdc.NamingStrategy.Template != nil:
-		return *p.mdc.NamingStrategy.Template
-	case p.mpc != nil && p.mpc.NamingStrategy != nil && p.mpc.NamingStrategy.Template != nil:
-		return *p.mpc.NamingStrategy.Template
+	case p.mdc != nil && p.mdc.Naming.Template != "":
+		return p.mdc.Naming.Template
+	case p.mpc != nil && p.mpc.Naming.Template != "":
+		return p.mpc.Naming.Template
 	case p.md != nil:
 		return names.DefaultMachineDeploymentTemplate
 	}
@@ -133,25 +132,57 @@ func (p *pool) builtins(w *patches.WorkerBuiltins) *patches.Builtins {
 }
 
 // timeouts are the node drain, volume detach and deletion timeouts, topology over class.
-func (p *pool) timeouts() map[string]*metav1.Duration {
-	pick := func(topo, class *metav1.Duration) *metav1.Duration {
-		if topo != nil {
-			return topo
-		}
-		return class
-	}
+func (p *pool) timeouts() map[string]*int32 {
 	if p.md != nil {
-		return map[string]*metav1.Duration{
-			"nodeDrainTimeout":        pick(p.md.NodeDrainTimeout, p.mdc.NodeDrainTimeout),
-			"nodeVolumeDetachTimeout": pick(p.md.NodeVolumeDetachTimeout, p.mdc.NodeVolumeDetachTimeout),
-			"nodeDeletionTimeout":     pick(p.md.NodeDeletionTimeout, p.mdc.NodeDeletionTimeout),
-		}
+		return deletionTimeouts(p.md.Deletion.MachineDeletion, p.mdc.Deletion.MachineDeletion)
 	}
-	return map[string]*metav1.Duration{
-		"nodeDrainTimeout":        pick(p.mp.NodeDrainTimeout, p.mpc.NodeDrainTimeout),
-		"nodeVolumeDetachTimeout": pick(p.mp.NodeVolumeDetachTimeout, p.mpc.NodeVolumeDetachTimeout),
-		"nodeDeletionTimeout":     pick(p.mp.NodeDeletionTimeout, p.mpc.NodeDeletionTimeout),
+	return deletionTimeouts(p.mp.Deletion, p.mpc.Deletion)
+}
+
+// strategy is a MachineDeployment's v1beta1 spec.strategy: the rollout
+// strategy, the deletion order and the remediation limit, which v1beta2 keeps
+// apart. As in v1.10, a strategy set on the topology replaces the class's
+// whole, order and limit included.
+func (p *pool) strategy() map[string]any {
+	s, order := p.mdc.Rollout.Strategy, firstNonEmpty(p.md.Deletion.Order, p.mdc.Deletion.Order)
+	maxInFlight := p.mdc.HealthCheck.Remediation.MaxInFlight
+	if hc := p.md.HealthCheck.Remediation; hc.MaxInFlight != nil {
+		maxInFlight = hc.MaxInFlight
 	}
+	if t := p.md.Rollout.Strategy; t.Type != "" || t.RollingUpdate != (v1alpha2.MachineRollingUpdate{}) {
+		s, order, maxInFlight = t, p.md.Deletion.Order, p.md.HealthCheck.Remediation.MaxInFlight
+	}
+	out := map[string]any{}
+	if s.Type != "" {
+		out["type"] = string(s.Type)
+	}
+	rolling := map[string]any{}
+	if s.RollingUpdate.MaxUnavailable != nil {
+		rolling["maxUnavailable"] = toMap(s.RollingUpdate.MaxUnavailable)
+	}
+	if s.RollingUpdate.MaxSurge != nil {
+		rolling["maxSurge"] = toMap(s.RollingUpdate.MaxSurge)
+	}
+	if order != "" {
+		rolling["deletePolicy"] = order
+	}
+	if len(rolling) > 0 {
+		out["rollingUpdate"] = rolling
+	}
+	if maxInFlight != nil {
+		out["remediation"] = map[string]any{"maxInFlight": toMap(maxInFlight)}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func firstNonEmpty(topo, class string) string {
+	if topo != "" {
+		return topo
+	}
+	return class
 }
 
 func (p *pool) minReadySeconds() *int32 {
@@ -182,7 +213,7 @@ func (c *computation) buildPools() {
 	}
 }
 
-func findMPClass(c *v1alpha1.TopologyClass, name string) (int, *v1alpha1.MachinePoolClass) {
+func findMPClass(c *v1alpha2.TopologyClass, name string) (int, *v1alpha2.MachinePoolClass) {
 	for i := range c.Spec.Workers.MachinePools {
 		if c.Spec.Workers.MachinePools[i].Class == name {
 			return i, &c.Spec.Workers.MachinePools[i]
@@ -197,33 +228,27 @@ type workerClass struct {
 	deployment                bool
 	index                     int
 	name                      string
-	metadata                  v1alpha1.ObjectMeta
-	bootstrap, infrastructure *v1alpha1.LocalObjectTemplate
-	naming                    *string
+	metadata                  v1alpha2.ObjectMeta
+	bootstrap, infrastructure v1alpha2.ClusterClassTemplateReference
+	naming                    string
 	path                      *field.Path
 }
 
 // workerClasses lists a class's MachineDeployment classes, then its MachinePool classes.
-func workerClasses(c *v1alpha1.TopologyClass) []workerClass {
+func workerClasses(c *v1alpha2.TopologyClass) []workerClass {
 	var out []workerClass
 	for i := range c.Spec.Workers.MachineDeployments {
 		w := &c.Spec.Workers.MachineDeployments[i]
-		wc := workerClass{deployment: true, index: i, name: w.Class, metadata: w.Template.Metadata,
-			bootstrap: &w.Template.Bootstrap, infrastructure: &w.Template.Infrastructure,
+		wc := workerClass{deployment: true, index: i, name: w.Class, metadata: w.Metadata,
+			bootstrap: w.Bootstrap.TemplateRef, infrastructure: w.Infrastructure.TemplateRef, naming: w.Naming.Template,
 			path: field.NewPath("spec", "workers", "machineDeployments").Index(i)}
-		if w.NamingStrategy != nil {
-			wc.naming = w.NamingStrategy.Template
-		}
 		out = append(out, wc)
 	}
 	for i := range c.Spec.Workers.MachinePools {
 		w := &c.Spec.Workers.MachinePools[i]
-		wc := workerClass{index: i, name: w.Class, metadata: w.Template.Metadata,
-			bootstrap: &w.Template.Bootstrap, infrastructure: &w.Template.Infrastructure,
+		wc := workerClass{index: i, name: w.Class, metadata: w.Metadata,
+			bootstrap: w.Bootstrap.TemplateRef, infrastructure: w.Infrastructure.TemplateRef, naming: w.Naming.Template,
 			path: field.NewPath("spec", "workers", "machinePools").Index(i)}
-		if w.NamingStrategy != nil {
-			wc.naming = w.NamingStrategy.Template
-		}
 		out = append(out, wc)
 	}
 	return out

@@ -3,7 +3,7 @@ package engine
 import (
 	"fmt"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // UpgradeStep is one step of a version rollout, in order.
@@ -33,9 +33,9 @@ type UpgradePlan struct {
 // then MachineDeployments as many at a time as the upgrade concurrency
 // allows, skipping deferred ones and stopping at a held one, then
 // MachinePools. It is what `upgrade` and the editor preview.
-func PlanUpgrade(t *v1alpha1.Topology, version string) *UpgradePlan {
+func PlanUpgrade(t *v1alpha2.Topology, version string) *UpgradePlan {
 	p := &UpgradePlan{From: t.Spec.Version, To: version}
-	replicas := func(desired *int32, st *v1alpha1.PartStatus) int32 {
+	replicas := func(desired *int32, st *v1alpha2.PartStatus) int32 {
 		switch {
 		case desired != nil:
 			return *desired
@@ -52,7 +52,7 @@ func PlanUpgrade(t *v1alpha1.Topology, version string) *UpgradePlan {
 	if t.Spec.Workers == nil {
 		return p
 	}
-	status := map[string]*v1alpha1.PartStatus{}
+	status := map[string]*v1alpha2.PartStatus{}
 	for i := range t.Status.MachineDeployments {
 		status["md/"+t.Status.MachineDeployments[i].Name] = &t.Status.MachineDeployments[i]
 	}

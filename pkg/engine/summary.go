@@ -8,29 +8,29 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // phaseOrder ranks phases from least to most advanced; a topology's phase is
 // the least advanced of its parts.
-var phaseOrder = map[v1alpha1.RolloutPhase]int{
-	v1alpha1.PhasePending:   0,
-	v1alpha1.PhaseCreating:  1,
-	v1alpha1.PhaseHeld:      2,
-	v1alpha1.PhaseDeferred:  3,
-	v1alpha1.PhaseUpgrading: 4,
-	v1alpha1.PhaseUpToDate:  5,
+var phaseOrder = map[v1alpha2.RolloutPhase]int{
+	v1alpha2.PhasePending:   0,
+	v1alpha2.PhaseCreating:  1,
+	v1alpha2.PhaseHeld:      2,
+	v1alpha2.PhaseDeferred:  3,
+	v1alpha2.PhaseUpgrading: 4,
+	v1alpha2.PhaseUpToDate:  5,
 }
 
 // Summarize fills the rollout summary of status: each part's desired and
 // observed version and replicas, its phase and why it waits, and the phase of
 // the whole topology. It is what `status` and the TUI show.
-func Summarize(t *v1alpha1.Topology, r *Rollout, obs *Observed, status *v1alpha1.TopologyStatus) {
+func Summarize(t *v1alpha2.Topology, r *Rollout, obs *Observed, status *v1alpha2.TopologyStatus) {
 	if obs == nil {
 		obs = &Observed{}
 	}
-	part := func(d Decision, class string, o PartObserved, desiredReplicas *int32) v1alpha1.PartStatus {
-		ps := v1alpha1.PartStatus{
+	part := func(d Decision, class string, o PartObserved, desiredReplicas *int32) v1alpha2.PartStatus {
+		ps := v1alpha2.PartStatus{
 			Name: d.Name, Class: class, ObjectName: o.ObjectName,
 			DesiredVersion: r.DesiredVersion, Version: o.SpecVersion,
 			DesiredReplicas: desiredReplicas,
@@ -42,7 +42,7 @@ func Summarize(t *v1alpha1.Topology, r *Rollout, obs *Observed, status *v1alpha1
 			ps.Version = o.StatusVersion
 		}
 		if len(o.Problems) > 0 {
-			ps.Problems = append([]v1alpha1.Problem(nil), o.Problems[:min(len(o.Problems), maxProblems)]...)
+			ps.Problems = append([]v1alpha2.Problem(nil), o.Problems[:min(len(o.Problems), maxProblems)]...)
 		}
 		ps.State = PartState(&ps, o.Provisioning)
 		return ps
@@ -50,7 +50,7 @@ func Summarize(t *v1alpha1.Topology, r *Rollout, obs *Observed, status *v1alpha1
 	cp := part(r.ControlPlane, "", obs.ControlPlane, t.Spec.ControlPlane.Replicas)
 	status.ControlPlane = &cp
 	phase := cp.Phase
-	lower := func(p v1alpha1.RolloutPhase) {
+	lower := func(p v1alpha2.RolloutPhase) {
 		if phaseOrder[p] < phaseOrder[phase] {
 			phase = p
 		}
@@ -74,30 +74,30 @@ func Summarize(t *v1alpha1.Topology, r *Rollout, obs *Observed, status *v1alpha1
 
 // InfrastructurePhase reads the provisioning state of the infrastructure from
 // the InfrastructureCluster's status.ready and the Cluster's infrastructureReady.
-func InfrastructurePhase(s *State) v1alpha1.InfrastructurePhase {
+func InfrastructurePhase(s *State) v1alpha2.InfrastructurePhase {
 	if s.InfrastructureCluster == nil {
-		return v1alpha1.InfrastructurePending
+		return v1alpha2.InfrastructurePending
 	}
 	if ready, _, _ := unstructured.NestedBool(s.InfrastructureCluster.Object, "status", "ready"); ready {
-		return v1alpha1.InfrastructureProvisioned
+		return v1alpha2.InfrastructureProvisioned
 	}
 	if s.Cluster != nil {
 		if ready, _, _ := unstructured.NestedBool(s.Cluster.Object, "status", "infrastructureReady"); ready {
-			return v1alpha1.InfrastructureProvisioned
+			return v1alpha2.InfrastructureProvisioned
 		}
 	}
-	return v1alpha1.InfrastructureProvisioning
+	return v1alpha2.InfrastructureProvisioning
 }
 
 // RolloutSettled tells whether a Topology's rollout is over: the agent has
 // reconciled its latest generation, TopologyReconciled is true for it, and
 // the topology and every part are Ready — versions, replicas asked for, all
 // ready and healthy. `status --watch` and `upgrade --wait` stop there.
-func RolloutSettled(t *v1alpha1.Topology) bool {
-	if t.Status.ObservedGeneration != t.Generation || TopologyState(t) != v1alpha1.StateReady || len(PartsNotReady(t, time.Time{})) > 0 {
+func RolloutSettled(t *v1alpha2.Topology) bool {
+	if t.Status.ObservedGeneration != t.Generation || TopologyState(t) != v1alpha2.StateReady || len(PartsNotReady(t, time.Time{})) > 0 {
 		return false
 	}
-	c := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.TopologyReconciledCondition)
+	c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
 }
 
@@ -105,10 +105,10 @@ func RolloutSettled(t *v1alpha1.Topology) bool {
 // state and since when, its machines, and its first problem. Versions that
 // match do not make a cluster a rollout has finished with. A zero now leaves
 // out the durations.
-func PartsNotReady(t *v1alpha1.Topology, now time.Time) []string {
+func PartsNotReady(t *v1alpha2.Topology, now time.Time) []string {
 	var out []string
 	for i, p := range t.Status.Parts() {
-		if p.State == v1alpha1.StateReady {
+		if p.State == v1alpha2.StateReady {
 			continue
 		}
 		label := p.Name
@@ -138,7 +138,7 @@ func PartsNotReady(t *v1alpha1.Topology, now time.Time) []string {
 // RolloutHolds says what a Topology's status reports as holding it: a
 // change the agent has not seen yet, and each condition that is not true.
 // Status views list these, and a watch that gives up names them.
-func RolloutHolds(t *v1alpha1.Topology) []string {
+func RolloutHolds(t *v1alpha2.Topology) []string {
 	var out []string
 	if behind := NotObserved(t); behind != "" {
 		out = append(out, behind)
@@ -148,7 +148,7 @@ func RolloutHolds(t *v1alpha1.Topology) []string {
 
 // NotObserved says that the agent has not seen the latest change of t yet,
 // or nothing: until it has, status describes an older spec.
-func NotObserved(t *v1alpha1.Topology) string {
+func NotObserved(t *v1alpha2.Topology) string {
 	if t.Status.ObservedGeneration == t.Generation {
 		return ""
 	}
@@ -157,7 +157,7 @@ func NotObserved(t *v1alpha1.Topology) string {
 
 // ConditionsNotTrue lists each condition of t's status that is not true,
 // with its reason and message.
-func ConditionsNotTrue(t *v1alpha1.Topology) []string {
+func ConditionsNotTrue(t *v1alpha2.Topology) []string {
 	var out []string
 	for _, c := range t.Status.Conditions {
 		if c.Status != metav1.ConditionTrue {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // PartObserved is what exists of one part (control plane or pool) right now.
@@ -26,7 +26,7 @@ type PartObserved struct {
 	Replicas, ReadyReplicas, UpToDateReplicas, AvailableReplicas int32
 	// Problems keep the part from being healthy: its own conditions, and
 	// its Machines that are not ready.
-	Problems []v1alpha1.Problem
+	Problems []v1alpha2.Problem
 	// Provisioning counts its Machines still coming up for the first time.
 	Provisioning int32
 }
@@ -48,7 +48,7 @@ type Decision struct {
 	// Version is the version to write into the part's spec now.
 	Version string
 	// Phase is where the part is in the rollout.
-	Phase v1alpha1.RolloutPhase
+	Phase v1alpha2.RolloutPhase
 	// Reason says why a part waits, for humans.
 	Reason string
 	// CreatePending is true for a new pool that must not be created yet because
@@ -76,7 +76,7 @@ type Rollout struct {
 const ControlPlaneName = "control-plane"
 
 // UpgradeConcurrency reads the upgrade-concurrency annotation; 1 when unset or invalid.
-func UpgradeConcurrency(t *v1alpha1.Topology) int {
+func UpgradeConcurrency(t *v1alpha2.Topology) int {
 	if v, ok := t.Annotations[UpgradeConcurrencyAnnotation]; ok {
 		if n, err := strconv.Atoi(v); err == nil && n >= 1 {
 			return n
@@ -90,7 +90,7 @@ func UpgradeConcurrency(t *v1alpha1.Topology) int {
 // stable and no pool is mid-upgrade; then pools, at most Concurrency of each
 // kind at a time, skipping held and deferred ones; new pools wait while the
 // control plane is not stable.
-func Sequence(t *v1alpha1.Topology, obs *Observed) *Rollout {
+func Sequence(t *v1alpha2.Topology, obs *Observed) *Rollout {
 	if obs == nil {
 		obs = &Observed{}
 	}
@@ -98,8 +98,8 @@ func Sequence(t *v1alpha1.Topology, obs *Observed) *Rollout {
 	r := &Rollout{DesiredVersion: desired, Concurrency: UpgradeConcurrency(t)}
 
 	var mdUpgrading, mpUpgrading []string
-	var mds []v1alpha1.MachineDeploymentTopology
-	var mps []v1alpha1.MachinePoolTopology
+	var mds []v1alpha2.MachineDeploymentTopology
+	var mps []v1alpha2.MachinePoolTopology
 	if t.Spec.Workers != nil {
 		mds, mps = t.Spec.Workers.MachineDeployments, t.Spec.Workers.MachinePools
 	}
@@ -136,26 +136,26 @@ func sequenceControlPlane(desired string, o PartObserved, poolsUpgrading []strin
 	if !o.Exists {
 		// Like upstream, a brand-new cluster creates its pools together with
 		// its control plane: there is nothing to race with yet.
-		d.Version, d.Phase = desired, v1alpha1.PhaseCreating
+		d.Version, d.Phase = desired, v1alpha2.PhaseCreating
 		return d, true
 	}
 	d.Version = o.SpecVersion
 	switch {
 	case o.StatusVersion == "":
-		d.Phase, d.Reason = v1alpha1.PhaseCreating, "the control plane is being provisioned"
+		d.Phase, d.Reason = v1alpha2.PhaseCreating, "the control plane is being provisioned"
 		return d, false
 	case o.StatusVersion != o.SpecVersion:
-		d.Phase, d.Reason = v1alpha1.PhaseUpgrading, fmt.Sprintf("the control plane is upgrading from %s to %s", o.StatusVersion, o.SpecVersion)
+		d.Phase, d.Reason = v1alpha2.PhaseUpgrading, fmt.Sprintf("the control plane is upgrading from %s to %s", o.StatusVersion, o.SpecVersion)
 		return d, false
 	case o.SpecVersion == desired:
-		d.Phase = v1alpha1.PhaseUpToDate
+		d.Phase = v1alpha2.PhaseUpToDate
 		return d, true
 	case len(poolsUpgrading) > 0:
-		d.Phase = v1alpha1.PhasePending
+		d.Phase = v1alpha2.PhasePending
 		d.Reason = fmt.Sprintf("waiting for %s to finish upgrading before the control plane upgrades to %s", strings.Join(poolsUpgrading, ", "), desired)
 		return d, false
 	}
-	d.Version, d.Phase = desired, v1alpha1.PhaseUpgrading
+	d.Version, d.Phase = desired, v1alpha2.PhaseUpgrading
 	d.Reason = fmt.Sprintf("the control plane starts upgrading from %s to %s", o.SpecVersion, desired)
 	return d, false
 }
@@ -167,34 +167,34 @@ func sequencePool(name, desired string, o PartObserved, annotations map[string]s
 	_, deferred := annotations[DeferUpgradeAnnotation]
 	d := Decision{Name: name, Version: desired}
 	if !o.Exists {
-		d.Phase, d.Reason = v1alpha1.PhaseCreating, "being created"
+		d.Phase, d.Reason = v1alpha2.PhaseCreating, "being created"
 		if !r.ControlPlaneStable {
-			d.Phase, d.CreatePending = v1alpha1.PhasePending, true
+			d.Phase, d.CreatePending = v1alpha2.PhasePending, true
 			d.Reason = "waiting for the control plane to be stable before creating it"
 		}
 		return d, hold
 	}
 	if o.SpecVersion == desired {
-		d.Version, d.Phase = o.SpecVersion, v1alpha1.PhaseUpToDate
+		d.Version, d.Phase = o.SpecVersion, v1alpha2.PhaseUpToDate
 		if o.Upgrading {
-			d.Phase, d.Reason = v1alpha1.PhaseUpgrading, fmt.Sprintf("Machines are rolling to %s", desired)
+			d.Phase, d.Reason = v1alpha2.PhaseUpgrading, fmt.Sprintf("Machines are rolling to %s", desired)
 		}
 		return d, hold
 	}
 	d.Version = o.SpecVersion
 	switch {
 	case deferred:
-		d.Phase, d.Reason = v1alpha1.PhaseDeferred, fmt.Sprintf("upgrade deferred by the %s annotation", DeferUpgradeAnnotation)
+		d.Phase, d.Reason = v1alpha2.PhaseDeferred, fmt.Sprintf("upgrade deferred by the %s annotation", DeferUpgradeAnnotation)
 	case hold:
-		d.Phase, d.Reason = v1alpha1.PhaseHeld, fmt.Sprintf("upgrade held by the %s annotation", HoldUpgradeSequenceAnnotation)
+		d.Phase, d.Reason = v1alpha2.PhaseHeld, fmt.Sprintf("upgrade held by the %s annotation", HoldUpgradeSequenceAnnotation)
 	case holdBefore:
-		d.Phase, d.Reason = v1alpha1.PhaseHeld, fmt.Sprintf("upgrade held: an earlier pool carries the %s annotation", HoldUpgradeSequenceAnnotation)
+		d.Phase, d.Reason = v1alpha2.PhaseHeld, fmt.Sprintf("upgrade held: an earlier pool carries the %s annotation", HoldUpgradeSequenceAnnotation)
 	case len(*upgrading) >= r.Concurrency:
-		d.Phase, d.Reason = v1alpha1.PhasePending, fmt.Sprintf("upgrade concurrency limit %d reached (%s upgrading)", r.Concurrency, strings.Join(*upgrading, ", "))
+		d.Phase, d.Reason = v1alpha2.PhasePending, fmt.Sprintf("upgrade concurrency limit %d reached (%s upgrading)", r.Concurrency, strings.Join(*upgrading, ", "))
 	case !r.ControlPlaneStable:
-		d.Phase, d.Reason = v1alpha1.PhasePending, "waiting for the control plane to finish upgrading"
+		d.Phase, d.Reason = v1alpha2.PhasePending, "waiting for the control plane to finish upgrading"
 	default:
-		d.Version, d.Phase = desired, v1alpha1.PhaseUpgrading
+		d.Version, d.Phase = desired, v1alpha2.PhaseUpgrading
 		d.Reason = fmt.Sprintf("upgrading from %s to %s", o.SpecVersion, desired)
 		*upgrading = append(*upgrading, name)
 	}
@@ -204,11 +204,11 @@ func sequencePool(name, desired string, o PartObserved, annotations map[string]s
 // RolloutFromStatus rebuilds the rollout state a Topology's status reports,
 // for checks (a version change while a rollout is in flight) that run where
 // only the Topology is at hand, such as admission.
-func RolloutFromStatus(s *v1alpha1.TopologyStatus) *Rollout {
+func RolloutFromStatus(s *v1alpha2.TopologyStatus) *Rollout {
 	if s == nil || s.ControlPlane == nil {
 		return nil
 	}
-	decision := func(p v1alpha1.PartStatus) Decision {
+	decision := func(p v1alpha2.PartStatus) Decision {
 		return Decision{Name: p.Name, Version: p.Version, Phase: p.Phase, Reason: p.Message}
 	}
 	r := &Rollout{DesiredVersion: s.ControlPlane.DesiredVersion, ControlPlane: decision(*s.ControlPlane)}

@@ -8,18 +8,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
-func topologyWith(version string, annotations map[string]string, mds ...v1alpha1.MachineDeploymentTopology) *v1alpha1.Topology {
-	return &v1alpha1.Topology{
+func topologyWith(version string, annotations map[string]string, mds ...v1alpha2.MachineDeploymentTopology) *v1alpha2.Topology {
+	return &v1alpha2.Topology{
 		ObjectMeta: metav1.ObjectMeta{Name: "t", Annotations: annotations},
-		Spec:       v1alpha1.TopologySpec{Version: version, Workers: &v1alpha1.WorkersTopology{MachineDeployments: mds}},
+		Spec:       v1alpha2.TopologySpec{Version: version, Workers: &v1alpha2.WorkersTopology{MachineDeployments: mds}},
 	}
 }
 
-func md(name string, annotations map[string]string) v1alpha1.MachineDeploymentTopology {
-	return v1alpha1.MachineDeploymentTopology{Name: name, Class: "w", Metadata: v1alpha1.ObjectMeta{Annotations: annotations}}
+func md(name string, annotations map[string]string) v1alpha2.MachineDeploymentTopology {
+	return v1alpha2.MachineDeploymentTopology{Name: name, Class: "w", Metadata: v1alpha2.ObjectMeta{Annotations: annotations}}
 }
 
 func TestSequence(t *testing.T) {
@@ -32,35 +32,35 @@ func TestSequence(t *testing.T) {
 	}
 	stableCP := func(v string) PartObserved { return PartObserved{Exists: true, SpecVersion: v, StatusVersion: v} }
 	type want struct {
-		cp  v1alpha1.RolloutPhase
+		cp  v1alpha2.RolloutPhase
 		cpV string
-		mds []v1alpha1.RolloutPhase
+		mds []v1alpha2.RolloutPhase
 		mdV []string
 	}
 	cases := []struct {
 		name string
-		topo *v1alpha1.Topology
+		topo *v1alpha2.Topology
 		obs  *Observed
 		want want
 	}{
 		{"control plane first", topologyWith("v1.33.0", nil, md("a", nil), md("b", nil)), &Observed{ControlPlane: stableCP("v1.32.0"), MachineDeployments: atOld()},
-			want{v1alpha1.PhaseUpgrading, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhasePending, v1alpha1.PhasePending}, []string{"v1.32.0", "v1.32.0"}}},
+			want{v1alpha2.PhaseUpgrading, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhasePending, v1alpha2.PhasePending}, []string{"v1.32.0", "v1.32.0"}}},
 		{"control plane rolling", topologyWith("v1.33.0", nil, md("a", nil)), &Observed{ControlPlane: PartObserved{Exists: true, SpecVersion: "v1.33.0", StatusVersion: "v1.32.0"}, MachineDeployments: atOld()},
-			want{v1alpha1.PhaseUpgrading, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhasePending}, []string{"v1.32.0"}}},
+			want{v1alpha2.PhaseUpgrading, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhasePending}, []string{"v1.32.0"}}},
 		{"one MD at a time", topologyWith("v1.33.0", nil, md("a", nil), md("b", nil), md("c", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
-			want{v1alpha1.PhaseUpToDate, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhaseUpgrading, v1alpha1.PhasePending, v1alpha1.PhasePending}, []string{"v1.33.0", "v1.32.0", "v1.32.0"}}},
+			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhaseUpgrading, v1alpha2.PhasePending, v1alpha2.PhasePending}, []string{"v1.33.0", "v1.32.0", "v1.32.0"}}},
 		{"concurrency 2", topologyWith("v1.33.0", map[string]string{UpgradeConcurrencyAnnotation: "2"}, md("a", nil), md("b", nil), md("c", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
-			want{v1alpha1.PhaseUpToDate, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhaseUpgrading, v1alpha1.PhaseUpgrading, v1alpha1.PhasePending}, []string{"v1.33.0", "v1.33.0", "v1.32.0"}}},
+			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhaseUpgrading, v1alpha2.PhaseUpgrading, v1alpha2.PhasePending}, []string{"v1.33.0", "v1.33.0", "v1.32.0"}}},
 		{"defer skips one", topologyWith("v1.33.0", nil, md("a", map[string]string{DeferUpgradeAnnotation: ""}), md("b", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
-			want{v1alpha1.PhaseUpToDate, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhaseDeferred, v1alpha1.PhaseUpgrading}, []string{"v1.32.0", "v1.33.0"}}},
+			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhaseDeferred, v1alpha2.PhaseUpgrading}, []string{"v1.32.0", "v1.33.0"}}},
 		{"hold stops the rest", topologyWith("v1.33.0", map[string]string{UpgradeConcurrencyAnnotation: "5"}, md("a", nil), md("b", map[string]string{HoldUpgradeSequenceAnnotation: ""}), md("c", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
-			want{v1alpha1.PhaseUpToDate, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhaseUpgrading, v1alpha1.PhaseHeld, v1alpha1.PhaseHeld}, []string{"v1.33.0", "v1.32.0", "v1.32.0"}}},
+			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhaseUpgrading, v1alpha2.PhaseHeld, v1alpha2.PhaseHeld}, []string{"v1.33.0", "v1.32.0", "v1.32.0"}}},
 		{"MD mid-upgrade blocks the control plane", topologyWith("v1.34.0", nil, md("a", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: map[string]PartObserved{"a": {Exists: true, SpecVersion: "v1.33.0", Upgrading: true}}},
-			want{v1alpha1.PhasePending, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhasePending}, []string{"v1.33.0"}}},
+			want{v1alpha2.PhasePending, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhasePending}, []string{"v1.33.0"}}},
 		{"new cluster creates its pools with the control plane, as upstream", topologyWith("v1.33.0", nil, md("a", nil)), &Observed{},
-			want{v1alpha1.PhaseCreating, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhaseCreating}, []string{"v1.33.0"}}},
+			want{v1alpha2.PhaseCreating, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhaseCreating}, []string{"v1.33.0"}}},
 		{"new MD waits for a provisioning control plane", topologyWith("v1.33.0", nil, md("a", nil)), &Observed{ControlPlane: PartObserved{Exists: true, SpecVersion: "v1.33.0"}},
-			want{v1alpha1.PhaseCreating, "v1.33.0", []v1alpha1.RolloutPhase{v1alpha1.PhasePending}, []string{"v1.33.0"}}},
+			want{v1alpha2.PhaseCreating, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhasePending}, []string{"v1.33.0"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,7 +72,7 @@ func TestSequence(t *testing.T) {
 				if d.Phase != tc.want.mds[i] || d.Version != tc.want.mdV[i] {
 					t.Errorf("%s: %s %s, want %s %s (%s)", d.Name, d.Phase, d.Version, tc.want.mds[i], tc.want.mdV[i], d.Reason)
 				}
-				if d.Phase != v1alpha1.PhaseUpToDate && d.Phase != v1alpha1.PhaseUpgrading && d.Reason == "" {
+				if d.Phase != v1alpha2.PhaseUpToDate && d.Phase != v1alpha2.PhaseUpgrading && d.Reason == "" {
 					t.Errorf("%s waits without a reason", d.Name)
 				}
 			}
@@ -83,14 +83,14 @@ func TestSequence(t *testing.T) {
 func TestInfrastructurePhase(t *testing.T) {
 	infra := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{}}}
 	cluster := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{}}}
-	if p := InfrastructurePhase(&State{}); p != v1alpha1.InfrastructurePending {
+	if p := InfrastructurePhase(&State{}); p != v1alpha2.InfrastructurePending {
 		t.Errorf("no InfrastructureCluster: %s, want Pending", p)
 	}
-	if p := InfrastructurePhase(&State{InfrastructureCluster: infra, Cluster: cluster}); p != v1alpha1.InfrastructureProvisioning {
+	if p := InfrastructurePhase(&State{InfrastructureCluster: infra, Cluster: cluster}); p != v1alpha2.InfrastructureProvisioning {
 		t.Errorf("not ready: %s, want Provisioning", p)
 	}
 	_ = unstructured.SetNestedField(cluster.Object, true, "status", "infrastructureReady")
-	if p := InfrastructurePhase(&State{InfrastructureCluster: infra, Cluster: cluster}); p != v1alpha1.InfrastructureProvisioned {
+	if p := InfrastructurePhase(&State{InfrastructureCluster: infra, Cluster: cluster}); p != v1alpha2.InfrastructureProvisioned {
 		t.Errorf("the Cluster says ready: %s, want Provisioned", p)
 	}
 }
@@ -99,7 +99,7 @@ func TestUpgradePreflight(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	topo := topologyWith("v1.33.1", nil)
 	topo.Generation, topo.Status.ObservedGeneration = 2, 2
-	topo.Status.ControlPlane = &v1alpha1.PartStatus{Name: ControlPlaneName, Phase: v1alpha1.PhaseUpToDate, State: v1alpha1.StateReady, Version: "v1.33.1", DesiredVersion: "v1.33.1"}
+	topo.Status.ControlPlane = &v1alpha2.PartStatus{Name: ControlPlaneName, Phase: v1alpha2.PhaseUpToDate, State: v1alpha2.StateReady, Version: "v1.33.1", DesiredVersion: "v1.33.1"}
 	if errs, unhealthy := UpgradePreflight(topo, "v1.34.0", now); len(errs) != 0 || len(unhealthy) != 0 {
 		t.Errorf("a Ready, reconciled topology: %v %v", errs, unhealthy)
 	}
@@ -108,8 +108,8 @@ func TestUpgradePreflight(t *testing.T) {
 	if len(errs) != 1 || !strings.Contains(errs.ToAggregate().Error(), "has not reconciled the latest change") {
 		t.Errorf("got %v", errs)
 	}
-	topo.Status.ControlPlane.State = v1alpha1.StateDegraded
-	topo.Status.ControlPlane.Problems = []v1alpha1.Problem{{Object: "Machine/cp-1", Reason: "NotReady"}}
+	topo.Status.ControlPlane.State = v1alpha2.StateDegraded
+	topo.Status.ControlPlane.Problems = []v1alpha2.Problem{{Object: "Machine/cp-1", Reason: "NotReady"}}
 	if _, unhealthy := UpgradePreflight(topo, "v1.34.0", now); len(unhealthy) != 2 || !strings.HasPrefix(unhealthy[0], "the control plane is Degraded") || unhealthy[1] != "Machine/cp-1 NotReady" {
 		t.Errorf("a degraded control plane: %q", unhealthy)
 	}

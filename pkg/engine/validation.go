@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
@@ -18,37 +18,27 @@ import (
 
 // ValidateClass checks a TopologyClass on its own: template references set,
 // worker class names unique, variables usable, patches well formed.
-func ValidateClass(ctx context.Context, c *v1alpha1.TopologyClass) field.ErrorList {
+func ValidateClass(ctx context.Context, c *v1alpha2.TopologyClass) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
-	requireRef := func(t *v1alpha1.LocalObjectTemplate, p *field.Path) {
-		if t == nil || t.Ref == nil {
-			errs = append(errs, field.Required(p.Child("ref"), "template reference must be set"))
+	requireRef := func(t v1alpha2.ClusterClassTemplateReference, p *field.Path) {
+		if !t.IsDefined() {
+			errs = append(errs, field.Required(p.Child("templateRef"), "template reference must be set"))
 			return
 		}
-		if t.Ref.APIVersion == "" || t.Ref.Kind == "" || t.Ref.Name == "" {
-			errs = append(errs, field.Invalid(p.Child("ref"), fmt.Sprintf("%s/%s %s", t.Ref.APIVersion, t.Ref.Kind, t.Ref.Name), "apiVersion, kind and name must all be set"))
-		}
-		if t.Ref.Namespace != "" && t.Ref.Namespace != c.Namespace {
-			errs = append(errs, field.Invalid(p.Child("ref", "namespace"), t.Ref.Namespace, "templates must be in the class's namespace "+c.Namespace))
+		if t.APIVersion == "" || t.Kind == "" || t.Name == "" {
+			errs = append(errs, field.Invalid(p.Child("templateRef"), fmt.Sprintf("%s/%s %s", t.APIVersion, t.Kind, t.Name), "apiVersion, kind and name must all be set"))
 		}
 	}
-	requireRef(&c.Spec.Infrastructure, spec.Child("infrastructure"))
-	requireRef(&c.Spec.ControlPlane.LocalObjectTemplate, spec.Child("controlPlane"))
-	if c.Spec.ControlPlane.MachineInfrastructure != nil {
-		requireRef(c.Spec.ControlPlane.MachineInfrastructure, spec.Child("controlPlane", "machineInfrastructure"))
-	} else if c.Spec.ControlPlane.MachineHealthCheck != nil {
-		errs = append(errs, field.Forbidden(spec.Child("controlPlane", "machineHealthCheck"), "a health check needs control plane Machines: set controlPlane.machineInfrastructure"))
+	requireRef(c.Spec.Infrastructure.TemplateRef, spec.Child("infrastructure"))
+	requireRef(c.Spec.ControlPlane.TemplateRef, spec.Child("controlPlane"))
+	if c.Spec.ControlPlane.MachineInfrastructure.TemplateRef.IsDefined() {
+		requireRef(c.Spec.ControlPlane.MachineInfrastructure.TemplateRef, spec.Child("controlPlane", "machineInfrastructure"))
+	} else if c.Spec.ControlPlane.HealthCheck.IsDefined() {
+		errs = append(errs, field.Forbidden(spec.Child("controlPlane", "healthCheck"), "a health check needs control plane Machines: set controlPlane.machineInfrastructure"))
 	}
-	for _, nt := range []struct {
-		tpl *string
-		p   *field.Path
-	}{
-		{strategyTemplate(c.Spec.InfrastructureNamingStrategy), spec.Child("infrastructureNamingStrategy", "template")},
-		{cpStrategyTemplate(c.Spec.ControlPlane.NamingStrategy), spec.Child("controlPlane", "namingStrategy", "template")},
-	} {
-		errs = append(errs, validateNamingTemplate(nt.tpl, nt.p)...)
-	}
+	errs = append(errs, validateNamingTemplate(c.Spec.Infrastructure.Naming.Template, spec.Child("infrastructure", "naming", "template"))...)
+	errs = append(errs, validateNamingTemplate(c.Spec.ControlPlane.Naming.Template, spec.Child("controlPlane", "naming", "template"))...)
 	// Both kinds of worker class need unique names, both templates and a usable naming template.
 	seen := map[bool]map[string]bool{true: {}, false: {}}
 	for _, wc := range workerClasses(c) {
@@ -56,9 +46,9 @@ func ValidateClass(ctx context.Context, c *v1alpha1.TopologyClass) field.ErrorLi
 			errs = append(errs, field.Duplicate(wc.path.Child("class"), wc.name))
 		}
 		seen[wc.deployment][wc.name] = true
-		requireRef(wc.bootstrap, wc.path.Child("template", "bootstrap"))
-		requireRef(wc.infrastructure, wc.path.Child("template", "infrastructure"))
-		errs = append(errs, validateNamingTemplate(wc.naming, wc.path.Child("namingStrategy", "template"))...)
+		requireRef(wc.bootstrap, wc.path.Child("bootstrap"))
+		requireRef(wc.infrastructure, wc.path.Child("infrastructure"))
+		errs = append(errs, validateNamingTemplate(wc.naming, wc.path.Child("naming", "template"))...)
 	}
 	errs = append(errs, validateClassFields(c)...)
 	errs = append(errs, variables.ValidateDefinitions(ctx, c.Spec.Variables, spec.Child("variables"))...)
@@ -68,13 +58,13 @@ func ValidateClass(ctx context.Context, c *v1alpha1.TopologyClass) field.ErrorLi
 
 // validateClassFields checks the values a class passes on to generated
 // objects: metadata, health checks, rollout strategies, timeouts and gates.
-func validateClassFields(c *v1alpha1.TopologyClass) field.ErrorList {
+func validateClassFields(c *v1alpha2.TopologyClass) field.ErrorList {
 	spec := field.NewPath("spec")
 	cp := c.Spec.ControlPlane
 	cpp := spec.Child("controlPlane")
 	errs := validateMetadata(cp.Metadata, cpp.Child("metadata"))
-	errs = append(errs, validateHealthCheck(cp.MachineHealthCheck, cpp.Child("machineHealthCheck"))...)
-	errs = append(errs, validateTimeouts(cpp, cp.NodeDrainTimeout, cp.NodeVolumeDetachTimeout, cp.NodeDeletionTimeout)...)
+	errs = append(errs, validateHealthCheck(cp.HealthCheck.Checks, cp.HealthCheck.Remediation.TriggerIf, cpp.Child("healthCheck"))...)
+	errs = append(errs, validateDeletion(cp.Deletion, cpp.Child("deletion"))...)
 	errs = append(errs, validateReadinessGates(cp.ReadinessGates, cpp.Child("readinessGates"))...)
 	for i, g := range c.Spec.AvailabilityGates {
 		for _, msg := range validation.IsQualifiedName(g.ConditionType) {
@@ -84,53 +74,40 @@ func validateClassFields(c *v1alpha1.TopologyClass) field.ErrorList {
 	for i := range c.Spec.Workers.MachineDeployments {
 		md := &c.Spec.Workers.MachineDeployments[i]
 		p := spec.Child("workers", "machineDeployments").Index(i)
-		errs = append(errs, validateMetadata(md.Template.Metadata, p.Child("template", "metadata"))...)
-		errs = append(errs, validateHealthCheck(md.MachineHealthCheck, p.Child("machineHealthCheck"))...)
-		errs = append(errs, validateStrategy(md.Strategy, p.Child("strategy"))...)
-		errs = append(errs, validateTimeouts(p, md.NodeDrainTimeout, md.NodeVolumeDetachTimeout, md.NodeDeletionTimeout)...)
+		errs = append(errs, validateMetadata(md.Metadata, p.Child("metadata"))...)
+		errs = append(errs, validateHealthCheck(md.HealthCheck.Checks, md.HealthCheck.Remediation.TriggerIf, p.Child("healthCheck"))...)
+		errs = append(errs, validateIntOrPercent(md.HealthCheck.Remediation.MaxInFlight, p.Child("healthCheck", "remediation", "maxInFlight"))...)
+		errs = append(errs, validateStrategy(md.Rollout.Strategy, p.Child("rollout", "strategy"))...)
+		errs = append(errs, validateDeletion(md.Deletion.MachineDeletion, p.Child("deletion"))...)
 		errs = append(errs, validateReadinessGates(md.ReadinessGates, p.Child("readinessGates"))...)
 	}
 	for i := range c.Spec.Workers.MachinePools {
 		mp := &c.Spec.Workers.MachinePools[i]
 		p := spec.Child("workers", "machinePools").Index(i)
-		errs = append(errs, validateMetadata(mp.Template.Metadata, p.Child("template", "metadata"))...)
-		errs = append(errs, validateTimeouts(p, mp.NodeDrainTimeout, mp.NodeVolumeDetachTimeout, mp.NodeDeletionTimeout)...)
+		errs = append(errs, validateMetadata(mp.Metadata, p.Child("metadata"))...)
+		errs = append(errs, validateDeletion(mp.Deletion, p.Child("deletion"))...)
 	}
 	return errs
 }
 
-func strategyTemplate(s *v1alpha1.InfrastructureNamingStrategy) *string {
-	if s == nil {
-		return nil
-	}
-	return s.Template
-}
-
-func cpStrategyTemplate(s *v1alpha1.ControlPlaneClassNamingStrategy) *string {
-	if s == nil {
-		return nil
-	}
-	return s.Template
-}
-
 // validateNamingTemplate renders the template with sample values, so that a
 // broken template or one yielding an invalid name is caught at class time.
-func validateNamingTemplate(tpl *string, p *field.Path) field.ErrorList {
-	if tpl == nil {
+func validateNamingTemplate(tpl string, p *field.Path) field.ErrorList {
+	if tpl == "" {
 		return nil
 	}
-	if _, err := names.Parse(*tpl); err != nil {
-		return field.ErrorList{field.Invalid(p, *tpl, err.Error())}
+	if _, err := names.Parse(tpl); err != nil {
+		return field.ErrorList{field.Invalid(p, tpl, err.Error())}
 	}
-	if _, err := names.NewSeeded(1).Template(*tpl, names.Vars{Cluster: "cluster", MachineDeployment: "md", MachinePool: "mp"}); err != nil {
-		return field.ErrorList{field.Invalid(p, *tpl, err.Error())}
+	if _, err := names.NewSeeded(1).Template(tpl, names.Vars{Cluster: "cluster", MachineDeployment: "md", MachinePool: "mp"}); err != nil {
+		return field.ErrorList{field.Invalid(p, tpl, err.Error())}
 	}
 	return nil
 }
 
 var validOps = map[string]bool{"add": true, "replace": true, "remove": true}
 
-func validatePatches(c *v1alpha1.TopologyClass, p *field.Path) field.ErrorList {
+func validatePatches(c *v1alpha2.TopologyClass, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
 	for i, patch := range c.Spec.Patches {
@@ -164,7 +141,7 @@ func validatePatches(c *v1alpha1.TopologyClass, p *field.Path) field.ErrorList {
 	return errs
 }
 
-func validateOp(op v1alpha1.JSONPatch, p *field.Path) field.ErrorList {
+func validateOp(op v1alpha2.JSONPatch, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if !validOps[op.Op] {
 		errs = append(errs, field.NotSupported(p.Child("op"), op.Op, []string{"add", "replace", "remove"}))
@@ -268,11 +245,11 @@ func ParseVersion(v string) (semver.Version, error) {
 
 // CompileClass validates a class and compiles its variables. Callers that
 // recompute often (the agent, the TUI) keep the Catalog and pass it to Compute.
-func CompileClass(ctx context.Context, c *v1alpha1.TopologyClass) (*variables.Catalog, error) {
+func CompileClass(ctx context.Context, c *v1alpha2.TopologyClass) (*variables.Catalog, error) {
 	if errs := ValidateClass(ctx, c); len(errs) > 0 {
 		return nil, &InvalidError{Kind: "TopologyClass", Object: describe("TopologyClass", c), Errors: errs}
 	}
-	cat, errs := variables.NewCatalog(append(append([]v1alpha1.ClusterClassVariable(nil), c.Spec.Variables...), DiscoveredVariables(c)...))
+	cat, errs := variables.NewCatalog(append(append([]v1alpha2.ClusterClassVariable(nil), c.Spec.Variables...), DiscoveredVariables(c)...))
 	if len(errs) > 0 {
 		return nil, &InvalidError{Kind: "TopologyClass", Object: describe("TopologyClass", c), Errors: errs}
 	}
@@ -283,7 +260,7 @@ func CompileClass(ctx context.Context, c *v1alpha1.TopologyClass) (*variables.Ca
 // defined, as the class's status lists them: those the class does not define
 // itself and that every extension defines alike. Topologies may set them
 // as they set the class's own.
-func DiscoveredVariables(c *v1alpha1.TopologyClass) []v1alpha1.ClusterClassVariable {
+func DiscoveredVariables(c *v1alpha2.TopologyClass) []v1alpha2.ClusterClassVariable {
 	if !HasExternalPatches(c) {
 		return nil // what status still lists from patches since removed does not count
 	}
@@ -291,16 +268,16 @@ func DiscoveredVariables(c *v1alpha1.TopologyClass) []v1alpha1.ClusterClassVaria
 	for _, v := range c.Spec.Variables {
 		inline[v.Name] = true
 	}
-	var out []v1alpha1.ClusterClassVariable
+	var out []v1alpha2.ClusterClassVariable
 	for _, sv := range c.Status.Variables {
 		if inline[sv.Name] || sv.DefinitionsConflict || len(sv.Definitions) == 0 {
 			continue
 		}
 		d := sv.Definitions[0]
-		if d.From == v1alpha1.VariableDefinitionFromInline {
+		if d.From == v1alpha2.VariableDefinitionFromInline {
 			continue // the class no longer defines it
 		}
-		out = append(out, v1alpha1.ClusterClassVariable{Name: sv.Name, Required: d.Required, Metadata: d.Metadata, Schema: d.Schema})
+		out = append(out, v1alpha2.ClusterClassVariable{Name: sv.Name, Required: d.Required, DeprecatedV1Beta1Metadata: d.DeprecatedV1Beta1Metadata, Schema: d.Schema})
 	}
 	return out
 }
@@ -309,7 +286,7 @@ func DiscoveredVariables(c *v1alpha1.TopologyClass) []v1alpha1.ClusterClassVaria
 // webhook does: every variable with a root default is added at topology level;
 // overrides are defaulted only where they are set. spec is the path of the
 // topology's spec (spec, or spec.topology for an upstream Cluster).
-func DefaultTopology(t *v1alpha1.Topology, cat *variables.Catalog, spec *field.Path) field.ErrorList {
+func DefaultTopology(t *v1alpha2.Topology, cat *variables.Catalog, spec *field.Path) field.ErrorList {
 	vars, errs := cat.Default(t.Spec.Variables, true, spec.Child("variables"))
 	if len(errs) > 0 {
 		return errs
@@ -329,12 +306,12 @@ func DefaultTopology(t *v1alpha1.Topology, cat *variables.Catalog, spec *field.P
 // overrideList is one list of variable overrides, where it is, and the part
 // it belongs to ("controlPlane", "md/NAME", "mp/NAME").
 type overrideList struct {
-	values *[]v1alpha1.ClusterVariable
+	values *[]v1alpha2.ClusterVariable
 	path   *field.Path
 	part   string
 }
 
-func overrideLists(t *v1alpha1.Topology, spec *field.Path) []overrideList {
+func overrideLists(t *v1alpha2.Topology, spec *field.Path) []overrideList {
 	var out []overrideList
 	if v := t.Spec.ControlPlane.Variables; v != nil {
 		out = append(out, overrideList{&v.Overrides, spec.Child("controlPlane", "variables", "overrides"), "controlPlane"})
@@ -356,7 +333,7 @@ func overrideLists(t *v1alpha1.Topology, spec *field.Path) []overrideList {
 
 // oldOverrides finds, in the previous version of a topology, the overrides of
 // the same part, for CEL transition rules; nil when there is none.
-func oldOverrides(old *v1alpha1.Topology, part string) []v1alpha1.ClusterVariable {
+func oldOverrides(old *v1alpha2.Topology, part string) []v1alpha2.ClusterVariable {
 	if old == nil {
 		return nil
 	}
@@ -374,7 +351,7 @@ func oldOverrides(old *v1alpha1.Topology, part string) []v1alpha1.ClusterVariabl
 // for the class's schemas. old is the previous version on an update, whose
 // values CEL transition rules compare against; nil otherwise. spec is the path
 // of the topology's spec (spec, or spec.topology for an upstream Cluster).
-func ValidateTopology(ctx context.Context, t, old *v1alpha1.Topology, c *v1alpha1.TopologyClass, cat *variables.Catalog, spec *field.Path) field.ErrorList {
+func ValidateTopology(ctx context.Context, t, old *v1alpha2.Topology, c *v1alpha2.TopologyClass, cat *variables.Catalog, spec *field.Path) field.ErrorList {
 	errs := ValidateTopologyFields(t, spec)
 	if w := t.Spec.Workers; w != nil {
 		seen := map[string]bool{}
@@ -384,9 +361,8 @@ func ValidateTopology(ctx context.Context, t, old *v1alpha1.Topology, c *v1alpha
 			if c != nil {
 				if _, mdc := findMDClass(c, md.Class); mdc == nil {
 					errs = append(errs, field.Invalid(p.Child("class"), md.Class, fmt.Sprintf("MachineDeployment class %q is not defined in TopologyClass %s", md.Class, c.Name)))
-				} else if md.MachineHealthCheck != nil && md.MachineHealthCheck.Enable != nil && *md.MachineHealthCheck.Enable &&
-					mdc.MachineHealthCheck == nil && isZeroMHC(md.MachineHealthCheck.MachineHealthCheckClass) {
-					errs = append(errs, field.Forbidden(p.Child("machineHealthCheck", "enable"), "the class defines no health check for this class; define one here or in the class"))
+				} else if e := md.HealthCheck.Enabled; e != nil && *e && !mdc.HealthCheck.IsDefined() && !md.HealthCheck.IsDefined() {
+					errs = append(errs, field.Forbidden(p.Child("healthCheck", "enabled"), "the class defines no health check for this class; define one here or in the class"))
 				}
 			}
 		}
@@ -402,7 +378,7 @@ func ValidateTopology(ctx context.Context, t, old *v1alpha1.Topology, c *v1alpha
 		}
 	}
 	if c != nil && cat != nil {
-		var oldVars []v1alpha1.ClusterVariable
+		var oldVars []v1alpha2.ClusterVariable
 		if old != nil {
 			oldVars = old.Spec.Variables
 		}
@@ -415,7 +391,7 @@ func ValidateTopology(ctx context.Context, t, old *v1alpha1.Topology, c *v1alpha
 }
 
 // ValidateTopologyMetadata checks the Topology's own name and annotations.
-func ValidateTopologyMetadata(t *v1alpha1.Topology) field.ErrorList {
+func ValidateTopologyMetadata(t *v1alpha2.Topology) field.ErrorList {
 	errs := validateObjectName(t.Name, field.NewPath("metadata", "name"))
 	return append(errs, validateUpgradeConcurrency(t.Annotations)...)
 }
@@ -424,21 +400,19 @@ func ValidateTopologyMetadata(t *v1alpha1.Topology) field.ErrorList {
 // name, version and class name, and every value it passes on to generated
 // objects (metadata, network, health checks, strategies, timeouts). The
 // webhook applies it even before the class exists.
-func ValidateTopologyFields(t *v1alpha1.Topology, spec *field.Path) field.ErrorList {
+func ValidateTopologyFields(t *v1alpha2.Topology, spec *field.Path) field.ErrorList {
 	errs := ValidateTopologyMetadata(t)
 	if _, err := ParseVersion(t.Spec.Version); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("version"), t.Spec.Version, "must be a Kubernetes version such as v1.32.0"))
 	}
-	if t.Spec.Class == "" {
-		errs = append(errs, field.Required(spec.Child("class"), "name the TopologyClass to stamp from"))
+	if t.Spec.ClassRef.Name == "" {
+		errs = append(errs, field.Required(spec.Child("classRef", "name"), "name the TopologyClass to stamp from"))
 	}
 	cp := t.Spec.ControlPlane
 	cpp := spec.Child("controlPlane")
 	errs = append(errs, validateMetadata(cp.Metadata, cpp.Child("metadata"))...)
-	if cp.MachineHealthCheck != nil {
-		errs = append(errs, validateHealthCheck(&cp.MachineHealthCheck.MachineHealthCheckClass, cpp.Child("machineHealthCheck"))...)
-	}
-	errs = append(errs, validateTimeouts(cpp, cp.NodeDrainTimeout, cp.NodeVolumeDetachTimeout, cp.NodeDeletionTimeout)...)
+	errs = append(errs, validateHealthCheck(cp.HealthCheck.Checks, cp.HealthCheck.Remediation.TriggerIf, cpp.Child("healthCheck"))...)
+	errs = append(errs, validateDeletion(cp.Deletion, cpp.Child("deletion"))...)
 	errs = append(errs, validateReadinessGates(cp.ReadinessGates, cpp.Child("readinessGates"))...)
 	errs = append(errs, validateClusterNetwork(t.Spec.ClusterNetwork, spec.Child("clusterNetwork"))...)
 	if w := t.Spec.Workers; w != nil {
@@ -446,24 +420,23 @@ func ValidateTopologyFields(t *v1alpha1.Topology, spec *field.Path) field.ErrorL
 			md := &w.MachineDeployments[i]
 			p := spec.Child("workers", "machineDeployments").Index(i)
 			errs = append(errs, validateMetadata(md.Metadata, p.Child("metadata"))...)
-			if md.MachineHealthCheck != nil {
-				errs = append(errs, validateHealthCheck(&md.MachineHealthCheck.MachineHealthCheckClass, p.Child("machineHealthCheck"))...)
-			}
-			errs = append(errs, validateStrategy(md.Strategy, p.Child("strategy"))...)
-			errs = append(errs, validateTimeouts(p, md.NodeDrainTimeout, md.NodeVolumeDetachTimeout, md.NodeDeletionTimeout)...)
+			errs = append(errs, validateHealthCheck(md.HealthCheck.Checks, md.HealthCheck.Remediation.TriggerIf, p.Child("healthCheck"))...)
+			errs = append(errs, validateIntOrPercent(md.HealthCheck.Remediation.MaxInFlight, p.Child("healthCheck", "remediation", "maxInFlight"))...)
+			errs = append(errs, validateStrategy(md.Rollout.Strategy, p.Child("rollout", "strategy"))...)
+			errs = append(errs, validateDeletion(md.Deletion.MachineDeletion, p.Child("deletion"))...)
 			errs = append(errs, validateReadinessGates(md.ReadinessGates, p.Child("readinessGates"))...)
 		}
 		for i := range w.MachinePools {
 			mp := &w.MachinePools[i]
 			p := spec.Child("workers", "machinePools").Index(i)
 			errs = append(errs, validateMetadata(mp.Metadata, p.Child("metadata"))...)
-			errs = append(errs, validateTimeouts(p, mp.NodeDrainTimeout, mp.NodeVolumeDetachTimeout, mp.NodeDeletionTimeout)...)
+			errs = append(errs, validateDeletion(mp.Deletion, p.Child("deletion"))...)
 		}
 	}
 	return errs
 }
 
-func findMDClass(c *v1alpha1.TopologyClass, name string) (int, *v1alpha1.MachineDeploymentClass) {
+func findMDClass(c *v1alpha2.TopologyClass, name string) (int, *v1alpha2.MachineDeploymentClass) {
 	for i := range c.Spec.Workers.MachineDeployments {
 		if c.Spec.Workers.MachineDeployments[i].Class == name {
 			return i, &c.Spec.Workers.MachineDeployments[i]
@@ -483,7 +456,7 @@ type VersionChange struct {
 }
 
 // UnsafeVersionChange tells whether a topology opts out of the version rules.
-func UnsafeVersionChange(t *v1alpha1.Topology) bool {
+func UnsafeVersionChange(t *v1alpha2.Topology) bool {
 	_, ok := t.Annotations[UnsafeVersionCheckAnnotation]
 	return ok
 }
@@ -519,12 +492,12 @@ func ValidateVersionChange(vc VersionChange) field.ErrorList {
 // inFlight names the part of a rollout still moving, or "".
 func inFlight(r *Rollout) string {
 	switch r.ControlPlane.Phase {
-	case v1alpha1.PhaseUpgrading, v1alpha1.PhasePending:
+	case v1alpha2.PhaseUpgrading, v1alpha2.PhasePending:
 		return "the control plane is upgrading"
 	}
 	for _, parts := range [][]Decision{r.MachineDeployments, r.MachinePools} {
 		for _, d := range parts {
-			if d.Phase == v1alpha1.PhaseUpgrading || (d.Phase == v1alpha1.PhasePending && !d.CreatePending) {
+			if d.Phase == v1alpha2.PhaseUpgrading || (d.Phase == v1alpha2.PhasePending && !d.CreatePending) {
 				return fmt.Sprintf("%s is upgrading", d.Name)
 			}
 		}
@@ -538,7 +511,7 @@ func inFlight(r *Rollout) string {
 // not Ready (ControlPlaneHealth), which `upgrade --force` may override.
 // `upgrade` and the editor both ask it, so neither starts a rollout the
 // other would refuse.
-func UpgradePreflight(t *v1alpha1.Topology, version string, now time.Time) (errs field.ErrorList, unhealthy []string) {
+func UpgradePreflight(t *v1alpha2.Topology, version string, now time.Time) (errs field.ErrorList, unhealthy []string) {
 	errs = ValidateVersionChange(VersionChange{
 		Old: t.Spec.Version, New: version,
 		Rollout: RolloutFromStatus(&t.Status), Unsafe: UnsafeVersionChange(t),

@@ -8,14 +8,13 @@ import (
 	"strconv"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // The rules in this file are the ones Kubernetes and Cluster API apply to the
@@ -25,7 +24,7 @@ import (
 
 // validateMetadata checks labels and annotations as the API server checks them
 // on any object: qualified keys, label values, total annotation size.
-func validateMetadata(m v1alpha1.ObjectMeta, p *field.Path) field.ErrorList {
+func validateMetadata(m v1alpha2.ObjectMeta, p *field.Path) field.ErrorList {
 	errs := metav1validation.ValidateLabels(m.Labels, p.Child("labels"))
 	return append(errs, apimachineryvalidation.ValidateAnnotations(m.Annotations, p.Child("annotations"))...)
 }
@@ -42,7 +41,7 @@ func validateObjectName(name string, p *field.Path) field.ErrorList {
 
 // validateClusterNetwork checks CIDR blocks, the API server port and the
 // service domain, as Cluster API's Cluster webhook and the CRD do.
-func validateClusterNetwork(n *v1alpha1.ClusterNetwork, p *field.Path) field.ErrorList {
+func validateClusterNetwork(n *v1alpha2.ClusterNetwork, p *field.Path) field.ErrorList {
 	if n == nil {
 		return nil
 	}
@@ -104,36 +103,50 @@ var (
 	unhealthyRangeRE = regexp.MustCompile(`^\[([0-9]+)-([0-9]+)\]$`)
 )
 
-// minNodeStartupTimeout is the shortest nodeStartupTimeout Cluster API accepts
-// (0 disables the check).
-const minNodeStartupTimeout = 30e9
+// minNodeStartupTimeoutSeconds is the shortest nodeStartupTimeoutSeconds
+// Cluster API accepts (0 disables the check).
+const minNodeStartupTimeoutSeconds = 30
 
-// validateHealthCheck checks a MachineHealthCheck definition as Cluster API's
-// MachineHealthCheck webhook does.
-func validateHealthCheck(m *v1alpha1.MachineHealthCheckClass, p *field.Path) field.ErrorList {
-	if m == nil {
-		return nil
+// validateHealthCheck checks a health check's checks and trigger as Cluster
+// API's MachineHealthCheck webhook does.
+func validateHealthCheck(c v1alpha2.HealthCheckChecks, t v1alpha2.HealthCheckTriggerIf, p *field.Path) field.ErrorList {
+	tp := p.Child("remediation", "triggerIf")
+	errs := validateIntOrPercent(t.UnhealthyLessThanOrEqualTo, tp.Child("unhealthyLessThanOrEqualTo"))
+	if r := t.UnhealthyInRange; r != "" {
+		errs = append(errs, validateUnhealthyRange(r, tp.Child("unhealthyInRange"))...)
 	}
-	errs := validateIntOrPercent(m.MaxUnhealthy, p.Child("maxUnhealthy"))
-	if r := m.UnhealthyRange; r != nil {
-		errs = append(errs, validateUnhealthyRange(*r, p.Child("unhealthyRange"))...)
+	cp := p.Child("checks")
+	if s := c.NodeStartupTimeoutSeconds; s != nil && *s != 0 && *s < minNodeStartupTimeoutSeconds {
+		errs = append(errs, field.Invalid(cp.Child("nodeStartupTimeoutSeconds"), *s, "must be at least 30, or 0 to disable the check"))
 	}
-	if t := m.NodeStartupTimeout; t != nil && t.Duration != 0 && t.Duration < minNodeStartupTimeout {
-		errs = append(errs, field.Invalid(p.Child("nodeStartupTimeout"), t.Duration.String(), "must be at least 30s, or 0s to disable the check"))
-	}
-	for i, c := range m.UnhealthyConditions {
-		cp := p.Child("unhealthyConditions").Index(i)
-		if c.Type == "" {
-			errs = append(errs, field.Required(cp.Child("type"), "name the Node condition"))
+	for i, u := range c.UnhealthyNodeConditions {
+		up := cp.Child("unhealthyNodeConditions").Index(i)
+		if u.Type == "" {
+			errs = append(errs, field.Required(up.Child("type"), "name the Node condition"))
 		}
-		switch c.Status {
-		case "True", "False", "Unknown":
-		default:
-			errs = append(errs, field.NotSupported(cp.Child("status"), c.Status, []string{"True", "False", "Unknown"}))
+		errs = append(errs, validateConditionStatus(string(u.Status), up.Child("status"))...)
+		errs = append(errs, validateSeconds(u.TimeoutSeconds, up.Child("timeoutSeconds"))...)
+	}
+	for i, u := range c.UnhealthyMachineConditions {
+		up := cp.Child("unhealthyMachineConditions").Index(i)
+		switch u.Type {
+		case "":
+			errs = append(errs, field.Required(up.Child("type"), "name the Machine condition"))
+		case "Ready", "Available", "HealthCheckSucceeded", "OwnerRemediated":
+			errs = append(errs, field.Invalid(up.Child("type"), u.Type, "the health check sets or reads this condition itself: name another Machine condition"))
 		}
-		errs = append(errs, validateDuration(&c.Timeout, cp.Child("timeout"))...)
+		errs = append(errs, validateConditionStatus(string(u.Status), up.Child("status"))...)
+		errs = append(errs, validateSeconds(u.TimeoutSeconds, up.Child("timeoutSeconds"))...)
 	}
 	return errs
+}
+
+func validateConditionStatus(s string, p *field.Path) field.ErrorList {
+	switch s {
+	case "True", "False", "Unknown":
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(p, s, []string{"True", "False", "Unknown"})}
 }
 
 func validateUnhealthyRange(r string, p *field.Path) field.ErrorList {
@@ -150,53 +163,37 @@ func validateUnhealthyRange(r string, p *field.Path) field.ErrorList {
 }
 
 // validateStrategy checks a MachineDeployment rollout strategy.
-func validateStrategy(s *v1alpha1.MachineDeploymentStrategy, p *field.Path) field.ErrorList {
-	if s == nil {
-		return nil
-	}
+func validateStrategy(s v1alpha2.MachineDeploymentRolloutStrategy, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	switch s.Type {
 	case "", "RollingUpdate", "OnDelete":
 	default:
 		errs = append(errs, field.NotSupported(p.Child("type"), s.Type, []string{"RollingUpdate", "OnDelete"}))
 	}
-	if ru := s.RollingUpdate; ru != nil {
-		rp := p.Child("rollingUpdate")
-		errs = append(errs, validateIntOrPercent(ru.MaxSurge, rp.Child("maxSurge"))...)
-		errs = append(errs, validateIntOrPercent(ru.MaxUnavailable, rp.Child("maxUnavailable"))...)
-		if d := ru.DeletePolicy; d != nil {
-			switch *d {
-			case "Random", "Newest", "Oldest":
-			default:
-				errs = append(errs, field.NotSupported(rp.Child("deletePolicy"), *d, []string{"Random", "Newest", "Oldest"}))
-			}
-		}
-	}
-	if r := s.Remediation; r != nil {
-		errs = append(errs, validateIntOrPercent(r.MaxInFlight, p.Child("remediation", "maxInFlight"))...)
-	}
-	return errs
+	rp := p.Child("rollingUpdate")
+	errs = append(errs, validateIntOrPercent(s.RollingUpdate.MaxSurge, rp.Child("maxSurge"))...)
+	return append(errs, validateIntOrPercent(s.RollingUpdate.MaxUnavailable, rp.Child("maxUnavailable"))...)
 }
 
-// validateDuration refuses negative durations; the CRD's pattern refuses
-// text that is not a duration before the webhooks see it.
-func validateDuration(d *metav1.Duration, p *field.Path) field.ErrorList {
-	if d != nil && d.Duration < 0 {
-		return field.ErrorList{field.Invalid(p, d.Duration.String(), "must not be negative")}
+// validateSeconds refuses negative seconds; the CRD's minimum refuses them
+// before the webhooks see a stored object, not a file planned offline.
+func validateSeconds(s *int32, p *field.Path) field.ErrorList {
+	if s != nil && *s < 0 {
+		return field.ErrorList{field.Invalid(p, *s, "must not be negative")}
 	}
 	return nil
 }
 
-// validateTimeouts checks the node drain, volume detach and deletion timeouts
+// validateDeletion checks the node drain, volume detach and deletion timeouts
 // a part sets, under p.
-func validateTimeouts(p *field.Path, drain, detach, deletion *metav1.Duration) field.ErrorList {
-	errs := validateDuration(drain, p.Child("nodeDrainTimeout"))
-	errs = append(errs, validateDuration(detach, p.Child("nodeVolumeDetachTimeout"))...)
-	return append(errs, validateDuration(deletion, p.Child("nodeDeletionTimeout"))...)
+func validateDeletion(d v1alpha2.MachineDeletion, p *field.Path) field.ErrorList {
+	errs := validateSeconds(d.NodeDrainTimeoutSeconds, p.Child("nodeDrainTimeoutSeconds"))
+	errs = append(errs, validateSeconds(d.NodeVolumeDetachTimeoutSeconds, p.Child("nodeVolumeDetachTimeoutSeconds"))...)
+	return append(errs, validateSeconds(d.NodeDeletionTimeoutSeconds, p.Child("nodeDeletionTimeoutSeconds"))...)
 }
 
 // validateReadinessGates checks that each gate names a condition type.
-func validateReadinessGates(gates []v1alpha1.MachineReadinessGate, p *field.Path) field.ErrorList {
+func validateReadinessGates(gates []v1alpha2.MachineReadinessGate, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, g := range gates {
 		for _, msg := range validation.IsQualifiedName(g.ConditionType) {

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
 )
@@ -18,7 +17,7 @@ import (
 // what it selects exists in the class: a selector naming a worker class the
 // class lacks, or a kind none of the selected templates has, is a patch that
 // silently never applies.
-func validateSelector(c *v1alpha1.TopologyClass, s v1alpha1.PatchSelector, p *field.Path) field.ErrorList {
+func validateSelector(c *v1alpha2.TopologyClass, s v1alpha2.PatchSelector, p *field.Path) field.ErrorList {
 	m := s.MatchResources
 	mp := p.Child("matchResources")
 	if !m.ControlPlane && !m.InfrastructureCluster && m.MachineDeploymentClass == nil && m.MachinePoolClass == nil {
@@ -28,20 +27,20 @@ func validateSelector(c *v1alpha1.TopologyClass, s v1alpha1.PatchSelector, p *fi
 	if err != nil || s.APIVersion == "" || s.Kind == "" {
 		return field.ErrorList{field.Invalid(p.Child("apiVersion"), s.APIVersion, "apiVersion and kind must name the kind of template to patch")}
 	}
-	matches := func(ref *corev1.ObjectReference) bool {
-		if ref == nil {
+	matches := func(ref v1alpha2.ClusterClassTemplateReference) bool {
+		if !ref.IsDefined() {
 			return false
 		}
 		rgv, err := schema.ParseGroupVersion(ref.APIVersion)
 		return err == nil && rgv.Group == gv.Group && ref.Kind == s.Kind
 	}
 	var errs field.ErrorList
-	if m.InfrastructureCluster && !matches(c.Spec.Infrastructure.Ref) {
+	if m.InfrastructureCluster && !matches(c.Spec.Infrastructure.TemplateRef) {
 		errs = append(errs, field.Invalid(mp.Child("infrastructureCluster"), true, fmt.Sprintf("selects %s %s, but the class's infrastructure template is not of that kind", s.APIVersion, s.Kind)))
 	}
 	if m.ControlPlane {
 		mi := c.Spec.ControlPlane.MachineInfrastructure
-		if !matches(c.Spec.ControlPlane.Ref) && (mi == nil || !matches(mi.Ref)) {
+		if !matches(c.Spec.ControlPlane.TemplateRef) && !matches(mi.TemplateRef) {
 			errs = append(errs, field.Invalid(mp.Child("controlPlane"), true, fmt.Sprintf("selects %s %s, but neither the control plane template nor its machine infrastructure template is of that kind", s.APIVersion, s.Kind)))
 		}
 	}
@@ -57,7 +56,7 @@ func validateSelector(c *v1alpha1.TopologyClass, s v1alpha1.PatchSelector, p *fi
 					continue
 				}
 				found = true
-				kindFound = kindFound || matches(wc.bootstrap.Ref) || matches(wc.infrastructure.Ref)
+				kindFound = kindFound || matches(wc.bootstrap) || matches(wc.infrastructure)
 			}
 			switch {
 			case !found:
@@ -109,7 +108,7 @@ func validPointerSegment(s string) bool {
 
 // validateVariableRef checks that valueFrom.variable names a variable the
 // class defines (or one its extensions discovered) or a builtin that exists.
-func validateVariableRef(c *v1alpha1.TopologyClass, op v1alpha1.JSONPatch, p *field.Path) field.ErrorList {
+func validateVariableRef(c *v1alpha2.TopologyClass, op v1alpha2.JSONPatch, p *field.Path) field.ErrorList {
 	if op.ValueFrom == nil || op.ValueFrom.Variable == nil {
 		return nil
 	}

@@ -5,44 +5,41 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
 )
 
 func ptr[T any](v T) *T { return &v }
 
-func templateRef(kind, name string) *corev1.ObjectReference {
-	return &corev1.ObjectReference{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta1", Kind: kind, Name: name}
+func templateRef(kind, name string) v1alpha2.ClusterClassTemplateReference {
+	return v1alpha2.ClusterClassTemplateReference{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta1", Kind: kind, Name: name}
 }
 
-func validClass() *v1alpha1.TopologyClass {
-	return &v1alpha1.TopologyClass{
+func validClass() *v1alpha2.TopologyClass {
+	return &v1alpha2.TopologyClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"},
-		Spec: v1alpha1.TopologyClassSpec{
-			Infrastructure: v1alpha1.LocalObjectTemplate{Ref: templateRef("DockerClusterTemplate", "c")},
-			ControlPlane: v1alpha1.ControlPlaneClass{
-				LocalObjectTemplate:   v1alpha1.LocalObjectTemplate{Ref: templateRef("KubeadmControlPlaneTemplate", "c")},
-				MachineInfrastructure: &v1alpha1.LocalObjectTemplate{Ref: templateRef("DockerMachineTemplate", "c")},
+		Spec: v1alpha2.TopologyClassSpec{
+			Infrastructure: v1alpha2.InfrastructureClass{TemplateRef: templateRef("DockerClusterTemplate", "c")},
+			ControlPlane: v1alpha2.ControlPlaneClass{
+				TemplateRef:           templateRef("KubeadmControlPlaneTemplate", "c"),
+				MachineInfrastructure: v1alpha2.MachineInfrastructureTemplate{TemplateRef: templateRef("DockerMachineTemplate", "c")},
 			},
-			Workers: v1alpha1.WorkersClass{MachineDeployments: []v1alpha1.MachineDeploymentClass{{
-				Class: "w",
-				Template: v1alpha1.MachineDeploymentClassTemplate{
-					Bootstrap:      v1alpha1.LocalObjectTemplate{Ref: templateRef("KubeadmConfigTemplate", "w")},
-					Infrastructure: v1alpha1.LocalObjectTemplate{Ref: templateRef("DockerMachineTemplate", "w")},
-				},
+			Workers: v1alpha2.WorkersClass{MachineDeployments: []v1alpha2.MachineDeploymentClass{{
+				Class:          "w",
+				Bootstrap:      v1alpha2.TemplateReferenceHolder{TemplateRef: templateRef("KubeadmConfigTemplate", "w")},
+				Infrastructure: v1alpha2.TemplateReferenceHolder{TemplateRef: templateRef("DockerMachineTemplate", "w")},
 			}}},
-			Variables: []v1alpha1.ClusterClassVariable{{Name: "size", Required: true, Schema: v1alpha1.VariableSchema{OpenAPIV3Schema: v1alpha1.JSONSchemaProps{Type: "integer", Minimum: ptr[int64](1)}}}},
-			Patches: []v1alpha1.ClusterClassPatch{{
+			Variables: []v1alpha2.ClusterClassVariable{{Name: "size", Required: true, Schema: v1alpha2.VariableSchema{OpenAPIV3Schema: v1alpha2.JSONSchemaProps{Type: "integer", Minimum: ptr[int64](1)}}}},
+			Patches: []v1alpha2.ClusterClassPatch{{
 				Name: "p",
-				Definitions: []v1alpha1.PatchDefinition{{
-					Selector:    v1alpha1.PatchSelector{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta1", Kind: "DockerMachineTemplate", MatchResources: v1alpha1.PatchSelectorMatch{ControlPlane: true}},
-					JSONPatches: []v1alpha1.JSONPatch{{Op: "add", Path: "/spec/template/spec/x", ValueFrom: &v1alpha1.JSONPatchValue{Variable: ptr("size")}}},
+				Definitions: []v1alpha2.PatchDefinition{{
+					Selector:    v1alpha2.PatchSelector{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta1", Kind: "DockerMachineTemplate", MatchResources: v1alpha2.PatchSelectorMatch{ControlPlane: true}},
+					JSONPatches: []v1alpha2.JSONPatch{{Op: "add", Path: "/spec/template/spec/x", ValueFrom: &v1alpha2.JSONPatchValue{Variable: ptr("size")}}},
 				}},
 			}},
 		},
@@ -63,129 +60,135 @@ func fields(errs field.ErrorList) []string {
 func TestValidateClass(t *testing.T) {
 	cases := []struct {
 		name   string
-		mutate func(c *v1alpha1.TopologyClass)
+		mutate func(c *v1alpha2.TopologyClass)
 		field  string
 		detail string
 	}{
-		{"valid", func(*v1alpha1.TopologyClass) {}, "", ""},
-		{"list variable with a rule and a default", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Variables = append(c.Spec.Variables, v1alpha1.ClusterClassVariable{Name: "sans", Schema: v1alpha1.VariableSchema{OpenAPIV3Schema: v1alpha1.JSONSchemaProps{
-				Type: "array", MaxItems: ptr[int64](4), Items: &v1alpha1.JSONSchemaProps{Type: "string", MaxLength: ptr[int64](64)},
-				Default: rawJSON(`["localhost"]`), XValidations: []v1alpha1.ValidationRule{{Rule: "self.all(x, x != '')"}},
+		{"valid", func(*v1alpha2.TopologyClass) {}, "", ""},
+		{"list variable with a rule and a default", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Variables = append(c.Spec.Variables, v1alpha2.ClusterClassVariable{Name: "sans", Schema: v1alpha2.VariableSchema{OpenAPIV3Schema: v1alpha2.JSONSchemaProps{
+				Type: "array", MaxItems: ptr[int64](4), Items: &v1alpha2.JSONSchemaProps{Type: "string", MaxLength: ptr[int64](64)},
+				Default: rawJSON(`["localhost"]`), XValidations: []v1alpha2.ValidationRule{{Rule: "self.all(x, x != '')"}},
 			}}})
 		}, "", ""},
-		{"missing infrastructure ref", func(c *v1alpha1.TopologyClass) { c.Spec.Infrastructure.Ref = nil }, "spec.infrastructure.ref", "must be set"},
-		{"ref in other namespace", func(c *v1alpha1.TopologyClass) { c.Spec.ControlPlane.Ref.Namespace = "other" }, "spec.controlPlane.ref.namespace", "class's namespace"},
-		{"duplicate worker class", func(c *v1alpha1.TopologyClass) {
+		{"missing infrastructure ref", func(c *v1alpha2.TopologyClass) { c.Spec.Infrastructure.TemplateRef = v1alpha2.ClusterClassTemplateReference{} }, "spec.infrastructure.templateRef", "must be set"},
+		{"ref without a name", func(c *v1alpha2.TopologyClass) { c.Spec.ControlPlane.TemplateRef.Name = "" }, "spec.controlPlane.templateRef", "must all be set"},
+		{"duplicate worker class", func(c *v1alpha2.TopologyClass) {
 			c.Spec.Workers.MachineDeployments = append(c.Spec.Workers.MachineDeployments, c.Spec.Workers.MachineDeployments[0])
 		}, "spec.workers.machineDeployments[1].class", "Duplicate"},
-		{"MHC without machines", func(c *v1alpha1.TopologyClass) {
-			c.Spec.ControlPlane.MachineInfrastructure = nil
-			c.Spec.ControlPlane.MachineHealthCheck = &v1alpha1.MachineHealthCheckClass{}
-		}, "spec.controlPlane.machineHealthCheck", "machineInfrastructure"},
-		{"naming template does not parse", func(c *v1alpha1.TopologyClass) {
-			c.Spec.ControlPlane.NamingStrategy = &v1alpha1.ControlPlaneClassNamingStrategy{Template: ptr("{{ .cluster.name ")}
-		}, "spec.controlPlane.namingStrategy.template", "parsing naming template"},
-		{"naming template unknown key", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Workers.MachineDeployments[0].NamingStrategy = &v1alpha1.MachineDeploymentClassNamingStrategy{Template: ptr("{{ .nope }}")}
-		}, "spec.workers.machineDeployments[0].namingStrategy.template", "map has no entry"},
-		{"variable named builtin", func(c *v1alpha1.TopologyClass) { c.Spec.Variables[0].Name = "builtin" }, "spec.variables[0].name", "reserved"},
-		{"variable name with dot", func(c *v1alpha1.TopologyClass) { c.Spec.Variables[0].Name = "a.b" }, "spec.variables[0].name", `cannot contain "."`},
-		{"duplicate variable", func(c *v1alpha1.TopologyClass) { c.Spec.Variables = append(c.Spec.Variables, c.Spec.Variables[0]) }, "spec.variables[1].name", "Duplicate"},
-		{"unknown type", func(c *v1alpha1.TopologyClass) { c.Spec.Variables[0].Schema.OpenAPIV3Schema.Type = "float" }, "spec.variables[0].schema.openAPIV3Schema.type", "Unsupported"},
-		{"default violates schema", func(c *v1alpha1.TopologyClass) { c.Spec.Variables[0].Schema.OpenAPIV3Schema.Default = rawJSON("0") }, "spec.variables[0].schema.openAPIV3Schema.default", "greater than or equal to 1"},
-		{"example violates schema", func(c *v1alpha1.TopologyClass) { c.Spec.Variables[0].Schema.OpenAPIV3Schema.Example = rawJSON(`"x"`) }, "spec.variables[0].schema.openAPIV3Schema.example", "integer"},
-		{"CEL rule does not compile", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Variables[0].Schema.OpenAPIV3Schema.XValidations = []v1alpha1.ValidationRule{{Rule: "self >"}}
+		{"MHC without machines", func(c *v1alpha2.TopologyClass) {
+			c.Spec.ControlPlane.MachineInfrastructure = v1alpha2.MachineInfrastructureTemplate{}
+			c.Spec.ControlPlane.HealthCheck.Checks.NodeStartupTimeoutSeconds = ptr[int32](60)
+		}, "spec.controlPlane.healthCheck", "machineInfrastructure"},
+		{"naming template does not parse", func(c *v1alpha2.TopologyClass) {
+			c.Spec.ControlPlane.Naming.Template = "{{ .cluster.name "
+		}, "spec.controlPlane.naming.template", "parsing naming template"},
+		{"naming template unknown key", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Workers.MachineDeployments[0].Naming.Template = "{{ .nope }}"
+		}, "spec.workers.machineDeployments[0].naming.template", "map has no entry"},
+		{"variable named builtin", func(c *v1alpha2.TopologyClass) { c.Spec.Variables[0].Name = "builtin" }, "spec.variables[0].name", "reserved"},
+		{"variable name with dot", func(c *v1alpha2.TopologyClass) { c.Spec.Variables[0].Name = "a.b" }, "spec.variables[0].name", `cannot contain "."`},
+		{"duplicate variable", func(c *v1alpha2.TopologyClass) { c.Spec.Variables = append(c.Spec.Variables, c.Spec.Variables[0]) }, "spec.variables[1].name", "Duplicate"},
+		{"unknown type", func(c *v1alpha2.TopologyClass) { c.Spec.Variables[0].Schema.OpenAPIV3Schema.Type = "float" }, "spec.variables[0].schema.openAPIV3Schema.type", "Unsupported"},
+		{"default violates schema", func(c *v1alpha2.TopologyClass) { c.Spec.Variables[0].Schema.OpenAPIV3Schema.Default = rawJSON("0") }, "spec.variables[0].schema.openAPIV3Schema.default", "greater than or equal to 1"},
+		{"example violates schema", func(c *v1alpha2.TopologyClass) { c.Spec.Variables[0].Schema.OpenAPIV3Schema.Example = rawJSON(`"x"`) }, "spec.variables[0].schema.openAPIV3Schema.example", "integer"},
+		{"CEL rule does not compile", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Variables[0].Schema.OpenAPIV3Schema.XValidations = []v1alpha2.ValidationRule{{Rule: "self >"}}
 		}, "spec.variables[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule", "compil"},
-		{"duplicate patch", func(c *v1alpha1.TopologyClass) { c.Spec.Patches = append(c.Spec.Patches, c.Spec.Patches[0]) }, "spec.patches[1].name", "Duplicate"},
-		{"patch with definitions and external", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Patches[0].External = &v1alpha1.ExternalPatchDefinition{GenerateExtension: ptr("x")}
+		{"duplicate patch", func(c *v1alpha2.TopologyClass) { c.Spec.Patches = append(c.Spec.Patches, c.Spec.Patches[0]) }, "spec.patches[1].name", "Duplicate"},
+		{"patch with definitions and external", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Patches[0].External = &v1alpha2.ExternalPatchDefinition{GeneratePatchesExtension: ptr("x")}
 		}, "spec.patches[0]", "not both"},
-		{"enabledIf does not parse", func(c *v1alpha1.TopologyClass) { c.Spec.Patches[0].EnabledIf = ptr("{{ if }}") }, "spec.patches[0].enabledIf", "does not parse"},
-		{"selector matches nothing", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha1.PatchSelectorMatch{}
+		{"enabledIf does not parse", func(c *v1alpha2.TopologyClass) { c.Spec.Patches[0].EnabledIf = ptr("{{ if }}") }, "spec.patches[0].enabledIf", "does not parse"},
+		{"selector matches nothing", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha2.PatchSelectorMatch{}
 		}, "spec.patches[0].definitions[0].selector.matchResources", "at least one"},
-		{"bad op", func(c *v1alpha1.TopologyClass) { c.Spec.Patches[0].Definitions[0].JSONPatches[0].Op = "move" }, "spec.patches[0].definitions[0].jsonPatches[0].op", "Unsupported"},
-		{"path outside spec", func(c *v1alpha1.TopologyClass) {
+		{"bad op", func(c *v1alpha2.TopologyClass) { c.Spec.Patches[0].Definitions[0].JSONPatches[0].Op = "move" }, "spec.patches[0].definitions[0].jsonPatches[0].op", "Unsupported"},
+		{"path outside spec", func(c *v1alpha2.TopologyClass) {
 			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/metadata/labels"
 		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "/spec/"},
-		{"add at inner index", func(c *v1alpha1.TopologyClass) {
+		{"add at inner index", func(c *v1alpha2.TopologyClass) {
 			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/template/spec/list/3"
 		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "index 0"},
-		{"add through an inner index", func(c *v1alpha1.TopologyClass) {
+		{"add through an inner index", func(c *v1alpha2.TopologyClass) {
 			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/template/spec/list/1/name"
 		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "index 0"},
-		{"replace by index", func(c *v1alpha1.TopologyClass) {
+		{"replace by index", func(c *v1alpha2.TopologyClass) {
 			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Op = "replace"
 			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/template/spec/list/0"
 		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "replace may not reach into a list by index"},
-		{"remove by index", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Patches[0].Definitions[0].JSONPatches[0] = v1alpha1.JSONPatch{Op: "remove", Path: "/spec/template/spec/list/0/name"}
+		{"remove by index", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0] = v1alpha2.JSONPatch{Op: "remove", Path: "/spec/template/spec/list/0/name"}
 		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "remove may not reach into a list by index"},
-		{"append not last", func(c *v1alpha1.TopologyClass) {
+		{"append not last", func(c *v1alpha2.TopologyClass) {
 			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/list/-/x"
 		}, "spec.patches[0].definitions[0].jsonPatches[0].path", `"-"`},
-		{"value and valueFrom", func(c *v1alpha1.TopologyClass) { c.Spec.Patches[0].Definitions[0].JSONPatches[0].Value = rawJSON("1") }, "spec.patches[0].definitions[0].jsonPatches[0]", "not both"},
-		{"neither value nor valueFrom", func(c *v1alpha1.TopologyClass) { c.Spec.Patches[0].Definitions[0].JSONPatches[0].ValueFrom = nil }, "spec.patches[0].definitions[0].jsonPatches[0].value", "set value or valueFrom"},
-		{"remove with value", func(c *v1alpha1.TopologyClass) { c.Spec.Patches[0].Definitions[0].JSONPatches[0].Op = "remove" }, "spec.patches[0].definitions[0].jsonPatches[0]", "neither value"},
-		{"template does not parse", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Patches[0].Definitions[0].JSONPatches[0].ValueFrom = &v1alpha1.JSONPatchValue{Template: ptr("{{ .x | nofunc }}")}
+		{"value and valueFrom", func(c *v1alpha2.TopologyClass) { c.Spec.Patches[0].Definitions[0].JSONPatches[0].Value = rawJSON("1") }, "spec.patches[0].definitions[0].jsonPatches[0]", "not both"},
+		{"neither value nor valueFrom", func(c *v1alpha2.TopologyClass) { c.Spec.Patches[0].Definitions[0].JSONPatches[0].ValueFrom = nil }, "spec.patches[0].definitions[0].jsonPatches[0].value", "set value or valueFrom"},
+		{"remove with value", func(c *v1alpha2.TopologyClass) { c.Spec.Patches[0].Definitions[0].JSONPatches[0].Op = "remove" }, "spec.patches[0].definitions[0].jsonPatches[0]", "neither value"},
+		{"template does not parse", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0].ValueFrom = &v1alpha2.JSONPatchValue{Template: ptr("{{ .x | nofunc }}")}
 		}, "spec.patches[0].definitions[0].jsonPatches[0].valueFrom.template", "does not parse"},
 		// What reached etcd before and then failed every reconcile.
-		{"naming template renders an invalid name", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Workers.MachineDeployments[0].NamingStrategy = &v1alpha1.MachineDeploymentClassNamingStrategy{Template: ptr("c08-t_X")}
-		}, "spec.workers.machineDeployments[0].namingStrategy.template", "not a valid object name"},
-		{"control plane annotation key without name", func(c *v1alpha1.TopologyClass) {
+		{"naming template renders an invalid name", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Workers.MachineDeployments[0].Naming.Template = "c08-t_X"
+		}, "spec.workers.machineDeployments[0].naming.template", "not a valid object name"},
+		{"control plane annotation key without name", func(c *v1alpha2.TopologyClass) {
 			c.Spec.ControlPlane.Metadata.Annotations = map[string]string{"/bad": "v"}
 		}, "spec.controlPlane.metadata.annotations", "prefix part must be non-empty"},
-		{"worker label key with spaces", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Workers.MachineDeployments[0].Template.Metadata.Labels = map[string]string{"bad key!": "v"}
-		}, "spec.workers.machineDeployments[0].template.metadata.labels", "name part must consist of"},
-		{"maxUnhealthy not a number", func(c *v1alpha1.TopologyClass) {
-			c.Spec.ControlPlane.MachineHealthCheck = &v1alpha1.MachineHealthCheckClass{MaxUnhealthy: ptr(intstr.FromString("abc"))}
-		}, "spec.controlPlane.machineHealthCheck.maxUnhealthy", "integer or a percentage"},
-		{"unhealthyRange malformed", func(c *v1alpha1.TopologyClass) {
-			c.Spec.ControlPlane.MachineHealthCheck = &v1alpha1.MachineHealthCheckClass{UnhealthyRange: ptr("[5-3]")}
-		}, "spec.controlPlane.machineHealthCheck.unhealthyRange", "lower bound"},
-		{"maxSurge not a number", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Workers.MachineDeployments[0].Strategy = &v1alpha1.MachineDeploymentStrategy{RollingUpdate: &v1alpha1.MachineRollingUpdateDeployment{MaxSurge: ptr(intstr.FromString("abc"))}}
-		}, "spec.workers.machineDeployments[0].strategy.rollingUpdate.maxSurge", "integer or a percentage"},
-		{"negative drain timeout", func(c *v1alpha1.TopologyClass) {
-			c.Spec.ControlPlane.NodeDrainTimeout = &metav1.Duration{Duration: -1}
-		}, "spec.controlPlane.nodeDrainTimeout", "negative"},
-		{"variable that does not exist", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Patches[0].Definitions[0].JSONPatches[0].ValueFrom = &v1alpha1.JSONPatchValue{Variable: ptr("nope")}
+		{"worker label key with spaces", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Workers.MachineDeployments[0].Metadata.Labels = map[string]string{"bad key!": "v"}
+		}, "spec.workers.machineDeployments[0].metadata.labels", "name part must consist of"},
+		{"maxUnhealthy not a number", func(c *v1alpha2.TopologyClass) {
+			c.Spec.ControlPlane.HealthCheck.Remediation.TriggerIf.UnhealthyLessThanOrEqualTo = ptr(intstr.FromString("abc"))
+		}, "spec.controlPlane.healthCheck.remediation.triggerIf.unhealthyLessThanOrEqualTo", "integer or a percentage"},
+		{"unhealthyRange malformed", func(c *v1alpha2.TopologyClass) {
+			c.Spec.ControlPlane.HealthCheck.Remediation.TriggerIf.UnhealthyInRange = "[5-3]"
+		}, "spec.controlPlane.healthCheck.remediation.triggerIf.unhealthyInRange", "lower bound"},
+		{"machine condition the check owns", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Workers.MachineDeployments[0].HealthCheck.Checks.UnhealthyMachineConditions = []v1alpha2.UnhealthyMachineCondition{{Type: "Ready", Status: "False", TimeoutSeconds: ptr[int32](60)}}
+		}, "spec.workers.machineDeployments[0].healthCheck.checks.unhealthyMachineConditions[0].type", "sets or reads this condition"},
+		{"node startup timeout too short", func(c *v1alpha2.TopologyClass) {
+			c.Spec.ControlPlane.HealthCheck.Checks.NodeStartupTimeoutSeconds = ptr[int32](10)
+		}, "spec.controlPlane.healthCheck.checks.nodeStartupTimeoutSeconds", "at least 30"},
+		{"maxSurge not a number", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Workers.MachineDeployments[0].Rollout.Strategy.RollingUpdate.MaxSurge = ptr(intstr.FromString("abc"))
+		}, "spec.workers.machineDeployments[0].rollout.strategy.rollingUpdate.maxSurge", "integer or a percentage"},
+		{"negative drain timeout", func(c *v1alpha2.TopologyClass) {
+			c.Spec.ControlPlane.Deletion.NodeDrainTimeoutSeconds = ptr[int32](-1)
+		}, "spec.controlPlane.deletion.nodeDrainTimeoutSeconds", "negative"},
+		{"variable that does not exist", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0].ValueFrom = &v1alpha2.JSONPatchValue{Variable: ptr("nope")}
 		}, "spec.patches[0].definitions[0].jsonPatches[0].valueFrom.variable", `defines no variable "nope"`},
-		{"builtin that does not exist", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Patches[0].Definitions[0].JSONPatches[0].ValueFrom = &v1alpha1.JSONPatchValue{Variable: ptr("builtin.nope")}
+		{"builtin that does not exist", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0].ValueFrom = &v1alpha2.JSONPatchValue{Variable: ptr("builtin.nope")}
 		}, "spec.patches[0].definitions[0].jsonPatches[0].valueFrom.variable", `has no field "nope"`},
-		{"selector names a MachineDeployment class the class lacks", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha1.PatchSelectorMatch{MachineDeploymentClass: &v1alpha1.PatchSelectorMatchMachineDeploymentClass{Names: []string{"gpu"}}}
+		{"selector names a MachineDeployment class the class lacks", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha2.PatchSelectorMatch{MachineDeploymentClass: &v1alpha2.PatchSelectorMatchMachineDeploymentClass{Names: []string{"gpu"}}}
 		}, "spec.patches[0].definitions[0].selector.matchResources.machineDeploymentClass.names[0]", "matches no MachineDeployment class"},
-		{"selector kind no template has", func(c *v1alpha1.TopologyClass) {
+		{"selector kind no template has", func(c *v1alpha2.TopologyClass) {
 			c.Spec.Patches[0].Definitions[0].Selector.Kind = "AWSMachineTemplate"
 		}, "spec.patches[0].definitions[0].selector.matchResources.controlPlane", "neither the control plane template"},
-		{"selector pattern with two stars", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha1.PatchSelectorMatch{MachineDeploymentClass: &v1alpha1.PatchSelectorMatchMachineDeploymentClass{Names: []string{"a*b*"}}}
+		{"selector pattern with two stars", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha2.PatchSelectorMatch{MachineDeploymentClass: &v1alpha2.PatchSelectorMatchMachineDeploymentClass{Names: []string{"a*b*"}}}
 		}, "spec.patches[0].definitions[0].selector.matchResources.machineDeploymentClass.names[0]", `at most one "*"`},
-		{"JSON pointer with a bad escape", func(c *v1alpha1.TopologyClass) {
+		{"JSON pointer with a bad escape", func(c *v1alpha2.TopologyClass) {
 			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/template/spec/a~2b"
 		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "not a JSON pointer"},
-		{"CEL rule with unbounded cost", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Variables[0].Schema.OpenAPIV3Schema = v1alpha1.JSONSchemaProps{
+		{"CEL rule with unbounded cost", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Variables[0].Schema.OpenAPIV3Schema = v1alpha2.JSONSchemaProps{
 				Type:         "array",
-				Items:        &v1alpha1.JSONSchemaProps{Type: "string"},
-				XValidations: []v1alpha1.ValidationRule{{Rule: "self.all(x, self.all(y, self.all(z, x + y + z != '')))"}},
+				Items:        &v1alpha2.JSONSchemaProps{Type: "string"},
+				XValidations: []v1alpha2.ValidationRule{{Rule: "self.all(x, self.all(y, self.all(z, x + y + z != '')))"}},
 			}
 		}, "spec.variables[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule", "exceeds the budget"},
-		{"nested enum value of the wrong type", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Variables[0].Schema.OpenAPIV3Schema = v1alpha1.JSONSchemaProps{Type: "object", Properties: map[string]v1alpha1.JSONSchemaProps{
+		{"nested enum value of the wrong type", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Variables[0].Schema.OpenAPIV3Schema = v1alpha2.JSONSchemaProps{Type: "object", Properties: map[string]v1alpha2.JSONSchemaProps{
 				"mode": {Type: "string", Enum: []apiextensionsv1.JSON{*rawJSON(`"a"`), *rawJSON("3")}},
 			}}
 		}, "spec.variables[0].schema.openAPIV3Schema.properties[mode].enum[1]", "string"},
-		{"nested example of the wrong type", func(c *v1alpha1.TopologyClass) {
-			c.Spec.Variables[0].Schema.OpenAPIV3Schema = v1alpha1.JSONSchemaProps{Type: "object", Properties: map[string]v1alpha1.JSONSchemaProps{
+		{"nested example of the wrong type", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Variables[0].Schema.OpenAPIV3Schema = v1alpha2.JSONSchemaProps{Type: "object", Properties: map[string]v1alpha2.JSONSchemaProps{
 				"count": {Type: "integer", Example: rawJSON(`"many"`)},
 			}}
 		}, "spec.variables[0].schema.openAPIV3Schema.properties[count].example", "integer"},
@@ -217,71 +220,77 @@ func TestValidateTopology(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	valid := func() *v1alpha1.Topology {
-		return &v1alpha1.Topology{
+	valid := func() *v1alpha2.Topology {
+		return &v1alpha2.Topology{
 			ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "default"},
-			Spec: v1alpha1.TopologySpec{
-				Class: "c", Version: "v1.32.0",
-				Variables: []v1alpha1.ClusterVariable{{Name: "size", Value: *rawJSON("3")}},
-				Workers:   &v1alpha1.WorkersTopology{MachineDeployments: []v1alpha1.MachineDeploymentTopology{{Class: "w", Name: "md-0"}}},
+			Spec: v1alpha2.TopologySpec{
+				ClassRef: v1alpha2.ClassRef{Name: "c"}, Version: "v1.32.0",
+				Variables: []v1alpha2.ClusterVariable{{Name: "size", Value: *rawJSON("3")}},
+				Workers:   &v1alpha2.WorkersTopology{MachineDeployments: []v1alpha2.MachineDeploymentTopology{{Class: "w", Name: "md-0"}}},
 			},
 		}
 	}
 	cases := []struct {
 		name   string
-		mutate func(*v1alpha1.Topology)
+		mutate func(*v1alpha2.Topology)
 		field  string
 		detail string
 	}{
-		{"valid", func(*v1alpha1.Topology) {}, "", ""},
-		{"version not semver", func(t *v1alpha1.Topology) { t.Spec.Version = "1.32" }, "spec.version", "Kubernetes version"},
-		{"version without v", func(t *v1alpha1.Topology) { t.Spec.Version = "1.32.0" }, "spec.version", "Kubernetes version"},
-		{"no class", func(t *v1alpha1.Topology) { t.Spec.Class = "" }, "spec.class", "Required"},
-		{"duplicate MD name", func(t *v1alpha1.Topology) {
+		{"valid", func(*v1alpha2.Topology) {}, "", ""},
+		{"version not semver", func(t *v1alpha2.Topology) { t.Spec.Version = "1.32" }, "spec.version", "Kubernetes version"},
+		{"version without v", func(t *v1alpha2.Topology) { t.Spec.Version = "1.32.0" }, "spec.version", "Kubernetes version"},
+		{"no class", func(t *v1alpha2.Topology) { t.Spec.ClassRef.Name = "" }, "spec.classRef.name", "Required"},
+		{"duplicate MD name", func(t *v1alpha2.Topology) {
 			t.Spec.Workers.MachineDeployments = append(t.Spec.Workers.MachineDeployments, t.Spec.Workers.MachineDeployments[0])
 		}, "spec.workers.machineDeployments[1].name", "Duplicate"},
-		{"unknown MD class", func(t *v1alpha1.Topology) { t.Spec.Workers.MachineDeployments[0].Class = "x" }, "spec.workers.machineDeployments[0].class", "not defined"},
-		{"MD name not a label value", func(t *v1alpha1.Topology) { t.Spec.Workers.MachineDeployments[0].Name = "gpu pool" }, "spec.workers.machineDeployments[0].name", "valid label value"},
-		{"unknown MP class", func(t *v1alpha1.Topology) {
-			t.Spec.Workers.MachinePools = []v1alpha1.MachinePoolTopology{{Class: "x", Name: "mp"}}
+		{"unknown MD class", func(t *v1alpha2.Topology) { t.Spec.Workers.MachineDeployments[0].Class = "x" }, "spec.workers.machineDeployments[0].class", "not defined"},
+		{"MD name not a label value", func(t *v1alpha2.Topology) { t.Spec.Workers.MachineDeployments[0].Name = "gpu pool" }, "spec.workers.machineDeployments[0].name", "valid label value"},
+		{"unknown MP class", func(t *v1alpha2.Topology) {
+			t.Spec.Workers.MachinePools = []v1alpha2.MachinePoolTopology{{Class: "x", Name: "mp"}}
 		}, "spec.workers.machinePools[0].class", "not defined"},
-		{"MHC enabled with none defined", func(t *v1alpha1.Topology) {
-			t.Spec.Workers.MachineDeployments[0].MachineHealthCheck = &v1alpha1.MachineHealthCheckTopology{Enable: ptr(true)}
-		}, "spec.workers.machineDeployments[0].machineHealthCheck.enable", "no health check"},
-		{"required variable missing", func(t *v1alpha1.Topology) { t.Spec.Variables = nil }, "spec.variables[size]", "required variable"},
-		{"variable out of bounds", func(t *v1alpha1.Topology) { t.Spec.Variables[0].Value = *rawJSON("0") }, "spec.variables[size].value", "greater than or equal to 1"},
-		{"variable wrong type", func(t *v1alpha1.Topology) { t.Spec.Variables[0].Value = *rawJSON(`"three"`) }, "spec.variables[size].value", "integer"},
-		{"unknown variable", func(t *v1alpha1.Topology) {
-			t.Spec.Variables = append(t.Spec.Variables, v1alpha1.ClusterVariable{Name: "nope", Value: *rawJSON("1")})
+		{"MHC enabled with none defined", func(t *v1alpha2.Topology) {
+			t.Spec.Workers.MachineDeployments[0].HealthCheck.Enabled = ptr(true)
+		}, "spec.workers.machineDeployments[0].healthCheck.enabled", "no health check"},
+		{"required variable missing", func(t *v1alpha2.Topology) { t.Spec.Variables = nil }, "spec.variables[size]", "required variable"},
+		{"variable out of bounds", func(t *v1alpha2.Topology) { t.Spec.Variables[0].Value = *rawJSON("0") }, "spec.variables[size].value", "greater than or equal to 1"},
+		{"variable wrong type", func(t *v1alpha2.Topology) { t.Spec.Variables[0].Value = *rawJSON(`"three"`) }, "spec.variables[size].value", "integer"},
+		{"unknown variable", func(t *v1alpha2.Topology) {
+			t.Spec.Variables = append(t.Spec.Variables, v1alpha2.ClusterVariable{Name: "nope", Value: *rawJSON("1")})
 		}, "spec.variables[nope]", "not defined"},
-		{"variable set twice", func(t *v1alpha1.Topology) { t.Spec.Variables = append(t.Spec.Variables, t.Spec.Variables[0]) }, "spec.variables[size]", "Duplicate"},
+		{"variable set twice", func(t *v1alpha2.Topology) { t.Spec.Variables = append(t.Spec.Variables, t.Spec.Variables[0]) }, "spec.variables[size]", "Duplicate"},
 		// What reached etcd before and then failed every reconcile.
-		{"name longer than a label value", func(t *v1alpha1.Topology) { t.Name = strings.Repeat("a", 64) }, "metadata.name", "valid label value"},
-		{"control plane annotation key without name", func(t *v1alpha1.Topology) {
+		{"name longer than a label value", func(t *v1alpha2.Topology) { t.Name = strings.Repeat("a", 64) }, "metadata.name", "valid label value"},
+		{"control plane annotation key without name", func(t *v1alpha2.Topology) {
 			t.Spec.ControlPlane.Metadata.Annotations = map[string]string{"/bad": "v"}
 		}, "spec.controlPlane.metadata.annotations", "prefix part must be non-empty"},
-		{"pool label key with spaces", func(t *v1alpha1.Topology) {
+		{"pool label key with spaces", func(t *v1alpha2.Topology) {
 			t.Spec.Workers.MachineDeployments[0].Metadata.Labels = map[string]string{"bad key!": "v"}
 		}, "spec.workers.machineDeployments[0].metadata.labels", "name part must consist of"},
-		{"pod CIDR not a CIDR", func(t *v1alpha1.Topology) {
-			t.Spec.ClusterNetwork = &v1alpha1.ClusterNetwork{Pods: &v1alpha1.NetworkRanges{CIDRBlocks: []string{"not-a-cidr"}}}
+		{"pod CIDR not a CIDR", func(t *v1alpha2.Topology) {
+			t.Spec.ClusterNetwork = &v1alpha2.ClusterNetwork{Pods: &v1alpha2.NetworkRanges{CIDRBlocks: []string{"not-a-cidr"}}}
 		}, "spec.clusterNetwork.pods.cidrBlocks[0]", "CIDR block"},
-		{"service CIDR prefix too long", func(t *v1alpha1.Topology) {
-			t.Spec.ClusterNetwork = &v1alpha1.ClusterNetwork{Services: &v1alpha1.NetworkRanges{CIDRBlocks: []string{"10.0.0.0/99"}}}
+		{"service CIDR prefix too long", func(t *v1alpha2.Topology) {
+			t.Spec.ClusterNetwork = &v1alpha2.ClusterNetwork{Services: &v1alpha2.NetworkRanges{CIDRBlocks: []string{"10.0.0.0/99"}}}
 		}, "spec.clusterNetwork.services.cidrBlocks[0]", "CIDR block"},
-		{"API server port out of range", func(t *v1alpha1.Topology) {
-			t.Spec.ClusterNetwork = &v1alpha1.ClusterNetwork{APIServerPort: ptr[int32](70000)}
+		{"API server port out of range", func(t *v1alpha2.Topology) {
+			t.Spec.ClusterNetwork = &v1alpha2.ClusterNetwork{APIServerPort: ptr[int32](70000)}
 		}, "spec.clusterNetwork.apiServerPort", "between 1 and 65535"},
-		{"maxUnhealthy not a number", func(t *v1alpha1.Topology) {
-			t.Spec.ControlPlane.MachineHealthCheck = &v1alpha1.MachineHealthCheckTopology{MachineHealthCheckClass: v1alpha1.MachineHealthCheckClass{MaxUnhealthy: ptr(intstr.FromString("abc"))}}
-		}, "spec.controlPlane.machineHealthCheck.maxUnhealthy", "integer or a percentage"},
-		{"maxSurge not a number", func(t *v1alpha1.Topology) {
-			t.Spec.Workers.MachineDeployments[0].Strategy = &v1alpha1.MachineDeploymentStrategy{RollingUpdate: &v1alpha1.MachineRollingUpdateDeployment{MaxSurge: ptr(intstr.FromString("abc"))}}
-		}, "spec.workers.machineDeployments[0].strategy.rollingUpdate.maxSurge", "integer or a percentage"},
-		{"upgrade concurrency not a number", func(t *v1alpha1.Topology) {
+		{"maxUnhealthy not a number", func(t *v1alpha2.Topology) {
+			t.Spec.ControlPlane.HealthCheck.Remediation.TriggerIf.UnhealthyLessThanOrEqualTo = ptr(intstr.FromString("abc"))
+		}, "spec.controlPlane.healthCheck.remediation.triggerIf.unhealthyLessThanOrEqualTo", "integer or a percentage"},
+		{"maxInFlight not a number", func(t *v1alpha2.Topology) {
+			t.Spec.Workers.MachineDeployments[0].HealthCheck.Remediation.MaxInFlight = ptr(intstr.FromString("abc"))
+		}, "spec.workers.machineDeployments[0].healthCheck.remediation.maxInFlight", "integer or a percentage"},
+		{"negative deletion timeout", func(t *v1alpha2.Topology) {
+			t.Spec.Workers.MachineDeployments[0].Deletion.NodeDeletionTimeoutSeconds = ptr[int32](-5)
+		}, "spec.workers.machineDeployments[0].deletion.nodeDeletionTimeoutSeconds", "negative"},
+		{"maxSurge not a number", func(t *v1alpha2.Topology) {
+			t.Spec.Workers.MachineDeployments[0].Rollout.Strategy.RollingUpdate.MaxSurge = ptr(intstr.FromString("abc"))
+		}, "spec.workers.machineDeployments[0].rollout.strategy.rollingUpdate.maxSurge", "integer or a percentage"},
+		{"upgrade concurrency not a number", func(t *v1alpha2.Topology) {
 			t.Annotations = map[string]string{UpgradeConcurrencyAnnotation: "abc"}
 		}, "metadata.annotations[topology.cluster.x-k8s.io/upgrade-concurrency]", "positive integer"},
-		{"upgrade concurrency zero", func(t *v1alpha1.Topology) {
+		{"upgrade concurrency zero", func(t *v1alpha2.Topology) {
 			t.Annotations = map[string]string{UpgradeConcurrencyAnnotation: "0"}
 		}, "metadata.annotations[topology.cluster.x-k8s.io/upgrade-concurrency]", "at least 1"},
 	}
@@ -307,9 +316,9 @@ func TestValidateTopology(t *testing.T) {
 }
 
 func TestValidateVersionChange(t *testing.T) {
-	upgrading := &Rollout{ControlPlane: Decision{Phase: v1alpha1.PhaseUpgrading}}
-	mdUpgrading := &Rollout{ControlPlane: Decision{Phase: v1alpha1.PhaseUpToDate}, MachineDeployments: []Decision{{Name: "md-0", Phase: v1alpha1.PhaseUpgrading}}}
-	settled := &Rollout{ControlPlane: Decision{Phase: v1alpha1.PhaseUpToDate}, MachineDeployments: []Decision{{Name: "md-0", Phase: v1alpha1.PhaseUpToDate}}}
+	upgrading := &Rollout{ControlPlane: Decision{Phase: v1alpha2.PhaseUpgrading}}
+	mdUpgrading := &Rollout{ControlPlane: Decision{Phase: v1alpha2.PhaseUpToDate}, MachineDeployments: []Decision{{Name: "md-0", Phase: v1alpha2.PhaseUpgrading}}}
+	settled := &Rollout{ControlPlane: Decision{Phase: v1alpha2.PhaseUpToDate}, MachineDeployments: []Decision{{Name: "md-0", Phase: v1alpha2.PhaseUpToDate}}}
 	cases := []struct {
 		name   string
 		vc     VersionChange

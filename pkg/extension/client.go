@@ -20,7 +20,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // Registry is what the agent knows of its TopologyExtensions: where each
@@ -37,8 +37,8 @@ type Registry struct {
 
 // server is one registered extension server.
 type server struct {
-	config   v1alpha1.ClientConfig
-	handlers []v1alpha1.ExtensionHandler
+	config   v1alpha2.ClientConfig
+	handlers []v1alpha2.ExtensionHandler
 	http     *http.Client
 }
 
@@ -48,7 +48,7 @@ func NewRegistry() *Registry {
 }
 
 // Set registers (or replaces) the extension name with its handlers.
-func (r *Registry) Set(name string, config v1alpha1.ClientConfig, handlers []v1alpha1.ExtensionHandler) error {
+func (r *Registry) Set(name string, config v1alpha2.ClientConfig, handlers []v1alpha2.ExtensionHandler) error {
 	c, err := r.httpFor(name, config)
 	if err != nil {
 		return fmt.Errorf("TopologyExtension %s: %w", name, err)
@@ -65,7 +65,7 @@ func (r *Registry) Set(name string, config v1alpha1.ClientConfig, handlers []v1a
 // httpFor is the registered server's HTTP client when its configuration is
 // unchanged, so that re-discovery every few minutes reuses its connections,
 // or a new one.
-func (r *Registry) httpFor(name string, config v1alpha1.ClientConfig) (*http.Client, error) {
+func (r *Registry) httpFor(name string, config v1alpha2.ClientConfig) (*http.Client, error) {
 	r.mu.RLock()
 	old, ok := r.extensions[name]
 	r.mu.RUnlock()
@@ -97,33 +97,33 @@ func SplitName(fullName string) (handler, extension string, ok bool) {
 
 // lookup finds a handler by its full name, HANDLER.EXTENSION, as classes
 // name it, and checks that it serves hook.
-func (r *Registry) lookup(fullName, hook string) (*server, v1alpha1.ExtensionHandler, error) {
+func (r *Registry) lookup(fullName, hook string) (*server, v1alpha2.ExtensionHandler, error) {
 	handlerName, extName, ok := SplitName(fullName)
 	if !ok {
-		return nil, v1alpha1.ExtensionHandler{}, fmt.Errorf("handler %q is not named HANDLER.EXTENSION", fullName)
+		return nil, v1alpha2.ExtensionHandler{}, fmt.Errorf("handler %q is not named HANDLER.EXTENSION", fullName)
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	s, ok := r.extensions[extName]
 	if !ok {
-		return nil, v1alpha1.ExtensionHandler{}, fmt.Errorf("handler %q: no TopologyExtension %s is registered; create it, or check its status for why discovery failed", fullName, extName)
+		return nil, v1alpha2.ExtensionHandler{}, fmt.Errorf("handler %q: no TopologyExtension %s is registered; create it, or check its status for why discovery failed", fullName, extName)
 	}
 	for _, h := range s.handlers {
 		if h.Name == handlerName {
 			if h.RequestHook.Hook != hook {
-				return nil, v1alpha1.ExtensionHandler{}, fmt.Errorf("handler %q serves %s, not %s", fullName, h.RequestHook.Hook, hook)
+				return nil, v1alpha2.ExtensionHandler{}, fmt.Errorf("handler %q serves %s, not %s", fullName, h.RequestHook.Hook, hook)
 			}
 			return s, h, nil
 		}
 	}
-	return nil, v1alpha1.ExtensionHandler{}, fmt.Errorf("handler %q: TopologyExtension %s has no handler %s (its discovery found %d)", fullName, extName, handlerName, len(s.handlers))
+	return nil, v1alpha2.ExtensionHandler{}, fmt.Errorf("handler %q: TopologyExtension %s has no handler %s (its discovery found %d)", fullName, extName, handlerName, len(s.handlers))
 }
 
 // FromStatus registers what a TopologyExtension's status says the agent
 // discovered, without calling the server: for the plugin, which reads the
 // cluster's extensions rather than discovering them again.
-func (r *Registry) FromStatus(ext *v1alpha1.TopologyExtension) error {
-	handlers := make([]v1alpha1.ExtensionHandler, 0, len(ext.Status.Handlers))
+func (r *Registry) FromStatus(ext *v1alpha2.TopologyExtension) error {
+	handlers := make([]v1alpha2.ExtensionHandler, 0, len(ext.Status.Handlers))
 	for _, h := range ext.Status.Handlers {
 		h.Name, _, _ = SplitName(h.Name)
 		handlers = append(handlers, h)
@@ -134,7 +134,7 @@ func (r *Registry) FromStatus(ext *v1alpha1.TopologyExtension) error {
 // httpClient trusts the extension's CA bundle, or the system's roots when it
 // has none. It follows no redirect: an extension answers where it was
 // registered, or the call fails.
-func (r *Registry) httpClient(config v1alpha1.ClientConfig) (*http.Client, error) {
+func (r *Registry) httpClient(config v1alpha2.ClientConfig) (*http.Client, error) {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if len(config.CABundle) > 0 {
 		pool := x509.NewCertPool()
@@ -157,7 +157,7 @@ func (r *Registry) httpClient(config v1alpha1.ClientConfig) (*http.Client, error
 
 // hookURL is where a hook is served: the server's URL or Service, then
 // /<group>/<version>/<hook>[/<handler>], lower case, as upstream builds it.
-func hookURL(config v1alpha1.ClientConfig, hook, handler string) (*url.URL, error) {
+func hookURL(config v1alpha2.ClientConfig, hook, handler string) (*url.URL, error) {
 	var u *url.URL
 	switch {
 	case config.Service != nil:
@@ -302,7 +302,7 @@ func (c *Client) skip(handler string, err error) {
 }
 
 // Discover asks the server of an extension for its handlers.
-func (c *Client) Discover(ctx context.Context, name string, config v1alpha1.ClientConfig) ([]v1alpha1.ExtensionHandler, error) {
+func (c *Client) Discover(ctx context.Context, name string, config v1alpha2.ClientConfig) ([]v1alpha2.ExtensionHandler, error) {
 	hc, err := c.Registry.httpFor(name, config)
 	if err != nil {
 		return nil, err
@@ -382,7 +382,7 @@ func (e *unreachableError) Unwrap() error { return e.err }
 
 // handlerTimeout is the handler's own timeout, DefaultTimeoutSeconds when
 // it gives none, and never more than MaxTimeoutSeconds, as upstream bounds it.
-func handlerTimeout(h v1alpha1.ExtensionHandler) time.Duration {
+func handlerTimeout(h v1alpha2.ExtensionHandler) time.Duration {
 	seconds := int32(DefaultTimeoutSeconds)
 	if h.TimeoutSeconds != nil && *h.TimeoutSeconds > 0 {
 		seconds = min(*h.TimeoutSeconds, MaxTimeoutSeconds)
@@ -446,14 +446,14 @@ type Use struct {
 // UsedBy lists the extensions a class's external patches name, each once,
 // in patch order. A malformed handler name is left out: the class's
 // validation reports it.
-func UsedBy(c *v1alpha1.TopologyClass) []Use {
+func UsedBy(c *v1alpha2.TopologyClass) []Use {
 	var out []Use
 	seen := map[string]bool{}
 	for i, p := range c.Spec.Patches {
 		if p.External == nil {
 			continue
 		}
-		for _, h := range []*string{p.External.GenerateExtension, p.External.ValidateExtension, p.External.DiscoverVariablesExtension} {
+		for _, h := range []*string{p.External.GeneratePatchesExtension, p.External.ValidateTopologyExtension, p.External.DiscoverVariablesExtension} {
 			if h == nil {
 				continue
 			}

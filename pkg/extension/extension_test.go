@@ -8,7 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
@@ -47,21 +47,21 @@ func targets() []*patches.Target {
 		{Object: template("KubeadmControlPlaneTemplate", map[string]any{"kubeadmConfigSpec": map[string]any{"clusterConfiguration": map[string]any{}}}), Description: "control plane template",
 			Holder: patches.Holder{APIVersion: "cluster.x-k8s.io/v1beta1", Kind: "Cluster", Namespace: "ns", Name: "dev", FieldPath: "spec.controlPlaneRef"}},
 		{Object: template("DockerMachineTemplate", map[string]any{}), Builtins: mdBuiltins, Description: "md-a infrastructure template",
-			Overrides: []v1alpha1.ClusterVariable{{Name: "image", Value: apiextensionsv1.JSON{Raw: []byte(`"custom:1"`)}}},
+			Overrides: []v1alpha2.ClusterVariable{{Name: "image", Value: apiextensionsv1.JSON{Raw: []byte(`"custom:1"`)}}},
 			Holder:    patches.Holder{APIVersion: "cluster.x-k8s.io/v1beta1", Kind: "MachineDeployment", Namespace: "ns", Name: "dev-md-a-x", FieldPath: "spec.template.spec.infrastructureRef"}},
 	}
 }
 
-func classWith(discovered bool) *v1alpha1.TopologyClass {
-	c := &v1alpha1.TopologyClass{}
+func classWith(discovered bool) *v1alpha2.TopologyClass {
+	c := &v1alpha2.TopologyClass{}
 	if discovered {
-		c.Status.Variables = []v1alpha1.ClusterClassStatusVariable{{Name: "image", Definitions: []v1alpha1.ClusterClassStatusVariableDefinition{{From: "ext-patch"}}}}
+		c.Status.Variables = []v1alpha2.ClusterClassStatusVariable{{Name: "image", Definitions: []v1alpha2.ClusterClassStatusVariableDefinition{{From: "ext-patch"}}}}
 	}
 	return c
 }
 
-func generatePatch(handler string) *v1alpha1.ClusterClassPatch {
-	return &v1alpha1.ClusterClassPatch{Name: "ext-patch", External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: &handler, ValidateExtension: ptr("validate.ext")}}
+func generatePatch(handler string) *v1alpha2.ClusterClassPatch {
+	return &v1alpha2.ClusterClassPatch{Name: "ext-patch", External: &v1alpha2.ExternalPatchDefinition{GeneratePatchesExtension: &handler, ValidateTopologyExtension: ptr("validate.ext")}}
 }
 
 func ptr(s string) *string { return &s }
@@ -143,7 +143,7 @@ func TestCallErrors(t *testing.T) {
 func TestDiscoverRefusesPlainHTTPAndBadCA(t *testing.T) {
 	c := &extension.Client{Registry: extension.NewRegistry()}
 	plain := "http://127.0.0.1:1"
-	if _, err := c.Discover(context.Background(), "ext", v1alpha1.ClientConfig{URL: &plain}); err == nil || !strings.Contains(err.Error(), "over https") {
+	if _, err := c.Discover(context.Background(), "ext", v1alpha2.ClientConfig{URL: &plain}); err == nil || !strings.Contains(err.Error(), "over https") {
 		t.Errorf("http URL: %v", err)
 	}
 	srv := fixture.StartExtensionServer()
@@ -165,11 +165,11 @@ func TestBestEffort(t *testing.T) {
 	srv := fixture.StartExtensionServer()
 	defer srv.Close()
 	c := &extension.Client{Registry: extension.NewRegistry(), BestEffort: true}
-	ext := &v1alpha1.TopologyExtension{}
+	ext := &v1alpha2.TopologyExtension{}
 	ext.Name = "ext"
 	ext.Spec.ClientConfig = srv.ClientConfig()
 	for _, h := range []struct{ name, hook string }{{"generate.ext", extension.HookGeneratePatches}, {"validate.ext", extension.HookValidateTopology}} {
-		ext.Status.Handlers = append(ext.Status.Handlers, v1alpha1.ExtensionHandler{Name: h.name, RequestHook: v1alpha1.GroupVersionHook{APIVersion: extension.APIVersion, Hook: h.hook}})
+		ext.Status.Handlers = append(ext.Status.Handlers, v1alpha2.ExtensionHandler{Name: h.name, RequestHook: v1alpha2.GroupVersionHook{APIVersion: extension.APIVersion, Hook: h.hook}})
 	}
 	if err := c.Registry.FromStatus(ext); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
 )
 
@@ -28,7 +28,7 @@ var _ patches.External = (*Patcher)(nil)
 
 // NewPatcher returns the external patch runner for class, from its status's
 // variable definitions.
-func NewPatcher(client *Client, class *v1alpha1.TopologyClass) *Patcher {
+func NewPatcher(client *Client, class *v1alpha2.TopologyClass) *Patcher {
 	p := &Patcher{client: client, definedBy: map[string]map[string]bool{}}
 	for _, v := range class.Status.Variables {
 		for _, d := range v.Definitions {
@@ -47,7 +47,7 @@ func (p *Patcher) Skipped() []Skip { return p.client.Skipped() }
 
 // Generate calls the patch's generate extension with every template and
 // applies what it returns, keeping only each template's spec, as upstream does.
-func (p *Patcher) Generate(ctx context.Context, patch *v1alpha1.ClusterClassPatch, in patches.ExternalInput) error {
+func (p *Patcher) Generate(ctx context.Context, patch *v1alpha2.ClusterClassPatch, in patches.ExternalInput) error {
 	globals, items, err := p.request(patch, in)
 	if err != nil {
 		return err
@@ -61,7 +61,7 @@ func (p *Patcher) Generate(ctx context.Context, patch *v1alpha1.ClusterClassPatc
 		req.Items = append(req.Items, GeneratePatchesRequestItem{UID: uid, HolderReference: it.HolderReference, Object: it.Object, Variables: it.Variables})
 	}
 	resp := &GeneratePatchesResponse{}
-	if err := p.client.Call(ctx, HookGeneratePatches, *patch.External.GenerateExtension, req, resp); err != nil {
+	if err := p.client.Call(ctx, HookGeneratePatches, *patch.External.GeneratePatchesExtension, req, resp); err != nil {
 		return err
 	}
 	for _, item := range resp.Items {
@@ -116,7 +116,7 @@ func applyItem(t *patches.Target, original []byte, item GeneratePatchesResponseI
 }
 
 // Validate calls the patch's validate extension with every patched template.
-func (p *Patcher) Validate(ctx context.Context, patch *v1alpha1.ClusterClassPatch, in patches.ExternalInput) error {
+func (p *Patcher) Validate(ctx context.Context, patch *v1alpha2.ClusterClassPatch, in patches.ExternalInput) error {
 	globals, items, err := p.request(patch, in)
 	if err != nil {
 		return err
@@ -125,12 +125,12 @@ func (p *Patcher) Validate(ctx context.Context, patch *v1alpha1.ClusterClassPatc
 	for i := range items {
 		req.Items = append(req.Items, &items[i])
 	}
-	return p.client.Call(ctx, HookValidateTopology, *patch.External.ValidateExtension, req, &ValidateTopologyResponse{})
+	return p.client.Call(ctx, HookValidateTopology, *patch.External.ValidateTopologyExtension, req, &ValidateTopologyResponse{})
 }
 
 // request is what both hooks are sent: the global variables and the
 // templates, with only the variables the patch's extension defined.
-func (p *Patcher) request(patch *v1alpha1.ClusterClassPatch, in patches.ExternalInput) ([]Variable, []ValidateTopologyRequestItem, error) {
+func (p *Patcher) request(patch *v1alpha2.ClusterClassPatch, in patches.ExternalInput) ([]Variable, []ValidateTopologyRequestItem, error) {
 	defined := p.definedBy[patch.Name]
 	globals, err := globalVariables(in, defined)
 	if err != nil {

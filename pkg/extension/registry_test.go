@@ -3,7 +3,7 @@ package extension
 import (
 	"testing"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // TestRegistryKeepsConnections checks that re-registering an extension with
@@ -13,17 +13,17 @@ import (
 func TestRegistryKeepsConnections(t *testing.T) {
 	r := NewRegistry()
 	u, other := "https://a.example", "https://b.example"
-	if err := r.Set("ext", v1alpha1.ClientConfig{URL: &u}, nil); err != nil {
+	if err := r.Set("ext", v1alpha2.ClientConfig{URL: &u}, nil); err != nil {
 		t.Fatal(err)
 	}
 	first := r.extensions["ext"].http
-	if err := r.Set("ext", v1alpha1.ClientConfig{URL: &u}, []v1alpha1.ExtensionHandler{{Name: "generate"}}); err != nil {
+	if err := r.Set("ext", v1alpha2.ClientConfig{URL: &u}, []v1alpha2.ExtensionHandler{{Name: "generate"}}); err != nil {
 		t.Fatal(err)
 	}
 	if r.extensions["ext"].http != first || len(r.extensions["ext"].handlers) != 1 {
 		t.Error("the same configuration got a new client, or the handlers were not replaced")
 	}
-	if err := r.Set("ext", v1alpha1.ClientConfig{URL: &other}, nil); err != nil {
+	if err := r.Set("ext", v1alpha2.ClientConfig{URL: &other}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if r.extensions["ext"].http == first {

@@ -3,7 +3,7 @@ package extension
 import (
 	"context"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -12,7 +12,7 @@ import (
 // patch order. A patch whose extension cannot be asked carries the reason
 // in Err, so the caller decides: the agent keeps what status recorded, an
 // offline plan stops.
-func (c *Client) DiscoverVariables(ctx context.Context, class *v1alpha1.TopologyClass) []engine.PatchVariables {
+func (c *Client) DiscoverVariables(ctx context.Context, class *v1alpha2.TopologyClass) []engine.PatchVariables {
 	var out []engine.PatchVariables
 	for _, p := range class.Spec.Patches {
 		if p.External == nil || p.External.DiscoverVariablesExtension == nil {

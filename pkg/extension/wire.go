@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // APIVersion is the Runtime SDK's hooks API.
@@ -68,7 +68,7 @@ type DiscoveryResponse struct {
 	CommonResponse  `json:",inline"`
 	// Handlers, named as the server names them; the API type has the same
 	// shape, with names completed as HANDLER.EXTENSION in status.
-	Handlers []v1alpha1.ExtensionHandler `json:"handlers,omitempty"`
+	Handlers []v1alpha2.ExtensionHandler `json:"handlers,omitempty"`
 }
 
 // Variable is a variable's name and JSON value, as hooks receive them.
@@ -158,7 +158,7 @@ type DiscoverVariablesRequest struct {
 type DiscoverVariablesResponse struct {
 	metav1.TypeMeta `json:",inline"`
 	CommonResponse  `json:",inline"`
-	Variables       []v1alpha1.ClusterClassVariable `json:"variables,omitempty"`
+	Variables       []v1alpha2.ClusterClassVariable `json:"variables,omitempty"`
 }
 
 func typeMeta(kind string) metav1.TypeMeta {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -46,7 +46,7 @@ type Loader struct {
 // Loaded is everything the engine needs for one Topology, as it is now.
 type Loaded struct {
 	// Class is the Topology's TopologyClass.
-	Class *v1alpha1.TopologyClass
+	Class *v1alpha2.TopologyClass
 	// Templates are the templates the class references.
 	Templates *engine.TemplateIndex
 	// Objects are the Cluster and every object labelled for it.
@@ -58,7 +58,7 @@ type Loaded struct {
 }
 
 // Load reads all of it.
-func (l *Loader) Load(ctx context.Context, t *v1alpha1.Topology) (*Loaded, error) {
+func (l *Loader) Load(ctx context.Context, t *v1alpha2.Topology) (*Loaded, error) {
 	class, err := l.Class(ctx, t)
 	if err != nil {
 		return nil, err
@@ -80,12 +80,12 @@ func (l *Loader) Load(ctx context.Context, t *v1alpha1.Topology) (*Loaded, error
 }
 
 // Class reads the Topology's class.
-func (l *Loader) Class(ctx context.Context, t *v1alpha1.Topology) (*v1alpha1.TopologyClass, error) {
+func (l *Loader) Class(ctx context.Context, t *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) {
 	key := t.GetClassKey()
-	class := &v1alpha1.TopologyClass{}
+	class := &v1alpha2.TopologyClass{}
 	if err := l.Reader.Get(ctx, key, class); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &NotFoundError{fmt.Sprintf("spec.class: TopologyClass %s not found: create it or point spec.class at an existing class", key)}
+			return nil, &NotFoundError{fmt.Sprintf("spec.classRef: TopologyClass %s not found: create it or point spec.classRef at an existing class", key)}
 		}
 		return nil, fmt.Errorf("reading TopologyClass %s: %w", key, err)
 	}
@@ -93,7 +93,7 @@ func (l *Loader) Class(ctx context.Context, t *v1alpha1.Topology) (*v1alpha1.Top
 }
 
 // Templates reads every template the class references.
-func (l *Loader) Templates(ctx context.Context, class *v1alpha1.TopologyClass) (*engine.TemplateIndex, error) {
+func (l *Loader) Templates(ctx context.Context, class *v1alpha2.TopologyClass) (*engine.TemplateIndex, error) {
 	ix := engine.NewTemplateIndex()
 	for _, ref := range engine.ClassTemplateRefs(class) {
 		u := &unstructured.Unstructured{}
@@ -116,7 +116,7 @@ func (l *Loader) Templates(ctx context.Context, class *v1alpha1.TopologyClass) (
 
 // Objects reads the Topology's Cluster and every object of the class's kinds
 // labelled for it.
-func (l *Loader) Objects(ctx context.Context, t *v1alpha1.Topology, class *v1alpha1.TopologyClass) ([]*unstructured.Unstructured, error) {
+func (l *Loader) Objects(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	cluster := &unstructured.Unstructured{}
 	cluster.SetAPIVersion(engine.ClusterAPIVersion)
@@ -139,7 +139,7 @@ func (l *Loader) Objects(ctx context.Context, t *v1alpha1.Topology, class *v1alp
 
 // Labelled lists the objects of kind gvk labelled for Topology t's cluster;
 // a kind that is not installed has none.
-func (l *Loader) Labelled(ctx context.Context, t *v1alpha1.Topology, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+func (l *Loader) Labelled(ctx context.Context, t *v1alpha2.Topology, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	opts := []client.ListOption{client.InNamespace(t.Namespace), client.MatchingLabels{engine.ClusterNameLabel: t.Name}}
@@ -168,7 +168,7 @@ func (l *Loader) Labelled(ctx context.Context, t *v1alpha1.Topology, gvk schema.
 
 // State finds the Topology's state among objs, adopting what was made
 // before its Cluster.
-func State(t *v1alpha1.Topology, class *v1alpha1.TopologyClass, objs []*unstructured.Unstructured) *engine.State {
+func State(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, objs []*unstructured.Unstructured) *engine.State {
 	s := engine.StateFromObjects(t.Name, t.Namespace, objs)
 	engine.Adopt(s, class, t.UID, objs)
 	return s
@@ -176,7 +176,7 @@ func State(t *v1alpha1.Topology, class *v1alpha1.TopologyClass, objs []*unstruct
 
 // Observe reads the rollout state per the contracts, refined by the
 // Machines of its MachineDeployments.
-func (l *Loader) Observe(ctx context.Context, t *v1alpha1.Topology, s *engine.State) (*engine.Observed, error) {
+func (l *Loader) Observe(ctx context.Context, t *v1alpha2.Topology, s *engine.State) (*engine.Observed, error) {
 	obs := engine.ObserveState(s)
 	if s.ControlPlane.Object == nil && len(s.MachineDeployments) == 0 {
 		return obs, nil

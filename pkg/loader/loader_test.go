@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/loader"
@@ -29,9 +29,9 @@ func server(t *testing.T, objs ...client.Object) (client.Client, fixture.Example
 		t.Fatal(err)
 	}
 	scheme := runtime.NewScheme()
-	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	utilruntime.Must(v1alpha2.AddToScheme(scheme))
 	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyClassKind), meta.RESTScopeNamespace)
+	mapper.Add(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyClassKind), meta.RESTScopeNamespace)
 	for _, gvk := range append(fixture.GeneratedKinds, engine.ClusterAPIGroupVersion().WithKind("Machine")) {
 		mapper.Add(gvk, meta.RESTScopeNamespace)
 	}
@@ -87,10 +87,10 @@ func TestLoadFindsWhatTheAgentMade(t *testing.T) {
 func TestLoadSaysWhatIsMissing(t *testing.T) {
 	c, ex := server(t)
 	topo := ex.Topology.DeepCopy()
-	topo.Spec.Class = "nope"
+	topo.Spec.ClassRef.Name = "nope"
 	_, err := (&loader.Loader{Reader: c}).Load(context.Background(), topo)
 	var missing *loader.NotFoundError
-	if !errors.As(err, &missing) || !strings.Contains(err.Error(), "spec.class: TopologyClass default/nope not found") {
+	if !errors.As(err, &missing) || !strings.Contains(err.Error(), "spec.classRef: TopologyClass default/nope not found") {
 		t.Errorf("got %v, want the class named as not found", err)
 	}
 	for _, tpl := range ex.Templates {
@@ -101,7 +101,7 @@ func TestLoadSaysWhatIsMissing(t *testing.T) {
 		}
 	}
 	_, err = (&loader.Loader{Reader: c}).Load(context.Background(), ex.Topology)
-	if !errors.As(err, &missing) || !strings.Contains(err.Error(), "spec.infrastructure.ref: DockerClusterTemplate default/") {
+	if !errors.As(err, &missing) || !strings.Contains(err.Error(), "spec.infrastructure.templateRef: DockerClusterTemplate default/") {
 		t.Errorf("got %v, want the missing template and the class field naming it", err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
@@ -46,16 +46,16 @@ func (o *changeOptions) addFlags(cmd *cobra.Command) {
 type change struct {
 	// mutate edits a copy of the Topology. After a conflict it is applied
 	// again, to the server's newer version.
-	mutate func(*v1alpha1.Topology) error
+	mutate func(*v1alpha2.Topology) error
 	// preflight, when set, refuses the edit before anything is sent.
-	preflight func(orig, edited *v1alpha1.Topology) error
+	preflight func(orig, edited *v1alpha2.Topology) error
 	// preview, when set, prints more than the objects that change.
-	preview func(orig, edited *v1alpha1.Topology)
+	preview func(orig, edited *v1alpha2.Topology)
 	// question is what the confirmation asks.
-	question func(orig, edited *v1alpha1.Topology) string
+	question func(orig, edited *v1alpha2.Topology) string
 	// warnings, when set, names what makes the change dangerous: the user is
 	// asked even with --yes, unless --force.
-	warnings func(orig, edited *v1alpha1.Topology) []string
+	warnings func(orig, edited *v1alpha2.Topology) []string
 }
 
 // maxAttempts bounds how often a change is laid on a newer version of the
@@ -68,7 +68,7 @@ const maxAttempts = 3
 // meanwhile, it says what changed and starts again from the newer version;
 // it stops if the server changed a setting this change also changes. It
 // returns the Topology written, or nil when nothing was.
-func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha1.Topology, error) {
+func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology, error) {
 	t, err := o.readTopology(ctx, o.name)
 	if err != nil {
 		return nil, err
@@ -142,7 +142,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha1.Topology
 }
 
 // printPlan prints what the agent would change for edited, as plan NAME does.
-func (o *changeOptions) printPlan(ctx context.Context, edited *v1alpha1.Topology) error {
+func (o *changeOptions) printPlan(ctx context.Context, edited *v1alpha2.Topology) error {
 	p, warnings, err := o.access.livePlan(ctx, edited)
 	if err != nil {
 		return err
@@ -175,7 +175,7 @@ func (o *changeOptions) printPlan(ctx context.Context, edited *v1alpha1.Topology
 }
 
 // applied says what to do next once a change is written.
-func (o *changeOptions) applied(t *v1alpha1.Topology) {
+func (o *changeOptions) applied(t *v1alpha2.Topology) {
 	fmt.Fprintf(o.Out, "Applied. Follow it with: kubectl topology status %s -n %s --watch\n", t.Name, t.Namespace)
 }
 
@@ -238,7 +238,7 @@ func NewPauseCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.name = args[0]
-			written, err := o.apply(cmd.Context(), change{mutate: func(t *v1alpha1.Topology) error {
+			written, err := o.apply(cmd.Context(), change{mutate: func(t *v1alpha2.Topology) error {
 				t.Spec.Paused = o.Paused
 				return nil
 			}})
@@ -270,7 +270,7 @@ func (o *ScaleOptions) Validate() error {
 	return nil
 }
 
-func (o *ScaleOptions) mutate(t *v1alpha1.Topology) error {
+func (o *ScaleOptions) mutate(t *v1alpha2.Topology) error {
 	set := func(s draft.Scope, n int) {
 		v := int32(n)
 		*draft.Replicas(t, s) = &v
@@ -297,7 +297,7 @@ func (o *ScaleOptions) mutate(t *v1alpha1.Topology) error {
 }
 
 // poolNames lists the Topology's MachineDeployments and MachinePools by name.
-func poolNames(t *v1alpha1.Topology) []string {
+func poolNames(t *v1alpha2.Topology) []string {
 	var names []string
 	if w := t.Spec.Workers; w != nil {
 		for _, md := range w.MachineDeployments {
@@ -355,7 +355,7 @@ func NewSetCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 	return set
 }
 
-func (o *SetVariableOptions) mutate(t *v1alpha1.Topology) error {
+func (o *SetVariableOptions) mutate(t *v1alpha2.Topology) error {
 	values := map[string][]byte{}
 	for _, kv := range o.Values {
 		k, raw, err := parseVariable(kv)

@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // clusterAccess is what a live command needs: a client, the namespace the
@@ -49,7 +49,7 @@ var scheme = sync.OnceValue(func() *runtime.Scheme {
 	utilruntime.Must(coordinationv1.AddToScheme(s))
 	utilruntime.Must(appsv1.AddToScheme(s))
 	utilruntime.Must(admissionregistrationv1.AddToScheme(s))
-	utilruntime.Must(v1alpha1.AddToScheme(s))
+	utilruntime.Must(v1alpha2.AddToScheme(s))
 	return s
 })
 
@@ -120,7 +120,7 @@ func isTopologyAPIMissing(err error) bool {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && apierrors.IsNotFound(err) {
 		d := status.Status().Details
-		return d != nil && d.Group == v1alpha1.GroupVersion.Group && d.Name == ""
+		return d != nil && d.Group == v1alpha2.GroupVersion.Group && d.Name == ""
 	}
 	return false
 }
@@ -144,8 +144,8 @@ func (c clock) now() time.Time {
 }
 
 // topologyGetter reads one Topology with a user-facing error when it is missing.
-func (ca *clusterAccess) topology(ctx context.Context, namespace, name string) (*v1alpha1.Topology, error) {
-	t := &v1alpha1.Topology{}
+func (ca *clusterAccess) topology(ctx context.Context, namespace, name string) (*v1alpha2.Topology, error) {
+	t := &v1alpha2.Topology{}
 	if err := ca.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, t); err != nil {
 		if apierrors.IsNotFound(err) && !isTopologyAPIMissing(err) {
 			return nil, fmt.Errorf("Topology %s/%s not found; list them with `kubectl topology get -n %s`", namespace, name, namespace)
@@ -210,12 +210,12 @@ func (ca *clusterAccess) listScope(allNamespaces bool) []client.ListOption {
 }
 
 // listTopologies lists the Topologies in scope, by namespace and name.
-func (ca *clusterAccess) listTopologies(ctx context.Context, allNamespaces bool) ([]v1alpha1.Topology, error) {
-	list := &v1alpha1.TopologyList{}
+func (ca *clusterAccess) listTopologies(ctx context.Context, allNamespaces bool) ([]v1alpha2.Topology, error) {
+	list := &v1alpha2.TopologyList{}
 	if err := ca.client.List(ctx, list, ca.listScope(allNamespaces)...); err != nil {
 		return nil, explain(err, ca)
 	}
-	slices.SortFunc(list.Items, func(a, b v1alpha1.Topology) int {
+	slices.SortFunc(list.Items, func(a, b v1alpha2.Topology) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	return list.Items, nil
@@ -231,7 +231,7 @@ func (ca *clusterAccess) noTopologies(w io.Writer, allNamespaces bool) {
 }
 
 // readTopology connects once and reads the named Topology in the flags' namespace.
-func (l *liveFlags) readTopology(ctx context.Context, name string) (*v1alpha1.Topology, error) {
+func (l *liveFlags) readTopology(ctx context.Context, name string) (*v1alpha2.Topology, error) {
 	if err := l.connectOnce(); err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -44,7 +44,7 @@ func completeTopologyNames(flags *genericclioptions.ConfigFlags) completion {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		ca := completionAccess(flags)
-		list := &v1alpha1.TopologyList{}
+		list := &v1alpha2.TopologyList{}
 		if ca == nil || ca.client.List(cmd.Context(), list, client.InNamespace(ca.namespace)) != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
@@ -74,7 +74,7 @@ func completeNamespaces(flags *genericclioptions.ConfigFlags) completion {
 
 // completedTopology reads the Topology named by the first argument, for
 // completions of what follows it.
-func completedTopology(cmd *cobra.Command, flags *genericclioptions.ConfigFlags, args []string) (*v1alpha1.Topology, *clusterAccess) {
+func completedTopology(cmd *cobra.Command, flags *genericclioptions.ConfigFlags, args []string) (*v1alpha2.Topology, *clusterAccess) {
 	if len(args) == 0 {
 		return nil, nil
 	}
@@ -109,7 +109,7 @@ func completeVariables(flags *genericclioptions.ConfigFlags) completion {
 			return names(cmd, args, toComplete)
 		}
 		t, ca := completedTopology(cmd, flags, args)
-		class := &v1alpha1.TopologyClass{}
+		class := &v1alpha2.TopologyClass{}
 		if t == nil || ca.client.Get(cmd.Context(), client.ObjectKey(t.GetClassKey()), class) != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}

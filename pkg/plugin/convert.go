@@ -11,7 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/bundle"
 )
 
@@ -65,7 +65,7 @@ func (o *ConvertOptions) Complete() error {
 		return fmt.Errorf("convert needs input: give upstream ClusterClass and Cluster files with -f")
 	}
 	ns := inputNamespace(o.configFlags)
-	b, err := readBundle(o.Filenames, o.In, ns)
+	b, err := readBundle(o.Filenames, o.In, o.ErrOut, ns)
 	o.bundle = b
 	return err
 }
@@ -89,12 +89,12 @@ func (o *ConvertOptions) Run() error {
 	var objs []runtime.Object
 	for _, e := range o.bundle.Extensions {
 		e = e.DeepCopy()
-		e.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyExtensionKind))
+		e.SetGroupVersionKind(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyExtensionKind))
 		objs = append(objs, e)
 	}
 	for _, k := range keys {
 		c := o.bundle.Classes[k].DeepCopy()
-		c.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyClassKind))
+		c.SetGroupVersionKind(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyClassKind))
 		objs = append(objs, c)
 	}
 	for _, obj := range o.bundle.Objects {
@@ -102,7 +102,7 @@ func (o *ConvertOptions) Run() error {
 	}
 	for _, t := range o.bundle.Topologies {
 		tt := t.DeepCopy()
-		tt.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind))
+		tt.SetGroupVersionKind(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyKind))
 		objs = append(objs, tt)
 	}
 	for _, obj := range objs {

@@ -101,8 +101,8 @@ spec:
 		t.Fatalf("convert failed: %s", stderr)
 	}
 	// The same document but for its apiVersion and kind.
-	want := strings.Replace(doc, "runtime.cluster.x-k8s.io/v1alpha1\nkind: ExtensionConfig", "topology.kubectl-topology.io/v1alpha1\nkind: TopologyExtension", 1) +
-		"---\napiVersion: topology.kubectl-topology.io/v1alpha1\nkind: TopologyClass\n"
+	want := strings.Replace(doc, "runtime.cluster.x-k8s.io/v1alpha1\nkind: ExtensionConfig", "topology.kubectl-topology.io/v1alpha2\nkind: TopologyExtension", 1) +
+		"---\napiVersion: topology.kubectl-topology.io/v1alpha2\nkind: TopologyClass\n"
 	if !strings.HasPrefix(stdout, want) {
 		t.Errorf("convert output begins:\n%s\nwant it to begin:\n%s", stdout[:min(len(stdout), len(want)+200)], want)
 	}

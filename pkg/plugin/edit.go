@@ -11,7 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/tui"
 )
@@ -73,7 +73,7 @@ func (o *EditOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	apply := func(ctx context.Context, orig, edited *v1alpha1.Topology) (*v1alpha1.Topology, error) {
+	apply := func(ctx context.Context, orig, edited *v1alpha2.Topology) (*v1alpha2.Topology, error) {
 		written, err := draft.Write(ctx, ca.client, orig, edited)
 		var conflict *draft.ConflictError
 		if err != nil && !errors.As(err, &conflict) {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
@@ -20,17 +20,17 @@ import (
 // templates, the example topology changed by change, and extension — the
 // document that registers "ext", or nothing when it is nil — into a
 // directory for `plan -f`.
-func externalInput(t *testing.T, extension map[string]any, change func(*v1alpha1.Topology)) string {
+func externalInput(t *testing.T, extension map[string]any, change func(*v1alpha2.Topology)) string {
 	t.Helper()
 	ex, err := fixture.LoadExample("default")
 	if err != nil {
 		t.Fatal(err)
 	}
 	generate, validate, discover := "generate.ext", "validate.ext", "variables.ext"
-	ex.Class.Spec.Patches = append(ex.Class.Spec.Patches, v1alpha1.ClusterClassPatch{Name: "from-extension",
-		External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: &generate, ValidateExtension: &validate, DiscoverVariablesExtension: &discover}})
-	ex.Class.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyClassKind))
-	ex.Topology.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind))
+	ex.Class.Spec.Patches = append(ex.Class.Spec.Patches, v1alpha2.ClusterClassPatch{Name: "from-extension",
+		External: &v1alpha2.ExternalPatchDefinition{GeneratePatchesExtension: &generate, ValidateTopologyExtension: &validate, DiscoverVariablesExtension: &discover}})
+	ex.Class.SetGroupVersionKind(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyClassKind))
+	ex.Topology.SetGroupVersionKind(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyKind))
 	if change != nil {
 		change(ex.Topology)
 	}
@@ -59,14 +59,14 @@ func externalInput(t *testing.T, extension map[string]any, change func(*v1alpha1
 
 // extensionDoc is a TopologyExtension, or with upstream set an
 // ExtensionConfig, named "ext" with config.
-func extensionDoc(t *testing.T, config v1alpha1.ClientConfig, upstream bool) map[string]any {
+func extensionDoc(t *testing.T, config v1alpha2.ClientConfig, upstream bool) map[string]any {
 	t.Helper()
-	e := &v1alpha1.TopologyExtension{ObjectMeta: metav1.ObjectMeta{Name: "ext"}, Spec: v1alpha1.TopologyExtensionSpec{ClientConfig: config}}
+	e := &v1alpha2.TopologyExtension{ObjectMeta: metav1.ObjectMeta{Name: "ext"}, Spec: v1alpha2.TopologyExtensionSpec{ClientConfig: config}}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m["apiVersion"], m["kind"] = v1alpha1.GroupVersion.String(), v1alpha1.TopologyExtensionKind
+	m["apiVersion"], m["kind"] = v1alpha2.GroupVersion.String(), v1alpha2.TopologyExtensionKind
 	if upstream {
 		m["apiVersion"], m["kind"] = "runtime.cluster.x-k8s.io/v1alpha1", "ExtensionConfig"
 	}
@@ -106,9 +106,9 @@ func TestPlanRunsExternalPatchesOffline(t *testing.T) {
 		{"ExtensionConfig with the variable set", true, "registry.example.com/node:v1.33.1", "- pool-md-a\n      - registry.example.com/node:v1.33.1\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := externalInput(t, extensionDoc(t, srv.ClientConfig(), tc.upstream), func(topo *v1alpha1.Topology) {
+			in := externalInput(t, extensionDoc(t, srv.ClientConfig(), tc.upstream), func(topo *v1alpha2.Topology) {
 				if tc.image != "" {
-					topo.Spec.Variables = append(topo.Spec.Variables, v1alpha1.ClusterVariable{Name: "image", Value: apiextensionsv1.JSON{Raw: []byte(`"` + tc.image + `"`)}})
+					topo.Spec.Variables = append(topo.Spec.Variables, v1alpha2.ClusterVariable{Name: "image", Value: apiextensionsv1.JSON{Raw: []byte(`"` + tc.image + `"`)}})
 				}
 			})
 			out := t.TempDir()
@@ -140,7 +140,7 @@ func TestPlanRefusesExternalPatchesItCannotRun(t *testing.T) {
 	stopped := fixture.StartExtensionServer()
 	stoppedConfig := stopped.ClientConfig()
 	stopped.Close()
-	service := v1alpha1.ClientConfig{Service: &v1alpha1.ServiceReference{Namespace: "runtime", Name: "ext"}}
+	service := v1alpha2.ClientConfig{Service: &v1alpha2.ServiceReference{Namespace: "runtime", Name: "ext"}}
 	for _, tc := range []struct {
 		name      string
 		extension map[string]any
@@ -159,9 +159,9 @@ func TestPlanRefusesExternalPatchesItCannotRun(t *testing.T) {
 			"spec.variables[image]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := externalInput(t, tc.extension, func(topo *v1alpha1.Topology) {
+			in := externalInput(t, tc.extension, func(topo *v1alpha2.Topology) {
 				if tc.image != "" {
-					topo.Spec.Variables = append(topo.Spec.Variables, v1alpha1.ClusterVariable{Name: "image", Value: apiextensionsv1.JSON{Raw: []byte(tc.image)}})
+					topo.Spec.Variables = append(topo.Spec.Variables, v1alpha2.ClusterVariable{Name: "image", Value: apiextensionsv1.JSON{Raw: []byte(tc.image)}})
 				}
 			})
 			out := filepath.Join(t.TempDir(), "plan")

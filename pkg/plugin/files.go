@@ -24,8 +24,9 @@ func inputNamespace(flags *genericclioptions.ConfigFlags) string {
 }
 
 // readBundle reads files, directories (their .yaml, .yml and .json files,
-// sorted) and "-" for standard input into one bundle.
-func readBundle(paths []string, stdin io.Reader, namespace string) (*bundle.Bundle, error) {
+// sorted) and "-" for standard input into one bundle, and warns on errOut of
+// each field converting upstream's v1beta1 objects dropped.
+func readBundle(paths []string, stdin io.Reader, errOut io.Writer, namespace string) (*bundle.Bundle, error) {
 	b := bundle.New()
 	for _, p := range paths {
 		if p == "-" {
@@ -49,6 +50,9 @@ func readBundle(paths []string, stdin io.Reader, namespace string) (*bundle.Bund
 				return nil, err
 			}
 		}
+	}
+	for _, w := range b.Warnings {
+		fmt.Fprintf(errOut, "Warning: %s\n", w)
 	}
 	return b, nil
 }

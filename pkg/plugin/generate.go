@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -93,13 +93,13 @@ func (o *GenerateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t := &v1alpha1.Topology{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.TopologyKind},
+	t := &v1alpha2.Topology{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: v1alpha2.TopologyKind},
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: ns},
-		Spec:       v1alpha1.TopologySpec{Class: o.Class, Version: o.Version},
+		Spec:       v1alpha2.TopologySpec{ClassRef: v1alpha2.ClassRef{Name: o.Class}, Version: o.Version},
 	}
 	if class.Namespace != ns {
-		t.Spec.ClassNamespace = class.Namespace
+		t.Spec.ClassRef.Namespace = class.Namespace
 	}
 	if o.ControlPlane >= 0 {
 		n := int32(o.ControlPlane)
@@ -113,7 +113,7 @@ func (o *GenerateOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("--set: %w", err)
 		}
-		t.Spec.Variables = append(t.Spec.Variables, v1alpha1.ClusterVariable{Name: k, Value: apiextensionsv1.JSON{Raw: raw}})
+		t.Spec.Variables = append(t.Spec.Variables, v1alpha2.ClusterVariable{Name: k, Value: apiextensionsv1.JSON{Raw: raw}})
 	}
 	cat, err := engine.CompileClass(ctx, class)
 	if err != nil {
@@ -148,10 +148,10 @@ func (o *GenerateOptions) Run(ctx context.Context) error {
 	return err
 }
 
-func (o *GenerateOptions) readClass(ctx context.Context) (*v1alpha1.TopologyClass, string, error) {
+func (o *GenerateOptions) readClass(ctx context.Context) (*v1alpha2.TopologyClass, string, error) {
 	ns := inputNamespace(o.configFlags)
 	if len(o.Filenames) > 0 {
-		b, err := readBundle(o.Filenames, o.In, ns)
+		b, err := readBundle(o.Filenames, o.In, o.ErrOut, ns)
 		if err != nil {
 			return nil, "", err
 		}
@@ -169,7 +169,7 @@ func (o *GenerateOptions) readClass(ctx context.Context) (*v1alpha1.TopologyClas
 	if err != nil {
 		return nil, "", err
 	}
-	c := &v1alpha1.TopologyClass{}
+	c := &v1alpha2.TopologyClass{}
 	if err := ca.client.Get(ctx, client.ObjectKey{Namespace: ca.namespace, Name: o.Class}, c); err != nil {
 		return nil, "", fmt.Errorf("--class %s: reading TopologyClass %s/%s: %w", o.Class, ca.namespace, o.Class, explain(err, ca))
 	}
@@ -178,7 +178,7 @@ func (o *GenerateOptions) readClass(ctx context.Context) (*v1alpha1.TopologyClas
 
 // addWorkers turns --worker flags into pools of the class's MachineDeployment
 // or MachinePool classes.
-func (o *GenerateOptions) addWorkers(t *v1alpha1.Topology, class *v1alpha1.TopologyClass) error {
+func (o *GenerateOptions) addWorkers(t *v1alpha2.Topology, class *v1alpha2.TopologyClass) error {
 	mdClasses, mpClasses := map[string]bool{}, map[string]bool{}
 	var known []string
 	for _, md := range class.Spec.Workers.MachineDeployments {
@@ -202,13 +202,13 @@ func (o *GenerateOptions) addWorkers(t *v1alpha1.Topology, class *v1alpha1.Topol
 		}
 		replicas := int32(n)
 		if t.Spec.Workers == nil {
-			t.Spec.Workers = &v1alpha1.WorkersTopology{}
+			t.Spec.Workers = &v1alpha2.WorkersTopology{}
 		}
 		switch {
 		case mdClasses[cls]:
-			t.Spec.Workers.MachineDeployments = append(t.Spec.Workers.MachineDeployments, v1alpha1.MachineDeploymentTopology{Name: pool, Class: cls, Replicas: &replicas})
+			t.Spec.Workers.MachineDeployments = append(t.Spec.Workers.MachineDeployments, v1alpha2.MachineDeploymentTopology{Name: pool, Class: cls, Replicas: &replicas})
 		case mpClasses[cls]:
-			t.Spec.Workers.MachinePools = append(t.Spec.Workers.MachinePools, v1alpha1.MachinePoolTopology{Name: pool, Class: cls, Replicas: &replicas})
+			t.Spec.Workers.MachinePools = append(t.Spec.Workers.MachinePools, v1alpha2.MachinePoolTopology{Name: pool, Class: cls, Replicas: &replicas})
 		default:
 			return fmt.Errorf("--worker %s: class %s has no worker class %q; it has %s", w, class.Name, cls, strings.Join(known, ", "))
 		}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -102,13 +102,13 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	if err := o.connectOnce(); err != nil {
 		return err
 	}
-	var items []v1alpha1.Topology
+	var items []v1alpha2.Topology
 	if o.Name != "" {
 		t, err := o.readTopology(ctx, o.Name)
 		if err != nil {
 			return err
 		}
-		items = []v1alpha1.Topology{*t}
+		items = []v1alpha2.Topology{*t}
 	} else {
 		var err error
 		if items, err = o.access.listTopologies(ctx, o.AllNamespaces); err != nil {
@@ -119,8 +119,8 @@ func (o *GetOptions) Run(ctx context.Context) error {
 		if o.Name != "" {
 			return o.printer.PrintObj(&items[0], o.Out)
 		}
-		list := &v1alpha1.TopologyList{Items: items}
-		list.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("TopologyList"))
+		list := &v1alpha2.TopologyList{Items: items}
+		list.SetGroupVersionKind(v1alpha2.GroupVersion.WithKind("TopologyList"))
 		if *o.printFlags.OutputFormat == "name" {
 			for i := range items {
 				if err := o.printer.PrintObj(&items[i], o.Out); err != nil {
@@ -159,7 +159,7 @@ func (o *GetOptions) watch(ctx context.Context, tw flushWriter, wide bool) error
 		opts = append(opts, client.MatchingFields{"metadata.name": o.Name})
 	}
 	for ctx.Err() == nil {
-		w, err := wc.Watch(ctx, &v1alpha1.TopologyList{}, opts...)
+		w, err := wc.Watch(ctx, &v1alpha2.TopologyList{}, opts...)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -167,7 +167,7 @@ func (o *GetOptions) watch(ctx context.Context, tw flushWriter, wide bool) error
 			return explain(err, o.access)
 		}
 		for ev := range w.ResultChan() {
-			t, ok := ev.Object.(*v1alpha1.Topology)
+			t, ok := ev.Object.(*v1alpha2.Topology)
 			if !ok {
 				continue
 			}
@@ -190,7 +190,7 @@ type flushWriter interface {
 
 // printTable renders NAME, CLASS, VERSION, CONTROL PLANE, WORKERS, STATE,
 // PROBLEMS, AGE.
-func printTable(w io.Writer, items []v1alpha1.Topology, withNamespace, wide bool, now clock) error {
+func printTable(w io.Writer, items []v1alpha2.Topology, withNamespace, wide bool, now clock) error {
 	tw := printers.GetNewTabWriter(w)
 	printHeader(tw, withNamespace, wide)
 	for i := range items {
@@ -210,18 +210,18 @@ func printHeader(w io.Writer, withNamespace, wide bool) {
 	fmt.Fprintln(w, strings.Join(cols, "\t"))
 }
 
-func printRow(w io.Writer, t *v1alpha1.Topology, withNamespace, wide bool, now clock) {
+func printRow(w io.Writer, t *v1alpha2.Topology, withNamespace, wide bool, now clock) {
 	state := engine.TopologyState(t)
 	if state == "" {
-		state = v1alpha1.StateWaiting
+		state = v1alpha2.StateWaiting
 	}
-	row := []string{t.Name, t.Spec.Class, t.Spec.Version, controlPlaneReplicas(t), workerReplicas(t), string(state), orDash(strings.Join(engine.TopologyProblems(t), ",")), duration.HumanDuration(now.now().Sub(t.CreationTimestamp.Time))}
+	row := []string{t.Name, t.Spec.ClassRef.Name, t.Spec.Version, controlPlaneReplicas(t), workerReplicas(t), string(state), orDash(strings.Join(engine.TopologyProblems(t), ",")), duration.HumanDuration(now.now().Sub(t.CreationTimestamp.Time))}
 	if withNamespace {
 		row = append([]string{t.Namespace}, row...)
 	}
 	if wide {
 		reconciled, msg := "-", ""
-		if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.TopologyReconciledCondition); c != nil {
+		if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition); c != nil {
 			reconciled, msg = string(c.Status)+"/"+c.Reason, c.Message
 		}
 		row = append(row, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)), reconciled, msg)
@@ -237,7 +237,7 @@ func orDash(s string) string {
 }
 
 // controlPlaneReplicas renders ready/desired for the control plane.
-func controlPlaneReplicas(t *v1alpha1.Topology) string {
+func controlPlaneReplicas(t *v1alpha2.Topology) string {
 	desired := "-"
 	if t.Spec.ControlPlane.Replicas != nil {
 		desired = fmt.Sprint(*t.Spec.ControlPlane.Replicas)
@@ -250,7 +250,7 @@ func controlPlaneReplicas(t *v1alpha1.Topology) string {
 }
 
 // workerReplicas renders ready/desired summed over MachineDeployments and MachinePools.
-func workerReplicas(t *v1alpha1.Topology) string {
+func workerReplicas(t *v1alpha2.Topology) string {
 	var desired, ready int32
 	open := false
 	if w := t.Spec.Workers; w != nil {
@@ -269,7 +269,7 @@ func workerReplicas(t *v1alpha1.Topology) string {
 			desired += *mp.Replicas
 		}
 	}
-	for _, p := range append(append([]v1alpha1.PartStatus{}, t.Status.MachineDeployments...), t.Status.MachinePools...) {
+	for _, p := range append(append([]v1alpha2.PartStatus{}, t.Status.MachineDeployments...), t.Status.MachinePools...) {
 		ready += p.ReadyReplicas
 	}
 	d := fmt.Sprint(desired)

@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/manifests"
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 	"github.com/kubectl-topology/kubectl-topology/pkg/version"
@@ -437,7 +437,7 @@ func localAgentProblem(ctx context.Context, c client.Client, rec process.Record)
 	if !webhooksRegistered(ctx, c) {
 		return fmt.Errorf("its webhooks are not registered in this cluster")
 	}
-	probe := &v1alpha1.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "install-probe"}}
+	probe := &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "install-probe"}}
 	err := c.Create(ctx, probe, client.DryRunAll)
 	if err != nil && strings.Contains(err.Error(), "failed calling webhook") {
 		return fmt.Errorf("the API server cannot call its webhooks: %w", err)
@@ -541,7 +541,7 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	list := &v1alpha1.TopologyList{}
+	list := &v1alpha2.TopologyList{}
 	if err := ca.client.List(ctx, list); err != nil && !isTopologyAPIMissing(err) && !isNoMatch(err) {
 		return explain(err, ca)
 	}

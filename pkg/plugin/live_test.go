@@ -16,7 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-topology/kubectl-topology/manifests"
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -51,20 +51,20 @@ var fixtureNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 // degraded is a settled Topology that has since lost health: a control
 // plane Machine whose Node is not ready, a pool at 1/2, and warnings.
-func degraded() *v1alpha1.Topology {
+func degraded() *v1alpha2.Topology {
 	t := midUpgrade()
 	t.Name, t.Namespace = "prod", "team-a"
 	t.Spec.Workers.MachineDeployments = t.Spec.Workers.MachineDeployments[:1]
 	t.Spec.Workers.MachinePools = nil
-	t.Status = v1alpha1.TopologyStatus{
-		ObservedGeneration: 3, Phase: v1alpha1.PhaseUpToDate, Infrastructure: v1alpha1.InfrastructureProvisioned, ClusterName: "prod",
-		State: v1alpha1.StateDegraded, StateSince: at(11, 46),
-		ControlPlane: &v1alpha1.PartStatus{Name: "control-plane", ObjectName: "prod-cp", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(3), Replicas: 3, ReadyReplicas: 2, UpToDateReplicas: 3, AvailableReplicas: 3,
-			Phase: v1alpha1.PhaseUpToDate, State: v1alpha1.StateDegraded, StateSince: at(11, 46),
-			Problems: []v1alpha1.Problem{{Object: "Machine/prod-cp-abcde", Reason: "NotReady", Message: "NodeHealthy: Node prod-cp-abcde is not ready", Since: at(11, 46)}}},
-		MachineDeployments: []v1alpha1.PartStatus{{Name: "md-a", Class: "general", ObjectName: "prod-md-a", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 1, UpToDateReplicas: 2, AvailableReplicas: 1,
-			Phase: v1alpha1.PhaseUpToDate, State: v1alpha1.StateDegraded, StateSince: at(11, 50),
-			Problems: []v1alpha1.Problem{
+	t.Status = v1alpha2.TopologyStatus{
+		ObservedGeneration: 3, Phase: v1alpha2.PhaseUpToDate, Infrastructure: v1alpha2.InfrastructureProvisioned, ClusterName: "prod",
+		State: v1alpha2.StateDegraded, StateSince: at(11, 46),
+		ControlPlane: &v1alpha2.PartStatus{Name: "control-plane", ObjectName: "prod-cp", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(3), Replicas: 3, ReadyReplicas: 2, UpToDateReplicas: 3, AvailableReplicas: 3,
+			Phase: v1alpha2.PhaseUpToDate, State: v1alpha2.StateDegraded, StateSince: at(11, 46),
+			Problems: []v1alpha2.Problem{{Object: "Machine/prod-cp-abcde", Reason: "NotReady", Message: "NodeHealthy: Node prod-cp-abcde is not ready", Since: at(11, 46)}}},
+		MachineDeployments: []v1alpha2.PartStatus{{Name: "md-a", Class: "general", ObjectName: "prod-md-a", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 1, UpToDateReplicas: 2, AvailableReplicas: 1,
+			Phase: v1alpha2.PhaseUpToDate, State: v1alpha2.StateDegraded, StateSince: at(11, 50),
+			Problems: []v1alpha2.Problem{
 				{Object: "MachineDeployment/prod-md-a", Reason: "NotAvailable", Message: "1 available replicas, at least 2 required", Since: at(11, 50)},
 				{Object: "Machine/prod-md-a-xyz12", Reason: "NotReady", Message: "NodeHealthy: Node prod-md-a-xyz12 is not ready", Since: at(11, 50)},
 			}}},
@@ -75,32 +75,32 @@ func degraded() *v1alpha1.Topology {
 
 // midUpgrade is a Topology halfway through an upgrade to v1.34.0, as the
 // agent reports it.
-func midUpgrade() *v1alpha1.Topology {
+func midUpgrade() *v1alpha2.Topology {
 	created := metav1.NewTime(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
-	return &v1alpha1.Topology{
+	return &v1alpha2.Topology{
 		ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "default", Generation: 3, CreationTimestamp: created},
-		Spec: v1alpha1.TopologySpec{
-			Class: "docker-kubeadm", Version: "v1.34.0",
-			ControlPlane: v1alpha1.ControlPlaneTopology{Replicas: ptr32(3)},
-			Workers: &v1alpha1.WorkersTopology{
-				MachineDeployments: []v1alpha1.MachineDeploymentTopology{
+		Spec: v1alpha2.TopologySpec{
+			ClassRef: v1alpha2.ClassRef{Name: "docker-kubeadm"}, Version: "v1.34.0",
+			ControlPlane: v1alpha2.ControlPlaneTopology{Replicas: ptr32(3)},
+			Workers: &v1alpha2.WorkersTopology{
+				MachineDeployments: []v1alpha2.MachineDeploymentTopology{
 					{Class: "general", Name: "md-a", Replicas: ptr32(2)},
 					{Class: "general", Name: "md-b", Replicas: ptr32(2)},
-					{Class: "gpu", Name: "md-gpu", Metadata: v1alpha1.ObjectMeta{Annotations: map[string]string{engine.DeferUpgradeAnnotation: ""}}},
+					{Class: "gpu", Name: "md-gpu", Metadata: v1alpha2.ObjectMeta{Annotations: map[string]string{engine.DeferUpgradeAnnotation: ""}}},
 				},
-				MachinePools: []v1alpha1.MachinePoolTopology{{Class: "pool", Name: "mp-0", Replicas: ptr32(1)}},
+				MachinePools: []v1alpha2.MachinePoolTopology{{Class: "pool", Name: "mp-0", Replicas: ptr32(1)}},
 			},
 		},
-		Status: v1alpha1.TopologyStatus{
-			ObservedGeneration: 3, Phase: v1alpha1.PhasePending, Infrastructure: v1alpha1.InfrastructureProvisioned, ClusterName: "dev",
-			State: v1alpha1.StateRollingOut, StateSince: at(11, 40),
-			ControlPlane: &v1alpha1.PartStatus{Name: "control-plane", ObjectName: "dev-x7k2p", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(3), Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3, AvailableReplicas: 3, Phase: v1alpha1.PhaseUpToDate, State: v1alpha1.StateReady, StateSince: at(11, 40)},
-			MachineDeployments: []v1alpha1.PartStatus{
-				{Name: "md-a", Class: "general", ObjectName: "dev-md-a-q8w2n", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 1, AvailableReplicas: 2, Phase: v1alpha1.PhaseUpgrading, Message: "Machines are rolling to v1.34.0", State: v1alpha1.StateRollingOut, StateSince: at(11, 52)},
-				{Name: "md-b", Class: "general", ObjectName: "dev-md-b-m4t9z", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 2, AvailableReplicas: 2, Phase: v1alpha1.PhasePending, Message: "upgrade concurrency limit 1 reached (md-a upgrading)", State: v1alpha1.StateWaiting, StateSince: at(11, 40)},
-				{Name: "md-gpu", Class: "gpu", ObjectName: "dev-gpu-md-gpu-c2v8d", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, Phase: v1alpha1.PhaseDeferred, Message: "upgrade deferred by the topology.cluster.x-k8s.io/defer-upgrade annotation", State: v1alpha1.StateDeferred, StateSince: at(11, 40)},
+		Status: v1alpha2.TopologyStatus{
+			ObservedGeneration: 3, Phase: v1alpha2.PhasePending, Infrastructure: v1alpha2.InfrastructureProvisioned, ClusterName: "dev",
+			State: v1alpha2.StateRollingOut, StateSince: at(11, 40),
+			ControlPlane: &v1alpha2.PartStatus{Name: "control-plane", ObjectName: "dev-x7k2p", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(3), Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3, AvailableReplicas: 3, Phase: v1alpha2.PhaseUpToDate, State: v1alpha2.StateReady, StateSince: at(11, 40)},
+			MachineDeployments: []v1alpha2.PartStatus{
+				{Name: "md-a", Class: "general", ObjectName: "dev-md-a-q8w2n", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 1, AvailableReplicas: 2, Phase: v1alpha2.PhaseUpgrading, Message: "Machines are rolling to v1.34.0", State: v1alpha2.StateRollingOut, StateSince: at(11, 52)},
+				{Name: "md-b", Class: "general", ObjectName: "dev-md-b-m4t9z", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 2, AvailableReplicas: 2, Phase: v1alpha2.PhasePending, Message: "upgrade concurrency limit 1 reached (md-a upgrading)", State: v1alpha2.StateWaiting, StateSince: at(11, 40)},
+				{Name: "md-gpu", Class: "gpu", ObjectName: "dev-gpu-md-gpu-c2v8d", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, Phase: v1alpha2.PhaseDeferred, Message: "upgrade deferred by the topology.cluster.x-k8s.io/defer-upgrade annotation", State: v1alpha2.StateDeferred, StateSince: at(11, 40)},
 			},
-			MachinePools: []v1alpha1.PartStatus{{Name: "mp-0", Class: "pool", ObjectName: "dev-mp-0-h5r7k", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(1), Replicas: 1, ReadyReplicas: 1, Phase: v1alpha1.PhasePending, Message: "waiting for the control plane to finish upgrading", State: v1alpha1.StateWaiting, StateSince: at(11, 40)}},
+			MachinePools: []v1alpha2.PartStatus{{Name: "mp-0", Class: "pool", ObjectName: "dev-mp-0-h5r7k", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(1), Replicas: 1, ReadyReplicas: 1, Phase: v1alpha2.PhasePending, Message: "waiting for the control plane to finish upgrading", State: v1alpha2.StateWaiting, StateSince: at(11, 40)}},
 			Conditions:   []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 3, Reason: "MachineDeploymentsUpgradePending", Message: "MachineDeployment(s) md-b rollout and upgrade to version v1.34.0 on hold"}},
 		},
 	}
@@ -141,7 +141,7 @@ func TestStatusFleetReport(t *testing.T) {
 	deleting.Name, deleting.DeletionTimestamp = "old", at(11, 59)
 	paused := midUpgrade()
 	paused.Name, paused.Namespace, paused.Spec.Paused = "frozen", "team-b", true
-	items := []v1alpha1.Topology{*midUpgrade(), *degraded(), *deleting, *paused}
+	items := []v1alpha2.Topology{*midUpgrade(), *degraded(), *deleting, *paused}
 	agent := AgentReport{LastHeartbeat: at(11, 59)}
 	report := StatusReport{Agent: agent}
 	for i := range items {
@@ -172,7 +172,7 @@ func TestGetTable(t *testing.T) {
 	other := midUpgrade()
 	other.Name, other.Namespace = "prod", "team-a"
 	other.Spec.Workers.MachineDeployments[2].Replicas = nil
-	if err := printTable(&buf, []v1alpha1.Topology{*midUpgrade(), *other, *degraded()}, true, true, now); err != nil {
+	if err := printTable(&buf, []v1alpha2.Topology{*midUpgrade(), *other, *degraded()}, true, true, now); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "get-wide.txt", buf.String())

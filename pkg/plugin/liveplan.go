@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
@@ -18,7 +18,7 @@ import (
 
 // load reads, through the loader the agent uses too, what the engine needs
 // for t from the cluster.
-func (ca *clusterAccess) load(ctx context.Context, t *v1alpha1.Topology) (*loader.Loaded, error) {
+func (ca *clusterAccess) load(ctx context.Context, t *v1alpha2.Topology) (*loader.Loaded, error) {
 	l, err := (&loader.Loader{Reader: ca.client}).Load(ctx, t)
 	if err != nil {
 		return nil, explain(err, ca)
@@ -32,7 +32,7 @@ func (ca *clusterAccess) load(ctx context.Context, t *v1alpha1.Topology) (*loade
 // ownership are accounted for, compared with what exists. Pools whose
 // creation waits are listed as pending, with why.
 // The warnings name external patches that could not be run from here.
-func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha1.Topology) (*plan.Plan, []string, error) {
+func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha2.Topology) (*plan.Plan, []string, error) {
 	l, err := ca.load(ctx, t)
 	if err != nil {
 		return nil, nil, err
@@ -84,12 +84,12 @@ func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha1.Topology) (*p
 // handlers the agent discovered (TopologyExtension status). Handlers this
 // machine cannot reach, typically behind a Service, are skipped and named.
 // It is nil for a class without external patches.
-func (ca *clusterAccess) externalPatches(ctx context.Context, class *v1alpha1.TopologyClass) (*extension.Patcher, error) {
+func (ca *clusterAccess) externalPatches(ctx context.Context, class *v1alpha2.TopologyClass) (*extension.Patcher, error) {
 	if !engine.HasExternalPatches(class) {
 		return nil, nil
 	}
 	c := &extension.Client{Registry: extension.NewRegistry(), BestEffort: true}
-	list := &v1alpha1.TopologyExtensionList{}
+	list := &v1alpha2.TopologyExtensionList{}
 	if err := ca.client.List(ctx, list); err != nil && !apierrors.IsForbidden(err) {
 		return nil, fmt.Errorf("reading the TopologyExtensions of TopologyClass %s's external patches: %w", class.Name, explain(err, ca))
 	}

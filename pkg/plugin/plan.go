@@ -18,7 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/bundle"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
@@ -109,7 +109,7 @@ func (o *PlanOptions) RunLive(ctx context.Context) error {
 	}
 	ca := live.access
 	if len(o.Filenames) > 0 {
-		b, err := readBundle(o.Filenames, o.In, ca.namespace)
+		b, err := readBundle(o.Filenames, o.In, o.ErrOut, ca.namespace)
 		if err != nil {
 			return err
 		}
@@ -160,7 +160,7 @@ func (o *PlanOptions) Complete() error {
 	if len(o.Filenames) == 0 {
 		return fmt.Errorf("plan needs input: give the class, its templates and the topology with -f")
 	}
-	b, err := readBundle(o.Filenames, o.In, o.namespace)
+	b, err := readBundle(o.Filenames, o.In, o.ErrOut, o.namespace)
 	if err != nil {
 		return err
 	}
@@ -261,11 +261,11 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 // changes would be wrong. It returns the class with its discovered variables
 // in status, as the agent would have it, and nil for a class without
 // external patches.
-func (o *PlanOptions) externalPatches(ctx context.Context, class *v1alpha1.TopologyClass) (*v1alpha1.TopologyClass, *extension.Patcher, error) {
+func (o *PlanOptions) externalPatches(ctx context.Context, class *v1alpha2.TopologyClass) (*v1alpha2.TopologyClass, *extension.Patcher, error) {
 	if !engine.HasExternalPatches(class) {
 		return class, nil, nil
 	}
-	given := map[string]*v1alpha1.TopologyExtension{}
+	given := map[string]*v1alpha2.TopologyExtension{}
 	for _, e := range o.bundle.Extensions {
 		given[e.Name] = e
 	}

@@ -182,7 +182,7 @@ func TestPlanBadInput(t *testing.T) {
 		{"unknown variable", []string{class, bad("unknown-variable.yaml")}, nil,
 			[]string{"spec.variables[noSuchVariable]", "not defined in the class"}},
 		{"unknown class", []string{class, bad("unknown-class.yaml")}, nil,
-			[]string{"Topology default/bad", "spec.class", "class default/nope is not in the input"}},
+			[]string{"Topology default/bad", "spec.classRef", "class default/nope is not in the input"}},
 		{"unknown worker class", []string{class, bad("unknown-worker-class.yaml")}, nil,
 			[]string{"spec.workers.machineDeployments[0].class", `MachineDeployment class "nope" is not defined`}},
 		{"malformed YAML", []string{class, bad("malformed.yaml")}, nil,

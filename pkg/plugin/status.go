@@ -19,7 +19,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/tui"
 )
@@ -189,7 +189,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 	if o.terminal {
 		// In a terminal: the editor's components, redrawn in place.
-		fetch := func(ctx context.Context) (*v1alpha1.Topology, error) {
+		fetch := func(ctx context.Context) (*v1alpha2.Topology, error) {
 			return o.readTopology(ctx, o.Name)
 		}
 		m := tui.NewStatusModel(fetch, o.Interval)
@@ -247,7 +247,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 
 // unsettled is the error of a watch that timed out: where the rollout stands
 // and why, and that it goes on.
-func (o *StatusOptions) unsettled(t *v1alpha1.Topology) error {
+func (o *StatusOptions) unsettled(t *v1alpha2.Topology) error {
 	msg := fmt.Sprintf("Topology %s/%s did not settle within %s: %s", t.Namespace, t.Name, o.Timeout, orDash(string(engine.TopologyState(t))))
 	for _, hold := range append(engine.RolloutHolds(t), engine.PartsNotReady(t, o.now.now())...) {
 		msg += "\n  " + hold
@@ -257,21 +257,21 @@ func (o *StatusOptions) unsettled(t *v1alpha1.Topology) error {
 
 // renderStatus writes the status tree as plain text; a zero now leaves out
 // the times (a watch prints a new block only when something changed).
-func renderStatus(w io.Writer, t *v1alpha1.Topology, now time.Time) error {
+func renderStatus(w io.Writer, t *v1alpha2.Topology, now time.Time) error {
 	return renderStatusReport(w, t, topologyReport(t, AgentReport{}, nil), now)
 }
 
 // renderStatusReport writes one Topology's report for a human: the state and
 // since when, what makes it stale, the parts as a tree, every problem, and
 // recent warnings.
-func renderStatusReport(w io.Writer, t *v1alpha1.Topology, r TopologyReport, now time.Time) error {
+func renderStatusReport(w io.Writer, t *v1alpha2.Topology, r TopologyReport, now time.Time) error {
 	since := func(ts *metav1.Time) string {
 		if now.IsZero() || ts == nil {
 			return "-"
 		}
 		return engine.HumanDuration(now.Sub(ts.Time))
 	}
-	head := fmt.Sprintf("Topology %s/%s (class %s) · %s", t.Namespace, t.Name, t.Spec.Class, r.State)
+	head := fmt.Sprintf("Topology %s/%s (class %s) · %s", t.Namespace, t.Name, t.Spec.ClassRef.Name, r.State)
 	if !now.IsZero() && r.StateSince != nil {
 		head += " for " + since(r.StateSince)
 	}
@@ -381,11 +381,11 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 }
 
 // renderFleet writes one line per Topology, in the report's order.
-func renderFleet(w io.Writer, report StatusReport, items []v1alpha1.Topology, now time.Time) error {
+func renderFleet(w io.Writer, report StatusReport, items []v1alpha2.Topology, now time.Time) error {
 	if report.Agent.Problem != "" {
 		fmt.Fprintf(w, "STALE: %s\n", report.Agent.Problem)
 	}
-	byKey := map[string]*v1alpha1.Topology{}
+	byKey := map[string]*v1alpha2.Topology{}
 	for i := range items {
 		byKey[items[i].Namespace+"/"+items[i].Name] = &items[i]
 	}
@@ -432,7 +432,7 @@ func printReport(w io.Writer, format string, report StatusReport) error {
 	return err
 }
 
-func desiredReplicas(p v1alpha1.PartStatus) string {
+func desiredReplicas(p v1alpha2.PartStatus) string {
 	if p.DesiredReplicas == nil {
 		return "-"
 	}

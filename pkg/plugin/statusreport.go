@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
@@ -48,7 +48,7 @@ type TopologyReport struct {
 	Class     string `json:"class"`
 	Version   string `json:"version"`
 	// State is one of the states `status --help` lists.
-	State      v1alpha1.State `json:"state"`
+	State      v1alpha2.State `json:"state"`
 	StateSince *metav1.Time   `json:"stateSince,omitempty"`
 	// Settled is true when the rollout is over and every part is Ready.
 	Settled        bool   `json:"settled"`
@@ -85,14 +85,14 @@ type PartReport struct {
 	Kind           string             `json:"kind"`
 	Class          string             `json:"class,omitempty"`
 	Object         string             `json:"object,omitempty"`
-	State          v1alpha1.State     `json:"state"`
+	State          v1alpha2.State     `json:"state"`
 	StateSince     *metav1.Time       `json:"stateSince,omitempty"`
 	Phase          string             `json:"phase,omitempty"`
 	Version        string             `json:"version,omitempty"`
 	DesiredVersion string             `json:"desiredVersion,omitempty"`
 	Replicas       ReplicasReport     `json:"replicas"`
 	Message        string             `json:"message,omitempty"`
-	Problems       []v1alpha1.Problem `json:"problems,omitempty"`
+	Problems       []v1alpha2.Problem `json:"problems,omitempty"`
 }
 
 // ReplicasReport counts a part's machines; desired is absent when an
@@ -151,7 +151,7 @@ func agentReport(ctx context.Context, c client.Reader, now time.Time) AgentRepor
 
 // warningEvents lists the recent Warning events of a Topology and the
 // objects made for it (named after its Cluster), newest first.
-func warningEvents(ctx context.Context, c client.Reader, t *v1alpha1.Topology, now time.Time) []EventReport {
+func warningEvents(ctx context.Context, c client.Reader, t *v1alpha2.Topology, now time.Time) []EventReport {
 	list := &corev1.EventList{}
 	// The API server filters by type: only warnings cross the wire.
 	if err := c.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
@@ -197,22 +197,22 @@ func eventTime(e *corev1.Event) metav1.Time {
 
 // topologyReport builds one Topology's report from its status; agent is what
 // the heartbeat said.
-func topologyReport(t *v1alpha1.Topology, agent AgentReport, events []EventReport) TopologyReport {
+func topologyReport(t *v1alpha2.Topology, agent AgentReport, events []EventReport) TopologyReport {
 	r := TopologyReport{
-		Namespace: t.Namespace, Name: t.Name, Class: t.Spec.Class, Version: t.Spec.Version,
+		Namespace: t.Namespace, Name: t.Name, Class: t.Spec.ClassRef.Name, Version: t.Spec.Version,
 		State: engine.TopologyState(t), StateSince: t.Status.StateSince,
 		Settled: engine.RolloutSettled(t), Paused: t.Spec.Paused, Deleting: !t.DeletionTimestamp.IsZero(),
 		Infrastructure: string(t.Status.Infrastructure), Events: events, Parts: []PartReport{},
 	}
 	switch {
 	case r.State == "":
-		r.State = v1alpha1.StateWaiting
+		r.State = v1alpha2.StateWaiting
 	case r.State != t.Status.State && r.Deleting:
 		r.StateSince = t.DeletionTimestamp
 	case r.State != t.Status.State:
 		r.StateSince = nil // paused since the agent last wrote: when is not known yet
 	}
-	if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.TopologyReconciledCondition); c != nil {
+	if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition); c != nil {
 		r.Reconciled = &ConditionReport{Status: c.Status, Reason: c.Reason, Message: c.Message}
 		if !c.LastTransitionTime.IsZero() {
 			since := c.LastTransitionTime
@@ -226,7 +226,7 @@ func topologyReport(t *v1alpha1.Topology, agent AgentReport, events []EventRepor
 		}
 	}
 	r.Problems = engine.TopologyProblems(t)
-	add := func(kind string, p v1alpha1.PartStatus) {
+	add := func(kind string, p v1alpha2.PartStatus) {
 		r.Parts = append(r.Parts, PartReport{
 			Name: p.Name, Kind: kind, Class: p.Class, Object: p.ObjectName, State: p.State, StateSince: p.StateSince,
 			Phase: string(p.Phase), Version: p.Version, DesiredVersion: p.DesiredVersion, Message: p.Message, Problems: p.Problems,

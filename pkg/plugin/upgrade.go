@@ -13,7 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -102,13 +102,13 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 	co := &changeOptions{liveFlags: o.liveFlags, IOStreams: o.IOStreams, name: o.Name, dryRun: o.DryRun, yes: o.Yes}
 	var from string
 	written, err := co.apply(ctx, change{
-		mutate: func(t *v1alpha1.Topology) error {
+		mutate: func(t *v1alpha2.Topology) error {
 			from = t.Spec.Version
 			t.Spec.Version = o.Version
 			return nil
 		},
 		preflight: o.preflight,
-		preview: func(orig, _ *v1alpha1.Topology) {
+		preview: func(orig, _ *v1alpha2.Topology) {
 			health := "the control plane is Ready"
 			if o.Force {
 				health = "the control plane's health is not checked (--force)"
@@ -116,7 +116,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.Out, "Preflight passed: %s → %s is allowed, %s, and the webhooks accept the change.\n", orig.Spec.Version, o.Version, health)
 			printUpgradePreview(o.Out, orig, o.Version)
 		},
-		question: func(orig, _ *v1alpha1.Topology) string {
+		question: func(orig, _ *v1alpha2.Topology) string {
 			return fmt.Sprintf("Upgrade Topology %s/%s from %s to %s?", orig.Namespace, orig.Name, orig.Spec.Version, o.Version)
 		},
 	})
@@ -134,7 +134,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 
 // preflight checks the change with the engine's rules and the live state;
 // the shared flow then lets the webhooks judge it in a server-side dry run.
-func (o *UpgradeOptions) preflight(orig, _ *v1alpha1.Topology) error {
+func (o *UpgradeOptions) preflight(orig, _ *v1alpha2.Topology) error {
 	var problems []string
 	errs, unhealthy := engine.UpgradePreflight(orig, o.Version, o.now.now())
 	for _, e := range errs {
@@ -158,7 +158,7 @@ func (o *UpgradeOptions) preflight(orig, _ *v1alpha1.Topology) error {
 }
 
 // printUpgradePreview lists the rollout in order, as the engine plans it.
-func printUpgradePreview(w io.Writer, t *v1alpha1.Topology, version string) {
+func printUpgradePreview(w io.Writer, t *v1alpha2.Topology, version string) {
 	fmt.Fprintf(w, "Rollout of Topology %s/%s to %s:\n", t.Namespace, t.Name, version)
 	for _, line := range engine.PlanUpgrade(t, version).Lines() {
 		fmt.Fprintf(w, "  %s\n", line)

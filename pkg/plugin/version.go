@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 	"github.com/kubectl-topology/kubectl-topology/pkg/version"
@@ -85,7 +85,7 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	}
 	var served []string
 	for _, g := range groups.Groups {
-		if g.Name == v1alpha1.GroupVersion.Group {
+		if g.Name == v1alpha2.GroupVersion.Group {
 			for _, v := range g.Versions {
 				served = append(served, v.GroupVersion)
 			}

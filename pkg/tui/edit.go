@@ -13,7 +13,7 @@ import (
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
@@ -24,12 +24,12 @@ import (
 
 // Applier writes edited, an edit of orig, guarded by orig's resourceVersion,
 // as draft.Write does: on a conflict it returns a *draft.ConflictError.
-type Applier func(ctx context.Context, orig, edited *v1alpha1.Topology) (*v1alpha1.Topology, error)
+type Applier func(ctx context.Context, orig, edited *v1alpha2.Topology) (*v1alpha2.Topology, error)
 
 // Inputs are what the editor works on, read once when it opens.
 type Inputs struct {
 	// Topology as read from the server.
-	Topology *v1alpha1.Topology
+	Topology *v1alpha2.Topology
 	// Loaded is its class, templates, objects and rollout state, as the
 	// agent reads them.
 	*loader.Loaded
@@ -49,7 +49,7 @@ type EditModel struct {
 	apply    Applier
 	readOnly bool
 
-	draft    *v1alpha1.Topology
+	draft    *v1alpha2.Topology
 	fields   []editField
 	original map[string]editField
 	// originalSettings are the server's settings, to tell what the draft changes.
@@ -121,7 +121,7 @@ func NewEditModel(ctx context.Context, in Inputs, apply Applier, readOnly bool) 
 }
 
 // reset makes t the server's Topology and a fresh draft of it.
-func (m *EditModel) reset(t *v1alpha1.Topology) {
+func (m *EditModel) reset(t *v1alpha2.Topology) {
 	m.in.Topology = t
 	m.draft = t.DeepCopy()
 	m.buffers = map[string]string{}
@@ -280,7 +280,7 @@ func (m *EditModel) canApply() bool {
 func (m *EditModel) Init() tea.Cmd { return m.startPending() }
 
 type appliedMsg struct {
-	latest *v1alpha1.Topology
+	latest *v1alpha2.Topology
 	err    error
 }
 

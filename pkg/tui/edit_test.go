@@ -17,7 +17,7 @@ import (
 	"github.com/muesli/termenv"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
@@ -71,7 +71,7 @@ func inputsFor(t *testing.T, stress bool) Inputs {
 		obs.MachinePools[mp.Name] = engine.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
 	}
 	topo.Status.ObservedGeneration = 1
-	topo.Status.Infrastructure = v1alpha1.InfrastructureProvisioned
+	topo.Status.Infrastructure = v1alpha2.InfrastructureProvisioned
 	engine.Summarize(topo, engine.Sequence(topo, obs), obs, &topo.Status)
 	state := loader.State(topo, ex.Class, current)
 	return Inputs{Topology: topo, Loaded: &loader.Loaded{Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Objects: current, Current: state, Observed: engine.ObserveState(state)}}
@@ -80,8 +80,8 @@ func inputsFor(t *testing.T, stress bool) Inputs {
 // fakeServer records applies; conflict makes the next one fail with latest.
 type fakeServer struct {
 	mu       sync.Mutex
-	applied  []*v1alpha1.Topology
-	conflict *v1alpha1.Topology
+	applied  []*v1alpha2.Topology
+	conflict *v1alpha2.Topology
 }
 
 // serverChangedMeanwhile is a server on which someone else set the control
@@ -95,7 +95,7 @@ func serverChangedMeanwhile(in Inputs) *fakeServer {
 	return &fakeServer{conflict: latest}
 }
 
-func (s *fakeServer) apply(_ context.Context, orig, edited *v1alpha1.Topology) (*v1alpha1.Topology, error) {
+func (s *fakeServer) apply(_ context.Context, orig, edited *v1alpha2.Topology) (*v1alpha2.Topology, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conflict != nil {
@@ -449,8 +449,8 @@ func TestEditWarnsOfAControlPlaneAtZero(t *testing.T) {
 
 func TestEditUpgradeWaitsForAStableControlPlane(t *testing.T) {
 	in := exampleInputs(t)
-	in.Topology.Status.ControlPlane.Phase = v1alpha1.PhaseCreating
-	in.Topology.Status.ControlPlane.State = v1alpha1.StateProvisioning
+	in.Topology.Status.ControlPlane.Phase = v1alpha2.PhaseCreating
+	in.Topology.Status.ControlPlane.State = v1alpha2.StateProvisioning
 	m := newModel(t, in, &fakeServer{})
 	replace(m, "v1.34.0")
 	if !strings.Contains(m.View(), "the control plane is Provisioning") || !strings.Contains(m.View(), "--force") || m.canApply() {

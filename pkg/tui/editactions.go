@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
@@ -41,12 +41,12 @@ func (m *EditModel) add() {
 		m.prompt = newPrompt("Name of the new "+c.kind, m.freePoolName(c.kind), m.checkPoolName, func(name string) {
 			one := int32(1)
 			if m.draft.Spec.Workers == nil {
-				m.draft.Spec.Workers = &v1alpha1.WorkersTopology{}
+				m.draft.Spec.Workers = &v1alpha2.WorkersTopology{}
 			}
 			if c.kind == draft.MachineDeployment {
-				m.draft.Spec.Workers.MachineDeployments = append(m.draft.Spec.Workers.MachineDeployments, v1alpha1.MachineDeploymentTopology{Name: name, Class: c.class, Replicas: &one})
+				m.draft.Spec.Workers.MachineDeployments = append(m.draft.Spec.Workers.MachineDeployments, v1alpha2.MachineDeploymentTopology{Name: name, Class: c.class, Replicas: &one})
 			} else {
-				m.draft.Spec.Workers.MachinePools = append(m.draft.Spec.Workers.MachinePools, v1alpha1.MachinePoolTopology{Name: name, Class: c.class, Replicas: &one})
+				m.draft.Spec.Workers.MachinePools = append(m.draft.Spec.Workers.MachinePools, v1alpha2.MachinePoolTopology{Name: name, Class: c.class, Replicas: &one})
 			}
 			m.focus = draft.Scope{Kind: c.kind, Name: name}.String() + " replicas"
 			m.message = fmt.Sprintf("added %s %s (%s); ctrl+x removes it", c.kind, name, c.class)
@@ -135,7 +135,7 @@ func (m *EditModel) enclosingCollection() *editField {
 }
 
 // lookupVariable is the value at a field's place in the draft.
-func lookupVariable(t *v1alpha1.Topology, f *editField) (any, bool) {
+func lookupVariable(t *v1alpha2.Topology, f *editField) (any, bool) {
 	v, ok := draft.VariableValue(t, f.scope, f.variable)
 	if !ok {
 		return nil, false

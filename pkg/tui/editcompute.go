@@ -8,7 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
@@ -40,7 +40,7 @@ type problem struct{ path, msg string }
 // snapshot is what one computation reads; none of it changes under it.
 type snapshot struct {
 	now     time.Time
-	draft   *v1alpha1.Topology
+	draft   *v1alpha2.Topology
 	in      Inputs
 	catalog *variables.Catalog
 }
@@ -87,7 +87,7 @@ func computePreview(ctx context.Context, s snapshot) preview {
 		}
 	}
 	var invalid *engine.InvalidError
-	if errors.As(err, &invalid) && invalid.Kind == v1alpha1.TopologyKind {
+	if errors.As(err, &invalid) && invalid.Kind == v1alpha2.TopologyKind {
 		for _, fe := range invalid.Errors {
 			msg := fe.Detail // the webhook's message, without the value it quotes
 			if msg == "" {

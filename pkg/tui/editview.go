@@ -32,7 +32,7 @@ func (m *EditModel) render() (string, []int) {
 		rowsFields = append(rowsFields, field)
 	}
 	t := m.in.Topology
-	title := fmt.Sprintf("Edit Topology %s/%s · class %s", t.Namespace, t.Name, t.Spec.Class)
+	title := fmt.Sprintf("Edit Topology %s/%s · class %s", t.Namespace, t.Name, t.Spec.ClassRef.Name)
 	if m.readOnly {
 		title += " (read-only)"
 	}

@@ -9,7 +9,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 )
 
@@ -66,7 +66,7 @@ type editField struct {
 	scope    draft.Scope
 	variable string
 	sub      []any
-	schema   *v1alpha1.JSONSchemaProps
+	schema   *v1alpha2.JSONSchemaProps
 	// overrideRoot marks the first row of a part's override.
 	overrideRoot bool
 	// entry marks a list item or map entry: never unset, only removed.
@@ -90,14 +90,14 @@ func (f *editField) editable() bool {
 
 // formBuilder turns a Topology and its class into the form's rows.
 type formBuilder struct {
-	defs   map[string]*v1alpha1.ClusterClassVariable
+	defs   map[string]*v1alpha2.ClusterClassVariable
 	fields []editField
 }
 
 // buildForm lists the rows for t: version, the control plane, each pool with
 // its overrides, then the class's variables, nested by their schemas.
-func buildForm(t *v1alpha1.Topology, c *v1alpha1.TopologyClass) []editField {
-	b := &formBuilder{defs: map[string]*v1alpha1.ClusterClassVariable{}}
+func buildForm(t *v1alpha2.Topology, c *v1alpha2.TopologyClass) []editField {
+	b := &formBuilder{defs: map[string]*v1alpha2.ClusterClassVariable{}}
 	for i := range c.Spec.Variables {
 		b.defs[c.Spec.Variables[i].Name] = &c.Spec.Variables[i]
 	}
@@ -130,7 +130,7 @@ func buildForm(t *v1alpha1.Topology, c *v1alpha1.TopologyClass) []editField {
 }
 
 // part adds a part's replicas row and its overrides.
-func (b *formBuilder) part(t *v1alpha1.Topology, s draft.Scope, label, path string, replicas *int32) {
+func (b *formBuilder) part(t *v1alpha2.Topology, s draft.Scope, label, path string, replicas *int32) {
 	v := ""
 	if replicas != nil {
 		v = strconv.Itoa(int(*replicas))
@@ -150,9 +150,9 @@ func (b *formBuilder) part(t *v1alpha1.Topology, s draft.Scope, label, path stri
 }
 
 // variable adds the rows of one variable in a scope.
-func (b *formBuilder) variable(t *v1alpha1.Topology, s draft.Scope, name, label, path string, depth int, required bool) {
+func (b *formBuilder) variable(t *v1alpha2.Topology, s draft.Scope, name, label, path string, depth int, required bool) {
 	v, present := draft.VariableValue(t, s, name)
-	var schema *v1alpha1.JSONSchemaProps
+	var schema *v1alpha2.JSONSchemaProps
 	hint := ""
 	if def, ok := b.defs[name]; ok {
 		schema = &def.Schema.OpenAPIV3Schema
@@ -165,10 +165,10 @@ func (b *formBuilder) variable(t *v1alpha1.Topology, s draft.Scope, name, label,
 
 // walk adds a row for a value and, for objects with properties and lists,
 // rows for what they hold. valuePath is where the engine reports the value.
-func (b *formBuilder) walk(f editField, s *v1alpha1.JSONSchemaProps, v any, present bool, valuePath string) {
+func (b *formBuilder) walk(f editField, s *v1alpha2.JSONSchemaProps, v any, present bool, valuePath string) {
 	f.present = present
 	if s == nil {
-		s = &v1alpha1.JSONSchemaProps{}
+		s = &v1alpha2.JSONSchemaProps{}
 	} else if f.hint == "" {
 		f.hint = schemaHint(s, f.required)
 	}
@@ -278,7 +278,7 @@ func appendSub(sub []any, k any) []any {
 
 // isMap tells whether a schema is a map (additionalProperties and no named
 // properties) whose values are edited as rows.
-func isMap(s *v1alpha1.JSONSchemaProps) bool {
+func isMap(s *v1alpha2.JSONSchemaProps) bool {
 	if s.Type != "object" || len(s.Properties) > 0 || s.AdditionalProperties == nil || s.XPreserveUnknownFields {
 		return false
 	}
@@ -294,7 +294,7 @@ func isMap(s *v1alpha1.JSONSchemaProps) bool {
 // isForm tells whether a schema is edited as nested rows: objects with named
 // properties and no others, lists of such things or of single values.
 // Anything else (maps, free-form objects, lists of lists) is typed as JSON.
-func isForm(s *v1alpha1.JSONSchemaProps) bool {
+func isForm(s *v1alpha2.JSONSchemaProps) bool {
 	switch s.Type {
 	case "object":
 		return len(s.Properties) > 0 && s.AdditionalProperties == nil && !s.XPreserveUnknownFields
@@ -315,7 +315,7 @@ func isForm(s *v1alpha1.JSONSchemaProps) bool {
 
 // schemaHint describes a schema in one line: type, required, default,
 // example, description.
-func schemaHint(s *v1alpha1.JSONSchemaProps, required bool) string {
+func schemaHint(s *v1alpha2.JSONSchemaProps, required bool) string {
 	parts := []string{}
 	if s.Type != "" {
 		parts = append(parts, s.Type)
@@ -395,7 +395,7 @@ func (f *editField) parse(text string) (value any, ok bool, err error) {
 
 // zeroValue is what a new list item or override starts as: the schema's
 // default, or the empty value of its type.
-func zeroValue(s *v1alpha1.JSONSchemaProps) any {
+func zeroValue(s *v1alpha2.JSONSchemaProps) any {
 	if s == nil {
 		return nil
 	}

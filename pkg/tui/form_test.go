@@ -13,14 +13,14 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
 // applyNow confirms an apply and returns what the server received.
-func applyNow(t *testing.T, m *EditModel, srv *fakeServer) *v1alpha1.Topology {
+func applyNow(t *testing.T, m *EditModel, srv *fakeServer) *v1alpha2.Topology {
 	t.Helper()
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
 	if len(srv.applied) == 0 {
@@ -29,7 +29,7 @@ func applyNow(t *testing.T, m *EditModel, srv *fakeServer) *v1alpha1.Topology {
 	return srv.applied[len(srv.applied)-1]
 }
 
-func variableJSON(t *testing.T, vars []v1alpha1.ClusterVariable, name string) string {
+func variableJSON(t *testing.T, vars []v1alpha2.ClusterVariable, name string) string {
 	t.Helper()
 	for _, v := range vars {
 		if v.Name == name {
@@ -379,11 +379,11 @@ func extensionInputs(t *testing.T, srv *fixture.ExtensionServer) Inputs {
 	in := exampleInputs(t)
 	in.Class = in.Class.DeepCopy()
 	gen := "generate.ext"
-	in.Class.Spec.Patches = append(in.Class.Spec.Patches, v1alpha1.ClusterClassPatch{Name: "ext", External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: &gen}})
+	in.Class.Spec.Patches = append(in.Class.Spec.Patches, v1alpha2.ClusterClassPatch{Name: "ext", External: &v1alpha2.ExternalPatchDefinition{GeneratePatchesExtension: &gen}})
 	c := &extension.Client{Registry: extension.NewRegistry(), BestEffort: true}
-	ext := &v1alpha1.TopologyExtension{}
+	ext := &v1alpha2.TopologyExtension{}
 	ext.Name, ext.Spec.ClientConfig = "ext", srv.ClientConfig()
-	ext.Status.Handlers = []v1alpha1.ExtensionHandler{{Name: gen, RequestHook: v1alpha1.GroupVersionHook{APIVersion: extension.APIVersion, Hook: extension.HookGeneratePatches}}}
+	ext.Status.Handlers = []v1alpha2.ExtensionHandler{{Name: gen, RequestHook: v1alpha2.GroupVersionHook{APIVersion: extension.APIVersion, Hook: extension.HookGeneratePatches}}}
 	if err := c.Registry.FromStatus(ext); err != nil {
 		t.Fatal(err)
 	}

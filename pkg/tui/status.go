@@ -10,12 +10,12 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
 // Fetcher reads the Topology being watched.
-type Fetcher func(ctx context.Context) (*v1alpha1.Topology, error)
+type Fetcher func(ctx context.Context) (*v1alpha2.Topology, error)
 
 // StatusModel follows a Topology's rollout: the control plane, then each
 // pool, with phases, why a part waits and progress bars, in the editor's
@@ -27,7 +27,7 @@ type StatusModel struct {
 	keys     KeyMap
 	bar      progress.Model
 	width    int
-	t        *v1alpha1.Topology
+	t        *v1alpha2.Topology
 	err      error
 	// Done is true once the rollout settled.
 	Done bool
@@ -42,7 +42,7 @@ func NewStatusModel(fetch Fetcher, interval time.Duration) *StatusModel {
 }
 
 type topologyMsg struct {
-	t   *v1alpha1.Topology
+	t   *v1alpha2.Topology
 	err error
 }
 
@@ -52,7 +52,7 @@ func (m *StatusModel) read() tea.Msg {
 }
 
 // Topology is the latest Topology read; nil before the first read.
-func (m *StatusModel) Topology() *v1alpha1.Topology { return m.t }
+func (m *StatusModel) Topology() *v1alpha2.Topology { return m.t }
 
 // Init implements tea.Model.
 func (m *StatusModel) Init() tea.Cmd { return m.read }
@@ -96,7 +96,7 @@ func (m *StatusModel) View() string {
 		return b.String()
 	}
 	t := m.t
-	line(m.styles.Title.Render(fmt.Sprintf("Topology %s/%s (class %s)", t.Namespace, t.Name, t.Spec.Class)))
+	line(m.styles.Title.Render(fmt.Sprintf("Topology %s/%s (class %s)", t.Namespace, t.Name, t.Spec.ClassRef.Name)))
 	line(fmt.Sprintf("  version %s · %s · infrastructure %s", t.Spec.Version, m.state(engine.TopologyState(t)), orDash(string(t.Status.Infrastructure))))
 	for _, hold := range engine.RolloutHolds(t) {
 		line(m.styles.Warn.Render("  " + hold))
@@ -129,7 +129,7 @@ func (m *StatusModel) View() string {
 			ratio = min(1, float64(p.UpToDateReplicas)/float64(want))
 		}
 		line(fmt.Sprintf("%s %-*s %s %d/%d up-to-date %d/%d ready %-17s %s", branch, nameWidth, partName(p), m.bar.ViewAs(ratio), p.UpToDateReplicas, want, p.ReadyReplicas, want, version, m.state(p.State)))
-		if p.Message != "" && p.State != v1alpha1.StateReady {
+		if p.Message != "" && p.State != v1alpha2.StateReady {
 			line("     " + m.styles.Hint.Render(p.Message))
 		}
 		for _, pr := range p.Problems {
@@ -144,20 +144,20 @@ func (m *StatusModel) View() string {
 	return b.String()
 }
 
-func partName(p v1alpha1.PartStatus) string {
+func partName(p v1alpha2.PartStatus) string {
 	if p.Class != "" {
 		return p.Name + " (" + p.Class + ")"
 	}
 	return p.Name
 }
 
-func (m *StatusModel) state(s v1alpha1.State) string {
+func (m *StatusModel) state(s v1alpha2.State) string {
 	switch s {
-	case v1alpha1.StateReady:
+	case v1alpha2.StateReady:
 		return m.styles.OK.Render(string(s))
-	case v1alpha1.StateDegraded, v1alpha1.StateDeleting:
+	case v1alpha2.StateDegraded, v1alpha2.StateDeleting:
 		return m.styles.Error.Render(string(s))
-	case v1alpha1.StateRollingOut, v1alpha1.StateProvisioning, v1alpha1.StateScaling, v1alpha1.StatePaused:
+	case v1alpha2.StateRollingOut, v1alpha2.StateProvisioning, v1alpha2.StateScaling, v1alpha2.StatePaused:
 		return m.styles.Warn.Render(string(s))
 	case "":
 		return "-"

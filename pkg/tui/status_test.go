@@ -8,12 +8,12 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
 // withStates sums the parts' states as the agent does.
-func withStates(t *v1alpha1.Topology) *v1alpha1.Topology {
+func withStates(t *v1alpha2.Topology) *v1alpha2.Topology {
 	if cp := t.Status.ControlPlane; cp != nil {
 		cp.State = engine.PartState(cp, 0)
 	}
@@ -24,36 +24,36 @@ func withStates(t *v1alpha1.Topology) *v1alpha1.Topology {
 	return t
 }
 
-func rolling() *v1alpha1.Topology {
+func rolling() *v1alpha2.Topology {
 	n := int32(2)
-	return withStates(&v1alpha1.Topology{
+	return withStates(&v1alpha2.Topology{
 		ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "default", Generation: 2},
-		Spec:       v1alpha1.TopologySpec{Class: "docker-kubeadm", Version: "v1.34.0"},
-		Status: v1alpha1.TopologyStatus{
-			ObservedGeneration: 2, Phase: v1alpha1.PhaseUpgrading, Infrastructure: v1alpha1.InfrastructureProvisioned,
-			ControlPlane: &v1alpha1.PartStatus{Name: "control-plane", ObjectName: "dev-cp", DesiredVersion: "v1.34.0", Version: "v1.34.0", Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3, Phase: v1alpha1.PhaseUpToDate},
-			MachineDeployments: []v1alpha1.PartStatus{
-				{Name: "md-a", Class: "general", ObjectName: "dev-md-a", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: &n, Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 1, Phase: v1alpha1.PhaseUpgrading, Message: "Machines are rolling to v1.34.0"},
-				{Name: "md-b", Class: "general", ObjectName: "dev-md-b", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 2, ReadyReplicas: 2, Phase: v1alpha1.PhasePending, Message: "upgrade concurrency limit 1 reached (md-a upgrading)"},
+		Spec:       v1alpha2.TopologySpec{ClassRef: v1alpha2.ClassRef{Name: "docker-kubeadm"}, Version: "v1.34.0"},
+		Status: v1alpha2.TopologyStatus{
+			ObservedGeneration: 2, Phase: v1alpha2.PhaseUpgrading, Infrastructure: v1alpha2.InfrastructureProvisioned,
+			ControlPlane: &v1alpha2.PartStatus{Name: "control-plane", ObjectName: "dev-cp", DesiredVersion: "v1.34.0", Version: "v1.34.0", Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3, Phase: v1alpha2.PhaseUpToDate},
+			MachineDeployments: []v1alpha2.PartStatus{
+				{Name: "md-a", Class: "general", ObjectName: "dev-md-a", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: &n, Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 1, Phase: v1alpha2.PhaseUpgrading, Message: "Machines are rolling to v1.34.0"},
+				{Name: "md-b", Class: "general", ObjectName: "dev-md-b", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 2, ReadyReplicas: 2, Phase: v1alpha2.PhasePending, Message: "upgrade concurrency limit 1 reached (md-a upgrading)"},
 			},
 			Conditions: []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 2, Reason: "MachineDeploymentsUpgradePending", Message: "MachineDeployment(s) md-b rollout and upgrade to version v1.34.0 on hold"}},
 		},
 	})
 }
 
-func settledTopology() *v1alpha1.Topology {
+func settledTopology() *v1alpha2.Topology {
 	t := rolling()
-	t.Status.Phase = v1alpha1.PhaseUpToDate
+	t.Status.Phase = v1alpha2.PhaseUpToDate
 	t.Status.MachineDeployments = t.Status.MachineDeployments[:1]
-	t.Status.MachineDeployments[0].Phase, t.Status.MachineDeployments[0].UpToDateReplicas = v1alpha1.PhaseUpToDate, 2
+	t.Status.MachineDeployments[0].Phase, t.Status.MachineDeployments[0].UpToDateReplicas = v1alpha2.PhaseUpToDate, 2
 	t.Status.MachineDeployments[0].ReadyReplicas = 2
 	t.Status.Conditions = []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionTrue, ObservedGeneration: 2, Reason: "ReconcileSucceeded"}}
 	return withStates(t)
 }
 
 func TestStatusWatchView(t *testing.T) {
-	reads := []*v1alpha1.Topology{rolling(), settledTopology()}
-	fetch := func(context.Context) (*v1alpha1.Topology, error) {
+	reads := []*v1alpha2.Topology{rolling(), settledTopology()}
+	fetch := func(context.Context) (*v1alpha2.Topology, error) {
 		next := reads[0]
 		if len(reads) > 1 {
 			reads = reads[1:]
@@ -78,8 +78,8 @@ func TestStatusWatchView(t *testing.T) {
 func TestStatusProgressIsAgainstTheDesiredReplicas(t *testing.T) {
 	topo := rolling()
 	three := int32(3)
-	topo.Status.ControlPlane = &v1alpha1.PartStatus{Name: "control-plane", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: &three, Replicas: 1, UpToDateReplicas: 1, Phase: v1alpha1.PhaseCreating}
-	m := NewStatusModel(func(context.Context) (*v1alpha1.Topology, error) { return topo, nil }, time.Millisecond)
+	topo.Status.ControlPlane = &v1alpha2.PartStatus{Name: "control-plane", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: &three, Replicas: 1, UpToDateReplicas: 1, Phase: v1alpha2.PhaseCreating}
+	m := NewStatusModel(func(context.Context) (*v1alpha2.Topology, error) { return topo, nil }, time.Millisecond)
 	m.SetSize(100, 30)
 	m.Update(m.Init()())
 	if want := "████░░░░░░░░ 1/3 up-to-date"; !strings.Contains(m.View(), want) {

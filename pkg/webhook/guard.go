@@ -140,13 +140,16 @@ func locate(t reflect.Type, v any, p *field.Path) *field.Error {
 	if err != nil {
 		msg = strings.TrimPrefix(err.Error(), "json: ")
 	}
-	return field.Invalid(p, string(raw), msg+hint(t))
+	return field.Invalid(p, string(raw), msg+hint(t, p))
 }
 
 // hint says what a field of type t takes, for the types whose Go errors do not.
-func hint(t reflect.Type) string {
-	if t.PkgPath() == "k8s.io/apimachinery/pkg/apis/meta/v1" && t.Name() == "Duration" {
+func hint(t reflect.Type, p *field.Path) string {
+	switch {
+	case t.PkgPath() == "k8s.io/apimachinery/pkg/apis/meta/v1" && t.Name() == "Duration":
 		return `: a duration is written like "30s", "5m" or "1h30m"`
+	case t.Kind() == reflect.Int32 && strings.HasSuffix(p.String(), "Seconds"):
+		return ": give whole seconds as a number, such as 300"
 	}
 	return ""
 }

@@ -13,35 +13,35 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
 // Paths the webhooks are served on, and the names of their configurations.
 const (
-	TopologyDefaultPath         = "/mutate-topology-kubectl-topology-io-v1alpha1-topology"
-	TopologyValidatePath        = "/validate-topology-kubectl-topology-io-v1alpha1-topology"
-	TopologyClassValidatePath   = "/validate-topology-kubectl-topology-io-v1alpha1-topologyclass"
+	TopologyDefaultPath         = "/mutate-topology-kubectl-topology-io-v1alpha2-topology"
+	TopologyValidatePath        = "/validate-topology-kubectl-topology-io-v1alpha2-topology"
+	TopologyClassValidatePath   = "/validate-topology-kubectl-topology-io-v1alpha2-topologyclass"
 	MutatingConfigurationName   = components.MutatingWebhookName
 	ValidatingConfigurationName = components.ValidatingWebhookName
 )
 
 // Register serves the webhooks on srv. They read through cached, the
 // agent's cache (which indexes Topologies by class, see
-// v1alpha1.ClassKeyField); uncached is only asked for a class the cache does
+// v1alpha2.ClassKeyField); uncached is only asked for a class the cache does
 // not have yet, so that a class created just before its Topology is used.
 func Register(srv webhook.Server, scheme *runtime.Scheme, cached, uncached client.Reader, classes *engine.ClassCache) {
 	r := classReader{cached: cached, uncached: uncached}
 	t := &Topology{classes: r, Classes: classes}
-	topology := v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind).GroupKind()
-	class := v1alpha1.GroupVersion.WithKind("TopologyClass").GroupKind()
-	srv.Register(TopologyDefaultPath, guarded(admission.WithDefaulter[*v1alpha1.Topology](scheme, t), topology, typeOfTopology, true))
-	srv.Register(TopologyValidatePath, guarded(admission.WithValidator[*v1alpha1.Topology](scheme, t), topology, typeOfTopology, false))
-	srv.Register(TopologyClassValidatePath, guarded(admission.WithValidator[*v1alpha1.TopologyClass](scheme, &TopologyClass{Client: cached}), class, reflect.TypeFor[v1alpha1.TopologyClass](), false))
+	topology := v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyKind).GroupKind()
+	class := v1alpha2.GroupVersion.WithKind("TopologyClass").GroupKind()
+	srv.Register(TopologyDefaultPath, guarded(admission.WithDefaulter[*v1alpha2.Topology](scheme, t), topology, typeOfTopology, true))
+	srv.Register(TopologyValidatePath, guarded(admission.WithValidator[*v1alpha2.Topology](scheme, t), topology, typeOfTopology, false))
+	srv.Register(TopologyClassValidatePath, guarded(admission.WithValidator[*v1alpha2.TopologyClass](scheme, &TopologyClass{Client: cached}), class, reflect.TypeFor[v1alpha2.TopologyClass](), false))
 }
 
-var typeOfTopology = reflect.TypeFor[v1alpha1.Topology]()
+var typeOfTopology = reflect.TypeFor[v1alpha2.Topology]()
 
 func guarded(w *admission.Webhook, gk schema.GroupKind, into reflect.Type, mutating bool) *admission.Webhook {
 	w.Handler = guard(w.Handler, gk, into, mutating)
@@ -65,7 +65,7 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 		return []admissionregistrationv1.RuleWithOperations{{
 			Operations: ops,
 			Rule: admissionregistrationv1.Rule{
-				APIGroups: []string{v1alpha1.GroupVersion.Group}, APIVersions: []string{v1alpha1.GroupVersion.Version}, Resources: []string{resource}, Scope: &scope,
+				APIGroups: []string{v1alpha2.GroupVersion.Group}, APIVersions: []string{v1alpha2.GroupVersion.Version}, Resources: []string{resource}, Scope: &scope,
 			},
 		}}
 	}
@@ -110,7 +110,7 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 // only when the cache does not have one (yet).
 type classReader struct{ cached, uncached client.Reader }
 
-func (r classReader) get(ctx context.Context, key client.ObjectKey, c *v1alpha1.TopologyClass) error {
+func (r classReader) get(ctx context.Context, key client.ObjectKey, c *v1alpha2.TopologyClass) error {
 	err := r.cached.Get(ctx, key, c)
 	if apierrors.IsNotFound(err) && r.uncached != nil {
 		err = r.uncached.Get(ctx, key, c)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -28,15 +28,15 @@ type Topology struct {
 }
 
 var (
-	_ admission.Defaulter[*v1alpha1.Topology] = &Topology{}
-	_ admission.Validator[*v1alpha1.Topology] = &Topology{}
+	_ admission.Defaulter[*v1alpha2.Topology] = &Topology{}
+	_ admission.Validator[*v1alpha2.Topology] = &Topology{}
 )
 
 // class finds and compiles the topology's class; nil without error when it
 // does not exist yet, which GitOps tools create in any order.
-func (w *Topology) class(ctx context.Context, t *v1alpha1.Topology) (*engine.CompiledClass, error) {
+func (w *Topology) class(ctx context.Context, t *v1alpha2.Topology) (*engine.CompiledClass, error) {
 	key := t.GetClassKey()
-	c := &v1alpha1.TopologyClass{}
+	c := &v1alpha2.TopologyClass{}
 	if err := w.classes.get(ctx, key, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
@@ -45,7 +45,7 @@ func (w *Topology) class(ctx context.Context, t *v1alpha1.Topology) (*engine.Com
 	}
 	compiled, err := w.Classes.Get(ctx, c)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.class: TopologyClass %s is invalid, fix it first: %v", key, err))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.classRef: TopologyClass %s is invalid, fix it first: %v", key, err))
 	}
 	return compiled, nil
 }
@@ -53,8 +53,8 @@ func (w *Topology) class(ctx context.Context, t *v1alpha1.Topology) (*engine.Com
 // Default fills in variable defaults from the class's schemas. It never
 // refuses: values it cannot default are left for validation to report, and an
 // object being deleted is left alone, so that removing a finalizer always works.
-func (w *Topology) Default(ctx context.Context, t *v1alpha1.Topology) error {
-	if !t.DeletionTimestamp.IsZero() || t.Spec.Class == "" || specUnchanged(ctx, t) {
+func (w *Topology) Default(ctx context.Context, t *v1alpha2.Topology) error {
+	if !t.DeletionTimestamp.IsZero() || t.Spec.ClassRef.Name == "" || specUnchanged(ctx, t) {
 		return nil
 	}
 	c, err := w.class(ctx, t)
@@ -71,12 +71,12 @@ func (w *Topology) Default(ctx context.Context, t *v1alpha1.Topology) error {
 // specUnchanged reports whether the admission request t comes from is an
 // update that leaves the spec as it was: metadata only, which defaulting
 // must not turn into a spec change that validation would then refuse.
-func specUnchanged(ctx context.Context, t *v1alpha1.Topology) bool {
+func specUnchanged(ctx context.Context, t *v1alpha2.Topology) bool {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil || req.Operation != admissionv1.Update || len(req.OldObject.Raw) == 0 {
 		return false
 	}
-	old := &v1alpha1.Topology{}
+	old := &v1alpha2.Topology{}
 	if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
 		return false
 	}
@@ -84,22 +84,22 @@ func specUnchanged(ctx context.Context, t *v1alpha1.Topology) bool {
 }
 
 // ValidateCreate checks the topology against its class.
-func (w *Topology) ValidateCreate(ctx context.Context, t *v1alpha1.Topology) (admission.Warnings, error) {
+func (w *Topology) ValidateCreate(ctx context.Context, t *v1alpha2.Topology) (admission.Warnings, error) {
 	return w.validate(ctx, nil, t)
 }
 
 // ValidateUpdate checks the topology against its class, and the version
 // change against the rollout in flight.
-func (w *Topology) ValidateUpdate(ctx context.Context, old, t *v1alpha1.Topology) (admission.Warnings, error) {
+func (w *Topology) ValidateUpdate(ctx context.Context, old, t *v1alpha2.Topology) (admission.Warnings, error) {
 	return w.validate(ctx, old, t)
 }
 
 // ValidateDelete allows every deletion: the agent's finalizer cleans up.
-func (w *Topology) ValidateDelete(context.Context, *v1alpha1.Topology) (admission.Warnings, error) {
+func (w *Topology) ValidateDelete(context.Context, *v1alpha2.Topology) (admission.Warnings, error) {
 	return nil, nil
 }
 
-func (w *Topology) validate(ctx context.Context, old, t *v1alpha1.Topology) (admission.Warnings, error) {
+func (w *Topology) validate(ctx context.Context, old, t *v1alpha2.Topology) (admission.Warnings, error) {
 	spec := engine.SpecPath(engine.DialectTopology)
 	if old != nil && equality.Semantic.DeepEqual(old.Spec, t.Spec) {
 		// Metadata only: finalizers, labels, annotations. The spec was admitted
@@ -117,7 +117,7 @@ func (w *Topology) validate(ctx context.Context, old, t *v1alpha1.Topology) (adm
 	// before anything is looked up, and never as a server error.
 	errs := engine.ValidateTopologyFields(t, spec)
 	if old != nil {
-		if oldKey, newKey := old.GetClassKey(), t.GetClassKey(); old.Spec.Class != "" && t.Spec.Class != "" && oldKey != newKey {
+		if oldKey, newKey := old.GetClassKey(), t.GetClassKey(); old.Spec.ClassRef.Name != "" && t.Spec.ClassRef.Name != "" && oldKey != newKey {
 			if _, unsafe := t.Annotations[engine.UnsafeClassNameCheckAnnotation]; !unsafe {
 				rebaseErrs, err := w.rebase(ctx, old, t)
 				if err != nil {
@@ -140,7 +140,7 @@ func (w *Topology) validate(ctx context.Context, old, t *v1alpha1.Topology) (adm
 		return nil, err
 	}
 	if c == nil {
-		return admission.Warnings{fmt.Sprintf("TopologyClass %s does not exist yet: variables are checked when the agent reconciles", t.Spec.Class)}, nil
+		return admission.Warnings{fmt.Sprintf("TopologyClass %s does not exist yet: variables are checked when the agent reconciles", t.Spec.ClassRef.Name)}, nil
 	}
 	if errs := engine.ValidateTopology(ctx, t, old, c.Class, c.Catalog, spec); len(errs) > 0 {
 		return nil, invalid(t, errs)
@@ -152,12 +152,12 @@ func (w *Topology) validate(ctx context.Context, old, t *v1alpha1.Topology) (adm
 // classes must exist and be compatible, so the cluster keeps its providers.
 // The new class's own rules for the Topology are checked after this, as for
 // any update.
-func (w *Topology) rebase(ctx context.Context, old, t *v1alpha1.Topology) (field.ErrorList, error) {
+func (w *Topology) rebase(ctx context.Context, old, t *v1alpha2.Topology) (field.ErrorList, error) {
 	classPath := field.NewPath("spec", "class")
-	from, to := &v1alpha1.TopologyClass{}, &v1alpha1.TopologyClass{}
+	from, to := &v1alpha2.TopologyClass{}, &v1alpha2.TopologyClass{}
 	for _, c := range []struct {
 		key types.NamespacedName
-		obj *v1alpha1.TopologyClass
+		obj *v1alpha2.TopologyClass
 	}{{old.GetClassKey(), from}, {t.GetClassKey(), to}} {
 		if err := w.classes.get(ctx, c.key, c.obj); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -174,6 +174,6 @@ func (w *Topology) rebase(ctx context.Context, old, t *v1alpha1.Topology) (field
 	return errs, nil
 }
 
-func invalid(t *v1alpha1.Topology, errs field.ErrorList) error {
-	return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind).GroupKind(), t.Name, errs)
+func invalid(t *v1alpha2.Topology, errs field.ErrorList) error {
+	return apierrors.NewInvalid(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyKind).GroupKind(), t.Name, errs)
 }

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -18,14 +18,14 @@ import (
 // using the class valid.
 type TopologyClass struct {
 	// Client lists the topologies of a class; it must index them by
-	// v1alpha1.ClassKeyField, as the agent's cache does.
+	// v1alpha2.ClassKeyField, as the agent's cache does.
 	Client client.Reader
 }
 
-var _ admission.Validator[*v1alpha1.TopologyClass] = &TopologyClass{}
+var _ admission.Validator[*v1alpha2.TopologyClass] = &TopologyClass{}
 
 // ValidateCreate checks the class on its own.
-func (w *TopologyClass) ValidateCreate(ctx context.Context, c *v1alpha1.TopologyClass) (admission.Warnings, error) {
+func (w *TopologyClass) ValidateCreate(ctx context.Context, c *v1alpha2.TopologyClass) (admission.Warnings, error) {
 	if errs := engine.ValidateClass(ctx, c); len(errs) > 0 {
 		return nil, invalidClass(c, errs)
 	}
@@ -35,7 +35,7 @@ func (w *TopologyClass) ValidateCreate(ctx context.Context, c *v1alpha1.Topology
 // ValidateUpdate checks the class, that it keeps its providers, then every
 // Topology using it against the new class: a class change must not strand
 // its clusters.
-func (w *TopologyClass) ValidateUpdate(ctx context.Context, old, c *v1alpha1.TopologyClass) (admission.Warnings, error) {
+func (w *TopologyClass) ValidateUpdate(ctx context.Context, old, c *v1alpha2.TopologyClass) (admission.Warnings, error) {
 	if errs := engine.ClassesCompatible(old, c); len(errs) > 0 {
 		return nil, invalidClass(c, errs)
 	}
@@ -67,7 +67,7 @@ func (w *TopologyClass) ValidateUpdate(ctx context.Context, old, c *v1alpha1.Top
 }
 
 // ValidateDelete refuses to delete a class that Topologies still use.
-func (w *TopologyClass) ValidateDelete(ctx context.Context, c *v1alpha1.TopologyClass) (admission.Warnings, error) {
+func (w *TopologyClass) ValidateDelete(ctx context.Context, c *v1alpha2.TopologyClass) (admission.Warnings, error) {
 	users, err := w.users(ctx, c)
 	if err != nil {
 		return nil, err
@@ -80,21 +80,21 @@ func (w *TopologyClass) ValidateDelete(ctx context.Context, c *v1alpha1.Topology
 		names = append(names, t.Namespace+"/"+t.Name)
 	}
 	sort.Strings(names)
-	return nil, apierrors.NewForbidden(v1alpha1.GroupVersion.WithResource("topologyclasses").GroupResource(), c.Name,
+	return nil, apierrors.NewForbidden(v1alpha2.GroupVersion.WithResource("topologyclasses").GroupResource(), c.Name,
 		fmt.Errorf("TopologyClass is used by Topology %v: delete or move them first", names))
 }
 
 // users lists the Topologies of class c, in any namespace, from the cache's
 // index of Topologies by class: a class of a thousand Topologies reads none
 // it does not need.
-func (w *TopologyClass) users(ctx context.Context, c *v1alpha1.TopologyClass) ([]v1alpha1.Topology, error) {
-	list := &v1alpha1.TopologyList{}
-	if err := w.Client.List(ctx, list, client.MatchingFields{v1alpha1.ClassKeyField: v1alpha1.ClassKeyValue(client.ObjectKeyFromObject(c))}); err != nil {
+func (w *TopologyClass) users(ctx context.Context, c *v1alpha2.TopologyClass) ([]v1alpha2.Topology, error) {
+	list := &v1alpha2.TopologyList{}
+	if err := w.Client.List(ctx, list, client.MatchingFields{v1alpha2.ClassKeyField: v1alpha2.ClassKeyValue(client.ObjectKeyFromObject(c))}); err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("listing the Topologies of TopologyClass %s/%s: %w", c.Namespace, c.Name, err))
 	}
 	return list.Items, nil
 }
 
-func invalidClass(c *v1alpha1.TopologyClass, errs field.ErrorList) error {
-	return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind("TopologyClass").GroupKind(), c.Name, errs)
+func invalidClass(c *v1alpha2.TopologyClass, errs field.ErrorList) error {
+	return apierrors.NewInvalid(v1alpha2.GroupVersion.WithKind("TopologyClass").GroupKind(), c.Name, errs)
 }

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
@@ -26,7 +26,7 @@ func classWebhook(tb testing.TB, n int) (*TopologyClass, fixture.Example) {
 		tb.Fatal(err)
 	}
 	scheme := runtime.NewScheme()
-	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	utilruntime.Must(v1alpha2.AddToScheme(scheme))
 	objs := []client.Object{ex.Class.DeepCopy()}
 	for i := range n {
 		t := ex.Topology.DeepCopy()
@@ -34,10 +34,10 @@ func classWebhook(tb testing.TB, n int) (*TopologyClass, fixture.Example) {
 		objs = append(objs, t)
 	}
 	other := ex.Topology.DeepCopy()
-	other.Name, other.Spec.Class = "other", "another-class"
+	other.Name, other.Spec.ClassRef.Name = "other", "another-class"
 	objs = append(objs, other)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-		WithIndex(&v1alpha1.Topology{}, v1alpha1.ClassKeyField, func(o client.Object) []string { return v1alpha1.ClassKeyOf(o.(*v1alpha1.Topology)) }).Build()
+		WithIndex(&v1alpha2.Topology{}, v1alpha2.ClassKeyField, func(o client.Object) []string { return v1alpha2.ClassKeyOf(o.(*v1alpha2.Topology)) }).Build()
 	return &TopologyClass{Client: c}, ex
 }
 

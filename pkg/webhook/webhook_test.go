@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
@@ -33,20 +33,20 @@ func newHandlers(tb testing.TB) (handlers, fixture.Example) {
 		tb.Fatal(err)
 	}
 	scheme := runtime.NewScheme()
-	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	utilruntime.Must(v1alpha2.AddToScheme(scheme))
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ex.Class.DeepCopy()).Build()
 	t := &Topology{classes: classReader{cached: reader}, Classes: engine.NewClassCache()}
-	gk := v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind).GroupKind()
+	gk := v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyKind).GroupKind()
 	return handlers{
-		mutate:   guarded(admission.WithDefaulter[*v1alpha1.Topology](scheme, t), gk, typeOfTopology, true),
-		validate: guarded(admission.WithValidator[*v1alpha1.Topology](scheme, t), gk, typeOfTopology, false),
+		mutate:   guarded(admission.WithDefaulter[*v1alpha2.Topology](scheme, t), gk, typeOfTopology, true),
+		validate: guarded(admission.WithValidator[*v1alpha2.Topology](scheme, t), gk, typeOfTopology, false),
 	}, ex
 }
 
 func request(op admissionv1.Operation, obj, old []byte) admission.Request {
 	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		UID: "1", Operation: op, Name: "dev", Namespace: "default",
-		Kind:      metav1.GroupVersionKind{Group: v1alpha1.GroupVersion.Group, Version: "v1alpha1", Kind: v1alpha1.TopologyKind},
+		Kind:      metav1.GroupVersionKind{Group: v1alpha2.GroupVersion.Group, Version: "v1alpha2", Kind: v1alpha2.TopologyKind},
 		Object:    runtime.RawExtension{Raw: obj},
 		OldObject: runtime.RawExtension{Raw: old},
 	}}
@@ -64,14 +64,14 @@ func jsonOf(tb testing.TB, v any) []byte {
 func TestGuardNamesTheField(t *testing.T) {
 	h, ex := newHandlers(t)
 	valid := jsonOf(t, ex.Topology)
-	withDuration := strings.Replace(string(valid), `"controlPlane":{`, `"controlPlane":{"nodeDrainTimeout":"5 minutes",`, 1)
+	withDuration := strings.Replace(string(valid), `"controlPlane":{`, `"controlPlane":{"deletion":{"nodeDrainTimeoutSeconds":"5 minutes"},`, 1)
 	huge := ex.Topology.DeepCopy()
-	huge.Spec.Variables = append(huge.Spec.Variables, v1alpha1.ClusterVariable{Name: "apiServerCertSANs", Value: apiextensionsv1.JSON{Raw: []byte(`["` + strings.Repeat("a", MaxObjectBytes) + `"]`)}})
+	huge.Spec.Variables = append(huge.Spec.Variables, v1alpha2.ClusterVariable{Name: "apiServerCertSANs", Value: apiextensionsv1.JSON{Raw: []byte(`["` + strings.Repeat("a", MaxObjectBytes) + `"]`)}})
 	cases := []struct {
 		name, object, field, detail string
 	}{
-		{"a duration in words", withDuration, "spec.controlPlane.nodeDrainTimeout", "a duration is written like"},
-		{"a number where a string goes", strings.Replace(string(valid), `"class":"docker-kubeadm"`, `"class":7`, 1), "spec.class", "cannot unmarshal number"},
+		{"seconds in words", withDuration, "spec.controlPlane.deletion.nodeDrainTimeoutSeconds", "give whole seconds as a number"},
+		{"a number where a string goes", strings.Replace(string(valid), `"name":"docker-kubeadm"`, `"name":7`, 1), "spec.classRef.name", "cannot unmarshal number"},
 		{"an object too large to store", string(jsonOf(t, huge)), "spec.variables", "etcd cannot store"},
 		{"not JSON", "{", "<nil>", "not a JSON object"},
 	}
@@ -100,7 +100,7 @@ func TestMetadataOnlyUpdatesOfAnInvalidTopology(t *testing.T) {
 	h, ex := newHandlers(t)
 	invalid := ex.Topology.DeepCopy()
 	invalid.Finalizers = []string{controller.TopologyFinalizer}
-	invalid.Spec.Variables = append(invalid.Spec.Variables, v1alpha1.ClusterVariable{Name: "maxPods", Value: apiextensionsv1.JSON{Raw: []byte(`"abc"`)}})
+	invalid.Spec.Variables = append(invalid.Spec.Variables, v1alpha2.ClusterVariable{Name: "maxPods", Value: apiextensionsv1.JSON{Raw: []byte(`"abc"`)}})
 	old := jsonOf(t, invalid)
 
 	unfinalized := invalid.DeepCopy()
@@ -110,7 +110,7 @@ func TestMetadataOnlyUpdatesOfAnInvalidTopology(t *testing.T) {
 	deleting := unfinalized.DeepCopy()
 	now := metav1.Now()
 	deleting.DeletionTimestamp = &now
-	for name, obj := range map[string]*v1alpha1.Topology{"finalizer removed": unfinalized, "label added": labelled, "being deleted": deleting} {
+	for name, obj := range map[string]*v1alpha2.Topology{"finalizer removed": unfinalized, "label added": labelled, "being deleted": deleting} {
 		for hook, wh := range map[string]*admission.Webhook{"defaulting": h.mutate, "validation": h.validate} {
 			resp := wh.Handle(context.Background(), request(admissionv1.Update, jsonOf(t, obj), old))
 			if !resp.Allowed {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
@@ -54,12 +54,12 @@ func editorPreview(t *testing.T, ns, waitForText string) string {
 // in all three while the others are upgraded.
 func TestPlanEditorAndAgentAgree(t *testing.T) {
 	t.Parallel()
-	ns := inMemoryCluster(t, "agree", func(topo *v1alpha1.Topology) {
+	ns := inMemoryCluster(t, "agree", func(topo *v1alpha2.Topology) {
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
-		topo.Spec.Workers.MachineDeployments = []v1alpha1.MachineDeploymentTopology{
+		topo.Spec.Workers.MachineDeployments = []v1alpha2.MachineDeploymentTopology{
 			{Class: "default-worker", Name: "md-a", Replicas: ptr.To[int32](1)},
 			{Class: "default-worker", Name: "md-c", Replicas: ptr.To[int32](1),
-				Metadata: v1alpha1.ObjectMeta{Annotations: map[string]string{engine.HoldUpgradeSequenceAnnotation: ""}}},
+				Metadata: v1alpha2.ObjectMeta{Annotations: map[string]string{engine.HoldUpgradeSequenceAnnotation: ""}}},
 		}
 	}, slowControlPlane)
 	settle(t, ns, "dev", 4*time.Minute)
@@ -70,18 +70,18 @@ func TestPlanEditorAndAgentAgree(t *testing.T) {
 
 	// The control plane upgrades (its new machine takes 30 s to start): a
 	// pool added meanwhile waits.
-	changeTopology(t, ns, func(topo *v1alpha1.Topology) { topo.Spec.Version = "v1.34.0" })
+	changeTopology(t, ns, func(topo *v1alpha2.Topology) { topo.Spec.Version = "v1.34.0" })
 	eventually(t, time.Minute, "Cluster API starts replacing the control plane's machine", func(ctx context.Context) (bool, error) {
 		ms, err := machines(ctx, ns)
 		_, all := count(ms, "", "v1.34.0")
 		return err == nil && all == 2, fmt.Errorf("%d control plane machines (%v)", all, err)
 	})
-	changeTopology(t, ns, func(topo *v1alpha1.Topology) {
+	changeTopology(t, ns, func(topo *v1alpha2.Topology) {
 		topo.Spec.Workers.MachineDeployments = append(topo.Spec.Workers.MachineDeployments,
-			v1alpha1.MachineDeploymentTopology{Class: "default-worker", Name: "md-b", Replicas: ptr.To[int32](1)})
+			v1alpha2.MachineDeploymentTopology{Class: "default-worker", Name: "md-b", Replicas: ptr.To[int32](1)})
 	})
 	eventually(t, time.Minute, "the agent holds the new pool back", func(ctx context.Context) (bool, error) {
-		topo := &v1alpha1.Topology{}
+		topo := &v1alpha2.Topology{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
 			return false, err
 		}

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
@@ -49,7 +49,7 @@ func TestChaosKillsConverge(t *testing.T) {
 		t.Cleanup(func() {
 			_ = k8s.Delete(ctx, topo.DeepCopy())
 			eventually(t, 2*time.Minute, name+" is deleted", func(ctx context.Context) (bool, error) {
-				err := k8s.Get(ctx, client.ObjectKeyFromObject(topo), &v1alpha1.Topology{})
+				err := k8s.Get(ctx, client.ObjectKeyFromObject(topo), &v1alpha2.Topology{})
 				return apierrors.IsNotFound(err), err
 			})
 		})
@@ -69,7 +69,7 @@ func TestChaosKillsConverge(t *testing.T) {
 	for _, name := range topologies {
 		settle(t, ns, name, 5*time.Minute)
 		eventually(t, time.Minute, name+" converges", func(ctx context.Context) (bool, error) {
-			topo := &v1alpha1.Topology{}
+			topo := &v1alpha2.Topology{}
 			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, topo); err != nil {
 				return false, err
 			}
@@ -81,7 +81,7 @@ func TestChaosKillsConverge(t *testing.T) {
 			ok := c != nil && c.Reason == controller.ReasonSucceeded && c.ObservedGeneration == topo.Generation && f == chaosFindings{}
 			return ok, fmt.Errorf("condition %+v, objects %s, %+v", c, counts, f)
 		})
-		topo := &v1alpha1.Topology{}
+		topo := &v1alpha2.Topology{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, topo); err != nil {
 			t.Fatal(err)
 		}
@@ -164,14 +164,14 @@ func inspect(ctx context.Context, ex fixture.Example) (chaosFindings, string, er
 // setVariable sets a Topology variable through the API, as a user would.
 func setVariable(t *testing.T, ns, name, variable, value string) {
 	t.Helper()
-	err := fixture.ChangeTopology(context.Background(), k8s, client.ObjectKey{Namespace: ns, Name: name}, func(topo *v1alpha1.Topology) {
+	err := fixture.ChangeTopology(context.Background(), k8s, client.ObjectKey{Namespace: ns, Name: name}, func(topo *v1alpha2.Topology) {
 		for i := range topo.Spec.Variables {
 			if topo.Spec.Variables[i].Name == variable {
 				topo.Spec.Variables[i].Value.Raw = []byte(value)
 				return
 			}
 		}
-		topo.Spec.Variables = append(topo.Spec.Variables, v1alpha1.ClusterVariable{Name: variable, Value: apiextensionsv1.JSON{Raw: []byte(value)}})
+		topo.Spec.Variables = append(topo.Spec.Variables, v1alpha2.ClusterVariable{Name: variable, Value: apiextensionsv1.JSON{Raw: []byte(value)}})
 	})
 	if err != nil {
 		t.Fatalf("setting %s on %s/%s: %v", variable, ns, name, err)

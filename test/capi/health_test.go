@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	topologyplugin "github.com/kubectl-topology/kubectl-topology/pkg/plugin"
 )
 
@@ -123,7 +123,7 @@ func kubectl(t *testing.T, args ...string) string {
 // with the reason and the time since.
 func TestHealthThroughDegradedStates(t *testing.T) {
 	t.Parallel()
-	ns := inMemoryCluster(t, "health", func(topo *v1alpha1.Topology) {
+	ns := inMemoryCluster(t, "health", func(topo *v1alpha2.Topology) {
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
 		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](2)
@@ -132,7 +132,7 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 	// Provisioning: the control plane's machine takes 30 s to start.
 	eventually(t, 30*time.Second, "status reports the cluster Provisioning", func(context.Context) (bool, error) {
 		item := itemOf(statusReport(t, "dev", "-n", ns), ns, "dev")
-		return item != nil && item.State == v1alpha1.StateProvisioning && !item.Settled, nil
+		return item != nil && item.State == v1alpha2.StateProvisioning && !item.Settled, nil
 	})
 	if out := mustPlugin(t, "get", "-n", ns); !strings.Contains(out, "Provisioning") {
 		t.Errorf("get does not say Provisioning:\n%s", out)
@@ -143,7 +143,7 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 
 	settle(t, ns, "dev", 4*time.Minute)
 	item := itemOf(statusReport(t, "-A"), ns, "dev")
-	if item == nil || item.State != v1alpha1.StateReady || !item.Settled || len(item.Problems) != 0 {
+	if item == nil || item.State != v1alpha2.StateReady || !item.Settled || len(item.Problems) != 0 {
 		t.Fatalf("settled cluster in status -A -o json: %+v", item)
 	}
 
@@ -160,10 +160,10 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 	setNodeReady(t, wc, mdNode, false)
 	eventually(t, time.Minute, "status reports both parts Degraded", func(context.Context) (bool, error) {
 		item := itemOf(statusReport(t, "dev", "-n", ns), ns, "dev")
-		if item == nil || item.State != v1alpha1.StateDegraded || len(item.Parts) != 2 {
+		if item == nil || item.State != v1alpha2.StateDegraded || len(item.Parts) != 2 {
 			return false, fmt.Errorf("report %+v", item)
 		}
-		return item.Parts[0].State == v1alpha1.StateDegraded && item.Parts[1].State == v1alpha1.StateDegraded, nil
+		return item.Parts[0].State == v1alpha2.StateDegraded && item.Parts[1].State == v1alpha2.StateDegraded, nil
 	})
 	time.Sleep(2 * time.Second) // so that "for Ns" reads at least a second
 	out := mustPlugin(t, "status", "dev", "-n", ns)
@@ -197,7 +197,7 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 	settle(t, ns, "dev", 2*time.Minute)
 
 	// Deletion: reported as such until the Topology is gone.
-	topo := &v1alpha1.Topology{}
+	topo := &v1alpha2.Topology{}
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 		if strings.Contains(out, "Deleting") {
 			sawDeleting = true
 		}
-		err = k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha1.Topology{})
+		err = k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha2.Topology{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if !sawDeleting {
@@ -226,7 +226,7 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 // mirror `kubectl topology get`.
 func TestKubectlWorks(t *testing.T) {
 	t.Parallel()
-	ns := inMemoryCluster(t, "kubectl", func(topo *v1alpha1.Topology) {
+	ns := inMemoryCluster(t, "kubectl", func(topo *v1alpha2.Topology) {
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
 	})

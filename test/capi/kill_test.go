@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
@@ -23,7 +23,7 @@ import (
 // that it converges with one MachineDeployment per pool and no template
 // that nothing refers to. Not in parallel: the other tests share the agent.
 func TestAgentKilled(t *testing.T) {
-	ns := inMemoryCluster(t, "killed", func(topo *v1alpha1.Topology) {
+	ns := inMemoryCluster(t, "killed", func(topo *v1alpha2.Topology) {
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
 		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)

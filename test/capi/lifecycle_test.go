@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -25,7 +25,7 @@ import (
 // scaled, reshaped, its machines replaced by a variable change, deleted.
 func TestClusterLifecycle(t *testing.T) {
 	t.Parallel()
-	ns := inMemoryCluster(t, "lifecycle", func(topo *v1alpha1.Topology) {
+	ns := inMemoryCluster(t, "lifecycle", func(topo *v1alpha2.Topology) {
 		// md-b holds its upgrade until released, as an operator would ask.
 		topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations = map[string]string{engine.HoldUpgradeSequenceAnnotation: ""}
 	})
@@ -117,7 +117,7 @@ func TestClusterLifecycle(t *testing.T) {
 		if !strings.Contains(status, "md-b") || !strings.Contains(strings.ToLower(status), "hold") {
 			t.Errorf("status does not say md-b is held:\n%s", status)
 		}
-		changeTopology(t, ns, func(topo *v1alpha1.Topology) {
+		changeTopology(t, ns, func(topo *v1alpha2.Topology) {
 			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, engine.HoldUpgradeSequenceAnnotation)
 		})
 		settle(t, ns, "dev", 4*time.Minute)
@@ -164,9 +164,9 @@ func TestClusterLifecycle(t *testing.T) {
 	})
 
 	t.Run("add a pool and remove one", func(t *testing.T) {
-		changeTopology(t, ns, func(topo *v1alpha1.Topology) {
+		changeTopology(t, ns, func(topo *v1alpha2.Topology) {
 			mds := topo.Spec.Workers.MachineDeployments
-			topo.Spec.Workers.MachineDeployments = []v1alpha1.MachineDeploymentTopology{mds[0], {Class: "default-worker", Name: "md-c", Replicas: ptr.To[int32](1)}}
+			topo.Spec.Workers.MachineDeployments = []v1alpha2.MachineDeploymentTopology{mds[0], {Class: "default-worker", Name: "md-c", Replicas: ptr.To[int32](1)}}
 		})
 		settle(t, ns, "dev", 4*time.Minute)
 		ms, err := machines(ctx, ns)
@@ -221,11 +221,11 @@ func TestClusterLifecycle(t *testing.T) {
 	})
 
 	t.Run("delete takes everything through Cluster API's own deletion", func(t *testing.T) {
-		if err := k8s.Delete(ctx, &v1alpha1.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}}); err != nil {
+		if err := k8s.Delete(ctx, &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}}); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, 2*time.Minute, "the Topology and everything of it are gone", func(ctx context.Context) (bool, error) {
-			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha1.Topology{})
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha2.Topology{})
 			left := []string{}
 			for _, kind := range []string{"Cluster", "KubeadmControlPlane", "MachineDeployment", "MachineSet", "Machine", "DevMachine", "DevCluster", "KubeadmConfig"} {
 				items, lerr := list(ctx, ns, kind)
@@ -270,7 +270,7 @@ func condition(obj *unstructured.Unstructured, kind string) map[string]any {
 
 func topologyVersion(t *testing.T, ns string) string {
 	t.Helper()
-	topo := &v1alpha1.Topology{}
+	topo := &v1alpha2.Topology{}
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/agent"
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
@@ -147,7 +147,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(cont
 // inMemoryCluster creates examples/in-memory in a new namespace, the
 // Topology changed by shape and the class by adjust, and returns the
 // namespace. The Topology is deleted when the test ends.
-func inMemoryCluster(t *testing.T, prefix string, shape func(*v1alpha1.Topology), adjust ...func(*fixture.Example)) string {
+func inMemoryCluster(t *testing.T, prefix string, shape func(*v1alpha2.Topology), adjust ...func(*fixture.Example)) string {
 	t.Helper()
 	ctx := context.Background()
 	ex, err := fixture.ClassInNewNamespace(ctx, k8s, "in-memory", prefix, adjust...)
@@ -164,7 +164,7 @@ func inMemoryCluster(t *testing.T, prefix string, shape func(*v1alpha1.Topology)
 	t.Cleanup(func() {
 		_ = k8s.Delete(ctx, topo.DeepCopy())
 		eventually(t, 2*time.Minute, "the Topology is deleted", func(ctx context.Context) (bool, error) {
-			err := k8s.Get(ctx, client.ObjectKeyFromObject(topo), &v1alpha1.Topology{})
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(topo), &v1alpha2.Topology{})
 			return apierrors.IsNotFound(err), err
 		})
 	})
@@ -172,7 +172,7 @@ func inMemoryCluster(t *testing.T, prefix string, shape func(*v1alpha1.Topology)
 }
 
 // changeTopology applies change to Topology dev, again on conflicts.
-func changeTopology(t *testing.T, ns string, change func(*v1alpha1.Topology)) {
+func changeTopology(t *testing.T, ns string, change func(*v1alpha2.Topology)) {
 	t.Helper()
 	if err := fixture.ChangeTopology(context.Background(), k8s, client.ObjectKey{Namespace: ns, Name: "dev"}, change); err != nil {
 		t.Fatalf("changing Topology %s/dev: %v", ns, err)

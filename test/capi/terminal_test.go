@@ -15,7 +15,7 @@ import (
 	"github.com/creack/pty"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
@@ -93,7 +93,7 @@ func (r *terminalRun) exit() error {
 // and, with a timeout shorter than the rollout, gives up saying why.
 func TestEditAndFollowInTerminal(t *testing.T) {
 	t.Parallel()
-	ns := inMemoryCluster(t, "terminal", func(topo *v1alpha1.Topology) {
+	ns := inMemoryCluster(t, "terminal", func(topo *v1alpha2.Topology) {
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
 		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
@@ -23,13 +23,13 @@ import (
 // and leaves the control plane's.
 func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 	t.Parallel()
-	ns := inMemoryCluster(t, "concurrency", func(topo *v1alpha1.Topology) {
+	ns := inMemoryCluster(t, "concurrency", func(topo *v1alpha2.Topology) {
 		topo.Annotations = map[string]string{engine.UpgradeConcurrencyAnnotation: "2"}
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = nil
 		for _, name := range []string{"md-a", "md-b", "md-c", "md-d"} {
 			topo.Spec.Workers.MachineDeployments = append(topo.Spec.Workers.MachineDeployments,
-				v1alpha1.MachineDeploymentTopology{Class: "default-worker", Name: name, Replicas: ptr.To[int32](1)})
+				v1alpha2.MachineDeploymentTopology{Class: "default-worker", Name: name, Replicas: ptr.To[int32](1)})
 		}
 		topo.Spec.Workers.MachineDeployments[3].Metadata.Annotations = map[string]string{engine.DeferUpgradeAnnotation: ""}
 	})
@@ -90,7 +90,7 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 	if running, all := count(ms, "md-d", "v1.33.1"); running != 1 || all != 1 {
 		t.Errorf("md-d, deferred: %d of %d machines running v1.33.1, want 1 of 1", running, all)
 	}
-	changeTopology(t, ns, func(topo *v1alpha1.Topology) {
+	changeTopology(t, ns, func(topo *v1alpha2.Topology) {
 		delete(topo.MachineDeployment("md-d").Metadata.Annotations, engine.DeferUpgradeAnnotation)
 	})
 	eventually(t, 3*time.Minute, "md-d runs v1.34.0 once no longer deferred", func(ctx context.Context) (bool, error) {
@@ -110,7 +110,7 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 		t.Fatal(err)
 	}
 	other.Class.Name = "in-memory-b"
-	other.Class.Spec.Workers.MachineDeployments[0].Template.Infrastructure.Ref.Name = "in-memory-worker-b"
+	other.Class.Spec.Workers.MachineDeployments[0].Infrastructure.TemplateRef.Name = "in-memory-worker-b"
 	var templates []*unstructured.Unstructured
 	for _, tpl := range other.Templates {
 		if tpl.GetKind() == "DevMachineTemplate" && tpl.GetName() == "in-memory-worker" {
@@ -123,7 +123,7 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 	if err := other.CreateClass(ctx, k8s); err != nil {
 		t.Fatal(err)
 	}
-	changeTopology(t, ns, func(topo *v1alpha1.Topology) { topo.Spec.Class = "in-memory-b" })
+	changeTopology(t, ns, func(topo *v1alpha2.Topology) { topo.Spec.ClassRef.Name = "in-memory-b" })
 	eventually(t, 3*time.Minute, "the workers are replaced", func(ctx context.Context) (bool, error) {
 		ms, err := machines(ctx, ns)
 		if err != nil {

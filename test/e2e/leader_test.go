@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
@@ -46,7 +46,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	// the leader keeps them pointed at itself; the new leader takes them over.
 	five := int32(5)
 	waitFor(t, "the new leader's webhooks admit a change", func(ctx context.Context) (bool, error) {
-		topo := &v1alpha1.Topology{}
+		topo := &v1alpha2.Topology{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), topo); err != nil {
 			return false, err
 		}

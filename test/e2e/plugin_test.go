@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
@@ -86,7 +86,7 @@ func TestPluginWorkflow(t *testing.T) {
 		t.Errorf("the hung agent (pid %d) still runs", hung.PID)
 	}
 	out = mustPlugin(t, "version")
-	for _, want := range []string{"agent: running out of cluster at https://localhost:", "API: topology.kubectl-topology.io/v1alpha1", "server: v1.36."} {
+	for _, want := range []string{"agent: running out of cluster at https://localhost:", "API: topology.kubectl-topology.io/v1alpha2", "server: v1.36."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("version lacks %q:\n%s", want, out)
 		}
@@ -102,7 +102,7 @@ func TestPluginWorkflow(t *testing.T) {
 	// The user writes the Topology with generate, from the class on the cluster.
 	generated := mustPlugin(t, "generate", "dev", "-n", ns.Name, "--class", "docker-kubeadm", "--kubernetes-version", "v1.33.1",
 		"--control-plane", "3", "--worker", "md-a:general=2", "--worker", "md-gpu:gpu=1", "--worker", "mp-0:pool=1")
-	topo := &v1alpha1.Topology{}
+	topo := &v1alpha2.Topology{}
 	if err := yaml.UnmarshalStrict([]byte(generated), topo); err != nil {
 		t.Fatalf("generate wrote something that is not a Topology: %v\n%s", err, generated)
 	}
@@ -157,7 +157,7 @@ func TestPluginWorkflow(t *testing.T) {
 		proposed := ex.Topology.DeepCopy()
 		five := int32(5)
 		proposed.Spec.Workers.MachineDeployments[0].Replicas = &five
-		proposed.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind))
+		proposed.SetGroupVersionKind(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyKind))
 		data, err := yaml.Marshal(proposed)
 		if err != nil {
 			t.Fatal(err)
@@ -240,7 +240,7 @@ func TestPluginWorkflow(t *testing.T) {
 		if err == nil || !strings.Contains(errOut, "asked even with --yes; pass --force") {
 			t.Errorf("scale --control-plane 0 --yes answered no: %v %s", err, errOut)
 		}
-		got := &v1alpha1.Topology{}
+		got := &v1alpha2.Topology{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "dev"}, got); err != nil || *got.Spec.ControlPlane.Replicas != 3 {
 			t.Errorf("after a refused scale to 0 the control plane asks for %v replicas (%v), want 3", got.Spec.ControlPlane.Replicas, err)
 		}
@@ -295,7 +295,7 @@ func TestPluginWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the Topology is gone", func(ctx context.Context) (bool, error) {
-		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "dev"}, &v1alpha1.Topology{})
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "dev"}, &v1alpha2.Topology{})
 		return apierrors.IsNotFound(err), err
 	})
 	if out := mustPlugin(t, "uninstall", "--state-dir", state); !strings.Contains(out, "Stopped the local agent") {

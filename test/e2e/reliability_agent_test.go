@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
@@ -134,7 +134,7 @@ func TestOneBadTopologyCreatesAtMostOneTemplate(t *testing.T) {
 			if n, err := countKind(ctx, ns, "dev", "DockerMachineTemplate"); err != nil || n > tc.maxClones {
 				t.Errorf("%d DockerMachineTemplates left (%v), want at most %d", n, err, tc.maxClones)
 			}
-			topo := &v1alpha1.Topology{}
+			topo := &v1alpha2.Topology{}
 			if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), topo); err != nil {
 				t.Fatal(err)
 			}
@@ -158,15 +158,15 @@ func TestTopologyIsAlwaysDeletable(t *testing.T) {
 	if err := k8s.Delete(ctx, ex.Class.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
-	invalid := func(name string) *v1alpha1.Topology {
+	invalid := func(name string) *v1alpha2.Topology {
 		topo := ex.Topology.DeepCopy()
 		topo.Name = name
-		topo.Spec.Variables = append(topo.Spec.Variables, v1alpha1.ClusterVariable{Name: "maxPods", Value: apiextensionsv1.JSON{Raw: []byte(`"abc"`)}})
+		topo.Spec.Variables = append(topo.Spec.Variables, v1alpha2.ClusterVariable{Name: "maxPods", Value: apiextensionsv1.JSON{Raw: []byte(`"abc"`)}})
 		if err := k8s.Create(ctx, topo); err != nil {
 			t.Fatalf("a Topology before its class is admitted with a warning, got %v", err)
 		}
 		waitFor(t, name+" has the agent's finalizer", func(ctx context.Context) (bool, error) {
-			got := &v1alpha1.Topology{}
+			got := &v1alpha2.Topology{}
 			err := k8s.Get(ctx, client.ObjectKeyFromObject(topo), got)
 			return err == nil && len(got.Finalizers) > 0, err
 		})
@@ -177,7 +177,7 @@ func TestTopologyIsAlwaysDeletable(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the agent reports the value the class refuses", func(ctx context.Context) (bool, error) {
-		got := &v1alpha1.Topology{}
+		got := &v1alpha2.Topology{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(byAgent), got); err != nil {
 			return false, err
 		}
@@ -186,7 +186,7 @@ func TestTopologyIsAlwaysDeletable(t *testing.T) {
 	})
 	deleteAndWait(t, byAgent)
 
-	got := &v1alpha1.Topology{}
+	got := &v1alpha2.Topology{}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(byHand), got); err != nil {
 		t.Fatal(err)
 	}
@@ -307,8 +307,8 @@ func TestAgentNoticesACAChange(t *testing.T) {
 	}
 	waitFor(t, "the agent's webhook refuses a Topology without a class after a restart that keeps the CA", func(ctx context.Context) (bool, error) {
 		code, body := agent.readyz("readyz")
-		err := restarted.Create(ctx, &v1alpha1.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "no-class"}}, client.DryRunAll)
-		return code == 200 && err != nil && strings.Contains(err.Error(), "spec.class") && !strings.Contains(err.Error(), "failed calling webhook"), fmt.Errorf("readyz %d %s; create: %v", code, body, err)
+		err := restarted.Create(ctx, &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "no-class"}}, client.DryRunAll)
+		return code == 200 && err != nil && strings.Contains(err.Error(), "spec.classRef") && !strings.Contains(err.Error(), "failed calling webhook"), fmt.Errorf("readyz %d %s; create: %v", code, body, err)
 	})
 
 	if err := c.Restart(ctx, true); err != nil {
@@ -333,9 +333,9 @@ func deleteTopologiesAtEnd(t *testing.T, ns string) {
 	t.Helper()
 	t.Cleanup(func() {
 		ctx := context.Background()
-		_ = k8s.DeleteAllOf(ctx, &v1alpha1.Topology{}, client.InNamespace(ns))
+		_ = k8s.DeleteAllOf(ctx, &v1alpha2.Topology{}, client.InNamespace(ns))
 		waitFor(t, "the Topologies of "+ns+" are deleted", func(ctx context.Context) (bool, error) {
-			list := &v1alpha1.TopologyList{}
+			list := &v1alpha2.TopologyList{}
 			err := k8s.List(ctx, list, client.InNamespace(ns))
 			return err == nil && len(list.Items) == 0, fmt.Errorf("%d left (%v)", len(list.Items), err)
 		})
@@ -356,7 +356,7 @@ func TestSlowExtensionDoesNotStallTheFleet(t *testing.T) {
 	greedy.AdvertiseTimeout(2147483647)
 	greedyExt := registerExtension(t, "greedy", greedy)
 	waitFor(t, "discovery refuses a 68-year timeout", func(ctx context.Context) (bool, error) {
-		got := &v1alpha1.TopologyExtension{}
+		got := &v1alpha2.TopologyExtension{}
 		if err := k8s.Get(ctx, client.ObjectKey{Name: greedyExt}, got); err != nil {
 			return false, err
 		}
@@ -375,13 +375,13 @@ func TestSlowExtensionDoesNotStallTheFleet(t *testing.T) {
 	deleteTopologiesAtEnd(t, ns)
 	slowClass := ex.Class.DeepCopy()
 	slowClass.Name = "slow"
-	slowClass.Spec.Patches = append(slowClass.Spec.Patches, v1alpha1.ClusterClassPatch{Name: "slow", External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: ptrTo("generate." + slowExt)}})
+	slowClass.Spec.Patches = append(slowClass.Spec.Patches, v1alpha2.ClusterClassPatch{Name: "slow", External: &v1alpha2.ExternalPatchDefinition{GeneratePatchesExtension: ptrTo("generate." + slowExt)}})
 	if err := k8s.Create(ctx, slowClass); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 6 {
 		topo := ex.Topology.DeepCopy()
-		topo.Name, topo.Spec.Class = fmt.Sprintf("slow-%d", i), "slow"
+		topo.Name, topo.Spec.ClassRef.Name = fmt.Sprintf("slow-%d", i), "slow"
 		if err := k8s.Create(ctx, topo); err != nil {
 			t.Fatal(err)
 		}
@@ -393,7 +393,7 @@ func TestSlowExtensionDoesNotStallTheFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "a Topology not using the extension reconciles meanwhile", func(ctx context.Context) (bool, error) {
-		got := &v1alpha1.Topology{}
+		got := &v1alpha2.Topology{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(unrelated), got); err != nil {
 			return false, err
 		}
@@ -403,7 +403,7 @@ func TestSlowExtensionDoesNotStallTheFleet(t *testing.T) {
 	if n := slow.InFlight(); n == 0 || n > 2 {
 		t.Errorf("%d calls to the slow extension under way, want 1 or 2 (half the 4 workers at most)", n)
 	}
-	deleteAndWait(t, &v1alpha1.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slow-0"}})
+	deleteAndWait(t, &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slow-0"}})
 	if slow.InFlight() == 0 {
 		t.Error("the slow calls ended before the deletion: the test proved nothing")
 	}
@@ -414,17 +414,17 @@ func TestSlowExtensionDoesNotStallTheFleet(t *testing.T) {
 	brokenExt := registerExtension(t, "broken", broken)
 	brokenClass := ex.Class.DeepCopy()
 	brokenClass.Name = "broken"
-	brokenClass.Spec.Patches = append(brokenClass.Spec.Patches, v1alpha1.ClusterClassPatch{Name: "broken", External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: ptrTo("generate." + brokenExt)}})
+	brokenClass.Spec.Patches = append(brokenClass.Spec.Patches, v1alpha2.ClusterClassPatch{Name: "broken", External: &v1alpha2.ExternalPatchDefinition{GeneratePatchesExtension: ptrTo("generate." + brokenExt)}})
 	if err := k8s.Create(ctx, brokenClass); err != nil {
 		t.Fatal(err)
 	}
 	topo := ex.Topology.DeepCopy()
-	topo.Name, topo.Spec.Class = "broken-0", "broken"
+	topo.Name, topo.Spec.ClassRef.Name = "broken-0", "broken"
 	if err := k8s.Create(ctx, topo); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the failing extension shows on its class", func(ctx context.Context) (bool, error) {
-		got := &v1alpha1.TopologyClass{}
+		got := &v1alpha2.TopologyClass{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(brokenClass), got); err != nil {
 			return false, err
 		}
@@ -432,7 +432,7 @@ func TestSlowExtensionDoesNotStallTheFleet(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "500"), fmt.Errorf("condition %+v", c)
 	})
 	waitFor(t, "and on the Topology", func(ctx context.Context) (bool, error) {
-		got := &v1alpha1.Topology{}
+		got := &v1alpha2.Topology{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(topo), got); err != nil {
 			return false, err
 		}
@@ -446,13 +446,13 @@ func TestSlowExtensionDoesNotStallTheFleet(t *testing.T) {
 func registerExtension(t *testing.T, prefix string, srv *fixture.ExtensionServer) string {
 	t.Helper()
 	ctx := context.Background()
-	ext := &v1alpha1.TopologyExtension{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}, Spec: v1alpha1.TopologyExtensionSpec{ClientConfig: srv.ClientConfig()}}
+	ext := &v1alpha2.TopologyExtension{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}, Spec: v1alpha2.TopologyExtensionSpec{ClientConfig: srv.ClientConfig()}}
 	if err := k8s.Create(ctx, ext); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ext) })
 	waitFor(t, "the agent discovers "+ext.Name, func(ctx context.Context) (bool, error) {
-		got := &v1alpha1.TopologyExtension{}
+		got := &v1alpha2.TopologyExtension{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ext), got); err != nil {
 			return false, err
 		}

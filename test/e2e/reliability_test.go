@@ -15,13 +15,12 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -30,45 +29,46 @@ import (
 // once, and then failed every reconcile or could not be deleted.
 var badTopologies = []struct {
 	name, field string
-	mutate      func(*v1alpha1.Topology)
+	mutate      func(*v1alpha2.Topology)
 }{
-	{"name longer than a label value", "metadata.name", func(t *v1alpha1.Topology) { t.Name = strings.Repeat("n", 64) }},
-	{"pod CIDR not a CIDR", "spec.clusterNetwork.pods.cidrBlocks[0]", func(t *v1alpha1.Topology) {
+	{"name longer than a label value", "metadata.name", func(t *v1alpha2.Topology) { t.Name = strings.Repeat("n", 64) }},
+	{"pod CIDR not a CIDR", "spec.clusterNetwork.pods.cidrBlocks[0]", func(t *v1alpha2.Topology) {
 		t.Spec.ClusterNetwork.Pods.CIDRBlocks = []string{"not-a-cidr"}
 	}},
-	{"service CIDR with a /99 prefix", "spec.clusterNetwork.services.cidrBlocks[0]", func(t *v1alpha1.Topology) {
+	{"service CIDR with a /99 prefix", "spec.clusterNetwork.services.cidrBlocks[0]", func(t *v1alpha2.Topology) {
 		t.Spec.ClusterNetwork.Services.CIDRBlocks = []string{"10.0.0.0/99"}
 	}},
-	{"API server port 70000", "spec.clusterNetwork.apiServerPort", func(t *v1alpha1.Topology) {
+	{"API server port 70000", "spec.clusterNetwork.apiServerPort", func(t *v1alpha2.Topology) {
 		p := int32(70000)
 		t.Spec.ClusterNetwork.APIServerPort = &p
 	}},
-	{"maxUnhealthy abc", "spec.controlPlane.machineHealthCheck.maxUnhealthy", func(t *v1alpha1.Topology) {
+	{"unhealthyLessThanOrEqualTo abc", "spec.controlPlane.healthCheck.remediation.triggerIf.unhealthyLessThanOrEqualTo", func(t *v1alpha2.Topology) {
 		v := intstr.FromString("abc")
-		t.Spec.ControlPlane.MachineHealthCheck = &v1alpha1.MachineHealthCheckTopology{MachineHealthCheckClass: v1alpha1.MachineHealthCheckClass{MaxUnhealthy: &v}}
+		t.Spec.ControlPlane.HealthCheck.Remediation.TriggerIf.UnhealthyLessThanOrEqualTo = &v
 	}},
-	{"maxSurge abc", "spec.workers.machineDeployments[0].strategy.rollingUpdate.maxSurge", func(t *v1alpha1.Topology) {
+	{"maxSurge abc", "spec.workers.machineDeployments[0].rollout.strategy.rollingUpdate.maxSurge", func(t *v1alpha2.Topology) {
 		v := intstr.FromString("abc")
-		t.Spec.Workers.MachineDeployments[0].Strategy = &v1alpha1.MachineDeploymentStrategy{RollingUpdate: &v1alpha1.MachineRollingUpdateDeployment{MaxSurge: &v}}
+		t.Spec.Workers.MachineDeployments[0].Rollout.Strategy.RollingUpdate.MaxSurge = &v
 	}},
-	{"label key with spaces", "spec.workers.machineDeployments[0].metadata.labels", func(t *v1alpha1.Topology) {
+	{"label key with spaces", "spec.workers.machineDeployments[0].metadata.labels", func(t *v1alpha2.Topology) {
 		t.Spec.Workers.MachineDeployments[0].Metadata.Labels = map[string]string{"bad key!": "v"}
 	}},
-	{"annotation key without a name", "spec.controlPlane.metadata.annotations", func(t *v1alpha1.Topology) {
+	{"annotation key without a name", "spec.controlPlane.metadata.annotations", func(t *v1alpha2.Topology) {
 		t.Spec.ControlPlane.Metadata.Annotations = map[string]string{"/bad": "v"}
 	}},
-	{"upgrade concurrency abc", "metadata.annotations[topology.cluster.x-k8s.io/upgrade-concurrency]", func(t *v1alpha1.Topology) {
+	{"upgrade concurrency abc", "metadata.annotations[topology.cluster.x-k8s.io/upgrade-concurrency]", func(t *v1alpha2.Topology) {
 		t.Annotations = map[string]string{engine.UpgradeConcurrencyAnnotation: "abc"}
 	}},
-	{"no class", "spec.class", func(t *v1alpha1.Topology) { t.Spec.Class = "" }},
-	{"variable of the wrong type", "spec.variables[maxPods].value", func(t *v1alpha1.Topology) {
-		t.Spec.Variables = append(t.Spec.Variables, v1alpha1.ClusterVariable{Name: "maxPods", Value: apiextensionsv1.JSON{Raw: []byte(`"abc"`)}})
+	{"no class", "spec.classRef.name", func(t *v1alpha2.Topology) { t.Spec.ClassRef.Name = "" }},
+	{"variable of the wrong type", "spec.variables[maxPods].value", func(t *v1alpha2.Topology) {
+		t.Spec.Variables = append(t.Spec.Variables, v1alpha2.ClusterVariable{Name: "maxPods", Value: apiextensionsv1.JSON{Raw: []byte(`"abc"`)}})
 	}},
-	{"negative drain timeout", "spec.controlPlane.nodeDrainTimeout", func(t *v1alpha1.Topology) {
-		t.Spec.ControlPlane.NodeDrainTimeout = &metav1.Duration{Duration: -5e9}
+	{"negative drain timeout", "spec.controlPlane.deletion.nodeDrainTimeoutSeconds", func(t *v1alpha2.Topology) {
+		s := int32(-5)
+		t.Spec.ControlPlane.Deletion.NodeDrainTimeoutSeconds = &s
 	}},
-	{"2 MB object", "spec.variables", func(t *v1alpha1.Topology) {
-		t.Spec.Variables = append(t.Spec.Variables, v1alpha1.ClusterVariable{Name: "apiServerCertSANs", Value: apiextensionsv1.JSON{Raw: []byte(`["` + strings.Repeat("a", 2<<20) + `"]`)}})
+	{"2 MB object", "spec.variables", func(t *v1alpha2.Topology) {
+		t.Spec.Variables = append(t.Spec.Variables, v1alpha2.ClusterVariable{Name: "apiServerCertSANs", Value: apiextensionsv1.JSON{Raw: []byte(`["` + strings.Repeat("a", 2<<20) + `"]`)}})
 	}},
 }
 
@@ -78,65 +78,64 @@ var badTopologyFields = []struct {
 	path        []string
 	value       any
 }{
-	{"duration in words", "spec.controlPlane.nodeDrainTimeout", []string{"spec", "controlPlane", "nodeDrainTimeout"}, "5 minutes"},
-	{"duration without unit", "spec.workers.machineDeployments[0].nodeDeletionTimeout", []string{"spec", "workers", "machineDeployments", "0", "nodeDeletionTimeout"}, "300"},
+	{"seconds in words", "spec.controlPlane.deletion.nodeDrainTimeoutSeconds", []string{"spec", "controlPlane", "deletion", "nodeDrainTimeoutSeconds"}, "5 minutes"},
+	{"seconds as a duration", "spec.workers.machineDeployments[0].deletion.nodeDeletionTimeoutSeconds", []string{"spec", "workers", "machineDeployments", "0", "deletion", "nodeDeletionTimeoutSeconds"}, "300s"},
 }
 
 // badClasses are TopologyClasses that must be refused, naming the field.
 var badClasses = []struct {
 	name, field string
-	mutate      func(*v1alpha1.TopologyClass)
+	mutate      func(*v1alpha2.TopologyClass)
 }{
-	{"naming template rendering an invalid name", "spec.workers.machineDeployments[0].namingStrategy.template", func(c *v1alpha1.TopologyClass) {
-		tpl := "c08-t_X"
-		c.Spec.Workers.MachineDeployments[0].NamingStrategy = &v1alpha1.MachineDeploymentClassNamingStrategy{Template: &tpl}
+	{"naming template rendering an invalid name", "spec.workers.machineDeployments[0].naming.template", func(c *v1alpha2.TopologyClass) {
+		c.Spec.Workers.MachineDeployments[0].Naming.Template = "c08-t_X"
 	}},
-	{"maxUnhealthy abc", "spec.workers.machineDeployments[0].machineHealthCheck.maxUnhealthy", func(c *v1alpha1.TopologyClass) {
+	{"unhealthyLessThanOrEqualTo abc", "spec.workers.machineDeployments[0].healthCheck.remediation.triggerIf.unhealthyLessThanOrEqualTo", func(c *v1alpha2.TopologyClass) {
 		v := intstr.FromString("abc")
-		c.Spec.Workers.MachineDeployments[0].MachineHealthCheck.MaxUnhealthy = &v
+		c.Spec.Workers.MachineDeployments[0].HealthCheck.Remediation.TriggerIf.UnhealthyLessThanOrEqualTo = &v
 	}},
-	{"variable that does not exist", "valueFrom.variable", func(c *v1alpha1.TopologyClass) {
+	{"variable that does not exist", "valueFrom.variable", func(c *v1alpha2.TopologyClass) {
 		v := "nope"
-		firstVariableOp(c).ValueFrom = &v1alpha1.JSONPatchValue{Variable: &v}
+		firstVariableOp(c).ValueFrom = &v1alpha2.JSONPatchValue{Variable: &v}
 	}},
-	{"builtin that does not exist", "valueFrom.variable", func(c *v1alpha1.TopologyClass) {
+	{"builtin that does not exist", "valueFrom.variable", func(c *v1alpha2.TopologyClass) {
 		v := "builtin.nope"
-		firstVariableOp(c).ValueFrom = &v1alpha1.JSONPatchValue{Variable: &v}
+		firstVariableOp(c).ValueFrom = &v1alpha2.JSONPatchValue{Variable: &v}
 	}},
-	{"selector of a MachineDeployment class that does not exist", "selector.matchResources.machineDeploymentClass.names[0]", func(c *v1alpha1.TopologyClass) {
-		c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha1.PatchSelectorMatch{MachineDeploymentClass: &v1alpha1.PatchSelectorMatchMachineDeploymentClass{Names: []string{"nope"}}}
+	{"selector of a MachineDeployment class that does not exist", "selector.matchResources.machineDeploymentClass.names[0]", func(c *v1alpha2.TopologyClass) {
+		c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha2.PatchSelectorMatch{MachineDeploymentClass: &v1alpha2.PatchSelectorMatchMachineDeploymentClass{Names: []string{"nope"}}}
 	}},
-	{"selector of a kind no template has", "selector.matchResources", func(c *v1alpha1.TopologyClass) {
+	{"selector of a kind no template has", "selector.matchResources", func(c *v1alpha2.TopologyClass) {
 		c.Spec.Patches[0].Definitions[0].Selector.Kind = "AWSMachineTemplate"
 	}},
-	{"selector pattern a*b*", "selector.matchResources.machineDeploymentClass.names[0]", func(c *v1alpha1.TopologyClass) {
-		c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha1.PatchSelectorMatch{MachineDeploymentClass: &v1alpha1.PatchSelectorMatchMachineDeploymentClass{Names: []string{"a*b*"}}}
+	{"selector pattern a*b*", "selector.matchResources.machineDeploymentClass.names[0]", func(c *v1alpha2.TopologyClass) {
+		c.Spec.Patches[0].Definitions[0].Selector.MatchResources = v1alpha2.PatchSelectorMatch{MachineDeploymentClass: &v1alpha2.PatchSelectorMatchMachineDeploymentClass{Names: []string{"a*b*"}}}
 	}},
-	{"JSON pointer with ~2", "jsonPatches[0].path", func(c *v1alpha1.TopologyClass) {
+	{"JSON pointer with ~2", "jsonPatches[0].path", func(c *v1alpha2.TopologyClass) {
 		c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/template/spec/a~2b"
 	}},
-	{"CEL rule with unbounded cost", "x-kubernetes-validations[0].rule", func(c *v1alpha1.TopologyClass) {
+	{"CEL rule with unbounded cost", "x-kubernetes-validations[0].rule", func(c *v1alpha2.TopologyClass) {
 		c.Spec.Variables[1].Schema.OpenAPIV3Schema.MaxItems = nil
-		c.Spec.Variables[1].Schema.OpenAPIV3Schema.XValidations = []v1alpha1.ValidationRule{{Rule: "self.all(x, self.all(y, self.all(z, x + y + z != '')))"}}
+		c.Spec.Variables[1].Schema.OpenAPIV3Schema.XValidations = []v1alpha2.ValidationRule{{Rule: "self.all(x, self.all(y, self.all(z, x + y + z != '')))"}}
 	}},
-	{"nested enum value of the wrong type", "properties[level].enum[4]", func(c *v1alpha1.TopologyClass) {
+	{"nested enum value of the wrong type", "properties[level].enum[4]", func(c *v1alpha2.TopologyClass) {
 		p := c.Spec.Variables[2].Schema.OpenAPIV3Schema.Properties["level"]
 		p.Enum = append(p.Enum, apiextensionsv1.JSON{Raw: []byte("42")})
 		c.Spec.Variables[2].Schema.OpenAPIV3Schema.Properties["level"] = p
 	}},
-	{"nested example of the wrong type", "properties[enabled].example", func(c *v1alpha1.TopologyClass) {
+	{"nested example of the wrong type", "properties[enabled].example", func(c *v1alpha2.TopologyClass) {
 		p := c.Spec.Variables[2].Schema.OpenAPIV3Schema.Properties["enabled"]
 		p.Example = &apiextensionsv1.JSON{Raw: []byte(`"yes"`)}
 		c.Spec.Variables[2].Schema.OpenAPIV3Schema.Properties["enabled"] = p
 	}},
-	{"control plane annotation key without a name", "spec.controlPlane.metadata.annotations", func(c *v1alpha1.TopologyClass) {
+	{"control plane annotation key without a name", "spec.controlPlane.metadata.annotations", func(c *v1alpha2.TopologyClass) {
 		c.Spec.ControlPlane.Metadata.Annotations = map[string]string{"/bad": "v"}
 	}},
 }
 
 // firstVariableOp is the first JSON patch of the class that takes its value
 // from a variable.
-func firstVariableOp(c *v1alpha1.TopologyClass) *v1alpha1.JSONPatch {
+func firstVariableOp(c *v1alpha2.TopologyClass) *v1alpha2.JSONPatch {
 	for i := range c.Spec.Patches {
 		for j := range c.Spec.Patches[i].Definitions {
 			for k := range c.Spec.Patches[i].Definitions[j].JSONPatches {
@@ -217,7 +216,7 @@ func TestBadInputIsRefusedWithItsField(t *testing.T) {
 			}
 			setPath(raw, tc.path, tc.value)
 			u := &unstructured.Unstructured{Object: raw}
-			u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TopologyKind))
+			u.SetGroupVersionKind(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyKind))
 			err = k8s.Create(ctx, u)
 			if err == nil {
 				_ = k8s.Delete(ctx, u)
@@ -240,24 +239,24 @@ func TestBadInputIsRefusedWithItsField(t *testing.T) {
 	t.Run("Topology/transition rule changed on update", func(t *testing.T) {
 		c := ex.Class.DeepCopy()
 		c.Name = "immutable-id"
-		c.Spec.Variables = append(c.Spec.Variables, v1alpha1.ClusterClassVariable{Name: "clusterID", Schema: v1alpha1.VariableSchema{OpenAPIV3Schema: v1alpha1.JSONSchemaProps{
-			Type: "string", XValidations: []v1alpha1.ValidationRule{{Rule: "self == oldSelf", Message: "clusterID cannot change"}},
+		c.Spec.Variables = append(c.Spec.Variables, v1alpha2.ClusterClassVariable{Name: "clusterID", Schema: v1alpha2.VariableSchema{OpenAPIV3Schema: v1alpha2.JSONSchemaProps{
+			Type: "string", XValidations: []v1alpha2.ValidationRule{{Rule: "self == oldSelf", Message: "clusterID cannot change"}},
 		}}})
 		if err := k8s.Create(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		topo := ex.Topology.DeepCopy()
-		topo.Name, topo.Spec.Class = "transition", c.Name
-		topo.Spec.Variables = append(topo.Spec.Variables, v1alpha1.ClusterVariable{Name: "clusterID", Value: apiextensionsv1.JSON{Raw: []byte(`"a"`)}})
+		topo.Name, topo.Spec.ClassRef.Name = "transition", c.Name
+		topo.Spec.Variables = append(topo.Spec.Variables, v1alpha2.ClusterVariable{Name: "clusterID", Value: apiextensionsv1.JSON{Raw: []byte(`"a"`)}})
 		if err := k8s.Create(ctx, topo); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { deleteAndWait(t, topo) })
 		// The agent writes the Topology too (its finalizer): retry on a conflict.
 		var err error
-		var before *v1alpha1.Topology
+		var before *v1alpha2.Topology
 		waitFor(t, "the update is answered without a conflict", func(ctx context.Context) (bool, error) {
-			before = &v1alpha1.Topology{}
+			before = &v1alpha2.Topology{}
 			if err := k8s.Get(ctx, client.ObjectKeyFromObject(topo), before); err != nil {
 				return false, err
 			}
@@ -270,7 +269,7 @@ func TestBadInputIsRefusedWithItsField(t *testing.T) {
 			err = k8s.Update(ctx, changed)
 			return !apierrors.IsConflict(err), err
 		})
-		after := &v1alpha1.Topology{}
+		after := &v1alpha2.Topology{}
 		if gerr := k8s.Get(ctx, client.ObjectKeyFromObject(topo), after); gerr != nil {
 			t.Fatal(gerr)
 		}

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 )
@@ -36,7 +36,7 @@ func TestRestartWritesNothing(t *testing.T) {
 		names = append(names, topo.Name)
 	}
 	reconciled := func(context.Context) (bool, error) {
-		list := &v1alpha1.TopologyList{}
+		list := &v1alpha2.TopologyList{}
 		if err := k8s.List(ctx, list, client.InNamespace(ex.Topology.Namespace)); err != nil {
 			return false, err
 		}
@@ -62,11 +62,11 @@ func TestRestartWritesNothing(t *testing.T) {
 	t.Cleanup(func() {
 		// While the second agent runs, which lets the Topologies go.
 		for _, name := range names {
-			_ = k8s.Delete(ctx, &v1alpha1.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ex.Topology.Namespace, Name: name}})
+			_ = k8s.Delete(ctx, &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ex.Topology.Namespace, Name: name}})
 		}
 		waitFor(t, "the Topologies are deleted", func(ctx context.Context) (bool, error) {
 			for _, name := range names {
-				if err := k8s.Get(ctx, client.ObjectKey{Namespace: ex.Topology.Namespace, Name: name}, &v1alpha1.Topology{}); !apierrors.IsNotFound(err) {
+				if err := k8s.Get(ctx, client.ObjectKey{Namespace: ex.Topology.Namespace, Name: name}, &v1alpha2.Topology{}); !apierrors.IsNotFound(err) {
 					return false, err
 				}
 			}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/pkg/webhook"
 )
@@ -134,7 +134,7 @@ func profileCPU(b *testing.B, port int) func() string {
 
 func waitAllReconciled(b *testing.B, ns string, n int) {
 	for deadline := time.Now().Add(60 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
-		list := &v1alpha1.TopologyList{}
+		list := &v1alpha2.TopologyList{}
 		if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
 			b.Fatal(err)
 		}

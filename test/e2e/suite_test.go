@@ -27,7 +27,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/agent"
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
@@ -247,7 +247,7 @@ func createTopology(t *testing.T, ex fixture.Example) {
 	t.Cleanup(func() {
 		_ = k8s.Delete(ctx, ex.Topology.DeepCopy())
 		waitFor(t, "the Topology is deleted", func(ctx context.Context) (bool, error) {
-			err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), &v1alpha1.Topology{})
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), &v1alpha2.Topology{})
 			return apierrors.IsNotFound(err), err
 		})
 	})

@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
@@ -141,7 +141,7 @@ func TestEditInTmux(t *testing.T) {
 	s.waitFor("Applied to " + ns + "/dev")
 	s.keys("C-c")
 
-	got := &v1alpha1.Topology{}
+	got := &v1alpha2.Topology{}
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "dev"}, got); err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,14 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -27,7 +28,7 @@ const ClusterAPIGroup = "cluster.x-k8s.io"
 
 // Class is a class in our form, with the dialect it was written in.
 type Class struct {
-	*v1alpha1.TopologyClass
+	*v1alpha2.TopologyClass
 	// Upstream is the original ClusterClass when the input was upstream's.
 	Upstream *unstructured.Unstructured
 	// Source names the file and document it came from.
@@ -36,7 +37,7 @@ type Class struct {
 
 // Topology is a topology in our form, with the dialect it was written in.
 type Topology struct {
-	*v1alpha1.Topology
+	*v1alpha2.Topology
 	// Upstream is the original Cluster when the input was upstream's.
 	Upstream *unstructured.Unstructured
 	// Source names the file and document it came from.
@@ -60,9 +61,28 @@ type Bundle struct {
 	// Extensions are the Runtime SDK extensions given (TopologyExtension or
 	// upstream's ExtensionConfig), in input order: a plan of a class with
 	// external patches calls them.
-	Extensions []*v1alpha1.TopologyExtension
+	Extensions []*v1alpha2.TopologyExtension
 	// Objects are all other objects: templates and existing objects.
 	Objects []*unstructured.Unstructured
+	// Warnings name what converting upstream's v1beta1 objects dropped.
+	Warnings []string
+}
+
+// Supported apiVersions of upstream's kinds, for the error an unsupported one gets.
+var upstreamVersions = map[string][]string{
+	"ClusterClass":    {"cluster.x-k8s.io/v1beta2", "cluster.x-k8s.io/v1beta1"},
+	"Cluster":         {"cluster.x-k8s.io/v1beta2", "cluster.x-k8s.io/v1beta1"},
+	"ExtensionConfig": {"runtime.cluster.x-k8s.io/v1beta2", "runtime.cluster.x-k8s.io/v1alpha1"},
+}
+
+// checkVersion refuses an apiVersion of a kind this reader converts but not at that version.
+func checkVersion(gv schema.GroupVersion, kind string, versions []string) error {
+	for _, v := range versions {
+		if gv.String() == v {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s %s is not supported: use one of %s", kind, gv.String(), strings.Join(versions, ", "))
 }
 
 // New returns an empty bundle.
@@ -145,28 +165,37 @@ func (b *Bundle) add(obj *unstructured.Unstructured, where, defaultNamespace str
 		return fmt.Errorf("%s: apiVersion %q: %w", where, obj.GetAPIVersion(), err)
 	}
 	id := fmt.Sprintf("%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
+	if versions, ok := upstreamVersions[obj.GetKind()]; ok && strings.HasPrefix(versions[0], gv.Group+"/") {
+		if err := checkVersion(gv, obj.GetKind(), versions); err != nil {
+			return fmt.Errorf("%s: %s: %w", where, id, err)
+		}
+	}
+	if gv.Group == v1alpha2.GroupVersion.Group && gv.Version != v1alpha2.GroupVersion.Version {
+		return fmt.Errorf("%s: %s: %s is no longer served: write it as %s, whose fields are Cluster API v1beta2's", where, id, gv.String(), v1alpha2.GroupVersion.String())
+	}
 	switch {
-	case gv.Group == v1alpha1.GroupVersion.Group && obj.GetKind() == v1alpha1.TopologyClassKind:
-		c := &v1alpha1.TopologyClass{}
+	case gv.Group == v1alpha2.GroupVersion.Group && obj.GetKind() == v1alpha2.TopologyClassKind:
+		c := &v1alpha2.TopologyClass{}
 		if err := decodeStrict(obj.Object, c); err != nil {
 			return fmt.Errorf("%s: %s: %w", where, id, err)
 		}
 		return b.addClass(&Class{TopologyClass: c, Source: where})
 	case gv.Group == ClusterAPIGroup && obj.GetKind() == "ClusterClass":
-		c, err := ClassFromUpstream(obj)
+		c, warnings, err := ClassFromUpstream(obj)
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", where, id, err)
 		}
+		b.Warnings = append(b.Warnings, warnings...)
 		return b.addClass(&Class{TopologyClass: c, Upstream: obj, Source: where})
-	case gv.Group == v1alpha1.GroupVersion.Group && obj.GetKind() == v1alpha1.TopologyKind:
-		t := &v1alpha1.Topology{}
+	case gv.Group == v1alpha2.GroupVersion.Group && obj.GetKind() == v1alpha2.TopologyKind:
+		t := &v1alpha2.Topology{}
 		if err := decodeStrict(obj.Object, t); err != nil {
 			return fmt.Errorf("%s: %s: %w", where, id, err)
 		}
 		b.Topologies = append(b.Topologies, &Topology{Topology: t, Source: where})
 		return nil
-	case gv.Group == v1alpha1.GroupVersion.Group && obj.GetKind() == v1alpha1.TopologyExtensionKind:
-		e := &v1alpha1.TopologyExtension{}
+	case gv.Group == v1alpha2.GroupVersion.Group && obj.GetKind() == v1alpha2.TopologyExtensionKind:
+		e := &v1alpha2.TopologyExtension{}
 		if err := decodeStrict(obj.Object, e); err != nil {
 			return fmt.Errorf("%s: %s: %w", where, id, err)
 		}
@@ -180,10 +209,11 @@ func (b *Bundle) add(obj *unstructured.Unstructured, where, defaultNamespace str
 		return b.addExtension(e, where)
 	case gv.Group == ClusterAPIGroup && obj.GetKind() == "Cluster":
 		if _, has, _ := unstructured.NestedMap(obj.Object, "spec", "topology"); has {
-			t, err := TopologyFromCluster(obj)
+			t, warnings, err := TopologyFromCluster(obj)
 			if err != nil {
 				return fmt.Errorf("%s: %s: %w", where, id, err)
 			}
+			b.Warnings = append(b.Warnings, warnings...)
 			b.Topologies = append(b.Topologies, &Topology{Topology: t, Upstream: obj, Source: where})
 			return nil
 		}
@@ -192,7 +222,7 @@ func (b *Bundle) add(obj *unstructured.Unstructured, where, defaultNamespace str
 	return nil
 }
 
-func (b *Bundle) addExtension(e *v1alpha1.TopologyExtension, where string) error {
+func (b *Bundle) addExtension(e *v1alpha2.TopologyExtension, where string) error {
 	for _, prev := range b.Extensions {
 		if prev.Name == e.Name {
 			return fmt.Errorf("%s: extension %s is given twice; give each extension once", where, e.Name)
@@ -224,12 +254,15 @@ func (b *Bundle) ClassFor(t *Topology) (*Class, error) {
 	}
 	sort.Strings(known)
 	kind := "Topology"
-	field := "spec.class"
+	field := "spec.classRef"
 	if t.Upstream != nil {
-		kind, field = "Cluster", "spec.topology.class"
+		kind, field = "Cluster", "spec.topology.classRef"
+		if isV1Beta1(t.Upstream.GetAPIVersion()) {
+			field = "spec.topology.class"
+		}
 	}
 	return nil, fmt.Errorf("%s %s/%s: %s: class %s/%s is not in the input (classes given: %v); add the file that defines it with -f",
-		kind, t.Namespace, t.Name, field, ns, t.Spec.Class, known)
+		kind, t.Namespace, t.Name, field, ns, t.Spec.ClassRef.Name, known)
 }
 
 // Templates indexes every non-class, non-topology object, for template lookup.

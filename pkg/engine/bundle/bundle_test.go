@@ -86,7 +86,7 @@ func TestReadErrors(t *testing.T) {
 		{"no name", []string{"apiVersion: v1\nkind: ConfigMap\nmetadata: {}"}, "ConfigMap has no metadata.name"},
 		{"bad apiVersion", []string{"apiVersion: a/b/c\nkind: X\nmetadata: {name: x}"}, `apiVersion "a/b/c"`},
 		{"class twice", []string{upstreamClass, upstreamClass}, "class team-a/qs is also defined in input.yaml (document 1)"},
-		{"unknown field", []string{"apiVersion: topology.kubectl-topology.io/v1alpha1\nkind: Topology\nmetadata: {name: t}\nspec: {clas: x}"}, `Topology team-a/t: cannot decode: json: unknown field "clas"`}, //nolint:misspell // the misspelled field is the input
+		{"unknown field", []string{"apiVersion: topology.kubectl-topology.io/v1alpha2\nkind: Topology\nmetadata: {name: t}\nspec: {clas: x}"}, `Topology team-a/t: cannot decode: json: unknown field "clas"`}, //nolint:misspell // the misspelled field is the input
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -127,8 +127,12 @@ func TestUpstreamDurationsReadAsClusterAPIWritesThem(t *testing.T) {
 	if drain != "2m0s" || conds[0].(map[string]any)["timeout"] != "1m30s" {
 		t.Errorf("durations read as %q and %v; want 2m0s and 1m30s", drain, conds[0])
 	}
-	if d := b.Topologies[0].Spec.ControlPlane.NodeDrainTimeout; d == nil || d.Duration.String() != "2m0s" {
-		t.Errorf("the Topology's drain timeout is %v", d)
+	cp := b.Topologies[0].Spec.ControlPlane
+	if d := cp.Deletion.NodeDrainTimeoutSeconds; d == nil || *d != 120 {
+		t.Errorf("the Topology's drain timeout is %v seconds, want 120", d)
+	}
+	if c := cp.HealthCheck.Checks.UnhealthyNodeConditions; len(c) != 1 || *c[0].TimeoutSeconds != 90 {
+		t.Errorf("the Topology's unhealthy node conditions are %+v, want one of 90 seconds", c)
 	}
 }
 
@@ -137,7 +141,7 @@ func TestUpstreamDurationsReadAsClusterAPIWritesThem(t *testing.T) {
 // namespace; a name given twice, or a field neither kind has, is refused.
 func TestReadExtensions(t *testing.T) {
 	ours := `
-apiVersion: topology.kubectl-topology.io/v1alpha1
+apiVersion: topology.kubectl-topology.io/v1alpha2
 kind: TopologyExtension
 metadata: {name: ours}
 spec:

@@ -8,25 +8,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/variables"
 )
 
-// ClassFromUpstream converts a v1beta1 ClusterClass to a TopologyClass: the
-// spec is the same shape, so only apiVersion, kind and metadata change.
-func ClassFromUpstream(u *unstructured.Unstructured) (*v1alpha1.TopologyClass, error) {
-	spec := &v1alpha1.TopologyClassSpec{}
+// ClassFromUpstream converts a ClusterClass to a TopologyClass. A v1beta2
+// spec is the same shape; a v1beta1 spec is first converted the way Cluster
+// API converts it, and the warnings name each field that conversion dropped.
+func ClassFromUpstream(u *unstructured.Unstructured) (*v1alpha2.TopologyClass, []string, error) {
+	spec := &v1alpha2.TopologyClassSpec{}
+	var warnings []string
 	if s, found, _ := unstructured.NestedMap(u.Object, "spec"); found {
+		if isV1Beta1(u.GetAPIVersion()) {
+			conv := &v1beta1Converter{}
+			conv.ClassSpec(s)
+			warnings = conv.Warnings(fmt.Sprintf("ClusterClass %s/%s", u.GetNamespace(), u.GetName()))
+		}
 		if err := decodeStrict(s, spec); err != nil {
-			return nil, fmt.Errorf("spec: %w", err)
+			return nil, nil, fmt.Errorf("spec: %w", err)
 		}
 	}
-	return &v1alpha1.TopologyClass{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.TopologyClassKind},
+	return &v1alpha2.TopologyClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: v1alpha2.TopologyClassKind},
 		ObjectMeta: carriedMeta(u),
 		Spec:       *spec,
-	}, nil
+	}, warnings, nil
 }
 
 // RuntimeAPIGroup is upstream's Runtime SDK API group, of ExtensionConfig.
@@ -34,8 +41,8 @@ const RuntimeAPIGroup = "runtime.cluster.x-k8s.io"
 
 // ExtensionFromUpstream converts a runtime.cluster.x-k8s.io ExtensionConfig
 // to a TopologyExtension: the spec is the same shape.
-func ExtensionFromUpstream(u *unstructured.Unstructured) (*v1alpha1.TopologyExtension, error) {
-	spec := &v1alpha1.TopologyExtensionSpec{}
+func ExtensionFromUpstream(u *unstructured.Unstructured) (*v1alpha2.TopologyExtension, error) {
+	spec := &v1alpha2.TopologyExtensionSpec{}
 	if s, found, _ := unstructured.NestedMap(u.Object, "spec"); found {
 		if err := decodeStrict(s, spec); err != nil {
 			return nil, fmt.Errorf("spec: %w", err)
@@ -43,37 +50,45 @@ func ExtensionFromUpstream(u *unstructured.Unstructured) (*v1alpha1.TopologyExte
 	}
 	meta := carriedMeta(u)
 	meta.Namespace = "" // cluster-scoped, like ExtensionConfig
-	return &v1alpha1.TopologyExtension{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.TopologyExtensionKind},
+	return &v1alpha2.TopologyExtension{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: v1alpha2.TopologyExtensionKind},
 		ObjectMeta: meta,
 		Spec:       *spec,
 	}, nil
 }
 
-// TopologyFromCluster converts a v1beta1 Cluster with spec.topology to a
-// Topology: spec.topology flattened into spec, plus clusterNetwork and paused.
-func TopologyFromCluster(u *unstructured.Unstructured) (*v1alpha1.Topology, error) {
-	t := &v1alpha1.Topology{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.TopologyKind},
+// TopologyFromCluster converts a Cluster with spec.topology to a Topology:
+// spec.topology flattened into spec, plus clusterNetwork and paused. A v1beta1
+// topology is converted as ClassFromUpstream converts a v1beta1 class.
+func TopologyFromCluster(u *unstructured.Unstructured) (*v1alpha2.Topology, []string, error) {
+	t := &v1alpha2.Topology{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: v1alpha2.TopologyKind},
 		ObjectMeta: carriedMeta(u),
 	}
-	if topo, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "topology"); ok {
+	v1beta1 := isV1Beta1(u.GetAPIVersion())
+	if topo, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "topology"); ok && v1beta1 {
 		normalizeDurations(topo)
 	}
 	topo, _, _ := unstructured.NestedMap(u.Object, "spec", "topology")
+	var warnings []string
+	if v1beta1 {
+		conv := &v1beta1Converter{}
+		conv.Topology(topo)
+		warnings = conv.Warnings(fmt.Sprintf("Cluster %s/%s", u.GetNamespace(), u.GetName()))
+	}
 	if err := decodeStrict(topo, &t.Spec); err != nil {
-		return nil, fmt.Errorf("spec.topology: %w", err)
+		return nil, nil, fmt.Errorf("spec.topology: %w", err)
 	}
 	if n, found, _ := unstructured.NestedMap(u.Object, "spec", "clusterNetwork"); found {
-		t.Spec.ClusterNetwork = &v1alpha1.ClusterNetwork{}
+		t.Spec.ClusterNetwork = &v1alpha2.ClusterNetwork{}
 		if err := decodeStrict(n, t.Spec.ClusterNetwork); err != nil {
-			return nil, fmt.Errorf("spec.clusterNetwork: %w", err)
+			return nil, nil, fmt.Errorf("spec.clusterNetwork: %w", err)
 		}
 	}
 	if p, found, _ := unstructured.NestedBool(u.Object, "spec", "paused"); found {
 		t.Spec.Paused = p
 	}
-	return t, nil
+	return t, warnings, nil
 }
 
 // durationFields are the fields of a Cluster's topology that Cluster API
@@ -137,7 +152,7 @@ func (t *Topology) Default(cat *variables.Catalog) error {
 		}
 	}
 	if w := t.Spec.Workers; w != nil {
-		if err := setPoolOverrides(t.Upstream, "machineDeployments", len(w.MachineDeployments), func(i int) []v1alpha1.ClusterVariable {
+		if err := setPoolOverrides(t.Upstream, "machineDeployments", len(w.MachineDeployments), func(i int) []v1alpha2.ClusterVariable {
 			if v := w.MachineDeployments[i].Variables; v != nil {
 				return v.Overrides
 			}
@@ -145,7 +160,7 @@ func (t *Topology) Default(cat *variables.Catalog) error {
 		}); err != nil {
 			return err
 		}
-		return setPoolOverrides(t.Upstream, "machinePools", len(w.MachinePools), func(i int) []v1alpha1.ClusterVariable {
+		return setPoolOverrides(t.Upstream, "machinePools", len(w.MachinePools), func(i int) []v1alpha2.ClusterVariable {
 			if v := w.MachinePools[i].Variables; v != nil {
 				return v.Overrides
 			}
@@ -155,7 +170,7 @@ func (t *Topology) Default(cat *variables.Catalog) error {
 	return nil
 }
 
-func setPoolOverrides(u *unstructured.Unstructured, list string, n int, overrides func(int) []v1alpha1.ClusterVariable) error {
+func setPoolOverrides(u *unstructured.Unstructured, list string, n int, overrides func(int) []v1alpha2.ClusterVariable) error {
 	if n == 0 {
 		return nil
 	}

@@ -9,18 +9,18 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
-func infraPatch(name string, ops ...v1alpha1.JSONPatch) v1alpha1.ClusterClassPatch {
-	return v1alpha1.ClusterClassPatch{Name: name, Definitions: []v1alpha1.PatchDefinition{{
-		Selector:    v1alpha1.PatchSelector{APIVersion: "a/v1", Kind: "K", MatchResources: v1alpha1.PatchSelectorMatch{InfrastructureCluster: true}},
+func infraPatch(name string, ops ...v1alpha2.JSONPatch) v1alpha2.ClusterClassPatch {
+	return v1alpha2.ClusterClassPatch{Name: name, Definitions: []v1alpha2.PatchDefinition{{
+		Selector:    v1alpha2.PatchSelector{APIVersion: "a/v1", Kind: "K", MatchResources: v1alpha2.PatchSelectorMatch{InfrastructureCluster: true}},
 		JSONPatches: ops,
 	}}}
 }
 
-func set(op, path, value string) v1alpha1.JSONPatch {
-	p := v1alpha1.JSONPatch{Op: op, Path: path}
+func set(op, path, value string) v1alpha2.JSONPatch {
+	p := v1alpha2.JSONPatch{Op: op, Path: path}
 	if value != "" {
 		p.Value = &apiextensionsv1.JSON{Raw: []byte(value)}
 	}
@@ -35,7 +35,7 @@ func infraTarget() *Target {
 
 func TestApplyKeepsClassOrderAndNamesFailingDefinition(t *testing.T) {
 	target := infraTarget()
-	err := Apply(context.Background(), Input{Targets: []*Target{target}, Patches: []v1alpha1.ClusterClassPatch{
+	err := Apply(context.Background(), Input{Targets: []*Target{target}, Patches: []v1alpha2.ClusterClassPatch{
 		infraPatch("first", set("add", "/spec/template/spec/a", "1")),
 		infraPatch("second", set("replace", "/spec/template/spec/a", "2"), set("add", "/spec/template/spec/b", `"x"`)),
 	}})
@@ -48,7 +48,7 @@ func TestApplyKeepsClassOrderAndNamesFailingDefinition(t *testing.T) {
 	}
 
 	target = infraTarget()
-	err = Apply(context.Background(), Input{Targets: []*Target{target}, Patches: []v1alpha1.ClusterClassPatch{
+	err = Apply(context.Background(), Input{Targets: []*Target{target}, Patches: []v1alpha2.ClusterClassPatch{
 		infraPatch("fine", set("add", "/spec/template/spec/a", "1")),
 		infraPatch("broken", set("remove", "/spec/template/spec/missing", "")),
 	}})
@@ -65,12 +65,12 @@ func TestApplyKeepsClassOrderAndNamesFailingDefinition(t *testing.T) {
 // inline patches before it, the validator every patch.
 type recordingExternal struct{ seen, validated any }
 
-func (r *recordingExternal) Generate(_ context.Context, _ *v1alpha1.ClusterClassPatch, in ExternalInput) error {
+func (r *recordingExternal) Generate(_ context.Context, _ *v1alpha2.ClusterClassPatch, in ExternalInput) error {
 	r.seen, _, _ = unstructured.NestedFieldCopy(in.Targets[0].Object.Object, "spec", "template", "spec", "a")
 	return nil
 }
 
-func (r *recordingExternal) Validate(_ context.Context, _ *v1alpha1.ClusterClassPatch, in ExternalInput) error {
+func (r *recordingExternal) Validate(_ context.Context, _ *v1alpha2.ClusterClassPatch, in ExternalInput) error {
 	r.validated, _, _ = unstructured.NestedFieldCopy(in.Targets[0].Object.Object, "spec", "template", "spec", "b")
 	return nil
 }
@@ -79,9 +79,9 @@ func TestExternalPatchSeesEarlierInlinePatches(t *testing.T) {
 	ext := &recordingExternal{}
 	target := infraTarget()
 	gen := "gen"
-	err := Apply(context.Background(), Input{Targets: []*Target{target}, External: ext, Patches: []v1alpha1.ClusterClassPatch{
+	err := Apply(context.Background(), Input{Targets: []*Target{target}, External: ext, Patches: []v1alpha2.ClusterClassPatch{
 		infraPatch("first", set("add", "/spec/template/spec/a", "1")),
-		{Name: "ext", External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: &gen}},
+		{Name: "ext", External: &v1alpha2.ExternalPatchDefinition{GeneratePatchesExtension: &gen}},
 	}})
 	if err != nil || ext.seen != float64(1) {
 		t.Fatalf("external patch saw %v (err %v), want the inline patch's 1", ext.seen, err)
@@ -91,8 +91,8 @@ func TestExternalPatchSeesEarlierInlinePatches(t *testing.T) {
 func TestExternalValidatorSeesEveryPatch(t *testing.T) {
 	ext := &recordingExternal{}
 	check := "check"
-	err := Apply(context.Background(), Input{Targets: []*Target{infraTarget()}, External: ext, Patches: []v1alpha1.ClusterClassPatch{
-		{Name: "validate", External: &v1alpha1.ExternalPatchDefinition{ValidateExtension: &check}},
+	err := Apply(context.Background(), Input{Targets: []*Target{infraTarget()}, External: ext, Patches: []v1alpha2.ClusterClassPatch{
+		{Name: "validate", External: &v1alpha2.ExternalPatchDefinition{ValidateTopologyExtension: &check}},
 		infraPatch("later", set("add", "/spec/template/spec/b", "2")),
 	}})
 	if err != nil || ext.validated != float64(2) {
@@ -105,8 +105,8 @@ func TestExternalValidatorSeesEveryPatch(t *testing.T) {
 
 func TestExternalPatchOffline(t *testing.T) {
 	gen := "gen.ext"
-	err := Apply(context.Background(), Input{Targets: []*Target{infraTarget()}, Patches: []v1alpha1.ClusterClassPatch{
-		{Name: "ext", External: &v1alpha1.ExternalPatchDefinition{GenerateExtension: &gen}},
+	err := Apply(context.Background(), Input{Targets: []*Target{infraTarget()}, Patches: []v1alpha2.ClusterClassPatch{
+		{Name: "ext", External: &v1alpha2.ExternalPatchDefinition{GeneratePatchesExtension: &gen}},
 	}})
 	var pe *Error
 	if !errors.As(err, &pe) || pe.Field != "spec.patches[0].external" || !strings.Contains(err.Error(), "Runtime SDK extension") {

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // Builtins are the values every patch can read under "builtin", in the shape
@@ -26,7 +26,7 @@ type ClusterBuiltins struct {
 	Name      string               `json:"name,omitempty"`
 	Namespace string               `json:"namespace,omitempty"`
 	UID       string               `json:"uid,omitempty"`
-	Metadata  *v1alpha1.ObjectMeta `json:"metadata,omitempty"`
+	Metadata  *v1alpha2.ObjectMeta `json:"metadata,omitempty"`
 	Topology  *ClusterTopology     `json:"topology,omitempty"`
 	Network   *ClusterNetwork      `json:"network,omitempty"`
 }
@@ -49,7 +49,7 @@ type ClusterNetwork struct {
 // ControlPlaneBuiltins describe the control plane.
 type ControlPlaneBuiltins struct {
 	Version         string                `json:"version,omitempty"`
-	Metadata        *v1alpha1.ObjectMeta  `json:"metadata,omitempty"`
+	Metadata        *v1alpha2.ObjectMeta  `json:"metadata,omitempty"`
 	Name            string                `json:"name,omitempty"`
 	Replicas        *int64                `json:"replicas,omitempty"`
 	MachineTemplate *ControlPlaneMachines `json:"machineTemplate,omitempty"`
@@ -74,7 +74,7 @@ type BootstrapRef struct {
 // offer the same values, under builtin.machineDeployment or builtin.machinePool.
 type WorkerBuiltins struct {
 	Version           string               `json:"version,omitempty"`
-	Metadata          *v1alpha1.ObjectMeta `json:"metadata,omitempty"`
+	Metadata          *v1alpha2.ObjectMeta `json:"metadata,omitempty"`
 	Class             string               `json:"class,omitempty"`
 	Name              string               `json:"name,omitempty"`
 	TopologyName      string               `json:"topologyName,omitempty"`

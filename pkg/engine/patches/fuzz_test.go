@@ -8,7 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // FuzzApply feeds arbitrary operations, values and templates to Apply: it may
@@ -20,9 +20,9 @@ func FuzzApply(f *testing.F) {
 	f.Add("add", "/spec/template/spec/t", ``, "{{ .v | upper }}")
 	f.Add("add", "/spec/-", `null`, "{{ index .v 3 }}")
 	f.Fuzz(func(t *testing.T, op, path, value, tpl string) {
-		jp := v1alpha1.JSONPatch{Op: op, Path: path}
+		jp := v1alpha2.JSONPatch{Op: op, Path: path}
 		if tpl != "" {
-			jp.ValueFrom = &v1alpha1.JSONPatchValue{Template: &tpl}
+			jp.ValueFrom = &v1alpha2.JSONPatchValue{Template: &tpl}
 		} else if value != "" {
 			jp.Value = &apiextensionsv1.JSON{Raw: []byte(value)}
 		}
@@ -32,11 +32,11 @@ func FuzzApply(f *testing.F) {
 		}}
 		raw, _ := json.Marshal("s")
 		_ = Apply(context.Background(), Input{
-			Patches: []v1alpha1.ClusterClassPatch{{Name: "p", Definitions: []v1alpha1.PatchDefinition{{
-				Selector:    v1alpha1.PatchSelector{APIVersion: "a/v1", Kind: "K", MatchResources: v1alpha1.PatchSelectorMatch{InfrastructureCluster: true}},
-				JSONPatches: []v1alpha1.JSONPatch{jp},
+			Patches: []v1alpha2.ClusterClassPatch{{Name: "p", Definitions: []v1alpha2.PatchDefinition{{
+				Selector:    v1alpha2.PatchSelector{APIVersion: "a/v1", Kind: "K", MatchResources: v1alpha2.PatchSelectorMatch{InfrastructureCluster: true}},
+				JSONPatches: []v1alpha2.JSONPatch{jp},
 			}}}},
-			Variables: []v1alpha1.ClusterVariable{{Name: "v", Value: apiextensionsv1.JSON{Raw: raw}}},
+			Variables: []v1alpha2.ClusterVariable{{Name: "v", Value: apiextensionsv1.JSON{Raw: raw}}},
 			Targets:   []*Target{{Object: obj, Role: InfrastructureCluster, Description: "fuzz"}},
 		})
 	})

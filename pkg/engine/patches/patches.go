@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // Role is the place a template has in the topology; selectors match on it.
@@ -45,7 +45,7 @@ type Target struct {
 	// Builtins specific to this target (controlPlane, machineDeployment, machinePool).
 	Builtins *Builtins
 	// Overrides are the variable overrides of the control plane or pool.
-	Overrides []v1alpha1.ClusterVariable
+	Overrides []v1alpha2.ClusterVariable
 	// Description names the target in errors, e.g. `MachineDeployment "md-0" infrastructure template`.
 	Description string
 	// Holder is where the template is used, as external patches are told.
@@ -62,7 +62,7 @@ type Holder struct {
 // the builtins every target shares, and the targets as the patches before
 // it left them.
 type ExternalInput struct {
-	Variables []v1alpha1.ClusterVariable
+	Variables []v1alpha2.ClusterVariable
 	Builtins  Builtins
 	Targets   []*Target
 }
@@ -72,9 +72,9 @@ type ExternalInput struct {
 type External interface {
 	// Generate calls the patch's generate extension and applies the patches
 	// it returns to the targets.
-	Generate(ctx context.Context, patch *v1alpha1.ClusterClassPatch, in ExternalInput) error
+	Generate(ctx context.Context, patch *v1alpha2.ClusterClassPatch, in ExternalInput) error
 	// Validate calls the patch's validate extension on the patched targets.
-	Validate(ctx context.Context, patch *v1alpha1.ClusterClassPatch, in ExternalInput) error
+	Validate(ctx context.Context, patch *v1alpha2.ClusterClassPatch, in ExternalInput) error
 }
 
 // Error is a patch that could not be applied, with the class field that holds it.
@@ -105,9 +105,9 @@ func (e *Error) Unwrap() error { return e.Err }
 // Input is what Apply needs.
 type Input struct {
 	// Patches of the class, applied in order.
-	Patches []v1alpha1.ClusterClassPatch
+	Patches []v1alpha2.ClusterClassPatch
 	// Variables are the topology's (defaulted) variables.
-	Variables []v1alpha1.ClusterVariable
+	Variables []v1alpha2.ClusterVariable
 	// Builtins common to every target (builtin.cluster).
 	Builtins Builtins
 	// Targets are the templates.
@@ -153,7 +153,7 @@ func Apply(ctx context.Context, in Input) error {
 			if in.External == nil {
 				return &Error{Field: field + ".external", Patch: p.Name, Err: fmt.Errorf("external patches need a Runtime SDK extension; run against the cluster where the agent can call it")}
 			}
-			if p.External.GenerateExtension == nil {
+			if p.External.GeneratePatchesExtension == nil {
 				continue // validation only: after every patch
 			}
 			// An external patch sees the objects as the patches before it left them.
@@ -178,7 +178,7 @@ func Apply(ctx context.Context, in Input) error {
 	// Validators see the templates as every patch left them, as upstream's do.
 	for pi := range in.Patches {
 		p := &in.Patches[pi]
-		if p.External == nil || p.External.ValidateExtension == nil {
+		if p.External == nil || p.External.ValidateTopologyExtension == nil {
 			continue
 		}
 		ext := ExternalInput{Variables: in.Variables, Builtins: in.Builtins, Targets: in.Targets}
@@ -227,7 +227,7 @@ func (b *batch) flush(t *Target) error {
 }
 
 // collectInline adds the operations of an inline patch for one target to its batch.
-func collectInline(r *renderer, p *v1alpha1.ClusterClassPatch, field string, t *Target, vars map[string]any, b *batch) error {
+func collectInline(r *renderer, p *v1alpha2.ClusterClassPatch, field string, t *Target, vars map[string]any, b *batch) error {
 	var matching []int
 	for di := range p.Definitions {
 		if Matches(p.Definitions[di].Selector, t) {
@@ -308,7 +308,7 @@ func applyOps(obj *unstructured.Unstructured, ops []map[string]any) error {
 }
 
 // Matches tells whether a selector picks a target.
-func Matches(s v1alpha1.PatchSelector, t *Target) bool {
+func Matches(s v1alpha2.PatchSelector, t *Target) bool {
 	if t.Object.GetAPIVersion() != s.APIVersion || t.Object.GetKind() != s.Kind {
 		return false
 	}
@@ -371,11 +371,11 @@ func (r *renderer) enabled(tpl string, vars map[string]any) (bool, error) {
 }
 
 // Value computes the value of an add or replace operation.
-func Value(op v1alpha1.JSONPatch, vars map[string]any) (any, error) {
+func Value(op v1alpha2.JSONPatch, vars map[string]any) (any, error) {
 	return (&renderer{}).value(op, vars)
 }
 
-func (r *renderer) value(op v1alpha1.JSONPatch, vars map[string]any) (any, error) {
+func (r *renderer) value(op v1alpha2.JSONPatch, vars map[string]any) (any, error) {
 	switch {
 	case op.Value == nil && op.ValueFrom == nil:
 		return nil, fmt.Errorf("neither value nor valueFrom is set")
@@ -465,7 +465,7 @@ func (r *renderer) execute(t *template.Template, vars map[string]any) (any, erro
 	return v, nil
 }
 
-func decodeVariables(vs []v1alpha1.ClusterVariable) (map[string]any, error) {
+func decodeVariables(vs []v1alpha2.ClusterVariable) (map[string]any, error) {
 	out := make(map[string]any, len(vs)+1)
 	for _, v := range vs {
 		if v.Name == "builtin" {

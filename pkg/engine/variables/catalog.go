@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // BuiltinsName is the reserved variable holding the builtin values.
@@ -39,7 +39,7 @@ type Definition struct {
 	// Schema in apiextensions' internal form.
 	Schema *apiextensions.JSONSchemaProps
 	// Source is the definition as written in the class.
-	Source v1alpha1.ClusterClassVariable
+	Source v1alpha2.ClusterClassVariable
 
 	wrapped   *structuralschema.Structural
 	validator validation.SchemaValidator
@@ -57,7 +57,7 @@ type Catalog struct {
 
 // NewCatalog compiles the variables of a class. Errors name the field of the
 // class (spec.variables[i].schema...) that makes a variable unusable.
-func NewCatalog(vars []v1alpha1.ClusterClassVariable) (*Catalog, field.ErrorList) {
+func NewCatalog(vars []v1alpha2.ClusterClassVariable) (*Catalog, field.ErrorList) {
 	c := &Catalog{defs: make(map[string]*Definition, len(vars))}
 	var errs field.ErrorList
 	base := field.NewPath("spec", "variables")
@@ -79,7 +79,7 @@ func NewCatalog(vars []v1alpha1.ClusterClassVariable) (*Catalog, field.ErrorList
 	return c, errs
 }
 
-func compile(v v1alpha1.ClusterClassVariable, p *field.Path) (*Definition, field.ErrorList) {
+func compile(v v1alpha2.ClusterClassVariable, p *field.Path) (*Definition, field.ErrorList) {
 	schema, errs := toAPIExtensions(&v.Schema.OpenAPIV3Schema, p)
 	if len(errs) > 0 {
 		return nil, errs
@@ -124,10 +124,10 @@ func (c *Catalog) Len() int { return len(c.order) }
 // set twice or not defined in the class is left as it is for Validate to
 // report once: defaulting the rest goes on, so that no required variable
 // with a default reads as missing because of another's mistake.
-func (c *Catalog) Default(values []v1alpha1.ClusterVariable, createMissing bool, p *field.Path) ([]v1alpha1.ClusterVariable, field.ErrorList) {
+func (c *Catalog) Default(values []v1alpha2.ClusterVariable, createMissing bool, p *field.Path) ([]v1alpha2.ClusterVariable, field.ErrorList) {
 	seen := make(map[string]bool, len(values))
 	var errs field.ErrorList
-	out := make([]v1alpha1.ClusterVariable, 0, len(values)+len(c.order))
+	out := make([]v1alpha2.ClusterVariable, 0, len(values)+len(c.order))
 	for _, v := range values {
 		d, ok := c.defs[v.Name]
 		if seen[v.Name] || !ok {
@@ -157,7 +157,7 @@ func (c *Catalog) Default(values []v1alpha1.ClusterVariable, createMissing bool,
 				errs = append(errs, field.Invalid(p.Key(name), "", err.Error()))
 				continue
 			}
-			out = append(out, v1alpha1.ClusterVariable{Name: name, Value: apiextensionsv1.JSON{Raw: dv}})
+			out = append(out, v1alpha2.ClusterVariable{Name: name, Value: apiextensionsv1.JSON{Raw: dv}})
 		}
 	}
 	return out, errs
@@ -180,7 +180,7 @@ func (d *Definition) defaultValue(raw []byte, present bool) ([]byte, error) {
 // valid for its schema (types, formats, bounds, enum, unknown fields, CEL).
 // requireAll also reports required variables that are missing (topology level);
 // overrides pass false. old holds the previous values for CEL transition rules.
-func (c *Catalog) Validate(ctx context.Context, values, old []v1alpha1.ClusterVariable, requireAll bool, p *field.Path) field.ErrorList {
+func (c *Catalog) Validate(ctx context.Context, values, old []v1alpha2.ClusterVariable, requireAll bool, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := make(map[string]bool, len(values))
 	oldByName := make(map[string][]byte, len(old))

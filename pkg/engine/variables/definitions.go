@@ -18,7 +18,7 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 var validTypes = map[string]bool{"object": true, "array": true, "string": true, "integer": true, "number": true, "boolean": true}
@@ -26,7 +26,7 @@ var validTypes = map[string]bool{"object": true, "array": true, "string": true, 
 // ValidateDefinitions checks the variables a class declares: names unique and
 // usable, schemas structural, defaults, examples and enum values valid for
 // their schema, CEL rules compiling. p is the path of spec.variables.
-func ValidateDefinitions(ctx context.Context, vars []v1alpha1.ClusterClassVariable, p *field.Path) field.ErrorList {
+func ValidateDefinitions(ctx context.Context, vars []v1alpha2.ClusterClassVariable, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
 	for i := range vars {
@@ -52,7 +52,7 @@ func ValidateDefinitions(ctx context.Context, vars []v1alpha1.ClusterClassVariab
 	return errs
 }
 
-func validateSchema(ctx context.Context, v *v1alpha1.ClusterClassVariable, p *field.Path) field.ErrorList {
+func validateSchema(ctx context.Context, v *v1alpha2.ClusterClassVariable, p *field.Path) field.ErrorList {
 	if errs := validateTypes(&v.Schema.OpenAPIV3Schema, p); len(errs) > 0 {
 		return errs
 	}
@@ -121,7 +121,7 @@ func validateExamples(s *apiextensions.JSONSchemaProps, p *field.Path) field.Err
 
 // validateTypes rejects types the variable subset does not know, before the
 // structural checks give a vaguer message.
-func validateTypes(s *v1alpha1.JSONSchemaProps, p *field.Path) field.ErrorList {
+func validateTypes(s *v1alpha2.JSONSchemaProps, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if s.Type != "" && !validTypes[s.Type] {
 		errs = append(errs, field.NotSupported(p.Child("type"), s.Type, []string{"array", "boolean", "integer", "number", "object", "string"}))

@@ -7,21 +7,21 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 func fuzzCatalog(f *testing.F) *Catalog {
 	min := int64(1)
-	cat, errs := NewCatalog([]v1alpha1.ClusterClassVariable{{
+	cat, errs := NewCatalog([]v1alpha2.ClusterClassVariable{{
 		Name: "v",
-		Schema: v1alpha1.VariableSchema{OpenAPIV3Schema: v1alpha1.JSONSchemaProps{
+		Schema: v1alpha2.VariableSchema{OpenAPIV3Schema: v1alpha2.JSONSchemaProps{
 			Type: "object",
-			Properties: map[string]v1alpha1.JSONSchemaProps{
+			Properties: map[string]v1alpha2.JSONSchemaProps{
 				"n":    {Type: "integer", Minimum: &min, Default: &apiextensionsv1.JSON{Raw: []byte("3")}},
 				"s":    {Type: "string", Pattern: "^[a-z]+$"},
-				"list": {Type: "array", Items: &v1alpha1.JSONSchemaProps{Type: "string"}},
+				"list": {Type: "array", Items: &v1alpha2.JSONSchemaProps{Type: "string"}},
 			},
-			XValidations: []v1alpha1.ValidationRule{{Rule: "!has(self.s) || size(self.s) < 10"}},
+			XValidations: []v1alpha2.ValidationRule{{Rule: "!has(self.s) || size(self.s) < 10"}},
 		}},
 	}})
 	if len(errs) > 0 {
@@ -38,7 +38,7 @@ func FuzzValidateAndDefault(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		vals := []v1alpha1.ClusterVariable{{Name: "v", Value: apiextensionsv1.JSON{Raw: []byte(raw)}}}
+		vals := []v1alpha2.ClusterVariable{{Name: "v", Value: apiextensionsv1.JSON{Raw: []byte(raw)}}}
 		p := field.NewPath("spec", "variables")
 		errs := cat.Validate(context.Background(), vals, nil, true, p)
 		defaulted, derrs := cat.Default(vals, true, p)
@@ -51,9 +51,9 @@ func FuzzValidateAndDefault(f *testing.F) {
 }
 
 func TestDefaultFillsNested(t *testing.T) {
-	cat, _ := NewCatalog([]v1alpha1.ClusterClassVariable{{Name: "v", Schema: v1alpha1.VariableSchema{OpenAPIV3Schema: v1alpha1.JSONSchemaProps{
+	cat, _ := NewCatalog([]v1alpha2.ClusterClassVariable{{Name: "v", Schema: v1alpha2.VariableSchema{OpenAPIV3Schema: v1alpha2.JSONSchemaProps{
 		Type: "object", Default: &apiextensionsv1.JSON{Raw: []byte(`{}`)},
-		Properties: map[string]v1alpha1.JSONSchemaProps{"n": {Type: "integer", Default: &apiextensionsv1.JSON{Raw: []byte("3")}}},
+		Properties: map[string]v1alpha2.JSONSchemaProps{"n": {Type: "integer", Default: &apiextensionsv1.JSON{Raw: []byte("3")}}},
 	}}}})
 	out, errs := cat.Default(nil, true, field.NewPath("spec", "variables"))
 	if len(errs) > 0 || len(out) != 1 || string(out[0].Value.Raw) != `{"n":3}` {

@@ -10,12 +10,12 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha1"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // toAPIExtensions converts a variable schema to the internal apiextensions form
 // the structural-schema, validation and CEL packages take.
-func toAPIExtensions(s *v1alpha1.JSONSchemaProps, p *field.Path) (*apiextensions.JSONSchemaProps, field.ErrorList) {
+func toAPIExtensions(s *v1alpha2.JSONSchemaProps, p *field.Path) (*apiextensions.JSONSchemaProps, field.ErrorList) {
 	var errs field.ErrorList
 	out := &apiextensions.JSONSchemaProps{
 		Description:      s.Description,
@@ -96,7 +96,7 @@ func toAPIExtensions(s *v1alpha1.JSONSchemaProps, p *field.Path) (*apiextensions
 			out.Items = &apiextensions.JSONSchemaPropsOrArray{Schema: sub}
 		}
 	}
-	convertList := func(in []v1alpha1.JSONSchemaProps, name string) []apiextensions.JSONSchemaProps {
+	convertList := func(in []v1alpha2.JSONSchemaProps, name string) []apiextensions.JSONSchemaProps {
 		if len(in) == 0 {
 			return nil
 		}

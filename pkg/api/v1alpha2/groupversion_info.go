@@ -1,11 +1,12 @@
-// Package v1alpha1 holds the kubectl-topology API: TopologyClass, Topology and
+// Package v1alpha2 holds the kubectl-topology API: TopologyClass, Topology and
 // TopologyExtension in group topology.kubectl-topology.io. Their shapes follow
-// Cluster API v1beta1 (ClusterClass, Cluster.spec.topology, ExtensionConfig)
+// Cluster API v1beta2 (ClusterClass, Cluster.spec.topology, ExtensionConfig)
 // field for field, so an upstream object converts by renaming apiVersion/kind.
+// v1alpha1 (the v1beta1 shapes) had no users and is no longer served.
 //
 // +kubebuilder:object:generate=true
 // +groupName=topology.kubectl-topology.io
-package v1alpha1
+package v1alpha2
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +16,7 @@ import (
 
 var (
 	// GroupVersion is the group and version of every kind in this package.
-	GroupVersion = schema.GroupVersion{Group: "topology.kubectl-topology.io", Version: "v1alpha1"}
+	GroupVersion = schema.GroupVersion{Group: "topology.kubectl-topology.io", Version: "v1alpha2"}
 
 	// SchemeBuilder registers the kinds of this package with a runtime.Scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)

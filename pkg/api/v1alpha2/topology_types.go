@@ -1,4 +1,4 @@
-package v1alpha1
+package v1alpha2
 
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -8,7 +8,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=topologies,shortName=topo,categories=cluster-api;kubectl-topology
 // +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Class",type="string",JSONPath=".spec.class"
+// +kubebuilder:printcolumn:name="Class",type="string",JSONPath=".spec.classRef.name"
 // +kubebuilder:printcolumn:name="Version",type="string",JSONPath=".spec.version"
 // +kubebuilder:printcolumn:name="State",type="string",JSONPath=".status.state"
 // +kubebuilder:printcolumn:name="Reconciled",type="string",JSONPath=".status.conditions[?(@.type=='TopologyReconciled')].status"
@@ -42,35 +42,21 @@ type TopologyList struct {
 	Items           []Topology `json:"items"`
 }
 
-// TopologySpec mirrors Cluster.spec.topology of Cluster API v1beta1, plus the
+// TopologySpec mirrors Cluster.spec.topology of Cluster API v1beta2, plus the
 // Cluster fields a topology needs (clusterNetwork, paused).
 type TopologySpec struct {
-	// class is the TopologyClass to stamp from.
+	// classRef is the TopologyClass to stamp from.
 	// +required
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
-	Class string `json:"class"`
-
-	// classNamespace is the class's namespace; the Topology's when unset.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
-	ClassNamespace string `json:"classNamespace,omitempty"`
+	ClassRef ClassRef `json:"classRef"`
 
 	// version is the Kubernetes version of the cluster, e.g. v1.32.0.
 	// +required
 	// +kubebuilder:validation:Pattern=`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`
 	Version string `json:"version"`
 
-	// rolloutAfter replaces all Machines after this time.
-	// +optional
-	RolloutAfter *metav1.Time `json:"rolloutAfter,omitempty"`
-
 	// controlPlane of the cluster.
 	// +optional
-	ControlPlane ControlPlaneTopology `json:"controlPlane,omitempty"`
+	ControlPlane ControlPlaneTopology `json:"controlPlane,omitempty,omitzero"`
 
 	// workers of the cluster.
 	// +optional
@@ -92,49 +78,91 @@ type TopologySpec struct {
 	Paused bool `json:"paused,omitempty"`
 }
 
+// ClassRef names a TopologyClass.
+type ClassRef struct {
+	// name of the TopologyClass.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// namespace of the TopologyClass; the Topology's when unset.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+}
+
 // ControlPlaneTopology is the control plane of a topology.
 type ControlPlaneTopology struct {
 	// metadata merged into the control plane object and its Machines.
 	// +optional
-	Metadata ObjectMeta `json:"metadata,omitempty"`
+	Metadata ObjectMeta `json:"metadata,omitempty,omitzero"`
 
-	// replicas of the control plane; left to the provider when unset.
+	// replicas of the control plane; the provider's default when unset.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// machineHealthCheck overrides or disables the class's.
+	// rollout replaces the control plane's Machines after a time.
 	// +optional
-	MachineHealthCheck *MachineHealthCheckTopology `json:"machineHealthCheck,omitempty"`
+	Rollout RolloutAfter `json:"rollout,omitempty,omitzero"`
 
-	// nodeDrainTimeout overrides the class's.
+	// healthCheck of control plane Machines: enable or override the class's.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeDrainTimeout *metav1.Duration `json:"nodeDrainTimeout,omitempty"`
+	HealthCheck ControlPlaneTopologyHealthCheck `json:"healthCheck,omitempty,omitzero"`
 
-	// nodeVolumeDetachTimeout overrides the class's.
+	// deletion timeouts of control plane Machines; the class's when unset.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeVolumeDetachTimeout *metav1.Duration `json:"nodeVolumeDetachTimeout,omitempty"`
+	Deletion MachineDeletion `json:"deletion,omitempty,omitzero"`
 
-	// nodeDeletionTimeout overrides the class's.
+	// taints for the Nodes of control plane Machines; the class's when unset.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeDeletionTimeout *metav1.Duration `json:"nodeDeletionTimeout,omitempty"`
+	// +listType=map
+	// +listMapKey=key
+	// +listMapKey=effect
+	// +kubebuilder:validation:MaxItems=64
+	Taints []MachineTaint `json:"taints,omitempty"`
 
-	// readinessGates override the class's.
+	// readinessGates for control plane Machines; the class's when unset.
 	// +optional
 	// +listType=map
 	// +listMapKey=conditionType
 	// +kubebuilder:validation:MaxItems=32
 	ReadinessGates []MachineReadinessGate `json:"readinessGates,omitempty"`
 
-	// variables overrides for the control plane.
+	// variables overridden for the control plane.
 	// +optional
 	Variables *ControlPlaneVariables `json:"variables,omitempty"`
+}
+
+// RolloutAfter replaces Machines created before a time.
+type RolloutAfter struct {
+	// after is the time; Machines created before it are replaced once it passes.
+	// +optional
+	After metav1.Time `json:"after,omitempty,omitzero"`
+}
+
+// ControlPlaneTopologyHealthCheck enables or overrides the class's control plane health check.
+type ControlPlaneTopologyHealthCheck struct {
+	// enabled turns the check on or off; on when the class or this defines checks.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// checks override the class's.
+	// +optional
+	Checks HealthCheckChecks `json:"checks,omitempty,omitzero"`
+
+	// remediation overrides the class's.
+	// +optional
+	Remediation ControlPlaneHealthCheckRemediation `json:"remediation,omitempty,omitzero"`
+}
+
+// IsDefined reports whether the topology overrides the class's checks.
+func (h ControlPlaneTopologyHealthCheck) IsDefined() bool {
+	return h.Checks.IsDefined() || h.Remediation.IsDefined()
 }
 
 // WorkersTopology lists the worker pools of a topology.
@@ -156,142 +184,150 @@ type WorkersTopology struct {
 
 // MachineDeploymentTopology is one MachineDeployment of a topology.
 type MachineDeploymentTopology struct {
-	// metadata merged into the MachineDeployment and its Machines; also carries the
-	// hold/defer upgrade annotations.
+	// metadata merged into the MachineDeployment and its Machines.
 	// +optional
-	Metadata ObjectMeta `json:"metadata,omitempty"`
+	Metadata ObjectMeta `json:"metadata,omitempty,omitzero"`
 
-	// class is a MachineDeployment class of the TopologyClass.
+	// class is the MachineDeployment class of the TopologyClass.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	Class string `json:"class"`
 
-	// name of the MachineDeployment within the topology.
+	// name of the pool, unique in the topology; the object's name is generated.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$`
+	// +kubebuilder:validation:Pattern=`^([0-9A-Za-z][-0-9A-Za-z_.]*)?[0-9A-Za-z]$`
 	Name string `json:"name"`
 
-	// failureDomain overrides the class's.
+	// failureDomain of the Machines; the class's when unset.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	FailureDomain *string `json:"failureDomain,omitempty"`
 
-	// replicas; left to autoscalers when unset.
+	// replicas of the pool; the provider's default when unset.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// machineHealthCheck overrides or disables the class's.
+	// healthCheck of the pool's Machines: enable or override the class's.
 	// +optional
-	MachineHealthCheck *MachineHealthCheckTopology `json:"machineHealthCheck,omitempty"`
+	HealthCheck MachineDeploymentTopologyHealthCheck `json:"healthCheck,omitempty,omitzero"`
 
-	// nodeDrainTimeout overrides the class's.
+	// deletion order and timeouts; the class's when unset.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeDrainTimeout *metav1.Duration `json:"nodeDrainTimeout,omitempty"`
+	Deletion MachineDeploymentDeletion `json:"deletion,omitempty,omitzero"`
 
-	// nodeVolumeDetachTimeout overrides the class's.
+	// taints for the Nodes of the pool; the class's when unset.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeVolumeDetachTimeout *metav1.Duration `json:"nodeVolumeDetachTimeout,omitempty"`
+	// +listType=map
+	// +listMapKey=key
+	// +listMapKey=effect
+	// +kubebuilder:validation:MaxItems=64
+	Taints []MachineTaint `json:"taints,omitempty"`
 
-	// nodeDeletionTimeout overrides the class's.
-	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeDeletionTimeout *metav1.Duration `json:"nodeDeletionTimeout,omitempty"`
-
-	// minReadySeconds overrides the class's.
+	// minReadySeconds; the class's when unset.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`
 
-	// readinessGates override the class's.
+	// readinessGates for the Machines; the class's when unset.
 	// +optional
 	// +listType=map
 	// +listMapKey=conditionType
 	// +kubebuilder:validation:MaxItems=32
 	ReadinessGates []MachineReadinessGate `json:"readinessGates,omitempty"`
 
-	// strategy overrides the class's.
+	// rollout strategy and a time after which Machines are replaced.
 	// +optional
-	Strategy *MachineDeploymentStrategy `json:"strategy,omitempty"`
+	Rollout MachineDeploymentTopologyRollout `json:"rollout,omitempty,omitzero"`
 
-	// variables overrides for this MachineDeployment.
+	// variables overridden for this pool.
 	// +optional
 	Variables *MachineDeploymentVariables `json:"variables,omitempty"`
 }
 
-// MachineHealthCheckTopology enables, disables or overrides a MachineHealthCheck.
-type MachineHealthCheckTopology struct {
-	// enable forces the check on or off; when unset it is on if the class defines one.
+// MachineDeploymentTopologyRollout is a pool's rollout strategy and rollout time.
+type MachineDeploymentTopologyRollout struct {
+	// after is a time after which Machines created before it are replaced.
 	// +optional
-	Enable *bool `json:"enable,omitempty"`
+	After metav1.Time `json:"after,omitempty,omitzero"`
 
-	// MachineHealthCheckClass overrides the class's check when any field is set.
-	MachineHealthCheckClass `json:",inline"`
+	// strategy overrides the class's.
+	// +optional
+	Strategy MachineDeploymentRolloutStrategy `json:"strategy,omitempty,omitzero"`
+}
+
+// MachineDeploymentTopologyHealthCheck enables or overrides the class's health check of a pool.
+type MachineDeploymentTopologyHealthCheck struct {
+	// enabled turns the check on or off; on when the class or this defines checks.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// checks override the class's.
+	// +optional
+	Checks HealthCheckChecks `json:"checks,omitempty,omitzero"`
+
+	// remediation overrides the class's.
+	// +optional
+	Remediation MachineDeploymentHealthCheckRemediation `json:"remediation,omitempty,omitzero"`
+}
+
+// IsDefined reports whether the topology overrides the class's checks.
+func (h MachineDeploymentTopologyHealthCheck) IsDefined() bool {
+	return h.Checks.IsDefined() || h.Remediation.IsDefined()
 }
 
 // MachinePoolTopology is one MachinePool of a topology.
 type MachinePoolTopology struct {
-	// metadata merged into the MachinePool; also carries the hold/defer upgrade annotations.
+	// metadata merged into the MachinePool.
 	// +optional
-	Metadata ObjectMeta `json:"metadata,omitempty"`
+	Metadata ObjectMeta `json:"metadata,omitempty,omitzero"`
 
-	// class is a MachinePool class of the TopologyClass.
+	// class is the MachinePool class of the TopologyClass.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	Class string `json:"class"`
 
-	// name of the MachinePool within the topology.
+	// name of the pool, unique in the topology; the object's name is generated.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$`
+	// +kubebuilder:validation:Pattern=`^([0-9A-Za-z][-0-9A-Za-z_.]*)?[0-9A-Za-z]$`
 	Name string `json:"name"`
 
-	// failureDomains override the class's.
+	// failureDomains of the pool; the class's when unset.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
 	FailureDomains []string `json:"failureDomains,omitempty"`
 
-	// nodeDrainTimeout overrides the class's.
+	// deletion timeouts; the class's when unset.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeDrainTimeout *metav1.Duration `json:"nodeDrainTimeout,omitempty"`
+	Deletion MachineDeletion `json:"deletion,omitempty,omitzero"`
 
-	// nodeVolumeDetachTimeout overrides the class's.
+	// taints for the Nodes of the pool; the class's when unset.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeVolumeDetachTimeout *metav1.Duration `json:"nodeVolumeDetachTimeout,omitempty"`
+	// +listType=map
+	// +listMapKey=key
+	// +listMapKey=effect
+	// +kubebuilder:validation:MaxItems=64
+	Taints []MachineTaint `json:"taints,omitempty"`
 
-	// nodeDeletionTimeout overrides the class's.
-	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeDeletionTimeout *metav1.Duration `json:"nodeDeletionTimeout,omitempty"`
-
-	// minReadySeconds overrides the class's.
+	// minReadySeconds; the class's when unset.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`
 
-	// replicas; left to autoscalers when unset.
+	// replicas of the pool.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// variables overrides for this MachinePool.
+	// variables overridden for this pool.
 	// +optional
 	Variables *MachinePoolVariables `json:"variables,omitempty"`
 }
@@ -303,10 +339,6 @@ type ClusterVariable struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	Name string `json:"name"`
-
-	// definitionFrom is deprecated upstream and ignored; kept for conversion.
-	// +optional
-	DefinitionFrom string `json:"definitionFrom,omitempty"`
 
 	// value of the variable, validated against its schema.
 	// +required

@@ -1,4 +1,4 @@
-package v1alpha1
+package v1alpha2
 
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -35,7 +35,7 @@ type TopologyClassList struct {
 	Items           []TopologyClass `json:"items"`
 }
 
-// TopologyClassSpec mirrors ClusterClass.spec of Cluster API v1beta1.
+// TopologyClassSpec mirrors ClusterClass.spec of Cluster API v1beta2.
 type TopologyClassSpec struct {
 	// availabilityGates are extra conditions the CAPI Cluster must meet to be Available.
 	// +optional
@@ -44,21 +44,17 @@ type TopologyClassSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	AvailabilityGates []ClusterAvailabilityGate `json:"availabilityGates,omitempty"`
 
-	// infrastructure is the InfrastructureClusterTemplate of the class.
+	// infrastructure is the InfrastructureClusterTemplate of the class and how its clone is named.
 	// +optional
-	Infrastructure LocalObjectTemplate `json:"infrastructure,omitempty"`
-
-	// infrastructureNamingStrategy names the generated InfrastructureCluster.
-	// +optional
-	InfrastructureNamingStrategy *InfrastructureNamingStrategy `json:"infrastructureNamingStrategy,omitempty"`
+	Infrastructure InfrastructureClass `json:"infrastructure,omitempty,omitzero"`
 
 	// controlPlane is the control plane template and its machine infrastructure.
 	// +optional
-	ControlPlane ControlPlaneClass `json:"controlPlane,omitempty"`
+	ControlPlane ControlPlaneClass `json:"controlPlane,omitempty,omitzero"`
 
 	// workers are the MachineDeployment and MachinePool classes a topology picks from.
 	// +optional
-	Workers WorkersClass `json:"workers,omitempty"`
+	Workers WorkersClass `json:"workers,omitempty,omitzero"`
 
 	// variables a topology may or must set; patches read them.
 	// +optional
@@ -71,47 +67,103 @@ type TopologyClassSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=1000
 	Patches []ClusterClassPatch `json:"patches,omitempty"`
+
+	// upgrade names the extension that plans upgrades over several minors.
+	// +optional
+	Upgrade ClusterClassUpgrade `json:"upgrade,omitempty,omitzero"`
+
+	// kubernetesVersions are the versions a topology of this class may run, oldest
+	// first; an upgrade more than one minor ahead steps through them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	KubernetesVersions []string `json:"kubernetesVersions,omitempty"`
+}
+
+// ClusterClassTemplateReference names a provider template of the class.
+type ClusterClassTemplateReference struct {
+	// kind of the template.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9]*$`
+	Kind string `json:"kind,omitempty"`
+
+	// name of the template, in the class's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+
+	// apiVersion of the template; the agent may read it at the version the CRD's contract label names.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	APIVersion string `json:"apiVersion,omitempty"`
+}
+
+// IsDefined reports whether the reference names a template.
+func (r ClusterClassTemplateReference) IsDefined() bool {
+	return r.Kind != "" || r.Name != "" || r.APIVersion != ""
+}
+
+// InfrastructureClass is the infrastructure part of a class.
+type InfrastructureClass struct {
+	// templateRef is the InfrastructureClusterTemplate.
+	// +required
+	TemplateRef ClusterClassTemplateReference `json:"templateRef,omitempty,omitzero"`
+
+	// naming names the generated InfrastructureCluster.
+	// +optional
+	Naming NamingSpec `json:"naming,omitempty,omitzero"`
+}
+
+// NamingSpec names a generated object with a Go template over .cluster.name,
+// .random and, for pools, .machineDeployment.topologyName or .machinePool.topologyName.
+type NamingSpec struct {
+	// template is the Go template.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Template string `json:"template,omitempty"`
 }
 
 // ControlPlaneClass is the control plane part of a class.
 type ControlPlaneClass struct {
 	// metadata is merged into the control plane object and its Machines.
 	// +optional
-	Metadata ObjectMeta `json:"metadata,omitempty"`
+	Metadata ObjectMeta `json:"metadata,omitempty,omitzero"`
 
-	// LocalObjectTemplate is the ControlPlaneTemplate.
-	LocalObjectTemplate `json:",inline"`
+	// templateRef is the ControlPlaneTemplate.
+	// +required
+	TemplateRef ClusterClassTemplateReference `json:"templateRef,omitempty,omitzero"`
 
 	// machineInfrastructure is the InfrastructureMachineTemplate for control plane Machines,
 	// for control plane providers that run Machines.
 	// +optional
-	MachineInfrastructure *LocalObjectTemplate `json:"machineInfrastructure,omitempty"`
+	MachineInfrastructure MachineInfrastructureTemplate `json:"machineInfrastructure,omitempty,omitzero"`
 
-	// machineHealthCheck for control plane Machines.
+	// healthCheck of control plane Machines.
 	// +optional
-	MachineHealthCheck *MachineHealthCheckClass `json:"machineHealthCheck,omitempty"`
+	HealthCheck ControlPlaneClassHealthCheck `json:"healthCheck,omitempty,omitzero"`
 
-	// namingStrategy names the generated control plane object.
+	// naming names the generated control plane object.
 	// +optional
-	NamingStrategy *ControlPlaneClassNamingStrategy `json:"namingStrategy,omitempty"`
+	Naming NamingSpec `json:"naming,omitempty,omitzero"`
 
-	// nodeDrainTimeout is how long to drain a Node; unset means forever.
+	// deletion timeouts of control plane Machines.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeDrainTimeout *metav1.Duration `json:"nodeDrainTimeout,omitempty"`
+	Deletion MachineDeletion `json:"deletion,omitempty,omitzero"`
 
-	// nodeVolumeDetachTimeout is how long to wait for volumes to detach.
+	// taints for the Nodes of control plane Machines.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeVolumeDetachTimeout *metav1.Duration `json:"nodeVolumeDetachTimeout,omitempty"`
-
-	// nodeDeletionTimeout is how long to retry deleting a Node.
-	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeDeletionTimeout *metav1.Duration `json:"nodeDeletionTimeout,omitempty"`
+	// +listType=map
+	// +listMapKey=key
+	// +listMapKey=effect
+	// +kubebuilder:validation:MaxItems=64
+	Taints []MachineTaint `json:"taints,omitempty"`
 
 	// readinessGates for control plane Machines.
 	// +optional
@@ -121,22 +173,27 @@ type ControlPlaneClass struct {
 	ReadinessGates []MachineReadinessGate `json:"readinessGates,omitempty"`
 }
 
-// ControlPlaneClassNamingStrategy names the control plane object.
-type ControlPlaneClassNamingStrategy struct {
-	// template is a Go template over .cluster.name and .random.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=1024
-	Template *string `json:"template,omitempty"`
+// MachineInfrastructureTemplate is the InfrastructureMachineTemplate of control plane Machines.
+type MachineInfrastructureTemplate struct {
+	// templateRef is the InfrastructureMachineTemplate.
+	// +required
+	TemplateRef ClusterClassTemplateReference `json:"templateRef,omitempty,omitzero"`
 }
 
-// InfrastructureNamingStrategy names the InfrastructureCluster.
-type InfrastructureNamingStrategy struct {
-	// template is a Go template over .cluster.name and .random.
+// ControlPlaneClassHealthCheck is the class's MachineHealthCheck of control plane Machines.
+type ControlPlaneClassHealthCheck struct {
+	// checks say when a Machine is unhealthy.
 	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=1024
-	Template *string `json:"template,omitempty"`
+	Checks HealthCheckChecks `json:"checks,omitempty,omitzero"`
+
+	// remediation says when and how unhealthy Machines are remediated.
+	// +optional
+	Remediation ControlPlaneHealthCheckRemediation `json:"remediation,omitempty,omitzero"`
+}
+
+// IsDefined reports whether the class defines a health check.
+func (h ControlPlaneClassHealthCheck) IsDefined() bool {
+	return h.Checks.IsDefined() || h.Remediation.IsDefined()
 }
 
 // WorkersClass lists the worker classes of a class.
@@ -158,19 +215,27 @@ type WorkersClass struct {
 
 // MachineDeploymentClass is one kind of MachineDeployment a topology may instantiate.
 type MachineDeploymentClass struct {
+	// metadata is merged into the MachineDeployment and its Machines.
+	// +optional
+	Metadata ObjectMeta `json:"metadata,omitempty,omitzero"`
+
 	// class is the name topologies use to pick this class.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	Class string `json:"class"`
 
-	// template is the bootstrap and infrastructure templates of the Machines.
+	// bootstrap is the BootstrapConfigTemplate of the Machines.
 	// +required
-	Template MachineDeploymentClassTemplate `json:"template"`
+	Bootstrap TemplateReferenceHolder `json:"bootstrap,omitempty,omitzero"`
 
-	// machineHealthCheck for the MachineDeployment's Machines.
+	// infrastructure is the InfrastructureMachineTemplate of the Machines.
+	// +required
+	Infrastructure TemplateReferenceHolder `json:"infrastructure,omitempty,omitzero"`
+
+	// healthCheck of the MachineDeployment's Machines.
 	// +optional
-	MachineHealthCheck *MachineHealthCheckClass `json:"machineHealthCheck,omitempty"`
+	HealthCheck MachineDeploymentClassHealthCheck `json:"healthCheck,omitempty,omitzero"`
 
 	// failureDomain the Machines are placed in.
 	// +optional
@@ -178,27 +243,21 @@ type MachineDeploymentClass struct {
 	// +kubebuilder:validation:MaxLength=256
 	FailureDomain *string `json:"failureDomain,omitempty"`
 
-	// namingStrategy names the generated MachineDeployment.
+	// naming names the generated MachineDeployment.
 	// +optional
-	NamingStrategy *MachineDeploymentClassNamingStrategy `json:"namingStrategy,omitempty"`
+	Naming NamingSpec `json:"naming,omitempty,omitzero"`
 
-	// nodeDrainTimeout is how long to drain a Node; unset means forever.
+	// deletion says which Machines go first and the timeouts of deleting one.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeDrainTimeout *metav1.Duration `json:"nodeDrainTimeout,omitempty"`
+	Deletion MachineDeploymentDeletion `json:"deletion,omitempty,omitzero"`
 
-	// nodeVolumeDetachTimeout is how long to wait for volumes to detach.
+	// taints for the Nodes of the Machines.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeVolumeDetachTimeout *metav1.Duration `json:"nodeVolumeDetachTimeout,omitempty"`
-
-	// nodeDeletionTimeout is how long to retry deleting a Node.
-	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeDeletionTimeout *metav1.Duration `json:"nodeDeletionTimeout,omitempty"`
+	// +listType=map
+	// +listMapKey=key
+	// +listMapKey=effect
+	// +kubebuilder:validation:MaxItems=64
+	Taints []MachineTaint `json:"taints,omitempty"`
 
 	// minReadySeconds a new Node must be ready before it counts as available.
 	// +optional
@@ -212,46 +271,53 @@ type MachineDeploymentClass struct {
 	// +kubebuilder:validation:MaxItems=32
 	ReadinessGates []MachineReadinessGate `json:"readinessGates,omitempty"`
 
-	// strategy to replace Machines.
+	// rollout is how Machines are replaced.
 	// +optional
-	Strategy *MachineDeploymentStrategy `json:"strategy,omitempty"`
+	Rollout MachineDeploymentRollout `json:"rollout,omitempty,omitzero"`
 }
 
-// MachineDeploymentClassTemplate is the templates of a MachineDeployment class.
-type MachineDeploymentClassTemplate struct {
-	// metadata is merged into the MachineDeployment and its Machines.
-	// +optional
-	Metadata ObjectMeta `json:"metadata,omitempty"`
-
-	// bootstrap is the BootstrapConfigTemplate.
+// TemplateReferenceHolder holds the reference to one template of a worker class.
+type TemplateReferenceHolder struct {
+	// templateRef is the template.
 	// +required
-	Bootstrap LocalObjectTemplate `json:"bootstrap"`
-
-	// infrastructure is the InfrastructureMachineTemplate.
-	// +required
-	Infrastructure LocalObjectTemplate `json:"infrastructure"`
+	TemplateRef ClusterClassTemplateReference `json:"templateRef,omitempty,omitzero"`
 }
 
-// MachineDeploymentClassNamingStrategy names a MachineDeployment.
-type MachineDeploymentClassNamingStrategy struct {
-	// template is a Go template over .cluster.name, .random and .machineDeployment.topologyName.
+// MachineDeploymentClassHealthCheck is the class's MachineHealthCheck of a MachineDeployment.
+type MachineDeploymentClassHealthCheck struct {
+	// checks say when a Machine is unhealthy.
 	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=1024
-	Template *string `json:"template,omitempty"`
+	Checks HealthCheckChecks `json:"checks,omitempty,omitzero"`
+
+	// remediation says when and how unhealthy Machines are remediated.
+	// +optional
+	Remediation MachineDeploymentHealthCheckRemediation `json:"remediation,omitempty,omitzero"`
+}
+
+// IsDefined reports whether the class defines a health check.
+func (h MachineDeploymentClassHealthCheck) IsDefined() bool {
+	return h.Checks.IsDefined() || h.Remediation.IsDefined()
 }
 
 // MachinePoolClass is one kind of MachinePool a topology may instantiate.
 type MachinePoolClass struct {
+	// metadata is merged into the MachinePool.
+	// +optional
+	Metadata ObjectMeta `json:"metadata,omitempty,omitzero"`
+
 	// class is the name topologies use to pick this class.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	Class string `json:"class"`
 
-	// template is the bootstrap and infrastructure templates of the pool.
+	// bootstrap is the BootstrapConfigTemplate of the pool.
 	// +required
-	Template MachinePoolClassTemplate `json:"template"`
+	Bootstrap TemplateReferenceHolder `json:"bootstrap,omitempty,omitzero"`
+
+	// infrastructure is the InfrastructureMachinePoolTemplate.
+	// +required
+	Infrastructure TemplateReferenceHolder `json:"infrastructure,omitempty,omitzero"`
 
 	// failureDomains the pool spreads over.
 	// +optional
@@ -259,27 +325,21 @@ type MachinePoolClass struct {
 	// +kubebuilder:validation:MaxItems=100
 	FailureDomains []string `json:"failureDomains,omitempty"`
 
-	// namingStrategy names the generated MachinePool.
+	// naming names the generated MachinePool.
 	// +optional
-	NamingStrategy *MachinePoolClassNamingStrategy `json:"namingStrategy,omitempty"`
+	Naming NamingSpec `json:"naming,omitempty,omitzero"`
 
-	// nodeDrainTimeout is how long to drain a Node; unset means forever.
+	// deletion timeouts of the pool's Machines.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeDrainTimeout *metav1.Duration `json:"nodeDrainTimeout,omitempty"`
+	Deletion MachineDeletion `json:"deletion,omitempty,omitzero"`
 
-	// nodeVolumeDetachTimeout is how long to wait for volumes to detach.
+	// taints for the Nodes of the pool.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeVolumeDetachTimeout *metav1.Duration `json:"nodeVolumeDetachTimeout,omitempty"`
-
-	// nodeDeletionTimeout is how long to retry deleting a Node.
-	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-	NodeDeletionTimeout *metav1.Duration `json:"nodeDeletionTimeout,omitempty"`
+	// +listType=map
+	// +listMapKey=key
+	// +listMapKey=effect
+	// +kubebuilder:validation:MaxItems=64
+	Taints []MachineTaint `json:"taints,omitempty"`
 
 	// minReadySeconds a new Node must be ready before it counts as available.
 	// +optional
@@ -287,28 +347,20 @@ type MachinePoolClass struct {
 	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`
 }
 
-// MachinePoolClassTemplate is the templates of a MachinePool class.
-type MachinePoolClassTemplate struct {
-	// metadata is merged into the MachinePool.
+// ClusterClassUpgrade configures how topologies of the class upgrade.
+type ClusterClassUpgrade struct {
+	// external names the extension that answers upgrade plans.
 	// +optional
-	Metadata ObjectMeta `json:"metadata,omitempty"`
-
-	// bootstrap is the BootstrapConfigTemplate.
-	// +required
-	Bootstrap LocalObjectTemplate `json:"bootstrap"`
-
-	// infrastructure is the InfrastructureMachinePoolTemplate.
-	// +required
-	Infrastructure LocalObjectTemplate `json:"infrastructure"`
+	External ClusterClassUpgradeExternal `json:"external,omitempty,omitzero"`
 }
 
-// MachinePoolClassNamingStrategy names a MachinePool.
-type MachinePoolClassNamingStrategy struct {
-	// template is a Go template over .cluster.name, .random and .machinePool.topologyName.
+// ClusterClassUpgradeExternal names upgrade extensions.
+type ClusterClassUpgradeExternal struct {
+	// generateUpgradePlanExtension is the GenerateUpgradePlan handler.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=1024
-	Template *string `json:"template,omitempty"`
+	// +kubebuilder:validation:MaxLength=512
+	GenerateUpgradePlanExtension string `json:"generateUpgradePlanExtension,omitempty"`
 }
 
 // ClusterClassVariable is a variable a class offers to its topologies.
@@ -320,12 +372,13 @@ type ClusterClassVariable struct {
 	Name string `json:"name"`
 
 	// required variables must be set by every topology.
-	// +required
-	Required bool `json:"required"`
-
-	// metadata is deprecated upstream in favour of schema.openAPIV3Schema.x-metadata; kept for conversion.
 	// +optional
-	Metadata ClusterClassVariableMetadata `json:"metadata,omitempty"`
+	Required bool `json:"required,omitempty"`
+
+	// deprecatedV1Beta1Metadata is v1beta1's variable metadata, kept by conversion;
+	// schema.openAPIV3Schema.x-metadata replaces it.
+	// +optional
+	DeprecatedV1Beta1Metadata ClusterClassVariableMetadata `json:"deprecatedV1Beta1Metadata,omitempty,omitzero"`
 
 	// schema of the variable's value.
 	// +required
@@ -667,13 +720,13 @@ type JSONPatchValue struct {
 
 // ExternalPatchDefinition names the Runtime SDK handlers of an external patch.
 type ExternalPatchDefinition struct {
-	// generateExtension is the GeneratePatches handler.
+	// generatePatchesExtension is the GeneratePatches handler.
 	// +optional
-	GenerateExtension *string `json:"generateExtension,omitempty"`
+	GeneratePatchesExtension *string `json:"generatePatchesExtension,omitempty"`
 
-	// validateExtension is the ValidateTopology handler.
+	// validateTopologyExtension is the ValidateTopology handler.
 	// +optional
-	ValidateExtension *string `json:"validateExtension,omitempty"`
+	ValidateTopologyExtension *string `json:"validateTopologyExtension,omitempty"`
 
 	// discoverVariablesExtension is the DiscoverVariables handler.
 	// +optional
@@ -725,12 +778,12 @@ type ClusterClassStatusVariableDefinition struct {
 	From string `json:"from"`
 
 	// required variables must be set by every topology.
-	// +required
-	Required bool `json:"required"`
-
-	// metadata about the variable.
 	// +optional
-	Metadata ClusterClassVariableMetadata `json:"metadata,omitempty"`
+	Required bool `json:"required,omitempty"`
+
+	// deprecatedV1Beta1Metadata about the variable.
+	// +optional
+	DeprecatedV1Beta1Metadata ClusterClassVariableMetadata `json:"deprecatedV1Beta1Metadata,omitempty,omitzero"`
 
 	// schema of the variable.
 	// +required

@@ -1,16 +1,16 @@
-package v1alpha1
+package v1alpha2
 
 import "k8s.io/apimachinery/pkg/types"
 
-// GetClassKey names the Topology's TopologyClass: spec.classNamespace, or the
+// GetClassKey names the Topology's TopologyClass: spec.classRef.namespace, or the
 // Topology's own namespace when that is empty — as upstream's
 // Cluster.GetClassKey does for ClusterClasses.
 func (t *Topology) GetClassKey() types.NamespacedName {
-	ns := t.Spec.ClassNamespace
+	ns := t.Spec.ClassRef.Namespace
 	if ns == "" {
 		ns = t.Namespace
 	}
-	return types.NamespacedName{Namespace: ns, Name: t.Spec.Class}
+	return types.NamespacedName{Namespace: ns, Name: t.Spec.ClassRef.Name}
 }
 
 // MachineDeployment is the topology's MachineDeployment called name, or nil.
