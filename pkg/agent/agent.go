@@ -45,6 +45,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
+	"github.com/kubectl-topology/kubectl-topology/pkg/loader"
 	"github.com/kubectl-topology/kubectl-topology/pkg/selfinstall"
 	"github.com/kubectl-topology/kubectl-topology/pkg/version"
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/pkg/webhook"
@@ -254,7 +255,17 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 	// Half the workers at most wait on any one extension: the rest keep
 	// reconciling Topologies that do not use it.
 	extensions := &extension.Client{Registry: registry, MaxInFlight: max(1, a.opts.Concurrency/2)}
+	dc, err := discovery.NewDiscoveryClientForConfig(a.cfg)
+	if err != nil {
+		return fmt.Errorf("building a discovery client: %w", err)
+	}
+	core, err := loader.DetectCoreVersion(dc)
+	if err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Writing Cluster API objects", "apiVersion", core.APIVersion())
 	tr := &topologycontroller.TopologyReconciler{
+		CoreVersion:    core,
 		Client:         a.mgr.GetClient(),
 		APIReader:      a.mgr.GetAPIReader(),
 		WatchNamespace: a.opts.Namespace,

@@ -19,8 +19,9 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
-func capiGVK(kind string) schema.GroupVersionKind {
-	return engine.ClusterAPIGroupVersion().WithKind(kind)
+// capiGVK is a Cluster API core kind in the version the agent reads and writes.
+func (r *TopologyReconciler) capiGVK(kind string) schema.GroupVersionKind {
+	return r.CoreVersion.GroupVersion().WithKind(kind)
 }
 
 func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
@@ -56,15 +57,15 @@ func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		return fmt.Errorf("indexing TopologyClasses by template: %w", err)
 	}
 	byLabel := handler.EnqueueRequestsFromMapFunc(topologyOfLabelledObject)
-	known := []schema.GroupVersionKind{capiGVK(clusterKind), capiGVK("MachineDeployment"), capiGVK("MachineHealthCheck"), capiGVK(machineKind)}
+	known := []schema.GroupVersionKind{r.capiGVK(clusterKind), r.capiGVK("MachineDeployment"), r.capiGVK("MachineHealthCheck"), r.capiGVK(machineKind)}
 	ctl, err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha2.Topology{}, builder.WithPredicates(topologyChanged)).
-		Owns(unstructuredOf(capiGVK(clusterKind))).
+		Owns(unstructuredOf(r.capiGVK(clusterKind))).
 		Watches(&v1alpha2.TopologyClass{}, handler.EnqueueRequestsFromMapFunc(topologiesOfClass(mgr.GetClient()))).
 		Watches(&v1alpha2.TopologyExtension{}, handler.EnqueueRequestsFromMapFunc(topologiesOfExtension(mgr.GetClient()))).
-		Watches(unstructuredOf(capiGVK("MachineDeployment")), byLabel).
-		Watches(unstructuredOf(capiGVK("MachineHealthCheck")), byLabel).
-		Watches(unstructuredOf(capiGVK(machineKind)), byLabel).
+		Watches(unstructuredOf(r.capiGVK("MachineDeployment")), byLabel).
+		Watches(unstructuredOf(r.capiGVK("MachineHealthCheck")), byLabel).
+		Watches(unstructuredOf(r.capiGVK(machineKind)), byLabel).
 		WithOptions(opts).
 		Named("topology").
 		Build(r)

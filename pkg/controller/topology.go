@@ -81,6 +81,9 @@ type TopologyReconciler struct {
 	Clock clock.PassiveClock
 	// ByCluster indexes the cache by cluster; nil lists by label.
 	ByCluster *ClusterIndex
+	// CoreVersion is the Cluster API core version the management cluster
+	// stores, read from discovery: the agent reads and writes it.
+	CoreVersion engine.CoreVersion
 }
 
 // scope carries one reconcile of one Topology from step to step.
@@ -88,6 +91,7 @@ type scope struct {
 	topo      *v1alpha2.Topology
 	class     *engine.CompiledClass
 	templates *engine.TemplateIndex
+	contracts engine.Contracts
 	current   *engine.State
 	live      []*unstructured.Unstructured // the Cluster and the objects labelled for it
 	observed  *engine.Observed
@@ -159,7 +163,7 @@ func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error
 // outside the one namespace the agent watches are read uncached, so a change
 // to one of them waits for the next reconcile.
 func (r *TopologyReconciler) loader() *loader.Loader {
-	l := &loader.Loader{Reader: r.Client, TemplateReader: func(namespace string) client.Reader {
+	l := &loader.Loader{Reader: r.Client, CoreVersion: r.CoreVersion, Mapper: r.Client.RESTMapper(), TemplateReader: func(namespace string) client.Reader {
 		if r.WatchNamespace != "" && namespace != r.WatchNamespace && r.APIReader != nil {
 			return r.APIReader
 		}
@@ -191,7 +195,11 @@ func (r *TopologyReconciler) getClass(ctx context.Context, s *scope) (bool, erro
 
 func (r *TopologyReconciler) getTemplates(ctx context.Context, s *scope) (bool, error) {
 	ix, err := r.loader().Templates(ctx, s.class.Class)
+	if err != nil {
+		return false, err
+	}
 	s.templates = ix
+	s.contracts, err = r.loader().Contracts(ctx, s.class.Class)
 	return err == nil, err
 }
 
@@ -233,15 +241,17 @@ func (r *TopologyReconciler) names() *names.Generator {
 
 func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool, error) {
 	res, err := engine.Compute(ctx, engine.Input{
-		Topology:  s.topo,
-		Class:     s.class.Class,
-		Templates: s.templates,
-		Current:   s.current,
-		Observed:  s.observed,
-		Names:     r.names(),
-		Dialect:   engine.DialectTopology,
-		Catalog:   s.class.Catalog,
-		External:  r.external(ctx, s.class.Class),
+		Topology:    s.topo,
+		Class:       s.class.Class,
+		Templates:   s.templates,
+		Current:     s.current,
+		Observed:    s.observed,
+		Names:       r.names(),
+		Dialect:     engine.DialectTopology,
+		Catalog:     s.class.Catalog,
+		External:    r.external(ctx, s.class.Class),
+		CoreVersion: r.CoreVersion,
+		Contracts:   s.contracts,
 	})
 	if err != nil {
 		return false, err
@@ -294,7 +304,7 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 		if applied == nil || obj.GetKind() != clusterKind || existed {
 			continue
 		}
-		owner := metav1.OwnerReference{APIVersion: engine.ClusterAPIVersion, Kind: clusterKind, Name: applied.GetName(), UID: applied.GetUID()}
+		owner := metav1.OwnerReference{APIVersion: r.CoreVersion.APIVersion(), Kind: clusterKind, Name: applied.GetName(), UID: applied.GetUID()}
 		for _, o := range objs {
 			handOver(o, s.topo.UID, owner)
 		}

@@ -60,7 +60,7 @@ func ptr[T any](v T) *T { return &v }
 // machineSetRefs lists the templates the cluster's MachineSets still use:
 // Machines of an older MachineSet may still be created from them.
 func (r *TopologyReconciler) machineSetRefs(ctx context.Context, topo *v1alpha2.Topology) (map[engine.ObjectKey]bool, error) {
-	sets, err := r.loader().Labelled(ctx, topo, capiGVK(machineSetKind))
+	sets, err := r.loader().Labelled(ctx, topo, r.capiGVK(machineSetKind))
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +74,11 @@ func (r *TopologyReconciler) machineSetRefs(ctx context.Context, topo *v1alpha2.
 			av, _ := ref["apiVersion"].(string)
 			kind, _ := ref["kind"].(string)
 			name, _ := ref["name"].(string)
-			gv, _ := schema.ParseGroupVersion(av)
-			out[engine.ObjectKey{Group: gv.Group, Kind: kind, Namespace: topo.Namespace, Name: name}] = true
+			group := schema.FromAPIVersionAndKind(av, kind).Group
+			if g, ok := ref["apiGroup"].(string); ok {
+				group = g // v1beta2 references name the group only
+			}
+			out[engine.ObjectKey{Group: group, Kind: kind, Namespace: topo.Namespace, Name: name}] = true
 		}
 	}
 	return out, nil
@@ -91,7 +94,7 @@ func (r *TopologyReconciler) reconcileDelete(ctx context.Context, topo *v1alpha2
 		return ctrl.Result{}, err
 	}
 	cluster := &unstructured.Unstructured{}
-	cluster.SetAPIVersion(engine.ClusterAPIVersion)
+	cluster.SetAPIVersion(r.CoreVersion.APIVersion())
 	cluster.SetKind(clusterKind)
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(topo), cluster)
 	switch {

@@ -20,7 +20,7 @@ import (
 func clusterOf(t *testing.T, topo *v1alpha2.Topology) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(engine.ClusterAPIVersion)
+	u.SetAPIVersion(engine.CoreV1Beta1.APIVersion())
 	u.SetKind("Cluster")
 	err := k8s.Get(context.Background(), client.ObjectKeyFromObject(topo), u)
 	if apierrors.IsNotFound(err) {

@@ -143,7 +143,11 @@ func (r *TopologyClassReconciler) updateRefVersions(ctx context.Context, class *
 			return
 		}
 		v, ok := engine.ContractVersion(crd.Labels)
-		if !ok || v == gv.Version {
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: CRD %s carries neither the cluster.x-k8s.io/v1beta2 nor the cluster.x-k8s.io/v1beta1 contract label, so no version of %s can be picked: label the CRD as its provider's manifests do", field, crd.Name, ref.Kind))
+			return
+		}
+		if v == gv.Version {
 			return
 		}
 		ref.APIVersion = schema.GroupVersion{Group: gv.Group, Version: v}.String()

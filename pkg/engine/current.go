@@ -27,6 +27,9 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 			return nil
 		}
 		av, _ := r["apiVersion"].(string)
+		if group, ok := r["apiGroup"].(string); ok && av == "" {
+			av = group + "/any" // a v1beta2 reference names the group only; keys ignore the version
+		}
 		kind, _ := r["kind"].(string)
 		name, _ := r["name"].(string)
 		probe := &unstructured.Unstructured{}
@@ -44,6 +47,9 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 	s.ControlPlane.Object = follow(s.Cluster, "spec", "controlPlaneRef")
 	if s.ControlPlane.Object != nil {
 		s.ControlPlane.InfrastructureMachineTemplate = follow(s.ControlPlane.Object, "spec", "machineTemplate", "infrastructureRef")
+		if s.ControlPlane.InfrastructureMachineTemplate == nil {
+			s.ControlPlane.InfrastructureMachineTemplate = follow(s.ControlPlane.Object, "spec", "machineTemplate", "spec", "infrastructureRef")
+		}
 		s.ControlPlane.MachineHealthCheck = mhc(s.ControlPlane.Object.GetName())
 	}
 	for _, o := range objs {
@@ -101,6 +107,9 @@ func Adopt(s *State, c *v1alpha2.TopologyClass, uid types.UID, objs []*unstructu
 	}
 	s.ControlPlane.Object = cp
 	name, _, _ := unstructured.NestedString(cp.Object, "spec", "machineTemplate", "infrastructureRef", "name")
+	if name == "" {
+		name, _, _ = unstructured.NestedString(cp.Object, "spec", "machineTemplate", "spec", "infrastructureRef", "name")
+	}
 	if mi := cls.ControlPlane.MachineInfrastructure; mi.TemplateRef.IsDefined() {
 		for _, o := range objs {
 			if o.GetName() == name && o.GetKind() == mi.TemplateRef.Kind {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -94,6 +95,12 @@ func newComputation(in Input) (*computation, error) {
 	}
 	if in.Names == nil {
 		in.Names = names.NewGenerator(nil)
+	}
+	// Upstream's Cluster is written back in the version it was read in.
+	if in.Dialect == DialectUpstream && in.Current != nil && in.Current.Cluster != nil {
+		if gv, err := schema.ParseGroupVersion(in.Current.Cluster.GetAPIVersion()); err == nil && gv.Group == ClusterAPIGroup {
+			in.CoreVersion = CoreVersion(gv.Version)
+		}
 	}
 	// The topology is defaulted during the computation; the caller's stays as it was.
 	topo := in.Topology.DeepCopy()

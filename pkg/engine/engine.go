@@ -52,6 +52,11 @@ type Input struct {
 	Catalog *variables.Catalog
 	// External generates external patches; nil offline.
 	External patches.External
+	// CoreVersion is the Cluster API core version to write objects in; v1beta1 when unset.
+	CoreVersion CoreVersion
+	// Contracts are the provider contracts of the class's kinds, from their
+	// CRDs; a kind missing follows CoreVersion's contract.
+	Contracts Contracts
 }
 
 // Result is the desired state and what was decided on the way.

@@ -53,7 +53,7 @@ func VisitTemplateRefs(c *v1alpha2.TopologyClass, visit func(ref *v1alpha2.Clust
 // GeneratedKinds are the kinds of the objects a topology of class c consists
 // of, besides the Cluster: what the agent and live plans list to find the
 // current state.
-func GeneratedKinds(c *v1alpha2.TopologyClass) []schema.GroupVersionKind {
+func GeneratedKinds(c *v1alpha2.TopologyClass, core CoreVersion) []schema.GroupVersionKind {
 	seen := map[schema.GroupVersionKind]bool{}
 	var out []schema.GroupVersionKind
 	add := func(gvk schema.GroupVersionKind) {
@@ -63,7 +63,7 @@ func GeneratedKinds(c *v1alpha2.TopologyClass) []schema.GroupVersionKind {
 		}
 	}
 	capi := func(kind string) schema.GroupVersionKind {
-		return ClusterAPIGroupVersion().WithKind(kind)
+		return core.GroupVersion().WithKind(kind)
 	}
 	add(capi("MachineDeployment"))
 	add(capi("MachinePool"))

@@ -1,7 +1,5 @@
 package engine
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
-
 // Labels and annotations Cluster API and its tooling read on generated objects.
 // They are upstream's names on purpose: clusterctl, describe and dashboards
 // recognise them, and only upstream's gated topology controllers act on them.
@@ -21,18 +19,8 @@ const (
 	// UnsafeClassNameCheckAnnotation on a topology skips the class-switch compatibility rules.
 	UnsafeClassNameCheckAnnotation = "unsafe.topology.cluster.x-k8s.io/disable-update-class-name-check"
 	LastAppliedAnnotation          = "kubectl.kubernetes.io/last-applied-configuration"
-	ContractLabelPrefix            = "cluster.x-k8s.io/"
 	ClusterShimSecretType          = "cluster.x-k8s.io/secret"
 )
 
-// Cluster API groups and versions the engine writes.
-const (
-	ClusterAPIVersion = "cluster.x-k8s.io/v1beta1"
-	ClusterAPIGroup   = "cluster.x-k8s.io"
-)
-
-// ClusterAPIGroupVersion is ClusterAPIVersion parsed.
-func ClusterAPIGroupVersion() schema.GroupVersion {
-	gv, _ := schema.ParseGroupVersion(ClusterAPIVersion)
-	return gv
-}
+// ClusterAPIGroup is Cluster API's core API group.
+const ClusterAPIGroup = "cluster.x-k8s.io"

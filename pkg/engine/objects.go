@@ -26,14 +26,14 @@ func (c *computation) setOwners() {
 		if c.current.Cluster != nil {
 			uid = string(c.current.Cluster.GetUID())
 		}
-		c.owner = &metav1.OwnerReference{APIVersion: ClusterAPIVersion, Kind: "Cluster", Name: c.cluster, UID: types.UID(uid)}
+		c.owner = &metav1.OwnerReference{APIVersion: c.core().APIVersion(), Kind: "Cluster", Name: c.cluster, UID: types.UID(uid)}
 		if c.current.Cluster == nil || !hasRefs(c.current.Cluster) {
 			c.shim = &metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: c.cluster + "-shim"}
 		}
 		return
 	}
 	if c.current.Cluster != nil && c.current.Cluster.GetUID() != "" {
-		c.owner = &metav1.OwnerReference{APIVersion: ClusterAPIVersion, Kind: "Cluster", Name: c.cluster, UID: c.current.Cluster.GetUID()}
+		c.owner = &metav1.OwnerReference{APIVersion: c.core().APIVersion(), Kind: "Cluster", Name: c.cluster, UID: c.current.Cluster.GetUID()}
 		return
 	}
 	c.owner = topologyOwner(c.topo, false)
@@ -146,7 +146,7 @@ func (c *computation) applyPatches(ctx context.Context) error {
 	// Holders are what external patches are told: the object that will refer
 	// to what is made from the template, and by which field.
 	clusterHolder := func(fieldPath string) patches.Holder {
-		return patches.Holder{APIVersion: ClusterAPIVersion, Kind: "Cluster", Namespace: c.ns, Name: c.cluster, FieldPath: fieldPath}
+		return patches.Holder{APIVersion: c.core().APIVersion(), Kind: "Cluster", Namespace: c.ns, Name: c.cluster, FieldPath: fieldPath}
 	}
 	targets := []*patches.Target{
 		{Object: c.patched.infraCluster, Role: patches.InfrastructureCluster, Description: "InfrastructureCluster template " + c.tmpl.infraCluster.GetName(),
@@ -179,7 +179,7 @@ func (c *computation) applyPatches(ctx context.Context) error {
 		bootstrapRole, infraRole := p.roles()
 		what := p.kind() + " " + p.name()
 		holder := func(fieldPath string) patches.Holder {
-			return patches.Holder{APIVersion: ClusterAPIVersion, Kind: p.kind(), Namespace: c.ns, Name: p.names.object, FieldPath: fieldPath}
+			return patches.Holder{APIVersion: c.core().APIVersion(), Kind: p.kind(), Namespace: c.ns, Name: p.names.object, FieldPath: fieldPath}
 		}
 		targets = append(targets,
 			&patches.Target{Object: p.bootstrap, Role: bootstrapRole, WorkerClass: p.className(), Builtins: builtins, Overrides: p.overrides(), Description: what + " bootstrap template " + p.tmpl.bootstrap.GetName(),
@@ -401,10 +401,17 @@ func (c *computation) computeControlPlane(context.Context) error {
 	} else {
 		c.setOwner(obj, c.owner)
 	}
+	contract := c.in.Contracts.Of(obj, c.core())
+	// The v1beta2 contract moved the machine template's fields under spec.
+	machineSpec := []string{"spec", "machineTemplate"}
+	if contract == ContractV1Beta2 {
+		machineSpec = []string{"spec", "machineTemplate", "spec"}
+	}
+	at := func(field ...string) []string { return append(append([]string{}, machineSpec...), field...) }
 	if c.tmpl.cpMachineInfra != nil {
 		tmpl := c.templateFromTemplate(c.tmpl.cpMachineInfra, c.patched.cpMachineInfra, c.plan.cpMachineInfra, nil)
 		c.desired.ControlPlane.InfrastructureMachineTemplate = prune(tmpl)
-		_ = unstructured.SetNestedField(obj.Object, ref(tmpl), "spec", "machineTemplate", "infrastructureRef")
+		_ = unstructured.SetNestedField(obj.Object, contractRef(tmpl, contract, tmpl.GetAPIVersion()), at("infrastructureRef")...)
 		ml, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "machineTemplate", "metadata", "labels")
 		ma, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "machineTemplate", "metadata", "annotations")
 		meta := map[string]any{}
@@ -420,11 +427,19 @@ func (c *computation) computeControlPlane(context.Context) error {
 		_ = unstructured.SetNestedField(obj.Object, int64(*tp.Replicas), "spec", "replicas")
 	}
 	if gates := firstNonNilList(tp.ReadinessGates, cs.ReadinessGates); gates != nil {
-		_ = unstructured.SetNestedField(obj.Object, toMap(gates), "spec", "machineTemplate", "readinessGates")
+		_ = unstructured.SetNestedField(obj.Object, toMap(gates), at("readinessGates")...)
+	}
+	if taints := firstNonNilList(tp.Taints, cs.Taints); taints != nil && contract == ContractV1Beta2 {
+		_ = unstructured.SetNestedField(obj.Object, toMap(taints), at("taints")...)
 	}
 	for field, d := range deletionTimeouts(tp.Deletion, cs.Deletion) {
-		if d != nil {
-			_ = unstructured.SetNestedField(obj.Object, seconds(d), "spec", "machineTemplate", field)
+		if d == nil {
+			continue
+		}
+		if contract == ContractV1Beta2 {
+			_ = unstructured.SetNestedField(obj.Object, int64(*d), at("deletion", field+"Seconds")...)
+		} else {
+			_ = unstructured.SetNestedField(obj.Object, seconds(d), at(field)...)
 		}
 	}
 	_ = unstructured.SetNestedField(obj.Object, c.rollout.ControlPlane.Version, "spec", "version")
@@ -439,6 +454,53 @@ func (c *computation) computeControlPlane(context.Context) error {
 }
 
 func (c *computation) machineHealthCheck(name string, selector map[string]string, mhc *healthCheck) *unstructured.Unstructured {
+	spec := c.machineHealthCheckSpec(selector, mhc)
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": c.core().APIVersion(),
+		"kind":       "MachineHealthCheck",
+		"spec":       spec,
+	}}
+	obj.SetName(name)
+	obj.SetNamespace(c.ns)
+	obj.SetLabels(map[string]string{ClusterNameLabel: c.cluster, TopologyOwnedLabel: ""})
+	c.setOwner(obj, c.owner)
+	return obj
+}
+
+// machineHealthCheckSpec is the spec in the core version. v1beta2 leaves the
+// remediation trigger unset unless asked (v1beta1 defaulted maxUnhealthy to
+// 100%) and defaults only the node startup timeout, as its webhook does.
+func (c *computation) machineHealthCheckSpec(selector map[string]string, mhc *healthCheck) map[string]any {
+	if c.core().IsV1Beta2() {
+		spec := map[string]any{
+			"clusterName": c.cluster,
+			"selector":    map[string]any{"matchLabels": stringMapToAny(selector)},
+		}
+		checks := map[string]any{}
+		timeout := defaultNodeStartupTimeout
+		if mhc.Checks.NodeStartupTimeoutSeconds != nil {
+			timeout = *mhc.Checks.NodeStartupTimeoutSeconds
+		}
+		checks["nodeStartupTimeoutSeconds"] = int64(timeout)
+		if u := mhc.Checks.UnhealthyNodeConditions; len(u) > 0 {
+			checks["unhealthyNodeConditions"] = toMap(u)
+		}
+		if u := mhc.Checks.UnhealthyMachineConditions; len(u) > 0 {
+			checks["unhealthyMachineConditions"] = toMap(u)
+		}
+		spec["checks"] = checks
+		remediation := map[string]any{}
+		if mhc.TriggerIf != (v1alpha2.HealthCheckTriggerIf{}) {
+			remediation["triggerIf"] = toMap(mhc.TriggerIf)
+		}
+		if r := mhc.TemplateRef; r.IsDefined() {
+			remediation["templateRef"] = map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "name": r.Name}
+		}
+		if len(remediation) > 0 {
+			spec["remediation"] = remediation
+		}
+		return spec
+	}
 	spec := map[string]any{
 		"clusterName": c.cluster,
 		"selector":    map[string]any{"matchLabels": stringMapToAny(selector)},
@@ -466,16 +528,7 @@ func (c *computation) machineHealthCheck(name string, selector map[string]string
 	if r := mhc.TemplateRef; r.IsDefined() {
 		spec["remediationTemplate"] = map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "name": r.Name, "namespace": c.ns}
 	}
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": ClusterAPIVersion,
-		"kind":       "MachineHealthCheck",
-		"spec":       spec,
-	}}
-	obj.SetName(name)
-	obj.SetNamespace(c.ns)
-	obj.SetLabels(map[string]string{ClusterNameLabel: c.cluster, TopologyOwnedLabel: ""})
-	c.setOwner(obj, c.owner)
-	return obj
+	return spec
 }
 
 func (c *computation) computeCluster(context.Context) error {
@@ -488,7 +541,7 @@ func (c *computation) computeCluster(context.Context) error {
 			c.desired.Extra = append(c.desired.Extra, shim)
 		}
 	} else {
-		obj = &unstructured.Unstructured{Object: map[string]any{"apiVersion": ClusterAPIVersion, "kind": "Cluster", "spec": map[string]any{}}}
+		obj = &unstructured.Unstructured{Object: map[string]any{"apiVersion": c.core().APIVersion(), "kind": "Cluster", "spec": map[string]any{}}}
 		obj.SetName(c.cluster)
 		obj.SetNamespace(c.ns)
 		obj.SetLabels(labels)
@@ -506,8 +559,13 @@ func (c *computation) computeCluster(context.Context) error {
 			_ = unstructured.SetNestedField(obj.Object, toMap(g), "spec", "availabilityGates")
 		}
 	}
-	_ = unstructured.SetNestedField(obj.Object, keepRefVersion(c.current.Cluster, c.desired.InfrastructureCluster, "spec", "infrastructureRef"), "spec", "infrastructureRef")
-	_ = unstructured.SetNestedField(obj.Object, keepRefVersion(c.current.Cluster, c.desired.ControlPlane.Object, "spec", "controlPlaneRef"), "spec", "controlPlaneRef")
+	if c.core().IsV1Beta2() {
+		_ = unstructured.SetNestedField(obj.Object, contractRef(c.desired.InfrastructureCluster, ContractV1Beta2, ""), "spec", "infrastructureRef")
+		_ = unstructured.SetNestedField(obj.Object, contractRef(c.desired.ControlPlane.Object, ContractV1Beta2, ""), "spec", "controlPlaneRef")
+	} else {
+		_ = unstructured.SetNestedField(obj.Object, keepRefVersion(c.current.Cluster, c.desired.InfrastructureCluster, "spec", "infrastructureRef"), "spec", "infrastructureRef")
+		_ = unstructured.SetNestedField(obj.Object, keepRefVersion(c.current.Cluster, c.desired.ControlPlane.Object, "spec", "controlPlaneRef"), "spec", "controlPlaneRef")
+	}
 	c.desired.Cluster = obj
 	return nil
 }
@@ -569,16 +627,32 @@ func (c *computation) computePools(context.Context) error {
 		if p.current != nil {
 			curObj = p.current.Object
 		}
+		v1beta2 := c.core().IsV1Beta2()
 		machineSpec := map[string]any{
 			"clusterName":       c.cluster,
 			"version":           p.decision.Version,
 			"bootstrap":         map[string]any{"configRef": keepRefVersion(curObj, ws.Bootstrap, "spec", "template", "spec", "bootstrap", "configRef")},
 			"infrastructureRef": keepRefVersion(curObj, ws.Infrastructure, "spec", "template", "spec", "infrastructureRef"),
 		}
+		if v1beta2 {
+			machineSpec["bootstrap"] = map[string]any{"configRef": contractRef(ws.Bootstrap, ContractV1Beta2, "")}
+			machineSpec["infrastructureRef"] = contractRef(ws.Infrastructure, ContractV1Beta2, "")
+			if t := p.taints(); t != nil {
+				machineSpec["taints"] = toMap(t)
+			}
+		}
+		deletion := map[string]any{}
 		for field, d := range p.timeouts() {
-			if d != nil {
+			switch {
+			case d == nil:
+			case v1beta2:
+				deletion[field+"Seconds"] = int64(*d)
+			default:
 				machineSpec[field] = seconds(d)
 			}
+		}
+		if len(deletion) > 0 {
+			machineSpec["deletion"] = deletion
 		}
 		templateMeta := map[string]any{"labels": stringMapToAny(labels)}
 		if len(annotations) > 0 {
@@ -591,7 +665,9 @@ func (c *computation) computePools(context.Context) error {
 		if r := p.replicas(); r != nil {
 			spec["replicas"] = int64(*r)
 		}
-		if m := p.minReadySeconds(); m != nil {
+		if m := p.minReadySeconds(); m != nil && v1beta2 {
+			machineSpec["minReadySeconds"] = int64(*m)
+		} else if m != nil {
 			spec["minReadySeconds"] = int64(*m)
 		}
 		if p.isDeployment() {
@@ -599,7 +675,7 @@ func (c *computation) computePools(context.Context) error {
 		} else if fd := firstNonNilList(p.mp.FailureDomains, p.mpc.FailureDomains); fd != nil {
 			spec["failureDomains"] = toMap(fd)
 		}
-		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": ClusterAPIVersion, "kind": p.kind(), "spec": spec}}
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": c.core().APIVersion(), "kind": p.kind(), "spec": spec}}
 		obj.SetName(p.names.object)
 		obj.SetNamespace(c.ns)
 		obj.SetLabels(labels)
@@ -628,7 +704,9 @@ func (c *computation) deploymentSpec(p *pool, spec, machineSpec map[string]any) 
 	spec["selector"] = map[string]any{"matchLabels": map[string]any{
 		ClusterNameLabel: c.cluster, TopologyOwnedLabel: "", MachineDeploymentNameLabel: p.name(),
 	}}
-	if s := p.strategy(); s != nil {
+	if c.core().IsV1Beta2() {
+		p.rolloutV1Beta2(spec)
+	} else if s := p.strategy(); s != nil {
 		spec["strategy"] = s
 	}
 	if fd := firstNonNil(p.md.FailureDomain, p.mdc.FailureDomain); fd != nil {
@@ -830,3 +908,6 @@ func deletionTimeouts(topo, class v1alpha2.MachineDeletion) map[string]*int32 {
 		"nodeDeletionTimeout":     firstNonNil(topo.NodeDeletionTimeoutSeconds, class.NodeDeletionTimeoutSeconds),
 	}
 }
+
+// core is the core API version objects are written in.
+func (c *computation) core() CoreVersion { return c.in.CoreVersion.orDefault() }

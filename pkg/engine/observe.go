@@ -19,7 +19,7 @@ func ObserveState(s *State) *Observed {
 		o.StatusVersion, _, _ = unstructured.NestedString(cp.Object, "status", "version")
 		o.Replicas = nestedInt32(cp, "status", "replicas")
 		o.ReadyReplicas = nestedInt32(cp, "status", "readyReplicas")
-		o.UpToDateReplicas = nestedInt32(cp, "status", "updatedReplicas")
+		o.UpToDateReplicas = upToDateReplicas(cp)
 		o.AvailableReplicas = availableReplicas(cp)
 		o.Problems = partProblems(cp)
 		if statusStale(cp) {
@@ -32,7 +32,7 @@ func ObserveState(s *State) *Observed {
 		o.SpecVersion, _, _ = unstructured.NestedString(w.Object.Object, "spec", "template", "spec", "version")
 		o.Replicas = nestedInt32(w.Object, "status", "replicas")
 		o.ReadyReplicas = nestedInt32(w.Object, "status", "readyReplicas")
-		o.UpToDateReplicas = nestedInt32(w.Object, "status", "updatedReplicas")
+		o.UpToDateReplicas = upToDateReplicas(w.Object)
 		o.AvailableReplicas = availableReplicas(w.Object)
 		o.Problems = partProblems(w.Object)
 		if statusStale(w.Object) {
@@ -64,6 +64,15 @@ func statusStale(o *unstructured.Unstructured) bool {
 
 // availableReplicas reads upstream's v1beta2 count where the object has it
 // (status.v1beta2 when read as v1beta1), else the v1beta1 one.
+// upToDateReplicas reads the v1beta2 contract's status.upToDateReplicas, or
+// v1beta1's status.updatedReplicas from a provider still on that contract.
+func upToDateReplicas(o *unstructured.Unstructured) int32 {
+	if _, found, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "upToDateReplicas"); found {
+		return nestedInt32(o, "status", "upToDateReplicas")
+	}
+	return nestedInt32(o, "status", "updatedReplicas")
+}
+
 func availableReplicas(o *unstructured.Unstructured) int32 {
 	if _, found, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "v1beta2", "availableReplicas"); found {
 		return nestedInt32(o, "status", "v1beta2", "availableReplicas")

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -176,6 +178,44 @@ func (p *pool) strategy() map[string]any {
 		return nil
 	}
 	return out
+}
+
+// rolloutV1Beta2 sets a v1beta2 MachineDeployment's rollout, deletion order
+// and remediation limit, each resolved on its own as v1.14 does: a rollout
+// set on the topology replaces the class's, the others override one by one.
+func (p *pool) rolloutV1Beta2(spec map[string]any) {
+	rollout := map[string]any{}
+	strategy := p.mdc.Rollout.Strategy
+	if t := p.md.Rollout; !t.After.IsZero() || t.Strategy.Type != "" || t.Strategy.RollingUpdate != (v1alpha2.MachineRollingUpdate{}) {
+		strategy = t.Strategy
+		if !t.After.IsZero() {
+			rollout["after"] = t.After.UTC().Format(time.RFC3339)
+		}
+	}
+	if s := toMap(strategy).(map[string]any); len(s) > 0 {
+		rollout["strategy"] = s
+	}
+	if len(rollout) > 0 {
+		spec["rollout"] = rollout
+	}
+	if order := firstNonEmpty(p.md.Deletion.Order, p.mdc.Deletion.Order); order != "" {
+		spec["deletion"] = map[string]any{"order": order}
+	}
+	maxInFlight := p.mdc.HealthCheck.Remediation.MaxInFlight
+	if m := p.md.HealthCheck.Remediation.MaxInFlight; m != nil {
+		maxInFlight = m
+	}
+	if maxInFlight != nil {
+		spec["remediation"] = map[string]any{"maxInFlight": toMap(maxInFlight)}
+	}
+}
+
+// taints are the pool's Machine taints, the topology's over the class's.
+func (p *pool) taints() []v1alpha2.MachineTaint {
+	if p.md != nil {
+		return firstNonNilList(p.md.Taints, p.mdc.Taints)
+	}
+	return firstNonNilList(p.mp.Taints, p.mpc.Taints)
 }
 
 func firstNonEmpty(topo, class string) string {

@@ -73,18 +73,18 @@ func Summarize(t *v1alpha2.Topology, r *Rollout, obs *Observed, status *v1alpha2
 }
 
 // InfrastructurePhase reads the provisioning state of the infrastructure from
-// the InfrastructureCluster's status.ready and the Cluster's infrastructureReady.
+// the InfrastructureCluster (v1beta2 contract: status.initialization.provisioned,
+// v1beta1: status.ready) and the Cluster (v1beta2:
+// status.initialization.infrastructureProvisioned, v1beta1: infrastructureReady).
 func InfrastructurePhase(s *State) v1alpha2.InfrastructurePhase {
 	if s.InfrastructureCluster == nil {
 		return v1alpha2.InfrastructurePending
 	}
-	if ready, _, _ := unstructured.NestedBool(s.InfrastructureCluster.Object, "status", "ready"); ready {
+	if anyTrue(s.InfrastructureCluster, []string{"status", "initialization", "provisioned"}, []string{"status", "ready"}) {
 		return v1alpha2.InfrastructureProvisioned
 	}
-	if s.Cluster != nil {
-		if ready, _, _ := unstructured.NestedBool(s.Cluster.Object, "status", "infrastructureReady"); ready {
-			return v1alpha2.InfrastructureProvisioned
-		}
+	if s.Cluster != nil && anyTrue(s.Cluster, []string{"status", "initialization", "infrastructureProvisioned"}, []string{"status", "infrastructureReady"}) {
+		return v1alpha2.InfrastructureProvisioned
 	}
 	return v1alpha2.InfrastructureProvisioning
 }
@@ -165,4 +165,14 @@ func ConditionsNotTrue(t *v1alpha2.Topology) []string {
 		}
 	}
 	return out
+}
+
+// anyTrue reports whether o has true at any of paths.
+func anyTrue(o *unstructured.Unstructured, paths ...[]string) bool {
+	for _, p := range paths {
+		if v, _, _ := unstructured.NestedBool(o.Object, p...); v {
+			return true
+		}
+	}
+	return false
 }

@@ -9,6 +9,7 @@ package loader
 import (
 	"context"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,6 +42,13 @@ type Loader struct {
 	// cluster's objects by it without scanning the whole namespace. Unset,
 	// objects are listed by label, as the API server does well.
 	ByCluster func(ctx context.Context, gvk schema.GroupVersionKind) (string, error)
+	// CoreVersion is the Cluster API core version to read Clusters,
+	// MachineDeployments, Machines and the like in; v1beta1 when unset.
+	CoreVersion engine.CoreVersion
+	// Mapper, when set, finds the CRDs of the class's provider kinds, whose
+	// labels say which Cluster API contract each implements. Unset, every
+	// provider is taken to follow CoreVersion's contract.
+	Mapper meta.RESTMapper
 }
 
 // Loaded is everything the engine needs for one Topology, as it is now.
@@ -55,6 +63,10 @@ type Loaded struct {
 	Current *engine.State
 	// Observed is the rollout state of its parts.
 	Observed *engine.Observed
+	// Contracts are the Cluster API contracts of the class's provider kinds.
+	Contracts engine.Contracts
+	// CoreVersion is the Cluster API core version the objects were read in.
+	CoreVersion engine.CoreVersion
 }
 
 // Load reads all of it.
@@ -76,7 +88,43 @@ func (l *Loader) Load(ctx context.Context, t *v1alpha2.Topology) (*Loaded, error
 	if err != nil {
 		return nil, err
 	}
-	return &Loaded{Class: class, Templates: templates, Objects: objs, Current: current, Observed: observed}, nil
+	contracts, err := l.Contracts(ctx, class)
+	if err != nil {
+		return nil, err
+	}
+	return &Loaded{Class: class, Templates: templates, Objects: objs, Current: current, Observed: observed, Contracts: contracts, CoreVersion: l.CoreVersion}, nil
+}
+
+// Contracts reads which Cluster API contract each provider kind of the class
+// implements at the version the class names, from the kind's CRD labels.
+// A kind without a CRD to read, or a version no label lists, is left out: it
+// follows CoreVersion's contract.
+func (l *Loader) Contracts(ctx context.Context, class *v1alpha2.TopologyClass) (engine.Contracts, error) {
+	out := engine.Contracts{}
+	if l.Mapper == nil {
+		return out, nil
+	}
+	for _, gvk := range engine.GeneratedKinds(class, l.CoreVersion) {
+		if gvk.Group == engine.ClusterAPIGroup {
+			continue
+		}
+		mapping, err := l.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			continue // not installed: reading its objects says so
+		}
+		crd := &metav1.PartialObjectMetadata{}
+		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+		if err := l.Reader.Get(ctx, types.NamespacedName{Name: mapping.Resource.Resource + "." + gvk.Group}, crd); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("reading the CRD of %s: %w", gvk.Kind, err)
+		}
+		if c, ok := engine.ContractOfVersion(crd.Labels, gvk.Version); ok {
+			out[gvk.GroupKind()] = c
+		}
+	}
+	return out, nil
 }
 
 // Class reads the Topology's class.
@@ -119,7 +167,7 @@ func (l *Loader) Templates(ctx context.Context, class *v1alpha2.TopologyClass) (
 func (l *Loader) Objects(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	cluster := &unstructured.Unstructured{}
-	cluster.SetAPIVersion(engine.ClusterAPIVersion)
+	cluster.SetAPIVersion(l.CoreVersion.APIVersion())
 	cluster.SetKind("Cluster")
 	switch err := l.Reader.Get(ctx, client.ObjectKeyFromObject(t), cluster); {
 	case err == nil:
@@ -127,7 +175,7 @@ func (l *Loader) Objects(ctx context.Context, t *v1alpha2.Topology, class *v1alp
 	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
 		return nil, fmt.Errorf("reading Cluster %s/%s: %w", t.Namespace, t.Name, err)
 	}
-	for _, gvk := range engine.GeneratedKinds(class) {
+	for _, gvk := range engine.GeneratedKinds(class, l.CoreVersion) {
 		items, err := l.Labelled(ctx, t, gvk)
 		if err != nil {
 			return nil, err
@@ -181,7 +229,7 @@ func (l *Loader) Observe(ctx context.Context, t *v1alpha2.Topology, s *engine.St
 	if s.ControlPlane.Object == nil && len(s.MachineDeployments) == 0 {
 		return obs, nil
 	}
-	machines, err := l.Labelled(ctx, t, schema.GroupVersionKind{Group: engine.ClusterAPIGroup, Version: engine.ClusterAPIGroupVersion().Version, Kind: "Machine"})
+	machines, err := l.Labelled(ctx, t, l.CoreVersion.GroupVersion().WithKind("Machine"))
 	if err != nil {
 		return nil, err
 	}

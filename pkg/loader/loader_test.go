@@ -32,7 +32,7 @@ func server(t *testing.T, objs ...client.Object) (client.Client, fixture.Example
 	utilruntime.Must(v1alpha2.AddToScheme(scheme))
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyClassKind), meta.RESTScopeNamespace)
-	for _, gvk := range append(fixture.GeneratedKinds, engine.ClusterAPIGroupVersion().WithKind("Machine")) {
+	for _, gvk := range append(fixture.GeneratedKinds, engine.CoreV1Beta1.GroupVersion().WithKind("Machine")) {
 		mapper.Add(gvk, meta.RESTScopeNamespace)
 	}
 	for _, o := range ex.Templates {
@@ -61,7 +61,7 @@ func TestLoadFindsWhatTheAgentMade(t *testing.T) {
 		}
 	}
 	machine := &unstructured.Unstructured{}
-	machine.SetGroupVersionKind(engine.ClusterAPIGroupVersion().WithKind("Machine"))
+	machine.SetGroupVersionKind(engine.CoreV1Beta1.GroupVersion().WithKind("Machine"))
 	machine.SetNamespace("default")
 	machine.SetName("m-1")
 	machine.SetLabels(map[string]string{engine.ClusterNameLabel: "dev", engine.MachineDeploymentNameOfMachine: res.Desired.MachineDeployments["md-a"].Object.GetName()})

@@ -47,6 +47,10 @@ func ClusterAPICRDDirs(ctx context.Context) ([]string, error) {
 	}, nil
 }
 
+// ModuleDir is the directory of module mod ("path@version") in the module
+// cache, downloading it first if needed.
+func ModuleDir(ctx context.Context, mod string) (string, error) { return moduleDir(ctx, mod) }
+
 func moduleDir(ctx context.Context, mod string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", mod)
 	var stderr bytes.Buffer

@@ -52,7 +52,8 @@ func TestConvertPlansAsTheUpstreamInput(t *testing.T) {
 			plans := map[string]map[string]string{}
 			for name, input := range map[string]string{"converted": file, "upstream": d} {
 				out := t.TempDir()
-				if _, stderr, code := runPlugin(t, "plan", "--random-seed", "42", "-f", input, "--output-directory", out); code != 0 {
+				// The upstream input is v1beta1, planned as v1.10 would; so is ours.
+				if _, stderr, code := runPlugin(t, "plan", "--random-seed", "42", "--cluster-api-version", "v1beta1", "-f", input, "--output-directory", out); code != 0 {
 					t.Fatalf("plan of the %s input failed: %s", name, stderr)
 				}
 				plans[name] = readTree(t, out)

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/discovery"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,7 +20,15 @@ import (
 // load reads, through the loader the agent uses too, what the engine needs
 // for t from the cluster.
 func (ca *clusterAccess) load(ctx context.Context, t *v1alpha2.Topology) (*loader.Loaded, error) {
-	l, err := (&loader.Loader{Reader: ca.client}).Load(ctx, t)
+	dc, err := discovery.NewDiscoveryClientForConfig(ca.config)
+	if err != nil {
+		return nil, err
+	}
+	core, err := loader.DetectCoreVersion(dc)
+	if err != nil {
+		return nil, explain(err, ca)
+	}
+	l, err := (&loader.Loader{Reader: ca.client, CoreVersion: core, Mapper: ca.client.RESTMapper()}).Load(ctx, t)
 	if err != nil {
 		return nil, explain(err, ca)
 	}
@@ -48,6 +57,7 @@ func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha2.Topology) (*p
 	in := engine.Input{
 		Topology: t, Class: l.Class, Templates: l.Templates, Current: l.Current, Observed: l.Observed,
 		Names: names.NewGenerator(nil), Dialect: engine.DialectTopology, Catalog: cat,
+		CoreVersion: l.CoreVersion, Contracts: l.Contracts,
 	}
 	if external != nil {
 		in.External = external

@@ -44,6 +44,9 @@ type PlanOptions struct {
 	// Name plans a live Topology; with Filenames, those hold a proposed
 	// version of it.
 	Name string
+	// CoreVersion is the Cluster API core version an offline plan writes
+	// objects in; live plans use what the cluster serves.
+	CoreVersion string
 
 	namespace string
 	bundle    *bundle.Bundle
@@ -61,8 +64,13 @@ Cluster API's topology controller) would — and compares them with the objects
 in the input. It runs offline: no cluster is needed.
 
 The input may be ours (TopologyClass, Topology) or upstream Cluster API's
-(ClusterClass, Cluster with spec.topology), with the provider templates the
-class references and any objects that exist already.`,
+(ClusterClass, Cluster with spec.topology, in v1beta2 or v1beta1), with the
+provider templates the class references and any objects that exist already.
+
+Objects are written as Cluster API v1.14 writes them (v1beta2), or with
+--cluster-api-version v1beta1 as v1.10 did, the output of clusterctl v1.10's
+'alpha topology plan'. An upstream Cluster is planned in the version it is
+written in. Providers are taken to follow the same contract.`,
 		Example: `  # What the quick-start class creates for a cluster
   kubectl topology plan -f clusterclass.yaml -f cluster.yaml
 
@@ -71,7 +79,10 @@ class references and any objects that exist already.`,
   kubectl topology plan dev -f dev-with-more-workers.yaml
 
   # Write upstream's 'clusterctl alpha topology plan' layout
-  kubectl topology plan -f class.yaml -f cluster.yaml --output-directory out/`,
+  kubectl topology plan -f class.yaml -f cluster.yaml --output-directory out/
+
+  # For a management cluster still on Cluster API v1.10
+  kubectl topology plan -f class.yaml -f topology.yaml --cluster-api-version v1beta1`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -95,6 +106,7 @@ class references and any objects that exist already.`,
 	cmd.Flags().StringVar(&o.Cluster, "topology", "", "Name of the topology (or Cluster) to plan when the input has several")
 	cmd.Flags().StringVar(&o.OutputDirectory, "output-directory", "", "Write created/ and modified/ files here, like clusterctl alpha topology plan did")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "Output format: table, yaml or json")
+	cmd.Flags().StringVar(&o.CoreVersion, "cluster-api-version", string(engine.CoreV1Beta2), "Cluster API core version of an offline plan's objects: v1beta2 (Cluster API v1.11 and later) or v1beta1 (v1.10)")
 	cmd.Flags().Uint64Var(&o.Seed, "random-seed", 0, "Seed for generated name suffixes, for reproducible output")
 	_ = cmd.Flags().MarkHidden("random-seed")
 	return cmd
@@ -175,6 +187,9 @@ func (o *PlanOptions) Validate() error {
 	default:
 		return fmt.Errorf("--output %q is not supported; use table, yaml or json", o.Output)
 	}
+	if _, ok := engine.ParseCoreVersion(o.CoreVersion); !ok {
+		return fmt.Errorf("--cluster-api-version %q is not supported; use v1beta2 (Cluster API v1.11 and later) or v1beta1 (v1.10)", o.CoreVersion)
+	}
 	if o.OutputDirectory != "" {
 		if info, err := os.Stat(o.OutputDirectory); err == nil && !info.IsDir() {
 			return fmt.Errorf("--output-directory %s is a file; give a directory", o.OutputDirectory)
@@ -220,13 +235,15 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 		current.Cluster = t.Upstream
 	}
 	in := engine.Input{
-		Topology:  t.Topology,
-		Class:     blueprint,
-		Templates: o.bundle.Templates(),
-		Current:   current,
-		Names:     gen,
-		Dialect:   t.Dialect(),
-		Catalog:   cat,
+		Topology:    t.Topology,
+		Class:       blueprint,
+		Templates:   o.bundle.Templates(),
+		Current:     current,
+		Names:       gen,
+		Dialect:     t.Dialect(),
+		Catalog:     cat,
+		CoreVersion: engine.CoreVersion(o.CoreVersion),
+		Contracts:   engine.ContractsFromCRDs(o.bundle.Objects, blueprint),
 	}
 	if external != nil {
 		in.External = external

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -11,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -50,8 +53,14 @@ func TestPlanGolden(t *testing.T) {
 	type planCase struct {
 		name  string
 		files []string
+		args  []string
 	}
-	cases := []planCase{{name: "docker-kubeadm-ours", files: []string{exampleDir}}}
+	cases := []planCase{
+		// v1.10's objects, for a management cluster still on Cluster API v1.10.
+		{name: "docker-kubeadm-ours", files: []string{exampleDir}, args: []string{"--cluster-api-version", "v1beta1"}},
+		// v1.14's, the default.
+		{name: "docker-kubeadm-ours-v1beta2", files: []string{exampleDir}},
+	}
 	// Every upstream-dialect case that `make parity` checks against clusterctl
 	// is also a golden here, so that make test needs neither clusterctl nor ../shared.
 	dirs, err := filepath.Glob("../../testdata/parity/*")
@@ -61,10 +70,15 @@ func TestPlanGolden(t *testing.T) {
 	for _, d := range dirs {
 		cases = append(cases, planCase{name: filepath.Base(d) + "-upstream", files: []string{d}})
 	}
+	// Upstream v1.14.2's own quick-start class, read from its module, with a
+	// v1beta2 Cluster: planned in v1beta2, as its topology controller writes.
+	cases = append(cases, planCase{name: "quick-start-v1beta2-upstream", files: []string{
+		filepath.Join(upstreamE2EData(t), "clusterclass-quick-start.yaml"), "../../testdata/upstream-v1beta2/quick-start-cluster.yaml",
+	}})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			args := []string{"plan", "--random-seed", "42", "--output-directory", dir}
+			args := append([]string{"plan", "--random-seed", "42", "--output-directory", dir}, tc.args...)
 			for _, f := range tc.files {
 				args = append(args, "-f", f)
 			}
@@ -118,7 +132,8 @@ func TestPlanGolden(t *testing.T) {
 func TestBothDialectsPlanAlike(t *testing.T) {
 	generated := func(dir string) map[string]string {
 		t.Helper()
-		out, errOut, code := runPlugin(t, "plan", "--random-seed", "5", "-f", dir, "-o", "json")
+		// The upstream form is v1beta1 (clusterctl v1.10 plans it too); ours matches it.
+		out, errOut, code := runPlugin(t, "plan", "--random-seed", "5", "--cluster-api-version", "v1beta1", "-f", dir, "-o", "json")
 		if code != 0 {
 			t.Fatalf("plan -f %s: %s", dir, errOut)
 		}
@@ -232,4 +247,15 @@ func TestPlanBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// upstreamE2EData is the directory of Cluster API v1.14.2's e2e classes for
+// the Docker provider, in the module cache.
+func upstreamE2EData(t *testing.T) string {
+	t.Helper()
+	dir, err := localcluster.ModuleDir(context.Background(), "sigs.k8s.io/cluster-api/test@"+localcluster.ProvidersVersion)
+	if err != nil {
+		t.Fatalf("reading Cluster API's e2e data: %v", err)
+	}
+	return filepath.Join(dir, "e2e", "data", "infrastructure-docker", "main")
 }

@@ -74,6 +74,7 @@ func computePreview(ctx context.Context, s snapshot) preview {
 		Topology: t, Class: s.in.Class, Templates: s.in.Templates,
 		Current: s.in.Current, Observed: s.in.Observed,
 		Names: names.NewSeeded(1), Dialect: engine.DialectTopology, Catalog: s.catalog,
+		CoreVersion: s.in.CoreVersion, Contracts: s.in.Contracts,
 	}
 	if s.in.External != nil {
 		in.External = s.in.External

@@ -34,11 +34,12 @@ func (r Replacement) String() string {
 var machineFields = map[string][][]string{
 	"MachineDeployment":   {{"spec", "template", "spec"}},
 	"MachinePool":         {{"spec", "template", "spec"}},
-	"KubeadmControlPlane": {{"spec", "version"}, {"spec", "machineTemplate", "infrastructureRef"}, {"spec", "kubeadmConfigSpec"}},
+	"KubeadmControlPlane": {{"spec", "version"}, {"spec", "machineTemplate", "infrastructureRef"}, {"spec", "machineTemplate", "spec", "infrastructureRef"}, {"spec", "kubeadmConfigSpec"}},
 }
 
-// controlPlaneFields apply to control plane kinds other than kubeadm's.
-var controlPlaneFields = [][]string{{"spec", "version"}, {"spec", "machineTemplate", "infrastructureRef"}}
+// controlPlaneFields apply to control plane kinds other than kubeadm's; the
+// machine template's reference is where either contract keeps it.
+var controlPlaneFields = [][]string{{"spec", "version"}, {"spec", "machineTemplate", "infrastructureRef"}, {"spec", "machineTemplate", "spec", "infrastructureRef"}}
 
 // Replacements lists the modified objects whose change replaces Machines,
 // in the plan's order. controlPlaneKind is the kind of the topology's control
