@@ -71,7 +71,9 @@ func TestValidateClass(t *testing.T) {
 				Default: rawJSON(`["localhost"]`), XValidations: []v1alpha2.ValidationRule{{Rule: "self.all(x, x != '')"}},
 			}}})
 		}, "", ""},
-		{"missing infrastructure ref", func(c *v1alpha2.TopologyClass) { c.Spec.Infrastructure.TemplateRef = v1alpha2.ClusterClassTemplateReference{} }, "spec.infrastructure.templateRef", "must be set"},
+		{"missing infrastructure ref", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Infrastructure.TemplateRef = v1alpha2.ClusterClassTemplateReference{}
+		}, "spec.infrastructure.templateRef", "must be set"},
 		{"ref without a name", func(c *v1alpha2.TopologyClass) { c.Spec.ControlPlane.TemplateRef.Name = "" }, "spec.controlPlane.templateRef", "must all be set"},
 		{"duplicate worker class", func(c *v1alpha2.TopologyClass) {
 			c.Spec.Workers.MachineDeployments = append(c.Spec.Workers.MachineDeployments, c.Spec.Workers.MachineDeployments[0])
