@@ -293,6 +293,9 @@ func setPath(obj map[string]any, path []string, value any) {
 				c[p] = value
 				return
 			}
+			if c[p] == nil {
+				c[p] = map[string]any{} // a struct the example leaves empty
+			}
 			cur = c[p]
 		case []any:
 			var idx int
@@ -302,6 +305,8 @@ func setPath(obj map[string]any, path []string, value any) {
 				return
 			}
 			cur = c[idx]
+		default:
+			panic(fmt.Sprintf("setPath: %s is not a map or list", strings.Join(path[:i], ".")))
 		}
 	}
 }
