@@ -442,6 +442,13 @@ func (c *computation) computeControlPlane(context.Context) error {
 			_ = unstructured.SetNestedField(obj.Object, seconds(d), at(field)...)
 		}
 	}
+	if after := tp.Rollout.After; !after.IsZero() {
+		path := []string{"spec", "rolloutAfter"}
+		if contract == ContractV1Beta2 {
+			path = []string{"spec", "rollout", "after"}
+		}
+		_ = unstructured.SetNestedField(obj.Object, after.UTC().Format(time.RFC3339), path...)
+	}
 	_ = unstructured.SetNestedField(obj.Object, c.rollout.ControlPlane.Version, "spec", "version")
 	c.desired.ControlPlane.Object = prune(obj)
 

@@ -61,6 +61,22 @@ func TestClusterLifecycle(t *testing.T) {
 		if after := generations(t, ns); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("generations moved in a settled cluster within 5 s:\nbefore %v\nafter  %v", before, after)
 		}
+		// On Cluster API v1.14 the agent writes what v1.14 stores, and the
+		// kubeadm control plane at its v1beta2 contract version.
+		for kind, want := range map[string]string{"Cluster": "cluster.x-k8s.io/v1beta2", "MachineDeployment": "cluster.x-k8s.io/v1beta2", "MachineHealthCheck": "cluster.x-k8s.io/v1beta2", "KubeadmControlPlane": "controlplane.cluster.x-k8s.io/v1beta2"} {
+			items, err := list(ctx, ns, kind)
+			if err != nil || len(items) == 0 {
+				t.Fatalf("listing %s: %v (%d)", kind, err, len(items))
+			}
+			for _, o := range items {
+				if got := appliedAs(&o, engine.FieldManager); got != want {
+					t.Errorf("%s %s was applied as %q, want %s", kind, o.GetName(), got, want)
+				}
+			}
+		}
+		if lines := agentLogLines("is deprecated"); len(lines) > 0 {
+			t.Errorf("the agent used deprecated APIs:\n%s", strings.Join(lines, "\n"))
+		}
 	})
 
 	t.Run("upgrade refuses a skipped minor and changes nothing", func(t *testing.T) {
@@ -307,4 +323,14 @@ func earlier(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// appliedAs is the apiVersion field manager applied o with, from its managed fields.
+func appliedAs(o *unstructured.Unstructured, manager string) string {
+	for _, m := range o.GetManagedFields() {
+		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply {
+			return m.APIVersion
+		}
+	}
+	return ""
 }

@@ -106,6 +106,18 @@ func tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// agentLogLines are the lines of the agent's log that contain s.
+func agentLogLines(s string) []string {
+	data, _ := os.ReadFile(filepath.Join(agentState, "agent.log"))
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // plugin runs the built kubectl-topology binary as a user would.
 func plugin(stdin string, args ...string) (string, string, error) {
 	return fixture.RunPlugin(pluginBin, kubeconfig, stdin, args...)
@@ -190,7 +202,7 @@ type machine struct {
 
 func list(ctx context.Context, ns, kind string) ([]unstructured.Unstructured, error) {
 	group := map[string]string{
-		"Machine": "cluster.x-k8s.io", "MachineSet": "cluster.x-k8s.io", "MachineDeployment": "cluster.x-k8s.io", "Cluster": "cluster.x-k8s.io",
+		"Machine": "cluster.x-k8s.io", "MachineSet": "cluster.x-k8s.io", "MachineDeployment": "cluster.x-k8s.io", "Cluster": "cluster.x-k8s.io", "MachineHealthCheck": "cluster.x-k8s.io",
 		"KubeadmControlPlane": "controlplane.cluster.x-k8s.io",
 		"DevMachine":          "infrastructure.cluster.x-k8s.io", "DevMachineTemplate": "infrastructure.cluster.x-k8s.io", "DevCluster": "infrastructure.cluster.x-k8s.io",
 		"KubeadmConfigTemplate": "bootstrap.cluster.x-k8s.io", "KubeadmConfig": "bootstrap.cluster.x-k8s.io",
