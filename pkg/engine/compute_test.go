@@ -19,6 +19,7 @@ import (
 type exampleWorld struct {
 	ex   fixture.Example
 	topo *v1alpha2.Topology
+	core engine.CoreVersion
 }
 
 func newWorld(t *testing.T) exampleWorld {
@@ -37,6 +38,7 @@ func (w *exampleWorld) compute(t *testing.T, current []*unstructured.Unstructure
 	res, err := engine.Compute(context.Background(), engine.Input{
 		Topology: w.topo, Class: w.ex.Class, Templates: engine.NewTemplateIndex(w.ex.Templates...),
 		Current: engine.StateFromObjects(w.topo.Name, w.topo.Namespace, current), Names: names.NewSeeded(7),
+		CoreVersion: w.core,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +100,14 @@ func TestComputeOwnership(t *testing.T) {
 }
 
 func TestComputeRotatesChangedTemplates(t *testing.T) {
+	for _, core := range []engine.CoreVersion{engine.CoreV1Beta1, engine.CoreV1Beta2} {
+		t.Run(string(core), func(t *testing.T) { testRotation(t, core) })
+	}
+}
+
+func testRotation(t *testing.T, core engine.CoreVersion) {
 	w := newWorld(t)
+	w.core = core
 	first := w.compute(t, nil)
 	current := written(first.Desired, w.topo.Spec.Version)
 	steady := w.compute(t, current)
@@ -122,9 +131,13 @@ func TestComputeRotatesChangedTemplates(t *testing.T) {
 		if changed.Rotated[engine.KeyOf(now)] != old {
 			t.Errorf("%s: Rotated says %q replaces %q", name, changed.Rotated[engine.KeyOf(now)], old)
 		}
-		ref, _, _ := unstructured.NestedString(changed.Desired.MachineDeployments[name].Object.Object, "spec", "template", "spec", "infrastructureRef", "name")
-		if ref != now.GetName() {
-			t.Errorf("%s refers to %s, want the new clone %s", name, ref, now.GetName())
+		ref, _, _ := unstructured.NestedMap(changed.Desired.MachineDeployments[name].Object.Object, "spec", "template", "spec", "infrastructureRef")
+		if ref["name"] != now.GetName() {
+			t.Errorf("%s refers to %s, want the new clone %s", name, ref["name"], now.GetName())
+		}
+		// v1beta2 names the group only; v1beta1 the apiVersion.
+		if _, group := ref["apiGroup"]; group != core.IsV1Beta2() || (ref["apiVersion"] != nil) == core.IsV1Beta2() {
+			t.Errorf("%s's reference %v is not a %s reference", name, ref, core)
 		}
 	}
 	if got := changed.Desired.ControlPlane.InfrastructureMachineTemplate.GetName(); got != cur.ControlPlane.InfrastructureMachineTemplate.GetName() {

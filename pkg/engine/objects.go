@@ -764,7 +764,13 @@ func (c *computation) rotateTemplates(context.Context) error {
 	}
 	if cp := c.desired.ControlPlane; cp.InfrastructureMachineTemplate != nil {
 		if rotate(c.current.ControlPlane.InfrastructureMachineTemplate, cp.InfrastructureMachineTemplate, c.cluster+"-") {
-			_ = unstructured.SetNestedField(cp.Object.Object, ref(cp.InfrastructureMachineTemplate), "spec", "machineTemplate", "infrastructureRef")
+			contract := c.in.Contracts.Of(cp.Object, c.core())
+			path := []string{"spec", "machineTemplate", "infrastructureRef"}
+			if contract == ContractV1Beta2 {
+				path = []string{"spec", "machineTemplate", "spec", "infrastructureRef"}
+			}
+			t := cp.InfrastructureMachineTemplate
+			_ = unstructured.SetNestedField(cp.Object.Object, contractRef(t, contract, t.GetAPIVersion()), path...)
 		}
 	}
 	for _, name := range sortedKeys(c.desired.MachineDeployments) {
@@ -774,10 +780,10 @@ func (c *computation) rotateTemplates(context.Context) error {
 			continue
 		}
 		if rotate(cur.Bootstrap, ws.Bootstrap, c.cluster+"-"+name+"-") {
-			_ = unstructured.SetNestedField(ws.Object.Object, ref(ws.Bootstrap), "spec", "template", "spec", "bootstrap", "configRef")
+			_ = unstructured.SetNestedField(ws.Object.Object, c.poolRef(ws.Bootstrap), "spec", "template", "spec", "bootstrap", "configRef")
 		}
 		if rotate(cur.Infrastructure, ws.Infrastructure, c.cluster+"-"+name+"-") {
-			_ = unstructured.SetNestedField(ws.Object.Object, ref(ws.Infrastructure), "spec", "template", "spec", "infrastructureRef")
+			_ = unstructured.SetNestedField(ws.Object.Object, c.poolRef(ws.Infrastructure), "spec", "template", "spec", "infrastructureRef")
 		}
 	}
 	return nil
@@ -914,6 +920,14 @@ func deletionTimeouts(topo, class v1alpha2.MachineDeletion) map[string]*int32 {
 		"nodeVolumeDetachTimeout": firstNonNil(topo.NodeVolumeDetachTimeoutSeconds, class.NodeVolumeDetachTimeoutSeconds),
 		"nodeDeletionTimeout":     firstNonNil(topo.NodeDeletionTimeoutSeconds, class.NodeDeletionTimeoutSeconds),
 	}
+}
+
+// poolRef is a pool's reference to one of its templates in the core version.
+func (c *computation) poolRef(o *unstructured.Unstructured) map[string]any {
+	if c.core().IsV1Beta2() {
+		return contractRef(o, ContractV1Beta2, "")
+	}
+	return ref(o)
 }
 
 // core is the core API version objects are written in.
