@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -85,6 +86,15 @@ func run() error {
 		}
 	}
 	ctx := context.Background()
+	if len(flag.Args()) == 0 {
+		// Upstream v1.14.2's quick-start class in v1beta2, from its module.
+		dir, err := v1beta2QuickStart(ctx)
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(filepath.Dir(dir))
+		o.cases = append(o.cases, dir)
+	}
 	ctrllog.SetLogger(logr.Discard())
 
 	// Each run starts from nothing: a previous run's objects would be in the way.
@@ -836,4 +846,36 @@ func nextMinor(v string) string {
 		return v
 	}
 	return fmt.Sprintf("v%d.%d.0", sv.Major, sv.Minor+1)
+}
+
+// v1beta2QuickStart assembles a case of upstream v1.14.2's own quick-start
+// ClusterClass, as its e2e tests ship it in v1beta2, with the v1beta2 Cluster
+// of testdata/upstream-v1beta2. The class's ${VAR:-default} placeholders take
+// their defaults, as clusterctl would substitute them.
+func v1beta2QuickStart(ctx context.Context) (string, error) {
+	mod, err := localcluster.ModuleDir(ctx, "sigs.k8s.io/cluster-api/test@"+localcluster.ProvidersVersion)
+	if err != nil {
+		return "", err
+	}
+	class, err := os.ReadFile(filepath.Join(mod, "e2e", "data", "infrastructure-docker", "main", "clusterclass-quick-start.yaml"))
+	if err != nil {
+		return "", err
+	}
+	cluster, err := os.ReadFile("testdata/upstream-v1beta2/quick-start-cluster.yaml")
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp("", "parity-")
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(tmp, "quick-start-v1beta2")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	placeholder := regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`)
+	if err := os.WriteFile(filepath.Join(dir, "class.yaml"), placeholder.ReplaceAll(class, []byte("$1")), 0o644); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "cluster.yaml"), cluster, 0o644)
 }

@@ -230,3 +230,24 @@ func TestAdoptFindsWhatWasMadeBeforeTheCluster(t *testing.T) {
 		t.Error("objects of another owner were adopted")
 	}
 }
+
+// TestComputeTakesAnEmptyV1Beta2Template: v1beta2 omits an empty
+// spec.template (a KubeadmConfigTemplate with nothing to configure reads back
+// as spec: {}); its clone is an empty template, as upstream makes it.
+func TestComputeTakesAnEmptyV1Beta2Template(t *testing.T) {
+	w := newWorld(t)
+	w.ex.Class.Spec.Patches = nil // they add under spec.template, which must exist for them
+	for _, tpl := range w.ex.Templates {
+		if tpl.GetKind() == "KubeadmConfigTemplate" {
+			tpl.Object["spec"] = map[string]any{}
+		}
+	}
+	res := w.compute(t, nil)
+	bs := res.Desired.MachineDeployments["md-a"].Bootstrap
+	if bs == nil || bs.GetKind() != "KubeadmConfigTemplate" {
+		t.Fatalf("md-a's bootstrap template is %v, want a KubeadmConfigTemplate clone", bs)
+	}
+	if spec, found, _ := unstructured.NestedMap(bs.Object, "spec", "template", "spec"); found && len(spec) > 0 {
+		t.Errorf("the clone of an empty template has spec %v", spec)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -193,7 +194,8 @@ func (c *computation) resolveTemplates(context.Context) error {
 			errs = append(errs, field.NotFound(p, fmt.Sprintf("%s %s/%s", ref.Kind, ns, ref.Name)))
 			return nil
 		}
-		if _, found, _ := unstructured.NestedMap(t.Object, "spec", "template"); !found {
+		// v1beta2 omits an empty spec.template, so a template kind may lack one.
+		if _, found, _ := unstructured.NestedMap(t.Object, "spec", "template"); !found && !strings.HasSuffix(ref.Kind, "Template") {
 			errs = append(errs, field.Invalid(p, ref.Name, fmt.Sprintf("%s %s/%s has no spec.template", ref.Kind, ns, ref.Name)))
 			return nil
 		}

@@ -270,6 +270,9 @@ func ipFamily(services, pods []string) string {
 // topology labels and the cloned-from annotations.
 func (c *computation) objectFromTemplate(original, patched *unstructured.Unstructured, name string, labels, annotations map[string]string) *unstructured.Unstructured {
 	tpl, _, _ := unstructured.NestedMap(original.Object, "spec", "template")
+	if tpl == nil {
+		tpl = map[string]any{} // v1beta2 omits an empty template
+	}
 	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(tpl)}
 	asNewCopy(obj)
 	spec, _, _ := unstructured.NestedFieldCopy(patched.Object, "spec", "template", "spec")
