@@ -39,7 +39,7 @@ const TopologyFinalizer = "topology.kubectl-topology.io/cluster"
 const (
 	ReconciledCondition              = v1alpha2.TopologyReconciledCondition
 	ReasonSucceeded                  = "ReconcileSucceeded"
-	ReasonFailed                     = "TopologyReconcileFailed"
+	ReasonFailed                     = "ReconcileFailed"
 	ReasonClassNotReconciled         = "ClusterClassNotReconciled"
 	ReasonPaused                     = "Paused"
 	ReasonControlPlaneUpgradePending = "ControlPlaneUpgradePending"
