@@ -115,7 +115,8 @@ func (l *Loader) Contracts(ctx context.Context, class *v1alpha2.TopologyClass) (
 		crd := &metav1.PartialObjectMetadata{}
 		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
 		if err := l.Reader.Get(ctx, types.NamespacedName{Name: mapping.Resource.Resource + "." + gvk.Group}, crd); err != nil {
-			if apierrors.IsNotFound(err) {
+			// A user who may not read CRDs still plans, by the version's name.
+			if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
 				continue
 			}
 			return nil, fmt.Errorf("reading the CRD of %s: %w", gvk.Kind, err)
