@@ -66,6 +66,7 @@ func validateClassFields(c *v1alpha2.TopologyClass) field.ErrorList {
 	errs = append(errs, validateHealthCheck(cp.HealthCheck.Checks, cp.HealthCheck.Remediation.TriggerIf, cpp.Child("healthCheck"))...)
 	errs = append(errs, validateDeletion(cp.Deletion, cpp.Child("deletion"))...)
 	errs = append(errs, validateReadinessGates(cp.ReadinessGates, cpp.Child("readinessGates"))...)
+	errs = append(errs, validateKubernetesVersions(c.Spec.KubernetesVersions, spec.Child("kubernetesVersions"))...)
 	for i, g := range c.Spec.AvailabilityGates {
 		for _, msg := range validation.IsQualifiedName(g.ConditionType) {
 			errs = append(errs, field.Invalid(spec.Child("availabilityGates").Index(i).Child("conditionType"), g.ConditionType, msg))
@@ -523,4 +524,23 @@ func UpgradePreflight(t *v1alpha2.Topology, version string, now time.Time) (errs
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "version"), fmt.Sprintf("the agent has not reconciled the latest change yet (generation %d, observed %d): is it running? `kubectl topology version` tells", t.Generation, t.Status.ObservedGeneration)))
 	}
 	return errs, ControlPlaneHealth(t, now)
+}
+
+// validateKubernetesVersions checks a class's kubernetesVersions: Kubernetes
+// versions, each newer than the one before, as upstream requires.
+func validateKubernetesVersions(versions []string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	var prev *semver.Version
+	for i, v := range versions {
+		parsed, err := ParseVersion(v)
+		if err != nil {
+			errs = append(errs, field.Invalid(p.Index(i), v, "must be a Kubernetes version such as v1.32.0"))
+			continue
+		}
+		if prev != nil && !parsed.GT(*prev) {
+			errs = append(errs, field.Invalid(p.Index(i), v, fmt.Sprintf("must be newer than v%s before it: list versions oldest first", prev)))
+		}
+		prev = &parsed
+	}
+	return errs
 }

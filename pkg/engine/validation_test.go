@@ -156,6 +156,10 @@ func TestValidateClass(t *testing.T) {
 		{"maxSurge not a number", func(c *v1alpha2.TopologyClass) {
 			c.Spec.Workers.MachineDeployments[0].Rollout.Strategy.RollingUpdate.MaxSurge = ptr(intstr.FromString("abc"))
 		}, "spec.workers.machineDeployments[0].rollout.strategy.rollingUpdate.maxSurge", "integer or a percentage"},
+		{"kubernetesVersions out of order", func(c *v1alpha2.TopologyClass) {
+			c.Spec.KubernetesVersions = []string{"v1.32.0", "v1.33.2", "v1.33.1"}
+		}, "spec.kubernetesVersions[2]", "must be newer than v1.33.2"},
+		{"kubernetesVersions not a version", func(c *v1alpha2.TopologyClass) { c.Spec.KubernetesVersions = []string{"1.32"} }, "spec.kubernetesVersions[0]", "Kubernetes version"},
 		{"negative drain timeout", func(c *v1alpha2.TopologyClass) {
 			c.Spec.ControlPlane.Deletion.NodeDrainTimeoutSeconds = ptr[int32](-1)
 		}, "spec.controlPlane.deletion.nodeDrainTimeoutSeconds", "negative"},
