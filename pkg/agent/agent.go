@@ -279,6 +279,7 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 		return err
 	}
 	cr := &topologycontroller.TopologyClassReconciler{
+		CoreVersion:     core,
 		Client:          a.mgr.GetClient(),
 		Classes:         classes,
 		TemplateWatches: func() *topologycontroller.DynamicWatches { return tr.Watches },

@@ -32,6 +32,9 @@ const (
 	ReasonInvalidClass            = "InvalidClass"
 	ReasonVariableDiscoveryFail   = "VariableDiscoveryFailed"
 	ReasonVariablesConflict       = "VariableDefinitionsConflict"
+	RefVersionsUpToDateCondition  = "RefVersionsUpToDate"
+	ReasonRefVersionsUpToDate     = "RefVersionsUpToDate"
+	ReasonRefVersionsNotUpToDate  = "RefVersionsNotUpToDate"
 )
 
 // TopologyClassReconciler reports a class's variables and validity, and makes
@@ -46,6 +49,11 @@ type TopologyClassReconciler struct {
 	TemplateWatches func() *DynamicWatches
 	// Extensions discovers the variables of external patches; nil skips it.
 	Extensions *extension.Client
+	// CoreVersion is the Cluster API core version the management cluster
+	// stores. On v1beta1 (v1.10) outdated template references are moved to the
+	// contract's version, as v1.10 did; on v1beta2 they are reported, as v1.14
+	// does, since patch selectors name the version the class was written for.
+	CoreVersion engine.CoreVersion
 }
 
 // Reconcile validates the class and writes status.variables, the
@@ -55,8 +63,14 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Client.Get(ctx, req.NamespacedName, class); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if updated, err := r.updateRefVersions(ctx, class); err != nil || updated {
-		return ctrl.Result{}, err // an update comes back as a new reconcile
+	outdated, err := r.outdatedRefs(ctx, class)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !r.CoreVersion.IsV1Beta2() {
+		if updated, err := r.updateRefVersions(ctx, class, outdated); err != nil || updated {
+			return ctrl.Result{}, err // an update comes back as a new reconcile
+		}
 	}
 	missingKinds := false
 	if w := r.TemplateWatches(); w != nil {
@@ -87,7 +101,7 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonVariableDiscoveryFail, failed.Error()
 		result.RequeueAfter = rediscoverAfterFailure
 	}
-	_, err := r.Classes.Get(ctx, class)
+	_, err = r.Classes.Get(ctx, class)
 	var invalid *engine.InvalidError
 	switch {
 	case errors.As(err, &invalid):
@@ -97,6 +111,9 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	class.Status.ObservedGeneration = class.Generation
 	meta.SetStatusCondition(&class.Status.Conditions, cond)
+	if r.CoreVersion.IsV1Beta2() {
+		meta.SetStatusCondition(&class.Status.Conditions, refVersionsCondition(class, outdated))
+	}
 	if engine.HasExternalPatches(class) {
 		meta.SetStatusCondition(&class.Status.Conditions, r.externalPatchesReady(ctx, class))
 	} else {
@@ -116,14 +133,17 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // crdGVK is read as metadata only: the contract label is all the agent needs.
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 
-// updateRefVersions moves each template reference to the API version its
-// provider's CRD names for the Cluster API contract, as upstream's
-// ClusterClass controller does, so that a class written against an older
-// provider keeps working after the provider is upgraded. It reports whether
-// it updated the class.
-func (r *TopologyClassReconciler) updateRefVersions(ctx context.Context, class *v1alpha2.TopologyClass) (bool, error) {
-	orig := class.DeepCopy()
-	var changed []string
+// refChange is a template reference at an older API version than the one its
+// provider's CRD names for the newest Cluster API contract.
+type refChange struct {
+	field, kind, name, from, to string
+	ref                         *v1alpha2.ClusterClassTemplateReference
+}
+
+// outdatedRefs finds the template references whose provider's CRD names a
+// newer version for the Cluster API contract, as upstream picks it.
+func (r *TopologyClassReconciler) outdatedRefs(ctx context.Context, class *v1alpha2.TopologyClass) ([]refChange, error) {
+	var out []refChange
 	var errs []error
 	engine.VisitTemplateRefs(class, func(ref *v1alpha2.ClusterClassTemplateReference, field string) {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
@@ -147,23 +167,48 @@ func (r *TopologyClassReconciler) updateRefVersions(ctx context.Context, class *
 			errs = append(errs, fmt.Errorf("%s: CRD %s carries neither the cluster.x-k8s.io/v1beta2 nor the cluster.x-k8s.io/v1beta1 contract label, so no version of %s can be picked: label the CRD as its provider's manifests do", field, crd.Name, ref.Kind))
 			return
 		}
-		if v == gv.Version {
-			return
+		if v != gv.Version {
+			out = append(out, refChange{field: field, kind: ref.Kind, name: ref.Name, from: gv.Version, to: v, ref: ref})
 		}
-		ref.APIVersion = schema.GroupVersion{Group: gv.Group, Version: v}.String()
-		changed = append(changed, fmt.Sprintf("%s %s -> %s", field, gv.Version, v))
 	})
-	if len(errs) > 0 {
-		return false, errors.Join(errs...)
-	}
-	if len(changed) == 0 {
+	return out, errors.Join(errs...)
+}
+
+// updateRefVersions moves each outdated template reference to the API version
+// its provider's CRD names for the contract, as upstream v1.10's ClusterClass
+// controller did. It reports whether it updated the class.
+func (r *TopologyClassReconciler) updateRefVersions(ctx context.Context, class *v1alpha2.TopologyClass, outdated []refChange) (bool, error) {
+	if len(outdated) == 0 {
 		return false, nil
+	}
+	orig := class.DeepCopy()
+	var changed []string
+	for _, c := range outdated {
+		gv, _ := schema.ParseGroupVersion(c.ref.APIVersion)
+		c.ref.APIVersion = schema.GroupVersion{Group: gv.Group, Version: c.to}.String()
+		changed = append(changed, fmt.Sprintf("%s %s -> %s", c.field, c.from, c.to))
 	}
 	if err := r.Client.Patch(ctx, class, client.MergeFrom(orig)); err != nil {
 		return false, fmt.Errorf("updating the template versions of TopologyClass %s/%s (%s): %w", class.Namespace, class.Name, strings.Join(changed, "; "), err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Moved template references to the contract's API version", "changes", changed)
 	return true, nil
+}
+
+// refVersionsCondition reports outdated template references, as upstream
+// v1.14 does instead of moving them: the class's patch selectors name the
+// version the class was written for, and would stop matching.
+func refVersionsCondition(class *v1alpha2.TopologyClass, outdated []refChange) metav1.Condition {
+	c := metav1.Condition{Type: RefVersionsUpToDateCondition, Status: metav1.ConditionTrue, Reason: ReasonRefVersionsUpToDate, ObservedGeneration: class.Generation}
+	if len(outdated) == 0 {
+		return c
+	}
+	lines := []string{"these templateRefs are not at the newest version their provider offers; move each, with the patch selectors naming it:"}
+	for _, o := range outdated {
+		lines = append(lines, fmt.Sprintf("* %s %s (%s): %s, newest %s", o.kind, o.name, o.field, o.from, o.to))
+	}
+	c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonRefVersionsNotUpToDate, strings.Join(lines, "\n")
+	return c
 }
 
 // discoverVariables asks the extension of every external patch that has a

@@ -251,3 +251,34 @@ func TestComputeTakesAnEmptyV1Beta2Template(t *testing.T) {
 		t.Errorf("the clone of an empty template has spec %v", spec)
 	}
 }
+
+// TestComputeV1Beta2Taints: taints, which only v1beta2 has, reach the
+// MachineDeployment's machine spec and, for a control plane on the v1beta2
+// contract, spec.machineTemplate.spec; the topology's replace the class's.
+func TestComputeV1Beta2Taints(t *testing.T) {
+	w := newWorld(t)
+	w.core = engine.CoreV1Beta2
+	taint := v1alpha2.MachineTaint{Key: "dedicated", Value: "batch", Effect: "NoSchedule", Propagation: "Always"}
+	w.ex.Class.Spec.Workers.MachineDeployments[0].Taints = []v1alpha2.MachineTaint{{Key: "class", Effect: "NoSchedule", Propagation: "Always"}}
+	w.topo.Spec.Workers.MachineDeployments[0].Taints = []v1alpha2.MachineTaint{taint}
+	w.topo.Spec.ControlPlane.Taints = []v1alpha2.MachineTaint{taint}
+	res, err := engine.Compute(context.Background(), engine.Input{
+		Topology: w.topo, Class: w.ex.Class, Templates: engine.NewTemplateIndex(w.ex.Templates...), Names: names.NewSeeded(7),
+		CoreVersion: engine.CoreV1Beta2,
+		Contracts:   engine.Contracts{{Group: "controlplane.cluster.x-k8s.io", Kind: "KubeadmControlPlane"}: engine.ContractV1Beta2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := res.Desired.MachineDeployments["md-a"].Object
+	if got, _, _ := unstructured.NestedSlice(md.Object, "spec", "template", "spec", "taints"); len(got) != 1 || got[0].(map[string]any)["key"] != "dedicated" {
+		t.Errorf("md-a's machine taints are %v, want the topology's", got)
+	}
+	cp := res.Desired.ControlPlane.Object
+	if got, _, _ := unstructured.NestedSlice(cp.Object, "spec", "machineTemplate", "spec", "taints"); len(got) != 1 {
+		t.Errorf("control plane taints are %v, want the topology's under spec.machineTemplate.spec", got)
+	}
+	if _, found, _ := unstructured.NestedMap(cp.Object, "spec", "machineTemplate", "spec", "infrastructureRef"); !found {
+		t.Error("a v1beta2-contract control plane has no spec.machineTemplate.spec.infrastructureRef")
+	}
+}
