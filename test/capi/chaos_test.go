@@ -142,6 +142,7 @@ func inspect(ctx context.Context, ex fixture.Example) (chaosFindings, string, er
 		}
 		for _, path := range [][]string{
 			{"spec", "machineTemplate", "infrastructureRef"},
+			{"spec", "machineTemplate", "spec", "infrastructureRef"}, // a control plane on the v1beta2 contract
 			{"spec", "template", "spec", "infrastructureRef"},
 			{"spec", "template", "spec", "bootstrap", "configRef"},
 		} {
