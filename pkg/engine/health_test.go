@@ -222,3 +222,26 @@ func TestCarryStateSince(t *testing.T) {
 		}
 	}
 }
+
+// TestUpToDateOfAV1Beta2Pool: right after a template change a v1beta2
+// MachineDeployment may report every Machine up to date (their UpToDate
+// conditions lag) while its v1beta1 count, kept under status.deprecated,
+// already says the new MachineSet has none: the pool is rolling out.
+func TestUpToDateOfAV1Beta2Pool(t *testing.T) {
+	for _, tc := range []struct {
+		name, status string
+		want         int32
+	}{
+		{"v1beta2 lagging", "{replicas: 3, upToDateReplicas: 3, deprecated: {v1beta1: {updatedReplicas: 0}}}", 0},
+		{"v1beta2 settled", "{replicas: 3, upToDateReplicas: 3, deprecated: {v1beta1: {updatedReplicas: 3}}}", 3},
+		{"v1beta2 without the deprecated count", "{replicas: 3, upToDateReplicas: 2}", 2},
+		{"v1beta1", "{replicas: 3, updatedReplicas: 1}", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			md := objectFromYAML(t, "apiVersion: cluster.x-k8s.io/v1beta2\nkind: MachineDeployment\nmetadata: {name: md}\nstatus: "+tc.status)
+			if got := upToDateReplicas(md); got != tc.want {
+				t.Errorf("up to date %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

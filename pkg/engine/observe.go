@@ -66,11 +66,19 @@ func statusStale(o *unstructured.Unstructured) bool {
 // (status.v1beta2 when read as v1beta1), else the v1beta1 one.
 // upToDateReplicas reads the v1beta2 contract's status.upToDateReplicas, or
 // v1beta1's status.updatedReplicas from a provider still on that contract.
+// v1beta2 counts Machines whose UpToDate condition is true, which lags a
+// template change by a moment after observedGeneration has caught up; the
+// v1beta1 count it still keeps under status.deprecated (the new MachineSet's
+// replicas) does not, so the lower of the two is taken.
 func upToDateReplicas(o *unstructured.Unstructured) int32 {
-	if _, found, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "upToDateReplicas"); found {
-		return nestedInt32(o, "status", "upToDateReplicas")
+	if _, found, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "upToDateReplicas"); !found {
+		return nestedInt32(o, "status", "updatedReplicas")
 	}
-	return nestedInt32(o, "status", "updatedReplicas")
+	n := nestedInt32(o, "status", "upToDateReplicas")
+	if _, found, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "deprecated", "v1beta1", "updatedReplicas"); found {
+		n = min(n, nestedInt32(o, "status", "deprecated", "v1beta1", "updatedReplicas"))
+	}
+	return n
 }
 
 func availableReplicas(o *unstructured.Unstructured) int32 {
