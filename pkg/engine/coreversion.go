@@ -108,3 +108,25 @@ func contractRef(o *unstructured.Unstructured, c Contract, apiVersion string) ma
 	}
 	return map[string]any{"apiVersion": apiVersion, "kind": o.GetKind(), "name": o.GetName(), "namespace": o.GetNamespace()}
 }
+
+// machineTemplatePath is where a control plane keeps a field of its machine
+// template: v1beta2's contract moved them from spec.machineTemplate to
+// spec.machineTemplate.spec (metadata stays in spec.machineTemplate).
+func machineTemplatePath(c Contract, field ...string) []string {
+	path := []string{"spec", "machineTemplate"}
+	if c == ContractV1Beta2 {
+		path = append(path, "spec")
+	}
+	return append(path, field...)
+}
+
+// machineTemplateRef is a control plane's reference to its machine template,
+// wherever its contract keeps it; nil when it has none.
+func machineTemplateRef(cp *unstructured.Unstructured) map[string]any {
+	for _, c := range contractLabels {
+		if r, found, _ := unstructured.NestedMap(cp.Object, machineTemplatePath(c, "infrastructureRef")...); found {
+			return r
+		}
+	}
+	return nil
+}

@@ -18,12 +18,8 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 			byRef[KeyOf(o)] = o
 		}
 	}
-	follow := func(o *unstructured.Unstructured, path ...string) *unstructured.Unstructured {
-		if o == nil {
-			return nil
-		}
-		r, found, _ := unstructured.NestedMap(o.Object, path...)
-		if !found {
+	byReference := func(r map[string]any) *unstructured.Unstructured {
+		if r == nil {
 			return nil
 		}
 		av, _ := r["apiVersion"].(string)
@@ -39,6 +35,13 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 		probe.SetNamespace(namespace)
 		return byRef[KeyOf(probe)]
 	}
+	follow := func(o *unstructured.Unstructured, path ...string) *unstructured.Unstructured {
+		if o == nil {
+			return nil
+		}
+		r, _, _ := unstructured.NestedMap(o.Object, path...)
+		return byReference(r)
+	}
 	mhc := func(name string) *unstructured.Unstructured {
 		return byRef[ObjectKey{Group: ClusterAPIGroup, Kind: "MachineHealthCheck", Namespace: namespace, Name: name}]
 	}
@@ -46,10 +49,7 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 	s.InfrastructureCluster = follow(s.Cluster, "spec", "infrastructureRef")
 	s.ControlPlane.Object = follow(s.Cluster, "spec", "controlPlaneRef")
 	if s.ControlPlane.Object != nil {
-		s.ControlPlane.InfrastructureMachineTemplate = follow(s.ControlPlane.Object, "spec", "machineTemplate", "infrastructureRef")
-		if s.ControlPlane.InfrastructureMachineTemplate == nil {
-			s.ControlPlane.InfrastructureMachineTemplate = follow(s.ControlPlane.Object, "spec", "machineTemplate", "spec", "infrastructureRef")
-		}
+		s.ControlPlane.InfrastructureMachineTemplate = byReference(machineTemplateRef(s.ControlPlane.Object))
 		s.ControlPlane.MachineHealthCheck = mhc(s.ControlPlane.Object.GetName())
 	}
 	for _, o := range objs {
@@ -106,10 +106,7 @@ func Adopt(s *State, c *v1alpha2.TopologyClass, uid types.UID, objs []*unstructu
 		return
 	}
 	s.ControlPlane.Object = cp
-	name, _, _ := unstructured.NestedString(cp.Object, "spec", "machineTemplate", "infrastructureRef", "name")
-	if name == "" {
-		name, _, _ = unstructured.NestedString(cp.Object, "spec", "machineTemplate", "spec", "infrastructureRef", "name")
-	}
+	name, _ := machineTemplateRef(cp)["name"].(string)
 	if mi := cls.ControlPlane.MachineInfrastructure; mi.TemplateRef.IsDefined() {
 		for _, o := range objs {
 			if o.GetName() == name && o.GetKind() == mi.TemplateRef.Kind {

@@ -405,12 +405,7 @@ func (c *computation) computeControlPlane(context.Context) error {
 		c.setOwner(obj, c.owner)
 	}
 	contract := c.in.Contracts.Of(obj, c.core())
-	// The v1beta2 contract moved the machine template's fields under spec.
-	machineSpec := []string{"spec", "machineTemplate"}
-	if contract == ContractV1Beta2 {
-		machineSpec = []string{"spec", "machineTemplate", "spec"}
-	}
-	at := func(field ...string) []string { return append(append([]string{}, machineSpec...), field...) }
+	at := func(field ...string) []string { return machineTemplatePath(contract, field...) }
 	if c.tmpl.cpMachineInfra != nil {
 		tmpl := c.templateFromTemplate(c.tmpl.cpMachineInfra, c.patched.cpMachineInfra, c.plan.cpMachineInfra, nil)
 		c.desired.ControlPlane.InfrastructureMachineTemplate = prune(tmpl)
@@ -645,8 +640,8 @@ func (c *computation) computePools(context.Context) error {
 			"infrastructureRef": keepRefVersion(curObj, ws.Infrastructure, "spec", "template", "spec", "infrastructureRef"),
 		}
 		if v1beta2 {
-			machineSpec["bootstrap"] = map[string]any{"configRef": contractRef(ws.Bootstrap, ContractV1Beta2, "")}
-			machineSpec["infrastructureRef"] = contractRef(ws.Infrastructure, ContractV1Beta2, "")
+			machineSpec["bootstrap"] = map[string]any{"configRef": c.poolRef(ws.Bootstrap)}
+			machineSpec["infrastructureRef"] = c.poolRef(ws.Infrastructure)
 			if t := p.taints(); t != nil {
 				machineSpec["taints"] = toMap(t)
 			}
@@ -768,12 +763,8 @@ func (c *computation) rotateTemplates(context.Context) error {
 	if cp := c.desired.ControlPlane; cp.InfrastructureMachineTemplate != nil {
 		if rotate(c.current.ControlPlane.InfrastructureMachineTemplate, cp.InfrastructureMachineTemplate, c.cluster+"-") {
 			contract := c.in.Contracts.Of(cp.Object, c.core())
-			path := []string{"spec", "machineTemplate", "infrastructureRef"}
-			if contract == ContractV1Beta2 {
-				path = []string{"spec", "machineTemplate", "spec", "infrastructureRef"}
-			}
 			t := cp.InfrastructureMachineTemplate
-			_ = unstructured.SetNestedField(cp.Object.Object, contractRef(t, contract, t.GetAPIVersion()), path...)
+			_ = unstructured.SetNestedField(cp.Object.Object, contractRef(t, contract, t.GetAPIVersion()), machineTemplatePath(contract, "infrastructureRef")...)
 		}
 	}
 	for _, name := range sortedKeys(c.desired.MachineDeployments) {
