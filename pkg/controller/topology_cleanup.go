@@ -7,7 +7,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -71,14 +70,7 @@ func (r *TopologyReconciler) machineSetRefs(ctx context.Context, topo *v1alpha2.
 			if !found {
 				continue
 			}
-			av, _ := ref["apiVersion"].(string)
-			kind, _ := ref["kind"].(string)
-			name, _ := ref["name"].(string)
-			group := schema.FromAPIVersionAndKind(av, kind).Group
-			if g, ok := ref["apiGroup"].(string); ok {
-				group = g // v1beta2 references name the group only
-			}
-			out[engine.ObjectKey{Group: group, Kind: kind, Namespace: topo.Namespace, Name: name}] = true
+			out[engine.KeyOfReference(ref, topo.Namespace)] = true
 		}
 	}
 	return out, nil

@@ -22,18 +22,7 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 		if r == nil {
 			return nil
 		}
-		av, _ := r["apiVersion"].(string)
-		if group, ok := r["apiGroup"].(string); ok && av == "" {
-			av = group + "/any" // a v1beta2 reference names the group only; keys ignore the version
-		}
-		kind, _ := r["kind"].(string)
-		name, _ := r["name"].(string)
-		probe := &unstructured.Unstructured{}
-		probe.SetAPIVersion(av)
-		probe.SetKind(kind)
-		probe.SetName(name)
-		probe.SetNamespace(namespace)
-		return byRef[KeyOf(probe)]
+		return byRef[KeyOfReference(r, namespace)]
 	}
 	follow := func(o *unstructured.Unstructured, path ...string) *unstructured.Unstructured {
 		if o == nil {

@@ -97,6 +97,20 @@ func KeyOf(o *unstructured.Unstructured) ObjectKey {
 	return ObjectKey{Group: gv.Group, Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
 }
 
+// KeyOfReference is the key of the object a reference in namespace points
+// at: a v1beta1 reference names its apiVersion, a v1beta2 one its apiGroup.
+func KeyOfReference(r map[string]any, namespace string) ObjectKey {
+	kind, _ := r["kind"].(string)
+	name, _ := r["name"].(string)
+	group, ok := r["apiGroup"].(string)
+	if !ok {
+		av, _ := r["apiVersion"].(string)
+		gv, _ := schema.ParseGroupVersion(av)
+		group = gv.Group
+	}
+	return ObjectKey{Group: group, Kind: kind, Namespace: namespace, Name: name}
+}
+
 // String renders the key as Kind/namespace/name.
 func (k ObjectKey) String() string {
 	return fmt.Sprintf("%s/%s/%s", k.Kind, k.Namespace, k.Name)
