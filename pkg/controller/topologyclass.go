@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
+	"github.com/kubectl-topology/kubectl-topology/pkg/loader"
 )
 
 // Condition types and reasons on TopologyClass.status.
@@ -130,9 +131,6 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	return result, nil
 }
 
-// crdGVK is read as metadata only: the contract label is all the agent needs.
-var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
-
 // refChange is a template reference at an older API version than the one its
 // provider's CRD names for the newest Cluster API contract.
 type refChange struct {
@@ -150,17 +148,13 @@ func (r *TopologyClassReconciler) outdatedRefs(ctx context.Context, class *v1alp
 		if err != nil {
 			return // the class webhook reports it
 		}
-		mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: gv.Group, Kind: ref.Kind})
+		crd, err := loader.CRDOf(ctx, r.Client, r.Client.RESTMapper(), schema.GroupKind{Group: gv.Group, Kind: ref.Kind})
 		if err != nil {
-			return // not installed: reconciling a Topology names the missing kind
-		}
-		crd := &metav1.PartialObjectMetadata{}
-		crd.SetGroupVersionKind(crdGVK)
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: mapping.Resource.Resource + "." + gv.Group}, crd); err != nil {
-			if client.IgnoreNotFound(err) != nil {
-				errs = append(errs, fmt.Errorf("%s: reading the CRD of %s: %w", field, ref.Kind, err))
-			}
+			errs = append(errs, fmt.Errorf("%s: %w", field, err))
 			return
+		}
+		if crd == nil {
+			return // not installed: reconciling a Topology names the missing kind
 		}
 		v, ok := engine.ContractVersion(crd.Labels)
 		if !ok {

@@ -108,24 +108,40 @@ func (l *Loader) Contracts(ctx context.Context, class *v1alpha2.TopologyClass) (
 		if gvk.Group == engine.ClusterAPIGroup {
 			continue
 		}
-		mapping, err := l.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			continue // not installed: reading its objects says so
+		crd, err := CRDOf(ctx, l.Reader, l.Mapper, gvk.GroupKind())
+		// A user who may not read CRDs still plans, by the version's name.
+		if apierrors.IsForbidden(err) {
+			continue
 		}
-		crd := &metav1.PartialObjectMetadata{}
-		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-		if err := l.Reader.Get(ctx, types.NamespacedName{Name: mapping.Resource.Resource + "." + gvk.Group}, crd); err != nil {
-			// A user who may not read CRDs still plans, by the version's name.
-			if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-				continue
-			}
-			return nil, fmt.Errorf("reading the CRD of %s: %w", gvk.Kind, err)
+		if err != nil {
+			return nil, err
+		}
+		if crd == nil {
+			continue // not installed: reading its objects says so
 		}
 		if c, ok := engine.ContractOfVersion(crd.Labels, gvk.Version); ok {
 			out[gvk.GroupKind()] = c
 		}
 	}
 	return out, nil
+}
+
+// CRDOf reads the metadata of the CRD serving gk — its labels say which Cluster
+// API contract each version implements. It is nil when gk is not installed.
+func CRDOf(ctx context.Context, r client.Reader, mapper meta.RESTMapper, gk schema.GroupKind) (*metav1.PartialObjectMetadata, error) {
+	mapping, err := mapper.RESTMapping(gk)
+	if err != nil {
+		return nil, nil //nolint:nilerr // not installed is an answer, not a failure
+	}
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	if err := r.Get(ctx, types.NamespacedName{Name: mapping.Resource.Resource + "." + gk.Group}, crd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the CRD of %s: %w", gk.Kind, err)
+	}
+	return crd, nil
 }
 
 // Class reads the Topology's class.
