@@ -223,7 +223,7 @@ func TestTopologyChanges(t *testing.T) {
 		}
 		// The control plane is still provisioning (no status.version), so a new
 		// MachineDeployment waits, as upstream's does.
-		reconciled(t, ns, "dev", controller.ReasonMachineDeploymentsCreate)
+		reconciledSaying(t, ns, "dev", controller.ReasonClusterUpgrading, "MachineDeployment md-b creation deferred while control plane upgrade is in progress")
 		if poolObject(t, ns, "dev", mdGVK, "md-b") != nil {
 			t.Fatal("md-b was created while the control plane was provisioning")
 		}

@@ -44,6 +44,12 @@ func getTopology(t *testing.T, ns, name string) *v1alpha2.Topology {
 // with the given reason.
 func reconciled(t *testing.T, ns, name, reason string) *v1alpha2.Topology {
 	t.Helper()
+	return reconciledSaying(t, ns, name, reason, "")
+}
+
+// reconciledSaying is reconciled with a condition message that contains says.
+func reconciledSaying(t *testing.T, ns, name, reason, says string) *v1alpha2.Topology {
+	t.Helper()
 	var topo *v1alpha2.Topology
 	eventually(t, fmt.Sprintf("Topology %s/%s is reconciled with reason %s", ns, name, reason), func() (bool, error) {
 		topo = getTopology(t, ns, name)
@@ -51,7 +57,7 @@ func reconciled(t *testing.T, ns, name, reason string) *v1alpha2.Topology {
 		if c == nil {
 			return false, fmt.Errorf("no condition yet")
 		}
-		if c.ObservedGeneration != topo.Generation || c.Reason != reason {
+		if c.ObservedGeneration != topo.Generation || c.Reason != reason || !strings.Contains(c.Message, says) {
 			return false, fmt.Errorf("condition %s %s: %s", c.Status, c.Reason, c.Message)
 		}
 		return true, nil

@@ -85,7 +85,7 @@ func TestUpgradeSequence(t *testing.T) {
 		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) { topo.Spec.Version = "v1.34.0" }); err != nil {
 			t.Fatal(err)
 		}
-		topo := reconciled(t, ns, "dev", controller.ReasonMachineDeploymentsUpgrade)
+		topo := reconciledSaying(t, ns, "dev", controller.ReasonClusterUpgrading, "MachineDeployments md-a, md-gpu pending upgrade to version v1.34.0")
 		c, _ := get(t, schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Cluster"}, ns, "dev")
 		kcp, _ := get(t, kcpGVK, ns, nested(c, "spec", "controlPlaneRef", "name").(string))
 		if v := nested(kcp, "spec", "version"); v != "v1.34.0" {
@@ -135,8 +135,10 @@ func TestUpgradeSequence(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Only once the agent has seen the annotation may md-a finish: otherwise
-		// the two changes race, as they would for a user.
-		reconciled(t, ns, "dev", controller.ReasonMachineDeploymentsDeferred)
+		// the two changes race, as they would for a user. While md-a rolls,
+		// the cluster is upgrading; as upstream, deferral is the reason only
+		// once nothing else moves.
+		reconciledSaying(t, ns, "dev", controller.ReasonClusterUpgrading, "MachineDeployment md-gpu upgrade to version v1.34.0 deferred")
 		// md-a's Machine rolls to the new version: md-a is done.
 		m, err := get(t, machineGVK, ns, machine.GetName())
 		if err != nil {

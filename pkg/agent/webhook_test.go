@@ -168,7 +168,7 @@ func TestWebhooks(t *testing.T) {
 			topo := getTopology(t, ns, "dev")
 			c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
 			// The version moved to v1.35.0 above with no provider to roll it out.
-			return c != nil && c.ObservedGeneration == topo.Generation && c.Reason == controller.ReasonControlPlaneUpgradePending, fmt.Errorf("condition %+v", c)
+			return c != nil && c.ObservedGeneration == topo.Generation && c.Reason == controller.ReasonClusterUpgrading, fmt.Errorf("condition %+v", c)
 		})
 		if err := k8s.Delete(ctx, ex.Class.DeepCopy()); err != nil {
 			t.Errorf("the old class is still held after the switch: %v", err)

@@ -42,12 +42,8 @@ const (
 	ReasonFailed                     = "ReconcileFailed"
 	ReasonClassNotReconciled         = "ClusterClassNotReconciled"
 	ReasonPaused                     = "Paused"
-	ReasonControlPlaneUpgradePending = "ControlPlaneUpgradePending"
-	ReasonMachineDeploymentsCreate   = "MachineDeploymentsCreatePending"
-	ReasonMachineDeploymentsUpgrade  = "MachineDeploymentsUpgradePending"
+	ReasonClusterUpgrading           = "ClusterUpgrading"
 	ReasonMachineDeploymentsDeferred = "MachineDeploymentsUpgradeDeferred"
-	ReasonMachinePoolsCreate         = "MachinePoolsCreatePending"
-	ReasonMachinePoolsUpgrade        = "MachinePoolsUpgradePending"
 	ReasonMachinePoolsDeferred       = "MachinePoolsUpgradeDeferred"
 	ReasonDeleting                   = "Deleting"
 	deletionPollInterval             = 2 * time.Second
@@ -155,7 +151,7 @@ func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error
 			return err
 		}
 	}
-	s.reason, s.message = rolloutReason(s.result.Rollout)
+	s.reason, s.message = rolloutReason(s.result.Rollout, s.result.Desired.ControlPlane.Object.GetKind())
 	return nil
 }
 

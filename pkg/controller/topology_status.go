@@ -96,38 +96,105 @@ func equalStatus(a, b *v1alpha2.TopologyStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
-// rolloutReason turns the engine's sequencing into upstream's condition reasons.
-func rolloutReason(r *engine.Rollout) (string, string) {
-	if r.ControlPlane.Version != r.DesiredVersion {
-		return ReasonControlPlaneUpgradePending, fmt.Sprintf("Control plane rollout and upgrade to version %s on hold: %s", r.DesiredVersion, r.ControlPlane.Reason)
+// rolloutReason turns the engine's sequencing into the reason and message
+// upstream v1.14 gives TopologyReconciled: ClusterUpgrading while any part
+// is upgrading, waits for its turn or waits to be created, with one line
+// per part; MachineDeploymentsUpgradeDeferred (MachinePools…) when only
+// deferred or held pools keep the upgrade from finishing. cpKind names the
+// control plane as the lines do.
+func rolloutReason(r *engine.Rollout, cpKind string) (string, string) {
+	msg := &strings.Builder{}
+	fmt.Fprintf(msg, "Cluster is upgrading to %s", r.DesiredVersion)
+	busy, cpMoving := false, false
+	switch r.ControlPlane.Phase {
+	case v1alpha2.PhaseUpgrading:
+		busy, cpMoving = true, true
+		fmt.Fprintf(msg, "\n  * %s upgrading to version %s%s", cpKind, r.ControlPlane.Version, pendingVersions(r.Plan.ControlPlane, r.ControlPlane.Version))
+	case v1alpha2.PhasePending:
+		busy = true
+		fmt.Fprintf(msg, "\n  * %s pending upgrade to version %s", cpKind, strings.Join(orDesired(r.Plan.ControlPlane, r.DesiredVersion), ", "))
 	}
+	reason := ReasonClusterUpgrading
 	for _, set := range []struct {
-		decisions                 []engine.Decision
-		create, upgrade, deferred string
-		kind                      string
+		decisions []engine.Decision
+		deferred  string
+		kind      string
 	}{
-		{r.MachineDeployments, ReasonMachineDeploymentsCreate, ReasonMachineDeploymentsUpgrade, ReasonMachineDeploymentsDeferred, "MachineDeployment"},
-		{r.MachinePools, ReasonMachinePoolsCreate, ReasonMachinePoolsUpgrade, ReasonMachinePoolsDeferred, "MachinePool"},
+		{r.MachineDeployments, ReasonMachineDeploymentsDeferred, "MachineDeployment"},
+		{r.MachinePools, ReasonMachinePoolsDeferred, "MachinePool"},
 	} {
-		var create, upgrade, deferred []string
+		var upgrading, pending, deferred, create []string
 		for _, d := range set.decisions {
 			switch {
 			case d.CreatePending:
 				create = append(create, d.Name)
-			case d.Phase == v1alpha2.PhaseDeferred:
+			case d.Phase == v1alpha2.PhaseUpgrading:
+				upgrading = append(upgrading, d.Name)
+			case d.Phase == v1alpha2.PhaseDeferred || d.Phase == v1alpha2.PhaseHeld:
 				deferred = append(deferred, d.Name)
-			case d.Version != r.DesiredVersion:
-				upgrade = append(upgrade, d.Name)
+			case d.Phase == v1alpha2.PhasePending:
+				pending = append(pending, d.Name)
 			}
 		}
-		switch {
-		case len(create) > 0:
-			return set.create, fmt.Sprintf("%s(s) %s creation on hold: the control plane is not stable yet", set.kind, strings.Join(create, ", "))
-		case len(upgrade) > 0:
-			return set.upgrade, fmt.Sprintf("%s(s) %s rollout and upgrade to version %s on hold", set.kind, strings.Join(upgrade, ", "), r.DesiredVersion)
-		case len(deferred) > 0:
-			return set.deferred, fmt.Sprintf("%s(s) %s upgrade to version %s deferred by the %s annotation", set.kind, strings.Join(deferred, ", "), r.DesiredVersion, engine.DeferUpgradeAnnotation)
+		if len(upgrading) > 0 {
+			fmt.Fprintf(msg, "\n  * %s upgrading to version %s%s", nameList(set.kind, upgrading), nextOf(r.Plan.Workers, r.DesiredVersion), pendingVersions(r.Plan.Workers, nextOf(r.Plan.Workers, r.DesiredVersion)))
+		}
+		if len(pending) > 0 {
+			fmt.Fprintf(msg, "\n  * %s pending upgrade to version %s", nameList(set.kind, pending), strings.Join(orDesired(r.Plan.Workers, r.DesiredVersion), ", "))
+		}
+		if len(deferred) > 0 {
+			fmt.Fprintf(msg, "\n  * %s upgrade to version %s deferred using defer-upgrade or hold-upgrade-sequence annotations", nameList(set.kind, deferred), r.DesiredVersion)
+			if !cpMoving && len(upgrading) == 0 && len(pending) == 0 && reason == ReasonClusterUpgrading {
+				reason = set.deferred
+			}
+		}
+		if len(create) > 0 {
+			fmt.Fprintf(msg, "\n  * %s creation deferred while control plane upgrade is in progress", nameList(set.kind, create))
+		}
+		busy = busy || len(upgrading)+len(pending)+len(deferred)+len(create) > 0
+	}
+	if !busy {
+		return ReasonSucceeded, ""
+	}
+	return reason, msg.String()
+}
+
+// pendingVersions names the versions of plan after current, as upstream
+// does: " (v1.34.0 pending)", or "".
+func pendingVersions(plan []string, current string) string {
+	var rest []string
+	for _, v := range plan {
+		if v != current {
+			rest = append(rest, v)
 		}
 	}
-	return ReasonSucceeded, ""
+	if len(rest) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s pending)", strings.Join(rest, ", "))
+}
+
+func orDesired(plan []string, desired string) []string {
+	if len(plan) == 0 {
+		return []string{desired}
+	}
+	return plan
+}
+
+func nextOf(plan []string, desired string) string {
+	if len(plan) == 0 {
+		return desired
+	}
+	return plan[0]
+}
+
+// nameList lists at most three names of kind, as upstream's messages do.
+func nameList(kind string, list []string) string {
+	if len(list) > 1 {
+		kind += "s"
+	}
+	if len(list) > 3 {
+		list = append(list[:3:3], "...")
+	}
+	return kind + " " + strings.Join(list, ", ")
 }

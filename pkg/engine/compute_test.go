@@ -282,3 +282,67 @@ func TestComputeV1Beta2Taints(t *testing.T) {
 		t.Error("a v1beta2-contract control plane has no spec.machineTemplate.spec.infrastructureRef")
 	}
 }
+
+// TestComputeChainsAnUpgrade: a version two minors ahead, with the class
+// listing the versions between, moves the control plane one minor at a
+// time, the workers once at the end, and marks the Cluster with the step
+// in progress (v1beta2) until the last pool is there.
+func TestComputeChainsAnUpgrade(t *testing.T) {
+	w := newWorld(t)
+	w.core = engine.CoreV1Beta2
+	w.topo.Spec.Version = "v1.32.3"
+	w.ex.Class.Spec.KubernetesVersions = []string{"v1.32.3", "v1.33.0", "v1.33.2", "v1.34.1"}
+	current := written(w.compute(t, nil).Desired, "v1.32.3")
+	w.topo.Spec.Version = "v1.34.1"
+
+	versions := func(res *engine.Result) (cp string, mds []string, step string) {
+		cp, _, _ = unstructured.NestedString(res.Desired.ControlPlane.Object.Object, "spec", "version")
+		for _, md := range byKind(res.Desired.Objects(), "MachineDeployment") {
+			v, _, _ := unstructured.NestedString(md.Object, "spec", "template", "spec", "version")
+			mds = append(mds, v)
+		}
+		return cp, mds, res.Desired.Cluster.GetAnnotations()[engine.UpgradeStepAnnotation]
+	}
+	steps := []struct {
+		cpAt, wantCP, wantStep string
+		wantMDs                []string
+	}{
+		{"v1.32.3", "v1.33.2", "v1.33.2", []string{"v1.32.3", "v1.32.3"}},
+		{"v1.33.2", "v1.34.1", "v1.34.1", []string{"v1.32.3", "v1.32.3"}},
+		// The workers skip v1.33: two minors behind is within the skew.
+		{"v1.34.1", "v1.34.1", "v1.34.1", []string{"v1.34.1", "v1.32.3"}},
+	}
+	for i, s := range steps {
+		res := w.compute(t, current)
+		cp, mds, step := versions(res)
+		if cp != s.wantCP || step != s.wantStep || strings.Join(mds, " ") != strings.Join(s.wantMDs, " ") {
+			t.Fatalf("step %d (control plane at %s): control plane %s, pools %v, upgrade-step %q; want %s, %v, %q (plan %+v)",
+				i+1, s.cpAt, cp, mds, step, s.wantCP, s.wantMDs, s.wantStep, res.Rollout.Plan)
+		}
+		next := s.cpAt
+		if i+1 < len(steps) {
+			next = steps[i+1].cpAt
+		}
+		current = written(res.Desired, next)
+	}
+	// Every pool there: the plan is done and the mark is gone.
+	for _, o := range current {
+		if o.GetKind() == "MachineDeployment" {
+			_ = unstructured.SetNestedField(o.Object, "v1.34.1", "spec", "template", "spec", "version")
+		}
+	}
+	res := w.compute(t, current)
+	if _, _, step := versions(res); step != "" || !res.Rollout.Plan.IsZero() {
+		t.Errorf("after the upgrade: upgrade-step %q, plan %+v; want neither", step, res.Rollout.Plan)
+	}
+
+	// A version the class does not list is refused, saying which it lists.
+	w.topo.Spec.Version = "v1.35.0"
+	_, err := engine.Compute(context.Background(), engine.Input{
+		Topology: w.topo, Class: w.ex.Class, Templates: engine.NewTemplateIndex(w.ex.Templates...),
+		Current: engine.StateFromObjects(w.topo.Name, w.topo.Namespace, current), Names: names.NewSeeded(7), CoreVersion: w.core,
+	})
+	if err == nil || !strings.Contains(err.Error(), `supported values: "v1.32.3", "v1.33.0", "v1.33.2", "v1.34.1"`) {
+		t.Errorf("v1.35.0: %v, want a refusal naming kubernetesVersions", err)
+	}
+}

@@ -232,7 +232,11 @@ func (c *computation) sequenceRollout(context.Context) error {
 	if obs == nil {
 		obs = ObserveState(c.current)
 	}
-	c.rollout = Sequence(c.topo, obs)
+	plan, err := PlanVersionsFor(c.class, c.topo, obs)
+	if err != nil {
+		return fmt.Errorf("planning the upgrade of Topology %s/%s to %s: %w", c.topo.Namespace, c.topo.Name, c.topo.Spec.Version, err)
+	}
+	c.rollout = Sequence(c.topo, obs, plan)
 	for _, p := range c.pools {
 		if p.isDeployment() {
 			p.decision = c.rollout.MachineDeployments[p.index]

@@ -14,6 +14,11 @@ const (
 	HoldUpgradeSequenceAnnotation = "topology.cluster.x-k8s.io/hold-upgrade-sequence"
 	DeferUpgradeAnnotation        = "topology.cluster.x-k8s.io/defer-upgrade"
 	UpgradeConcurrencyAnnotation  = "topology.cluster.x-k8s.io/upgrade-concurrency"
+	// UpgradeStepAnnotation on the Cluster names the version the control
+	// plane is at in an upgrade in progress (v1beta2 and later): Cluster
+	// API's preflight checks let a MachineSet or control plane create
+	// Machines at an intermediate step of a chained upgrade by it.
+	UpgradeStepAnnotation = "topology.internal.cluster.x-k8s.io/upgrade-step"
 	// UnsafeVersionCheckAnnotation on a topology skips the version-change rules, as upstream's does.
 	UnsafeVersionCheckAnnotation = "unsafe.topology.cluster.x-k8s.io/disable-update-version-check"
 	// UnsafeClassNameCheckAnnotation on a topology skips the class-switch compatibility rules.

@@ -565,6 +565,7 @@ func (c *computation) computeCluster(context.Context) error {
 		}
 	}
 	if c.core().IsV1Beta2() {
+		c.markUpgradeStep(obj)
 		_ = unstructured.SetNestedField(obj.Object, contractRef(c.desired.InfrastructureCluster, ContractV1Beta2, ""), "spec", "infrastructureRef")
 		_ = unstructured.SetNestedField(obj.Object, contractRef(c.desired.ControlPlane.Object, ContractV1Beta2, ""), "spec", "controlPlaneRef")
 	} else {
@@ -573,6 +574,25 @@ func (c *computation) computeCluster(context.Context) error {
 	}
 	c.desired.Cluster = obj
 	return nil
+}
+
+// markUpgradeStep sets, while an upgrade is in progress, the version the
+// control plane is at on the Cluster, and clears it afterwards, as upstream
+// v1.14 does.
+func (c *computation) markUpgradeStep(cluster *unstructured.Unstructured) {
+	annotations := cluster.GetAnnotations()
+	if c.rollout.Plan.IsZero() {
+		if _, ok := annotations[UpgradeStepAnnotation]; ok {
+			delete(annotations, UpgradeStepAnnotation)
+			cluster.SetAnnotations(annotations)
+		}
+		return
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[UpgradeStepAnnotation] = c.rollout.ControlPlane.Version
+	cluster.SetAnnotations(annotations)
 }
 
 // shimSecret is upstream's placeholder owner for objects created before the

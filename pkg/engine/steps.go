@@ -8,6 +8,8 @@ import (
 
 // UpgradeStep is one step of a version rollout, in order.
 type UpgradeStep struct {
+	// From and To are the versions the step's parts move between.
+	From, To string
 	// Parts upgrading together in this step: the control plane alone, or up
 	// to the upgrade concurrency of MachineDeployments, or one MachinePool.
 	Parts []UpgradePart
@@ -24,6 +26,9 @@ type UpgradePart struct {
 // UpgradePlan is the order a version change rolls out in, and what stays.
 type UpgradePlan struct {
 	From, To string
+	// Versions is the chain the control plane takes; more than one where
+	// the upgrade is chained over several minors.
+	Versions []string
 	Steps    []UpgradeStep
 	// NotUpgraded names held and deferred pools, with why.
 	NotUpgraded []string
@@ -32,9 +37,23 @@ type UpgradePlan struct {
 // PlanUpgrade orders the rollout of t to version: the control plane first,
 // then MachineDeployments as many at a time as the upgrade concurrency
 // allows, skipping deferred ones and stopping at a held one, then
-// MachinePools. It is what `upgrade` and the editor preview.
-func PlanUpgrade(t *v1alpha2.Topology, version string) *UpgradePlan {
+// MachinePools. An upgrade over several minors (class lists
+// kubernetesVersions) repeats this per step of the chain, the workers only
+// where the skew rules need them and at the end. It is what `upgrade` and
+// the editor preview; class may be nil.
+func PlanUpgrade(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version string) *UpgradePlan {
 	p := &UpgradePlan{From: t.Spec.Version, To: version}
+	var classVersions []string
+	if class != nil {
+		classVersions = class.Spec.KubernetesVersions
+	}
+	workersAt := oldestPoolVersion(t)
+	chain, err := PlanVersions(classVersions, version, t.Spec.Version, workersAt)
+	if err != nil || len(chain.ControlPlane) == 0 {
+		// The preflight reports why; preview the single step asked for.
+		chain = VersionPlan{ControlPlane: []string{version}, Workers: []string{version}}
+	}
+	p.Versions = chain.ControlPlane
 	replicas := func(desired *int32, st *v1alpha2.PartStatus) int32 {
 		switch {
 		case desired != nil:
@@ -48,9 +67,50 @@ func PlanUpgrade(t *v1alpha2.Topology, version string) *UpgradePlan {
 	if t.Status.ControlPlane != nil {
 		cp.ObjectName = t.Status.ControlPlane.ObjectName
 	}
-	p.Steps = append(p.Steps, UpgradeStep{Parts: []UpgradePart{cp}})
+	batches := p.workerBatches(t, replicas)
+	cpFrom, wFrom, w := t.Spec.Version, workersAt, 0
+	workerSteps := func(to string) {
+		for _, b := range batches {
+			p.Steps = append(p.Steps, UpgradeStep{From: wFrom, To: to, Parts: b})
+		}
+		wFrom = to
+	}
+	for _, v := range chain.ControlPlane {
+		p.Steps = append(p.Steps, UpgradeStep{From: cpFrom, To: v, Parts: []UpgradePart{cp}})
+		cpFrom = v
+		for w < len(chain.Workers) && chain.Workers[w] == v {
+			workerSteps(v)
+			w++
+		}
+	}
+	for ; w < len(chain.Workers); w++ {
+		workerSteps(chain.Workers[w])
+	}
+	return p
+}
+
+// oldestPoolVersion is the oldest version t's status reports for a pool, or
+// t's version when it reports none.
+func oldestPoolVersion(t *v1alpha2.Topology) string {
+	if t.Spec.Workers == nil || len(t.Spec.Workers.MachineDeployments)+len(t.Spec.Workers.MachinePools) == 0 {
+		return ""
+	}
+	obs := &Observed{MachineDeployments: map[string]PartObserved{}}
+	for i, st := range append(append([]v1alpha2.PartStatus{}, t.Status.MachineDeployments...), t.Status.MachinePools...) {
+		obs.MachineDeployments[fmt.Sprintf("%d", i)] = PartObserved{Exists: true, SpecVersion: st.Version}
+	}
+	if v := minWorkersVersion(obs); v != "" {
+		return v
+	}
+	return t.Spec.Version
+}
+
+// workerBatches groups t's pools as they upgrade together: MachineDeployments
+// up to the upgrade concurrency, each MachinePool alone; held and deferred
+// pools go to NotUpgraded instead.
+func (p *UpgradePlan) workerBatches(t *v1alpha2.Topology, replicas func(*int32, *v1alpha2.PartStatus) int32) [][]UpgradePart {
 	if t.Spec.Workers == nil {
-		return p
+		return nil
 	}
 	status := map[string]*v1alpha2.PartStatus{}
 	for i := range t.Status.MachineDeployments {
@@ -60,6 +120,7 @@ func PlanUpgrade(t *v1alpha2.Topology, version string) *UpgradePlan {
 		status["mp/"+t.Status.MachinePools[i].Name] = &t.Status.MachinePools[i]
 	}
 	concurrency := UpgradeConcurrency(t)
+	var out [][]UpgradePart
 	var batch []UpgradePart
 	held := false
 	for _, md := range t.Spec.Workers.MachineDeployments {
@@ -80,18 +141,17 @@ func PlanUpgrade(t *v1alpha2.Topology, version string) *UpgradePlan {
 		}
 		batch = append(batch, part)
 		if len(batch) == concurrency {
-			p.Steps = append(p.Steps, UpgradeStep{Parts: batch})
+			out = append(out, batch)
 			batch = nil
 		}
 	}
 	if len(batch) > 0 {
-		p.Steps = append(p.Steps, UpgradeStep{Parts: batch})
+		out = append(out, batch)
 	}
 	for _, mp := range t.Spec.Workers.MachinePools {
-		part := UpgradePart{Kind: "MachinePool", Name: mp.Name, Class: mp.Class, MachinesReplaced: replicas(mp.Replicas, status["mp/"+mp.Name])}
-		p.Steps = append(p.Steps, UpgradeStep{Parts: []UpgradePart{part}})
+		out = append(out, []UpgradePart{{Kind: "MachinePool", Name: mp.Name, Class: mp.Class, MachinesReplaced: replicas(mp.Replicas, status["mp/"+mp.Name])}})
 	}
-	return p
+	return out
 }
 
 // Lines renders the plan as numbered lines, for the CLI and the editor alike.
@@ -109,11 +169,11 @@ func (p *UpgradePlan) Lines() []string {
 				if part.ObjectName != "" {
 					name += " " + part.ObjectName
 				}
-				line += fmt.Sprintf("%s: %s → %s, %d machine(s) replaced", name, p.From, p.To, part.MachinesReplaced)
+				line += fmt.Sprintf("%s: %s → %s, %d machine(s) replaced", name, s.From, s.To, part.MachinesReplaced)
 			case "MachinePool":
-				line += fmt.Sprintf("MachinePool %s (%s)", part.Name, part.Class)
+				line += fmt.Sprintf("MachinePool %s (%s)%s", part.Name, part.Class, p.chainedTo(s))
 			default:
-				line += fmt.Sprintf("%s (%s): %d machine(s) replaced", part.Name, part.Class, part.MachinesReplaced)
+				line += fmt.Sprintf("%s (%s)%s: %d machine(s) replaced", part.Name, part.Class, p.chainedTo(s), part.MachinesReplaced)
 			}
 		}
 		out = append(out, line)
@@ -122,4 +182,13 @@ func (p *UpgradePlan) Lines() []string {
 		out = append(out, "not upgraded: "+n)
 	}
 	return out
+}
+
+// chainedTo names a worker step's versions where the upgrade is chained;
+// a single-step upgrade needs no reminder of where the workers go.
+func (p *UpgradePlan) chainedTo(s UpgradeStep) string {
+	if len(p.Versions) <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" %s → %s", s.From, s.To)
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -70,6 +72,31 @@ func Summarize(t *v1alpha2.Topology, r *Rollout, obs *Observed, status *v1alpha2
 	}
 	status.Phase = phase
 	status.State = TopologyStateOf(status)
+	status.UpgradePlan = upgradePlanStatus(r)
+}
+
+// upgradePlanStatus is the plan minus the versions this pass writes: as
+// upstream reports it, a version leaves the list once a part has it.
+func upgradePlanStatus(r *Rollout) *v1alpha2.UpgradePlanStatus {
+	cp, workers := r.Plan.ControlPlane, r.Plan.Workers
+	if len(cp) > 0 && r.ControlPlane.Version == cp[0] {
+		cp = cp[1:]
+	}
+	if len(workers) > 0 {
+		all := true
+		for _, parts := range [][]Decision{r.MachineDeployments, r.MachinePools} {
+			for _, d := range parts {
+				all = all && (d.CreatePending || d.Version == workers[0])
+			}
+		}
+		if all {
+			workers = workers[1:]
+		}
+	}
+	if len(cp) == 0 && len(workers) == 0 {
+		return nil
+	}
+	return &v1alpha2.UpgradePlanStatus{ControlPlane: slices.Clone(cp), Workers: slices.Clone(workers)}
 }
 
 // InfrastructurePhase reads the provisioning state of the infrastructure from
@@ -161,7 +188,7 @@ func ConditionsNotTrue(t *v1alpha2.Topology) []string {
 	var out []string
 	for _, c := range t.Status.Conditions {
 		if c.Status != metav1.ConditionTrue {
-			out = append(out, fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message))
+			out = append(out, fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, ConditionLine(c.Message)))
 		}
 	}
 	return out
@@ -175,4 +202,17 @@ func anyTrue(o *unstructured.Unstructured, paths ...[]string) bool {
 		}
 	}
 	return false
+}
+
+// ConditionLine puts a condition message of several lines, as upstream
+// writes them ("…\n  * part: …"), on one line for tables and summaries.
+func ConditionLine(msg string) string {
+	lines := strings.Split(msg, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimPrefix(strings.TrimSpace(l), "* "); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "; ")
 }

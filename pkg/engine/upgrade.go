@@ -64,8 +64,14 @@ type Rollout struct {
 	Concurrency int
 	// ControlPlane decision.
 	ControlPlane Decision
-	// ControlPlaneStable is true when pools may start upgrading.
+	// ControlPlaneStable is true when pools may be created and start upgrading.
 	ControlPlaneStable bool
+	// WaitingForWorkers is true when the control plane holds the next step
+	// of a chained upgrade until the pools reach its version; they may
+	// upgrade meanwhile.
+	WaitingForWorkers bool
+	// Plan is the chain of versions still ahead; empty outside upgrades.
+	Plan VersionPlan
 	// MachineDeployments decisions in topology order.
 	MachineDeployments []Decision
 	// MachinePools decisions in topology order.
@@ -85,17 +91,20 @@ func UpgradeConcurrency(t *v1alpha2.Topology) int {
 	return 1
 }
 
-// Sequence decides, from observed state only, which parts get the topology's
-// version now and why the others wait: the control plane first and only when
-// stable and no pool is mid-upgrade; then pools, at most Concurrency of each
-// kind at a time, skipping held and deferred ones; new pools wait while the
-// control plane is not stable.
-func Sequence(t *v1alpha2.Topology, obs *Observed) *Rollout {
+// Sequence decides, from observed state and the version plan only, which
+// parts take which version now and why the others wait, as upstream's
+// topology controller does: the control plane first, one step of the plan
+// at a time, and only when stable and no pool is mid-upgrade; then pools,
+// at most Concurrency of each kind at a time, skipping held and deferred
+// ones, when the control plane is stable or waits for them (a chained
+// upgrade whose next step would leave the workers too far behind); new
+// pools wait while the control plane is not stable.
+func Sequence(t *v1alpha2.Topology, obs *Observed, plan VersionPlan) *Rollout {
 	if obs == nil {
 		obs = &Observed{}
 	}
 	desired := t.Spec.Version
-	r := &Rollout{DesiredVersion: desired, Concurrency: UpgradeConcurrency(t)}
+	r := &Rollout{DesiredVersion: desired, Concurrency: UpgradeConcurrency(t), Plan: plan}
 
 	var mdUpgrading, mpUpgrading []string
 	var mds []v1alpha2.MachineDeploymentTopology
@@ -114,7 +123,7 @@ func Sequence(t *v1alpha2.Topology, obs *Observed) *Rollout {
 		}
 	}
 
-	r.ControlPlane, r.ControlPlaneStable = sequenceControlPlane(desired, obs.ControlPlane, append(append([]string{}, mdUpgrading...), mpUpgrading...))
+	r.ControlPlane, r.ControlPlaneStable, r.WaitingForWorkers = sequenceControlPlane(desired, obs.ControlPlane, append(append([]string{}, mdUpgrading...), mpUpgrading...), plan)
 
 	holdSeen := false
 	for _, md := range mds {
@@ -131,33 +140,52 @@ func Sequence(t *v1alpha2.Topology, obs *Observed) *Rollout {
 	return r
 }
 
-func sequenceControlPlane(desired string, o PartObserved, poolsUpgrading []string) (Decision, bool) {
-	d := Decision{Name: ControlPlaneName}
+// sequenceControlPlane decides the control plane's version; stable says
+// pools may be created and upgraded, waiting that the control plane holds
+// its next step until the workers have caught up.
+func sequenceControlPlane(desired string, o PartObserved, poolsUpgrading []string, plan VersionPlan) (d Decision, stable, waiting bool) {
+	d = Decision{Name: ControlPlaneName}
 	if !o.Exists {
 		// Like upstream, a brand-new cluster creates its pools together with
 		// its control plane: there is nothing to race with yet.
 		d.Version, d.Phase = desired, v1alpha2.PhaseCreating
-		return d, true
+		return d, true, false
 	}
 	d.Version = o.SpecVersion
 	switch {
 	case o.StatusVersion == "":
 		d.Phase, d.Reason = v1alpha2.PhaseCreating, "the control plane is being provisioned"
-		return d, false
+		return d, false, false
 	case o.StatusVersion != o.SpecVersion:
 		d.Phase, d.Reason = v1alpha2.PhaseUpgrading, fmt.Sprintf("the control plane is upgrading from %s to %s", o.StatusVersion, o.SpecVersion)
-		return d, false
+		return d, false, false
 	case o.SpecVersion == desired:
 		d.Phase = v1alpha2.PhaseUpToDate
-		return d, true
+		return d, true, false
+	case len(plan.Workers) > 0 && plan.Workers[0] == o.SpecVersion:
+		d.Phase = v1alpha2.PhasePending
+		d.Reason = fmt.Sprintf("waiting for the workers to upgrade to %s before the control plane continues to %s", o.SpecVersion, desired)
+		return d, false, true
 	case len(poolsUpgrading) > 0:
 		d.Phase = v1alpha2.PhasePending
-		d.Reason = fmt.Sprintf("waiting for %s to finish upgrading before the control plane upgrades to %s", strings.Join(poolsUpgrading, ", "), desired)
-		return d, false
+		d.Reason = fmt.Sprintf("waiting for %s to finish upgrading before the control plane upgrades to %s", strings.Join(poolsUpgrading, ", "), nextOr(plan.ControlPlane, desired))
+		return d, false, false
 	}
-	d.Version, d.Phase = desired, v1alpha2.PhaseUpgrading
-	d.Reason = fmt.Sprintf("the control plane starts upgrading from %s to %s", o.SpecVersion, desired)
-	return d, false
+	next := nextOr(plan.ControlPlane, desired)
+	d.Version, d.Phase = next, v1alpha2.PhaseUpgrading
+	d.Reason = fmt.Sprintf("the control plane starts upgrading from %s to %s", o.SpecVersion, next)
+	if len(plan.ControlPlane) > 1 {
+		d.Reason += fmt.Sprintf(" (%s pending)", strings.Join(plan.ControlPlane[1:], ", "))
+	}
+	return d, false, false
+}
+
+// nextOr is the first version of plan, or def when the plan is empty.
+func nextOr(plan []string, def string) string {
+	if len(plan) > 0 {
+		return plan[0]
+	}
+	return def
 }
 
 // sequencePool decides for one pool; held reports whether it carries the hold
@@ -182,6 +210,7 @@ func sequencePool(name, desired string, o PartObserved, annotations map[string]s
 		return d, hold
 	}
 	d.Version = o.SpecVersion
+	next := nextOr(r.Plan.Workers, desired)
 	switch {
 	case deferred:
 		d.Phase, d.Reason = v1alpha2.PhaseDeferred, fmt.Sprintf("upgrade deferred by the %s annotation", DeferUpgradeAnnotation)
@@ -191,11 +220,14 @@ func sequencePool(name, desired string, o PartObserved, annotations map[string]s
 		d.Phase, d.Reason = v1alpha2.PhaseHeld, fmt.Sprintf("upgrade held: an earlier pool carries the %s annotation", HoldUpgradeSequenceAnnotation)
 	case len(*upgrading) >= r.Concurrency:
 		d.Phase, d.Reason = v1alpha2.PhasePending, fmt.Sprintf("upgrade concurrency limit %d reached (%s upgrading)", r.Concurrency, strings.Join(*upgrading, ", "))
-	case !r.ControlPlaneStable:
+	case !r.ControlPlaneStable && !r.WaitingForWorkers:
 		d.Phase, d.Reason = v1alpha2.PhasePending, "waiting for the control plane to finish upgrading"
+	case next == o.SpecVersion:
+		// Upgraded to this step already; the others catch up first.
+		d.Phase, d.Reason = v1alpha2.PhasePending, fmt.Sprintf("at %s, waiting for the control plane to take the next step to %s", o.SpecVersion, desired)
 	default:
-		d.Version, d.Phase = desired, v1alpha2.PhaseUpgrading
-		d.Reason = fmt.Sprintf("upgrading from %s to %s", o.SpecVersion, desired)
+		d.Version, d.Phase = next, v1alpha2.PhaseUpgrading
+		d.Reason = fmt.Sprintf("upgrading from %s to %s", o.SpecVersion, next)
 		*upgrading = append(*upgrading, name)
 	}
 	return d, hold

@@ -61,10 +61,24 @@ func TestSequence(t *testing.T) {
 			want{v1alpha2.PhaseCreating, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhaseCreating}, []string{"v1.33.0"}}},
 		{"new MD waits for a provisioning control plane", topologyWith("v1.33.0", nil, md("a", nil)), &Observed{ControlPlane: PartObserved{Exists: true, SpecVersion: "v1.33.0"}},
 			want{v1alpha2.PhaseCreating, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhasePending}, []string{"v1.33.0"}}},
+		{"chained: the control plane takes the first step", topologyWith("v1.34.0", nil, md("a", nil)), &Observed{ControlPlane: stableCP("v1.32.0"), MachineDeployments: atOld()},
+			want{v1alpha2.PhaseUpgrading, "v1.33.1", []v1alpha2.RolloutPhase{v1alpha2.PhasePending}, []string{"v1.32.0"}}},
+		{"chained: the workers skip the middle step, within the skew", topologyWith("v1.34.0", nil, md("a", nil)), &Observed{ControlPlane: stableCP("v1.33.1"), MachineDeployments: atOld()},
+			want{v1alpha2.PhaseUpgrading, "v1.34.0", []v1alpha2.RolloutPhase{v1alpha2.PhasePending}, []string{"v1.32.0"}}},
+		{"chained: the workers go straight to the end", topologyWith("v1.34.0", nil, md("a", nil)), &Observed{ControlPlane: stableCP("v1.34.0"), MachineDeployments: atOld()},
+			want{v1alpha2.PhaseUpToDate, "v1.34.0", []v1alpha2.RolloutPhase{v1alpha2.PhaseUpgrading}, []string{"v1.34.0"}}},
+		{"chained: the control plane waits where the workers would fall too far behind", topologyWith("v1.34.0", nil, md("a", nil)),
+			&Observed{ControlPlane: stableCP("v1.33.1"), MachineDeployments: map[string]PartObserved{"a": {Exists: true, SpecVersion: "v1.30.2"}}},
+			want{v1alpha2.PhasePending, "v1.33.1", []v1alpha2.RolloutPhase{v1alpha2.PhaseUpgrading}, []string{"v1.33.1"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Sequence(tc.topo, tc.obs)
+			class := &v1alpha2.TopologyClass{Spec: v1alpha2.TopologyClassSpec{KubernetesVersions: []string{"v1.30.2", "v1.31.0", "v1.32.0", "v1.33.0", "v1.33.1", "v1.34.0"}}}
+			plan, err := PlanVersionsFor(class, tc.topo, tc.obs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Sequence(tc.topo, tc.obs, plan)
 			if r.ControlPlane.Phase != tc.want.cp || r.ControlPlane.Version != tc.want.cpV {
 				t.Errorf("control plane: %s %s, want %s %s (%s)", r.ControlPlane.Phase, r.ControlPlane.Version, tc.want.cp, tc.want.cpV, r.ControlPlane.Reason)
 			}
@@ -100,20 +114,44 @@ func TestUpgradePreflight(t *testing.T) {
 	topo := topologyWith("v1.33.1", nil)
 	topo.Generation, topo.Status.ObservedGeneration = 2, 2
 	topo.Status.ControlPlane = &v1alpha2.PartStatus{Name: ControlPlaneName, Phase: v1alpha2.PhaseUpToDate, State: v1alpha2.StateReady, Version: "v1.33.1", DesiredVersion: "v1.33.1"}
-	if errs, unhealthy := UpgradePreflight(topo, "v1.34.0", now); len(errs) != 0 || len(unhealthy) != 0 {
+	if errs, unhealthy := UpgradePreflight(topo, nil, "v1.34.0", now); len(errs) != 0 || len(unhealthy) != 0 {
 		t.Errorf("a Ready, reconciled topology: %v %v", errs, unhealthy)
 	}
 	topo.Status.ObservedGeneration = 1
-	errs, _ := UpgradePreflight(topo, "v1.34.0", now)
+	errs, _ := UpgradePreflight(topo, nil, "v1.34.0", now)
 	if len(errs) != 1 || !strings.Contains(errs.ToAggregate().Error(), "has not reconciled the latest change") {
 		t.Errorf("got %v", errs)
 	}
 	topo.Status.ControlPlane.State = v1alpha2.StateDegraded
 	topo.Status.ControlPlane.Problems = []v1alpha2.Problem{{Object: "Machine/cp-1", Reason: "NotReady"}}
-	if _, unhealthy := UpgradePreflight(topo, "v1.34.0", now); len(unhealthy) != 2 || !strings.HasPrefix(unhealthy[0], "the control plane is Degraded") || unhealthy[1] != "Machine/cp-1 NotReady" {
+	if _, unhealthy := UpgradePreflight(topo, nil, "v1.34.0", now); len(unhealthy) != 2 || !strings.HasPrefix(unhealthy[0], "the control plane is Degraded") || unhealthy[1] != "Machine/cp-1 NotReady" {
 		t.Errorf("a degraded control plane: %q", unhealthy)
 	}
-	if errs, unhealthy := UpgradePreflight(topo, "v1.33.1", now); len(errs) != 0 || len(unhealthy) != 0 {
+	if errs, unhealthy := UpgradePreflight(topo, nil, "v1.33.1", now); len(errs) != 0 || len(unhealthy) != 0 {
 		t.Errorf("no version change is no upgrade: %v %v", errs, unhealthy)
+	}
+}
+
+// TestPlanUpgradeChained: the preview of an upgrade over two minors walks
+// the control plane through each and the workers once, at the end, within
+// the skew rules.
+func TestPlanUpgradeChained(t *testing.T) {
+	topo := topologyWith("v1.31.4", nil, md("a", nil), md("b", nil))
+	topo.Status.MachineDeployments = []v1alpha2.PartStatus{{Name: "a", Version: "v1.31.4", Replicas: 2}, {Name: "b", Version: "v1.31.4", Replicas: 1}}
+	class := &v1alpha2.TopologyClass{Spec: v1alpha2.TopologyClassSpec{KubernetesVersions: []string{"v1.31.4", "v1.32.0", "v1.32.5", "v1.33.2"}}}
+	got := strings.Join(PlanUpgrade(topo, class, "v1.33.2").Lines(), "\n")
+	want := strings.Join([]string{
+		"1. control plane: v1.31.4 → v1.32.5, 0 machine(s) replaced",
+		"2. control plane: v1.32.5 → v1.33.2, 0 machine(s) replaced",
+		"3. a (w) v1.31.4 → v1.33.2: 2 machine(s) replaced",
+		"4. b (w) v1.31.4 → v1.33.2: 1 machine(s) replaced",
+	}, "\n")
+	if got != want {
+		t.Errorf("chained preview:\n%s\nwant:\n%s", got, want)
+	}
+	// Without the class's versions the preview is the single step asked
+	// for; the preflight is what refuses it.
+	if lines := PlanUpgrade(topo, nil, "v1.33.2").Lines(); len(lines) != 3 || !strings.Contains(lines[0], "v1.31.4 → v1.33.2") {
+		t.Errorf("preview without the class: %q", lines)
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -378,6 +379,9 @@ func ValidateTopology(ctx context.Context, t, old *v1alpha2.Topology, c *v1alpha
 			}
 		}
 	}
+	if c != nil && len(c.Spec.KubernetesVersions) > 0 && (old == nil || old.Spec.Version != t.Spec.Version) && !slices.Contains(c.Spec.KubernetesVersions, t.Spec.Version) {
+		errs = append(errs, field.NotSupported(spec.Child("version"), t.Spec.Version, c.Spec.KubernetesVersions))
+	}
 	if c != nil && cat != nil {
 		var oldVars []v1alpha2.ClusterVariable
 		if old != nil {
@@ -454,6 +458,9 @@ type VersionChange struct {
 	Rollout *Rollout
 	// Unsafe skips the checks: the topology carries UnsafeVersionCheckAnnotation.
 	Unsafe bool
+	// ClassVersions are the class's kubernetesVersions: where it lists
+	// them, an upgrade may be chained over several minors through them.
+	ClassVersions []string
 }
 
 // UnsafeVersionChange tells whether a topology opts out of the version rules.
@@ -462,8 +469,9 @@ func UnsafeVersionChange(t *v1alpha2.Topology) bool {
 	return ok
 }
 
-// ValidateVersionChange forbids downgrades, skipping a minor version, and
-// changing the version while a previous rollout is still in flight.
+// ValidateVersionChange forbids downgrades, skipping a minor version where
+// the class lists no versions to chain the upgrade through, and changing the
+// version while a previous rollout is still in flight.
 func ValidateVersionChange(vc VersionChange) field.ErrorList {
 	p := field.NewPath("spec", "version")
 	if vc.Unsafe || vc.Old == vc.New || vc.Old == "" {
@@ -479,8 +487,12 @@ func ValidateVersionChange(vc VersionChange) field.ErrorList {
 		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("downgrading from %s to %s is not supported", vc.Old, vc.New))}
 	case newV.Major != oldV.Major:
 		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("upgrading from %s to %s changes the major version; upgrade one minor version at a time", vc.Old, vc.New))}
+	case newV.Minor > oldV.Minor+1 && len(vc.ClassVersions) == 0:
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("upgrading from %s to %s skips a minor version; upgrade to v%d.%d first, or list the versions in between in the class's kubernetesVersions to chain the upgrade", vc.Old, vc.New, oldV.Major, oldV.Minor+1))}
 	case newV.Minor > oldV.Minor+1:
-		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("upgrading from %s to %s skips a minor version; upgrade to v%d.%d first", vc.Old, vc.New, oldV.Major, oldV.Minor+1))}
+		if _, err := PlanVersions(vc.ClassVersions, vc.New, vc.Old, ""); err != nil {
+			return field.ErrorList{field.Forbidden(p, err.Error())}
+		}
 	}
 	if r := vc.Rollout; r != nil {
 		if busy := inFlight(r); busy != "" {
@@ -511,12 +523,20 @@ func inFlight(r *Rollout) string {
 // agent has seen the latest change; unhealthy says why the control plane is
 // not Ready (ControlPlaneHealth), which `upgrade --force` may override.
 // `upgrade` and the editor both ask it, so neither starts a rollout the
-// other would refuse.
-func UpgradePreflight(t *v1alpha2.Topology, version string, now time.Time) (errs field.ErrorList, unhealthy []string) {
-	errs = ValidateVersionChange(VersionChange{
+// other would refuse. class is t's class, nil where it cannot be read: its
+// kubernetesVersions decide whether the upgrade may be chained.
+func UpgradePreflight(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version string, now time.Time) (errs field.ErrorList, unhealthy []string) {
+	vc := VersionChange{
 		Old: t.Spec.Version, New: version,
 		Rollout: RolloutFromStatus(&t.Status), Unsafe: UnsafeVersionChange(t),
-	})
+	}
+	if class != nil {
+		vc.ClassVersions = class.Spec.KubernetesVersions
+		if len(vc.ClassVersions) > 0 && version != t.Spec.Version && !slices.Contains(vc.ClassVersions, version) {
+			errs = append(errs, field.NotSupported(field.NewPath("spec", "version"), version, vc.ClassVersions))
+		}
+	}
+	errs = append(errs, ValidateVersionChange(vc)...)
 	if t.Spec.Version == version {
 		return errs, nil
 	}
@@ -527,7 +547,8 @@ func UpgradePreflight(t *v1alpha2.Topology, version string, now time.Time) (errs
 }
 
 // validateKubernetesVersions checks a class's kubernetesVersions: Kubernetes
-// versions, each newer than the one before, as upstream requires.
+// versions, each newer than the one before and no minor left out, as
+// upstream requires.
 func validateKubernetesVersions(versions []string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	var prev *semver.Version
@@ -539,6 +560,10 @@ func validateKubernetesVersions(versions []string, p *field.Path) field.ErrorLis
 		}
 		if prev != nil && !parsed.GT(*prev) {
 			errs = append(errs, field.Invalid(p.Index(i), v, fmt.Sprintf("must be newer than v%s before it: list versions oldest first", prev)))
+		}
+		// A chained upgrade steps through every minor, so none may be missing.
+		if prev != nil && parsed.GT(*prev) && (parsed.Major != prev.Major || parsed.Minor > prev.Minor+1) {
+			errs = append(errs, field.Invalid(p.Index(i), v, fmt.Sprintf("skips a minor after v%s: list a v%d.%d.x version in between, for upgrades to step through", prev, prev.Major, prev.Minor+1)))
 		}
 		prev = &parsed
 	}

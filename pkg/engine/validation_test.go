@@ -160,6 +160,7 @@ func TestValidateClass(t *testing.T) {
 			c.Spec.KubernetesVersions = []string{"v1.32.0", "v1.33.2", "v1.33.1"}
 		}, "spec.kubernetesVersions[2]", "must be newer than v1.33.2"},
 		{"kubernetesVersions not a version", func(c *v1alpha2.TopologyClass) { c.Spec.KubernetesVersions = []string{"1.32"} }, "spec.kubernetesVersions[0]", "Kubernetes version"},
+		{"kubernetesVersions skip a minor", func(c *v1alpha2.TopologyClass) { c.Spec.KubernetesVersions = []string{"v1.31.2", "v1.33.0"} }, "spec.kubernetesVersions[1]", "list a v1.32.x version in between"},
 		{"negative drain timeout", func(c *v1alpha2.TopologyClass) {
 			c.Spec.ControlPlane.Deletion.NodeDrainTimeoutSeconds = ptr[int32](-1)
 		}, "spec.controlPlane.deletion.nodeDrainTimeoutSeconds", "negative"},
@@ -336,6 +337,8 @@ func TestValidateVersionChange(t *testing.T) {
 		{"downgrade", VersionChange{Old: "v1.33.0", New: "v1.32.9"}, "downgrading from v1.33.0 to v1.32.9"},
 		{"skip a minor", VersionChange{Old: "v1.31.0", New: "v1.33.0"}, "skips a minor version; upgrade to v1.32 first"},
 		{"major change", VersionChange{Old: "v1.33.0", New: "v2.0.0"}, "major version"},
+		{"chained through the class's versions", VersionChange{Old: "v1.31.0", New: "v1.33.0", Rollout: settled, ClassVersions: []string{"v1.31.0", "v1.32.1", "v1.33.0"}}, ""},
+		{"chained over a gap in the class's versions", VersionChange{Old: "v1.31.0", New: "v1.33.0", Rollout: settled, ClassVersions: []string{"v1.31.0", "v1.33.0"}}, "list no v1.32.x"},
 		{"control plane in flight", VersionChange{Old: "v1.32.0", New: "v1.33.0", Rollout: upgrading}, "the control plane is upgrading"},
 		{"pool in flight", VersionChange{Old: "v1.32.0", New: "v1.33.0", Rollout: mdUpgrading}, "md-0 is upgrading"},
 		{"unsafe escape hatch", VersionChange{Old: "v1.33.0", New: "v1.31.0", Unsafe: true}, ""},

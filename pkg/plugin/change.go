@@ -48,9 +48,9 @@ type change struct {
 	// again, to the server's newer version.
 	mutate func(*v1alpha2.Topology) error
 	// preflight, when set, refuses the edit before anything is sent.
-	preflight func(orig, edited *v1alpha2.Topology) error
+	preflight func(ctx context.Context, orig, edited *v1alpha2.Topology) error
 	// preview, when set, prints more than the objects that change.
-	preview func(orig, edited *v1alpha2.Topology)
+	preview func(ctx context.Context, orig, edited *v1alpha2.Topology)
 	// question is what the confirmation asks.
 	question func(orig, edited *v1alpha2.Topology) string
 	// warnings, when set, names what makes the change dangerous: the user is
@@ -85,7 +85,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 			return nil, nil
 		}
 		if c.preflight != nil {
-			if err := c.preflight(t, edited); err != nil {
+			if err := c.preflight(ctx, t, edited); err != nil {
 				return nil, err
 			}
 		}
@@ -100,7 +100,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 			return nil, err
 		}
 		if c.preview != nil {
-			c.preview(t, edited)
+			c.preview(ctx, t, edited)
 		}
 		var warnings []string
 		if c.warnings != nil {

@@ -222,7 +222,7 @@ func printRow(w io.Writer, t *v1alpha2.Topology, withNamespace, wide bool, now c
 	if wide {
 		reconciled, msg := "-", ""
 		if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition); c != nil {
-			reconciled, msg = string(c.Status)+"/"+c.Reason, c.Message
+			reconciled, msg = string(c.Status)+"/"+c.Reason, engine.ConditionLine(c.Message)
 		}
 		row = append(row, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)), reconciled, msg)
 	}

@@ -101,7 +101,8 @@ func midUpgrade() *v1alpha2.Topology {
 				{Name: "md-gpu", Class: "gpu", ObjectName: "dev-gpu-md-gpu-c2v8d", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, Phase: v1alpha2.PhaseDeferred, Message: "upgrade deferred by the topology.cluster.x-k8s.io/defer-upgrade annotation", State: v1alpha2.StateDeferred, StateSince: at(11, 40)},
 			},
 			MachinePools: []v1alpha2.PartStatus{{Name: "mp-0", Class: "pool", ObjectName: "dev-mp-0-h5r7k", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(1), Replicas: 1, ReadyReplicas: 1, Phase: v1alpha2.PhasePending, Message: "waiting for the control plane to finish upgrading", State: v1alpha2.StateWaiting, StateSince: at(11, 40)}},
-			Conditions:   []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 3, Reason: "MachineDeploymentsUpgradePending", Message: "MachineDeployment(s) md-b rollout and upgrade to version v1.34.0 on hold"}},
+			UpgradePlan:  &v1alpha2.UpgradePlanStatus{Workers: []string{"v1.34.0"}},
+			Conditions:   []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 3, Reason: "ClusterUpgrading", Message: "Cluster is upgrading to v1.34.0\n  * MachineDeployment md-b pending upgrade to version v1.34.0"}},
 		},
 	}
 }
@@ -183,7 +184,7 @@ func TestUpgradePreview(t *testing.T) {
 	topo.Spec.Version = "v1.33.1"
 	topo.Annotations = map[string]string{engine.UpgradeConcurrencyAnnotation: "2"}
 	var buf bytes.Buffer
-	printUpgradePreview(&buf, topo, "v1.34.0")
+	printUpgradePreview(&buf, topo, nil, "v1.34.0")
 	golden(t, "upgrade-preview.txt", buf.String())
 }
 
@@ -233,7 +234,7 @@ func TestRenderComponentsVariables(t *testing.T) {
 func TestUnsettledSaysWhereTheRolloutStands(t *testing.T) {
 	err := (&StatusOptions{Timeout: 30 * time.Minute, now: func() time.Time { return fixtureNow }}).unsettled(midUpgrade())
 	want := "Topology default/dev did not settle within 30m0s: RollingOut\n" +
-		"  TopologyReconciled=False MachineDeploymentsUpgradePending: MachineDeployment(s) md-b rollout and upgrade to version v1.34.0 on hold\n" +
+		"  TopologyReconciled=False ClusterUpgrading: Cluster is upgrading to v1.34.0; MachineDeployment md-b pending upgrade to version v1.34.0\n" +
 		"  md-a: RollingOut for 8m, 2/2 ready, 1 up to date, 2 machines\n" +
 		"  md-b: Waiting for 20m, 2/2 ready, 0 up to date, 2 machines\n" +
 		"  md-gpu: Deferred for 20m, 1/- ready, 0 up to date, 1 machines\n" +

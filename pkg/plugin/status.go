@@ -277,6 +277,9 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, r TopologyReport, now
 	}
 	fmt.Fprintln(w, head)
 	fmt.Fprintf(w, "  version %s · rollout phase %s · infrastructure %s\n", t.Spec.Version, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)))
+	if p := t.Status.UpgradePlan; p != nil {
+		fmt.Fprintf(w, "  upgrade plan: control plane %s · workers %s\n", orDash(strings.Join(p.ControlPlane, " → ")), orDash(strings.Join(p.Workers, " → ")))
+	}
 	if r.agentProblem != "" {
 		fmt.Fprintf(w, "  STALE: %s\n", r.agentProblem)
 	}

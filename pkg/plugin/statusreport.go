@@ -57,6 +57,9 @@ type TopologyReport struct {
 	Infrastructure string `json:"infrastructure,omitempty"`
 	// Reconciled is the TopologyReconciled condition.
 	Reconciled *ConditionReport `json:"reconciled,omitempty"`
+	// UpgradePlan is the chain of versions an upgrade in progress still
+	// goes through, per part.
+	UpgradePlan *v1alpha2.UpgradePlanStatus `json:"upgradePlan,omitempty"`
 	// Stale lists why this status may not describe the cluster now.
 	Stale []string `json:"stale,omitempty"`
 	// Problems sums what needs a human, one line each.
@@ -212,6 +215,7 @@ func topologyReport(t *v1alpha2.Topology, agent AgentReport, events []EventRepor
 	case r.State != t.Status.State:
 		r.StateSince = nil // paused since the agent last wrote: when is not known yet
 	}
+	r.UpgradePlan = t.Status.UpgradePlan
 	if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition); c != nil {
 		r.Reconciled = &ConditionReport{Status: c.Status, Reason: c.Reason, Message: c.Message}
 		if !c.LastTransitionTime.IsZero() {

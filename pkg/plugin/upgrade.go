@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -38,6 +39,9 @@ type UpgradeOptions struct {
 	Force bool
 
 	now clock
+	// class is the Topology's class as the preflight read it; nil when it
+	// does not exist.
+	class *v1alpha2.TopologyClass
 }
 
 // NewUpgradeCommand returns `upgrade`.
@@ -108,13 +112,13 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 			return nil
 		},
 		preflight: o.preflight,
-		preview: func(orig, _ *v1alpha2.Topology) {
+		preview: func(_ context.Context, orig, _ *v1alpha2.Topology) {
 			health := "the control plane is Ready"
 			if o.Force {
 				health = "the control plane's health is not checked (--force)"
 			}
 			fmt.Fprintf(o.Out, "Preflight passed: %s → %s is allowed, %s, and the webhooks accept the change.\n", orig.Spec.Version, o.Version, health)
-			printUpgradePreview(o.Out, orig, o.Version)
+			printUpgradePreview(o.Out, orig, o.class, o.Version)
 		},
 		question: func(orig, _ *v1alpha2.Topology) string {
 			return fmt.Sprintf("Upgrade Topology %s/%s from %s to %s?", orig.Namespace, orig.Name, orig.Spec.Version, o.Version)
@@ -134,9 +138,18 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 
 // preflight checks the change with the engine's rules and the live state;
 // the shared flow then lets the webhooks judge it in a server-side dry run.
-func (o *UpgradeOptions) preflight(orig, _ *v1alpha2.Topology) error {
+func (o *UpgradeOptions) preflight(ctx context.Context, orig, _ *v1alpha2.Topology) error {
 	var problems []string
-	errs, unhealthy := engine.UpgradePreflight(orig, o.Version, o.now.now())
+	// The class's kubernetesVersions decide whether the upgrade may be
+	// chained over several minors; without the class, it may not.
+	o.class = &v1alpha2.TopologyClass{}
+	if err := o.access.client.Get(ctx, orig.GetClassKey(), o.class); err != nil {
+		o.class = nil
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading TopologyClass %s of Topology %s/%s: %w", orig.GetClassKey(), orig.Namespace, orig.Name, err)
+		}
+	}
+	errs, unhealthy := engine.UpgradePreflight(orig, o.class, o.Version, o.now.now())
 	for _, e := range errs {
 		problems = append(problems, e.Detail)
 	}
@@ -158,9 +171,13 @@ func (o *UpgradeOptions) preflight(orig, _ *v1alpha2.Topology) error {
 }
 
 // printUpgradePreview lists the rollout in order, as the engine plans it.
-func printUpgradePreview(w io.Writer, t *v1alpha2.Topology, version string) {
+func printUpgradePreview(w io.Writer, t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version string) {
+	p := engine.PlanUpgrade(t, class, version)
 	fmt.Fprintf(w, "Rollout of Topology %s/%s to %s:\n", t.Namespace, t.Name, version)
-	for _, line := range engine.PlanUpgrade(t, version).Lines() {
+	if len(p.Versions) > 1 {
+		fmt.Fprintf(w, "  chained over %d minors, as the class's kubernetesVersions allow: %s → %s\n", len(p.Versions), t.Spec.Version, strings.Join(p.Versions, " → "))
+	}
+	for _, line := range p.Lines() {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 }

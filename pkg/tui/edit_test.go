@@ -72,7 +72,7 @@ func inputsFor(t *testing.T, stress bool) Inputs {
 	}
 	topo.Status.ObservedGeneration = 1
 	topo.Status.Infrastructure = v1alpha2.InfrastructureProvisioned
-	engine.Summarize(topo, engine.Sequence(topo, obs), obs, &topo.Status)
+	engine.Summarize(topo, engine.Sequence(topo, obs, engine.VersionPlan{}), obs, &topo.Status)
 	state := loader.State(topo, ex.Class, current)
 	return Inputs{Topology: topo, Loaded: &loader.Loaded{Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Objects: current, Current: state, Observed: engine.ObserveState(state)}}
 }

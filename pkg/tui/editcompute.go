@@ -62,7 +62,7 @@ func computePreview(ctx context.Context, s snapshot) preview {
 	t := s.draft
 	live := s.in.Topology.DeepCopy()
 	live.Annotations = t.Annotations // the unsafe annotation, if the user set it
-	errs, unhealthy := engine.UpgradePreflight(live, t.Spec.Version, s.now)
+	errs, unhealthy := engine.UpgradePreflight(live, s.in.Class, t.Spec.Version, s.now)
 	for _, fe := range errs {
 		p.checks = append(p.checks, fe.Detail)
 	}
@@ -115,7 +115,7 @@ func computePreview(ctx context.Context, s snapshot) preview {
 		withStatus := s.in.Topology.DeepCopy()
 		withStatus.Spec = t.Spec
 		withStatus.Spec.Version = s.in.Topology.Spec.Version
-		p.rollout = engine.PlanUpgrade(withStatus, t.Spec.Version).Lines()
+		p.rollout = engine.PlanUpgrade(withStatus, s.in.Class, t.Spec.Version).Lines()
 		return p
 	}
 	for _, r := range plan.Replacements(pl, res.Desired.ControlPlane.Object.GetKind()) {

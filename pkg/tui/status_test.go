@@ -36,7 +36,7 @@ func rolling() *v1alpha2.Topology {
 				{Name: "md-a", Class: "general", ObjectName: "dev-md-a", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: &n, Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 1, Phase: v1alpha2.PhaseUpgrading, Message: "Machines are rolling to v1.34.0"},
 				{Name: "md-b", Class: "general", ObjectName: "dev-md-b", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 2, ReadyReplicas: 2, Phase: v1alpha2.PhasePending, Message: "upgrade concurrency limit 1 reached (md-a upgrading)"},
 			},
-			Conditions: []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 2, Reason: "MachineDeploymentsUpgradePending", Message: "MachineDeployment(s) md-b rollout and upgrade to version v1.34.0 on hold"}},
+			Conditions: []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 2, Reason: "ClusterUpgrading", Message: "Cluster is upgrading to v1.34.0\n  * MachineDeployment md-b pending upgrade to version v1.34.0"}},
 		},
 	})
 }

@@ -126,11 +126,6 @@ func (w *Topology) validate(ctx context.Context, old, t *v1alpha2.Topology) (adm
 				errs = append(errs, rebaseErrs...)
 			}
 		}
-		errs = append(errs, engine.ValidateVersionChange(engine.VersionChange{
-			Old: old.Spec.Version, New: t.Spec.Version,
-			Rollout: engine.RolloutFromStatus(&old.Status),
-			Unsafe:  engine.UnsafeVersionChange(t),
-		})...)
 	}
 	if len(errs) > 0 {
 		return nil, invalid(t, errs)
@@ -139,6 +134,15 @@ func (w *Topology) validate(ctx context.Context, old, t *v1alpha2.Topology) (adm
 	if err != nil {
 		return nil, err
 	}
+	// The version rules need the class where there is one: its
+	// kubernetesVersions allow an upgrade chained over several minors.
+	var class *v1alpha2.TopologyClass
+	if c != nil {
+		class = c.Class
+	}
+	if errs := validateVersionChange(old, t, class); len(errs) > 0 {
+		return nil, invalid(t, errs)
+	}
 	if c == nil {
 		return admission.Warnings{fmt.Sprintf("TopologyClass %s does not exist yet: variables are checked when the agent reconciles", t.Spec.ClassRef.Name)}, nil
 	}
@@ -146,6 +150,23 @@ func (w *Topology) validate(ctx context.Context, old, t *v1alpha2.Topology) (adm
 		return nil, invalid(t, errs)
 	}
 	return nil, nil
+}
+
+// validateVersionChange applies the version rules to an update; class may
+// be nil, and then an upgrade may move one minor only.
+func validateVersionChange(old, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) field.ErrorList {
+	if old == nil {
+		return nil
+	}
+	vc := engine.VersionChange{
+		Old: old.Spec.Version, New: t.Spec.Version,
+		Rollout: engine.RolloutFromStatus(&old.Status),
+		Unsafe:  engine.UnsafeVersionChange(t),
+	}
+	if class != nil {
+		vc.ClassVersions = class.Spec.KubernetesVersions
+	}
+	return engine.ValidateVersionChange(vc)
 }
 
 // rebase checks a switch of class ("rebase", upstream calls it): both

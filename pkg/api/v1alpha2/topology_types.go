@@ -591,11 +591,33 @@ type TopologyStatus struct {
 	// +listMapKey=name
 	MachinePools []PartStatus `json:"machinePools,omitempty"`
 
+	// upgradePlan is the chain of versions an upgrade still goes through, as
+	// upstream reports it in Cluster.status.controlPlane.upgradePlan and
+	// status.workers.upgradePlan; unset when no upgrade is in progress.
+	// +optional
+	UpgradePlan *UpgradePlanStatus `json:"upgradePlan,omitempty"`
+
 	// conditions: TopologyReconciled with upstream's reasons.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// UpgradePlanStatus lists the versions each part of a topology has still to
+// take, in order; a version leaves the list once it is written to the part.
+type UpgradePlanStatus struct {
+	// controlPlane versions still ahead of the control plane.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	ControlPlane []string `json:"controlPlane,omitempty"`
+
+	// workers versions still ahead of the MachineDeployments and MachinePools.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Workers []string `json:"workers,omitempty"`
 }
 
 func init() {

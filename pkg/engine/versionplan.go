@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/blang/semver/v4"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// VersionPlan is the chain of versions a topology's parts still go through
+// to reach its version, as upstream's chained upgrades (Cluster API v1.13+)
+// compute it: the control plane one minor at a time, the workers only where
+// the version skew rules make them, and at the end.
+type VersionPlan struct {
+	// ControlPlane are the versions the control plane still takes, in order;
+	// the last is the topology's version. Empty when it is there.
+	ControlPlane []string
+	// Workers are the versions the MachineDeployments and MachinePools still
+	// take, in order; empty when every pool is at the topology's version.
+	Workers []string
+}
+
+// IsZero is true when no part has a version left to take.
+func (p VersionPlan) IsZero() bool { return len(p.ControlPlane) == 0 && len(p.Workers) == 0 }
+
+// maxWorkerSkew is how many minors a kubelet may lag the API server
+// (Kubernetes' version skew policy since v1.28).
+const maxWorkerSkew = 3
+
+// PlanVersions computes the chain from a control plane at controlPlane and
+// pools whose oldest version is minWorkers ("" when there are none) to
+// desired. Without classVersions (the class's kubernetesVersions) the
+// control plane may move one minor, as before chained upgrades; with them,
+// it steps through the newest listed patch of every minor in between.
+func PlanVersions(classVersions []string, desired, controlPlane, minWorkers string) (VersionPlan, error) {
+	var plan VersionPlan
+	if controlPlane == "" {
+		return plan, nil // nothing exists yet: everything is created at desired
+	}
+	want, err := ParseVersion(desired)
+	if err != nil {
+		return plan, fmt.Errorf("spec.version %q: %w", desired, err)
+	}
+	cp, err := ParseVersion(controlPlane)
+	if err != nil {
+		return plan, fmt.Errorf("the control plane's version %q: %w", controlPlane, err)
+	}
+	var workers *semver.Version
+	if minWorkers != "" {
+		w, err := ParseVersion(minWorkers)
+		if err != nil {
+			return plan, fmt.Errorf("the workers' version %q: %w", minWorkers, err)
+		}
+		workers = &w
+	}
+	if cp.Equals(want) && (workers == nil || workers.Equals(want)) {
+		return plan, nil
+	}
+	if !cp.Equals(want) {
+		if len(classVersions) == 0 {
+			plan.ControlPlane, err = oneMinor(desired, cp, want)
+		} else {
+			plan.ControlPlane, err = fromClassVersions(classVersions, desired, cp, want)
+		}
+		if err != nil {
+			return plan, err
+		}
+	}
+	if workers == nil || workers.Equals(want) {
+		return plan, nil
+	}
+	plan.Workers, err = workersPlan(desired, controlPlane, cp, *workers, plan.ControlPlane)
+	return plan, err
+}
+
+// oneMinor is the plan where the class lists no versions: straight to
+// desired, which may be at most one minor ahead.
+func oneMinor(desired string, cp, want semver.Version) ([]string, error) {
+	if want.LT(cp) {
+		return nil, fmt.Errorf("the control plane is at v%s, newer than spec.version %s: versions cannot go down", cp, desired)
+	}
+	if want.Major != cp.Major || want.Minor > cp.Minor+1 {
+		return nil, fmt.Errorf("cannot upgrade the control plane from v%s to %s in one step, and the class lists no kubernetesVersions to chain the upgrade through: list them in the class, or upgrade one minor at a time", cp, desired)
+	}
+	return []string{desired}, nil
+}
+
+// fromClassVersions picks, for every minor after the control plane's up to
+// desired, the newest version the class lists, and checks no minor is missing.
+func fromClassVersions(classVersions []string, desired string, cp, want semver.Version) ([]string, error) {
+	var plan []string
+	minorOf := map[uint64]int{} // minor → index in plan
+	for _, v := range classVersions {
+		sv, err := ParseVersion(v)
+		if err != nil {
+			return nil, fmt.Errorf("spec.kubernetesVersions of the class: %w", err)
+		}
+		if !sv.GT(cp) || sv.GT(want) {
+			continue
+		}
+		// A newer patch of the current minor is no step of its own when the
+		// chain moves on to the next minor anyway.
+		if sv.Minor == cp.Minor && want.Minor != cp.Minor {
+			continue
+		}
+		// A later patch of a minor replaces the earlier one: the list is
+		// oldest first, so the newest patch of each minor is kept.
+		if i, ok := minorOf[sv.Minor]; ok {
+			plan[i] = v
+			continue
+		}
+		minorOf[sv.Minor] = len(plan)
+		plan = append(plan, v)
+	}
+	if len(plan) == 0 || plan[len(plan)-1] != desired {
+		return nil, fmt.Errorf("spec.version %s is not among the class's kubernetesVersions: pick one of %v", desired, classVersions)
+	}
+	prev := cp
+	for _, v := range plan {
+		sv, _ := ParseVersion(v)
+		if sv.Major != prev.Major || sv.Minor > prev.Minor+1 {
+			return nil, fmt.Errorf("cannot chain the upgrade from v%s to %s: the class's kubernetesVersions list no v%d.%d.x; add one", cp, desired, prev.Major, prev.Minor+1)
+		}
+		prev = sv
+	}
+	return plan, nil
+}
+
+// workersPlan is upstream's default plan for workers: as few steps as the
+// skew rules allow, each at a version the control plane passes through, and
+// the desired version last.
+func workersPlan(desired, controlPlane string, cp, workers semver.Version, cpPlan []string) ([]string, error) {
+	want, _ := ParseVersion(desired)
+	minors := map[uint64]string{cp.Minor: controlPlane}
+	for _, v := range cpPlan {
+		sv, _ := ParseVersion(v)
+		minors[sv.Minor] = v
+	}
+	var plan []string
+	if want.Minor > workers.Minor {
+		for i := uint64(1); i < want.Minor-workers.Minor; i++ {
+			if i%maxWorkerSkew != 0 {
+				continue
+			}
+			v, ok := minors[workers.Minor+i]
+			if !ok {
+				return nil, fmt.Errorf("cannot plan the workers' upgrade from v%s to %s: no version of minor %d on the control plane's path", workers, desired, workers.Minor+i)
+			}
+			plan = append(plan, v)
+		}
+	}
+	if len(plan) == 0 || plan[len(plan)-1] != desired {
+		plan = append(plan, desired)
+	}
+	return plan, nil
+}
+
+// PlanVersionsFor computes the plan of topology t of class from the versions
+// observed in obs: the control plane's spec version and the oldest spec
+// version of its pools.
+func PlanVersionsFor(class *v1alpha2.TopologyClass, t *v1alpha2.Topology, obs *Observed) (VersionPlan, error) {
+	if obs == nil || !obs.ControlPlane.Exists {
+		return VersionPlan{}, nil
+	}
+	var versions []string
+	if class != nil {
+		versions = class.Spec.KubernetesVersions
+	}
+	return PlanVersions(versions, t.Spec.Version, obs.ControlPlane.SpecVersion, minWorkersVersion(obs))
+}
+
+// minWorkersVersion is the oldest spec version of any existing pool, or "".
+func minWorkersVersion(obs *Observed) string {
+	var oldest string
+	var oldestV semver.Version
+	for _, parts := range []map[string]PartObserved{obs.MachineDeployments, obs.MachinePools} {
+		for _, name := range slices.Sorted(maps.Keys(parts)) {
+			o := parts[name]
+			if !o.Exists || o.SpecVersion == "" {
+				continue
+			}
+			v, err := ParseVersion(o.SpecVersion)
+			if err != nil {
+				continue
+			}
+			if oldest == "" || v.LT(oldestV) {
+				oldest, oldestV = o.SpecVersion, v
+			}
+		}
+	}
+	return oldest
+}
