@@ -59,7 +59,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	pluginBin = bins.Plugin
-	c, err := localcluster.StartWithProvidersForTests(ctx, false)
+	// The core manager runs with ClusterTopology on, so that upstream's own
+	// topology controller is there to compare with (TestParityWithUpstream);
+	// it acts only on Clusters with spec.topology, which the agent never writes.
+	c, err := localcluster.StartWithProvidersForTests(ctx, true)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

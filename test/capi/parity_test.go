@@ -1,0 +1,54 @@
+package capi
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/test/parity"
+)
+
+// TestParityWithUpstream is `make parity-live`, judged: upstream v1.14.2's
+// own topology controller (ClusterTopology on in this suite's core manager)
+// and the agent each take the same case, and every object they generate
+// must be equal, before and after an upgrade, and the parts must roll in
+// the same order — the in-memory class over one minor, a chained upgrade
+// over two, a Docker class (no machines run here, objects only) and
+// upstream's own v1beta2 quick-start class.
+func TestParityWithUpstream(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root, err := localcluster.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	quickStart, err := parity.UpstreamQuickStart(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(quickStart)) })
+	cases := []string{
+		filepath.Join(root, "testdata", "parity", "in-memory"),
+		filepath.Join(root, "testdata", "parity", "in-memory-chained"),
+		filepath.Join(root, "testdata", "parity", "docker-kubeadm"),
+		quickStart,
+	}
+	for _, dir := range cases {
+		var report strings.Builder
+		env := parity.Env{K8s: k8s, Plugin: pluginBin, Kubeconfig: kubeconfig, Timeout: 6 * time.Minute, Out: &report}
+		r, err := parity.Compare(ctx, env, dir)
+		if err != nil {
+			t.Errorf("%s: the comparison could not be made: %v\n%s", dir, err, report.String())
+			continue
+		}
+		if problems := r.Problems(); len(problems) > 0 {
+			t.Errorf("%s is short of parity with upstream: %s\n%s", r.Name, strings.Join(problems, "; "), report.String())
+			continue
+		}
+		t.Logf("%s: %d of %d objects equal, upgrade order %s", r.Name, r.Equal, r.Objects, r.Order)
+	}
+}
