@@ -28,6 +28,12 @@ if [ -d "$shared/fixtures/capi-v1beta1" ]; then
   compare fixture-qs1 "$f/plan-qs1" "$f/clusterclass-quick-start.yaml" "$f/cluster-qs1.yaml"
 fi
 for dir in "$root"/testdata/parity/*/; do
+  # clusterctl v1.10 predates v1beta2: a v1beta2 case is the live oracle's
+  # (make parity-live, v1.14.2) alone.
+  if grep -q "apiVersion: cluster.x-k8s.io/v1beta2" "$dir"cluster.yaml; then
+    echo "== $(basename "$dir"): skipped, v1beta2 input (clusterctl v1.10.10 reads v1beta1 only)"
+    continue
+  fi
   compare "$(basename "$dir")" "" "$dir"*.yaml
 done
 exit $status

@@ -49,11 +49,16 @@ func TestConvertPlansAsTheUpstreamInput(t *testing.T) {
 			if err := os.WriteFile(file, []byte(converted), 0o600); err != nil {
 				t.Fatal(err)
 			}
+			// An upstream Cluster is planned in its own version, so ours is
+			// planned in that one too: v1beta1 as v1.10 would, or v1beta2.
+			core := "v1beta1"
+			if cluster, err := os.ReadFile(filepath.Join(d, "cluster.yaml")); err == nil && strings.Contains(string(cluster), "apiVersion: cluster.x-k8s.io/v1beta2") {
+				core = "v1beta2"
+			}
 			plans := map[string]map[string]string{}
 			for name, input := range map[string]string{"converted": file, "upstream": d} {
 				out := t.TempDir()
-				// The upstream input is v1beta1, planned as v1.10 would; so is ours.
-				if _, stderr, code := runPlugin(t, "plan", "--random-seed", "42", "--cluster-api-version", "v1beta1", "-f", input, "--output-directory", out); code != 0 {
+				if _, stderr, code := runPlugin(t, "plan", "--random-seed", "42", "--cluster-api-version", core, "-f", input, "--output-directory", out); code != 0 {
 					t.Fatalf("plan of the %s input failed: %s", name, stderr)
 				}
 				plans[name] = readTree(t, out)
