@@ -169,7 +169,21 @@ func PlanVersionsFor(class *v1alpha2.TopologyClass, t *v1alpha2.Topology, obs *O
 	if class != nil {
 		versions = class.Spec.KubernetesVersions
 	}
-	return PlanVersions(versions, t.Spec.Version, obs.ControlPlane.SpecVersion, minWorkersVersion(obs))
+	workers := minWorkersVersion(obs)
+	plan, err := PlanVersions(versions, t.Spec.Version, obs.ControlPlane.SpecVersion, workers)
+	if err != nil && UnsafeVersionChange(t) {
+		// The unsafe annotation takes the version as asked, in one step, as
+		// v1.10 did; v1.14's controller would stop at "cannot compute an
+		// upgrade plan", which leaves the annotation no use.
+		plan, err = VersionPlan{}, nil
+		if obs.ControlPlane.SpecVersion != t.Spec.Version {
+			plan.ControlPlane = []string{t.Spec.Version}
+		}
+		if workers != "" && workers != t.Spec.Version {
+			plan.Workers = []string{t.Spec.Version}
+		}
+	}
+	return plan, err
 }
 
 // minWorkersVersion is the oldest spec version of any existing pool, or "".

@@ -54,3 +54,19 @@ func TestPlanVersions(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanVersionsForUnsafe: the unsafe annotation moves a topology to its
+// version in one step, however far, where the plan would refuse it.
+func TestPlanVersionsForUnsafe(t *testing.T) {
+	topo := topologyWith("v1.35.0", map[string]string{UnsafeVersionCheckAnnotation: ""}, md("a", nil))
+	obs := &Observed{ControlPlane: PartObserved{Exists: true, SpecVersion: "v1.33.1", StatusVersion: "v1.33.1"},
+		MachineDeployments: map[string]PartObserved{"a": {Exists: true, SpecVersion: "v1.33.1"}}}
+	plan, err := PlanVersionsFor(nil, topo, obs)
+	if err != nil || !slices.Equal(plan.ControlPlane, []string{"v1.35.0"}) || !slices.Equal(plan.Workers, []string{"v1.35.0"}) {
+		t.Errorf("unsafe: plan %+v, %v; want one step to v1.35.0", plan, err)
+	}
+	delete(topo.Annotations, UnsafeVersionCheckAnnotation)
+	if _, err := PlanVersionsFor(nil, topo, obs); err == nil {
+		t.Error("without the annotation a two-minor jump was planned")
+	}
+}
