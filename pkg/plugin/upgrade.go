@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
@@ -111,7 +112,9 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 			t.Spec.Version = o.Version
 			return nil
 		},
-		preflight: o.preflight,
+		preflight: func(ctx context.Context, orig, edited *v1alpha2.Topology) error {
+			return o.preflight(ctx, co.access.client, orig)
+		},
 		preview: func(_ context.Context, orig, _ *v1alpha2.Topology) {
 			health := "the control plane is Ready"
 			if o.Force {
@@ -138,12 +141,12 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 
 // preflight checks the change with the engine's rules and the live state;
 // the shared flow then lets the webhooks judge it in a server-side dry run.
-func (o *UpgradeOptions) preflight(ctx context.Context, orig, _ *v1alpha2.Topology) error {
+func (o *UpgradeOptions) preflight(ctx context.Context, c client.Reader, orig *v1alpha2.Topology) error {
 	var problems []string
 	// The class's kubernetesVersions decide whether the upgrade may be
 	// chained over several minors; without the class, it may not.
 	o.class = &v1alpha2.TopologyClass{}
-	if err := o.access.client.Get(ctx, orig.GetClassKey(), o.class); err != nil {
+	if err := c.Get(ctx, orig.GetClassKey(), o.class); err != nil {
 		o.class = nil
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("reading TopologyClass %s of Topology %s/%s: %w", orig.GetClassKey(), orig.Namespace, orig.Name, err)
