@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -90,16 +91,16 @@ func PlanUpgrade(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version st
 }
 
 // oldestPoolVersion is the oldest version t's status reports for a pool, or
-// t's version when it reports none.
+// t's version when it reports none; "" without pools.
 func oldestPoolVersion(t *v1alpha2.Topology) string {
 	if t.Spec.Workers == nil || len(t.Spec.Workers.MachineDeployments)+len(t.Spec.Workers.MachinePools) == 0 {
 		return ""
 	}
-	obs := &Observed{MachineDeployments: map[string]PartObserved{}}
-	for i, st := range append(append([]v1alpha2.PartStatus{}, t.Status.MachineDeployments...), t.Status.MachinePools...) {
-		obs.MachineDeployments[fmt.Sprintf("%d", i)] = PartObserved{Exists: true, SpecVersion: st.Version}
+	var versions []string
+	for _, st := range append(slices.Clone(t.Status.MachineDeployments), t.Status.MachinePools...) {
+		versions = append(versions, st.Version)
 	}
-	if v := minWorkersVersion(obs); v != "" {
+	if v := oldestVersion(versions); v != "" {
 		return v
 	}
 	return t.Spec.Version

@@ -379,7 +379,8 @@ func ValidateTopology(ctx context.Context, t, old *v1alpha2.Topology, c *v1alpha
 			}
 		}
 	}
-	if c != nil && len(c.Spec.KubernetesVersions) > 0 && (old == nil || old.Spec.Version != t.Spec.Version) && !slices.Contains(c.Spec.KubernetesVersions, t.Spec.Version) {
+	// A change of version is ValidateVersionChange's to judge.
+	if c != nil && len(c.Spec.KubernetesVersions) > 0 && old == nil && !slices.Contains(c.Spec.KubernetesVersions, t.Spec.Version) {
 		errs = append(errs, field.NotSupported(spec.Child("version"), t.Spec.Version, c.Spec.KubernetesVersions))
 	}
 	if c != nil && cat != nil {
@@ -474,7 +475,15 @@ func UnsafeVersionChange(t *v1alpha2.Topology) bool {
 // version while a previous rollout is still in flight.
 func ValidateVersionChange(vc VersionChange) field.ErrorList {
 	p := field.NewPath("spec", "version")
-	if vc.Unsafe || vc.Old == vc.New || vc.Old == "" {
+	if vc.Old == vc.New || vc.Old == "" {
+		return nil
+	}
+	// A class that lists its versions admits no other, unsafe or not: the
+	// agent would refuse to build it.
+	if len(vc.ClassVersions) > 0 && !slices.Contains(vc.ClassVersions, vc.New) {
+		return field.ErrorList{field.NotSupported(p, vc.New, vc.ClassVersions)}
+	}
+	if vc.Unsafe {
 		return nil
 	}
 	oldV, err1 := ParseVersion(vc.Old)
@@ -532,11 +541,8 @@ func UpgradePreflight(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, versi
 	}
 	if class != nil {
 		vc.ClassVersions = class.Spec.KubernetesVersions
-		if len(vc.ClassVersions) > 0 && version != t.Spec.Version && !slices.Contains(vc.ClassVersions, version) {
-			errs = append(errs, field.NotSupported(field.NewPath("spec", "version"), version, vc.ClassVersions))
-		}
 	}
-	errs = append(errs, ValidateVersionChange(vc)...)
+	errs = ValidateVersionChange(vc)
 	if t.Spec.Version == version {
 		return errs, nil
 	}

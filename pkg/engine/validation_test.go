@@ -338,6 +338,7 @@ func TestValidateVersionChange(t *testing.T) {
 		{"skip a minor", VersionChange{Old: "v1.31.0", New: "v1.33.0"}, "skips a minor version; upgrade to v1.32 first"},
 		{"major change", VersionChange{Old: "v1.33.0", New: "v2.0.0"}, "major version"},
 		{"chained through the class's versions", VersionChange{Old: "v1.31.0", New: "v1.33.0", Rollout: settled, ClassVersions: []string{"v1.31.0", "v1.32.1", "v1.33.0"}}, ""},
+		{"a version the class does not list", VersionChange{Old: "v1.31.0", New: "v1.32.0", Rollout: settled, ClassVersions: []string{"v1.31.0", "v1.32.1"}}, `supported values: "v1.31.0", "v1.32.1"`},
 		{"chained over a gap in the class's versions", VersionChange{Old: "v1.31.0", New: "v1.33.0", Rollout: settled, ClassVersions: []string{"v1.31.0", "v1.33.0"}}, "list no v1.32.x"},
 		{"control plane in flight", VersionChange{Old: "v1.32.0", New: "v1.33.0", Rollout: upgrading}, "the control plane is upgrading"},
 		{"pool in flight", VersionChange{Old: "v1.32.0", New: "v1.33.0", Rollout: mdUpgrading}, "md-0 is upgrading"},

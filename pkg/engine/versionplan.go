@@ -188,21 +188,29 @@ func PlanVersionsFor(class *v1alpha2.TopologyClass, t *v1alpha2.Topology, obs *O
 
 // minWorkersVersion is the oldest spec version of any existing pool, or "".
 func minWorkersVersion(obs *Observed) string {
-	var oldest string
-	var oldestV semver.Version
+	var versions []string
 	for _, parts := range []map[string]PartObserved{obs.MachineDeployments, obs.MachinePools} {
 		for _, name := range slices.Sorted(maps.Keys(parts)) {
-			o := parts[name]
-			if !o.Exists || o.SpecVersion == "" {
-				continue
+			if o := parts[name]; o.Exists {
+				versions = append(versions, o.SpecVersion)
 			}
-			v, err := ParseVersion(o.SpecVersion)
-			if err != nil {
-				continue
-			}
-			if oldest == "" || v.LT(oldestV) {
-				oldest, oldestV = o.SpecVersion, v
-			}
+		}
+	}
+	return oldestVersion(versions)
+}
+
+// oldestVersion is the lowest of versions, skipping empty and unparsable
+// ones; "" when none is left.
+func oldestVersion(versions []string) string {
+	var oldest string
+	var oldestV semver.Version
+	for _, v := range versions {
+		parsed, err := ParseVersion(v)
+		if err != nil {
+			continue
+		}
+		if oldest == "" || parsed.LT(oldestV) {
+			oldest, oldestV = v, parsed
 		}
 	}
 	return oldest
