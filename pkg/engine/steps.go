@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -158,6 +159,9 @@ func (p *UpgradePlan) workerBatches(t *v1alpha2.Topology, replicas func(*int32, 
 // Lines renders the plan as numbered lines, for the CLI and the editor alike.
 func (p *UpgradePlan) Lines() []string {
 	var out []string
+	if len(p.Versions) > 1 {
+		out = append(out, fmt.Sprintf("chained over %d minors, as the class's kubernetesVersions allow: %s → %s", len(p.Versions), p.From, strings.Join(p.Versions, " → ")))
+	}
 	for i, s := range p.Steps {
 		line := fmt.Sprintf("%d. ", i+1)
 		for j, part := range s.Parts {

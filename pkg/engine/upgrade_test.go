@@ -141,6 +141,7 @@ func TestPlanUpgradeChained(t *testing.T) {
 	class := &v1alpha2.TopologyClass{Spec: v1alpha2.TopologyClassSpec{KubernetesVersions: []string{"v1.31.4", "v1.32.0", "v1.32.5", "v1.33.2"}}}
 	got := strings.Join(PlanUpgrade(topo, class, "v1.33.2").Lines(), "\n")
 	want := strings.Join([]string{
+		"chained over 2 minors, as the class's kubernetesVersions allow: v1.31.4 → v1.32.5 → v1.33.2",
 		"1. control plane: v1.31.4 → v1.32.5, 0 machine(s) replaced",
 		"2. control plane: v1.32.5 → v1.33.2, 0 machine(s) replaced",
 		"3. a (w) v1.31.4 → v1.33.2: 2 machine(s) replaced",

@@ -177,9 +177,6 @@ func (o *UpgradeOptions) preflight(ctx context.Context, c client.Reader, orig *v
 func printUpgradePreview(w io.Writer, t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version string) {
 	p := engine.PlanUpgrade(t, class, version)
 	fmt.Fprintf(w, "Rollout of Topology %s/%s to %s:\n", t.Namespace, t.Name, version)
-	if len(p.Versions) > 1 {
-		fmt.Fprintf(w, "  chained over %d minors, as the class's kubernetesVersions allow: %s → %s\n", len(p.Versions), t.Spec.Version, strings.Join(p.Versions, " → "))
-	}
 	for _, line := range p.Lines() {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
