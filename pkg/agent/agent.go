@@ -273,6 +273,7 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 		NewNames:       a.opts.NewNames,
 		Classes:        classes,
 		Extensions:     extensions,
+		UpgradePlans:   extension.NewUpgradePlanner(extensions, nil),
 	}
 	copts := controller.Options{MaxConcurrentReconciles: a.opts.Concurrency, SkipNameValidation: &a.opts.SkipNameValidation}
 	if err := tr.SetupWithManager(ctx, a.mgr, copts); err != nil {

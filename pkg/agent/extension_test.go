@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
+	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
@@ -25,35 +28,8 @@ import (
 func TestExternalPatches(t *testing.T) {
 	ctx := context.Background()
 	startAgent(t)
-	srv := fixture.StartExtensionServer()
-	t.Cleanup(srv.Close)
 	ns := newNamespace(t, "external")
-	extName := "ext-" + ns
-
-	ext := &v1alpha2.TopologyExtension{ObjectMeta: metav1.ObjectMeta{Name: extName}, Spec: v1alpha2.TopologyExtensionSpec{ClientConfig: srv.ClientConfig()}}
-	if err := k8s.Create(ctx, ext); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(ctx, ext) })
-	eventually(t, "the extension is discovered", func() (bool, error) {
-		got := &v1alpha2.TopologyExtension{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: extName}, got); err != nil {
-			return false, err
-		}
-		c := meta.FindStatusCondition(got.Status.Conditions, controller.DiscoveredCondition)
-		if c == nil || c.Status != metav1.ConditionTrue {
-			return false, fmt.Errorf("condition %+v", c)
-		}
-		var names []string
-		for _, h := range got.Status.Handlers {
-			names = append(names, h.Name)
-		}
-		want := fmt.Sprintf("generate.%[1]s,validate.%[1]s,variables.%[1]s", extName)
-		if strings.Join(names, ",") != want {
-			return false, fmt.Errorf("handlers %v, want %s", names, want)
-		}
-		return true, nil
-	})
+	srv, extName := registerExtension(t, ns)
 
 	ex := loadExample(t, ns)
 	generate, validate, discover := "generate."+extName, "validate."+extName, "variables."+extName
@@ -146,4 +122,121 @@ func objectOfKind(t *testing.T, ns, kind string) *unstructured.Unstructured {
 	}
 	t.Fatalf("no %s generated in %s", kind, ns)
 	return nil
+}
+
+// registerExtension starts a Runtime SDK extension server, registers it
+// with a TopologyExtension named for ns and waits until the agent has
+// discovered its handlers.
+func registerExtension(t *testing.T, ns string) (*fixture.ExtensionServer, string) {
+	t.Helper()
+	ctx := context.Background()
+	srv := fixture.StartExtensionServer()
+	t.Cleanup(srv.Close)
+	extName := "ext-" + ns
+	ext := &v1alpha2.TopologyExtension{ObjectMeta: metav1.ObjectMeta{Name: extName}, Spec: v1alpha2.TopologyExtensionSpec{ClientConfig: srv.ClientConfig()}}
+	if err := k8s.Create(ctx, ext); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(ctx, ext) })
+	eventually(t, "the extension is discovered", func() (bool, error) {
+		got := &v1alpha2.TopologyExtension{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: extName}, got); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, controller.DiscoveredCondition)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return false, fmt.Errorf("condition %+v", c)
+		}
+		var names []string
+		for _, h := range got.Status.Handlers {
+			names = append(names, h.Name)
+		}
+		want := fmt.Sprintf("generate.%[1]s,validate.%[1]s,variables.%[1]s,upgrade-plan.%[1]s", extName)
+		if strings.Join(names, ",") != want {
+			return false, fmt.Errorf("handlers %v, want %s", names, want)
+		}
+		return true, nil
+	})
+	return srv, extName
+}
+
+// TestUpgradePlanFromExtension: a class that names an upgrade-plan
+// extension and lists no kubernetesVersions admits an upgrade over two
+// minors; the agent asks the extension for the chain, refuses an answer
+// that skips a minor without writing anything, and walks the control plane
+// through the extension's intermediate version before the workers move.
+func TestUpgradePlanFromExtension(t *testing.T) {
+	ctx := context.Background()
+	startAgent(t)
+	ns := newNamespace(t, "upgrade-plan")
+	srv, extName := registerExtension(t, ns)
+	ex := loadExample(t, ns)
+	ex.Class.Spec.Upgrade.External.GenerateUpgradePlanExtension = "upgrade-plan." + extName
+	createClass(t, ex)
+	if err := k8s.Create(ctx, ex.Topology.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	reconciled(t, ns, "dev", controller.ReasonSucceeded)
+	setControlPlaneStatus(t, ns, "dev", "v1.33.1")
+	kcpVersion := func() string {
+		v, _ := nested(objectOfKind(t, ns, "KubeadmControlPlane"), "spec", "version").(string)
+		return v
+	}
+
+	srv.SetUpgradePlan(&extension.GenerateUpgradePlanResponse{CommonResponse: extension.CommonResponse{Status: extension.StatusSuccess},
+		ControlPlaneUpgrades: []extension.UpgradeStep{{Version: "v1.35.0"}}})
+	if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) { topo.Spec.Version = "v1.35.0" }); err != nil {
+		t.Fatalf("two minors at once, with an upgrade-plan extension: %v", err)
+	}
+	reconciledSaying(t, ns, "dev", controller.ReasonFailed, "upgrade-plan extension upgrade-plan."+extName+" answered a control plane plan [v1.35.0]: step 1, v1.35.0, skips a minor after v1.33.1")
+	if v := kcpVersion(); v != "v1.33.1" {
+		t.Errorf("the control plane moved to %s on a refused plan", v)
+	}
+
+	srv.SetUpgradePlan(nil)
+	eventually(t, "the control plane takes the extension's first step", func() (bool, error) {
+		return kcpVersion() == "v1.34.0", fmt.Errorf("control plane at %s", kcpVersion())
+	})
+	topo := reconciledSaying(t, ns, "dev", controller.ReasonClusterUpgrading, "v1.35.0")
+	// v1.34.0 is written, so what is left is the last step, for both.
+	if got := topo.Status.UpgradePlan; got == nil || !slices.Equal(got.ControlPlane, []string{"v1.35.0"}) || !slices.Equal(got.Workers, []string{"v1.35.0"}) {
+		t.Errorf("status.upgradePlan %+v, want v1.35.0 left for the control plane and the workers", got)
+	}
+	var asked []string
+	for _, r := range srv.UpgradePlanRequests() {
+		asked = append(asked, r.FromControlPlaneKubernetesVersion+"/"+r.FromWorkersKubernetesVersion+"→"+r.ToKubernetesVersion)
+		var cluster map[string]any
+		_ = json.Unmarshal(r.Cluster.Raw, &cluster)
+		if name, _, _ := unstructured.NestedString(cluster, "metadata", "name"); name != "dev" {
+			t.Errorf("the extension was sent Cluster %q, want dev", name)
+		}
+	}
+	if want := "v1.33.1/v1.33.1→v1.35.0"; len(asked) == 0 || asked[0] != want {
+		t.Errorf("the extension was asked %v, want first %s", asked, want)
+	}
+
+	setControlPlaneStatus(t, ns, "dev", "v1.34.0")
+	eventually(t, "the control plane takes the last step", func() (bool, error) {
+		return kcpVersion() == "v1.35.0", fmt.Errorf("control plane at %s", kcpVersion())
+	})
+	for _, pool := range []string{"md-a", "md-gpu"} {
+		if v := mdVersion(t, ns, pool); v != "v1.33.1" {
+			t.Errorf("%s moved to %s while the control plane was on its way", pool, v)
+		}
+	}
+	setControlPlaneStatus(t, ns, "dev", "v1.35.0")
+	eventually(t, "md-a follows the control plane to v1.35.0", func() (bool, error) {
+		return mdVersion(t, ns, "md-a") == "v1.35.0", fmt.Errorf("md-a at %s", mdVersion(t, ns, "md-a"))
+	})
+	seen := map[string]int{}
+	for _, r := range srv.UpgradePlanRequests() {
+		seen[r.FromControlPlaneKubernetesVersion+"/"+r.FromWorkersKubernetesVersion]++
+	}
+	// A good answer is reused by every reconcile until the versions move.
+	// (From v1.33.1 the refused plan was asked for again on each retry.)
+	for _, from := range []string{"v1.34.0/v1.33.1", "v1.35.0/v1.33.1"} {
+		if seen[from] != 1 {
+			t.Errorf("the extension was asked %d times from %s, want once: %v", seen[from], from, seen)
+		}
+	}
 }

@@ -73,6 +73,10 @@ type TopologyReconciler struct {
 	// Extensions calls the Runtime SDK extensions of external patches; nil
 	// leaves classes with external patches unreconciled, with the reason.
 	Extensions *extension.Client
+	// UpgradePlans asks classes' upgrade-plan extensions for the chain of
+	// versions, caching the answers; nil leaves such classes to their
+	// kubernetesVersions.
+	UpgradePlans *extension.UpgradePlanner
 	// Clock stamps state transition times; nil: the real clock.
 	Clock clock.PassiveClock
 	// ByCluster indexes the cache by cluster; nil lists by label.
@@ -228,6 +232,15 @@ func (r *TopologyReconciler) external(ctx context.Context, class *v1alpha2.Topol
 	return extension.NewPatcher(r.Extensions, class)
 }
 
+// upgradePlanner is UpgradePlans as the engine takes it: a nil interface,
+// not a nil pointer, when there is none.
+func (r *TopologyReconciler) upgradePlanner() engine.UpgradePlanner {
+	if r.UpgradePlans == nil {
+		return nil
+	}
+	return r.UpgradePlans
+}
+
 func (r *TopologyReconciler) names() *names.Generator {
 	if r.NewNames == nil {
 		return names.NewGenerator(nil)
@@ -237,17 +250,18 @@ func (r *TopologyReconciler) names() *names.Generator {
 
 func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool, error) {
 	res, err := engine.Compute(ctx, engine.Input{
-		Topology:    s.topo,
-		Class:       s.class.Class,
-		Templates:   s.templates,
-		Current:     s.current,
-		Observed:    s.observed,
-		Names:       r.names(),
-		Dialect:     engine.DialectTopology,
-		Catalog:     s.class.Catalog,
-		External:    r.external(ctx, s.class.Class),
-		CoreVersion: r.CoreVersion,
-		Contracts:   s.contracts,
+		Topology:       s.topo,
+		Class:          s.class.Class,
+		Templates:      s.templates,
+		Current:        s.current,
+		Observed:       s.observed,
+		Names:          r.names(),
+		Dialect:        engine.DialectTopology,
+		Catalog:        s.class.Catalog,
+		External:       r.external(ctx, s.class.Class),
+		UpgradePlanner: r.upgradePlanner(),
+		CoreVersion:    r.CoreVersion,
+		Contracts:      s.contracts,
 	})
 	if err != nil {
 		return false, err

@@ -227,12 +227,16 @@ func (c *computation) resolveTemplates(context.Context) error {
 	return nil
 }
 
-func (c *computation) sequenceRollout(context.Context) error {
+func (c *computation) sequenceRollout(ctx context.Context) error {
 	obs := c.in.Observed
 	if obs == nil {
 		obs = ObserveState(c.current)
 	}
-	plan, err := PlanVersionsFor(c.class, c.topo, obs)
+	var cluster *unstructured.Unstructured
+	if c.current != nil {
+		cluster = c.current.Cluster
+	}
+	plan, err := PlanVersionsFor(ctx, c.class, c.topo, obs, c.in.UpgradePlanner, cluster)
 	if err != nil {
 		return fmt.Errorf("planning the upgrade of Topology %s/%s to %s: %w", c.topo.Namespace, c.topo.Name, c.topo.Spec.Version, err)
 	}

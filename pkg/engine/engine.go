@@ -52,6 +52,9 @@ type Input struct {
 	Catalog *variables.Catalog
 	// External generates external patches; nil offline.
 	External patches.External
+	// UpgradePlanner asks the class's upgrade-plan extension for the chain
+	// of versions; nil offline.
+	UpgradePlanner UpgradePlanner
 	// CoreVersion is the Cluster API core version to write objects in; v1beta1 when unset.
 	CoreVersion CoreVersion
 	// Contracts are the provider contracts of the class's kinds, from their

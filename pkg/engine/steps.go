@@ -34,6 +34,10 @@ type UpgradePlan struct {
 	Steps    []UpgradeStep
 	// NotUpgraded names held and deferred pools, with why.
 	NotUpgraded []string
+	// PlanExtension is the class's upgrade-plan extension, which the agent
+	// asks for the chain when the upgrade starts; the preview can only show
+	// what the class's list or the one-minor rule would give.
+	PlanExtension string
 }
 
 // PlanUpgrade orders the rollout of t to version: the control plane first,
@@ -44,7 +48,7 @@ type UpgradePlan struct {
 // where the skew rules need them and at the end. It is what `upgrade` and
 // the editor preview; class may be nil.
 func PlanUpgrade(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version string) *UpgradePlan {
-	p := &UpgradePlan{From: t.Spec.Version, To: version}
+	p := &UpgradePlan{From: t.Spec.Version, To: version, PlanExtension: UpgradePlanExtension(class)}
 	var classVersions []string
 	if class != nil {
 		classVersions = class.Spec.KubernetesVersions
@@ -159,6 +163,9 @@ func (p *UpgradePlan) workerBatches(t *v1alpha2.Topology, replicas func(*int32, 
 // Lines renders the plan as numbered lines, for the CLI and the editor alike.
 func (p *UpgradePlan) Lines() []string {
 	var out []string
+	if p.PlanExtension != "" {
+		out = append(out, fmt.Sprintf("the class's upgrade-plan extension %s decides the versions in between when the upgrade starts; the steps below may differ", p.PlanExtension))
+	}
 	if len(p.Versions) > 1 {
 		out = append(out, fmt.Sprintf("chained over %d minors, as the class's kubernetesVersions allow: %s → %s", len(p.Versions), p.From, strings.Join(p.Versions, " → ")))
 	}

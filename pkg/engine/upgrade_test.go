@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +75,7 @@ func TestSequence(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			class := &v1alpha2.TopologyClass{Spec: v1alpha2.TopologyClassSpec{KubernetesVersions: []string{"v1.30.2", "v1.31.0", "v1.32.0", "v1.33.0", "v1.33.1", "v1.34.0"}}}
-			plan, err := PlanVersionsFor(class, tc.topo, tc.obs)
+			plan, err := PlanVersionsFor(context.Background(), class, tc.topo, tc.obs, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,5 +155,12 @@ func TestPlanUpgradeChained(t *testing.T) {
 	// for; the preflight is what refuses it.
 	if lines := PlanUpgrade(topo, nil, "v1.33.2").Lines(); len(lines) != 3 || !strings.Contains(lines[0], "v1.31.4 → v1.33.2") {
 		t.Errorf("preview without the class: %q", lines)
+	}
+	// A class whose extension plans upgrades: the preview says the extension
+	// has the last word, and shows what the class's list would give.
+	class.Spec.Upgrade.External.GenerateUpgradePlanExtension = "plan.ext"
+	lines := PlanUpgrade(topo, class, "v1.33.2").Lines()
+	if len(lines) != 6 || lines[0] != "the class's upgrade-plan extension plan.ext decides the versions in between when the upgrade starts; the steps below may differ" || lines[1] != want[:strings.Index(want, "\n")] {
+		t.Errorf("preview with an upgrade-plan extension: %q", lines)
 	}
 }

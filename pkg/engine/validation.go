@@ -462,6 +462,19 @@ type VersionChange struct {
 	// ClassVersions are the class's kubernetesVersions: where it lists
 	// them, an upgrade may be chained over several minors through them.
 	ClassVersions []string
+	// PlanExtension is the class's upgrade-plan extension: where it names
+	// one, the extension decides how many minors an upgrade may move, as
+	// upstream leaves it to the extension's own Cluster webhook.
+	PlanExtension string
+}
+
+// ForClass takes the class's rules for chaining into vc; class may be nil.
+func (vc VersionChange) ForClass(class *v1alpha2.TopologyClass) VersionChange {
+	if class != nil {
+		vc.ClassVersions = class.Spec.KubernetesVersions
+		vc.PlanExtension = UpgradePlanExtension(class)
+	}
+	return vc
 }
 
 // UnsafeVersionChange tells whether a topology opts out of the version rules.
@@ -496,6 +509,8 @@ func ValidateVersionChange(vc VersionChange) field.ErrorList {
 		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("downgrading from %s to %s is not supported", vc.Old, vc.New))}
 	case newV.Major != oldV.Major:
 		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("upgrading from %s to %s changes the major version; upgrade one minor version at a time", vc.Old, vc.New))}
+	case newV.Minor > oldV.Minor+1 && vc.PlanExtension != "":
+		// The extension is asked for the chain when the upgrade starts.
 	case newV.Minor > oldV.Minor+1 && len(vc.ClassVersions) == 0:
 		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("upgrading from %s to %s skips a minor version; upgrade to v%d.%d first, or list the versions in between in the class's kubernetesVersions to chain the upgrade", vc.Old, vc.New, oldV.Major, oldV.Minor+1))}
 	case newV.Minor > oldV.Minor+1:
@@ -538,10 +553,7 @@ func UpgradePreflight(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, versi
 	vc := VersionChange{
 		Old: t.Spec.Version, New: version,
 		Rollout: RolloutFromStatus(&t.Status), Unsafe: UnsafeVersionChange(t),
-	}
-	if class != nil {
-		vc.ClassVersions = class.Spec.KubernetesVersions
-	}
+	}.ForClass(class)
 	errs = ValidateVersionChange(vc)
 	if t.Spec.Version == version {
 		return errs, nil

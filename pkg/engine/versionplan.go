@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/blang/semver/v4"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -161,7 +163,11 @@ func workersPlan(desired, controlPlane string, cp, workers semver.Version, cpPla
 // PlanVersionsFor computes the plan of topology t of class from the versions
 // observed in obs: the control plane's spec version and the oldest spec
 // version of its pools.
-func PlanVersionsFor(class *v1alpha2.TopologyClass, t *v1alpha2.Topology, obs *Observed) (VersionPlan, error) {
+//
+// A class that names an upgrade-plan extension has the chain from it, as
+// upstream gives the extension precedence over kubernetesVersions; without a
+// planner (offline) the class's list or the one-minor rule stands in.
+func PlanVersionsFor(ctx context.Context, class *v1alpha2.TopologyClass, t *v1alpha2.Topology, obs *Observed, planner UpgradePlanner, cluster *unstructured.Unstructured) (VersionPlan, error) {
 	if obs == nil || !obs.ControlPlane.Exists {
 		return VersionPlan{}, nil
 	}
@@ -170,7 +176,16 @@ func PlanVersionsFor(class *v1alpha2.TopologyClass, t *v1alpha2.Topology, obs *O
 		versions = class.Spec.KubernetesVersions
 	}
 	workers := minWorkersVersion(obs)
-	plan, err := PlanVersions(versions, t.Spec.Version, obs.ControlPlane.SpecVersion, workers)
+	var plan VersionPlan
+	var err error
+	if ext := UpgradePlanExtension(class); ext != "" && planner != nil {
+		plan, err = planFromExtension(ctx, planner, ext, UpgradePlanRequest{Cluster: cluster, Topology: t, Desired: t.Spec.Version, ControlPlane: obs.ControlPlane.SpecVersion, MinWorkers: workers})
+	} else {
+		plan, err = PlanVersions(versions, t.Spec.Version, obs.ControlPlane.SpecVersion, workers)
+		if err != nil && ext != "" {
+			err = fmt.Errorf("%w (the class's upgrade-plan extension %s decides the chain once the agent runs the upgrade)", err, ext)
+		}
+	}
 	if err != nil && UnsafeVersionChange(t) {
 		// The unsafe annotation takes the version as asked, in one step, as
 		// v1.10 did; v1.14's controller would stop at "cannot compute an
@@ -214,4 +229,149 @@ func oldestVersion(versions []string) string {
 		}
 	}
 	return oldest
+}
+
+// UpgradePlanner asks a class's upgrade-plan extension (the Runtime SDK's
+// GenerateUpgradePlan hook) for the versions an upgrade goes through. The
+// agent provides one; offline callers pass nil.
+type UpgradePlanner interface {
+	// GenerateUpgradePlan returns the versions the control plane takes and,
+	// optionally, those the workers take; an empty workers list leaves them
+	// to the skew rules.
+	GenerateUpgradePlan(ctx context.Context, extension string, req UpgradePlanRequest) (controlPlane, workers []string, err error)
+}
+
+// UpgradePlanRequest is what an upgrade-plan extension is asked.
+type UpgradePlanRequest struct {
+	// Cluster is the Cluster API Cluster as it exists.
+	Cluster *unstructured.Unstructured
+	// Topology is the topology being upgraded.
+	Topology *v1alpha2.Topology
+	// Desired is the topology's version; ControlPlane the control plane's
+	// spec version; MinWorkers the oldest pool's, or "" without pools.
+	Desired, ControlPlane, MinWorkers string
+}
+
+// UpgradePlanExtension is the extension class asks for upgrade plans, or "".
+func UpgradePlanExtension(class *v1alpha2.TopologyClass) string {
+	if class == nil {
+		return ""
+	}
+	return class.Spec.Upgrade.External.GenerateUpgradePlanExtension
+}
+
+// planFromExtension asks the class's upgrade-plan extension for the chain
+// and checks the answer as upstream does, filling in the workers' steps
+// when it leaves them out.
+func planFromExtension(ctx context.Context, planner UpgradePlanner, extension string, req UpgradePlanRequest) (VersionPlan, error) {
+	if req.ControlPlane == req.Desired && (req.MinWorkers == "" || req.MinWorkers == req.Desired) {
+		return VersionPlan{}, nil
+	}
+	cpPlan, workersPlanned, err := planner.GenerateUpgradePlan(ctx, extension, req)
+	if err != nil {
+		return VersionPlan{}, fmt.Errorf("asking upgrade-plan extension %s: %w", extension, err)
+	}
+	plan, err := CheckUpgradePlan(req, cpPlan, workersPlanned)
+	if err != nil {
+		return VersionPlan{}, fmt.Errorf("upgrade-plan extension %s %w", extension, err)
+	}
+	return plan, nil
+}
+
+// CheckUpgradePlan holds an upgrade-plan extension's answer to req to the
+// rules upstream holds it to, and fills in the workers' steps where it
+// leaves them out. A planner checks before it remembers an answer.
+func CheckUpgradePlan(req UpgradePlanRequest, cpPlan, workersPlanned []string) (VersionPlan, error) {
+	want, err := ParseVersion(req.Desired)
+	if err != nil {
+		return VersionPlan{}, fmt.Errorf("spec.version %q: %w", req.Desired, err)
+	}
+	cp, err := ParseVersion(req.ControlPlane)
+	if err != nil {
+		return VersionPlan{}, fmt.Errorf("the control plane's version %q: %w", req.ControlPlane, err)
+	}
+	var workers *semver.Version
+	if req.MinWorkers != "" {
+		w, err := ParseVersion(req.MinWorkers)
+		if err != nil {
+			return VersionPlan{}, fmt.Errorf("the workers' version %q: %w", req.MinWorkers, err)
+		}
+		workers = &w
+	}
+	plan := VersionPlan{ControlPlane: cpPlan, Workers: workersPlanned}
+	if err := checkControlPlaneSteps(req.Desired, cp, want, cpPlan); err != nil {
+		return VersionPlan{}, fmt.Errorf("answered a control plane plan %v: %w", cpPlan, err)
+	}
+	if workers == nil || workers.Equals(want) {
+		if len(workersPlanned) > 0 {
+			return VersionPlan{}, fmt.Errorf("answered a workers plan %v, but no worker has a version to take", workersPlanned)
+		}
+		return plan, nil
+	}
+	if len(workersPlanned) == 0 {
+		plan.Workers, err = workersPlan(req.Desired, req.ControlPlane, cp, *workers, cpPlan)
+		return plan, err
+	}
+	if err := checkWorkerSteps(req.Desired, req.ControlPlane, *workers, want, cpPlan, workersPlanned); err != nil {
+		return VersionPlan{}, fmt.Errorf("answered a workers plan %v: %w", workersPlanned, err)
+	}
+	return plan, nil
+}
+
+// checkControlPlaneSteps holds an extension's control plane plan to the
+// rules the class's own list follows: newer at every step, no minor
+// skipped, ending at desired.
+func checkControlPlaneSteps(desired string, cp, want semver.Version, steps []string) error {
+	if cp.Equals(want) {
+		if len(steps) > 0 {
+			return fmt.Errorf("the control plane is at %s already", desired)
+		}
+		return nil
+	}
+	prev := cp
+	for i, v := range steps {
+		sv, err := ParseVersion(v)
+		if err != nil {
+			return fmt.Errorf("step %d: %w", i+1, err)
+		}
+		if !sv.GT(prev) {
+			return fmt.Errorf("step %d, %s, is not newer than v%s", i+1, v, prev)
+		}
+		if sv.Major != prev.Major || sv.Minor > prev.Minor+1 {
+			return fmt.Errorf("step %d, %s, skips a minor after v%s", i+1, v, prev)
+		}
+		prev = sv
+	}
+	if !prev.Equals(want) {
+		return fmt.Errorf("it must end at %s", desired)
+	}
+	return nil
+}
+
+// checkWorkerSteps holds an extension's workers plan to upstream's rules:
+// only versions the control plane is at or passes through, newer at every
+// step, never more than the skew rules allow at once, ending at desired.
+func checkWorkerSteps(desired, controlPlane string, workers, want semver.Version, cpPlan, steps []string) error {
+	onPath := append([]string{controlPlane}, cpPlan...)
+	prev := workers
+	for i, v := range steps {
+		if !slices.Contains(onPath, v) {
+			return fmt.Errorf("step %d, %s, is not a version the control plane is at or passes through (%v)", i+1, v, onPath)
+		}
+		sv, err := ParseVersion(v)
+		if err != nil {
+			return fmt.Errorf("step %d: %w", i+1, err)
+		}
+		if !sv.GT(prev) {
+			return fmt.Errorf("step %d, %s, is not newer than v%s", i+1, v, prev)
+		}
+		if sv.Minor > prev.Minor+maxWorkerSkew {
+			return fmt.Errorf("step %d, %s, moves the workers more than %d minors from v%s, beyond the version skew policy", i+1, v, maxWorkerSkew, prev)
+		}
+		prev = sv
+	}
+	if !prev.Equals(want) {
+		return fmt.Errorf("it must end at %s", desired)
+	}
+	return nil
 }

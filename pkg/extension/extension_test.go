@@ -27,7 +27,7 @@ func registered(t *testing.T) (*fixture.ExtensionServer, *extension.Client) {
 	for _, h := range handlers {
 		names = append(names, h.Name+"="+h.RequestHook.Hook)
 	}
-	if strings.Join(names, ",") != "generate=GeneratePatches,validate=ValidateTopology,variables=DiscoverVariables" {
+	if strings.Join(names, ",") != "generate=GeneratePatches,validate=ValidateTopology,variables=DiscoverVariables,upgrade-plan=GenerateUpgradePlan" {
 		t.Fatalf("discovered %v", names)
 	}
 	if err := c.Registry.Set("ext", srv.ClientConfig(), handlers); err != nil {

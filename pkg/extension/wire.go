@@ -23,6 +23,8 @@ const (
 	HookGeneratePatches   = "GeneratePatches"
 	HookValidateTopology  = "ValidateTopology"
 	HookDiscoverVariables = "DiscoverVariables"
+	// HookGenerateUpgradePlan is Cluster API v1.14's chained-upgrade hook.
+	HookGenerateUpgradePlan = "GenerateUpgradePlan"
 )
 
 // DefaultTimeoutSeconds is how long a handler may take when discovery does not say.
@@ -159,6 +161,31 @@ type DiscoverVariablesResponse struct {
 	metav1.TypeMeta `json:",inline"`
 	CommonResponse  `json:",inline"`
 	Variables       []v1alpha2.ClusterClassVariable `json:"variables,omitempty"`
+}
+
+// GenerateUpgradePlanRequest asks for the versions an upgrade goes through.
+type GenerateUpgradePlanRequest struct {
+	metav1.TypeMeta `json:",inline"`
+	Settings        map[string]string `json:"settings,omitempty"`
+	// Cluster is the Cluster API Cluster, without status and managedFields.
+	Cluster                           runtime.RawExtension `json:"cluster"`
+	FromControlPlaneKubernetesVersion string               `json:"fromControlPlaneKubernetesVersion"`
+	FromWorkersKubernetesVersion      string               `json:"fromWorkersKubernetesVersion,omitempty"`
+	ToKubernetesVersion               string               `json:"toKubernetesVersion"`
+}
+
+// GenerateUpgradePlanResponse lists the steps of the control plane and,
+// optionally, of the workers.
+type GenerateUpgradePlanResponse struct {
+	metav1.TypeMeta      `json:",inline"`
+	CommonResponse       `json:",inline"`
+	ControlPlaneUpgrades []UpgradeStep `json:"controlPlaneUpgrades,omitempty"`
+	WorkersUpgrades      []UpgradeStep `json:"workersUpgrades,omitempty"`
+}
+
+// UpgradeStep is one version of an upgrade plan.
+type UpgradeStep struct {
+	Version string `json:"version"`
 }
 
 func typeMeta(kind string) metav1.TypeMeta {

@@ -162,10 +162,7 @@ func validateVersionChange(old, t *v1alpha2.Topology, class *v1alpha2.TopologyCl
 		Old: old.Spec.Version, New: t.Spec.Version,
 		Rollout: engine.RolloutFromStatus(&old.Status),
 		Unsafe:  engine.UnsafeVersionChange(t),
-	}
-	if class != nil {
-		vc.ClassVersions = class.Spec.KubernetesVersions
-	}
+	}.ForClass(class)
 	return engine.ValidateVersionChange(vc)
 }
 
