@@ -356,12 +356,21 @@ func (r *TopologyReconciler) applyOne(ctx context.Context, s *scope, cur, obj *u
 	if err := r.Watches.Ensure(ctx, obj.GroupVersionKind()); err != nil {
 		return nil, err
 	}
-	if !engine.NeedsApply(cur, obj, FieldManager) {
-		return nil, nil
-	}
-	applied := obj.DeepCopy() // Apply fills its argument with the response
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return nil, fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+	var applied *unstructured.Unstructured
+	if cur != nil && obj.GetKind() == clusterKind && r.CoreVersion.IsV1Beta2() {
+		patched, err := r.patchCluster(ctx, cur, obj)
+		if patched == nil || err != nil {
+			return nil, err
+		}
+		applied = patched
+	} else {
+		if !engine.NeedsApply(cur, obj, FieldManager) {
+			return nil, nil
+		}
+		applied = obj.DeepCopy() // Apply fills its argument with the response
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			return nil, fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		}
 	}
 	switch {
 	case cur == nil && s.result.Rotated[engine.KeyOf(obj)] != "":
@@ -372,6 +381,21 @@ func (r *TopologyReconciler) applyOne(ctx context.Context, s *scope, cur, obj *u
 		r.Recorder.Eventf(s.topo, "Normal", "Updated", "Updated %s %s", obj.GetKind(), obj.GetName())
 	}
 	return applied, nil
+}
+
+// patchCluster writes an existing v1beta2 Cluster as upstream v1.14 does,
+// with a merge patch of what changed, and returns it as stored, or nil when
+// nothing changed.
+func (r *TopologyReconciler) patchCluster(ctx context.Context, cur, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	patch, err := engine.ClusterMergePatch(cur, obj, FieldManager)
+	if patch == nil || err != nil {
+		return nil, err
+	}
+	patched := cur.DeepCopy() // Patch fills its argument with the response
+	if err := r.Client.Patch(ctx, patched, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
+		return nil, fmt.Errorf("patching Cluster %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return patched, nil
 }
 
 // handOver replaces the Topology as owner of o with the new CAPI Cluster.

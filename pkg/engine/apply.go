@@ -30,7 +30,21 @@ func NeedsApply(current, desired *unstructured.Unstructured, fieldManager string
 	if !hasOwners(current, desired) {
 		return true
 	}
-	return ownsMoreThan(current, desired, fieldManager)
+	return ownsMoreThan(current, desired, fieldManager, false)
+}
+
+// needsClusterPatch is NeedsApply for a Cluster written by merge patch: the
+// fields fieldManager owns by update count as well as those it applied.
+func needsClusterPatch(current, desired *unstructured.Unstructured, fieldManager string) bool {
+	if w, ok := desired.Object["spec"]; ok && !contains(current.Object["spec"], w) {
+		return true
+	}
+	if !contains(stringMapToAny(current.GetLabels()), stringMapToAny(desired.GetLabels())) ||
+		!contains(stringMapToAny(current.GetAnnotations()), stringMapToAny(desired.GetAnnotations())) ||
+		!hasOwners(current, desired) {
+		return true
+	}
+	return ownsMoreThan(current, desired, fieldManager, true)
 }
 
 // hasOwners reports whether every owner of desired is an owner of current.
@@ -58,9 +72,9 @@ func boolPtrEqual(a, b *bool) bool {
 // ownsMoreThan reports whether fieldManager's applied fields on current reach
 // a field that desired does not set. Lists are compared as a whole: a managed
 // path into a list only needs the list itself to be set.
-func ownsMoreThan(current, desired *unstructured.Unstructured, fieldManager string) bool {
+func ownsMoreThan(current, desired *unstructured.Unstructured, fieldManager string, updatesToo bool) bool {
 	for _, mf := range current.GetManagedFields() {
-		if mf.Manager != fieldManager || mf.Operation != "Apply" || mf.FieldsV1 == nil {
+		if mf.Manager != fieldManager || (mf.Operation != "Apply" && !updatesToo) || mf.FieldsV1 == nil {
 			continue
 		}
 		set := &fieldpath.Set{}

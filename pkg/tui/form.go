@@ -3,6 +3,8 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -332,7 +334,22 @@ func schemaHint(s *v1alpha2.JSONSchemaProps, required bool) string {
 	if s.Description != "" {
 		parts = append(parts, s.Description)
 	}
+	if m := s.XMetadata; m != nil {
+		parts = append(parts, metadataHint(m.Labels, m.Annotations)...)
+	}
 	return strings.Join(parts, " · ")
+}
+
+// metadataHint shows a schema's x-metadata, which classes use to tell
+// tools more about a value, as sorted key=value pairs.
+func metadataHint(labels, annotations map[string]string) []string {
+	var out []string
+	for _, m := range []map[string]string{labels, annotations} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			out = append(out, k+"="+m[k])
+		}
+	}
+	return out
 }
 
 // display shows a JSON value: strings bare, the rest as JSON.

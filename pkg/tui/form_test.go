@@ -450,3 +450,18 @@ func TestEditStaysResponsiveWhileAnExtensionIsSlow(t *testing.T) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
 	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 }
+
+// TestEditShowsVariableMetadata: a schema's x-metadata is shown with the
+// field's hint, sorted, so what a class tells tools about a variable reaches
+// the person editing it.
+func TestEditShowsVariableMetadata(t *testing.T) {
+	m := newModel(t, exampleInputs(t), &fakeServer{})
+	goTo(t, m, "imageRepository")
+	want := "Registry kubeadm pulls control plane images from; empty keeps kubeadm's default. · ui.kubectl-topology.io/group=images"
+	if hint := m.fields[m.cursor].hint; !strings.HasSuffix(hint, want) {
+		t.Errorf("imageRepository's hint is %q, want it to end %q", hint, want)
+	}
+	if got := metadataHint(map[string]string{"b": "2", "a": "1"}, map[string]string{"c": "3"}); strings.Join(got, ",") != "a=1,b=2,c=3" {
+		t.Errorf("metadata shown as %v", got)
+	}
+}

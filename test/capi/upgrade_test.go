@@ -159,3 +159,124 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 		}
 	}
 }
+
+// TestChainedUpgradeThroughPlugin upgrades a cluster two minors at once
+// with `kubectl topology upgrade`, as a user would, on a class that lists
+// the versions in between. The preview shows the chain, Cluster API's
+// controllers take the control plane through v1.32.3 before v1.33.1 and
+// the pool straight to v1.33.1, `status` shows the plan meanwhile, and the
+// Cluster carries the upgrade-step annotation only while it lasts. The
+// Cluster is written by merge patch, as upstream v1.14 writes it, so a
+// label the Topology drops goes from the Cluster too.
+func TestChainedUpgradeThroughPlugin(t *testing.T) {
+	t.Parallel()
+	ns := inMemoryCluster(t, "chained", func(topo *v1alpha2.Topology) {
+		topo.Spec.Version = "v1.31.6"
+		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
+		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
+		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
+		topo.Labels = map[string]string{"tier": "gold"}
+	}, func(ex *fixture.Example) {
+		ex.Class.Spec.KubernetesVersions = []string{"v1.31.6", "v1.32.0", "v1.32.3", "v1.33.1"}
+	})
+	ctx := context.Background()
+	settle(t, ns, "dev", 4*time.Minute)
+	cluster := func() *unstructured.Unstructured {
+		items, err := list(ctx, ns, "Cluster")
+		if err != nil || len(items) != 1 {
+			t.Fatalf("the Cluster of %s: %d, %v", ns, len(items), err)
+		}
+		return &items[0]
+	}
+	if cluster().GetLabels()["tier"] != "gold" {
+		t.Fatalf("the Cluster lacks the Topology's label: %v", cluster().GetLabels())
+	}
+
+	preview := mustPlugin(t, "upgrade", "dev", "-n", ns, "--version", "v1.33.1", "--dry-run")
+	for _, want := range []string{
+		"chained over 2 minors, as the class's kubernetesVersions allow: v1.31.6 → v1.32.3 → v1.33.1",
+		"control plane", "v1.31.6 → v1.32.3", "v1.32.3 → v1.33.1",
+		"md-a (default-worker) v1.31.6 → v1.33.1: 1 machine(s) replaced",
+	} {
+		if !strings.Contains(preview, want) {
+			t.Errorf("the preview lacks %q:\n%s", want, preview)
+		}
+	}
+	mustPlugin(t, "upgrade", "dev", "-n", ns, "--version", "v1.33.1", "--yes")
+
+	steps := map[string]bool{}
+	cpVersions, mdVersions := map[string]bool{}, map[string]bool{}
+	sawPlan, stepPatched := false, false
+	eventually(t, 5*time.Minute, "every machine runs v1.33.1 and the upgrade step is cleared", func(ctx context.Context) (bool, error) {
+		if c := cluster(); c.GetAnnotations()[engine.UpgradeStepAnnotation] != "" {
+			steps[c.GetAnnotations()[engine.UpgradeStepAnnotation]] = true
+			if ownedByUpdate(c, engine.UpgradeStepAnnotation) {
+				stepPatched = true
+			}
+		}
+		ms, err := machines(ctx, ns)
+		if err != nil {
+			return false, err
+		}
+		for _, m := range ms {
+			if m.controlPlane {
+				cpVersions[m.version] = true
+			} else {
+				mdVersions[m.version] = true
+			}
+		}
+		if !sawPlan {
+			out, _, err := plugin("", "status", "dev", "-n", ns)
+			// v1.32.3 leaves the plan once the control plane is given it.
+			sawPlan = err == nil && strings.Contains(out, "upgrade plan: control plane v1.33.1 · workers v1.33.1")
+		}
+		cpRunning, cpAll := count(ms, "", "v1.33.1")
+		mdRunning, mdAll := count(ms, "md-a", "v1.33.1")
+		_, stepping := cluster().GetAnnotations()[engine.UpgradeStepAnnotation]
+		return cpRunning == 1 && cpAll == 1 && mdRunning == 1 && mdAll == 1 && !stepping,
+			fmt.Errorf("control plane %d/%d, md-a %d/%d at v1.33.1, upgrade step annotated: %v", cpRunning, cpAll, mdRunning, mdAll, stepping)
+	})
+	if !cpVersions["v1.32.3"] {
+		t.Errorf("the control plane's machines ran %v; the chain goes through v1.32.3", cpVersions)
+	}
+	if mdVersions["v1.32.3"] || mdVersions["v1.32.0"] {
+		t.Errorf("md-a's machines ran %v; within the skew rules it goes straight to v1.33.1", mdVersions)
+	}
+	if !steps["v1.32.3"] {
+		t.Errorf("the Cluster's upgrade-step annotation read %v; it names the control plane's step, v1.32.3 among them", steps)
+	}
+	if !sawPlan {
+		t.Error("`status` never showed the upgrade plan (v1.33.1 left for both) while the control plane was on its way")
+	}
+	// The agent writes the existing Cluster by merge patch, as upstream's
+	// controller does: what it adds is owned by an Update, not an Apply.
+	if !stepPatched {
+		t.Error("the upgrade-step annotation was never owned by the agent's Update (merge patch) of the Cluster")
+	}
+
+	// A label the Topology adds later is patched onto the Cluster; labels
+	// it drops, whether set at creation or patched since, leave it.
+	changeTopology(t, ns, func(topo *v1alpha2.Topology) { topo.Labels["zone"] = "a" })
+	eventually(t, time.Minute, "the new label reaches the Cluster, by patch", func(context.Context) (bool, error) {
+		c := cluster()
+		return c.GetLabels()["zone"] == "a" && ownedByUpdate(c, "zone"), fmt.Errorf("labels %v, managed fields %v", c.GetLabels(), c.GetManagedFields())
+	})
+	changeTopology(t, ns, func(topo *v1alpha2.Topology) { topo.Labels = nil })
+	eventually(t, time.Minute, "the dropped labels leave the Cluster", func(context.Context) (bool, error) {
+		labels := cluster().GetLabels()
+		_, tier := labels["tier"]
+		_, zone := labels["zone"]
+		return !tier && !zone && labels[engine.ClusterNameLabel] == "dev", fmt.Errorf("labels %v", labels)
+	})
+}
+
+// ownedByUpdate tells whether the agent owns a label or annotation key of
+// obj through an Update (a patch) rather than an Apply.
+func ownedByUpdate(obj *unstructured.Unstructured, key string) bool {
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager == engine.FieldManager && mf.Operation == "Update" && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:`+key+`"`) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// ClusterMergePatch is the JSON merge patch that brings an existing Cluster
+// to desired, or nil when there is nothing to write. Upstream v1.14 writes
+// the Cluster with a merge patch rather than server-side apply, so that its
+// controller does not take ownership of the Cluster's fields; the agent does
+// the same on v1beta2. Only labels, annotations, owners and the spec fields
+// desired sets are written, overlaid on what is there, so fields others set
+// or the API server defaulted stay; a field fieldManager wrote earlier (by
+// apply or by patch) that desired no longer has is removed.
+func ClusterMergePatch(current, desired *unstructured.Unstructured, fieldManager string) ([]byte, error) {
+	// Values the API server normalised (defaults inside list items, say)
+	// would otherwise be patched back on every pass.
+	if !needsClusterPatch(current, desired, fieldManager) {
+		return nil, nil
+	}
+	target := current.DeepCopy()
+	for _, k := range []string{"labels", "annotations"} {
+		if want, ok := desired.Object["metadata"].(map[string]any)[k].(map[string]any); ok {
+			meta, _ := target.Object["metadata"].(map[string]any)
+			have, _ := meta[k].(map[string]any)
+			meta[k] = overlay(have, want)
+		}
+	}
+	target.SetOwnerReferences(withOwners(current, desired))
+	if want, ok := desired.Object["spec"].(map[string]any); ok {
+		have, _ := target.Object["spec"].(map[string]any)
+		target.Object["spec"] = overlay(have, want)
+	}
+	owned, err := ownedByManager(current, fieldManager)
+	if err != nil {
+		return nil, fmt.Errorf("reading the field ownership of Cluster %s/%s: %w", current.GetNamespace(), current.GetName(), err)
+	}
+	owned.Leaves().Iterate(func(p fieldpath.Path) {
+		if p.String() == "" || (!under(p, "metadata", "labels") && !under(p, "metadata", "annotations") && !under(p, "spec")) {
+			return
+		}
+		removeUnlessDesired(target.Object, desired.Object, p)
+	})
+	from, err := json.Marshal(current.Object)
+	if err != nil {
+		return nil, err
+	}
+	to, err := json.Marshal(target.Object)
+	if err != nil {
+		return nil, err
+	}
+	patch, err := jsonpatch.CreateMergePatch(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("computing the merge patch of Cluster %s/%s: %w", current.GetNamespace(), current.GetName(), err)
+	}
+	if string(patch) == "{}" {
+		return nil, nil
+	}
+	return patch, nil
+}
+
+// overlay sets want's keys on a copy of have, maps merged key by key, other
+// values (lists included) replaced whole.
+func overlay(have, want map[string]any) map[string]any {
+	out := make(map[string]any, len(have)+len(want))
+	for k, v := range have {
+		out[k] = v
+	}
+	for k, w := range want {
+		wm, wIsMap := w.(map[string]any)
+		hm, hIsMap := out[k].(map[string]any)
+		if wIsMap && hIsMap {
+			out[k] = overlay(hm, wm)
+			continue
+		}
+		out[k] = deepCopyValue(w)
+	}
+	return out
+}
+
+func deepCopyValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return (&unstructured.Unstructured{Object: x}).DeepCopy().Object
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = deepCopyValue(x[i])
+		}
+		return out
+	}
+	return v
+}
+
+// withOwners is current's owner references with any of desired's missing
+// added.
+func withOwners(current, desired *unstructured.Unstructured) []metav1.OwnerReference {
+	refs := current.GetOwnerReferences()
+	for _, w := range desired.GetOwnerReferences() {
+		found := false
+		for _, h := range refs {
+			if h.UID == w.UID {
+				found = true
+				break
+			}
+		}
+		if !found {
+			refs = append(refs, w)
+		}
+	}
+	return refs
+}
+
+// ownedByManager is every field fieldManager owns, by apply or by update.
+func ownedByManager(obj *unstructured.Unstructured, fieldManager string) (*fieldpath.Set, error) {
+	owned := &fieldpath.Set{}
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager != fieldManager || mf.FieldsV1 == nil {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
+			return nil, err
+		}
+		owned = owned.Union(set)
+	}
+	return owned, nil
+}
+
+// under tells whether p starts with the field names prefix.
+func under(p fieldpath.Path, prefix ...string) bool {
+	if len(p) < len(prefix) {
+		return false
+	}
+	for i, name := range prefix {
+		if p[i].FieldName == nil || *p[i].FieldName != name {
+			return false
+		}
+	}
+	return true
+}
+
+// removeUnlessDesired deletes the field at p from target when desired has
+// no field there; paths into list items are left alone, as the list is set
+// (or not) as a whole.
+func removeUnlessDesired(target, desired map[string]any, p fieldpath.Path) {
+	var names []string
+	for _, el := range p {
+		if el.FieldName == nil {
+			return
+		}
+		names = append(names, *el.FieldName)
+	}
+	node := any(desired)
+	for _, n := range names {
+		m, ok := node.(map[string]any)
+		if !ok {
+			return
+		}
+		if node, ok = m[n]; !ok {
+			unstructured.RemoveNestedField(target, names...)
+			return
+		}
+	}
+}
