@@ -43,15 +43,15 @@ spec:
 status: {phase: Provisioned}
 `)
 	current.SetManagedFields([]metav1.ManagedFieldsEntry{
-		{Manager: FieldManager, Operation: "Apply", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
+		{Manager: FieldManager, Operation: "Apply", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(
 			`{"f:metadata":{"f:labels":{"f:cluster.x-k8s.io/cluster-name":{},"f:topology.cluster.x-k8s.io/owned":{},"f:team":{}},"f:ownerReferences":{"k:{\"uid\":\"t1\"}":{}}},` +
-				`"f:spec":{"f:paused":{},"f:clusterNetwork":{"f:pods":{"f:cidrBlocks":{}}},"f:infrastructureRef":{"f:apiGroup":{},"f:kind":{},"f:name":{}},"f:controlPlaneRef":{"f:apiGroup":{},"f:kind":{},"f:name":{}}}}`)}},
-		{Manager: FieldManager, Operation: "Update", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
-			`{"f:metadata":{"f:annotations":{"f:topology.internal.cluster.x-k8s.io/upgrade-step":{}}}}`)}},
-		{Manager: "cluster-controller", Operation: "Update", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
-			`{"f:spec":{"f:controlPlaneEndpoint":{"f:host":{},"f:port":{}}}}`)}},
-		{Manager: "kubectl", Operation: "Update", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
-			`{"f:metadata":{"f:labels":{"f:by-hand":{}}}}`)}},
+				`"f:spec":{"f:paused":{},"f:clusterNetwork":{"f:pods":{"f:cidrBlocks":{}}},"f:infrastructureRef":{"f:apiGroup":{},"f:kind":{},"f:name":{}},"f:controlPlaneRef":{"f:apiGroup":{},"f:kind":{},"f:name":{}}}}`)},
+		{Manager: FieldManager, Operation: "Update", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(
+			`{"f:metadata":{"f:annotations":{"f:topology.internal.cluster.x-k8s.io/upgrade-step":{}}}}`)},
+		{Manager: "cluster-controller", Operation: "Update", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(
+			`{"f:spec":{"f:controlPlaneEndpoint":{"f:host":{},"f:port":{}}}}`)},
+		{Manager: "kubectl", Operation: "Update", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(
+			`{"f:metadata":{"f:labels":{"f:by-hand":{}}}}`)},
 	})
 	desired := func(doc string) *unstructured.Unstructured {
 		d := clusterFromYAML(t, `

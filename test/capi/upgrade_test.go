@@ -274,7 +274,7 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 // obj through an Update (a patch) rather than an Apply.
 func ownedByUpdate(obj *unstructured.Unstructured, key string) bool {
 	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == engine.FieldManager && mf.Operation == "Update" && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:`+key+`"`) {
+		if mf.Manager == engine.FieldManager && mf.Operation == "Update" && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:`+key+`"`) {
 			return true
 		}
 	}
