@@ -26,7 +26,7 @@ SHARED         ?= $(CURDIR)/../shared
 VERSION        ?= dev
 VERSION_LDFLAGS = -X github.com/kubectl-topology/kubectl-topology/pkg/version.version=$(VERSION)
 
-.PHONY: all build test e2e unit generate manifests image bench lint fmt vet parity parity-live clean help
+.PHONY: all build test e2e unit generate manifests image bench lint fmt vet parity parity-live bench-scale bench-scale-agent clean help
 
 all: build ## Build the binaries.
 
@@ -106,7 +106,13 @@ bench: ## Run the benchmarks.
 e2e: control-plane-bins capi-bins ## The built binaries driven as a user would, against a local control plane (part of make test).
 	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./test/e2e/ -count=1 -timeout 20m
 
-bench-scale: control-plane-bins ## 1,000 Topologies on one local control plane: convergence time, requests, RSS, no-op resync.
+BENCH_N ?= 100,1000
+BENCH_CASE ?= testdata/parity/in-memory
+
+bench-scale: build control-plane-bins capi-bins ## The agent vs upstream's topology controller side by side (BENCH_N clusters of BENCH_CASE, a fresh control plane per side): a table per N.
+	$(GO) run ./hack/benchscale -bin-dir $(BIN) -n $(BENCH_N) -case $(BENCH_CASE)
+
+bench-scale-agent: control-plane-bins ## 1,000 Topologies through the agent alone, with a CPU profile of its webhooks.
 	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./test/e2e/ -run '^$$' -bench BenchmarkThousandTopologies -benchtime 1x -timeout 90m
 
 vet: ## go vet and gofmt.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 	"github.com/kubectl-topology/kubectl-topology/pkg/selfinstall"
 )
 
@@ -236,24 +237,63 @@ func (c *Cluster) startProviders(ctx context.Context, pkiDir string, caBundle []
 		}
 	}
 	for _, p := range c.opts.Providers {
-		args := append([]string{
-			"--webhook-port=" + strconv.Itoa(p.WebhookPort),
-			"--webhook-cert-dir=" + certDir,
-			"--health-addr=127.0.0.1:" + strconv.Itoa(p.HealthPort),
-			"--diagnostics-address=127.0.0.1:" + strconv.Itoa(p.DiagnosticsPort),
-			"--insecure-diagnostics",
-			"--leader-elect=false",
-			"--v=1",
-		}, p.Args...)
-		proc, err := c.startWithEnv(p.Name, append([]string{"KUBECONFIG=" + c.Kubeconfig}, p.Env...), args...)
-		if err != nil {
-			return err
-		}
-		if err := proc.waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", p.HealthPort), nil, c.opts.StartTimeout); err != nil {
+		if err := c.startProvider(ctx, p); err != nil {
 			return err
 		}
 	}
 	return c.registerProviderWebhooks(ctx, caBundle)
+}
+
+// startProvider starts one manager and waits until it is ready.
+func (c *Cluster) startProvider(ctx context.Context, p Provider) error {
+	args := append([]string{
+		"--webhook-port=" + strconv.Itoa(p.WebhookPort),
+		"--webhook-cert-dir=" + filepath.Join(c.opts.Dir, "webhook-certs"),
+		"--health-addr=127.0.0.1:" + strconv.Itoa(p.HealthPort),
+		"--diagnostics-address=127.0.0.1:" + strconv.Itoa(p.DiagnosticsPort),
+		"--insecure-diagnostics",
+		"--leader-elect=false",
+		"--v=1",
+	}, p.Args...)
+	proc, err := c.startWithEnv(p.Name, append([]string{"KUBECONFIG=" + c.Kubeconfig}, p.Env...), args...)
+	if err != nil {
+		return err
+	}
+	return proc.waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", p.HealthPort), nil, c.opts.StartTimeout)
+}
+
+// Provider is the running manager called name, with the ports it was
+// given, e.g. for its metrics at DiagnosticsPort.
+func (c *Cluster) Provider(name string) (Provider, bool) {
+	for _, p := range c.opts.Providers {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Provider{}, false
+}
+
+// PID is the process id of a component or provider called name.
+func (c *Cluster) PID(name string) (int, error) {
+	rec, ok := process.ReadPID(filepath.Join(c.opts.Dir, name+".pid"))
+	if !ok {
+		return 0, fmt.Errorf("%s is not running in %s", name, c.opts.Dir)
+	}
+	return rec.PID, nil
+}
+
+// RestartProvider stops the manager called name and starts it again with
+// the same flags and ports, as a rollout of its Deployment would: its
+// caches start cold, which is what a resync after a restart measures.
+func (c *Cluster) RestartProvider(ctx context.Context, name string) error {
+	p, ok := c.Provider(name)
+	if !ok {
+		return fmt.Errorf("no provider %s runs beside this control plane", name)
+	}
+	if err := process.Stop(filepath.Join(c.opts.Dir, name+".pid")); err != nil {
+		return fmt.Errorf("stopping %s: %w", name, err)
+	}
+	return c.startProvider(ctx, p)
 }
 
 func (c *Cluster) registerProviderWebhooks(ctx context.Context, caBundle []byte) error {

@@ -109,7 +109,7 @@ func Compare(ctx context.Context, env Env, dir string) (Result, error) {
 		}
 		upstreamDocs = append(append(upstreamDocs, data...), []byte("\n---\n")...)
 	}
-	upObjs, err := decode(upstreamDocs)
+	upObjs, err := Decode(upstreamDocs)
 	if err != nil {
 		return res, err
 	}
@@ -121,7 +121,7 @@ func Compare(ctx context.Context, env Env, dir string) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	ourObjs, err := decode([]byte(converted))
+	ourObjs, err := Decode([]byte(converted))
 	if err != nil {
 		return res, err
 	}
@@ -298,7 +298,8 @@ func RunPlugin(plugin, kubeconfig string, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-func decode(data []byte) ([]*unstructured.Unstructured, error) {
+// Decode reads YAML or JSON documents into objects, integers as int64.
+func Decode(data []byte) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {

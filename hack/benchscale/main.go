@@ -1,0 +1,63 @@
+// Command benchscale measures the agent side by side with upstream's
+// topology controller (Cluster API's core manager with ClusterTopology on)
+// at each N, on a fresh local control plane per side, and prints a table
+// per N. `make bench-scale` runs it; see package test/scale.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kubectl-topology/kubectl-topology/test/scale"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	opts := scale.Options{Log: os.Stderr}
+	var ns string
+	flag.StringVar(&opts.BinDir, "bin-dir", "bin", "directory holding the control plane's, Cluster API's and kubectl-topology's binaries")
+	flag.StringVar(&opts.Dir, "dir", ".local-bench", "directory for each side's control plane")
+	flag.StringVar(&opts.CRDDir, "crd-dir", "manifests/crd", "directory of kubectl-topology's own CRDs")
+	flag.StringVar(&opts.Case, "case", "testdata/parity/in-memory", "directory of upstream YAML (ClusterClass, templates, one Cluster) stamped N times")
+	flag.IntVar(&opts.Replicas, "replicas", 1, "replicas of the control plane and of each pool in every cluster; -1 keeps the case's")
+	flag.StringVar(&ns, "n", "100,1000", "comma-separated numbers of clusters")
+	flag.DurationVar(&opts.Timeout, "timeout", 30*time.Minute, "bound on each wait (all reconciled, idle, resynced)")
+	flag.Parse()
+	ctrllog.SetLogger(logr.Discard())
+	ctx := context.Background()
+	fmt.Printf("kubectl-topology agent vs Cluster API v1.14.2's topology controller, case %s, %d replicas per part; %d CPUs, %s at start\n",
+		opts.Case, opts.Replicas, runtime.NumCPU(), scale.LoadLine())
+	for _, s := range strings.Split(ns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("-n %q: %q is not a positive number", ns, s)
+		}
+		opts.N = n
+		ours, err := scale.Run(ctx, opts, scale.Ours)
+		if err != nil {
+			return fmt.Errorf("ours at N=%d: %w", n, err)
+		}
+		upstream, err := scale.Run(ctx, opts, scale.Upstream)
+		if err != nil {
+			return fmt.Errorf("upstream at N=%d: %w", n, err)
+		}
+		scale.Table(os.Stdout, opts.Case, ours, upstream)
+		fmt.Printf("  (%s after both sides)\n", scale.LoadLine())
+	}
+	return nil
+}

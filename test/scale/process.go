@@ -1,0 +1,133 @@
+package scale
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's times;
+// 100 on every Linux this runs on.
+const clockTicks = 100
+
+// Usage is what a process has used since it started.
+type Usage struct {
+	// PeakRSS is its peak resident set size in bytes (VmHWM).
+	PeakRSS int64
+	// CPU is the user and system time it has run.
+	CPU time.Duration
+}
+
+// ReadUsage reads the usage of process pid from /proc.
+func ReadUsage(pid int) (Usage, error) {
+	var u Usage
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return u, fmt.Errorf("reading the memory of process %d: %w", pid, err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			if err != nil {
+				return u, fmt.Errorf("process %d: VmHWM %q: %w", pid, rest, err)
+			}
+			u.PeakRSS = kib * 1024
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return u, fmt.Errorf("reading the CPU time of process %d: %w", pid, err)
+	}
+	u.CPU, err = cpuFromStat(string(stat))
+	if err != nil {
+		return u, fmt.Errorf("process %d: %w", pid, err)
+	}
+	return u, nil
+}
+
+// cpuFromStat reads utime and stime (fields 14 and 15) of a /proc/PID/stat
+// line; the command name before them may hold spaces, so fields are counted
+// from its closing parenthesis.
+func cpuFromStat(stat string) (time.Duration, error) {
+	end := strings.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("unreadable /proc stat %q", stat)
+	}
+	fields := strings.Fields(stat[end+1:])
+	// fields[0] is field 3 (state): utime is field 14, stime 15.
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("short /proc stat %q", stat)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc stat time %q: %w", f, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// Metrics is one scrape of a Prometheus text endpoint.
+type Metrics string
+
+// Scrape reads url's metrics.
+func Scrape(ctx context.Context, url string) (Metrics, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("reading metrics at %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("reading metrics at %s: %s", url, resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	return Metrics(data), err
+}
+
+// Sum adds the samples of metric name whose labels contain every filter,
+// e.g. `method="PATCH"`.
+func (m Metrics) Sum(name string, filters ...string) float64 {
+	var sum float64
+	sc := bufio.NewScanner(strings.NewReader(string(m)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		match := true
+		for _, f := range filters {
+			match = match && strings.Contains(line, f)
+		}
+		if !match {
+			continue
+		}
+		fields := strings.Fields(line)
+		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// Writes is how many write requests (create, update, patch, delete) the
+// process's client has made.
+func (m Metrics) Writes() float64 {
+	var n float64
+	for _, method := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		n += m.Sum("rest_client_requests_total", `method="`+method+`"`)
+	}
+	return n
+}

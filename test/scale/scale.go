@@ -1,0 +1,521 @@
+// Package scale measures the agent side by side with upstream's topology
+// controller: the same N clusters of one class — a case of testdata/parity,
+// upstream's ClusterClass, templates and Cluster — created as Topologies for
+// the agent and as Cluster.spec.topology for Cluster API v1.14.2's core
+// manager with ClusterTopology on, each on a fresh local control plane with
+// Cluster API's managers beside it, one after the other. Each side reports
+// the time until every cluster is reconciled, the latency of each create as
+// the client sees it (admission included), the API requests, peak RSS and
+// CPU time of the controller, and the writes and time of a no-op resync
+// after the controller restarts. `make bench-scale` prints the table.
+package scale
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/test/parity"
+)
+
+// Sides of the comparison.
+const (
+	Ours     = "ours"
+	Upstream = "upstream"
+)
+
+// Options say what to measure and where.
+type Options struct {
+	// BinDir holds the control plane's, Cluster API's and kubectl-topology's
+	// binaries (agent, kubectl-topology).
+	BinDir string
+	// Dir is where each side's control plane keeps its data and logs.
+	Dir string
+	// CRDDir holds kubectl-topology's own CRDs.
+	CRDDir string
+	// Case is a directory of upstream YAML: ClusterClass, templates and one
+	// Cluster, stamped N times.
+	Case string
+	// N is how many clusters each side gets.
+	N int
+	// Replicas, unless negative, replaces the replicas of the control plane
+	// and of every pool in the case's cluster, to keep machines per cluster down.
+	Replicas int
+	// Timeout bounds each wait: all reconciled, idle, resynced.
+	Timeout time.Duration
+	// Log receives progress.
+	Log io.Writer
+}
+
+// Measurement is one side's figures at one N.
+type Measurement struct {
+	// Side is Ours or Upstream; Controller names the measured process.
+	Side, Controller string
+	N                int
+	// Created is the time to create all N; Reconciled the time from the
+	// first create until every cluster reports TopologyReconciled.
+	Created, Reconciled time.Duration
+	// CreateP50 and CreateP99 are the latencies of one create, admission
+	// included, as the client sees it.
+	CreateP50, CreateP99 time.Duration
+	// Requests is the API requests the controller made from its start until
+	// it was idle after reconciling all N.
+	Requests float64
+	// Usage of the controller over the same span.
+	Usage Usage
+	// Core is the usage of Cluster API's core manager on this side: the
+	// measured controller upstream, the one beside the agent (gate off) on ours.
+	Core Usage
+	// CoreRequests are the core manager's API requests, likewise.
+	CoreRequests float64
+	// ResyncWrites and Resync are the writes and the time until idle after
+	// the controller restarted with nothing to change.
+	ResyncWrites float64
+	Resync       time.Duration
+}
+
+// controller is the process under measurement on one side.
+type controller struct {
+	name string
+	// queue is its topology controller's name in controller-runtime's metrics.
+	queue string
+	// metrics is its Prometheus endpoint.
+	metrics string
+	pid     func() (int, error)
+	restart func(context.Context) error
+	stop    func()
+}
+
+// Run measures side at opts.N on a fresh local control plane, which it
+// stops afterwards.
+func Run(ctx context.Context, opts Options, side string) (Measurement, error) {
+	m := Measurement{Side: side, N: opts.N}
+	dir := filepath.Join(opts.Dir, side)
+	if err := localcluster.StopDir(dir); err != nil {
+		return m, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return m, err
+	}
+	logf(opts.Log, "%s, N=%d: starting a control plane with Cluster API %s (ClusterTopology %s) in %s", side, opts.N, localcluster.ProvidersVersion,
+		map[bool]string{true: "on", false: "off"}[side == Upstream], dir)
+	cp, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, BinDir: opts.BinDir, CRDDirs: []string{opts.CRDDir},
+		Providers: localcluster.ClusterAPIProviders(side == Upstream)})
+	if err != nil {
+		return m, err
+	}
+	defer func() { _ = cp.Stop() }()
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
+	if err != nil {
+		return m, err
+	}
+	// The creates are the load: as fast as the API server takes them.
+	cfg.QPS, cfg.Burst = 1000, 1000
+	k8s, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return m, err
+	}
+	core, ok := cp.Provider("capi-core")
+	if !ok {
+		return m, fmt.Errorf("the control plane runs no capi-core")
+	}
+	coreCtl := controller{name: "capi-core", queue: "topology/cluster",
+		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", core.DiagnosticsPort),
+		pid:     func() (int, error) { return cp.PID("capi-core") },
+		restart: func(ctx context.Context) error { return cp.RestartProvider(ctx, "capi-core") },
+		stop:    func() {},
+	}
+	measured := coreCtl
+	m.Controller = "Cluster API core manager, ClusterTopology on"
+	if side == Ours {
+		agent, err := startAgent(ctx, filepath.Join(opts.BinDir, "agent"), cp.Kubeconfig, filepath.Join(dir, "agent"))
+		if err != nil {
+			return m, err
+		}
+		defer agent.stop()
+		measured = agent
+		m.Controller = "kubectl-topology agent"
+	}
+
+	ns := "scale"
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return m, err
+	}
+	class, cluster, err := load(opts, side, cp.Kubeconfig, ns)
+	if err != nil {
+		return m, err
+	}
+	for _, o := range class {
+		if err := k8s.Create(ctx, o); err != nil {
+			return m, fmt.Errorf("creating %s %s/%s: %w", o.GetKind(), ns, o.GetName(), err)
+		}
+	}
+
+	logf(opts.Log, "%s, N=%d: creating %d %ss", side, opts.N, opts.N, cluster.GetKind())
+	start := time.Now()
+	latencies := make([]time.Duration, 0, opts.N)
+	for i := range opts.N {
+		o := cluster.DeepCopy()
+		o.SetName(fmt.Sprintf("c-%04d", i))
+		began := time.Now()
+		if err := k8s.Create(ctx, o); err != nil {
+			return m, fmt.Errorf("creating %s %s/%s: %w", o.GetKind(), ns, o.GetName(), err)
+		}
+		latencies = append(latencies, time.Since(began))
+	}
+	m.Created = time.Since(start)
+	slices.Sort(latencies)
+	m.CreateP50, m.CreateP99 = latencies[len(latencies)/2], latencies[len(latencies)*99/100]
+	if err := allReconciled(ctx, k8s, cluster, ns, opts.N, opts.Timeout); err != nil {
+		return m, fmt.Errorf("%s: %w", side, err)
+	}
+	m.Reconciled = time.Since(start)
+	logf(opts.Log, "%s, N=%d: all reconciled after %s", side, opts.N, m.Reconciled.Round(time.Millisecond))
+	metrics, err := idle(ctx, measured, opts.Timeout)
+	if err != nil {
+		return m, err
+	}
+	m.Requests = metrics.Sum("rest_client_requests_total")
+	if m.Usage, err = usage(measured); err != nil {
+		return m, err
+	}
+	coreMetrics, err := Scrape(ctx, coreCtl.metrics)
+	if err != nil {
+		return m, err
+	}
+	m.CoreRequests = coreMetrics.Sum("rest_client_requests_total")
+	if m.Core, err = usage(coreCtl); err != nil {
+		return m, err
+	}
+
+	logf(opts.Log, "%s, N=%d: restarting the %s for a no-op resync", side, opts.N, measured.name)
+	restarted := time.Now()
+	if err := measured.restart(ctx); err != nil {
+		return m, err
+	}
+	resynced, err := resync(ctx, measured, opts.N, opts.Timeout)
+	if err != nil {
+		return m, err
+	}
+	m.Resync = time.Since(restarted)
+	m.ResyncWrites = resynced.Writes()
+	return m, nil
+}
+
+// load reads the case: upstream's objects as they are, or converted to ours
+// by `kubectl topology convert`; class is everything but the cluster, which
+// is returned alone to be stamped N times.
+func load(opts Options, side, kubeconfig, ns string) (class []*unstructured.Unstructured, cluster *unstructured.Unstructured, err error) {
+	files, err := filepath.Glob(filepath.Join(opts.Case, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return nil, nil, fmt.Errorf("no YAML files in case %s", opts.Case)
+	}
+	var docs []byte
+	if side == Upstream {
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, nil, err
+			}
+			docs = append(append(docs, data...), "\n---\n"...)
+		}
+	} else {
+		args := []string{"convert", "-n", ns}
+		for _, f := range files {
+			args = append(args, "-f", f)
+		}
+		out, err := parity.RunPlugin(filepath.Join(opts.BinDir, "kubectl-topology"), kubeconfig, args...)
+		if err != nil {
+			return nil, nil, err
+		}
+		docs = []byte(out)
+	}
+	objs, err := parity.Decode(docs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("case %s: %w", opts.Case, err)
+	}
+	for _, o := range objs {
+		o.SetNamespace(ns)
+		if o.GetKind() == "Cluster" || o.GetKind() == "Topology" {
+			cluster = o
+			continue
+		}
+		class = append(class, o)
+	}
+	if cluster == nil {
+		return nil, nil, fmt.Errorf("case %s holds no Cluster", opts.Case)
+	}
+	if opts.Replicas >= 0 {
+		if err := setReplicas(cluster, int64(opts.Replicas)); err != nil {
+			return nil, nil, fmt.Errorf("case %s: %w", opts.Case, err)
+		}
+	}
+	return class, cluster, nil
+}
+
+// setReplicas sets the replicas of the control plane and every pool of a
+// Topology or of a Cluster's spec.topology.
+func setReplicas(o *unstructured.Unstructured, n int64) error {
+	root := []string{"spec"}
+	if o.GetKind() == "Cluster" {
+		root = append(root, "topology")
+	}
+	if err := unstructured.SetNestedField(o.Object, n, append(slices.Clone(root), "controlPlane", "replicas")...); err != nil {
+		return err
+	}
+	for _, pools := range []string{"machineDeployments", "machinePools"} {
+		path := append(slices.Clone(root), "workers", pools)
+		list, _, _ := unstructured.NestedSlice(o.Object, path...)
+		for i := range list {
+			list[i].(map[string]any)["replicas"] = n
+		}
+		if len(list) > 0 {
+			if err := unstructured.SetNestedSlice(o.Object, list, path...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// allReconciled waits until n objects of cluster's kind in ns report
+// TopologyReconciled True for their latest generation.
+func allReconciled(ctx context.Context, k8s client.Client, cluster *unstructured.Unstructured, ns string, n int, timeout time.Duration) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(cluster.GroupVersionKind().GroupVersion().WithKind(cluster.GetKind() + "List"))
+	done := 0
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return false, nil //nolint:nilerr // the API server is busy; ask again
+		}
+		done = 0
+		for _, o := range list.Items {
+			if reconciledNow(&o) {
+				done++
+			}
+		}
+		return done == n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d of %d reconciled after %s", done, n, timeout)
+	}
+	return nil
+}
+
+// reconciledNow tells whether o's TopologyReconciled condition is True for
+// its current generation.
+func reconciledNow(o *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+	for _, c := range conds {
+		cm, _ := c.(map[string]any)
+		if cm["type"] != "TopologyReconciled" {
+			continue
+		}
+		gen, _ := cm["observedGeneration"].(int64)
+		return cm["status"] == "True" && gen == o.GetGeneration()
+	}
+	return false
+}
+
+// idle waits until the controller's topology queue has been empty, with no
+// worker busy, over three scrapes in a row, and returns the last scrape.
+func idle(ctx context.Context, c controller, timeout time.Duration) (Metrics, error) {
+	var last Metrics
+	quiet := 0
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		m, err := Scrape(ctx, c.metrics)
+		if err != nil {
+			return false, nil //nolint:nilerr // starting or busy; ask again
+		}
+		last = m
+		if m.Sum("workqueue_depth", `name="`+c.queue+`"`) == 0 && m.Sum("controller_runtime_active_workers", `controller="`+c.queue+`"`) == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		return quiet >= 3, nil
+	})
+	if err != nil {
+		return last, fmt.Errorf("the %s did not become idle within %s", c.name, timeout)
+	}
+	return last, nil
+}
+
+// resync waits until a restarted controller has reconciled n clusters and
+// is idle, and returns its metrics then.
+func resync(ctx context.Context, c controller, n int, timeout time.Duration) (Metrics, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		m, err := Scrape(ctx, c.metrics)
+		if err != nil {
+			return false, nil //nolint:nilerr // still starting
+		}
+		return m.Sum("controller_runtime_reconcile_total", `controller="`+c.queue+`"`) >= float64(n), nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("the restarted %s did not reconcile %d clusters within %s", c.name, n, timeout)
+	}
+	return idle(ctx, c, timeout)
+}
+
+func usage(c controller) (Usage, error) {
+	pid, err := c.pid()
+	if err != nil {
+		return Usage{}, err
+	}
+	return ReadUsage(pid)
+}
+
+// startAgent runs the agent binary against kubeconfig with its metrics on
+// plain HTTP, as the e2e tests do, and waits until it is ready.
+func startAgent(ctx context.Context, bin, kubeconfig, dir string) (controller, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return controller{}, err
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return controller{}, err
+	}
+	probe, metrics, webhook := ports[0], ports[1], ports[2]
+	var cmd *exec.Cmd
+	start := func(ctx context.Context) error {
+		log, err := os.OpenFile(filepath.Join(dir, "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		cmd = exec.Command(bin, "--local", "--kubeconfig", kubeconfig,
+			"--webhook-port", strconv.Itoa(webhook), "--webhook-cert-dir", filepath.Join(dir, "certs"),
+			"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probe),
+			"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(metrics), "--metrics-secure=false")
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("starting %s: %w", bin, err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", probe))
+			if err != nil {
+				return false, nil //nolint:nilerr // not listening yet
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, nil
+		})
+		if err != nil {
+			return fmt.Errorf("the agent did not become ready; its log is %s", filepath.Join(dir, "agent.log"))
+		}
+		return nil
+	}
+	stop := func() {
+		if cmd != nil && cmd.Process != nil {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_, _ = cmd.Process.Wait()
+		}
+	}
+	if err := start(ctx); err != nil {
+		stop()
+		return controller{}, err
+	}
+	return controller{name: "agent", queue: "topology", metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics),
+		pid:     func() (int, error) { return cmd.Process.Pid, nil },
+		restart: func(ctx context.Context) error { stop(); return start(ctx) },
+		stop:    stop,
+	}, nil
+}
+
+// freePorts asks the kernel for n loopback ports free now.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func logf(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", args...)
+	}
+}
+
+// Table prints ours and upstream side by side, with the ratio of each pair.
+func Table(w io.Writer, class string, ours, upstream Measurement) {
+	fmt.Fprintf(w, "\nN=%d, class %s\n", ours.N, class)
+	row := func(what, o, u string, ratio float64) {
+		r := "-"
+		if ratio > 0 {
+			r = strconv.FormatFloat(ratio, 'f', 2, 64)
+		}
+		fmt.Fprintf(w, "  %-52s %14s %14s %8s\n", what, o, u, r)
+	}
+	secs := func(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }
+	ms := func(d time.Duration) string {
+		return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) + " ms"
+	}
+	mib := func(b int64) string { return strconv.FormatInt(b>>20, 10) + " MiB" }
+	ratio := func(o, u float64) float64 {
+		if u == 0 {
+			return 0
+		}
+		return o / u
+	}
+	n := float64(ours.N)
+	fmt.Fprintf(w, "  %-52s %14s %14s %8s\n", "", "ours", "upstream", "ratio")
+	fmt.Fprintf(w, "  %-52s %14s %14s\n", "(measured process)", "agent", "core manager")
+	row("time to all reconciled", secs(ours.Reconciled), secs(upstream.Reconciled), ratio(ours.Reconciled.Seconds(), upstream.Reconciled.Seconds()))
+	row("time to create all", secs(ours.Created), secs(upstream.Created), ratio(ours.Created.Seconds(), upstream.Created.Seconds()))
+	row("create latency p50 (admission included)", ms(ours.CreateP50), ms(upstream.CreateP50), ratio(float64(ours.CreateP50), float64(upstream.CreateP50)))
+	row("create latency p99 (admission included)", ms(ours.CreateP99), ms(upstream.CreateP99), ratio(float64(ours.CreateP99), float64(upstream.CreateP99)))
+	row("API requests per cluster, measured process", fmt.Sprintf("%.1f", ours.Requests/n), fmt.Sprintf("%.1f", upstream.Requests/n), ratio(ours.Requests, upstream.Requests))
+	row("peak RSS, measured process", mib(ours.Usage.PeakRSS), mib(upstream.Usage.PeakRSS), ratio(float64(ours.Usage.PeakRSS), float64(upstream.Usage.PeakRSS)))
+	row("CPU time, measured process", secs(ours.Usage.CPU), secs(upstream.Usage.CPU), ratio(ours.Usage.CPU.Seconds(), upstream.Usage.CPU.Seconds()))
+	oursTotal := Usage{PeakRSS: ours.Usage.PeakRSS + ours.Core.PeakRSS, CPU: ours.Usage.CPU + ours.Core.CPU}
+	row("peak RSS, agent + core manager vs core manager", mib(oursTotal.PeakRSS), mib(upstream.Core.PeakRSS), ratio(float64(oursTotal.PeakRSS), float64(upstream.Core.PeakRSS)))
+	row("CPU time, agent + core manager vs core manager", secs(oursTotal.CPU), secs(upstream.Core.CPU), ratio(oursTotal.CPU.Seconds(), upstream.Core.CPU.Seconds()))
+	row("API requests per cluster, same", fmt.Sprintf("%.1f", (ours.Requests+ours.CoreRequests)/n), fmt.Sprintf("%.1f", upstream.CoreRequests/n),
+		ratio(ours.Requests+ours.CoreRequests, upstream.CoreRequests))
+	row("no-op resync after a restart: time to idle", secs(ours.Resync), secs(upstream.Resync), ratio(ours.Resync.Seconds(), upstream.Resync.Seconds()))
+	row("no-op resync after a restart: writes", fmt.Sprintf("%.0f", ours.ResyncWrites), fmt.Sprintf("%.0f", upstream.ResyncWrites), 0)
+	fmt.Fprintln(w, "  The core manager runs beside the agent with ClusterTopology off; upstream, its topology controller is one of its")
+	fmt.Fprintln(w, "  controllers, so its requests, memory, CPU and resync writes include those of its other controllers too.")
+}
+
+// LoadLine says how busy the machine was, for the record beside a table.
+func LoadLine() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "load unknown"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "load unknown"
+	}
+	return fmt.Sprintf("load average %s %s %s", f[0], f[1], f[2])
+}

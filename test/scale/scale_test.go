@@ -1,0 +1,160 @@
+package scale
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func TestCPUFromStat(t *testing.T) {
+	// The command name holds a space and a parenthesis; utime 250 and
+	// stime 130 ticks are fields 14 and 15.
+	stat := "4242 (capi core (x)) S 1 4242 4242 0 -1 4194560 5000 0 0 0 250 130 0 0 20 0 12 0 100 0 0"
+	got, err := cpuFromStat(stat)
+	if err != nil || got != 3800*time.Millisecond {
+		t.Errorf("cpuFromStat = %v, %v; want 3.8s", got, err)
+	}
+	if _, err := cpuFromStat("4242 capi-core S 1"); err == nil {
+		t.Error("a line without the command's parentheses was read")
+	}
+	if _, err := cpuFromStat("4242 (agent) S 1 2"); err == nil {
+		t.Error("a short line was read")
+	}
+}
+
+func TestReadUsageOfThisProcess(t *testing.T) {
+	u, err := ReadUsage(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.PeakRSS < 1<<20 {
+		t.Errorf("peak RSS of the test process is %d bytes; it is at least a MiB", u.PeakRSS)
+	}
+	if _, err := ReadUsage(-1); err == nil {
+		t.Error("a process that does not exist has usage")
+	}
+}
+
+func TestMetricsSum(t *testing.T) {
+	m := Metrics(`# HELP rest_client_requests_total Number of HTTP requests.
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 120
+rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 7
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="PATCH"} 3
+rest_client_requests_total{code="409",host="127.0.0.1:6443",method="PUT"} 1.5e+00
+rest_client_requests_total_other 99
+workqueue_depth{controller="topology",name="topology"} 0
+workqueue_depth{controller="topology/cluster",name="topology/cluster"} 4
+`)
+	for _, tc := range []struct {
+		name    string
+		filters []string
+		want    float64
+	}{
+		{"rest_client_requests_total", nil, 131.5},
+		{"rest_client_requests_total", []string{`method="GET"`}, 120},
+		{"workqueue_depth", []string{`name="topology"`}, 0},
+		{"workqueue_depth", []string{`name="topology/cluster"`}, 4},
+		{"missing", nil, 0},
+	} {
+		if got := m.Sum(tc.name, tc.filters...); got != tc.want {
+			t.Errorf("Sum(%s, %v) = %v, want %v", tc.name, tc.filters, got, tc.want)
+		}
+	}
+	if got := m.Writes(); got != 11.5 {
+		t.Errorf("Writes() = %v, want 11.5 (POST, PATCH, PUT)", got)
+	}
+}
+
+func fromYAML(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestSetReplicas(t *testing.T) {
+	cluster := fromYAML(t, `{kind: Cluster, spec: {topology: {controlPlane: {replicas: 3}, workers: {machineDeployments: [{name: a, replicas: 2}, {name: b}]}}}}`)
+	topology := fromYAML(t, `{kind: Topology, spec: {controlPlane: {replicas: 3}, workers: {machinePools: [{name: p, replicas: 4}]}}}`)
+	for _, o := range []*unstructured.Unstructured{cluster, topology} {
+		if err := setReplicas(o, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := yaml.Marshal(cluster.Object)
+	want := "kind: Cluster\nspec:\n  topology:\n    controlPlane:\n      replicas: 1\n    workers:\n      machineDeployments:\n      - name: a\n        replicas: 1\n      - name: b\n        replicas: 1\n"
+	if string(got) != want {
+		t.Errorf("Cluster:\n%s\nwant:\n%s", got, want)
+	}
+	got, _ = yaml.Marshal(topology.Object)
+	want = "kind: Topology\nspec:\n  controlPlane:\n    replicas: 1\n  workers:\n    machinePools:\n    - name: p\n      replicas: 1\n"
+	if string(got) != want {
+		t.Errorf("Topology:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestReconciledNow(t *testing.T) {
+	for _, tc := range []struct {
+		doc  string
+		want bool
+	}{
+		{`{kind: Cluster, apiVersion: v1, metadata: {generation: 2}, status: {conditions: [{type: Available, status: "False"}, {type: TopologyReconciled, status: "True", observedGeneration: 2}]}}`, true},
+		{`{kind: Cluster, apiVersion: v1, metadata: {generation: 3}, status: {conditions: [{type: TopologyReconciled, status: "True", observedGeneration: 2}]}}`, false},
+		{`{kind: Cluster, apiVersion: v1, metadata: {generation: 2}, status: {conditions: [{type: TopologyReconciled, status: "False", observedGeneration: 2}]}}`, false},
+		{`{kind: Cluster, apiVersion: v1, metadata: {generation: 1}}`, false},
+	} {
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(mustJSON(t, tc.doc)); err != nil {
+			t.Fatal(err)
+		}
+		if got := reconciledNow(o); got != tc.want {
+			t.Errorf("reconciledNow(%s) = %v, want %v", tc.doc, got, tc.want)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, doc string) []byte {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// TestTable renders a measured pair; `go test ./test/scale -update`
+// rewrites the golden file.
+func TestTable(t *testing.T) {
+	ours := Measurement{Side: Ours, N: 100, Created: 2 * time.Second, Reconciled: 14 * time.Second,
+		CreateP50: 4200 * time.Microsecond, CreateP99: 21 * time.Millisecond, Requests: 2100,
+		Usage: Usage{PeakRSS: 120 << 20, CPU: 9 * time.Second}, Core: Usage{PeakRSS: 90 << 20, CPU: 20 * time.Second}, CoreRequests: 5000,
+		ResyncWrites: 0, Resync: 3 * time.Second}
+	upstream := Measurement{Side: Upstream, N: 100, Created: 1500 * time.Millisecond, Reconciled: 28 * time.Second,
+		CreateP50: 3 * time.Millisecond, CreateP99: 12 * time.Millisecond,
+		Usage: Usage{PeakRSS: 150 << 20, CPU: 40 * time.Second}, Requests: 9000, Core: Usage{PeakRSS: 150 << 20, CPU: 40 * time.Second}, CoreRequests: 9000,
+		ResyncWrites: 12, Resync: 6 * time.Second}
+	var out bytes.Buffer
+	Table(&out, "testdata/parity/in-memory", ours, upstream)
+	golden := filepath.Join("testdata", "table.golden")
+	if *update {
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != string(want) {
+		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
