@@ -29,7 +29,7 @@ func main() {
 
 func run() error {
 	opts := scale.Options{Log: os.Stderr}
-	var ns string
+	var ns, kubeconfig, sides string
 	flag.StringVar(&opts.BinDir, "bin-dir", "bin", "directory holding the control plane's, Cluster API's and kubectl-topology's binaries")
 	flag.StringVar(&opts.Dir, "dir", ".local-bench", "directory for each side's control plane")
 	flag.StringVar(&opts.CRDDir, "crd-dir", "manifests/crd", "directory of kubectl-topology's own CRDs")
@@ -37,7 +37,17 @@ func run() error {
 	flag.IntVar(&opts.Replicas, "replicas", 1, "replicas of the control plane and of each pool in every cluster; -1 keeps the case's")
 	flag.StringVar(&ns, "n", "100,1000", "comma-separated numbers of clusters")
 	flag.DurationVar(&opts.Timeout, "timeout", 30*time.Minute, "bound on each wait (all reconciled, idle, resynced)")
+	flag.StringVar(&kubeconfig, "kubeconfig", "", "measure on this control plane instead of fresh local ones: the agent and/or Cluster API's core manager with ClusterTopology on must run there; only the client's figures are measured")
+	flag.StringVar(&sides, "sides", "ours,upstream", "which sides to measure: ours, upstream or both")
 	flag.Parse()
+	want := map[string]bool{}
+	for _, side := range strings.Split(sides, ",") {
+		side = strings.TrimSpace(side)
+		if side != scale.Ours && side != scale.Upstream {
+			return fmt.Errorf("-sides %q: %q is neither %s nor %s", sides, side, scale.Ours, scale.Upstream)
+		}
+		want[side] = true
+	}
 	ctrllog.SetLogger(logr.Discard())
 	ctx := context.Background()
 	fmt.Printf("kubectl-topology agent vs Cluster API v1.14.2's topology controller, case %s, %d replicas per part; %d CPUs, %s at start\n",
@@ -48,15 +58,24 @@ func run() error {
 			return fmt.Errorf("-n %q: %q is not a positive number", ns, s)
 		}
 		opts.N = n
-		ours, err := scale.Run(ctx, opts, scale.Ours)
-		if err != nil {
-			return fmt.Errorf("ours at N=%d: %w", n, err)
+		measured := map[string]scale.Measurement{}
+		for _, side := range []string{scale.Ours, scale.Upstream} {
+			if !want[side] {
+				continue
+			}
+			var m scale.Measurement
+			var err error
+			if kubeconfig != "" {
+				m, err = scale.RunAgainst(ctx, opts, side, kubeconfig)
+			} else {
+				m, err = scale.Run(ctx, opts, side)
+			}
+			if err != nil {
+				return fmt.Errorf("%s at N=%d: %w", side, n, err)
+			}
+			measured[side] = m
 		}
-		upstream, err := scale.Run(ctx, opts, scale.Upstream)
-		if err != nil {
-			return fmt.Errorf("upstream at N=%d: %w", n, err)
-		}
-		scale.Table(os.Stdout, opts.Case, ours, upstream)
+		scale.Table(os.Stdout, opts.Case, measured[scale.Ours], measured[scale.Upstream])
 		fmt.Printf("  (%s after both sides)\n", scale.LoadLine())
 	}
 	return nil

@@ -4,7 +4,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -30,6 +29,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+	"github.com/kubectl-topology/kubectl-topology/test/scale"
 )
 
 var (
@@ -165,49 +165,21 @@ func (p *agentProcess) stop(tb testing.TB) {
 // series whose labels contain every filter.
 func (p *agentProcess) metric(tb testing.TB, name string, filters ...string) float64 {
 	tb.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", p.metricPort))
+	m, err := scale.Scrape(context.Background(), fmt.Sprintf("http://127.0.0.1:%d/metrics", p.metricPort))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var sum float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		match := true
-		for _, f := range filters {
-			if !strings.Contains(line, f) {
-				match = false
-			}
-		}
-		if !match {
-			continue
-		}
-		fields := strings.Fields(line)
-		v, _ := strconv.ParseFloat(fields[len(fields)-1], 64)
-		sum += v
-	}
-	return sum
+	return m.Sum(name, filters...)
 }
 
 // peakRSS reads the agent's peak resident set size in KiB.
 func (p *agentProcess) peakRSS(tb testing.TB) int64 {
 	tb.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	u, err := scale.ReadUsage(p.cmd.Process.Pid)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			n, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
-			return n
-		}
-	}
-	return 0
+	return u.PeakRSS / 1024
 }
 
 func tailFile(path string) string {

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -92,6 +93,9 @@ type Measurement struct {
 	// the controller restarted with nothing to change.
 	ResyncWrites float64
 	Resync       time.Duration
+	// Processes is true where the controllers ran here and their requests,
+	// usage and resync were measured.
+	Processes bool
 	// ResyncChanged is how many Cluster API objects the topology controller's
 	// field manager changed during that resync; unlike ResyncWrites it leaves
 	// out the core manager's other controllers upstream.
@@ -116,6 +120,18 @@ type controller struct {
 	stop    func()
 }
 
+// target is where one side runs: a client, and the processes to measure
+// where they run here (nil against a control plane a user points at).
+type target struct {
+	k8s        client.Client
+	cfg        *rest.Config
+	kubeconfig string
+	ns         string
+	// measured is the topology controller; core is Cluster API's core
+	// manager (the same process upstream).
+	measured, core *controller
+}
+
 // Run measures side at opts.N on a fresh local control plane, which it
 // stops afterwards.
 func Run(ctx context.Context, opts Options, side string) (Measurement, error) {
@@ -135,13 +151,7 @@ func Run(ctx context.Context, opts Options, side string) (Measurement, error) {
 		return m, err
 	}
 	defer func() { _ = cp.Stop() }()
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
-	if err != nil {
-		return m, err
-	}
-	// The creates are the load: as fast as the API server takes them.
-	cfg.QPS, cfg.Burst = 1000, 1000
-	k8s, err := client.New(cfg, client.Options{})
+	t, err := newTarget(cp.Kubeconfig, "scale")
 	if err != nil {
 		return m, err
 	}
@@ -149,29 +159,72 @@ func Run(ctx context.Context, opts Options, side string) (Measurement, error) {
 	if !ok {
 		return m, fmt.Errorf("the control plane runs no capi-core")
 	}
-	coreCtl := controller{name: "capi-core", queue: "topology/cluster",
+	t.core = &controller{name: "capi-core", queue: "topology/cluster",
 		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", core.DiagnosticsPort),
 		pid:     func() (int, error) { return cp.PID("capi-core") },
 		restart: func(ctx context.Context) error { return cp.RestartProvider(ctx, "capi-core") },
 		stop:    func() {},
 	}
-	measured := coreCtl
-	m.Controller = "Cluster API core manager, ClusterTopology on"
+	t.measured = t.core
 	if side == Ours {
 		agent, err := startAgent(ctx, filepath.Join(opts.BinDir, "agent"), cp.Kubeconfig, filepath.Join(dir, "agent"))
 		if err != nil {
 			return m, err
 		}
 		defer agent.stop()
-		measured = agent
-		m.Controller = "kubectl-topology agent"
+		t.measured = &agent
 	}
-
-	ns := "scale"
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	if err := t.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: t.ns}}); err != nil {
 		return m, err
 	}
-	class, cluster, err := load(opts, side, cp.Kubeconfig, ns)
+	return measure(ctx, opts, side, t)
+}
+
+// RunAgainst measures side on the control plane of kubeconfig, where the
+// agent (ours) or Cluster API's core manager with ClusterTopology on
+// (upstream) already runs, in a namespace of its own that it deletes
+// afterwards. Only what a client sees is measured there: the time to all
+// reconciled and the create latencies.
+func RunAgainst(ctx context.Context, opts Options, side, kubeconfig string) (Measurement, error) {
+	m := Measurement{Side: side, N: opts.N}
+	t, err := newTarget(kubeconfig, "")
+	if err != nil {
+		return m, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "topology-scale-" + side + "-"}}
+	if err := t.k8s.Create(ctx, ns); err != nil {
+		return m, fmt.Errorf("creating a namespace to measure in: %w", err)
+	}
+	defer func() {
+		logf(opts.Log, "%s: deleting namespace %s", side, ns.Name)
+		_ = t.k8s.Delete(context.Background(), ns)
+	}()
+	t.ns = ns.Name
+	return measure(ctx, opts, side, t)
+}
+
+func newTarget(kubeconfig, ns string) (*target, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	// The creates are the load: as fast as the API server takes them.
+	cfg.QPS, cfg.Burst = 1000, 1000
+	k8s, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &target{k8s: k8s, cfg: cfg, kubeconfig: kubeconfig, ns: ns}, nil
+}
+
+// measure creates the case's class and N clusters in t and measures them.
+func measure(ctx context.Context, opts Options, side string, t *target) (Measurement, error) {
+	m := Measurement{Side: side, N: opts.N, Controller: "Cluster API core manager, ClusterTopology on"}
+	if side == Ours {
+		m.Controller = "kubectl-topology agent"
+	}
+	k8s, ns := t.k8s, t.ns
+	class, cluster, err := load(opts, side, t.kubeconfig, ns)
 	if err != nil {
 		return m, err
 	}
@@ -181,7 +234,7 @@ func Run(ctx context.Context, opts Options, side string) (Measurement, error) {
 		}
 	}
 
-	logf(opts.Log, "%s, N=%d: creating %d %ss", side, opts.N, opts.N, cluster.GetKind())
+	logf(opts.Log, "%s, N=%d: creating %d of %s", side, opts.N, opts.N, cluster.GetKind())
 	start := time.Now()
 	latencies := make([]time.Duration, 0, opts.N)
 	for i := range opts.N {
@@ -201,29 +254,33 @@ func Run(ctx context.Context, opts Options, side string) (Measurement, error) {
 	}
 	m.Reconciled = time.Since(start)
 	logf(opts.Log, "%s, N=%d: all reconciled after %s", side, opts.N, m.Reconciled.Round(time.Millisecond))
-	metrics, err := idle(ctx, measured, opts.Timeout)
+	if t.measured == nil {
+		return m, nil
+	}
+	m.Processes = true
+	metrics, err := idle(ctx, *t.measured, opts.Timeout)
 	if err != nil {
 		return m, err
 	}
 	m.Requests = metrics.Sum("rest_client_requests_total")
-	if m.Usage, err = usage(measured); err != nil {
+	if m.Usage, err = usage(*t.measured); err != nil {
 		return m, err
 	}
-	coreMetrics, err := Scrape(ctx, coreCtl.metrics)
+	coreMetrics, err := Scrape(ctx, t.core.metrics)
 	if err != nil {
 		return m, err
 	}
 	m.CoreRequests = coreMetrics.Sum("rest_client_requests_total")
-	if m.Core, err = usage(coreCtl); err != nil {
+	if m.Core, err = usage(*t.core); err != nil {
 		return m, err
 	}
 
-	logf(opts.Log, "%s, N=%d: restarting the %s for a no-op resync", side, opts.N, measured.name)
+	logf(opts.Log, "%s, N=%d: restarting the %s for a no-op resync", side, opts.N, t.measured.name)
 	restarted := time.Now()
-	if err := measured.restart(ctx); err != nil {
+	if err := t.measured.restart(ctx); err != nil {
 		return m, err
 	}
-	resynced, err := resync(ctx, measured, opts.N, opts.Timeout)
+	resynced, err := resync(ctx, *t.measured, opts.N, opts.Timeout)
 	if err != nil {
 		return m, err
 	}
@@ -233,7 +290,7 @@ func Run(ctx context.Context, opts Options, side string) (Measurement, error) {
 	if side == Ours {
 		manager = oursFieldManager
 	}
-	if m.ResyncChanged, err = changedSince(ctx, k8s, cp, ns, manager, restarted); err != nil {
+	if m.ResyncChanged, err = changedSince(ctx, k8s, t.cfg, ns, manager, restarted); err != nil {
 		return m, err
 	}
 	return m, nil
@@ -242,8 +299,8 @@ func Run(ctx context.Context, opts Options, side string) (Measurement, error) {
 // changedSince counts the objects of Cluster API's groups in ns that
 // manager has written since t, by the times in their managed fields (to the
 // second, as the API server keeps them).
-func changedSince(ctx context.Context, k8s client.Client, cp *localcluster.Cluster, ns, manager string, t time.Time) (int, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
+func changedSince(ctx context.Context, k8s client.Client, cfg *rest.Config, ns, manager string, t time.Time) (int, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -538,44 +595,65 @@ func logf(w io.Writer, format string, args ...any) {
 }
 
 // Table prints ours and upstream side by side, with the ratio of each pair.
+// A side not measured (zero Side) or a figure not known there (processes
+// not running here) shows as "-".
 func Table(w io.Writer, class string, ours, upstream Measurement) {
-	fmt.Fprintf(w, "\nN=%d, class %s\n", ours.N, class)
-	row := func(what, o, u string, ratio float64) {
+	n := ours.N
+	if n == 0 {
+		n = upstream.N
+	}
+	fmt.Fprintf(w, "\nN=%d, class %s\n", n, class)
+	fmt.Fprintf(w, "  %-54s %14s %14s %8s\n", "", "ours", "upstream", "ratio")
+	fmt.Fprintf(w, "  %-54s %14s %14s\n", "(measured process)", "agent", "core manager")
+	secs := func(v float64) string {
+		return (time.Duration(v * float64(time.Second))).Round(10 * time.Millisecond).String()
+	}
+	ms := func(v float64) string { return strconv.FormatFloat(v*1000, 'f', 1, 64) + " ms" }
+	mib := func(v float64) string { return strconv.FormatInt(int64(v)>>20, 10) + " MiB" }
+	count := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+	perCluster := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	type figure func(m Measurement) float64
+	row := func(what string, process, withRatio bool, show func(float64) string, f figure) {
+		cell := func(m Measurement) (string, bool) {
+			if m.Side == "" || (process && !m.Processes) {
+				return "-", false
+			}
+			return show(f(m)), true
+		}
+		o, oKnown := cell(ours)
+		u, uKnown := cell(upstream)
 		r := "-"
-		if ratio > 0 {
-			r = strconv.FormatFloat(ratio, 'f', 2, 64)
+		if withRatio && oKnown && uKnown && f(upstream) > 0 {
+			r = strconv.FormatFloat(f(ours)/f(upstream), 'f', 2, 64)
 		}
-		fmt.Fprintf(w, "  %-52s %14s %14s %8s\n", what, o, u, r)
+		fmt.Fprintf(w, "  %-54s %14s %14s %8s\n", what, o, u, r)
 	}
-	secs := func(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }
-	ms := func(d time.Duration) string {
-		return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) + " ms"
-	}
-	mib := func(b int64) string { return strconv.FormatInt(b>>20, 10) + " MiB" }
-	ratio := func(o, u float64) float64 {
-		if u == 0 {
-			return 0
+	perN := func(v float64, m Measurement) float64 { return v / float64(max(m.N, 1)) }
+	row("time to all reconciled", false, true, secs, func(m Measurement) float64 { return m.Reconciled.Seconds() })
+	row("time to create all", false, true, secs, func(m Measurement) float64 { return m.Created.Seconds() })
+	row("create latency p50 (admission included)", false, true, ms, func(m Measurement) float64 { return m.CreateP50.Seconds() })
+	row("create latency p99 (admission included)", false, true, ms, func(m Measurement) float64 { return m.CreateP99.Seconds() })
+	row("API requests per cluster, measured process", true, true, perCluster, func(m Measurement) float64 { return perN(m.Requests, m) })
+	row("peak RSS, measured process", true, true, mib, func(m Measurement) float64 { return float64(m.Usage.PeakRSS) })
+	row("CPU time, measured process", true, true, secs, func(m Measurement) float64 { return m.Usage.CPU.Seconds() })
+	// Ours adds the agent to a core manager; upstream's core manager is the
+	// measured process itself.
+	withCore := func(m Measurement, agent, core float64) float64 {
+		if m.Side == Ours {
+			return agent + core
 		}
-		return o / u
+		return core
 	}
-	n := float64(ours.N)
-	fmt.Fprintf(w, "  %-52s %14s %14s %8s\n", "", "ours", "upstream", "ratio")
-	fmt.Fprintf(w, "  %-52s %14s %14s\n", "(measured process)", "agent", "core manager")
-	row("time to all reconciled", secs(ours.Reconciled), secs(upstream.Reconciled), ratio(ours.Reconciled.Seconds(), upstream.Reconciled.Seconds()))
-	row("time to create all", secs(ours.Created), secs(upstream.Created), ratio(ours.Created.Seconds(), upstream.Created.Seconds()))
-	row("create latency p50 (admission included)", ms(ours.CreateP50), ms(upstream.CreateP50), ratio(float64(ours.CreateP50), float64(upstream.CreateP50)))
-	row("create latency p99 (admission included)", ms(ours.CreateP99), ms(upstream.CreateP99), ratio(float64(ours.CreateP99), float64(upstream.CreateP99)))
-	row("API requests per cluster, measured process", fmt.Sprintf("%.1f", ours.Requests/n), fmt.Sprintf("%.1f", upstream.Requests/n), ratio(ours.Requests, upstream.Requests))
-	row("peak RSS, measured process", mib(ours.Usage.PeakRSS), mib(upstream.Usage.PeakRSS), ratio(float64(ours.Usage.PeakRSS), float64(upstream.Usage.PeakRSS)))
-	row("CPU time, measured process", secs(ours.Usage.CPU), secs(upstream.Usage.CPU), ratio(ours.Usage.CPU.Seconds(), upstream.Usage.CPU.Seconds()))
-	oursTotal := Usage{PeakRSS: ours.Usage.PeakRSS + ours.Core.PeakRSS, CPU: ours.Usage.CPU + ours.Core.CPU}
-	row("peak RSS, agent + core manager vs core manager", mib(oursTotal.PeakRSS), mib(upstream.Core.PeakRSS), ratio(float64(oursTotal.PeakRSS), float64(upstream.Core.PeakRSS)))
-	row("CPU time, agent + core manager vs core manager", secs(oursTotal.CPU), secs(upstream.Core.CPU), ratio(oursTotal.CPU.Seconds(), upstream.Core.CPU.Seconds()))
-	row("API requests per cluster, same", fmt.Sprintf("%.1f", (ours.Requests+ours.CoreRequests)/n), fmt.Sprintf("%.1f", upstream.CoreRequests/n),
-		ratio(ours.Requests+ours.CoreRequests, upstream.CoreRequests))
-	row("no-op resync after a restart: time to idle", secs(ours.Resync), secs(upstream.Resync), ratio(ours.Resync.Seconds(), upstream.Resync.Seconds()))
-	row("no-op resync after a restart: writes, measured process", fmt.Sprintf("%.0f", ours.ResyncWrites), fmt.Sprintf("%.0f", upstream.ResyncWrites), 0)
-	row("no-op resync: objects the topology controller changed", strconv.Itoa(ours.ResyncChanged), strconv.Itoa(upstream.ResyncChanged), 0)
+	row("peak RSS, agent + core manager vs core manager", true, true, mib, func(m Measurement) float64 {
+		return withCore(m, float64(m.Usage.PeakRSS), float64(m.Core.PeakRSS))
+	})
+	row("CPU time, agent + core manager vs core manager", true, true, secs, func(m Measurement) float64 {
+		return withCore(m, m.Usage.CPU.Seconds(), m.Core.CPU.Seconds())
+	})
+	row("API requests per cluster, same", true, true, perCluster, func(m Measurement) float64 { return perN(withCore(m, m.Requests, m.CoreRequests), m) })
+	row("no-op resync after a restart: time to idle", true, true, secs, func(m Measurement) float64 { return m.Resync.Seconds() })
+	row("no-op resync after a restart: writes, measured process", true, false, count, func(m Measurement) float64 { return m.ResyncWrites })
+	row("no-op resync: objects the topology controller changed", true, false, count, func(m Measurement) float64 { return float64(m.ResyncChanged) })
 	fmt.Fprintln(w, "  The core manager runs beside the agent with ClusterTopology off; upstream, its topology controller is one of its")
 	fmt.Fprintln(w, "  controllers, so its requests, memory, CPU and resync writes include those of its other controllers too.")
 }

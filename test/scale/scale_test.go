@@ -134,16 +134,20 @@ func mustJSON(t *testing.T, doc string) []byte {
 // TestTable renders a measured pair; `go test ./test/scale -update`
 // rewrites the golden file.
 func TestTable(t *testing.T) {
-	ours := Measurement{Side: Ours, N: 100, Created: 2 * time.Second, Reconciled: 14 * time.Second,
+	ours := Measurement{Side: Ours, N: 100, Processes: true, Created: 2 * time.Second, Reconciled: 14 * time.Second,
 		CreateP50: 4200 * time.Microsecond, CreateP99: 21 * time.Millisecond, Requests: 2100,
 		Usage: Usage{PeakRSS: 120 << 20, CPU: 9 * time.Second}, Core: Usage{PeakRSS: 90 << 20, CPU: 20 * time.Second}, CoreRequests: 5000,
 		ResyncWrites: 0, Resync: 3 * time.Second}
-	upstream := Measurement{Side: Upstream, N: 100, Created: 1500 * time.Millisecond, Reconciled: 28 * time.Second,
+	upstream := Measurement{Side: Upstream, N: 100, Processes: true, Created: 1500 * time.Millisecond, Reconciled: 28 * time.Second,
 		CreateP50: 3 * time.Millisecond, CreateP99: 12 * time.Millisecond,
 		Usage: Usage{PeakRSS: 150 << 20, CPU: 40 * time.Second}, Requests: 9000, Core: Usage{PeakRSS: 150 << 20, CPU: 40 * time.Second}, CoreRequests: 9000,
 		ResyncWrites: 12, Resync: 6 * time.Second}
 	var out bytes.Buffer
 	Table(&out, "testdata/parity/in-memory", ours, upstream)
+	// Against a user's control plane only the client's figures are known,
+	// and a side may be left out.
+	ours.Processes = false
+	Table(&out, "testdata/parity/in-memory", ours, Measurement{})
 	golden := filepath.Join("testdata", "table.golden")
 	if *update {
 		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
