@@ -15,9 +15,13 @@ const FieldManager = "kubectl-topology"
 // class dropped it). Fields others set, and fields the API server defaulted,
 // do not count, so a steady state issues no writes at all.
 func NeedsApply(current, desired *unstructured.Unstructured, fieldManager string) bool {
-	if current == nil {
-		return true
-	}
+	return current == nil || needsWrite(current, desired, fieldManager, false)
+}
+
+// needsWrite is NeedsApply for an existing object; updatesToo counts the
+// fields fieldManager wrote by update (a patch) as its own too, as for the
+// Cluster, which is merge-patched.
+func needsWrite(current, desired *unstructured.Unstructured, fieldManager string, updatesToo bool) bool {
 	for _, k := range []string{"spec", "data", "stringData"} {
 		if w, ok := desired.Object[k]; ok && !contains(current.Object[k], w) {
 			return true
@@ -30,21 +34,7 @@ func NeedsApply(current, desired *unstructured.Unstructured, fieldManager string
 	if !hasOwners(current, desired) {
 		return true
 	}
-	return ownsMoreThan(current, desired, fieldManager, false)
-}
-
-// needsClusterPatch is NeedsApply for a Cluster written by merge patch: the
-// fields fieldManager owns by update count as well as those it applied.
-func needsClusterPatch(current, desired *unstructured.Unstructured, fieldManager string) bool {
-	if w, ok := desired.Object["spec"]; ok && !contains(current.Object["spec"], w) {
-		return true
-	}
-	if !contains(stringMapToAny(current.GetLabels()), stringMapToAny(desired.GetLabels())) ||
-		!contains(stringMapToAny(current.GetAnnotations()), stringMapToAny(desired.GetAnnotations())) ||
-		!hasOwners(current, desired) {
-		return true
-	}
-	return ownsMoreThan(current, desired, fieldManager, true)
+	return ownsMoreThan(current, desired, fieldManager, updatesToo)
 }
 
 // hasOwners reports whether every owner of desired is an owner of current.
@@ -69,39 +59,52 @@ func boolPtrEqual(a, b *bool) bool {
 	return (a != nil && *a) == (b != nil && *b)
 }
 
-// ownsMoreThan reports whether fieldManager's applied fields on current reach
-// a field that desired does not set. Lists are compared as a whole: a managed
-// path into a list only needs the list itself to be set.
+// ownsMoreThan reports whether fieldManager's fields on current (applied,
+// and with updatesToo patched) reach a field that desired does not set.
+// Lists are compared as a whole: a managed path into a list only needs the
+// list itself to be set.
 func ownsMoreThan(current, desired *unstructured.Unstructured, fieldManager string, updatesToo bool) bool {
-	for _, mf := range current.GetManagedFields() {
+	owned, err := ownedFields(current, fieldManager, updatesToo)
+	if err != nil {
+		return true
+	}
+	extra := false
+	owned.Leaves().Iterate(func(p fieldpath.Path) {
+		extra = extra || missingIn(desired.Object, p)
+	})
+	return extra
+}
+
+// ownedFields is every field fieldManager owns on obj by apply and, with
+// updatesToo, by update.
+func ownedFields(obj *unstructured.Unstructured, fieldManager string, updatesToo bool) (*fieldpath.Set, error) {
+	owned := &fieldpath.Set{}
+	for _, mf := range obj.GetManagedFields() {
 		if mf.Manager != fieldManager || (mf.Operation != "Apply" && !updatesToo) || mf.FieldsV1 == nil {
 			continue
 		}
 		set := &fieldpath.Set{}
 		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
-			return true
+			return nil, err
 		}
-		extra := false
-		set.Leaves().Iterate(func(p fieldpath.Path) {
-			if extra {
-				return
-			}
-			var node any = desired.Object
-			for _, el := range p {
-				if el.FieldName == nil {
-					return // into a list item: the list is set, which is enough
-				}
-				m, ok := node.(map[string]any)
-				if !ok {
-					return
-				}
-				if node, ok = m[*el.FieldName]; !ok {
-					extra = true
-					return
-				}
-			}
-		})
-		if extra {
+		owned = owned.Union(set)
+	}
+	return owned, nil
+}
+
+// missingIn tells whether obj lacks the field at p; a path into a list item
+// is never missing: the list is set as a whole.
+func missingIn(obj map[string]any, p fieldpath.Path) bool {
+	var node any = obj
+	for _, el := range p {
+		if el.FieldName == nil {
+			return false
+		}
+		m, ok := node.(map[string]any)
+		if !ok {
+			return false
+		}
+		if node, ok = m[*el.FieldName]; !ok {
 			return true
 		}
 	}

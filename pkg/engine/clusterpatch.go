@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,31 +22,32 @@ import (
 func ClusterMergePatch(current, desired *unstructured.Unstructured, fieldManager string) ([]byte, error) {
 	// Values the API server normalised (defaults inside list items, say)
 	// would otherwise be patched back on every pass.
-	if !needsClusterPatch(current, desired, fieldManager) {
+	if !needsWrite(current, desired, fieldManager, true) {
 		return nil, nil
 	}
 	target := current.DeepCopy()
-	for _, k := range []string{"labels", "annotations"} {
-		if want, ok := desired.Object["metadata"].(map[string]any)[k].(map[string]any); ok {
-			meta, _ := target.Object["metadata"].(map[string]any)
-			have, _ := meta[k].(map[string]any)
-			meta[k] = overlay(have, want)
-		}
+	if want := desired.GetLabels(); len(want) > 0 {
+		target.SetLabels(withEntries(target.GetLabels(), want))
+	}
+	if want := desired.GetAnnotations(); len(want) > 0 {
+		target.SetAnnotations(withEntries(target.GetAnnotations(), want))
 	}
 	target.SetOwnerReferences(withOwners(current, desired))
 	if want, ok := desired.Object["spec"].(map[string]any); ok {
 		have, _ := target.Object["spec"].(map[string]any)
 		target.Object["spec"] = overlay(have, want)
 	}
-	owned, err := ownedByManager(current, fieldManager)
+	owned, err := ownedFields(current, fieldManager, true)
 	if err != nil {
 		return nil, fmt.Errorf("reading the field ownership of Cluster %s/%s: %w", current.GetNamespace(), current.GetName(), err)
 	}
 	owned.Leaves().Iterate(func(p fieldpath.Path) {
-		if p.String() == "" || (!under(p, "metadata", "labels") && !under(p, "metadata", "annotations") && !under(p, "spec")) {
+		if !under(p, "metadata", "labels") && !under(p, "metadata", "annotations") && !under(p, "spec") {
 			return
 		}
-		removeUnlessDesired(target.Object, desired.Object, p)
+		if missingIn(desired.Object, p) {
+			unstructured.RemoveNestedField(target.Object, fieldNames(p)...)
+		}
 	})
 	from, err := json.Marshal(current.Object)
 	if err != nil {
@@ -63,6 +65,14 @@ func ClusterMergePatch(current, desired *unstructured.Unstructured, fieldManager
 		return nil, nil
 	}
 	return patch, nil
+}
+
+// withEntries is a copy of have with want's entries set.
+func withEntries(have, want map[string]string) map[string]string {
+	out := make(map[string]string, len(have)+len(want))
+	maps.Copy(out, have)
+	maps.Copy(out, want)
+	return out
 }
 
 // overlay sets want's keys on a copy of have, maps merged key by key, other
@@ -117,22 +127,6 @@ func withOwners(current, desired *unstructured.Unstructured) []metav1.OwnerRefer
 	return refs
 }
 
-// ownedByManager is every field fieldManager owns, by apply or by update.
-func ownedByManager(obj *unstructured.Unstructured, fieldManager string) (*fieldpath.Set, error) {
-	owned := &fieldpath.Set{}
-	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager != fieldManager || mf.FieldsV1 == nil {
-			continue
-		}
-		set := &fieldpath.Set{}
-		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
-			return nil, err
-		}
-		owned = owned.Union(set)
-	}
-	return owned, nil
-}
-
 // under tells whether p starts with the field names prefix.
 func under(p fieldpath.Path, prefix ...string) bool {
 	if len(p) < len(prefix) {
@@ -146,26 +140,15 @@ func under(p fieldpath.Path, prefix ...string) bool {
 	return true
 }
 
-// removeUnlessDesired deletes the field at p from target when desired has
-// no field there; paths into list items are left alone, as the list is set
-// (or not) as a whole.
-func removeUnlessDesired(target, desired map[string]any, p fieldpath.Path) {
-	var names []string
+// fieldNames is p up to its first list element: where p goes into a list
+// item, the list is removed as a whole.
+func fieldNames(p fieldpath.Path) []string {
+	names := make([]string, 0, len(p))
 	for _, el := range p {
 		if el.FieldName == nil {
-			return
+			break
 		}
 		names = append(names, *el.FieldName)
 	}
-	node := any(desired)
-	for _, n := range names {
-		m, ok := node.(map[string]any)
-		if !ok {
-			return
-		}
-		if node, ok = m[n]; !ok {
-			unstructured.RemoveNestedField(target, names...)
-			return
-		}
-	}
+	return names
 }
