@@ -45,18 +45,7 @@ func TestPlanVersions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			plan, err := PlanVersions(tc.classVersions, tc.desired, tc.controlPlane, tc.oldest)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(plan.ControlPlane, tc.wantCP) || !slices.Equal(plan.Workers, tc.wantWorkers) {
-				t.Errorf("plan %v / %v, want %v / %v", plan.ControlPlane, plan.Workers, tc.wantCP, tc.wantWorkers)
-			}
+			checkPlan(t, plan, err, tc.wantErr, tc.wantCP, tc.wantWorkers)
 		})
 	}
 }
@@ -146,19 +135,7 @@ func TestPlanVersionsFromExtension(t *testing.T) {
 				planner = nil
 			}
 			plan, err := PlanVersionsFor(context.Background(), class, topo, obs, planner, cluster)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(plan.ControlPlane, tc.wantCP) || !slices.Equal(plan.Workers, tc.wantW) {
-				t.Errorf("plan %v / %v, want %v / %v", plan.ControlPlane, plan.Workers, tc.wantCP, tc.wantW)
-			}
-			if tc.offline {
+			if !checkPlan(t, plan, err, tc.wantErr, tc.wantCP, tc.wantW) || tc.offline {
 				return
 			}
 			if len(answer.asked) != 1 {
@@ -182,4 +159,23 @@ func TestPlanVersionsFromExtension(t *testing.T) {
 	if plan, err := PlanVersionsFor(context.Background(), class, topologyWith("v1.35.0", nil), obs, answer, nil); err != nil || !plan.IsZero() || len(answer.asked) != 0 {
 		t.Errorf("at its version: plan %+v, %v, asked %d times", plan, err, len(answer.asked))
 	}
+}
+
+// checkPlan holds a computed plan to the one wanted, or its error to the
+// text wanted; it tells whether a plan (not an error) was wanted and got.
+func checkPlan(t *testing.T, plan VersionPlan, err error, wantErr string, wantCP, wantWorkers []string) bool {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want one saying %q", err, wantErr)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(plan.ControlPlane, wantCP) || !slices.Equal(plan.Workers, wantWorkers) {
+		t.Errorf("plan %v / %v, want %v / %v", plan.ControlPlane, plan.Workers, wantCP, wantWorkers)
+	}
+	return true
 }
