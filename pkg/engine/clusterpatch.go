@@ -8,6 +8,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -89,23 +90,9 @@ func overlay(have, want map[string]any) map[string]any {
 			out[k] = overlay(hm, wm)
 			continue
 		}
-		out[k] = deepCopyValue(w)
+		out[k] = runtime.DeepCopyJSONValue(w)
 	}
 	return out
-}
-
-func deepCopyValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return (&unstructured.Unstructured{Object: x}).DeepCopy().Object
-	case []any:
-		out := make([]any, len(x))
-		for i := range x {
-			out[i] = deepCopyValue(x[i])
-		}
-		return out
-	}
-	return v
 }
 
 // withOwners is current's owner references with any of desired's missing
