@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/pkg/freeport"
 	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -103,16 +104,17 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	// Every listener is held until all ports are claimed: one closed at once
 	// can come back from the kernel as the next "free" port.
 	var held []net.Listener
+	picker := freeport.New()
 	for _, p := range ports {
-		l, err := claimPort(p.name, *p.port)
+		l, err := claimPort(picker, p.name, *p.port)
 		if err != nil {
-			closeAll(held)
+			freeport.Close(held)
 			return nil, err
 		}
 		held = append(held, l)
 		*p.port = l.Addr().(*net.TCPAddr).Port
 	}
-	closeAll(held)
+	freeport.Close(held)
 	for _, p := range opts.Providers {
 		for _, port := range p.FixedPorts {
 			l, lerr := net.Listen("tcp", ":"+strconv.Itoa(port))
@@ -177,19 +179,21 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 }
 
 // claimPort listens on a fixed port, to check it is free, or on a free one
-// for 0; the caller closes the listener before the component binds it.
-func claimPort(component string, port int) (net.Listener, error) {
+// below the ephemeral range for 0; the caller closes the listener before the
+// component binds it.
+func claimPort(picker *freeport.Picker, component string, port int) (net.Listener, error) {
+	if port == 0 {
+		held, err := picker.Claim(1)
+		if err != nil {
+			return nil, fmt.Errorf("finding a port for %s: %w", component, err)
+		}
+		return held[0], nil
+	}
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return nil, &PortInUseError{Component: component, Port: port}
 	}
 	return l, nil
-}
-
-func closeAll(ls []net.Listener) {
-	for _, l := range ls {
-		_ = l.Close()
-	}
 }
 
 func (c *Cluster) url(port int, scheme string) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +31,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/manifests"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
+	"github.com/kubectl-topology/kubectl-topology/pkg/freeport"
 	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 	"github.com/kubectl-topology/kubectl-topology/pkg/version"
 )
@@ -449,16 +449,12 @@ func localAgentProblem(ctx context.Context, c client.Client, rec process.Record)
 const probePrefix = "probe="
 
 // freeLocalPorts are n distinct loopback TCP ports nothing listens on at
-// the moment; each is held until all are found, so none comes back twice.
+// the moment, below the ephemeral range so no outgoing connection takes one
+// before the agent binds it.
 func freeLocalPorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port for the local agent: %w", err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	ports, err := freeport.New().Ports(n)
+	if err != nil {
+		return nil, fmt.Errorf("finding free ports for the local agent: %w", err)
 	}
 	return ports, nil
 }

@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubectl-topology/kubectl-topology/pkg/freeport"
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/test/parity"
 )
@@ -568,24 +568,9 @@ func startAgent(ctx context.Context, bin, kubeconfig, dir string) (controller, e
 	}, nil
 }
 
-// freePorts asks the kernel for n loopback ports free now.
+// freePorts are n loopback ports free now, below the ephemeral range.
 func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
+	return freeport.New().Ports(n)
 }
 
 func logf(w io.Writer, format string, args ...any) {
