@@ -30,6 +30,29 @@ const (
 	DialectUpstream
 )
 
+// UpstreamClusterKind is the TypeMeta kind of a Topology read from an
+// upstream Cluster with spec.topology (pkg/upstream sets it): such a
+// Topology is reconciled by Cluster API's topology controller, in its dialect.
+const UpstreamClusterKind = "Cluster"
+
+// DialectOf is the dialect t's objects are made in: upstream's for a
+// Topology read from an upstream Cluster, ours otherwise. The agent, plan,
+// the editor and status all decide it here.
+func DialectOf(t *v1alpha2.Topology) Dialect {
+	if t.Kind == UpstreamClusterKind {
+		return DialectUpstream
+	}
+	return DialectTopology
+}
+
+// Reconciler names, in a sentence, what acts on t's changes.
+func Reconciler(t *v1alpha2.Topology) string {
+	if DialectOf(t) == DialectUpstream {
+		return "Cluster API's topology controller"
+	}
+	return "the agent"
+}
+
 // Input is everything the engine needs to compute a topology's desired state.
 type Input struct {
 	// Topology is the cluster to build.

@@ -40,6 +40,7 @@ func Conditions(o *unstructured.Unstructured) []metav1.Condition {
 		c.Status = metav1.ConditionStatus(s)
 		c.Reason, _ = m["reason"].(string)
 		c.Message, _ = m["message"].(string)
+		c.ObservedGeneration, _ = m["observedGeneration"].(int64)
 		if ts, _ := m["lastTransitionTime"].(string); ts != "" {
 			if t, err := time.Parse(time.RFC3339, ts); err == nil {
 				c.LastTransitionTime = metav1.NewTime(t)

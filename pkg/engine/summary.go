@@ -179,7 +179,7 @@ func NotObserved(t *v1alpha2.Topology) string {
 	if t.Status.ObservedGeneration == t.Generation {
 		return ""
 	}
-	return fmt.Sprintf("the agent has not seen the latest change yet (generation %d, observed %d)", t.Generation, t.Status.ObservedGeneration)
+	return fmt.Sprintf("%s has not seen the latest change yet (generation %d, observed %d)", Reconciler(t), t.Generation, t.Status.ObservedGeneration)
 }
 
 // ConditionsNotTrue lists each condition of t's status that is not true,
