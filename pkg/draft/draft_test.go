@@ -114,7 +114,7 @@ func TestWriteIsGuardedByTheReadVersion(t *testing.T) {
 	}
 	mine := read.DeepCopy()
 	mine.Spec.Version = "v1.34.0"
-	_, err := Write(ctx, c, read, mine)
+	_, err := Write(ctx, TopologyStore{Client: c}, read, mine)
 	var conflict *ConflictError
 	if !errors.As(err, &conflict) {
 		t.Fatalf("got %v, want a ConflictError", err)
@@ -130,7 +130,7 @@ func TestWriteIsGuardedByTheReadVersion(t *testing.T) {
 	if now.Spec.Version != "v1.33.1" {
 		t.Fatal("the conflicting write went through")
 	}
-	written, err := Write(ctx, c, conflict.Latest, conflict.Rebased)
+	written, err := Write(ctx, TopologyStore{Client: c}, conflict.Latest, conflict.Rebased)
 	if err != nil || written.Spec.Version != "v1.34.0" {
 		t.Fatalf("writing the rebased edit: %v", err)
 	}
@@ -166,7 +166,7 @@ func TestWriteGoesThroughAStatusOnlyChange(t *testing.T) {
 	}
 	mine := read.DeepCopy()
 	mine.Spec.Version = "v1.34.0"
-	written, err := Write(ctx, c, read, mine)
+	written, err := Write(ctx, TopologyStore{Client: c}, read, mine)
 	if err != nil {
 		t.Fatalf("a status-only change refused the edit: %v", err)
 	}

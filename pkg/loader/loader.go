@@ -19,7 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine/bundle"
 )
 
 // NotFoundError is a reference to something that does not exist (yet): the
@@ -45,6 +47,9 @@ type Loader struct {
 	// CoreVersion is the Cluster API core version to read Clusters,
 	// MachineDeployments, Machines and the like in; v1beta1 when unset.
 	CoreVersion engine.CoreVersion
+	// GivenClass, when set, is the class to use instead of reading the
+	// Topology's: one not created yet, as adopt previews.
+	GivenClass *v1alpha2.TopologyClass
 	// Mapper, when set, finds the CRDs of the class's provider kinds, whose
 	// labels say which Cluster API contract each implements. Unset, every
 	// provider is taken to follow CoreVersion's contract.
@@ -144,15 +149,40 @@ func CRDOf(ctx context.Context, r client.Reader, mapper meta.RESTMapper, gk sche
 	return crd, nil
 }
 
-// Class reads the Topology's class.
+// Class reads the Topology's class: a TopologyClass, or for an upstream
+// Cluster seen as a Topology its ClusterClass, converted.
 func (l *Loader) Class(ctx context.Context, t *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) {
+	if l.GivenClass != nil {
+		return l.GivenClass, nil
+	}
 	key := t.GetClassKey()
+	if draft.Kind(t) == draft.ClusterKind {
+		return l.clusterClass(ctx, t, key)
+	}
 	class := &v1alpha2.TopologyClass{}
 	if err := l.Reader.Get(ctx, key, class); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, &NotFoundError{fmt.Sprintf("spec.classRef: TopologyClass %s not found: create it or point spec.classRef at an existing class", key)}
 		}
 		return nil, fmt.Errorf("reading TopologyClass %s: %w", key, err)
+	}
+	return class, nil
+}
+
+// clusterClass reads and converts the ClusterClass of an upstream Cluster.
+func (l *Loader) clusterClass(ctx context.Context, t *v1alpha2.Topology, key types.NamespacedName) (*v1alpha2.TopologyClass, error) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(l.CoreVersion.APIVersion())
+	u.SetKind("ClusterClass")
+	if err := l.Reader.Get(ctx, key, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &NotFoundError{fmt.Sprintf("Cluster %s/%s spec.topology.classRef: ClusterClass %s not found", t.Namespace, t.Name, key)}
+		}
+		return nil, fmt.Errorf("reading ClusterClass %s of Cluster %s/%s: %w", key, t.Namespace, t.Name, err)
+	}
+	class, _, err := bundle.ClassFromUpstream(u)
+	if err != nil {
+		return nil, fmt.Errorf("ClusterClass %s: %w", key, err)
 	}
 	return class, nil
 }

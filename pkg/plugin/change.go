@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
+	"github.com/kubectl-topology/kubectl-topology/pkg/upstream"
 )
 
 // changeOptions are what scale, set variable and upgrade share: a Topology
@@ -81,7 +82,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 		}
 		what := draft.Changes(t, edited)
 		if len(what) == 0 {
-			fmt.Fprintf(o.Out, "Topology %s/%s already is that way; nothing to do.\n", t.Namespace, t.Name)
+			fmt.Fprintf(o.Out, "%s %s/%s already is that way; nothing to do.\n", draft.Kind(t), t.Namespace, t.Name)
 			return nil, nil
 		}
 		if c.preflight != nil {
@@ -89,10 +90,10 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 				return nil, err
 			}
 		}
-		if err := draft.DryRun(ctx, ca.client, edited); err != nil {
+		if err := draft.DryRun(ctx, ca.store(t), t, edited); err != nil {
 			return nil, fmt.Errorf("the change is refused; nothing was changed: %w", explain(err, ca))
 		}
-		fmt.Fprintf(o.Out, "Topology %s/%s:\n", t.Namespace, t.Name)
+		fmt.Fprintf(o.Out, "%s %s/%s:\n", draft.Kind(t), t.Namespace, t.Name)
 		for _, w := range what {
 			fmt.Fprintf(o.Out, "  %s\n", w)
 		}
@@ -113,7 +114,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 			fmt.Fprintln(o.Out, "Dry run: nothing was changed.")
 			return nil, nil
 		}
-		question := fmt.Sprintf("Apply to Topology %s/%s?", t.Namespace, t.Name)
+		question := fmt.Sprintf("Apply to %s %s/%s?", draft.Kind(t), t.Namespace, t.Name)
 		if c.question != nil {
 			question = c.question(t, edited)
 		}
@@ -125,15 +126,21 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 		case !o.yes && !o.force && !confirm(o.In, o.Out, question):
 			return nil, fmt.Errorf("not confirmed; nothing was changed (pass --yes to skip the question)")
 		}
-		written, err := draft.Write(ctx, ca.client, t, edited)
+		written, err := draft.Write(ctx, ca.store(t), t, edited)
 		var conflict *draft.ConflictError
 		switch {
 		case errors.As(err, &conflict) && len(conflict.Both) == 0 && attempt < maxAttempts:
 			fmt.Fprintf(o.ErrOut, "%s.\n", conflict.Error())
 			t = conflict.Latest
+			if upstream.IsCluster(t) {
+				// Its rollout summary is read again, for the preflight.
+				if t, err = o.readTopology(ctx, o.name); err != nil {
+					return nil, err
+				}
+			}
 			continue
 		case errors.As(err, &conflict):
-			return nil, fmt.Errorf("%w; run the command again once you have looked at it (kubectl topology status %s -n %s)", conflict, t.Name, t.Namespace)
+			return nil, fmt.Errorf("%w; run the command again once you have looked at it (kubectl topology status %s -n %s)", conflict, refOf(t), t.Namespace)
 		case err != nil:
 			return nil, explain(err, ca)
 		}
@@ -150,18 +157,19 @@ func (o *changeOptions) printPlan(ctx context.Context, edited *v1alpha2.Topology
 	for _, w := range warnings {
 		fmt.Fprintln(o.ErrOut, "Warning: "+w)
 	}
+	who := engine.Reconciler(edited)
 	if edited.Spec.Paused {
-		fmt.Fprintln(o.Out, "Paused: nothing will be applied while the Topology is paused.")
+		fmt.Fprintf(o.Out, "Paused: nothing will be applied while the %s is paused.\n", draft.Kind(edited))
 		if len(p.Changes) > 0 {
-			fmt.Fprintln(o.Out, "Once resumed, the agent would change:")
+			fmt.Fprintf(o.Out, "Once resumed, %s would change:\n", who)
 		}
 	}
 	if len(p.Changes) == 0 {
-		fmt.Fprintln(o.Out, "The agent would change no object.")
+		fmt.Fprintf(o.Out, "%s would change no object.\n", capitalize(who))
 		return nil
 	}
 	if !edited.Spec.Paused {
-		fmt.Fprintln(o.Out, "The agent would then change:")
+		fmt.Fprintf(o.Out, "%s would then change:\n", capitalize(who))
 	}
 	w := printers.GetNewTabWriter(o.Out)
 	for _, c := range p.Changes {
@@ -176,7 +184,7 @@ func (o *changeOptions) printPlan(ctx context.Context, edited *v1alpha2.Topology
 
 // applied says what to do next once a change is written.
 func (o *changeOptions) applied(t *v1alpha2.Topology) {
-	fmt.Fprintf(o.Out, "Applied. Follow it with: kubectl topology status %s -n %s --watch\n", t.Name, t.Namespace)
+	fmt.Fprintf(o.Out, "Applied. Follow it with: kubectl topology status %s -n %s --watch\n", refOf(t), t.Namespace)
 }
 
 // ScaleOptions are the inputs of `scale`.
@@ -246,7 +254,7 @@ func NewPauseCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 				return err
 			}
 			if o.Paused {
-				fmt.Fprintf(o.Out, "Paused: the agent changes nothing of Topology %s/%s until `kubectl topology resume %s -n %s`.\n", written.Namespace, written.Name, written.Name, written.Namespace)
+				fmt.Fprintf(o.Out, "Paused: %s changes nothing of %s %s/%s until `kubectl topology resume %s -n %s`.\n", engine.Reconciler(written), draft.Kind(written), written.Namespace, written.Name, refOf(written), written.Namespace)
 			} else {
 				o.applied(written)
 			}

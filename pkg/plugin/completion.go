@@ -44,13 +44,22 @@ func completeTopologyNames(flags *genericclioptions.ConfigFlags) completion {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		ca := completionAccess(flags)
+		if ca == nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
 		list := &v1alpha2.TopologyList{}
-		if ca == nil || ca.client.List(cmd.Context(), list, client.InNamespace(ca.namespace)) != nil {
+		topoErr := ca.client.List(cmd.Context(), list, client.InNamespace(ca.namespace))
+		// Upstream Clusters with spec.topology complete as cluster/NAME.
+		clusters, _, clusterErr := ca.listClusters(cmd.Context(), false, false)
+		if topoErr != nil && (clusterErr != nil || len(clusters) == 0) {
 			return nil, cobra.ShellCompDirectiveError
 		}
 		var names []string
 		for _, t := range list.Items {
 			names = append(names, t.Name)
+		}
+		for i := range clusters {
+			names = append(names, refOf(&clusters[i]))
 		}
 		return withPrefix(toComplete, "", names...), cobra.ShellCompDirectiveNoFileComp
 	}

@@ -74,7 +74,7 @@ func (o *EditOptions) Run(ctx context.Context) error {
 		return err
 	}
 	apply := func(ctx context.Context, orig, edited *v1alpha2.Topology) (*v1alpha2.Topology, error) {
-		written, err := draft.Write(ctx, ca.client, orig, edited)
+		written, err := draft.Write(ctx, ca.store(orig), orig, edited)
 		var conflict *draft.ConflictError
 		if err != nil && !errors.As(err, &conflict) {
 			return nil, explain(err, ca)
@@ -94,7 +94,7 @@ func (o *EditOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if em, ok := final.(*tui.EditModel); ok && em.Applied {
-		fmt.Fprintf(o.Out, "Topology %s/%s updated. Follow it with: kubectl topology status %s -n %s --watch\n", t.Namespace, t.Name, t.Name, t.Namespace)
+		fmt.Fprintf(o.Out, "%s %s/%s updated. Follow it with: kubectl topology status %s -n %s --watch\n", draft.Kind(t), t.Namespace, t.Name, o.Name, t.Namespace)
 	}
 	return nil
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/upstream"
 )
 
 // GetOptions are the inputs of `get`.
@@ -111,40 +115,67 @@ func (o *GetOptions) Run(ctx context.Context) error {
 		items = []v1alpha2.Topology{*t}
 	} else {
 		var err error
-		if items, err = o.access.listTopologies(ctx, o.AllNamespaces); err != nil {
+		if items, err = o.access.listAll(ctx, o.AllNamespaces, o.ErrOut); err != nil {
 			return err
 		}
 	}
 	if o.printer != nil {
-		if o.Name != "" {
-			return o.printer.PrintObj(&items[0], o.Out)
-		}
-		list := &v1alpha2.TopologyList{Items: items}
-		list.SetGroupVersionKind(v1alpha2.GroupVersion.WithKind("TopologyList"))
-		if *o.printFlags.OutputFormat == "name" {
-			for i := range items {
-				if err := o.printer.PrintObj(&items[i], o.Out); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		return o.printer.PrintObj(list, o.Out)
+		return o.print(ctx, items)
 	}
 	wide := *o.printFlags.OutputFormat == "wide"
 	if len(items) == 0 && !o.Watch {
 		o.access.noTopologies(o.ErrOut, o.AllNamespaces)
 		return nil
 	}
+	// Which controller reconciles each is worth a column once upstream's
+	// Clusters are among them.
+	withController := slices.ContainsFunc(items, func(t v1alpha2.Topology) bool { return upstream.IsCluster(&t) })
 	tw := printers.GetNewTabWriter(o.Out)
-	printHeader(tw, o.AllNamespaces, wide)
+	printHeader(tw, o.AllNamespaces, wide, withController)
 	for i := range items {
-		printRow(tw, &items[i], o.AllNamespaces, wide, o.now)
+		printRow(tw, &items[i], o.AllNamespaces, wide, withController, o.now)
 	}
 	if err := tw.Flush(); err != nil || !o.Watch {
 		return err
 	}
 	return o.watch(ctx, tw, wide)
+}
+
+// print writes items with the -o printer: Topologies as they are stored, and
+// upstream Clusters as Clusters, in a List when they are several.
+func (o *GetOptions) print(ctx context.Context, items []v1alpha2.Topology) error {
+	objs := make([]runtime.Object, 0, len(items))
+	for i := range items {
+		if !upstream.IsCluster(&items[i]) {
+			items[i].SetGroupVersionKind(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyKind))
+			objs = append(objs, &items[i])
+			continue
+		}
+		u, err := o.access.rawCluster(ctx, &items[i])
+		if err != nil {
+			return err
+		}
+		objs = append(objs, u)
+	}
+	if o.Name != "" || *o.printFlags.OutputFormat == "name" {
+		for _, obj := range objs {
+			if err := o.printer.PrintObj(obj, o.Out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("v1")
+	list.SetKind("List")
+	for _, obj := range objs {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		list.Items = append(list.Items, unstructured.Unstructured{Object: m})
+	}
+	return o.printer.PrintObj(list, o.Out)
 }
 
 // watch prints a row per change of the listed Topologies until ctx ends,
@@ -171,7 +202,7 @@ func (o *GetOptions) watch(ctx context.Context, tw flushWriter, wide bool) error
 			if !ok {
 				continue
 			}
-			printRow(tw, t, o.AllNamespaces, wide, o.now)
+			printRow(tw, t, o.AllNamespaces, wide, false, o.now)
 			if err := tw.Flush(); err != nil {
 				w.Stop()
 				return err
@@ -192,15 +223,18 @@ type flushWriter interface {
 // PROBLEMS, AGE.
 func printTable(w io.Writer, items []v1alpha2.Topology, withNamespace, wide bool, now clock) error {
 	tw := printers.GetNewTabWriter(w)
-	printHeader(tw, withNamespace, wide)
+	printHeader(tw, withNamespace, wide, false)
 	for i := range items {
-		printRow(tw, &items[i], withNamespace, wide, now)
+		printRow(tw, &items[i], withNamespace, wide, false, now)
 	}
 	return tw.Flush()
 }
 
-func printHeader(w io.Writer, withNamespace, wide bool) {
+func printHeader(w io.Writer, withNamespace, wide, withController bool) {
 	cols := []string{"NAME", "CLASS", "VERSION", "CONTROL PLANE", "WORKERS", "STATE", "PROBLEMS", "AGE"}
+	if withController {
+		cols = append(cols, "MANAGED BY")
+	}
 	if withNamespace {
 		cols = append([]string{"NAMESPACE"}, cols...)
 	}
@@ -210,12 +244,15 @@ func printHeader(w io.Writer, withNamespace, wide bool) {
 	fmt.Fprintln(w, strings.Join(cols, "\t"))
 }
 
-func printRow(w io.Writer, t *v1alpha2.Topology, withNamespace, wide bool, now clock) {
+func printRow(w io.Writer, t *v1alpha2.Topology, withNamespace, wide, withController bool, now clock) {
 	state := engine.TopologyState(t)
 	if state == "" {
 		state = v1alpha2.StateWaiting
 	}
-	row := []string{t.Name, t.Spec.ClassRef.Name, t.Spec.Version, controlPlaneReplicas(t), workerReplicas(t), string(state), orDash(strings.Join(engine.TopologyProblems(t), ",")), duration.HumanDuration(now.now().Sub(t.CreationTimestamp.Time))}
+	row := []string{refOf(t), t.Spec.ClassRef.Name, t.Spec.Version, controlPlaneReplicas(t), workerReplicas(t), string(state), orDash(strings.Join(engine.TopologyProblems(t), ",")), duration.HumanDuration(now.now().Sub(t.CreationTimestamp.Time))}
+	if withController {
+		row = append(row, managedBy(t))
+	}
 	if withNamespace {
 		row = append([]string{t.Namespace}, row...)
 	}

@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"k8s.io/client-go/discovery"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,20 +14,23 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 	"github.com/kubectl-topology/kubectl-topology/pkg/loader"
+	"github.com/kubectl-topology/kubectl-topology/pkg/upstream"
 )
 
 // load reads, through the loader the agent uses too, what the engine needs
 // for t from the cluster.
 func (ca *clusterAccess) load(ctx context.Context, t *v1alpha2.Topology) (*loader.Loaded, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(ca.config)
+	return ca.loadWith(ctx, t, nil)
+}
+
+// loadWith is load with the class given, when it is not read from the
+// cluster (a class adopt will create).
+func (ca *clusterAccess) loadWith(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) (*loader.Loaded, error) {
+	core, err := ca.coreVersion()
 	if err != nil {
 		return nil, err
 	}
-	core, err := loader.DetectCoreVersion(dc)
-	if err != nil {
-		return nil, explain(err, ca)
-	}
-	l, err := (&loader.Loader{Reader: ca.client, CoreVersion: core, Mapper: ca.client.RESTMapper()}).Load(ctx, t)
+	l, err := (&loader.Loader{Reader: ca.client, CoreVersion: core, Mapper: ca.client.RESTMapper(), GivenClass: class}).Load(ctx, t)
 	if err != nil {
 		return nil, explain(err, ca)
 	}
@@ -42,21 +44,34 @@ func (ca *clusterAccess) load(ctx context.Context, t *v1alpha2.Topology) (*loade
 // creation waits are listed as pending, with why.
 // The warnings name external patches that could not be run from here.
 func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha2.Topology) (*plan.Plan, []string, error) {
-	l, err := ca.load(ctx, t)
+	p, _, warnings, err := ca.livePlanWith(ctx, t, nil)
+	return p, warnings, err
+}
+
+// livePlanWith is livePlan with the class given (see loadWith); it returns
+// the desired state too.
+func (ca *clusterAccess) livePlanWith(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) (*plan.Plan, *engine.State, []string, error) {
+	l, err := ca.loadWith(ctx, t, class)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cat, err := engine.CompileClass(ctx, l.Class)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	external, err := ca.externalPatches(ctx, l.Class)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	// An upstream Cluster's objects are written as upstream's controller
+	// writes them: owned by the Cluster, by its field manager.
+	dialect, manager := engine.DialectOf(t), engine.FieldManager
+	if dialect == engine.DialectUpstream {
+		manager = upstream.FieldManager
 	}
 	in := engine.Input{
 		Topology: t, Class: l.Class, Templates: l.Templates, Current: l.Current, Observed: l.Observed,
-		Names: names.NewGenerator(nil), Dialect: engine.DialectTopology, Catalog: cat,
+		Names: names.NewGenerator(nil), Dialect: dialect, Catalog: cat,
 		CoreVersion: l.CoreVersion, Contracts: l.Contracts,
 	}
 	if external != nil {
@@ -64,7 +79,7 @@ func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha2.Topology) (*p
 	}
 	res, err := engine.Compute(ctx, in)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var warnings []string
 	if external != nil {
@@ -73,9 +88,17 @@ func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha2.Topology) (*p
 		}
 	}
 	for _, obj := range res.ToApply() {
+		if ownedByUncreated(obj) {
+			continue // the owner is not created yet (adopt): compared as computed
+		}
 		dry := obj.DeepCopy()
-		if err := ca.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(engine.FieldManager), client.ForceOwnership, client.DryRunAll); err != nil {
-			return nil, nil, fmt.Errorf("the API server refused %s %s in a dry run: %w", obj.GetKind(), obj.GetName(), explain(err, ca))
+		// Upstream's Cluster is desired as stored, with what the server
+		// manages: the dry run must neither carry managed fields nor be
+		// guarded by a version its controllers have moved on from.
+		dry.SetManagedFields(nil)
+		dry.SetResourceVersion("")
+		if err := ca.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll); err != nil {
+			return nil, nil, nil, fmt.Errorf("the API server refused %s %s in a dry run: %w", obj.GetKind(), obj.GetName(), explain(err, ca))
 		}
 		engine.StripServerFields(dry)
 		*obj = *dry
@@ -87,7 +110,18 @@ func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha2.Topology) (*p
 		current = append(current, o)
 	}
 	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: current, Cluster: t.Name, Namespace: t.Namespace, Pending: res.Pending()})
-	return p, warnings, err
+	return p, res.Desired, warnings, err
+}
+
+// ownedByUncreated tells whether an owner of obj has no UID yet, which the
+// API server would refuse even in a dry run.
+func ownedByUncreated(obj *unstructured.Unstructured) bool {
+	for _, r := range obj.GetOwnerReferences() {
+		if r.UID == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // externalPatches runs the class's external patches from here, with the

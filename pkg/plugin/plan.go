@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/bundle"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/names"
@@ -125,11 +126,12 @@ func (o *PlanOptions) RunLive(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		proposed, err := pickNamed(b.Topologies, o.Name)
+		proposed, err := pickNamed(b.Topologies, t.Name)
 		if err != nil {
 			return err
 		}
 		proposed.ResourceVersion, proposed.UID, proposed.Generation = t.ResourceVersion, t.UID, t.Generation
+		proposed.TypeMeta = t.TypeMeta // the proposal is for what was read: a Topology, or an upstream Cluster
 		t = proposed.Topology
 	}
 	p, warnings, err := ca.livePlan(ctx, t)
@@ -140,7 +142,7 @@ func (o *PlanOptions) RunLive(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, "Warning: "+w)
 	}
 	if t.Spec.Paused {
-		fmt.Fprintf(o.ErrOut, "Topology %s/%s is paused: nothing will be applied until `kubectl topology resume %s`; this is what the agent would change then.\n", t.Namespace, t.Name, t.Name)
+		fmt.Fprintf(o.ErrOut, "%s %s/%s is paused: nothing will be applied until `kubectl topology resume %s`; this is what %s would change then.\n", draft.Kind(t), t.Namespace, t.Name, refOf(t), engine.Reconciler(t))
 	}
 	var files map[string][]byte
 	if o.OutputDirectory != "" {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,8 +21,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/tui"
+	"github.com/kubectl-topology/kubectl-topology/pkg/upstream"
 )
 
 // StatusOptions are the inputs of `status`.
@@ -175,7 +178,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 	if !o.Watch {
 		now := o.now.now()
-		agent := agentReport(ctx, o.access.client, now)
+		agent := o.agentFor(ctx, t, now)
 		report := topologyReport(t, agent, warningEvents(ctx, o.access.client, t, now))
 		if o.Output != "" {
 			return printReport(o.Out, o.Output, StatusReport{Agent: agent, Items: []TopologyReport{report}})
@@ -208,7 +211,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	last := ""
 	for {
 		var buf bytes.Buffer
-		agent := agentReport(ctx, o.access.client, o.now.now())
+		agent := o.agentFor(ctx, t, o.now.now())
 		if agent.Problem != "" {
 			// Without its age, which would make every read a new block.
 			agent.Problem = agentSilent
@@ -245,14 +248,23 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 }
 
+// agentFor is the agent's report where t is the agent's to reconcile; an
+// upstream Cluster is Cluster API's, whatever the agent does.
+func (o *StatusOptions) agentFor(ctx context.Context, t *v1alpha2.Topology, now time.Time) AgentReport {
+	if upstream.IsCluster(t) {
+		return AgentReport{}
+	}
+	return agentReport(ctx, o.access.client, now)
+}
+
 // unsettled is the error of a watch that timed out: where the rollout stands
 // and why, and that it goes on.
 func (o *StatusOptions) unsettled(t *v1alpha2.Topology) error {
-	msg := fmt.Sprintf("Topology %s/%s did not settle within %s: %s", t.Namespace, t.Name, o.Timeout, orDash(string(engine.TopologyState(t))))
+	msg := fmt.Sprintf("%s %s/%s did not settle within %s: %s", draft.Kind(t), t.Namespace, t.Name, o.Timeout, orDash(string(engine.TopologyState(t))))
 	for _, hold := range append(engine.RolloutHolds(t), engine.PartsNotReady(t, o.now.now())...) {
 		msg += "\n  " + hold
 	}
-	return fmt.Errorf("%s\nThe rollout goes on; follow it with `kubectl topology status %s -n %s --watch`", msg, t.Name, t.Namespace)
+	return fmt.Errorf("%s\nThe rollout goes on; follow it with `kubectl topology status %s -n %s --watch`", msg, refOf(t), t.Namespace)
 }
 
 // renderStatus writes the status tree as plain text; a zero now leaves out
@@ -271,7 +283,10 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, r TopologyReport, now
 		}
 		return engine.HumanDuration(now.Sub(ts.Time))
 	}
-	head := fmt.Sprintf("Topology %s/%s (class %s) · %s", t.Namespace, t.Name, t.Spec.ClassRef.Name, r.State)
+	head := fmt.Sprintf("%s %s/%s (class %s) · %s", draft.Kind(t), t.Namespace, t.Name, t.Spec.ClassRef.Name, r.State)
+	if upstream.IsCluster(t) {
+		head = fmt.Sprintf("Cluster %s/%s (ClusterClass %s, Cluster API's topology controller) · %s", t.Namespace, t.Name, t.Spec.ClassRef.Name, r.State)
+	}
 	if !now.IsZero() && r.StateSince != nil {
 		head += " for " + since(r.StateSince)
 	}
@@ -363,14 +378,24 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 	if err := o.connectOnce(); err != nil {
 		return err
 	}
-	items, err := o.access.listTopologies(ctx, o.AllNamespaces)
+	items, err := o.access.listAll(ctx, o.AllNamespaces, o.ErrOut)
 	if err != nil {
 		return err
 	}
 	now := o.now.now()
-	report := StatusReport{Agent: agentReport(ctx, o.access.client, now), Items: []TopologyReport{}}
+	report := StatusReport{Items: []TopologyReport{}}
+	ours := slices.ContainsFunc(items, func(t v1alpha2.Topology) bool { return !upstream.IsCluster(&t) })
+	if ours {
+		// Only Topologies are the agent's: a fleet of upstream Clusters
+		// alone says nothing of an agent.
+		report.Agent = agentReport(ctx, o.access.client, now)
+	}
 	for i := range items {
-		report.Items = append(report.Items, topologyReport(&items[i], report.Agent, nil))
+		agent := report.Agent
+		if upstream.IsCluster(&items[i]) {
+			agent = AgentReport{}
+		}
+		report.Items = append(report.Items, topologyReport(&items[i], agent, nil))
 	}
 	sortReports(report.Items)
 	if o.Output != "" {
@@ -404,7 +429,7 @@ func renderFleet(w io.Writer, report StatusReport, items []v1alpha2.Topology, no
 		if len(r.Stale) > 0 && report.Agent.Problem == "" {
 			problems = strings.TrimPrefix(problems+", Stale", ", ")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Class, r.Version, r.State, since, controlPlaneReplicas(t), workerReplicas(t), orDash(problems))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, refOf(t), r.Class, r.Version, r.State, since, controlPlaneReplicas(t), workerReplicas(t), orDash(problems))
 	}
 	return tw.Flush()
 }

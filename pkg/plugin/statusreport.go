@@ -16,7 +16,9 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
+	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/upstream"
 )
 
 // StatusReportAPIVersion versions the schema of `status -o json|yaml`: fields
@@ -43,6 +45,9 @@ type AgentReport struct {
 
 // TopologyReport is one Topology's rollout and health.
 type TopologyReport struct {
+	// Kind is Cluster for an upstream Cluster with spec.topology, which
+	// Cluster API's own topology controller reconciles; empty for a Topology.
+	Kind      string `json:"kind,omitempty"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	Class     string `json:"class"`
@@ -214,6 +219,9 @@ func topologyReport(t *v1alpha2.Topology, agent AgentReport, events []EventRepor
 		r.StateSince = t.DeletionTimestamp
 	case r.State != t.Status.State:
 		r.StateSince = nil // paused since the agent last wrote: when is not known yet
+	}
+	if upstream.IsCluster(t) {
+		r.Kind = draft.ClusterKind
 	}
 	r.UpgradePlan = t.Status.UpgradePlan
 	if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition); c != nil {

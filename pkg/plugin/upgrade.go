@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/loader"
+	"github.com/kubectl-topology/kubectl-topology/pkg/upstream"
 )
 
 // UpgradeOptions are the inputs of `upgrade`.
@@ -113,7 +114,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 			return nil
 		},
 		preflight: func(ctx context.Context, orig, edited *v1alpha2.Topology) error {
-			return o.preflight(ctx, co.access.client, orig)
+			return o.preflight(ctx, co.access, orig)
 		},
 		preview: func(_ context.Context, orig, _ *v1alpha2.Topology) {
 			health := "the control plane is Ready"
@@ -124,15 +125,15 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 			printUpgradePreview(o.Out, orig, o.class, o.Version)
 		},
 		question: func(orig, _ *v1alpha2.Topology) string {
-			return fmt.Sprintf("Upgrade Topology %s/%s from %s to %s?", orig.Namespace, orig.Name, orig.Spec.Version, o.Version)
+			return fmt.Sprintf("Upgrade %s %s/%s from %s to %s?", draft.Kind(orig), orig.Namespace, orig.Name, orig.Spec.Version, o.Version)
 		},
 	})
 	if err != nil || written == nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "Topology %s/%s: version %s → %s. The agent starts with the control plane.\n", written.Namespace, written.Name, from, o.Version)
+	fmt.Fprintf(o.Out, "%s %s/%s: version %s → %s. %s starts with the control plane.\n", draft.Kind(written), written.Namespace, written.Name, from, o.Version, capitalize(engine.Reconciler(written)))
 	if !o.Wait {
-		fmt.Fprintf(o.Out, "Follow it with: kubectl topology status %s -n %s --watch\n", written.Name, written.Namespace)
+		fmt.Fprintf(o.Out, "Follow it with: kubectl topology status %s -n %s --watch\n", refOf(written), written.Namespace)
 		return nil
 	}
 	s := &StatusOptions{liveFlags: co.liveFlags, IOStreams: o.IOStreams, Name: o.Name, Watch: true, Interval: o.Interval, Timeout: o.Timeout}
@@ -141,16 +142,21 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 
 // preflight checks the change with the engine's rules and the live state;
 // the shared flow then lets the webhooks judge it in a server-side dry run.
-func (o *UpgradeOptions) preflight(ctx context.Context, c client.Reader, orig *v1alpha2.Topology) error {
+func (o *UpgradeOptions) preflight(ctx context.Context, ca *clusterAccess, orig *v1alpha2.Topology) error {
 	var problems []string
 	// The class's kubernetesVersions decide whether the upgrade may be
 	// chained over several minors; without the class, it may not.
-	o.class = &v1alpha2.TopologyClass{}
-	if err := c.Get(ctx, orig.GetClassKey(), o.class); err != nil {
-		o.class = nil
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("reading TopologyClass %s of Topology %s/%s: %w", orig.GetClassKey(), orig.Namespace, orig.Name, err)
-		}
+	core, err := ca.coreVersion()
+	if err != nil && upstream.IsCluster(orig) {
+		return err
+	}
+	var missing *loader.NotFoundError
+	o.class, err = (&loader.Loader{Reader: ca.client, CoreVersion: core}).Class(ctx, orig)
+	if errors.As(err, &missing) {
+		o.class, err = nil, nil
+	}
+	if err != nil {
+		return explain(err, ca)
 	}
 	errs, unhealthy := engine.UpgradePreflight(orig, o.class, o.Version, o.now.now())
 	for _, e := range errs {
@@ -161,12 +167,12 @@ func (o *UpgradeOptions) preflight(ctx context.Context, c client.Reader, orig *v
 		unhealthy = nil
 	}
 	if len(problems) > 0 || len(unhealthy) > 0 {
-		msg := fmt.Sprintf("preflight failed for Topology %s/%s; nothing was changed:", orig.Namespace, orig.Name)
+		msg := fmt.Sprintf("preflight failed for %s %s/%s; nothing was changed:", draft.Kind(orig), orig.Namespace, orig.Name)
 		for _, p := range problems {
 			msg += "\n  - " + p
 		}
 		if len(unhealthy) > 0 {
-			msg += "\n  - " + strings.Join(unhealthy, "\n    ") + "\n    Wait until `kubectl topology status " + orig.Name + "` shows the control plane Ready, or add --force to upgrade it as it is."
+			msg += "\n  - " + strings.Join(unhealthy, "\n    ") + "\n    Wait until `kubectl topology status " + refOf(orig) + "` shows the control plane Ready, or add --force to upgrade it as it is."
 		}
 		return errors.New(msg)
 	}
@@ -176,7 +182,7 @@ func (o *UpgradeOptions) preflight(ctx context.Context, c client.Reader, orig *v
 // printUpgradePreview lists the rollout in order, as the engine plans it.
 func printUpgradePreview(w io.Writer, t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version string) {
 	p := engine.PlanUpgrade(t, class, version)
-	fmt.Fprintf(w, "Rollout of Topology %s/%s to %s:\n", t.Namespace, t.Name, version)
+	fmt.Fprintf(w, "Rollout of %s %s/%s to %s:\n", draft.Kind(t), t.Namespace, t.Name, version)
 	for _, line := range p.Lines() {
 		fmt.Fprintf(w, "  %s\n", line)
 	}

@@ -73,7 +73,7 @@ func computePreview(ctx context.Context, s snapshot) preview {
 	in := engine.Input{
 		Topology: t, Class: s.in.Class, Templates: s.in.Templates,
 		Current: s.in.Current, Observed: s.in.Observed,
-		Names: names.NewSeeded(1), Dialect: engine.DialectTopology, Catalog: s.catalog,
+		Names: names.NewSeeded(1), Dialect: engine.DialectOf(t), Catalog: s.catalog,
 		CoreVersion: s.in.CoreVersion, Contracts: s.in.Contracts,
 	}
 	if s.in.External != nil {

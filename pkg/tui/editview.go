@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/plan"
 )
 
@@ -32,7 +33,7 @@ func (m *EditModel) render() (string, []int) {
 		rowsFields = append(rowsFields, field)
 	}
 	t := m.in.Topology
-	title := fmt.Sprintf("Edit Topology %s/%s · class %s", t.Namespace, t.Name, t.Spec.ClassRef.Name)
+	title := fmt.Sprintf("Edit %s %s/%s · class %s", draft.Kind(t), t.Namespace, t.Name, t.Spec.ClassRef.Name)
 	if m.readOnly {
 		title += " (read-only)"
 	}

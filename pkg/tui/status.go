@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/pkg/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -96,7 +97,7 @@ func (m *StatusModel) View() string {
 		return b.String()
 	}
 	t := m.t
-	line(m.styles.Title.Render(fmt.Sprintf("Topology %s/%s (class %s)", t.Namespace, t.Name, t.Spec.ClassRef.Name)))
+	line(m.styles.Title.Render(fmt.Sprintf("%s %s/%s (class %s)", draft.Kind(t), t.Namespace, t.Name, t.Spec.ClassRef.Name)))
 	line(fmt.Sprintf("  version %s · %s · infrastructure %s", t.Spec.Version, m.state(engine.TopologyState(t)), orDash(string(t.Status.Infrastructure))))
 	for _, hold := range engine.RolloutHolds(t) {
 		line(m.styles.Warn.Render("  " + hold))

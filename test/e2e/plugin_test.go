@@ -226,7 +226,7 @@ func TestPluginWorkflow(t *testing.T) {
 			t.Errorf("get without RBAC: %v %s", err, errOut)
 		}
 		_, errOut, err = plugin(t, "", "status", "nope", "-n", ns.Name)
-		if err == nil || !strings.Contains(errOut, "Topology "+ns.Name+"/nope not found; list them with `kubectl topology get -n "+ns.Name+"`") {
+		if err == nil || !strings.Contains(errOut, "Topology "+ns.Name+"/nope not found, nor a Cluster with spec.topology of that name; list them with `kubectl topology get -n "+ns.Name+"`") {
 			t.Errorf("status of a missing Topology: %v %s", err, errOut)
 		}
 	})
