@@ -50,6 +50,7 @@ Install the agent, then watch and upgrade clusters:
 		NewPauseCommand(flags, streams, false),
 		NewGenerateCommand(flags, streams),
 		NewEditCommand(flags, streams),
+		NewAdoptCommand(flags, streams),
 		NewInstallCommand(flags, streams),
 		NewUninstallCommand(flags, streams),
 		NewVersionCommand(flags, streams),

@@ -1,0 +1,14 @@
+package upstream
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestForeignFinalizers(t *testing.T) {
+	u := cluster(t)
+	u.SetFinalizers([]string{"cluster.cluster.x-k8s.io", "topology.cluster.x-k8s.io/finalizer", "orphan", "backup.example.com/keep"})
+	if got := ForeignFinalizers(u); !reflect.DeepEqual(got, []string{"backup.example.com/keep"}) {
+		t.Errorf("foreign finalizers %v, want only backup.example.com/keep", got)
+	}
+}
