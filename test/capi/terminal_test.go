@@ -2,6 +2,7 @@ package capi
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -101,20 +103,7 @@ func TestEditAndFollowInTerminal(t *testing.T) {
 	settle(t, ns, "dev", 4*time.Minute)
 
 	edit := runInTerminal(t, 100, nil, "edit", "dev", "-n", ns)
-	edit.waitFor(t, "Edit Topology "+ns+"/dev")
-	for range len("v1.33.1") {
-		edit.keys("\x7f") // backspace
-	}
-	edit.keys("v1.34.0")
-	edit.waitFor(t, "1. control plane")
-	edit.keys("\x13") // ctrl+s
-	edit.waitFor(t, "y/n")
-	edit.keys("y")
-	edit.waitFor(t, "Applied to "+ns+"/dev")
-	edit.keys("\x03") // ctrl+c quits
-	if err := edit.exit(); err != nil {
-		t.Fatalf("edit exited with %v", err)
-	}
+	editVersion(t, edit, "Edit Topology "+ns+"/dev", "v1.33.1", "v1.34.0", ns)
 	if v := topologyVersion(t, ns); v != "v1.34.0" {
 		t.Errorf("the Topology on the server has version %s after the edit, want v1.34.0", v)
 	}
@@ -162,3 +151,56 @@ func terminalEnv(extra ...string) []string {
 
 // colour matches an SGR sequence that sets a foreground or background colour.
 var colour = regexp.MustCompile(`\x1b\[[0-9;]*?(3[0-7]|9[0-7]|4[0-7]|10[0-7]|[34]8;[25];[0-9;]+)m`)
+
+// TestEditUpstreamClusterInTerminal edits a gate-on upstream Cluster's
+// topology in the editor on a pseudo-terminal — the version changed, the
+// rollout previewed, applied, confirmed — and Cluster API's own topology
+// controller then rolls every machine to the new version.
+func TestEditUpstreamClusterInTerminal(t *testing.T) {
+	t.Parallel()
+	ns := upstreamCluster(t, "edit-upstream", func(topo map[string]any) {
+		topo["version"] = "v1.32.3"
+		topo["controlPlane"] = map[string]any{"replicas": int64(1)}
+		workers := topo["workers"].(map[string]any)
+		md := workers["machineDeployments"].([]any)[0].(map[string]any)
+		md["replicas"] = int64(1)
+		workers["machineDeployments"] = []any{md}
+	})
+	mustPlugin(t, "status", "cluster/dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "4m")
+
+	edit := runInTerminal(t, 100, nil, "edit", "cluster/dev", "-n", ns)
+	editVersion(t, edit, "Edit Cluster "+ns+"/dev", "v1.32.3", "v1.33.1", ns)
+	edit.waitFor(t, fmt.Sprintf("Cluster %s/dev updated. Follow it with: kubectl topology status cluster/dev", ns))
+	if v, _, _ := unstructured.NestedString(onlyCluster(t, ns).Object, "spec", "topology", "version"); v != "v1.33.1" {
+		t.Fatalf("the Cluster's spec.topology.version is %s after the edit, want v1.33.1", v)
+	}
+	eventually(t, 5*time.Minute, "upstream rolls every machine to v1.33.1", func(ctx context.Context) (bool, error) {
+		ms, err := machines(ctx, ns)
+		if err != nil {
+			return false, err
+		}
+		cp, cpAll := count(ms, "", "v1.33.1")
+		md, mdAll := count(ms, "md-a", "v1.33.1")
+		return cp == 1 && cpAll == 1 && md == 1 && mdAll == 1, fmt.Errorf("control plane %d/%d, md-a %d/%d at v1.33.1", cp, cpAll, md, mdAll)
+	})
+}
+
+// editVersion types a new version over the old one in the editor titled
+// title, saves, confirms and quits, as a user at the terminal would.
+func editVersion(t *testing.T, edit *terminalRun, title, from, to, ns string) {
+	t.Helper()
+	edit.waitFor(t, title)
+	for range len(from) {
+		edit.keys("\x7f") // backspace
+	}
+	edit.keys(to)
+	edit.waitFor(t, "1. control plane")
+	edit.keys("\x13") // ctrl+s
+	edit.waitFor(t, "y/n")
+	edit.keys("y")
+	edit.waitFor(t, "Applied to "+ns+"/dev")
+	edit.keys("\x03") // ctrl+c quits
+	if err := edit.exit(); err != nil {
+		t.Fatalf("edit exited with %v", err)
+	}
+}
