@@ -37,8 +37,10 @@ build: ## Build bin/kubectl-topology and bin/agent.
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/kubectl-topology ./cmd/kubectl-topology
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/agent ./cmd/agent
 
-test: lint control-plane-bins capi-bins tmux ## Run every test: lint, unit, golden, fuzz seeds, and integration on a real local control plane.
+test: lint control-plane-bins capi-bins tmux ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs.
 	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -timeout 30m
+	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory e2e-kind; \
+	else echo "make test: no Docker engine answers here, so the kind path (make e2e-kind) did not run"; fi
 
 # The editor's end-to-end test drives the plugin in tmux, as a user's terminal
 # would; a machine without it gets it from Debian's packages.
@@ -116,7 +118,7 @@ bench-scale-agent: control-plane-bins ## 1,000 Topologies through the agent alon
 	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./test/e2e/ -run '^$$' -bench BenchmarkThousandTopologies -benchtime 1x -timeout 90m
 
 vet: ## go vet and gofmt.
-	$(GO) vet ./...
+	$(GO) vet -tags kind ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt wants changes"; exit 1; }
 
 GOLANGCI_LINT := $(BIN)/golangci-lint
@@ -152,6 +154,23 @@ local-up: control-plane-bins capi-bins ## Start etcd, kube-apiserver, kube-contr
 
 local-down: ## Stop the local control plane; its data stays in .local/.
 	$(GO) run ./hack/localcluster down -dir $(LOCAL_DIR)
+
+# The kind path: real workload clusters as containers, on a private Docker
+# daemon (hack/kind/dockerd.sh) with images built offline. Needs root.
+KIND_DIR ?= $(CURDIR)/.kind
+
+.PHONY: kind-up kind-down e2e-kind
+kind-up: build control-plane-bins capi-bins ## A kind management cluster with Cluster API, the Docker provider and the agent in it (KUBECONFIG=.kind/kubeconfig).
+	KIND_STATE=$(KIND_DIR) hack/kind/up.sh
+
+kind-down: ## Remove the kind cluster, every container and network of the private daemon, and stop it; images stay cached.
+	KIND_STATE=$(KIND_DIR) hack/kind/down.sh
+
+e2e-kind: kind-up ## A workload cluster of containers through the plugin and the agent, on kind; kind-down afterwards, pass or fail.
+	status=0; DOCKER_HOST=$$(KIND_STATE=$(KIND_DIR) hack/kind/dockerd.sh host) KIND_KUBECONFIG=$(KIND_DIR)/kubeconfig \
+		KIND_UPGRADE_VERSION=$$(cd hack/kind/kubernetes-next && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes) \
+		$(GO) test -tags kind ./test/kind/ -count=1 -v -timeout 45m || status=$$?; \
+	KIND_STATE=$(KIND_DIR) hack/kind/down.sh; exit $$status
 
 .PHONY: dist
 dist: ## Plugin archives for every Krew platform and dist/krew.yaml with their sha256.

@@ -1,0 +1,377 @@
+//go:build kind
+
+// Package kind drives the kind path end to end: a workload cluster whose
+// machines are real containers, made by Cluster API's Docker provider from
+// what the agent writes, changed and removed through the plugin binary.
+// `make e2e-kind` brings the management cluster up (hack/kind/up.sh), runs
+// this and takes everything down again.
+package kind
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The example the test stamps, as a user would from the repository.
+const (
+	clusterName = "kind-dev"
+	namespace   = "default"
+	version     = "v1.36.3"
+)
+
+var (
+	root       = mustAbs("../..")
+	bin        = filepath.Join(root, "bin")
+	kubeconfig = envOr("KIND_KUBECONFIG", filepath.Join(root, ".kind", "kubeconfig"))
+	artifacts  = envOr("ARTIFACTS", filepath.Join(root, ".kind", "artifacts"))
+	// upgradeVersion has a node image too: make e2e-kind passes the release
+	// hack/kind/kubernetes-next pins.
+	upgradeVersion = os.Getenv("KIND_UPGRADE_VERSION")
+)
+
+func TestMain(m *testing.M) {
+	if _, err := os.Stat(kubeconfig); err != nil {
+		fmt.Fprintf(os.Stderr, "no kind management cluster at %s: run `make kind-up` first (or `make e2e-kind`, which does)\n", kubeconfig)
+		os.Exit(1)
+	}
+	if upgradeVersion == "" {
+		fmt.Fprintln(os.Stderr, "KIND_UPGRADE_VERSION is not set: give the Kubernetes release of the second node image (hack/kind/kubernetes-next)")
+		os.Exit(1)
+	}
+	if os.Getenv("DOCKER_HOST") == "" {
+		fmt.Fprintln(os.Stderr, "DOCKER_HOST is not set: point it at the kind path's daemon (`hack/kind/dockerd.sh host`)")
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// TestWorkloadClusterLifecycle creates the example workload cluster, checks
+// its Nodes and pod traffic on the workload cluster itself, upgrades it,
+// scales its pool and deletes it, checking that every container it had is
+// gone.
+func TestWorkloadClusterLifecycle(t *testing.T) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			collectArtifacts(t)
+		}
+	})
+	start := time.Now()
+	run(t, 2*time.Minute, filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "apply", "--server-side",
+		"-f", filepath.Join(root, "examples/kind/flannel.yaml"),
+		"-f", filepath.Join(root, "examples/kind/class.yaml"), "-f", filepath.Join(root, "examples/kind/topology.yaml"))
+	t.Cleanup(func() { deleteTopology(t) })
+
+	settle(t, 15*time.Minute)
+	t.Logf("settled %s after the apply", time.Since(start).Round(time.Second))
+	wl := workloadKubeconfig(t)
+	nodes := waitNodes(t, wl, 2, 5*time.Minute)
+	for _, n := range nodes {
+		if n.Version != version {
+			t.Errorf("workload Node %s runs kubelet %s, want %s", n.Name, n.Version, version)
+		}
+	}
+	if got := containers(t); len(got) != 3 {
+		t.Errorf("containers of %s: %v, want a load balancer, a control plane machine and a worker", clusterName, got)
+	}
+
+	t.Run("pods on different machines reach each other", func(t *testing.T) {
+		podsTalkAcrossNodes(t, wl, nodes)
+	})
+
+	t.Run("upgrade replaces the control plane, then the pool", func(t *testing.T) {
+		begin := time.Now()
+		plugin(t, 25*time.Minute, "upgrade", clusterName, "--version", upgradeVersion, "--yes", "--wait", "--timeout", "20m")
+		t.Logf("upgrade to %s done %s after it began", upgradeVersion, time.Since(begin).Round(time.Second))
+		for _, n := range waitNodes(t, wl, 2, 5*time.Minute) {
+			if n.Version != upgradeVersion {
+				t.Errorf("after the upgrade workload Node %s runs kubelet %s, want %s", n.Name, n.Version, upgradeVersion)
+			}
+		}
+		cp, pool := machinesAt(t, upgradeVersion)
+		if len(cp) != 1 || len(pool) != 1 {
+			t.Fatalf("Machines at %s: control plane %v, pool %v, want one each", upgradeVersion, cp, pool)
+		}
+		if !cp[0].created.Before(pool[0].created) {
+			t.Errorf("the pool's Machine %s (created %s) was not made after the control plane's %s (created %s)",
+				pool[0].name, pool[0].created, cp[0].name, cp[0].created)
+		}
+	})
+
+	t.Run("scale adds a worker container", func(t *testing.T) {
+		begin := time.Now()
+		plugin(t, 2*time.Minute, "scale", clusterName, "--worker", "md-0=2", "--yes")
+		settle(t, 10*time.Minute)
+		waitNodes(t, wl, 3, 5*time.Minute)
+		t.Logf("3 Ready Nodes %s after the scale", time.Since(begin).Round(time.Second))
+		if got := containers(t); len(got) != 4 {
+			t.Errorf("containers of %s after the scale: %v, want 4", clusterName, got)
+		}
+	})
+
+	t.Run("deleting the Topology removes every container", func(t *testing.T) {
+		begin := time.Now()
+		deleteTopology(t)
+		deadline := time.Now().Add(5 * time.Minute)
+		for {
+			left := containers(t)
+			if len(left) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("containers of %s still there 5m after the delete: %v", clusterName, left)
+			}
+			time.Sleep(3 * time.Second)
+		}
+		t.Logf("no container left %s after the delete", time.Since(begin).Round(time.Second))
+	})
+}
+
+// podImage is flannel's image, preloaded on every machine: its Debian base
+// has socat and bash, enough for a server and a client.
+const podImage = "kubectl-topology-kind/flannel:v0.28.10"
+
+// podsTalkAcrossNodes runs a TCP server pod on the first Node and a client
+// pod on each other one, and checks that each client gets the server's
+// answer across machines: the CNI routes pod to pod, not just to services.
+func podsTalkAcrossNodes(t *testing.T, wl string, nodes []node) {
+	t.Helper()
+	kubectl := func(timeout time.Duration, args ...string) string {
+		return run(t, timeout, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", wl, "-n", "default"}, args...)...)
+	}
+	pod := func(name, node, script string) string {
+		return fmt.Sprintf(`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": %q},
+ "spec": {"nodeName": %q, "terminationGracePeriodSeconds": 0, "tolerations": [{"operator": "Exists"}],
+  "containers": [{"name": "c", "image": %q, "imagePullPolicy": "Never", "command": ["/bin/bash", "-c", %q]}]}}`, name, node, podImage, script)
+	}
+	manifests := []string{pod("echo-server", nodes[0].Name, `exec socat TCP-LISTEN:8080,fork,reuseaddr SYSTEM:"echo pong from $(hostname)"`)}
+	for i, n := range nodes[1:] {
+		manifests = append(manifests, pod(fmt.Sprintf("echo-client-%d", i), n.Name, "exec sleep infinity"))
+	}
+	file := filepath.Join(t.TempDir(), "pods.json")
+	if err := os.WriteFile(file, []byte(`{"apiVersion": "v1", "kind": "List", "items": [`+strings.Join(manifests, ",")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(time.Minute, "apply", "-f", file)
+	t.Cleanup(func() { kubectl(2*time.Minute, "delete", "-f", file, "--ignore-not-found", "--wait=false") })
+	kubectl(3*time.Minute, "wait", "--for=condition=Ready", "pod", "--all", "--timeout=150s")
+	serverIP := kubectl(time.Minute, "get", "pod", "echo-server", "-o", "jsonpath={.status.podIP}")
+	for i := range nodes[1:] {
+		client := fmt.Sprintf("echo-client-%d", i)
+		clientIP := kubectl(time.Minute, "get", "pod", client, "-o", "jsonpath={.status.podIP}")
+		got := kubectl(time.Minute, "exec", client, "--", "socat", "-t5", "-T10", "-", "TCP:"+serverIP+":8080")
+		if got != "pong from echo-server" {
+			t.Errorf("pod %s (%s, on %s) asked echo-server (%s, on %s) and got %q, want %q",
+				client, clientIP, nodes[i+1].Name, serverIP, nodes[0].Name, got, "pong from echo-server")
+		}
+	}
+}
+
+// machine is what the test reads of a Cluster API Machine.
+type machine struct {
+	name    string
+	created time.Time
+}
+
+// machinesAt lists the cluster's Machines at version, of the control plane
+// and of the pool.
+func machinesAt(t *testing.T, version string) (controlPlane, pool []machine) {
+	t.Helper()
+	out := run(t, time.Minute, filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "-n", namespace,
+		"get", "machines", "-l", "cluster.x-k8s.io/cluster-name="+clusterName, "-o", "json")
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Name              string
+				CreationTimestamp time.Time
+				Labels            map[string]string
+			}
+			Spec struct{ Version string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("reading Machines: %v", err)
+	}
+	for _, m := range list.Items {
+		if m.Spec.Version != version {
+			continue
+		}
+		mm := machine{name: m.Metadata.Name, created: m.Metadata.CreationTimestamp}
+		if _, ok := m.Metadata.Labels["cluster.x-k8s.io/control-plane"]; ok {
+			controlPlane = append(controlPlane, mm)
+		} else {
+			pool = append(pool, mm)
+		}
+	}
+	return controlPlane, pool
+}
+
+// settle follows the rollout with the plugin until it settles.
+func settle(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	plugin(t, timeout+time.Minute, "status", clusterName, "--watch", "--timeout", timeout.String())
+}
+
+func deleteTopology(t *testing.T) {
+	t.Helper()
+	run(t, 6*time.Minute, filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "-n", namespace,
+		"delete", "topology", clusterName, "--ignore-not-found", "--wait", "--timeout", "5m")
+}
+
+// workloadKubeconfig writes the workload cluster's admin kubeconfig, which
+// Cluster API keeps in a Secret, to a file.
+func workloadKubeconfig(t *testing.T) string {
+	t.Helper()
+	out := run(t, time.Minute, filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "-n", namespace,
+		"get", "secret", clusterName+"-kubeconfig", "-o", "jsonpath={.data.value}")
+	data, err := base64.StdEncoding.DecodeString(out)
+	if err != nil {
+		t.Fatalf("decoding Secret %s/%s-kubeconfig: %v", namespace, clusterName, err)
+	}
+	path := filepath.Join(t.TempDir(), "workload.kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// node is what the test reads of a workload cluster's Node.
+type node struct {
+	Name, Version string
+	Ready         bool
+}
+
+// waitNodes waits for n Ready Nodes in the workload cluster.
+func waitNodes(t *testing.T, wl string, n int, timeout time.Duration) []node {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		nodes, err := workloadNodes(wl)
+		ready := 0
+		for _, nd := range nodes {
+			if nd.Ready {
+				ready++
+			}
+		}
+		if err == nil && ready == n && len(nodes) == n {
+			return nodes
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workload cluster %s: want %d Ready Nodes within %s, have %v (%v)", clusterName, n, timeout, nodes, err)
+		}
+		time.Sleep(5 * time.Second)
+	}
+}
+
+func workloadNodes(wl string) ([]node, error) {
+	out, err := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", wl, "get", "nodes", "-o", "json", "--request-timeout", "10s").Output()
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Items []struct {
+			Metadata struct{ Name string }
+			Status   struct {
+				NodeInfo   struct{ KubeletVersion string }
+				Conditions []struct{ Type, Status string }
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		return nil, err
+	}
+	var nodes []node
+	for _, it := range list.Items {
+		nd := node{Name: it.Metadata.Name, Version: it.Status.NodeInfo.KubeletVersion}
+		for _, c := range it.Status.Conditions {
+			if c.Type == "Ready" && c.Status == "True" {
+				nd.Ready = true
+			}
+		}
+		nodes = append(nodes, nd)
+	}
+	return nodes, nil
+}
+
+// containers are the names of the containers the Docker provider made for
+// the workload cluster, by the label it puts on each.
+func containers(t *testing.T) []string {
+	t.Helper()
+	out := run(t, time.Minute, "docker", "ps", "-a", "--filter", "label=io.x-k8s.kind.cluster="+clusterName, "--format", "{{.Names}}")
+	return strings.Fields(out)
+}
+
+func plugin(t *testing.T, timeout time.Duration, args ...string) string {
+	t.Helper()
+	return run(t, timeout, filepath.Join(bin, "kubectl-topology"), append([]string{"--kubeconfig", kubeconfig, "-n", namespace}, args...)...)
+}
+
+// run runs a command and fails the test with its output if it fails.
+func run(t *testing.T, timeout time.Duration, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(name), strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return strings.TrimSpace(stdout.String())
+}
+
+// collectArtifacts saves what explains a failure: the logs of every
+// provider and of the agent, the Cluster API objects and the containers.
+func collectArtifacts(t *testing.T) {
+	dir := filepath.Join(artifacts, time.Now().UTC().Format("20060102-150405"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("artifacts: %v", err)
+		return
+	}
+	kubectl := filepath.Join(bin, "kubectl")
+	save := func(file string, name string, args ...string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, _ := exec.CommandContext(ctx, name, args...).CombinedOutput()
+		_ = os.WriteFile(filepath.Join(dir, file), out, 0o644)
+	}
+	for _, d := range []string{
+		"capi-system/capi-controller-manager",
+		"capi-kubeadm-bootstrap-system/capi-kubeadm-bootstrap-controller-manager",
+		"capi-kubeadm-control-plane-system/capi-kubeadm-control-plane-controller-manager",
+		"capd-system/capd-controller-manager",
+		"topology-system/topology-controller-manager",
+	} {
+		ns, name, _ := strings.Cut(d, "/")
+		save(name+".log", kubectl, "--kubeconfig", kubeconfig, "-n", ns, "logs", "deployment/"+name, "--all-containers", "--tail", "-1")
+	}
+	save("objects.yaml", kubectl, "--kubeconfig", kubeconfig, "get", "-A", "-o", "yaml",
+		"topologies,topologyclasses,clusters,machines,machinedeployments,machinesets,kubeadmcontrolplanes,kubeadmconfigs,devclusters,devmachines")
+	save("events.txt", kubectl, "--kubeconfig", kubeconfig, "get", "events", "-A", "--sort-by", ".lastTimestamp")
+	save("status.txt", filepath.Join(bin, "kubectl-topology"), "--kubeconfig", kubeconfig, "-n", namespace, "status", clusterName)
+	save("containers.txt", "docker", "ps", "-a")
+	t.Logf("artifacts in %s", dir)
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func mustAbs(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		panic(err)
+	}
+	return abs
+}
