@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -143,17 +144,32 @@ func (h *Handover) createClass(ctx context.Context) error {
 }
 
 // pause sets spec.paused, guarded by the resourceVersion read, and waits
-// until Cluster API reports the Cluster Paused at that generation.
+// until Cluster API reports the Cluster Paused at that generation. Cluster
+// API updates the status all the time, so a conflict is read again and the
+// pause retried while the spec (its generation) is still the one checked.
 func (h *Handover) pause(ctx context.Context) error {
 	u := h.Cluster.DeepCopy()
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": h.Cluster.GetResourceVersion()},
-		"spec":     map[string]any{"paused": true},
+	checked := h.Cluster.GetGeneration()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if g := u.GetGeneration(); g != checked {
+			return fmt.Errorf("its spec changed after adopt checked it (generation %d, checked %d): run adopt again to check it anew", g, checked)
+		}
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": u.GetResourceVersion()},
+			"spec":     map[string]any{"paused": true},
+		})
+		if err != nil {
+			return err
+		}
+		err = h.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
+		if apierrors.IsConflict(err) {
+			if rerr := h.Client.Get(ctx, client.ObjectKeyFromObject(u), u); rerr != nil {
+				return rerr
+			}
+		}
+		return err
 	})
 	if err != nil {
-		return err
-	}
-	if err := h.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return err
 	}
 	return h.poll(ctx, func(ctx context.Context) (bool, error) {
@@ -174,30 +190,49 @@ func (h *Handover) removeCluster(ctx context.Context) error {
 	if err := h.Client.Delete(ctx, u, &client.DeleteOptions{PropagationPolicy: &orphan, Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
 		return fmt.Errorf("deleting it with its dependents orphaned: %w", err)
 	}
-	if err := h.Client.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	} else if err == nil {
-		var keep []string
-		for _, f := range u.GetFinalizers() {
-			if !isClusterAPIFinalizer(f) {
-				keep = append(keep, f)
-			}
+	// The garbage collector edits the finalizers too (it removes "orphan"
+	// once the dependents are orphaned): the list is written guarded by the
+	// resourceVersion it was read at, and read again on a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := h.Client.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+			return err
 		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": keep, "uid": string(uid)}})
+		if u.GetUID() != uid {
+			return nil // gone, and another of its name made since
+		}
+		keep := nonClusterAPIFinalizers(u.GetFinalizers())
+		if len(keep) == len(u.GetFinalizers()) {
+			return nil
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": keep, "resourceVersion": u.GetResourceVersion()}})
 		if err != nil {
 			return err
 		}
-		if err := h.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("removing Cluster API's finalizers: %w", err)
-		}
+		return h.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing Cluster API's finalizers: %w", err)
 	}
 	return h.poll(ctx, func(ctx context.Context) (bool, error) {
-		err := h.Client.Get(ctx, client.ObjectKeyFromObject(u), u.DeepCopy())
-		if apierrors.IsNotFound(err) {
+		read := u.DeepCopy()
+		err := h.Client.Get(ctx, client.ObjectKeyFromObject(u), read)
+		if apierrors.IsNotFound(err) || (err == nil && read.GetUID() != uid) {
 			return true, nil
 		}
 		return false, err
 	})
+}
+
+// nonClusterAPIFinalizers is fs without Cluster API's finalizers: the
+// garbage collector's "orphan" and anyone else's stay.
+func nonClusterAPIFinalizers(fs []string) []string {
+	var keep []string
+	for _, f := range fs {
+		if !isClusterAPIFinalizer(f) {
+			keep = append(keep, f)
+		}
+	}
+	return keep
 }
 
 // own makes owner the only owner of the object ref names: the Topology's
