@@ -37,8 +37,13 @@ build: ## Build bin/kubectl-topology and bin/agent.
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/kubectl-topology ./cmd/kubectl-topology
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/agent ./cmd/agent
 
+# make test keeps go test's output here and, when it fails, prints what
+# failed again at the end.
+TEST_LOG_DIR ?= $(CURDIR)/.test
+
 test: lint control-plane-bins capi-bins tmux ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs.
-	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -timeout 30m
+	@mkdir -p $(TEST_LOG_DIR); TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -timeout 30m 2>&1 | tee $(TEST_LOG_DIR)/go-test.log; \
+	status=$${PIPESTATUS[0]}; if [ $$status -ne 0 ]; then hack/test-failures.sh $(TEST_LOG_DIR)/go-test.log; fi; exit $$status
 	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory e2e-kind; \
 	else echo "make test: no Docker engine answers here, so the kind path (make e2e-kind) did not run"; fi
 
@@ -167,10 +172,11 @@ kind-down: ## Remove the kind cluster, every container and network of the privat
 	KIND_STATE=$(KIND_DIR) hack/kind/down.sh
 
 e2e-kind: kind-up ## A workload cluster of containers through the plugin and the agent, on kind; kind-down afterwards, pass or fail.
-	status=0; DOCKER_HOST=$$(KIND_STATE=$(KIND_DIR) hack/kind/dockerd.sh host) KIND_KUBECONFIG=$(KIND_DIR)/kubeconfig \
+	mkdir -p $(TEST_LOG_DIR); DOCKER_HOST=$$(KIND_STATE=$(KIND_DIR) hack/kind/dockerd.sh host) KIND_KUBECONFIG=$(KIND_DIR)/kubeconfig \
 		KIND_UPGRADE_VERSION=$$(cd hack/kind/kubernetes-next && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes) \
-		$(GO) test -tags kind ./test/kind/ -count=1 -v -timeout 45m || status=$$?; \
-	KIND_STATE=$(KIND_DIR) hack/kind/down.sh; exit $$status
+		$(GO) test -tags kind ./test/kind/ -count=1 -v -timeout 45m 2>&1 | tee $(TEST_LOG_DIR)/e2e-kind.log; status=$${PIPESTATUS[0]}; \
+	KIND_STATE=$(KIND_DIR) hack/kind/down.sh; \
+	if [ $$status -ne 0 ]; then hack/test-failures.sh $(TEST_LOG_DIR)/e2e-kind.log; fi; exit $$status
 
 .PHONY: dist
 dist: ## Plugin archives for every Krew platform and dist/krew.yaml with their sha256.
