@@ -68,6 +68,7 @@ func runScale(b *testing.B, n int) {
 		p50.Round(time.Microsecond), p99.Round(time.Microsecond), webhookMean, profile())
 	waitAllReconciled(b, ns, n)
 	converge := time.Since(start)
+	b.Logf("heap profile of the agent with all %d reconciled (go tool pprof -sample_index=inuse_space): %s", n, fetchProfile(pprofPort, "heap?gc=1", "agent-heap-*.pprof"))
 	// Reconciles the watches triggered after the last status write may still
 	// be queued; stop the agent only once it is idle, so the resync below
 	// measures a true steady state.
@@ -110,26 +111,27 @@ func runScale(b *testing.B, n int) {
 // that waits for it and says where it was written, for `go tool pprof`.
 func profileCPU(b *testing.B, port int) func() string {
 	done := make(chan string, 1)
-	go func() {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=20", port))
-		if err != nil {
-			done <- "none: " + err.Error()
-			return
-		}
-		defer resp.Body.Close()
-		f, err := os.CreateTemp(os.Getenv("TOPOLOGY_E2E_LOG_DIR"), "agent-cpu-*.pprof")
-		if err != nil {
-			done <- "none: " + err.Error()
-			return
-		}
-		defer f.Close()
-		if _, err := io.Copy(f, resp.Body); err != nil {
-			done <- "none: " + err.Error()
-			return
-		}
-		done <- f.Name()
-	}()
+	go func() { done <- fetchProfile(port, "profile?seconds=20", "agent-cpu-*.pprof") }()
 	return func() string { return <-done }
+}
+
+// fetchProfile saves the agent's pprof profile of that name into a file
+// whose pattern is given, and returns its path, or why there is none.
+func fetchProfile(port int, profile, pattern string) string {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", port, profile))
+	if err != nil {
+		return "none: " + err.Error()
+	}
+	defer resp.Body.Close()
+	f, err := os.CreateTemp(os.Getenv("TOPOLOGY_E2E_LOG_DIR"), pattern)
+	if err != nil {
+		return "none: " + err.Error()
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		return "none: " + err.Error()
+	}
+	return f.Name()
 }
 
 func waitAllReconciled(b *testing.B, ns string, n int) {
