@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,13 +58,7 @@ func isClusterAPIFinalizer(f string) bool {
 // ForeignFinalizers are the finalizers on u that are not Cluster API's: a
 // handover would wait on their owners, so it is refused while they are there.
 func ForeignFinalizers(u *unstructured.Unstructured) []string {
-	var out []string
-	for _, f := range u.GetFinalizers() {
-		if !isClusterAPIFinalizer(f) && f != metav1.FinalizerOrphanDependents {
-			out = append(out, f)
-		}
-	}
-	return out
+	return slices.DeleteFunc(nonClusterAPIFinalizers(u.GetFinalizers()), func(f string) bool { return f == metav1.FinalizerOrphanDependents })
 }
 
 // Run does the handover, step by step; an error names the step and what is
