@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
@@ -90,6 +92,24 @@ func ownedFields(obj *unstructured.Unstructured, fieldManager string, updatesToo
 		owned = owned.Union(set)
 	}
 	return owned, nil
+}
+
+// OwnedFieldNames is what NeedsApply and ClusterMergePatch read of a
+// managedFields entry's fieldsV1 tree: its field names ("f:" keys) down to
+// the first list element, without the "." self markers. Ownership inside a
+// list item never decides a write (the list is set as a whole), so a cache can
+// keep this in place of the whole tree; trees of objects made from one class
+// then come out equal, with no owner UIDs or list keys in them.
+func OwnedFieldNames(fieldsV1 map[string]any) map[string]any {
+	out := make(map[string]any, len(fieldsV1))
+	for k, v := range fieldsV1 {
+		if !strings.HasPrefix(k, "f:") {
+			continue
+		}
+		child, _ := v.(map[string]any)
+		out[k] = OwnedFieldNames(child)
+	}
+	return out
 }
 
 // missingIn tells whether obj lacks the field at p; a path into a list item

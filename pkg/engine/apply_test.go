@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,6 +65,18 @@ func TestNeedsApply(t *testing.T) {
 		{"the agent's fields into list items", func(cur *unstructured.Unstructured) {
 			managed(cur, "kubectl-topology", `{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"u1\"}":{}}},"f:spec":{"f:template":{"f:spec":{"f:files":{}}}}}`)
 		}, false},
+		{"the agent's fields into list items, with self markers", func(cur *unstructured.Unstructured) {
+			managed(cur, "kubectl-topology", `{"f:metadata":{"f:labels":{".":{},"f:a":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"u1\"}":{".":{},"f:uid":{}}}},`+
+				`"f:spec":{".":{},"f:replicas":{},"f:template":{"f:spec":{"f:files":{".":{},"k:{\"path\":\"/etc/x\"}":{".":{},"f:path":{}}}}}}}`)
+		}, false},
+		{"a list the agent set is no longer desired", func(cur *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(cur.Object, []any{"echo hi"}, "spec", "template", "spec", "preKubeadmCommands")
+			managed(cur, "kubectl-topology", `{"f:spec":{"f:template":{"f:spec":{"f:preKubeadmCommands":{".":{},"v:\"echo hi\"":{}}}}}}`)
+		}, true},
+		{"a label the agent set is no longer desired", func(cur *unstructured.Unstructured) {
+			cur.SetLabels(map[string]string{"a": "1", "b": "2"})
+			managed(cur, "kubectl-topology", `{"f:metadata":{"f:labels":{".":{},"f:a":{},"f:b":{}}}}`)
+		}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,9 +85,54 @@ func TestNeedsApply(t *testing.T) {
 			if got := NeedsApply(cur, desired(), "kubectl-topology"); got != tc.want {
 				t.Errorf("NeedsApply = %v, want %v", got, tc.want)
 			}
+			if got := NeedsApply(withOwnedFieldNames(t, cur), desired(), "kubectl-topology"); got != tc.want {
+				t.Errorf("NeedsApply with the managed fields cut to OwnedFieldNames = %v, want %v", got, tc.want)
+			}
 		})
 	}
 	if !NeedsApply(nil, desired(), "kubectl-topology") {
 		t.Error("a missing object needs applying")
+	}
+}
+
+// withOwnedFieldNames is a copy of o whose managedFields entries hold only
+// OwnedFieldNames of their trees, as the agent's cache keeps them.
+func withOwnedFieldNames(t *testing.T, o *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	out := o.DeepCopy()
+	entries, _, err := unstructured.NestedSlice(out.Object, "metadata", "managedFields")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		entry := e.(map[string]any)
+		if tree, ok := entry["fieldsV1"].(map[string]any); ok {
+			entry["fieldsV1"] = OwnedFieldNames(tree)
+		}
+	}
+	if entries != nil {
+		if err := unstructured.SetNestedSlice(out.Object, entries, "metadata", "managedFields"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestOwnedFieldNames: field names stay, down to the first list element;
+// list keys, values, indices and self markers go.
+func TestOwnedFieldNames(t *testing.T) {
+	var in map[string]any
+	doc := `{"f:metadata":{"f:labels":{".":{},"f:a":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"u1\"}":{".":{},"f:uid":{}}}},` +
+		`"f:spec":{".":{},"f:replicas":{},"f:args":{"i:0":{}},"f:cmds":{"v:\"x\"":{}}}}`
+	if err := json.Unmarshal([]byte(doc), &in); err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(OwnedFieldNames(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"f:metadata":{"f:labels":{"f:a":{}},"f:ownerReferences":{}},"f:spec":{"f:args":{},"f:cmds":{},"f:replicas":{}}}`
+	if string(got) != want {
+		t.Errorf("OwnedFieldNames =\n%s\nwant\n%s", got, want)
 	}
 }

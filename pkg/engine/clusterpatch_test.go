@@ -106,6 +106,13 @@ spec:
 			if !equalObjects(before, current) {
 				t.Error("computing the patch changed the current Cluster")
 			}
+			cut, err := ClusterMergePatch(withOwnedFieldNames(t, current), desired(tc.desired), FieldManager)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(cut) != tc.want {
+				t.Errorf("patch with the managed fields cut to OwnedFieldNames\n%s\nwant\n%s", cut, tc.want)
+			}
 		})
 	}
 }
