@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/pkg/cachetransform"
 	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 	topologycontroller "github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
@@ -183,7 +184,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 		// no requests at all, which matters at a thousand Topologies.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	}
-	mopts.Cache = cache.Options{DefaultTransform: trimForCache}
+	mopts.Cache = cache.Options{DefaultTransform: cachetransform.New(topologycontroller.FieldManager)}
 	if opts.Namespace != "" {
 		mopts.Cache.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
 		// A Topology may take its class from another namespace (spec.classRef.namespace).
@@ -539,29 +540,4 @@ func writeAtomically(path string, data []byte) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return os.Rename(tmp, path)
-}
-
-// trimForCache drops what the agent never reads from cached objects: other
-// managers' field ownership (only its own tells it a field was dropped) and
-// kubectl's last-applied copy. At a thousand Topologies this is most of the
-// cache.
-func trimForCache(obj any) (any, error) {
-	o, ok := obj.(metav1.Object)
-	if !ok {
-		return obj, nil
-	}
-	var keep []metav1.ManagedFieldsEntry
-	for _, mf := range o.GetManagedFields() {
-		if mf.Manager == topologycontroller.FieldManager {
-			keep = append(keep, mf)
-		}
-	}
-	o.SetManagedFields(keep)
-	if a := o.GetAnnotations(); a != nil {
-		if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
-			delete(a, corev1.LastAppliedConfigAnnotation)
-			o.SetAnnotations(a)
-		}
-	}
-	return obj, nil
 }
