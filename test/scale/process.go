@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -120,6 +122,59 @@ func (m Metrics) Sum(name string, filters ...string) float64 {
 		}
 	}
 	return sum
+}
+
+// Quantile estimates the q-quantile of histogram name over the series whose
+// labels contain every filter, as Prometheus's histogram_quantile does:
+// linear within the bucket the rank falls in. It is 0 without samples, and
+// the highest finite bound when the rank falls past it.
+func (m Metrics) Quantile(q float64, name string, filters ...string) float64 {
+	counts := map[float64]float64{} // upper bound → cumulative count, summed over series
+	sc := bufio.NewScanner(strings.NewReader(string(m)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"_bucket{") {
+			continue
+		}
+		match := true
+		for _, f := range filters {
+			match = match && strings.Contains(line, f)
+		}
+		_, rest, found := strings.Cut(line, `le="`)
+		if !match || !found {
+			continue
+		}
+		le, rest, _ := strings.Cut(rest, `"`)
+		bound, err := strconv.ParseFloat(le, 64) // "+Inf" parses as +Inf
+		fields := strings.Fields(rest)
+		if err != nil || len(fields) == 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			counts[bound] += v
+		}
+	}
+	bounds := make([]float64, 0, len(counts))
+	for b := range counts {
+		bounds = append(bounds, b)
+	}
+	slices.Sort(bounds)
+	if len(bounds) == 0 || counts[bounds[len(bounds)-1]] == 0 {
+		return 0
+	}
+	rank := q * counts[bounds[len(bounds)-1]]
+	lower, below := 0.0, 0.0
+	for _, b := range bounds {
+		if counts[b] >= rank {
+			if math.IsInf(b, 1) {
+				return lower
+			}
+			return lower + (b-lower)*(rank-below)/(counts[b]-below)
+		}
+		lower, below = b, counts[b]
+	}
+	return lower
 }
 
 // Writes is how many write requests (create, update, patch, delete) the

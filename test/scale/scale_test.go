@@ -3,6 +3,7 @@ package scale
 import (
 	"bytes"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -73,6 +74,40 @@ workqueue_depth{controller="topology/cluster",name="topology/cluster"} 4
 	}
 }
 
+func TestMetricsQuantile(t *testing.T) {
+	// Two webhooks' histograms (cumulative buckets), as controller-runtime
+	// exposes them: 100 requests to the default path, 100 to the validate path.
+	m := Metrics(`# TYPE controller_runtime_webhook_latency_seconds histogram
+controller_runtime_webhook_latency_seconds_bucket{webhook="/default"} 99
+controller_runtime_webhook_latency_seconds_bucket{le="0.005",webhook="/default"} 90
+controller_runtime_webhook_latency_seconds_bucket{le="0.01",webhook="/default"} 100
+controller_runtime_webhook_latency_seconds_bucket{le="+Inf",webhook="/default"} 100
+controller_runtime_webhook_latency_seconds_bucket{le="0.005",webhook="/validate"} 50
+controller_runtime_webhook_latency_seconds_bucket{le="0.01",webhook="/validate"} 90
+controller_runtime_webhook_latency_seconds_bucket{le="+Inf",webhook="/validate"} 100
+controller_runtime_webhook_latency_seconds_sum{webhook="/validate"} 3
+`)
+	const name = "controller_runtime_webhook_latency_seconds"
+	for _, tc := range []struct {
+		q       float64
+		filters []string
+		want    float64
+	}{
+		{0.5, []string{`webhook="/default"`}, 0.005 * 50 / 90},
+		{0.95, []string{`webhook="/default"`}, 0.0075},
+		{0.5, []string{`webhook="/validate"`}, 0.005},
+		{0.7, []string{`webhook="/validate"`}, 0.0075},
+		{0.99, []string{`webhook="/validate"`}, 0.01}, // past the last finite bound
+		{0.5, nil, 0.005 * 100 / 140},                 // both paths together
+		{0.99, []string{`webhook="/missing"`}, 0},     // no samples
+	} {
+		got := m.Quantile(tc.q, name, tc.filters...)
+		if math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("Quantile(%v, %v) = %v, want %v", tc.q, tc.filters, got, tc.want)
+		}
+	}
+}
+
 func fromYAML(t *testing.T, doc string) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
@@ -135,11 +170,11 @@ func mustJSON(t *testing.T, doc string) []byte {
 // rewrites the golden file.
 func TestTable(t *testing.T) {
 	ours := Measurement{Side: Ours, N: 100, Processes: true, Created: 2 * time.Second, Reconciled: 14 * time.Second,
-		CreateP50: 4200 * time.Microsecond, CreateP99: 21 * time.Millisecond, Requests: 2100,
+		CreateP50: 4200 * time.Microsecond, CreateP99: 21 * time.Millisecond, AdmissionP99: 2500 * time.Microsecond, Requests: 2100,
 		Usage: Usage{PeakRSS: 120 << 20, CPU: 9 * time.Second}, Core: Usage{PeakRSS: 90 << 20, CPU: 20 * time.Second}, CoreRequests: 5000,
 		ResyncWrites: 0, Resync: 3 * time.Second}
 	upstream := Measurement{Side: Upstream, N: 100, Processes: true, Created: 1500 * time.Millisecond, Reconciled: 28 * time.Second,
-		CreateP50: 3 * time.Millisecond, CreateP99: 12 * time.Millisecond,
+		CreateP50: 3 * time.Millisecond, CreateP99: 12 * time.Millisecond, AdmissionP99: 5 * time.Millisecond,
 		Usage: Usage{PeakRSS: 150 << 20, CPU: 40 * time.Second}, Requests: 9000, Core: Usage{PeakRSS: 150 << 20, CPU: 40 * time.Second}, CoreRequests: 9000,
 		ResyncWrites: 12, Resync: 6 * time.Second}
 	var out bytes.Buffer
