@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,8 +25,9 @@ import (
 // Topologies of the example class on one control plane and reports: the time
 // until the agent binary has reconciled all of them, its API requests per
 // Topology, its peak RSS, and the time and writes of a no-op resync of all of
-// them after a restart. Run it with `make bench-scale`; it is not part of
-// `make test`.
+// them after a restart. TOPOLOGY_SCALE_AGENT_FLAGS adds agent flags to both
+// runs (e.g. "--concurrency 40"). Run it with `make bench-scale-agent`; it is
+// not part of `make test`.
 func BenchmarkThousandTopologies(b *testing.B) {
 	n := 1000
 	if v, err := strconv.Atoi(os.Getenv("TOPOLOGY_SCALE")); err == nil && v > 0 {
@@ -41,7 +43,8 @@ func runScale(b *testing.B, n int) {
 	ex := exampleClass(b, "scale")
 	ns := ex.Topology.Namespace
 	pprofPort := freePort(b)
-	agent := startAgentBinary(b, "--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort))
+	flags := strings.Fields(os.Getenv("TOPOLOGY_SCALE_AGENT_FLAGS"))
+	agent := startAgentBinary(b, append([]string{"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort)}, flags...)...)
 	profile := profileCPU(b, pprofPort)
 	start := time.Now()
 	latencies := make([]time.Duration, 0, n)
@@ -83,11 +86,16 @@ func runScale(b *testing.B, n int) {
 	// measures a true steady state.
 	waitIdle(b, agent)
 	requests := agent.metric(b, "rest_client_requests_total")
+	perMethod := map[string]string{}
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		perMethod[m] = strconv.FormatFloat(agent.metric(b, "rest_client_requests_total", `method="`+m+`"`)/float64(n), 'f', 1, 64)
+	}
+	b.Logf("all %d reconciled %s after the last create; API requests per Topology by method: %v", n, (converge - created).Round(time.Millisecond), perMethod)
 	rss := agent.peakRSS(b)
 
 	agent.stop(b)
 	restart := time.Now()
-	again := startAgentBinary(b, "-v", "4")
+	again := startAgentBinary(b, append([]string{"-v", "4"}, flags...)...)
 	for again.metric(b, "controller_runtime_reconcile_total", `controller="topology"`) < float64(n) {
 		if time.Since(restart) > 30*time.Minute {
 			b.Fatal("resync did not reconcile every Topology within 30 minutes")
