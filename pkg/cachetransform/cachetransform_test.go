@@ -80,8 +80,8 @@ func TestTransformUnstructured(t *testing.T) {
 		`"f:spec":{"f:clusterName":{},"f:replicas":{},"f:selector":{"f:matchLabels":{"f:cluster.x-k8s.io/cluster-name":{},"f:topology.cluster.x-k8s.io/deployment-name":{}}},` +
 		`"f:template":{"f:metadata":{"f:labels":{"f:cluster.x-k8s.io/cluster-name":{},"f:topology.cluster.x-k8s.io/deployment-name":{}}},` +
 		`"f:spec":{"f:bootstrap":{"f:configRef":{"f:apiGroup":{},"f:kind":{},"f:name":{}}},"f:clusterName":{},` +
-		`"f:infrastructureRef":{"f:apiGroup":{},"f:kind":{},"f:name":{}},"f:readinessGates":{},"f:version":{}}}}}`; string(mfs[0].FieldsV1.Raw) != want {
-		t.Errorf("the agent's ownership after the transform:\n%s\nwant\n%s", mfs[0].FieldsV1.Raw, want)
+		`"f:infrastructureRef":{"f:apiGroup":{},"f:kind":{},"f:name":{}},"f:readinessGates":{},"f:version":{}}}}}`; mfs[0].FieldsV1.GetRawString() != want {
+		t.Errorf("the agent's ownership after the transform:\n%s\nwant\n%s", mfs[0].FieldsV1.GetRawString(), want)
 	}
 	if _, ok := got.GetAnnotations()[corev1.LastAppliedConfigAnnotation]; ok {
 		t.Error("the last-applied annotation is still cached")
@@ -161,7 +161,7 @@ func TestTransformTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.(*corev1.ConfigMap)
-	if len(got.ManagedFields) != 1 || string(got.ManagedFields[0].FieldsV1.Raw) != `{"f:data":{"f:a":{}}}` {
+	if len(got.ManagedFields) != 1 || got.ManagedFields[0].FieldsV1.GetRawString() != `{"f:data":{"f:a":{}}}` {
 		t.Errorf("managed fields: %+v, want the agent's entry as written", got.ManagedFields)
 	}
 	if !reflect.DeepEqual(got.Annotations, map[string]string{"keep": "1"}) {
