@@ -18,7 +18,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/pkg/webhook"
-	"github.com/kubectl-topology/kubectl-topology/test/scale"
 )
 
 // BenchmarkThousandTopologies creates TOPOLOGY_SCALE (default 1,000)
@@ -60,18 +59,11 @@ func runScale(b *testing.B, n int) {
 	created := time.Since(start)
 	slices.Sort(latencies)
 	p50, p99 := latencies[len(latencies)/2], latencies[len(latencies)*99/100]
-	metrics, err := scale.Scrape(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", agent.metricPort))
-	if err != nil {
-		b.Fatal(err)
-	}
+	metrics := agent.metrics(b)
 	webhook := map[string]string{}
 	var admissionP99 time.Duration
 	for _, path := range []string{topologywebhook.TopologyDefaultPath, topologywebhook.TopologyValidatePath} {
-		const name = "controller_runtime_webhook_latency_seconds"
-		filter := `webhook="` + path + `"`
-		if count := metrics.Sum(name+"_count", filter); count > 0 {
-			mean := time.Duration(metrics.Sum(name+"_sum", filter) / count * float64(time.Second))
-			p99 := time.Duration(metrics.Quantile(0.99, name, filter) * float64(time.Second))
+		if mean, p99, ok := metrics.WebhookLatency(path); ok {
 			admissionP99 = max(admissionP99, p99)
 			webhook[path] = fmt.Sprintf("mean %s, p99 %s", mean.Round(time.Microsecond), p99.Round(time.Microsecond))
 		}
@@ -85,10 +77,11 @@ func runScale(b *testing.B, n int) {
 	// be queued; stop the agent only once it is idle, so the resync below
 	// measures a true steady state.
 	waitIdle(b, agent)
-	requests := agent.metric(b, "rest_client_requests_total")
+	settled := agent.metrics(b)
+	requests := settled.Sum("rest_client_requests_total")
 	perMethod := map[string]string{}
-	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
-		perMethod[m] = strconv.FormatFloat(agent.metric(b, "rest_client_requests_total", `method="`+m+`"`)/float64(n), 'f', 1, 64)
+	for m, v := range settled.RequestsByMethod() {
+		perMethod[m] = strconv.FormatFloat(v/float64(n), 'f', 1, 64)
 	}
 	b.Logf("all %d reconciled %s after the last create; API requests per Topology by method: %v", n, (converge - created).Round(time.Millisecond), perMethod)
 	rss := agent.peakRSS(b)
@@ -104,12 +97,8 @@ func runScale(b *testing.B, n int) {
 	}
 	waitIdle(b, again)
 	resync := time.Since(restart)
-	writes := 0.0
-	byMethod := map[string]float64{}
-	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
-		byMethod[m] = again.metric(b, "rest_client_requests_total", `method="`+m+`"`)
-		writes += byMethod[m]
-	}
+	resynced := again.metrics(b)
+	writes, byMethod := resynced.Writes(), resynced.RequestsByMethod()
 	b.Logf("write requests during the resync by method: %v; the agent's log of them: %s", byMethod, again.log.Name())
 
 	b.ReportMetric(float64(p50.Microseconds())/1000, "ms-create-p50")

@@ -160,15 +160,21 @@ func (p *agentProcess) stop(tb testing.TB) {
 	}
 }
 
-// metric sums a Prometheus metric from the agent's metrics endpoint over the
-// series whose labels contain every filter.
-func (p *agentProcess) metric(tb testing.TB, name string, filters ...string) float64 {
+// metrics scrapes the agent's metrics endpoint.
+func (p *agentProcess) metrics(tb testing.TB) scale.Metrics {
 	tb.Helper()
 	m, err := scale.Scrape(context.Background(), fmt.Sprintf("http://127.0.0.1:%d/metrics", p.metricPort))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return m.Sum(name, filters...)
+	return m
+}
+
+// metric sums a Prometheus metric from the agent's metrics endpoint over the
+// series whose labels contain every filter.
+func (p *agentProcess) metric(tb testing.TB, name string, filters ...string) float64 {
+	tb.Helper()
+	return p.metrics(tb).Sum(name, filters...)
 }
 
 // peakRSS reads the agent's peak resident set size in KiB.

@@ -98,10 +98,9 @@ func Scrape(ctx context.Context, url string) (Metrics, error) {
 	return Metrics(data), err
 }
 
-// Sum adds the samples of metric name whose labels contain every filter,
-// e.g. `method="PATCH"`.
-func (m Metrics) Sum(name string, filters ...string) float64 {
-	var sum float64
+// each calls fn with every sample line whose metric name is exactly name
+// and whose labels contain every filter, and the sample's value.
+func (m Metrics) each(name string, filters []string, fn func(line string, value float64)) {
 	sc := bufio.NewScanner(strings.NewReader(string(m)))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -113,14 +112,21 @@ func (m Metrics) Sum(name string, filters ...string) float64 {
 		for _, f := range filters {
 			match = match && strings.Contains(line, f)
 		}
-		if !match {
+		fields := strings.Fields(line)
+		if !match || len(fields) < 2 {
 			continue
 		}
-		fields := strings.Fields(line)
 		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
-			sum += v
+			fn(line, v)
 		}
 	}
+}
+
+// Sum adds the samples of metric name whose labels contain every filter,
+// e.g. `method="PATCH"`.
+func (m Metrics) Sum(name string, filters ...string) float64 {
+	var sum float64
+	m.each(name, filters, func(_ string, v float64) { sum += v })
 	return sum
 }
 
@@ -130,31 +136,13 @@ func (m Metrics) Sum(name string, filters ...string) float64 {
 // the highest finite bound when the rank falls past it.
 func (m Metrics) Quantile(q float64, name string, filters ...string) float64 {
 	counts := map[float64]float64{} // upper bound → cumulative count, summed over series
-	sc := bufio.NewScanner(strings.NewReader(string(m)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"_bucket{") {
-			continue
-		}
-		match := true
-		for _, f := range filters {
-			match = match && strings.Contains(line, f)
-		}
+	m.each(name+"_bucket", filters, func(line string, v float64) {
 		_, rest, found := strings.Cut(line, `le="`)
-		if !match || !found {
-			continue
-		}
-		le, rest, _ := strings.Cut(rest, `"`)
-		bound, err := strconv.ParseFloat(le, 64) // "+Inf" parses as +Inf
-		fields := strings.Fields(rest)
-		if err != nil || len(fields) == 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+		le, _, _ := strings.Cut(rest, `"`)
+		if bound, err := strconv.ParseFloat(le, 64); found && err == nil { // "+Inf" parses as +Inf
 			counts[bound] += v
 		}
-	}
+	})
 	bounds := make([]float64, 0, len(counts))
 	for b := range counts {
 		bounds = append(bounds, b)
@@ -177,12 +165,36 @@ func (m Metrics) Quantile(q float64, name string, filters ...string) float64 {
 	return lower
 }
 
+// WebhookLatency is the mean and p99 time a controller-runtime process spent
+// in its webhook at path, from its latency histogram; ok is false before the
+// first request.
+func (m Metrics) WebhookLatency(path string) (mean, p99 time.Duration, ok bool) {
+	const name = "controller_runtime_webhook_latency_seconds"
+	filter := `webhook="` + path + `"`
+	count := m.Sum(name+"_count", filter)
+	if count == 0 {
+		return 0, 0, false
+	}
+	seconds := func(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
+	return seconds(m.Sum(name+"_sum", filter) / count), seconds(m.Quantile(0.99, name, filter)), true
+}
+
+// requestMethods are the HTTP methods of a client's API requests; all but
+// GET write.
+var requestMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
+
+// RequestsByMethod is the process's client's API requests per HTTP method.
+func (m Metrics) RequestsByMethod() map[string]float64 {
+	out := make(map[string]float64, len(requestMethods))
+	for _, method := range requestMethods {
+		out[method] = m.Sum("rest_client_requests_total", `method="`+method+`"`)
+	}
+	return out
+}
+
 // Writes is how many write requests (create, update, patch, delete) the
 // process's client has made.
 func (m Metrics) Writes() float64 {
-	var n float64
-	for _, method := range []string{"POST", "PUT", "PATCH", "DELETE"} {
-		n += m.Sum("rest_client_requests_total", `method="`+method+`"`)
-	}
-	return n
+	byMethod := m.RequestsByMethod()
+	return byMethod["POST"] + byMethod["PUT"] + byMethod["PATCH"] + byMethod["DELETE"]
 }

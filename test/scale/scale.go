@@ -277,7 +277,7 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 	}
 	m.Requests = metrics.Sum("rest_client_requests_total")
 	for _, path := range admissionPaths[side] {
-		p99 := time.Duration(metrics.Quantile(0.99, "controller_runtime_webhook_latency_seconds", `webhook="`+path+`"`) * float64(time.Second))
+		_, p99, _ := metrics.WebhookLatency(path)
 		m.AdmissionP99 = max(m.AdmissionP99, p99)
 	}
 	if m.Usage, err = usage(*t.measured); err != nil {

@@ -3,6 +3,7 @@ package scale
 import (
 	"bytes"
 	"flag"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -72,6 +73,9 @@ workqueue_depth{controller="topology/cluster",name="topology/cluster"} 4
 	if got := m.Writes(); got != 11.5 {
 		t.Errorf("Writes() = %v, want 11.5 (POST, PATCH, PUT)", got)
 	}
+	if got, want := m.RequestsByMethod(), map[string]float64{"GET": 120, "POST": 7, "PUT": 1.5, "PATCH": 3, "DELETE": 0}; !maps.Equal(got, want) {
+		t.Errorf("RequestsByMethod() = %v, want %v", got, want)
+	}
 }
 
 func TestMetricsQuantile(t *testing.T) {
@@ -85,7 +89,8 @@ controller_runtime_webhook_latency_seconds_bucket{le="+Inf",webhook="/default"} 
 controller_runtime_webhook_latency_seconds_bucket{le="0.005",webhook="/validate"} 50
 controller_runtime_webhook_latency_seconds_bucket{le="0.01",webhook="/validate"} 90
 controller_runtime_webhook_latency_seconds_bucket{le="+Inf",webhook="/validate"} 100
-controller_runtime_webhook_latency_seconds_sum{webhook="/validate"} 3
+controller_runtime_webhook_latency_seconds_sum{webhook="/validate"} 0.5
+controller_runtime_webhook_latency_seconds_count{webhook="/validate"} 100
 `)
 	const name = "controller_runtime_webhook_latency_seconds"
 	for _, tc := range []struct {
@@ -105,6 +110,12 @@ controller_runtime_webhook_latency_seconds_sum{webhook="/validate"} 3
 		if math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("Quantile(%v, %v) = %v, want %v", tc.q, tc.filters, got, tc.want)
 		}
+	}
+	if mean, p99, ok := m.WebhookLatency("/validate"); !ok || mean != 5*time.Millisecond || p99 != 10*time.Millisecond {
+		t.Errorf("WebhookLatency(/validate) = %v, %v, %v; want 5ms, 10ms, true", mean, p99, ok)
+	}
+	if _, _, ok := m.WebhookLatency("/default"); ok {
+		t.Error("WebhookLatency of a path without a _count sample says it has requests")
 	}
 }
 
