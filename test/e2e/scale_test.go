@@ -99,7 +99,7 @@ func runScale(b *testing.B, n int) {
 	resync := time.Since(restart)
 	resynced := again.metrics(b)
 	writes, byMethod := resynced.Writes(), resynced.RequestsByMethod()
-	b.Logf("write requests during the resync by method: %v; the agent's log of them: %s", byMethod, again.log.Name())
+	b.Logf("requests during the resync by method (all but GET write): %v; the agent's log of the writes: %s", byMethod, again.log.Name())
 
 	b.ReportMetric(float64(p50.Microseconds())/1000, "ms-create-p50")
 	b.ReportMetric(float64(p99.Microseconds())/1000, "ms-create-p99")
