@@ -252,6 +252,43 @@ func TestComputeTakesAnEmptyV1Beta2Template(t *testing.T) {
 	}
 }
 
+// TestComputeClonesDropTemplateOnlyAnnotations: a template read in an older
+// version carries Cluster API's conversion data, and one applied by kubectl
+// its last-applied copy; neither belongs on a clone (the conversion data
+// would restore the template's fields on it and make every reconcile write
+// it again), while the template's other annotations are kept.
+func TestComputeClonesDropTemplateOnlyAnnotations(t *testing.T) {
+	w := newWorld(t)
+	for _, tpl := range w.ex.Templates {
+		tpl.SetAnnotations(map[string]string{
+			engine.ConversionDataAnnotation: `{"spec":{"template":{"spec":{}}}}`,
+			engine.LastAppliedAnnotation:    "{}",
+			"team.example.com/owner":        "platform",
+		})
+	}
+	res := w.compute(t, nil)
+	clones := 0
+	for _, o := range res.Desired.Objects() {
+		a := o.GetAnnotations()
+		if _, cloned := a[engine.ClonedFromNameAnnotation]; !cloned || !strings.HasSuffix(o.GetKind(), "Template") {
+			continue
+		}
+		clones++
+		if _, ok := a[engine.ConversionDataAnnotation]; ok {
+			t.Errorf("%s %s keeps its template's conversion data", o.GetKind(), o.GetName())
+		}
+		if _, ok := a[engine.LastAppliedAnnotation]; ok {
+			t.Errorf("%s %s keeps its template's last-applied copy", o.GetKind(), o.GetName())
+		}
+		if a["team.example.com/owner"] != "platform" {
+			t.Errorf("%s %s lost its template's other annotations: %v", o.GetKind(), o.GetName(), a)
+		}
+	}
+	if clones < 3 {
+		t.Fatalf("%d template clones in the desired state, want the control plane's and each pool's", clones)
+	}
+}
+
 // TestComputeV1Beta2Taints: taints, which only v1beta2 has, reach the
 // MachineDeployment's machine spec and, for a control plane on the v1beta2
 // contract, spec.machineTemplate.spec; the topology's replace the class's.

@@ -24,7 +24,10 @@ const (
 	// UnsafeClassNameCheckAnnotation on a topology skips the class-switch compatibility rules.
 	UnsafeClassNameCheckAnnotation = "unsafe.topology.cluster.x-k8s.io/disable-update-class-name-check"
 	LastAppliedAnnotation          = "kubectl.kubernetes.io/last-applied-configuration"
-	ClusterShimSecretType          = "cluster.x-k8s.io/secret"
+	// ConversionDataAnnotation is where Cluster API's conversion webhooks
+	// keep, on an object read in an older version, what that version cannot hold.
+	ConversionDataAnnotation = "cluster.x-k8s.io/conversion-data"
+	ClusterShimSecretType    = "cluster.x-k8s.io/secret"
 )
 
 // ClusterAPIGroup is Cluster API's core API group.

@@ -318,6 +318,10 @@ func (c *computation) templateFromTemplate(original, patched *unstructured.Unstr
 	a[ClonedFromNameAnnotation] = original.GetName()
 	a[ClonedFromGroupKindAnnotation] = groupKind(original.GetAPIVersion(), original.GetKind())
 	delete(a, LastAppliedAnnotation)
+	// A template read in an older version than the stored one carries its
+	// own conversion data; on the clone it would restore the template's
+	// fields, not the clone's, and differ from what the clone reads back.
+	delete(a, ConversionDataAnnotation)
 	obj.SetAnnotations(a)
 	c.setOwner(obj, c.owner)
 	obj.SetName(name)
