@@ -115,9 +115,11 @@ e2e: control-plane-bins capi-bins ## The built binaries driven as a user would, 
 
 BENCH_N ?= 100,1000
 BENCH_CASE ?= testdata/parity/in-memory
+# BENCH_FLAGS adds benchscale flags, e.g. -idle-providers (go run ./hack/benchscale -h).
+BENCH_FLAGS ?=
 
 bench-scale: build control-plane-bins capi-bins ## The agent vs upstream's topology controller side by side (BENCH_N clusters of BENCH_CASE, a fresh control plane per side): a table per N.
-	$(GO) run ./hack/benchscale -bin-dir $(BIN) -n $(BENCH_N) -case $(BENCH_CASE)
+	$(GO) run ./hack/benchscale -bin-dir $(BIN) -n $(BENCH_N) -case $(BENCH_CASE) $(BENCH_FLAGS)
 
 bench-scale-agent: control-plane-bins ## 1,000 Topologies through the agent alone, with a CPU profile of its webhooks.
 	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./test/e2e/ -run '^$$' -bench BenchmarkThousandTopologies -benchtime 1x -timeout 90m

@@ -58,6 +58,9 @@ func fixedPortError(p Provider, port int) error {
 	return fmt.Errorf("port %d, which %s always listens on (Cluster API %s has no flag to move it), is in use: another local control plane with Cluster API's providers is probably running (`make local-down` or `make demo-down` stops it; a test run's is under /tmp/kubectl-topology-local-*)", port, p.Name, ProvidersVersion)
 }
 
+// CoreProviderName is the binary and name of Cluster API's core manager.
+const CoreProviderName = "capi-core"
+
 // ClusterAPIProviders are the managers of Cluster API ProvidersVersion: core,
 // kubeadm bootstrap and control plane, and the Docker provider, whose
 // in-memory backend fakes machines and serves a fake API server for each
@@ -70,7 +73,7 @@ func fixedPortError(p Provider, port int) error {
 func ClusterAPIProviders(topologyGate bool) []Provider {
 	templates := "--feature-gates=ClusterTopology=true"
 	return []Provider{
-		{Name: "capi-core", Label: "cluster-api", Module: "sigs.k8s.io/cluster-api", Path: "core",
+		{Name: CoreProviderName, Label: "cluster-api", Module: "sigs.k8s.io/cluster-api", Path: "core",
 			Args: []string{"--feature-gates=ClusterTopology=" + strconv.FormatBool(topologyGate)}},
 		{Name: "capi-kubeadm-bootstrap", Label: "bootstrap-kubeadm", Module: "sigs.k8s.io/cluster-api", Path: "bootstrap/kubeadm", Args: []string{templates}},
 		{Name: "capi-kubeadm-control-plane", Label: "control-plane-kubeadm", Module: "sigs.k8s.io/cluster-api", Path: "controlplane/kubeadm", Args: []string{templates}},

@@ -65,6 +65,12 @@ type Options struct {
 	Replicas int
 	// Timeout bounds each wait: all reconciled, idle, resynced.
 	Timeout time.Duration
+	// IdleProviders keeps the bootstrap, control plane and infrastructure
+	// providers off the measured clusters: they serve their webhooks and
+	// conversions but reconcile only a namespace nothing is created in. The
+	// topology controllers' own cost then shows at N where machines would
+	// take hours (the Docker class without containers, say).
+	IdleProviders bool
 	// Log receives progress.
 	Log io.Writer
 }
@@ -159,7 +165,7 @@ func Run(ctx context.Context, opts Options, side string) (Measurement, error) {
 	logf(opts.Log, "%s, N=%d: starting a control plane with Cluster API %s (ClusterTopology %s) in %s", side, opts.N, localcluster.ProvidersVersion,
 		map[bool]string{true: "on", false: "off"}[side == Upstream], dir)
 	cp, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, BinDir: opts.BinDir, CRDDirs: []string{opts.CRDDir},
-		Providers: localcluster.ClusterAPIProviders(side == Upstream)})
+		Providers: providers(side, opts.IdleProviders)})
 	if err != nil {
 		return m, err
 	}
@@ -168,14 +174,14 @@ func Run(ctx context.Context, opts Options, side string) (Measurement, error) {
 	if err != nil {
 		return m, err
 	}
-	core, ok := cp.Provider("capi-core")
+	core, ok := cp.Provider(localcluster.CoreProviderName)
 	if !ok {
-		return m, fmt.Errorf("the control plane runs no capi-core")
+		return m, fmt.Errorf("the control plane runs no %s", localcluster.CoreProviderName)
 	}
-	t.core = &controller{name: "capi-core", queue: "topology/cluster",
+	t.core = &controller{name: localcluster.CoreProviderName, queue: "topology/cluster",
 		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", core.DiagnosticsPort),
-		pid:     func() (int, error) { return cp.PID("capi-core") },
-		restart: func(ctx context.Context) error { return cp.RestartProvider(ctx, "capi-core") },
+		pid:     func() (int, error) { return cp.PID(localcluster.CoreProviderName) },
+		restart: func(ctx context.Context) error { return cp.RestartProvider(ctx, localcluster.CoreProviderName) },
 		stop:    func() {},
 	}
 	t.measured = t.core
@@ -191,6 +197,26 @@ func Run(ctx context.Context, opts Options, side string) (Measurement, error) {
 		return m, err
 	}
 	return measure(ctx, opts, side, t)
+}
+
+// idleNamespace is the namespace idle providers reconcile; nothing is ever
+// created in it.
+const idleNamespace = "scale-idle-providers"
+
+// providers are Cluster API's managers for side. Idle, all but the core
+// manager (which is upstream's topology controller, and on both sides
+// creates the MachineSets and Machines) reconcile only idleNamespace.
+func providers(side string, idle bool) []localcluster.Provider {
+	ps := localcluster.ClusterAPIProviders(side == Upstream)
+	if !idle {
+		return ps
+	}
+	for i := range ps {
+		if ps[i].Name != localcluster.CoreProviderName {
+			ps[i].Args = append(slices.Clone(ps[i].Args), "--namespace="+idleNamespace)
+		}
+	}
+	return ps
 }
 
 // RunAgainst measures side on the control plane of kubeconfig, where the
@@ -262,7 +288,7 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 	m.Created = time.Since(start)
 	slices.Sort(latencies)
 	m.CreateP50, m.CreateP99 = latencies[len(latencies)/2], latencies[len(latencies)*99/100]
-	if err := allReconciled(ctx, k8s, cluster, ns, opts.N, opts.Timeout, opts.Log); err != nil {
+	if err := allReconciled(ctx, k8s, cluster, ns, opts.N, opts.IdleProviders, opts.Timeout, opts.Log); err != nil {
 		return m, fmt.Errorf("%s: %w", side, err)
 	}
 	m.Reconciled = time.Since(start)
@@ -431,8 +457,9 @@ func setReplicas(o *unstructured.Unstructured, n int64) error {
 }
 
 // allReconciled waits until n objects of cluster's kind in ns report
-// TopologyReconciled True for their latest generation.
-func allReconciled(ctx context.Context, k8s client.Client, cluster *unstructured.Unstructured, ns string, n int, timeout time.Duration, log io.Writer) error {
+// TopologyReconciled True for their latest generation or, with idle
+// providers, as far as a topology controller can go without them.
+func allReconciled(ctx context.Context, k8s client.Client, cluster *unstructured.Unstructured, ns string, n int, idleProviders bool, timeout time.Duration, log io.Writer) error {
 	done, seen := 0, 0
 	var last error
 	reported := time.Now()
@@ -454,7 +481,7 @@ func allReconciled(ctx context.Context, k8s client.Client, cluster *unstructured
 		}
 		done, seen = 0, len(list.Items)
 		for _, o := range list.Items {
-			if reconciledNow(&o) {
+			if reconciledNow(&o, idleProviders) {
 				done++
 			}
 		}
@@ -467,18 +494,42 @@ func allReconciled(ctx context.Context, k8s client.Client, cluster *unstructured
 }
 
 // reconciledNow tells whether o's TopologyReconciled condition is True for
-// its current generation.
-func reconciledNow(o *unstructured.Unstructured) bool {
+// its current generation. With idle providers no control plane is ever
+// provisioned, so both topology controllers defer creating the pools
+// (upstream v1.14's exp/topology/desiredstate); reconciled is then False
+// for that reason alone: every line after the first says a creation waits.
+func reconciledNow(o *unstructured.Unstructured, idleProviders bool) bool {
 	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
 	for _, c := range conds {
 		cm, _ := c.(map[string]any)
 		if cm["type"] != "TopologyReconciled" {
 			continue
 		}
-		gen, _ := cm["observedGeneration"].(int64)
-		return cm["status"] == "True" && gen == o.GetGeneration()
+		if gen, _ := cm["observedGeneration"].(int64); gen != o.GetGeneration() {
+			return false
+		}
+		if cm["status"] == "True" {
+			return true
+		}
+		msg, _ := cm["message"].(string)
+		return idleProviders && cm["reason"] == "ClusterUpgrading" && onlyCreationsDeferred(msg)
 	}
 	return false
+}
+
+// onlyCreationsDeferred tells whether a TopologyReconciled message lists
+// nothing but pools whose creation waits for the control plane.
+func onlyCreationsDeferred(msg string) bool {
+	lines := strings.Split(msg, "\n")
+	if len(lines) < 2 {
+		return false
+	}
+	for _, l := range lines[1:] {
+		if !strings.HasSuffix(l, " creation deferred while control plane upgrade is in progress") {
+			return false
+		}
+	}
+	return true
 }
 
 // idle waits until the controller's topology queue has been empty, with no

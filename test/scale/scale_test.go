@@ -7,11 +7,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -149,21 +153,31 @@ func TestSetReplicas(t *testing.T) {
 }
 
 func TestReconciledNow(t *testing.T) {
+	const deferred = `"Cluster is upgrading to v1.33.1\n  * MachineDeployment md-0 creation deferred while control plane upgrade is in progress"`
+	const deferredAndPending = `"Cluster is upgrading to v1.33.1\n  * KubeadmControlPlane pending upgrade to version v1.33.1\n  * MachineDeployment md-0 creation deferred while control plane upgrade is in progress"`
 	for _, tc := range []struct {
-		doc  string
-		want bool
+		doc            string
+		want, wantIdle bool
 	}{
-		{`{kind: Cluster, apiVersion: v1, metadata: {generation: 2}, status: {conditions: [{type: Available, status: "False"}, {type: TopologyReconciled, status: "True", observedGeneration: 2}]}}`, true},
-		{`{kind: Cluster, apiVersion: v1, metadata: {generation: 3}, status: {conditions: [{type: TopologyReconciled, status: "True", observedGeneration: 2}]}}`, false},
-		{`{kind: Cluster, apiVersion: v1, metadata: {generation: 2}, status: {conditions: [{type: TopologyReconciled, status: "False", observedGeneration: 2}]}}`, false},
-		{`{kind: Cluster, apiVersion: v1, metadata: {generation: 1}}`, false},
+		{`{kind: Cluster, apiVersion: v1, metadata: {generation: 2}, status: {conditions: [{type: Available, status: "False"}, {type: TopologyReconciled, status: "True", observedGeneration: 2}]}}`, true, true},
+		{`{kind: Cluster, apiVersion: v1, metadata: {generation: 3}, status: {conditions: [{type: TopologyReconciled, status: "True", observedGeneration: 2}]}}`, false, false},
+		{`{kind: Cluster, apiVersion: v1, metadata: {generation: 2}, status: {conditions: [{type: TopologyReconciled, status: "False", observedGeneration: 2}]}}`, false, false},
+		{`{kind: Cluster, apiVersion: v1, metadata: {generation: 1}}`, false, false},
+		{`{kind: Topology, apiVersion: v1, metadata: {generation: 1}, status: {conditions: [{type: TopologyReconciled, status: "False", reason: ClusterUpgrading, observedGeneration: 1, message: ` + deferred + `}]}}`, false, true},
+		{`{kind: Topology, apiVersion: v1, metadata: {generation: 2}, status: {conditions: [{type: TopologyReconciled, status: "False", reason: ClusterUpgrading, observedGeneration: 1, message: ` + deferred + `}]}}`, false, false},
+		{`{kind: Topology, apiVersion: v1, metadata: {generation: 1}, status: {conditions: [{type: TopologyReconciled, status: "False", reason: ClusterUpgrading, observedGeneration: 1, message: ` + deferredAndPending + `}]}}`, false, false},
+		{`{kind: Topology, apiVersion: v1, metadata: {generation: 1}, status: {conditions: [{type: TopologyReconciled, status: "False", reason: ClusterUpgrading, observedGeneration: 1, message: "Cluster is upgrading to v1.33.1"}]}}`, false, false},
+		{`{kind: Topology, apiVersion: v1, metadata: {generation: 1}, status: {conditions: [{type: TopologyReconciled, status: "False", reason: ReconcileFailed, observedGeneration: 1, message: ` + deferred + `}]}}`, false, false},
 	} {
 		o := &unstructured.Unstructured{}
 		if err := o.UnmarshalJSON(mustJSON(t, tc.doc)); err != nil {
 			t.Fatal(err)
 		}
-		if got := reconciledNow(o); got != tc.want {
-			t.Errorf("reconciledNow(%s) = %v, want %v", tc.doc, got, tc.want)
+		if got := reconciledNow(o, false); got != tc.want {
+			t.Errorf("reconciledNow(%s, providers busy) = %v, want %v", tc.doc, got, tc.want)
+		}
+		if got := reconciledNow(o, true); got != tc.wantIdle {
+			t.Errorf("reconciledNow(%s, providers idle) = %v, want %v", tc.doc, got, tc.wantIdle)
 		}
 	}
 }
@@ -206,5 +220,30 @@ func TestTable(t *testing.T) {
 	}
 	if out.String() != string(want) {
 		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+// TestProvidersIdle checks that idle providers watch only a namespace
+// nothing is created in, all but the core manager, keeping their other
+// flags, and that the list is left as it is otherwise.
+func TestProvidersIdle(t *testing.T) {
+	for _, side := range []string{Ours, Upstream} {
+		busy := providers(side, false)
+		if !reflect.DeepEqual(busy, localcluster.ClusterAPIProviders(side == Upstream)) {
+			t.Errorf("%s, not idle: providers changed: %+v", side, busy)
+		}
+		idle := providers(side, true)
+		if len(idle) != len(busy) {
+			t.Fatalf("%s: %d providers idle, %d busy", side, len(idle), len(busy))
+		}
+		for i, p := range idle {
+			watchesIdle := slices.Contains(p.Args, "--namespace="+idleNamespace)
+			if core := p.Name == localcluster.CoreProviderName; watchesIdle == core {
+				t.Errorf("%s: %s watches only %s: %v; want %v", side, p.Name, idleNamespace, watchesIdle, !core)
+			}
+			if !slices.Equal(p.Args[:len(busy[i].Args)], busy[i].Args) {
+				t.Errorf("%s: idle %s args %v lost some of %v", side, p.Name, p.Args, busy[i].Args)
+			}
+		}
 	}
 }
