@@ -71,6 +71,10 @@ type Result struct {
 	Runs bool
 	// Differing lists each role whose objects differ, with the fields.
 	Differing []string
+	// SentConversionData lists the roles of objects the agent wrote with
+	// Cluster API's conversion annotation: data it must never send, which
+	// made it rewrite them on every reconcile.
+	SentConversionData []string
 }
 
 // side is one way of applying a case: upstream's or ours.
@@ -165,6 +169,7 @@ func Compare(ctx context.Context, env Env, dir string) (Result, error) {
 			// controller adds the Cluster as owner. Compared once that settled.
 			upGen, ourGen = settled(ctx, k8s, up, ours, upGen, ourGen)
 		}
+		res.SentConversionData = sentConversionData(out, ourGen)
 		res.Equal, res.Objects, res.Differing = compareObjects(out, ourGen, upGen)
 		fmt.Fprintln(out, "upgrade order: not compared (no provider here runs this case's machines)")
 		return res, nil
@@ -187,6 +192,7 @@ func Compare(ctx context.Context, env Env, dir string) (Result, error) {
 		return res, err
 	}
 	fmt.Fprintln(out, "Both provisioned:")
+	res.SentConversionData = sentConversionData(out, ourGen)
 	res.Equal, res.Objects, res.Differing = compareObjects(out, ourGen, upGen)
 	target := nextMinor(version)
 	if data, err := os.ReadFile(filepath.Join(dir, "upgrade")); err == nil {
@@ -260,7 +266,31 @@ func (r Result) Problems() []string {
 	if r.Runs && r.Order != "same" {
 		out = append(out, "upgrade order "+r.Order)
 	}
+	if len(r.SentConversionData) > 0 {
+		out = append(out, "the agent wrote Cluster API's conversion data on "+strings.Join(r.SentConversionData, ", "))
+	}
 	return out
+}
+
+// sentConversionData lists the roles of gen whose field ownership says the
+// agent wrote the conversion annotation, and reports them on out. Storage
+// versions never show the annotation itself (the webhook consumes it), but
+// the ownership of an apply in an older version keeps it.
+func sentConversionData(out io.Writer, gen map[string]object) []string {
+	var roles []string
+	for _, role := range slices.Sorted(maps.Keys(gen)) {
+		for _, mf := range gen[role].obj.GetManagedFields() {
+			if mf.Manager == engine.FieldManager && mf.FieldsV1 != nil &&
+				strings.Contains(mf.FieldsV1.String(), `"f:`+engine.ConversionDataAnnotation+`"`) {
+				roles = append(roles, role)
+				break
+			}
+		}
+	}
+	if len(roles) > 0 {
+		fmt.Fprintf(out, "ours: the agent wrote Cluster API's conversion data on %s\n", strings.Join(roles, ", "))
+	}
+	return roles
 }
 
 // settled reads both sides again until their objects compare equal, for at
