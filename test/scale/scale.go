@@ -204,8 +204,8 @@ func Run(ctx context.Context, opts Options, side string) (Measurement, error) {
 const idleNamespace = "scale-idle-providers"
 
 // providers are Cluster API's managers for side. Idle, all but the core
-// manager (which is upstream's topology controller, and on both sides
-// creates the MachineSets and Machines) reconcile only idleNamespace.
+// manager (upstream's topology controller, and on both sides the Cluster
+// controller) reconcile only idleNamespace.
 func providers(side string, idle bool) []localcluster.Provider {
 	ps := localcluster.ClusterAPIProviders(side == Upstream)
 	if !idle {
