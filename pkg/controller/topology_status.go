@@ -96,6 +96,10 @@ func equalStatus(a, b *v1alpha2.TopologyStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
+// CreationDeferredMessage ends a TopologyReconciled message line naming pools
+// whose creation waits for a stable control plane, in upstream v1.14's words.
+const CreationDeferredMessage = "creation deferred while control plane upgrade is in progress"
+
 // rolloutReason turns the engine's sequencing into the reason and message
 // upstream v1.14 gives TopologyReconciled: ClusterUpgrading while any part
 // is upgrading, waits for its turn or waits to be created, with one line
@@ -149,7 +153,7 @@ func rolloutReason(r *engine.Rollout, cpKind string) (string, string) {
 			}
 		}
 		if len(create) > 0 {
-			fmt.Fprintf(msg, "\n  * %s creation deferred while control plane upgrade is in progress", nameList(set.kind, create))
+			fmt.Fprintf(msg, "\n  * %s %s", nameList(set.kind, create), CreationDeferredMessage)
 		}
 		busy = busy || len(upgrading)+len(pending)+len(deferred)+len(create) > 0
 	}

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	topologycontroller "github.com/kubectl-topology/kubectl-topology/pkg/controller"
 	"github.com/kubectl-topology/kubectl-topology/pkg/freeport"
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/pkg/webhook"
@@ -494,7 +495,8 @@ func allReconciled(ctx context.Context, k8s client.Client, cluster *unstructured
 }
 
 // reconciledNow tells whether o's TopologyReconciled condition is True for
-// its current generation. With idle providers no control plane is ever
+// its current generation. Both sides give it upstream's reasons and words,
+// which the agent's controller names. With idle providers no control plane is ever
 // provisioned, so both topology controllers defer creating the pools
 // (upstream v1.14's exp/topology/desiredstate); reconciled is then False
 // for that reason alone: every line after the first says a creation waits.
@@ -512,7 +514,7 @@ func reconciledNow(o *unstructured.Unstructured, idleProviders bool) bool {
 			return true
 		}
 		msg, _ := cm["message"].(string)
-		return idleProviders && cm["reason"] == "ClusterUpgrading" && onlyCreationsDeferred(msg)
+		return idleProviders && cm["reason"] == topologycontroller.ReasonClusterUpgrading && onlyCreationsDeferred(msg)
 	}
 	return false
 }
@@ -525,7 +527,7 @@ func onlyCreationsDeferred(msg string) bool {
 		return false
 	}
 	for _, l := range lines[1:] {
-		if !strings.HasSuffix(l, " creation deferred while control plane upgrade is in progress") {
+		if !strings.HasSuffix(l, " "+topologycontroller.CreationDeferredMessage) {
 			return false
 		}
 	}
