@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -27,28 +28,56 @@ func main() {
 	}
 }
 
-func run() error {
-	opts := scale.Options{Log: os.Stderr}
-	var ns, kubeconfig, sides string
-	flag.StringVar(&opts.BinDir, "bin-dir", "bin", "directory holding the control plane's, Cluster API's and kubectl-topology's binaries")
-	flag.StringVar(&opts.Dir, "dir", ".local-bench", "directory for each side's control plane")
-	flag.StringVar(&opts.CRDDir, "crd-dir", "manifests/crd", "directory of kubectl-topology's own CRDs")
-	flag.StringVar(&opts.Case, "case", "testdata/parity/in-memory", "directory of upstream YAML (ClusterClass, templates, one Cluster) stamped N times")
-	flag.IntVar(&opts.Replicas, "replicas", 1, "replicas of the control plane and of each pool in every cluster; -1 keeps the case's")
-	flag.StringVar(&ns, "n", "100,1000", "comma-separated numbers of clusters")
-	flag.DurationVar(&opts.Timeout, "timeout", 30*time.Minute, "bound on each wait (all reconciled, idle, resynced)")
-	flag.StringVar(&kubeconfig, "kubeconfig", "", "measure on this control plane instead of fresh local ones: the agent and/or Cluster API's core manager with ClusterTopology on must run there; only the client's figures are measured")
-	flag.BoolVar(&opts.IdleProviders, "idle-providers", false, "keep the bootstrap, control plane and infrastructure providers off the clusters (they serve webhooks and conversions only), so only the topology controllers and Cluster API's core act: for N where machines would take hours")
-	flag.StringVar(&sides, "sides", "ours,upstream", "which sides to measure: ours, upstream or both")
-	flag.Parse()
-	want := map[string]bool{}
-	for _, side := range strings.Split(sides, ",") {
+// flags is the command line, parsed.
+type flags struct {
+	opts                  scale.Options
+	ns, kubeconfig, sides string
+	want                  map[string]bool
+}
+
+// parseFlags reads args into a FlagSet of its own: the global one already
+// holds controller-runtime's -kubeconfig, which this command's own would
+// redefine (a panic at start).
+func parseFlags(args []string) (flags, error) {
+	f := flags{opts: scale.Options{Log: os.Stderr}, want: map[string]bool{}}
+	opts, fs := &f.opts, flag.NewFlagSet("benchscale", flag.ContinueOnError)
+	ns, kubeconfig, sides := &f.ns, &f.kubeconfig, &f.sides
+	fs.StringVar(&opts.BinDir, "bin-dir", "bin", "directory holding the control plane's, Cluster API's and kubectl-topology's binaries")
+	fs.StringVar(&opts.Dir, "dir", ".local-bench", "directory for each side's control plane")
+	fs.StringVar(&opts.CRDDir, "crd-dir", "manifests/crd", "directory of kubectl-topology's own CRDs")
+	fs.StringVar(&opts.Case, "case", "testdata/parity/in-memory", "directory of upstream YAML (ClusterClass, templates, one Cluster) stamped N times")
+	fs.IntVar(&opts.Replicas, "replicas", 1, "replicas of the control plane and of each pool in every cluster; -1 keeps the case's")
+	fs.StringVar(ns, "n", "100,1000", "comma-separated numbers of clusters")
+	fs.DurationVar(&opts.Timeout, "timeout", 30*time.Minute, "bound on each wait (all reconciled, idle, resynced)")
+	fs.StringVar(kubeconfig, "kubeconfig", "", "measure on this control plane instead of fresh local ones: the agent and/or Cluster API's core manager with ClusterTopology on must run there; only the client's figures are measured")
+	fs.BoolVar(&opts.IdleProviders, "idle-providers", false, "keep the bootstrap, control plane and infrastructure providers off the clusters (they serve webhooks and conversions only), so only the topology controllers and Cluster API's core act: for N where machines would take hours")
+	fs.StringVar(sides, "sides", "ours,upstream", "which sides to measure: ours, upstream or both")
+	var agentFlags string
+	fs.StringVar(&agentFlags, "agent-flags", "", "flags added to the agent's command line, space-separated, e.g. \"--concurrency 40\"")
+	fs.BoolVar(&opts.Profile, "profile", false, "save Go profiles into each side's directory under -dir: 30 s of the API server's and the agent's CPU from the last create on, and the agent's heap once it is idle")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	opts.AgentFlags = strings.Fields(agentFlags)
+	for _, side := range strings.Split(*sides, ",") {
 		side = strings.TrimSpace(side)
 		if side != scale.Ours && side != scale.Upstream {
-			return fmt.Errorf("-sides %q: %q is neither %s nor %s", sides, side, scale.Ours, scale.Upstream)
+			return f, fmt.Errorf("-sides %q: %q is neither %s nor %s", *sides, side, scale.Ours, scale.Upstream)
 		}
-		want[side] = true
+		f.want[side] = true
 	}
+	return f, nil
+}
+
+func run() error {
+	f, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	opts, ns, kubeconfig, want := f.opts, f.ns, f.kubeconfig, f.want
 	ctrllog.SetLogger(logr.Discard())
 	ctx := context.Background()
 	providers := "providers reconciling"

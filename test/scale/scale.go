@@ -72,6 +72,12 @@ type Options struct {
 	// topology controllers' own cost then shows at N where machines would
 	// take hours (the Docker class without containers, say).
 	IdleProviders bool
+	// AgentFlags are added to the agent's command line (e.g. --concurrency 40).
+	AgentFlags []string
+	// Profile saves Go profiles into each side's directory: 30 s of CPU of
+	// the API server and of the agent from the moment the last create
+	// returns, and the agent's heap once it is idle.
+	Profile bool
 	// Log receives progress.
 	Log io.Writer
 }
@@ -135,6 +141,8 @@ type controller struct {
 	queue string
 	// metrics is its Prometheus endpoint.
 	metrics string
+	// pprof is the base URL of its Go profiles, where it serves them.
+	pprof   string
 	pid     func() (int, error)
 	restart func(context.Context) error
 	stop    func()
@@ -187,7 +195,7 @@ func Run(ctx context.Context, opts Options, side string) (Measurement, error) {
 	}
 	t.measured = t.core
 	if side == Ours {
-		agent, err := startAgent(ctx, filepath.Join(opts.BinDir, "agent"), cp.Kubeconfig, filepath.Join(dir, "agent"))
+		agent, err := startAgent(ctx, filepath.Join(opts.BinDir, "agent"), cp.Kubeconfig, filepath.Join(dir, "agent"), opts.AgentFlags)
 		if err != nil {
 			return m, err
 		}
@@ -287,6 +295,19 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 		latencies = append(latencies, time.Since(began))
 	}
 	m.Created = time.Since(start)
+	prof := profiler{dir: filepath.Join(opts.Dir, side), n: opts.N, log: opts.Log}
+	var profiled []func()
+	if opts.Profile {
+		profiled = append(profiled, prof.apiServerCPU(ctx, t.cfg))
+		if t.measured != nil && t.measured.pprof != "" {
+			profiled = append(profiled, prof.processCPU(ctx, t.measured.pprof, t.measured.name))
+		}
+	}
+	defer func() {
+		for _, wait := range profiled {
+			wait()
+		}
+	}()
 	slices.Sort(latencies)
 	m.CreateP50, m.CreateP99 = latencies[len(latencies)/2], latencies[len(latencies)*99/100]
 	if err := allReconciled(ctx, k8s, cluster, ns, opts.N, opts.IdleProviders, opts.Timeout, opts.Log); err != nil {
@@ -303,6 +324,9 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 		return m, err
 	}
 	m.Requests = metrics.Sum("rest_client_requests_total")
+	if opts.Profile && t.measured.pprof != "" {
+		prof.heap(ctx, t.measured.pprof, t.measured.name)
+	}
 	for _, path := range admissionPaths[side] {
 		_, p99, _ := metrics.WebhookLatency(path)
 		m.AdmissionP99 = max(m.AdmissionP99, p99)
@@ -584,15 +608,15 @@ func usage(c controller) (Usage, error) {
 
 // startAgent runs the agent binary against kubeconfig with its metrics on
 // plain HTTP, as the e2e tests do, and waits until it is ready.
-func startAgent(ctx context.Context, bin, kubeconfig, dir string) (controller, error) {
+func startAgent(ctx context.Context, bin, kubeconfig, dir string, flags []string) (controller, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return controller{}, err
 	}
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return controller{}, err
 	}
-	probe, metrics, webhook := ports[0], ports[1], ports[2]
+	probe, metrics, webhook, pprof := ports[0], ports[1], ports[2], ports[3]
 	var cmd *exec.Cmd
 	start := func(ctx context.Context) error {
 		log, err := os.OpenFile(filepath.Join(dir, "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -600,10 +624,12 @@ func startAgent(ctx context.Context, bin, kubeconfig, dir string) (controller, e
 			return err
 		}
 		defer log.Close()
-		cmd = exec.Command(bin, "--local", "--kubeconfig", kubeconfig,
+		args := append([]string{"--local", "--kubeconfig", kubeconfig,
 			"--webhook-port", strconv.Itoa(webhook), "--webhook-cert-dir", filepath.Join(dir, "certs"),
-			"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probe),
-			"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(metrics), "--metrics-secure=false")
+			"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probe),
+			"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(metrics), "--metrics-secure=false",
+			"--pprof-bind-address", "127.0.0.1:" + strconv.Itoa(pprof)}, flags...)
+		cmd = exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("starting %s: %w", bin, err)
@@ -632,6 +658,7 @@ func startAgent(ctx context.Context, bin, kubeconfig, dir string) (controller, e
 		return controller{}, err
 	}
 	return controller{name: "agent", queue: "topology", metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics),
+		pprof:   fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", pprof),
 		pid:     func() (int, error) { return cmd.Process.Pid, nil },
 		restart: func(ctx context.Context) error { stop(); return start(ctx) },
 		stop:    stop,
