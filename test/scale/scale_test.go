@@ -2,6 +2,7 @@ package scale
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"maps"
 	"math"
@@ -9,10 +10,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
@@ -245,5 +249,65 @@ func TestProvidersIdle(t *testing.T) {
 				t.Errorf("%s: idle %s args %v lost some of %v", side, p.Name, p.Args, busy[i].Args)
 			}
 		}
+	}
+}
+
+// TestWatchUntil follows a watch: a cluster counts once it reports
+// reconciled, a later event can take that back, a deletion forgets it, and
+// the wait ends when n are reconciled, when the watch closes (the caller
+// lists again) or with the error of an error event.
+func TestWatchUntil(t *testing.T) {
+	obj := func(name string, done bool) *unstructured.Unstructured {
+		status := map[bool]string{true: "True", false: "False"}[done]
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(mustJSON(t, `{kind: Topology, apiVersion: v1, metadata: {name: `+name+`, generation: 1}, status: {conditions: [{type: TopologyReconciled, status: "`+status+`", observedGeneration: 1}]}}`)); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	run := func(n int, events func(w *watch.FakeWatcher)) (map[string]bool, error) {
+		reconciled := map[string]bool{}
+		count := func() int {
+			done := 0
+			for _, ok := range reconciled {
+				if ok {
+					done++
+				}
+			}
+			return done
+		}
+		w := watch.NewFakeWithChanSize(10, false)
+		events(w)
+		err := watchUntil(context.Background(), w, reconciled, n, count, false, nil, func() {})
+		return reconciled, err
+	}
+
+	got, err := run(2, func(w *watch.FakeWatcher) {
+		w.Add(obj("a", true))
+		w.Add(obj("b", false))
+		w.Modify(obj("a", false)) // a rollout started again
+		w.Modify(obj("b", true))
+		w.Modify(obj("a", true))
+		w.Add(obj("c", false)) // never read: two are reconciled before it
+	})
+	if err != nil || !maps.Equal(got, map[string]bool{"a": true, "b": true}) {
+		t.Errorf("two reconciled: %v, %v", got, err)
+	}
+
+	got, err = run(2, func(w *watch.FakeWatcher) {
+		w.Add(obj("a", true))
+		w.Delete(obj("a", true))
+		w.Add(obj("b", true))
+		w.Stop()
+	})
+	if err != nil || !maps.Equal(got, map[string]bool{"b": true}) {
+		t.Errorf("a deleted, then the watch closed: %v, %v", got, err)
+	}
+
+	_, err = run(1, func(w *watch.FakeWatcher) {
+		w.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old resource version"})
+	})
+	if err == nil || !strings.Contains(err.Error(), "too old resource version") {
+		t.Errorf("an error event: %v, want the watch's error", err)
 	}
 }
