@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
@@ -25,6 +26,10 @@ const maxSharedTrees = 4096
 // other managers' field ownership (only the agent's own tells it that a field
 // it set is no longer wanted) and kubectl's last-applied copy; of the agent's
 // own ownership it keeps engine.OwnedFieldNames, one copy per distinct tree.
+// It also drops what the agent never reads of Cluster API's objects: the
+// conversion webhooks' copy of fields a read version cannot hold, v1beta1
+// conditions kept beside v1beta2's, and of a MachineSet all but the two
+// template references that keep a template in use.
 //
 // Shared trees are safe because the cache hands out deep copies; the agent
 // never writes a cached object back whole (only patches computed from two
@@ -46,6 +51,7 @@ func (t *transform) apply(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
 		t.trimUnstructured(o.Object)
+		trimUnread(o)
 	case metav1.Object:
 		t.trimTyped(o)
 	}
@@ -117,4 +123,49 @@ func (t *transform) shared(tree map[string]any) map[string]any {
 	}
 	t.trees[string(key)] = tree
 	return tree
+}
+
+// machineSetRefs are the paths of a MachineSet the agent reads: the
+// templates its Machines are still made from.
+var machineSetRefs = [][]string{
+	{"spec", "template", "spec", "infrastructureRef"},
+	{"spec", "template", "spec", "bootstrap", "configRef"},
+}
+
+// trimUnread drops what the agent never reads of Cluster API's objects. A
+// MachineSet's status and spec are a few KB each, and at a thousand clusters
+// the agent caches thousands of MachineSets only to know which templates
+// they use. Safe for the reason trimmed managedFields are: no cached object
+// is ever written back whole.
+func trimUnread(u *unstructured.Unstructured) {
+	if a, ok := nestedMap(u.Object, "metadata", "annotations"); ok {
+		delete(a, engine.ConversionDataAnnotation)
+	}
+	if v1beta1, ok := nestedMap(u.Object, "status", "deprecated", "v1beta1"); ok {
+		delete(v1beta1, "conditions")
+	}
+	gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
+	if err != nil || gv.Group != clusterAPIGroup || u.GetKind() != "MachineSet" {
+		return
+	}
+	kept := map[string]any{"apiVersion": u.Object["apiVersion"], "kind": u.Object["kind"], "metadata": u.Object["metadata"]}
+	for _, path := range machineSetRefs {
+		if ref, ok := nestedMap(u.Object, path...); ok {
+			_ = unstructured.SetNestedField(kept, ref, path...)
+		}
+	}
+	u.Object = kept
+}
+
+// clusterAPIGroup is Cluster API core's API group.
+const clusterAPIGroup = "cluster.x-k8s.io"
+
+// nestedMap is the map at path in obj, without copying it.
+func nestedMap(obj map[string]any, path ...string) (map[string]any, bool) {
+	v, found, err := unstructured.NestedFieldNoCopy(obj, path...)
+	if !found || err != nil {
+		return nil, false
+	}
+	m, ok := v.(map[string]any)
+	return m, ok
 }

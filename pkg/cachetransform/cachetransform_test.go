@@ -209,3 +209,50 @@ func BenchmarkRetained(b *testing.B) {
 		})
 	}
 }
+
+// TestTransformTrimsUnread: the conversion webhooks' copy, v1beta1
+// conditions beside v1beta2's and all of a MachineSet but its template
+// references leave the cache; what the agent reads of each object stays.
+func TestTransformTrimsUnread(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{{
+		"a template read as v1beta1 loses the stored version's copy",
+		`{"apiVersion":"infrastructure.cluster.x-k8s.io/v1beta1","kind":"DockerMachineTemplate","metadata":{"name":"t","annotations":{"cluster.x-k8s.io/conversion-data":"{\"spec\":{}}","team":"a"}},"spec":{"template":{"spec":{"extraMounts":[]}}}}`,
+		`{"apiVersion":"infrastructure.cluster.x-k8s.io/v1beta1","kind":"DockerMachineTemplate","metadata":{"name":"t","annotations":{"team":"a"}},"spec":{"template":{"spec":{"extraMounts":[]}}}}`,
+	}, {
+		"a MachineDeployment keeps its v1beta2 conditions and the v1beta1 count the rollout reads",
+		`{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"MachineDeployment","metadata":{"name":"md"},"spec":{"replicas":1},
+		  "status":{"upToDateReplicas":1,"conditions":[{"type":"Available","status":"True"}],"deprecated":{"v1beta1":{"updatedReplicas":1,"conditions":[{"type":"Ready","status":"True"}]}}}}`,
+		`{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"MachineDeployment","metadata":{"name":"md"},"spec":{"replicas":1},
+		  "status":{"upToDateReplicas":1,"conditions":[{"type":"Available","status":"True"}],"deprecated":{"v1beta1":{"updatedReplicas":1}}}}`,
+	}, {
+		"a MachineSet keeps its metadata and template references only",
+		`{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"MachineSet","metadata":{"name":"ms","labels":{"cluster.x-k8s.io/cluster-name":"c"}},
+		  "spec":{"clusterName":"c","replicas":1,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"clusterName":"c","version":"v1.34.1",
+		    "bootstrap":{"configRef":{"apiGroup":"bootstrap.cluster.x-k8s.io","kind":"KubeadmConfigTemplate","name":"b"}},
+		    "infrastructureRef":{"apiGroup":"infrastructure.cluster.x-k8s.io","kind":"DockerMachineTemplate","name":"i"}}}},
+		  "status":{"replicas":1,"conditions":[{"type":"Ready","status":"True"}]}}`,
+		`{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"MachineSet","metadata":{"name":"ms","labels":{"cluster.x-k8s.io/cluster-name":"c"}},
+		  "spec":{"template":{"spec":{"bootstrap":{"configRef":{"apiGroup":"bootstrap.cluster.x-k8s.io","kind":"KubeadmConfigTemplate","name":"b"}},
+		    "infrastructureRef":{"apiGroup":"infrastructure.cluster.x-k8s.io","kind":"DockerMachineTemplate","name":"i"}}}}}`,
+	}, {
+		"a MachineSet of another group is not Cluster API's",
+		`{"apiVersion":"example.com/v1","kind":"MachineSet","metadata":{"name":"ms"},"spec":{"replicas":1},"status":{"replicas":1}}`,
+		`{"apiVersion":"example.com/v1","kind":"MachineSet","metadata":{"name":"ms"},"spec":{"replicas":1},"status":{"replicas":1}}`,
+	}} {
+		in, want := &unstructured.Unstructured{}, map[string]any{}
+		if err := json.Unmarshal([]byte(tc.in), &in.Object); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
+			t.Fatal(err)
+		}
+		out, err := New(engine.FieldManager)(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := out.(*unstructured.Unstructured).Object; !reflect.DeepEqual(got, want) {
+			gotJSON, _ := json.Marshal(got)
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, gotJSON, tc.want)
+		}
+	}
+}
