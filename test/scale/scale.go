@@ -78,7 +78,8 @@ type Options struct {
 	AgentFlags []string
 	// Profile saves Go profiles into each side's directory: 30 s of CPU of
 	// the API server and of the agent from the moment the last create
-	// returns, and the agent's heap once it is idle.
+	// returns, the agent's heap once it is idle, and 30 s of the agent's CPU
+	// from its readiness after the restart.
 	Profile bool
 	// Log receives progress.
 	Log io.Writer
@@ -349,6 +350,10 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 	restarted := time.Now()
 	if err := t.measured.restart(ctx); err != nil {
 		return m, err
+	}
+	if opts.Profile && t.measured.pprof != "" {
+		// From readiness on: the resync's reconciles, not the start-up.
+		defer prof.processCPU(ctx, t.measured.pprof, t.measured.name+"-resync")()
 	}
 	resynced, err := resync(ctx, *t.measured, opts.N, opts.Timeout)
 	if err != nil {
