@@ -81,7 +81,7 @@ func startExample(t *testing.T, prefix string) (*runningAgent, example) {
 
 func TestTopologyChanges(t *testing.T) {
 	ctx := context.Background()
-	_, ex := startExample(t, "changes")
+	agent, ex := startExample(t, "changes")
 	ns := ex.Topology.Namespace
 	mdA := poolObject(t, ns, "dev", mdGVK, "md-a")
 	if mdA == nil {
@@ -126,6 +126,30 @@ func TestTopologyChanges(t *testing.T) {
 	})
 
 	t.Run("a template change through the class rotates the clone", func(t *testing.T) {
+		// A MachineSet still made from the old clone, as the MachineSet
+		// controller leaves it during a rollout: the clone must outlive it,
+		// read through the agent's cache, which keeps of MachineSets only
+		// their template references.
+		ms := &unstructured.Unstructured{}
+		ms.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "MachineSet"})
+		ms.SetNamespace(ns)
+		ms.SetName("md-a-old")
+		ms.SetLabels(map[string]string{"cluster.x-k8s.io/cluster-name": "dev"})
+		ms.Object["spec"] = map[string]any{
+			"clusterName": "dev",
+			"selector":    map[string]any{"matchLabels": map[string]any{"set": "md-a-old"}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"set": "md-a-old"}},
+				"spec": map[string]any{
+					"clusterName":       "dev",
+					"bootstrap":         map[string]any{"dataSecretName": "none"},
+					"infrastructureRef": map[string]any{"apiVersion": dmtGVK.GroupVersion().String(), "kind": dmtGVK.Kind, "name": infraA},
+				},
+			},
+		}
+		if err := k8s.Create(ctx, ms); err != nil {
+			t.Fatal(err)
+		}
 		tpl, err := get(t, dmtGVK, ns, "docker-kubeadm-worker")
 		if err != nil {
 			t.Fatal(err)
@@ -159,7 +183,24 @@ func TestTopologyChanges(t *testing.T) {
 		if !rotated {
 			t.Errorf("no TemplateRotated event names %s replacing %s", newName, infraA)
 		}
-		eventually(t, "the old clone is deleted", func() (bool, error) {
+		waitIdle(t, agent)
+		if _, err := get(t, dmtGVK, ns, infraA); err != nil {
+			t.Errorf("the old clone %s, still used by MachineSet %s: %v", infraA, ms.GetName(), err)
+		}
+		if err := k8s.Delete(ctx, ms); err != nil {
+			t.Fatal(err)
+		}
+		// Here no MachineDeployment status moves, as it would when Cluster
+		// API removes the old MachineSet, so a label brings the next reconcile.
+		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
+			if topo.Labels == nil {
+				topo.Labels = map[string]string{}
+			}
+			topo.Labels["touched"] = "after-the-machineset"
+		}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the old clone is deleted once no MachineSet uses it", func() (bool, error) {
 			_, err := get(t, dmtGVK, ns, infraA)
 			return client.IgnoreNotFound(err) == nil && err != nil, nil
 		})
