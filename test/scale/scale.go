@@ -504,20 +504,11 @@ func allReconciled(ctx context.Context, k8s client.WithWatch, cluster *unstructu
 		gv.Version = "v1beta2"
 	}
 	listGVK := gv.WithKind(cluster.GetKind() + "List")
-	reconciled := map[string]bool{}
-	count := func() int {
-		done := 0
-		for _, ok := range reconciled {
-			if ok {
-				done++
-			}
-		}
-		return done
-	}
+	reconciled := reconciledSet{}
 	progress := time.NewTicker(30 * time.Second)
 	defer progress.Stop()
 	var last error
-	for count() < n {
+	for reconciled.done() < n {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(listGVK)
 		if last = k8s.List(ctx, list, client.InNamespace(ns)); last != nil {
@@ -530,7 +521,7 @@ func allReconciled(ctx context.Context, k8s client.WithWatch, cluster *unstructu
 		for i := range list.Items {
 			reconciled[list.Items[i].GetName()] = reconciledNow(&list.Items[i], idleProviders)
 		}
-		if count() == n {
+		if reconciled.done() == n {
 			return nil
 		}
 		watchList := &unstructured.UnstructuredList{}
@@ -542,24 +533,38 @@ func allReconciled(ctx context.Context, k8s client.WithWatch, cluster *unstructu
 			}
 			continue
 		}
-		last = watchUntil(ctx, w, reconciled, n, count, idleProviders, progress.C, func() {
-			logf(log, "  %d of %d reconciled (%d seen)", count(), n, len(reconciled))
+		last = watchUntil(ctx, w, reconciled, n, idleProviders, progress.C, func() {
+			logf(log, "  %d of %d reconciled (%d seen)", reconciled.done(), n, len(reconciled))
 		})
 		w.Stop()
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	if done := count(); done < n {
+	if done := reconciled.done(); done < n {
 		return fmt.Errorf("%d of %d reconciled after %s (last error: %v)", done, n, timeout, last)
 	}
 	return nil
 }
 
-// watchUntil records each event's object in reconciled until count reaches
-// n, the watch ends (the caller lists again) or ctx is done; it reports
-// progress at each tick.
-func watchUntil(ctx context.Context, w watch.Interface, reconciled map[string]bool, n int, count func() int, idleProviders bool, tick <-chan time.Time, report func()) error {
+// reconciledSet tells, by cluster name, whether each cluster seen is reconciled.
+type reconciledSet map[string]bool
+
+// done is how many of the clusters seen are reconciled.
+func (s reconciledSet) done() int {
+	n := 0
+	for _, ok := range s {
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// watchUntil records each event's object in reconciled until n are
+// reconciled, the watch ends (the caller lists again) or ctx is done; it
+// reports progress at each tick.
+func watchUntil(ctx context.Context, w watch.Interface, reconciled reconciledSet, n int, idleProviders bool, tick <-chan time.Time, report func()) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -579,7 +584,7 @@ func watchUntil(ctx context.Context, w watch.Interface, reconciled map[string]bo
 			default:
 				reconciled[o.GetName()] = reconciledNow(o, idleProviders)
 			}
-			if count() == n {
+			if reconciled.done() == n {
 				return nil
 			}
 		}

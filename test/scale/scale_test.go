@@ -265,20 +265,11 @@ func TestWatchUntil(t *testing.T) {
 		}
 		return o
 	}
-	run := func(n int, events func(w *watch.FakeWatcher)) (map[string]bool, error) {
-		reconciled := map[string]bool{}
-		count := func() int {
-			done := 0
-			for _, ok := range reconciled {
-				if ok {
-					done++
-				}
-			}
-			return done
-		}
+	run := func(n int, events func(w *watch.FakeWatcher)) (reconciledSet, error) {
+		reconciled := reconciledSet{}
 		w := watch.NewFakeWithChanSize(10, false)
 		events(w)
-		err := watchUntil(context.Background(), w, reconciled, n, count, false, nil, func() {})
+		err := watchUntil(context.Background(), w, reconciled, n, false, nil, func() {})
 		return reconciled, err
 	}
 
@@ -290,7 +281,7 @@ func TestWatchUntil(t *testing.T) {
 		w.Modify(obj("a", true))
 		w.Add(obj("c", false)) // never read: two are reconciled before it
 	})
-	if err != nil || !maps.Equal(got, map[string]bool{"a": true, "b": true}) {
+	if err != nil || !maps.Equal(got, reconciledSet{"a": true, "b": true}) {
 		t.Errorf("two reconciled: %v, %v", got, err)
 	}
 
@@ -300,7 +291,7 @@ func TestWatchUntil(t *testing.T) {
 		w.Add(obj("b", true))
 		w.Stop()
 	})
-	if err != nil || !maps.Equal(got, map[string]bool{"b": true}) {
+	if err != nil || !maps.Equal(got, reconciledSet{"b": true}) {
 		t.Errorf("a deleted, then the watch closed: %v, %v", got, err)
 	}
 
