@@ -54,7 +54,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(sides, "sides", "ours,upstream", "which sides to measure: ours, upstream or both")
 	var agentFlags string
 	fs.StringVar(&agentFlags, "agent-flags", "", "flags added to the agent's command line, space-separated, e.g. \"--concurrency 40\"")
-	fs.BoolVar(&opts.Profile, "profile", false, "save Go profiles into each side's directory under -dir: 30 s of the API server's and the agent's CPU from the last create on, and the agent's heap once it is idle")
+	fs.BoolVar(&opts.Profile, "profile", false, "save Go profiles into each side's directory under -dir: 30 s of the API server's and the agent's CPU from the last create on, the agent's heap once it is idle, and 30 s of its CPU from its restart for the no-op resync")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
