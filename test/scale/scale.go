@@ -605,10 +605,12 @@ func pause(ctx context.Context, d time.Duration) error {
 
 // reconciledNow tells whether o's TopologyReconciled condition is True for
 // its current generation. Both sides give it upstream's reasons and words,
-// which the agent's controller names. With idle providers no control plane is ever
-// provisioned, so both topology controllers defer creating the pools
-// (upstream v1.14's exp/topology/desiredstate); reconciled is then False
-// for that reason alone: every line after the first says a creation waits.
+// which the agent's controller names. With idle providers no control plane
+// is ever provisioned. The pools of a new cluster are still created (both
+// sides did so for the Docker class at 1,000), but where a topology
+// controller defers their creation, as upstream v1.14 does while the control
+// plane upgrades, it can never go further: reconciled is then also False
+// for that reason alone, every line after the first saying a creation waits.
 func reconciledNow(o *unstructured.Unstructured, idleProviders bool) bool {
 	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
 	for _, c := range conds {
