@@ -6,6 +6,8 @@ package cachetransform
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,9 +29,10 @@ const maxSharedTrees = 4096
 // it set is no longer wanted) and kubectl's last-applied copy; of the agent's
 // own ownership it keeps engine.OwnedFieldNames, one copy per distinct tree.
 // It also drops what the agent never reads of Cluster API's objects: the
-// conversion webhooks' copy of fields a read version cannot hold, v1beta1
-// conditions kept beside v1beta2's, and of a MachineSet all but the two
-// template references that keep a template in use.
+// conversion webhooks' copy of fields a read version cannot hold, all of a
+// status the engine does not read, and of MachineSets and Machines all of
+// the spec but what keeps a template in use and a Machine's version. It is
+// idempotent, as client-go's streaming lists need: they apply it twice.
 //
 // Shared trees are safe because the cache hands out deep copies; the agent
 // never writes a cached object back whole (only patches computed from two
@@ -125,36 +128,104 @@ func (t *transform) shared(tree map[string]any) map[string]any {
 	return tree
 }
 
-// machineSetRefs are the paths of a MachineSet the agent reads: the
-// templates its Machines are still made from.
-var machineSetRefs = [][]string{
-	{"spec", "template", "spec", "infrastructureRef"},
-	{"spec", "template", "spec", "bootstrap", "configRef"},
+// keptPaths are, per kind of Cluster API core, all the agent reads of its
+// spec: it caches thousands of MachineSets only to know which templates
+// their Machines are made from, and thousands of Machines for the health of
+// their parts.
+var keptPaths = map[string][][]string{
+	"MachineSet": {
+		{"spec", "template", "spec", "infrastructureRef"},
+		{"spec", "template", "spec", "bootstrap", "configRef"},
+	},
+	"Machine": {{"spec", "version"}},
 }
 
-// trimUnread drops what the agent never reads of Cluster API's objects. A
-// MachineSet's status and spec are a few KB each, and at a thousand clusters
-// the agent caches thousands of MachineSets only to know which templates
-// they use. Safe for the reason trimmed managedFields are: no cached object
-// is ever written back whole.
+// conditionPaths are where, under status, a Cluster API object keeps its
+// conditions: v1beta2's, and v1beta1's with v1beta2's beside them.
+var conditionPaths = [][]string{{"conditions"}, {"v1beta2", "conditions"}}
+
+// trimUnread drops what the agent never reads of Cluster API's and its
+// providers' objects: of a status, all but engine.StatusRead, conditions
+// of engine.ConditionsRead's types only (a Cluster carries a dozen, each
+// with its message); of a MachineSet or a Machine, the spec but keptPaths.
+// At a thousand clusters these were most of the cache. Safe for the reason
+// trimmed managedFields are: no cached object is ever written back whole,
+// and no status of these objects is ever written by the agent.
 func trimUnread(u *unstructured.Unstructured) {
 	if a, ok := nestedMap(u.Object, "metadata", "annotations"); ok {
 		delete(a, engine.ConversionDataAnnotation)
 	}
-	if v1beta1, ok := nestedMap(u.Object, "status", "deprecated", "v1beta1"); ok {
-		delete(v1beta1, "conditions")
-	}
 	gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
-	if err != nil || gv.Group != clusterAPIGroup || u.GetKind() != "MachineSet" {
+	if err != nil {
+		return
+	}
+	if gv.Group == clusterAPIGroup && u.GetKind() == "ClusterClass" {
+		return // its status holds the variables a class is read with
+	}
+	trimStatus(u.Object)
+	paths, ok := keptPaths[u.GetKind()]
+	if gv.Group != clusterAPIGroup || !ok {
 		return
 	}
 	kept := map[string]any{"apiVersion": u.Object["apiVersion"], "kind": u.Object["kind"], "metadata": u.Object["metadata"]}
-	for _, path := range machineSetRefs {
-		if ref, ok := nestedMap(u.Object, path...); ok {
-			_ = unstructured.SetNestedField(kept, ref, path...)
+	if status, ok := u.Object["status"]; ok && u.GetKind() != "MachineSet" {
+		kept["status"] = status
+	}
+	for _, path := range paths {
+		if v, found, err := unstructured.NestedFieldNoCopy(u.Object, path...); found && err == nil {
+			setNoCopy(kept, v, path...)
 		}
 	}
 	u.Object = kept
+}
+
+// trimStatus keeps of obj's status what engine.StatusRead names.
+func trimStatus(obj map[string]any) {
+	status, ok := obj["status"].(map[string]any)
+	if !ok {
+		return
+	}
+	kept := map[string]any{}
+	for _, path := range engine.StatusRead {
+		if v, found, err := unstructured.NestedFieldNoCopy(status, path...); found && err == nil {
+			setNoCopy(kept, v, path...)
+		}
+	}
+	for _, path := range conditionPaths {
+		keepConditions(kept, engine.ConditionsRead, path...)
+	}
+	obj["status"] = kept
+}
+
+// keepConditions drops from the conditions at path those of types not in
+// read.
+func keepConditions(obj map[string]any, read []string, path ...string) {
+	conds, found, err := unstructured.NestedFieldNoCopy(obj, path...)
+	list, ok := conds.([]any)
+	if !found || err != nil || !ok {
+		return
+	}
+	out := []any{} // still found: Conditions falls back to v1beta1's only when absent
+	for _, c := range list {
+		if m, ok := c.(map[string]any); ok && slices.Contains(read, fmt.Sprint(m["type"])) {
+			out = append(out, c)
+		}
+	}
+	setNoCopy(obj, out, path...)
+}
+
+// setNoCopy sets v at path in obj, making the maps on the way: the values
+// come from the object being trimmed, which nothing else holds.
+func setNoCopy(obj map[string]any, v any, path ...string) {
+	for _, field := range path[:len(path)-1] {
+		next, ok := obj[field].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			obj[field] = next
+		}
+		obj = next
+	}
+	obj[path[len(path)-1]] = v
 }
 
 // clusterAPIGroup is Cluster API core's API group.

@@ -3,6 +3,8 @@ package cachetransform
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 )
 
@@ -210,9 +213,10 @@ func BenchmarkRetained(b *testing.B) {
 	}
 }
 
-// TestTransformTrimsUnread: the conversion webhooks' copy, v1beta1
-// conditions beside v1beta2's and all of a MachineSet but its template
-// references leave the cache; what the agent reads of each object stays.
+// TestTransformTrimsUnread: the conversion webhooks' copy, what the engine
+// does not read of a status, all of a MachineSet but its template references
+// and all of a Machine's spec but its version leave the cache; what the agent
+// reads of each object stays, and a second pass changes nothing.
 func TestTransformTrimsUnread(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{{
 		"a template read as v1beta1 loses the stored version's copy",
@@ -235,6 +239,32 @@ func TestTransformTrimsUnread(t *testing.T) {
 		  "spec":{"template":{"spec":{"bootstrap":{"configRef":{"apiGroup":"bootstrap.cluster.x-k8s.io","kind":"KubeadmConfigTemplate","name":"b"}},
 		    "infrastructureRef":{"apiGroup":"infrastructure.cluster.x-k8s.io","kind":"DockerMachineTemplate","name":"i"}}}}}`,
 	}, {
+		"a v1beta2 Machine keeps its version, phase, Node and the conditions its health reads",
+		`{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"Machine","metadata":{"name":"m","labels":{"cluster.x-k8s.io/deployment-name":"md"}},
+		  "spec":{"clusterName":"c","version":"v1.34.1","bootstrap":{"dataSecretName":"s"},"infrastructureRef":{"apiGroup":"infrastructure.cluster.x-k8s.io","kind":"DockerMachine","name":"i"}},
+		  "status":{"phase":"Running","nodeRef":{"name":"n"},"addresses":[{"type":"InternalIP","address":"10.0.0.1"}],"nodeInfo":{"kernelVersion":"6.1"},
+		    "conditions":[{"type":"Ready","status":"True"},{"type":"NodeHealthy","status":"True","message":"long"},{"type":"HealthCheckSucceeded","status":"False","reason":"UnhealthyNode"}]}}`,
+		`{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"Machine","metadata":{"name":"m","labels":{"cluster.x-k8s.io/deployment-name":"md"}},
+		  "spec":{"version":"v1.34.1"},
+		  "status":{"phase":"Running","nodeRef":{"name":"n"},"conditions":[{"type":"Ready","status":"True"},{"type":"HealthCheckSucceeded","status":"False","reason":"UnhealthyNode"}]}}`,
+	}, {
+		"a v1beta1 Machine keeps both lists of conditions, each found even when none is read",
+		`{"apiVersion":"cluster.x-k8s.io/v1beta1","kind":"Machine","metadata":{"name":"m"},"spec":{"clusterName":"c"},
+		  "status":{"phase":"Pending","conditions":[{"type":"BootstrapReady","status":"False","severity":"Info"}],"v1beta2":{"conditions":[{"type":"Deleting","status":"False"}]}}}`,
+		`{"apiVersion":"cluster.x-k8s.io/v1beta1","kind":"Machine","metadata":{"name":"m"},
+		  "status":{"phase":"Pending","conditions":[{"type":"BootstrapReady","status":"False","severity":"Info"}],"v1beta2":{"conditions":[]}}}`,
+	}, {
+		"a Cluster keeps of its status what the engine reads, and the conditions of its types",
+		`{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"Cluster","metadata":{"name":"c"},"spec":{"paused":false},
+		  "status":{"phase":"Provisioned","initialization":{"infrastructureProvisioned":true,"controlPlaneInitialized":true},"controlPlane":{"replicas":3},
+		    "conditions":[{"type":"Available","status":"True"},{"type":"RemoteConnectionProbe","status":"True"},{"type":"ScalingUp","status":"False"}]}}`,
+		`{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"Cluster","metadata":{"name":"c"},"spec":{"paused":false},
+		  "status":{"phase":"Provisioned","initialization":{"infrastructureProvisioned":true},"conditions":[{"type":"Available","status":"True"}]}}`,
+	}, {
+		"a ClusterClass keeps its status: its variables are read from it",
+		`{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"ClusterClass","metadata":{"name":"cc"},"status":{"variables":[{"name":"v"}],"conditions":[{"type":"VariablesReady","status":"True"}]}}`,
+		`{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"ClusterClass","metadata":{"name":"cc"},"status":{"variables":[{"name":"v"}],"conditions":[{"type":"VariablesReady","status":"True"}]}}`,
+	}, {
 		"a MachineSet of another group is not Cluster API's",
 		`{"apiVersion":"example.com/v1","kind":"MachineSet","metadata":{"name":"ms"},"spec":{"replicas":1},"status":{"replicas":1}}`,
 		`{"apiVersion":"example.com/v1","kind":"MachineSet","metadata":{"name":"ms"},"spec":{"replicas":1},"status":{"replicas":1}}`,
@@ -254,5 +284,142 @@ func TestTransformTrimsUnread(t *testing.T) {
 			gotJSON, _ := json.Marshal(got)
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, gotJSON, tc.want)
 		}
+		// Streaming lists apply the transform again to what it returned.
+		again, err := New(engine.FieldManager)(out.(*unstructured.Unstructured).DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := again.(*unstructured.Unstructured).Object; !reflect.DeepEqual(got, want) {
+			gotJSON, _ := json.Marshal(got)
+			t.Errorf("%s, transformed twice:\n got %s\nwant %s", tc.name, gotJSON, tc.want)
+		}
 	}
+}
+
+// machinesAsServed are Machines of one pool and of the control plane as
+// Cluster API v1.14 serves them, every field set: healthy, without a Node,
+// failing its health check, being deleted, and read as v1beta1.
+const machinesAsServed = `[
+{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"Machine","metadata":{"name":"md-1","creationTimestamp":"2026-11-25T10:00:00Z","labels":{"cluster.x-k8s.io/cluster-name":"c","cluster.x-k8s.io/deployment-name":"c-md"},"annotations":{"machine.cluster.x-k8s.io/certificates-expiry":"2027-11-25T10:00:00Z"}},
+ "spec":{"clusterName":"c","version":"v1.33.1","providerID":"docker:////c-md-1","bootstrap":{"configRef":{"apiGroup":"bootstrap.cluster.x-k8s.io","kind":"KubeadmConfig","name":"md-1"},"dataSecretName":"md-1"},"infrastructureRef":{"apiGroup":"infrastructure.cluster.x-k8s.io","kind":"DockerMachine","name":"md-1"},"readinessGates":[{"conditionType":"Ready"}]},
+ "status":{"phase":"Running","nodeRef":{"name":"c-md-1"},"addresses":[{"type":"InternalIP","address":"172.18.0.4"}],"nodeInfo":{"kubeletVersion":"v1.33.1","osImage":"Debian"},"initialization":{"bootstrapDataSecretCreated":true,"infrastructureProvisioned":true},
+  "conditions":[{"type":"Available","status":"True","reason":"Available","lastTransitionTime":"2026-11-25T10:02:00Z"},{"type":"Ready","status":"True","reason":"Ready","lastTransitionTime":"2026-11-25T10:02:00Z"},{"type":"UpToDate","status":"True","reason":"UpToDate"},{"type":"NodeHealthy","status":"True","reason":"NodeHealthy"},{"type":"HealthCheckSucceeded","status":"True","reason":"HealthCheckSucceeded"}],
+  "deprecated":{"v1beta1":{"conditions":[{"type":"Ready","status":"True"}]}}}},
+{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"Machine","metadata":{"name":"md-2","creationTimestamp":"2026-11-25T10:05:00Z","labels":{"cluster.x-k8s.io/cluster-name":"c","cluster.x-k8s.io/deployment-name":"c-md"}},
+ "spec":{"clusterName":"c","version":"v1.34.1","bootstrap":{"configRef":{"apiGroup":"bootstrap.cluster.x-k8s.io","kind":"KubeadmConfig","name":"md-2"}},"infrastructureRef":{"apiGroup":"infrastructure.cluster.x-k8s.io","kind":"DockerMachine","name":"md-2"}},
+ "status":{"phase":"Provisioning","conditions":[{"type":"Ready","status":"False","reason":"NotReady","message":"* InfrastructureReady: waiting","lastTransitionTime":"2026-11-25T10:05:00Z"},{"type":"InfrastructureReady","status":"False","reason":"NotProvisioned","message":"waiting"},{"type":"BootstrapConfigReady","status":"True","reason":"Ready"}]}},
+{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"Machine","metadata":{"name":"md-3","creationTimestamp":"2026-11-25T10:00:00Z","labels":{"cluster.x-k8s.io/cluster-name":"c","cluster.x-k8s.io/deployment-name":"c-md"}},
+ "spec":{"clusterName":"c","version":"v1.33.1"},
+ "status":{"phase":"Running","nodeRef":{"name":"c-md-3"},"conditions":[{"type":"Ready","status":"False","reason":"NotReady","lastTransitionTime":"2026-11-25T10:09:00Z"},{"type":"HealthCheckSucceeded","status":"False","reason":"UnhealthyNode","message":"Node c-md-3 NotReady for 5m","lastTransitionTime":"2026-11-25T10:10:00Z"}]}},
+{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"Machine","metadata":{"name":"cp-1","creationTimestamp":"2026-11-25T10:00:00Z","deletionTimestamp":"2026-11-25T10:20:00Z","labels":{"cluster.x-k8s.io/cluster-name":"c","cluster.x-k8s.io/control-plane":""}},
+ "spec":{"clusterName":"c","version":"v1.33.1"},"status":{"phase":"Deleting","nodeRef":{"name":"c-cp-1"}}},
+{"apiVersion":"cluster.x-k8s.io/v1beta1","kind":"Machine","metadata":{"name":"cp-2","creationTimestamp":"2026-11-25T10:00:00Z","labels":{"cluster.x-k8s.io/cluster-name":"c","cluster.x-k8s.io/control-plane":""}},
+ "spec":{"clusterName":"c","version":"v1.33.1"},
+ "status":{"phase":"Failed","conditions":[{"type":"Ready","status":"False","severity":"Error","reason":"Failed"}],"v1beta2":{"conditions":[{"type":"Ready","status":"False","reason":"Failed","message":"the provider failed it"},{"type":"Deleting","status":"False"}]}}}
+]`
+
+// provisionedStatus are statuses of a cluster well under way, as Cluster API
+// v1.14 reports them: a control plane read as v1beta1 with v1beta2's
+// conditions and counts beside, a pool rolling out, its infrastructure up.
+var provisionedStatus = map[string]string{
+	"KubeadmControlPlane": `{"initialized":true,"ready":true,"version":"v1.33.1","replicas":3,"readyReplicas":3,"updatedReplicas":2,"unavailableReplicas":0,"observedGeneration":2,
+	  "selector":"cluster.x-k8s.io/cluster-name=c-0005","lastRemediation":{"machine":"c-0005-cp-x","retryCount":1,"timestamp":"2026-11-25T10:00:00Z"},
+	  "conditions":[{"type":"Ready","status":"True","lastTransitionTime":"2026-11-25T10:00:00Z"},{"type":"EtcdClusterHealthy","status":"False","severity":"Error","reason":"EtcdClusterUnhealthy"}],
+	  "v1beta2":{"availableReplicas":3,"upToDateReplicas":2,"conditions":[
+	    {"type":"Available","status":"True","reason":"Available","lastTransitionTime":"2026-11-25T10:00:00Z"},
+	    {"type":"EtcdClusterHealthy","status":"False","reason":"EtcdClusterNotHealthy","message":"* Machine c-0005-cp-a:\n  * EtcdMemberHealthy: etcd member is unhealthy","lastTransitionTime":"2026-11-25T11:46:00Z"},
+	    {"type":"ControlPlaneComponentsHealthy","status":"True","reason":"Healthy"},{"type":"CertificatesAvailable","status":"True","reason":"Available"},
+	    {"type":"Remediating","status":"True","reason":"Remediating","message":"Machine c-0005-cp-x is being remediated","lastTransitionTime":"2026-11-25T11:40:00Z"},
+	    {"type":"RollingOut","status":"True","reason":"RollingOut","message":"Rolling out 1 not up-to-date replicas"},{"type":"MachinesReady","status":"True","reason":"Ready"}]}}`,
+	"MachineDeployment": `{"observedGeneration":1,"phase":"Running","replicas":2,"readyReplicas":2,"availableReplicas":1,"upToDateReplicas":2,"selector":"x=y",
+	  "conditions":[{"type":"Available","status":"False","reason":"NotAvailable","message":"1 available replicas, at least 2 required","lastTransitionTime":"2026-11-25T11:50:00Z"},
+	    {"type":"MachinesReady","status":"False","reason":"NotReady","message":"* Machine md-1: not ready"},{"type":"RollingOut","status":"True","reason":"RollingOut"}],
+	  "deprecated":{"v1beta1":{"updatedReplicas":1,"availableReplicas":1,"readyReplicas":2,"unavailableReplicas":1,"conditions":[{"type":"Ready","status":"False","severity":"Warning"}]}}}`,
+	"DockerCluster": `{"ready":true,"failureDomains":{"fd1":{"controlPlane":true}},"conditions":[{"type":"Ready","status":"True"},{"type":"LoadBalancerAvailable","status":"True"}]}`,
+	"Cluster":       `{"phase":"Provisioned","initialization":{"infrastructureProvisioned":false,"controlPlaneInitialized":true},"controlPlane":{"replicas":3},"workers":{"replicas":2},"conditions":[{"type":"Available","status":"True"}]}`,
+}
+
+// TestTrimmedSameObservation: what the agent makes of a cluster's rollout,
+// health and infrastructure from trimmed objects is what it makes of them as
+// served, so a status field or condition the engine starts to read cannot be
+// trimmed unnoticed. The objects are one cluster as Cluster API v1.14 served
+// it at 1,000 with idle providers (testdata), and the same cluster with the
+// statuses of one well under way and its Machines.
+func TestTrimmedSameObservation(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "cluster-idle-providers.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idle []map[string]any
+	if err := json.Unmarshal(data, &idle); err != nil {
+		t.Fatal(err)
+	}
+	var machines []map[string]any
+	if err := json.Unmarshal([]byte(machinesAsServed), &machines); err != nil {
+		t.Fatal(err)
+	}
+	var provisioned []map[string]any
+	for _, o := range idle {
+		o = (&unstructured.Unstructured{Object: o}).DeepCopy().Object
+		status := map[string]any{}
+		if err := json.Unmarshal([]byte(provisionedStatus[fmt.Sprint(o["kind"])]), &status); err != nil {
+			t.Fatal(err)
+		}
+		o["status"] = status
+		provisioned = append(provisioned, o)
+	}
+	for _, m := range machines {
+		m = (&unstructured.Unstructured{Object: m}).DeepCopy().Object
+		labels := m["metadata"].(map[string]any)["labels"].(map[string]any)
+		if _, ok := labels["cluster.x-k8s.io/deployment-name"]; ok {
+			labels["cluster.x-k8s.io/deployment-name"] = "c-0005-md-a-rvmfv"
+		}
+		provisioned = append(provisioned, m)
+	}
+
+	for name, objs := range map[string][]map[string]any{"idle providers": idle, "provisioned": provisioned} {
+		served, trimmed := observe(t, objs, false), observe(t, objs, true)
+		if !reflect.DeepEqual(trimmed, served) {
+			t.Errorf("%s: trimmed objects are observed otherwise:\n got %+v\nwant %+v", name, trimmed, served)
+		}
+	}
+	// The provisioned case must exercise what is read, or it proves nothing.
+	got := observe(t, provisioned, false)
+	cp, md := got.Observed.ControlPlane, got.Observed.MachineDeployments["md-a"]
+	if got.Infrastructure != v1alpha2.InfrastructureProvisioned || cp.StatusVersion != "v1.33.1" || cp.AvailableReplicas != 3 || cp.UpToDateReplicas != 2 || len(cp.Problems) < 3 ||
+		md.UpToDateReplicas != 1 || md.AvailableReplicas != 1 || len(md.Problems) < 3 || md.Provisioning != 1 {
+		t.Errorf("the provisioned cluster does not exercise the reads: infrastructure %s, control plane %+v, md-a %+v", got.Infrastructure, cp, md)
+	}
+}
+
+// observation is what the agent reads of a cluster's objects.
+type observation struct {
+	Observed       *engine.Observed
+	Infrastructure v1alpha2.InfrastructurePhase
+}
+
+func observe(t *testing.T, objs []map[string]any, trim bool) observation {
+	t.Helper()
+	transform := New(engine.FieldManager)
+	var all, machines []*unstructured.Unstructured
+	for _, o := range objs {
+		u := (&unstructured.Unstructured{Object: o}).DeepCopy()
+		if trim {
+			out, err := transform(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u = out.(*unstructured.Unstructured)
+		}
+		if u.GetKind() == "Machine" {
+			machines = append(machines, u)
+		} else {
+			all = append(all, u)
+		}
+	}
+	s := engine.StateFromObjects("c-0005", "scale", all)
+	if s.ControlPlane.Object == nil || s.InfrastructureCluster == nil || len(s.MachineDeployments) != 2 {
+		t.Fatalf("the objects do not make a cluster's state: %+v", s)
+	}
+	return observation{Observed: engine.ObserveState(s).WithMachines(s, machines), Infrastructure: engine.InfrastructurePhase(s)}
 }

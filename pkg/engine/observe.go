@@ -4,6 +4,26 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
+// StatusRead are the paths under status that the engine reads of a Cluster
+// API object: ObserveState and WithMachines, the health of parts and
+// Machines, InfrastructurePhase. The agent's cache keeps nothing else of a
+// status, so a new read must be added here, or it reads nothing.
+var StatusRead = [][]string{
+	{"version"}, {"replicas"}, {"readyReplicas"}, {"availableReplicas"}, {"observedGeneration"},
+	{"upToDateReplicas"}, {"updatedReplicas"}, {"deprecated", "v1beta1", "updatedReplicas"}, {"v1beta2", "availableReplicas"},
+	{"conditions"}, {"v1beta2", "conditions"},
+	{"phase"}, {"nodeRef"},
+	{"initialization", "provisioned"}, {"ready"}, {"initialization", "infrastructureProvisioned"}, {"infrastructureReady"},
+}
+
+// ConditionsRead are the condition types the engine reads (see Conditions):
+// a control plane's or pool's health conditions and Remediating, and what a
+// Machine's health looks at. The agent's cache keeps no others.
+var ConditionsRead = []string{
+	"Available", "EtcdClusterHealthy", "ControlPlaneComponentsHealthy", "CertificatesAvailable", "Remediating",
+	"HealthCheckSucceeded", "Ready", "InfrastructureReady", "BootstrapConfigReady", "BootstrapReady",
+}
+
 // ObserveState reads the rollout state of existing objects per the Cluster API
 // contracts: the control plane's spec.version and status.version, and a pool's
 // version and whether its replicas are all up to date. The agent refines pool
