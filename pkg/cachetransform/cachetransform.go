@@ -39,12 +39,13 @@ const maxSharedTrees = 4096
 // copies, and applies of objects it built), so the trimmed managedFields
 // never reach the API server.
 func New(fieldManager string) toolscache.TransformFunc {
-	t := &transform{fieldManager: fieldManager, trees: map[string]map[string]any{}}
+	t := &transform{fieldManager: fieldManager, trees: map[string]map[string]any{}, strings: newInterner()}
 	return t.apply
 }
 
 type transform struct {
 	fieldManager string
+	strings      *interner
 
 	mu    sync.Mutex
 	trees map[string]map[string]any // JSON of a tree → its one copy
@@ -55,6 +56,7 @@ func (t *transform) apply(obj any) (any, error) {
 	case *unstructured.Unstructured:
 		t.trimUnstructured(o.Object)
 		trimUnread(o)
+		o.Object = t.strings.object(o.Object)
 	case metav1.Object:
 		t.trimTyped(o)
 	}

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -422,4 +424,68 @@ func observe(t *testing.T, objs []map[string]any, trim bool) observation {
 		t.Fatalf("the objects do not make a cluster's state: %+v", s)
 	}
 	return observation{Observed: engine.ObserveState(s).WithMachines(s, machines), Infrastructure: engine.InfrastructurePhase(s)}
+}
+
+// TestInternedStrings: two objects decoded apart keep one copy of each map
+// key and short string value once transformed; a long value keeps its own,
+// and the content is unchanged.
+func TestInternedStrings(t *testing.T) {
+	long := strings.Repeat("m", maxInternedValue+1)
+	doc := `{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"MachineDeployment","metadata":{"name":"md","labels":{"cluster.x-k8s.io/cluster-name":"c"}},
+	  "spec":{"template":{"spec":{"version":"v1.34.1"}}},"status":{"conditions":[{"type":"Available","status":"True","message":"` + long + `"}]}}`
+	decode := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	want := decode().Object
+	transform := New(engine.FieldManager)
+	var objs []map[string]any
+	for range 2 {
+		out, err := transform(decode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, out.(*unstructured.Unstructured).Object)
+	}
+	if !reflect.DeepEqual(objs[0], want) {
+		t.Fatalf("interning changed the object: %v", objs[0])
+	}
+	keyOf := func(m map[string]any, k string) *byte {
+		for key := range m {
+			if key == k {
+				return unsafe.StringData(key)
+			}
+		}
+		t.Fatalf("no key %q", k)
+		return nil
+	}
+	labels := func(o map[string]any) map[string]any {
+		return o["metadata"].(map[string]any)["labels"].(map[string]any)
+	}
+	if keyOf(labels(objs[0]), "cluster.x-k8s.io/cluster-name") != keyOf(labels(objs[1]), "cluster.x-k8s.io/cluster-name") {
+		t.Error("a label key is held twice")
+	}
+	condition := func(o map[string]any) map[string]any {
+		return o["status"].(map[string]any)["conditions"].([]any)[0].(map[string]any)
+	}
+	if unsafe.StringData(condition(objs[0])["type"].(string)) != unsafe.StringData(condition(objs[1])["type"].(string)) {
+		t.Error("a condition type is held twice")
+	}
+	if unsafe.StringData(condition(objs[0])["message"].(string)) == unsafe.StringData(condition(objs[1])["message"].(string)) {
+		t.Error("a long message was interned")
+	}
+}
+
+// TestInternedBounded: distinct strings past the bound start a table over.
+func TestInternedBounded(t *testing.T) {
+	in := newInterner()
+	for i := range maxInterned + 10 {
+		in.object(map[string]any{fmt.Sprintf("k%d", i): fmt.Sprintf("v%d", i)})
+	}
+	if len(in.keys) != 10 || len(in.values) != 10 {
+		t.Errorf("%d keys and %d values interned after %d distinct ones, want 10 each (the tables restarted at %d)", len(in.keys), len(in.values), maxInterned+10, maxInterned)
+	}
 }

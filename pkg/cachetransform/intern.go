@@ -1,0 +1,82 @@
+package cachetransform
+
+import "sync"
+
+// maxInterned bounds each table of interned strings. Past the bound a table
+// starts over, which costs sharing for a while, never correctness.
+const maxInterned = 8192
+
+// maxInternedValue is the longest value interned: kinds, API versions,
+// condition types, reasons and statuses, label values, names. Longer ones
+// (messages) rarely repeat.
+const maxInternedValue = 64
+
+// interner keeps one copy of the strings cached objects repeat. Decoding
+// gives every object its own copy of every map key and string value, and
+// at a thousand clusters the keys alone ("lastTransitionTime", label keys)
+// were a tenth of the cache.
+type interner struct {
+	mu     sync.Mutex
+	keys   map[string]string
+	values map[string]any // boxed once: an interface holding a string allocates
+}
+
+func newInterner() *interner {
+	return &interner{keys: map[string]string{}, values: map[string]any{}}
+}
+
+// object rebuilds obj with interned keys and short string values: a key of
+// a Go map cannot be swapped in place.
+func (in *interner) object(obj map[string]any) map[string]any {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.mapOf(obj)
+}
+
+func (in *interner) mapOf(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if k == "managedFields" {
+			out[in.key(k)] = v // its trees are shared already
+			continue
+		}
+		out[in.key(k)] = in.value(v)
+	}
+	return out
+}
+
+func (in *interner) value(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return in.mapOf(x)
+	case []any:
+		for i := range x {
+			x[i] = in.value(x[i])
+		}
+		return x
+	case string:
+		if len(x) > maxInternedValue {
+			return v
+		}
+		if one, ok := in.values[x]; ok {
+			return one
+		}
+		if len(in.values) >= maxInterned {
+			clear(in.values)
+		}
+		in.values[x] = v
+		return v
+	}
+	return v
+}
+
+func (in *interner) key(k string) string {
+	if one, ok := in.keys[k]; ok {
+		return one
+	}
+	if len(in.keys) >= maxInterned {
+		clear(in.keys)
+	}
+	in.keys[k] = k
+	return k
+}
