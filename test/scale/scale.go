@@ -351,11 +351,14 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 	if err := t.measured.restart(ctx); err != nil {
 		return m, err
 	}
+	logf(opts.Log, "%s, N=%d: the %s is ready %s after the restart began", side, opts.N, t.measured.name, time.Since(restarted).Round(time.Millisecond))
 	if opts.Profile && t.measured.pprof != "" {
 		// From readiness on: the resync's reconciles, not the start-up.
 		defer prof.processCPU(ctx, t.measured.pprof, t.measured.name+"-resync")()
 	}
-	resynced, err := resync(ctx, *t.measured, opts.N, opts.Timeout)
+	resynced, err := resync(ctx, *t.measured, opts.N, opts.Timeout, func() {
+		logf(opts.Log, "%s, N=%d: %d reconciles %s after the restart began", side, opts.N, opts.N, time.Since(restarted).Round(time.Millisecond))
+	})
 	if err != nil {
 		return m, err
 	}
@@ -670,8 +673,9 @@ func idle(ctx context.Context, c controller, timeout time.Duration) (Metrics, er
 }
 
 // resync waits until a restarted controller has reconciled n clusters and
-// is idle, and returns its metrics then.
-func resync(ctx context.Context, c controller, n int, timeout time.Duration) (Metrics, error) {
+// is idle, and returns its metrics then. reconciled is called once the n
+// reconciles are done, so a log can split the time.
+func resync(ctx context.Context, c controller, n int, timeout time.Duration, reconciled func()) (Metrics, error) {
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		m, err := Scrape(ctx, c.metrics)
 		if err != nil {
@@ -682,6 +686,7 @@ func resync(ctx context.Context, c controller, n int, timeout time.Duration) (Me
 	if err != nil {
 		return "", fmt.Errorf("the restarted %s did not reconcile %d clusters within %s", c.name, n, timeout)
 	}
+	reconciled()
 	return idle(ctx, c, timeout)
 }
 
