@@ -31,36 +31,52 @@ const maxSharedTrees = 4096
 // It also drops what the agent never reads of Cluster API's objects: the
 // conversion webhooks' copy of fields a read version cannot hold, all of a
 // status the engine does not read, and of MachineSets and Machines all of
-// the spec but what keeps a template in use and a Machine's version. It is
-// idempotent, as client-go's streaming lists need: they apply it twice.
+// the spec but what keeps a template in use and a Machine's version. What
+// is left of an unstructured object is kept Compact. It is idempotent, as
+// client-go's streaming lists need: they apply it twice.
 //
-// Shared trees are safe because the cache hands out deep copies; the agent
-// never writes a cached object back whole (only patches computed from two
-// copies, and applies of objects it built), so the trimmed managedFields
-// never reach the API server.
+// Shared trees are safe because the cache hands out copies; the agent never
+// writes a cached object back whole (only patches computed from two copies,
+// and applies of objects it built), so the trimmed managedFields never reach
+// the API server.
 func New(fieldManager string) toolscache.TransformFunc {
-	t := &transform{fieldManager: fieldManager, trees: map[string]map[string]any{}, strings: newInterner()}
+	t := &transform{fieldManager: fieldManager, fields: &sharedFields{trees: map[string]sharedTree{}}, strings: newInterner()}
 	return t.apply
 }
 
 type transform struct {
 	fieldManager string
 	strings      *interner
-
-	mu    sync.Mutex
-	trees map[string]map[string]any // JSON of a tree → its one copy
+	fields       *sharedFields
 }
 
 func (t *transform) apply(obj any) (any, error) {
 	switch o := obj.(type) {
+	case *Compact:
+		return o, nil // transformed already
 	case *unstructured.Unstructured:
-		t.trimUnstructured(o.Object)
-		trimUnread(o)
-		o.Object = t.strings.object(o.Object)
+		t.trim(o)
+		c, err := compact(o, t.fields)
+		if err != nil {
+			// Metadata the API server would not serve; kept as it came,
+			// which costs memory, never a read.
+			return o, nil //nolint:nilerr // a cache transform's error loses the object
+		}
+		return c, nil
 	case metav1.Object:
 		t.trimTyped(o)
 	}
 	return obj, nil
+}
+
+// trim drops from u what the agent does not read, and shares the strings of
+// its metadata with the objects cached before it.
+func (t *transform) trim(u *unstructured.Unstructured) {
+	t.trimUnstructured(u.Object)
+	trimUnread(u)
+	if meta, ok := u.Object["metadata"].(map[string]any); ok {
+		u.Object["metadata"] = t.strings.object(meta)
+	}
 }
 
 // trimUnstructured works on the map itself: going through
@@ -78,7 +94,7 @@ func (t *transform) trimUnstructured(obj map[string]any) {
 				continue
 			}
 			if tree, ok := entry["fieldsV1"].(map[string]any); ok {
-				entry["fieldsV1"] = t.shared(engine.OwnedFieldNames(tree))
+				entry["fieldsV1"] = engine.OwnedFieldNames(tree)
 			}
 			kept = append(kept, entry)
 		}
@@ -112,22 +128,35 @@ func (t *transform) trimTyped(o metav1.Object) {
 	}
 }
 
-// shared is the one copy of tree: the first tree seen with the same content.
-func (t *transform) shared(tree map[string]any) map[string]any {
+// sharedFields keeps one copy of each distinct ownership tree, encoded and
+// decoded: the objects made from one class share a handful.
+type sharedFields struct {
+	mu    sync.Mutex
+	trees map[string]sharedTree // JSON of a tree → its one copy
+}
+
+type sharedTree struct {
+	encoded *metav1.FieldsV1
+	decoded map[string]any
+}
+
+// of is the one copy of tree, encoded and decoded; nothing may change either.
+func (s *sharedFields) of(tree map[string]any) (*metav1.FieldsV1, map[string]any) {
 	key, err := json.Marshal(tree) // map keys sorted: equal trees, equal keys
 	if err != nil {
-		return tree
+		return nil, nil
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if one, ok := t.trees[string(key)]; ok {
-		return one
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if one, ok := s.trees[string(key)]; ok {
+		return one.encoded, one.decoded
 	}
-	if len(t.trees) >= maxSharedTrees {
-		clear(t.trees)
+	if len(s.trees) >= maxSharedTrees {
+		clear(s.trees)
 	}
-	t.trees[string(key)] = tree
-	return tree
+	one := sharedTree{encoded: metav1.NewFieldsV1(string(key)), decoded: tree}
+	s.trees[string(key)] = one
+	return one.encoded, one.decoded
 }
 
 // keptPaths are, per kind of Cluster API core, all the agent reads of its

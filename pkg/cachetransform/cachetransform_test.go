@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
@@ -55,7 +57,7 @@ func machineDeployment(c int) *unstructured.Unstructured {
    "readinessGates":[{"conditionType":"Ready"}]}}},
 "status":{"replicas":1,"readyReplicas":1,"availableReplicas":1,"upToDateReplicas":1}}`, c, owner, fmt.Sprintf(agentFields, owner))
 	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal([]byte(doc), &u.Object); err != nil {
+	if err := u.UnmarshalJSON([]byte(doc)); err != nil {
 		panic(err)
 	}
 	return u
@@ -68,12 +70,16 @@ func machineDeployment(c int) *unstructured.Unstructured {
 func TestTransformUnstructured(t *testing.T) {
 	transform := New(engine.FieldManager)
 	var trimmed []*unstructured.Unstructured
+	var trees []*metav1.FieldsV1
 	for c := range 3 {
 		out, err := transform(machineDeployment(c))
 		if err != nil {
 			t.Fatal(err)
 		}
-		trimmed = append(trimmed, out.(*unstructured.Unstructured))
+		if mfs := out.(*Compact).ManagedFields; len(mfs) == 1 {
+			trees = append(trees, mfs[0].FieldsV1)
+		}
+		trimmed = append(trimmed, cached(t, out))
 	}
 	got := trimmed[1]
 	mfs := got.GetManagedFields()
@@ -94,11 +100,7 @@ func TestTransformUnstructured(t *testing.T) {
 	if got.GetLabels()["team"] != "a" || got.GetAnnotations()["topology.cluster.x-k8s.io/managed-field-paths"] != "" {
 		t.Errorf("labels or other annotations changed: %v %v", got.GetLabels(), got.GetAnnotations())
 	}
-	tree := func(u *unstructured.Unstructured) uintptr {
-		entries, _, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "managedFields")
-		return reflect.ValueOf(entries.([]any)[0].(map[string]any)["fieldsV1"]).Pointer()
-	}
-	if tree(trimmed[0]) != tree(trimmed[1]) || tree(trimmed[1]) != tree(trimmed[2]) {
+	if trees[0] != trees[1] || trees[1] != trees[2] {
 		t.Error("the MachineDeployments of three clusters of one class keep three ownership trees, want one shared")
 	}
 
@@ -148,8 +150,8 @@ func TestTransformNotOwned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, found, _ := unstructured.NestedFieldNoCopy(out.(*unstructured.Unstructured).Object, "metadata", "managedFields"); found {
-		t.Errorf("managedFields of an object the agent never wrote are still cached: %v", out.(*unstructured.Unstructured).GetManagedFields())
+	if got := cached(t, out); got.GetManagedFields() != nil {
+		t.Errorf("managedFields of an object the agent never wrote are still cached: %v", got.GetManagedFields())
 	}
 }
 
@@ -177,11 +179,11 @@ func TestTransformTyped(t *testing.T) {
 // TestSharedTreesBounded: distinct trees past the bound start the table
 // over instead of growing it.
 func TestSharedTreesBounded(t *testing.T) {
-	tr := &transform{fieldManager: engine.FieldManager, trees: map[string]map[string]any{}}
+	fields := &sharedFields{trees: map[string]sharedTree{}}
 	for i := range maxSharedTrees + 10 {
-		tr.shared(map[string]any{fmt.Sprintf("f:x%d", i): map[string]any{}})
+		fields.of(map[string]any{fmt.Sprintf("f:x%d", i): map[string]any{}})
 	}
-	if n := len(tr.trees); n != 10 {
+	if n := len(fields.trees); n != 10 {
 		t.Errorf("%d shared trees after %d distinct ones, want 10 (the table restarted at %d)", n, maxSharedTrees+10, maxSharedTrees)
 	}
 }
@@ -272,26 +274,34 @@ func TestTransformTrimsUnread(t *testing.T) {
 		`{"apiVersion":"example.com/v1","kind":"MachineSet","metadata":{"name":"ms"},"spec":{"replicas":1},"status":{"replicas":1}}`,
 	}} {
 		in, want := &unstructured.Unstructured{}, map[string]any{}
-		if err := json.Unmarshal([]byte(tc.in), &in.Object); err != nil {
+		if err := in.UnmarshalJSON([]byte(tc.in)); err != nil {
 			t.Fatal(err)
 		}
-		if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
+		if err := utiljson.Unmarshal([]byte(tc.want), &want); err != nil {
 			t.Fatal(err)
 		}
 		out, err := New(engine.FieldManager)(in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := out.(*unstructured.Unstructured).Object; !reflect.DeepEqual(got, want) {
+		if got := cached(t, out).Object; !reflect.DeepEqual(got, want) {
 			gotJSON, _ := json.Marshal(got)
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, gotJSON, tc.want)
 		}
 		// Streaming lists apply the transform again to what it returned.
-		again, err := New(engine.FieldManager)(out.(*unstructured.Unstructured).DeepCopy())
+		again, err := New(engine.FieldManager)(out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := again.(*unstructured.Unstructured).Object; !reflect.DeepEqual(got, want) {
+		if again != out {
+			t.Errorf("%s: transformed twice, the cached object was replaced", tc.name)
+		}
+		// A transformed object decoded and transformed again is the same.
+		again, err = New(engine.FieldManager)(cached(t, out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cached(t, again).Object; !reflect.DeepEqual(got, want) {
 			gotJSON, _ := json.Marshal(got)
 			t.Errorf("%s, transformed twice:\n got %s\nwant %s", tc.name, gotJSON, tc.want)
 		}
@@ -411,7 +421,7 @@ func observe(t *testing.T, objs []map[string]any, trim bool) observation {
 			if err != nil {
 				t.Fatal(err)
 			}
-			u = out.(*unstructured.Unstructured)
+			u = cached(t, out)
 		}
 		if u.GetKind() == "Machine" {
 			machines = append(machines, u)
@@ -426,13 +436,15 @@ func observe(t *testing.T, objs []map[string]any, trim bool) observation {
 	return observation{Observed: engine.ObserveState(s).WithMachines(s, machines), Infrastructure: engine.InfrastructurePhase(s)}
 }
 
-// TestInternedStrings: two objects decoded apart keep one copy of each map
-// key and short string value once transformed; a long value keeps its own,
-// and the content is unchanged.
+// TestInternedStrings: two objects decoded apart keep one copy of each
+// label key and value, owner kind and finalizer in their cached metadata; a
+// long annotation keeps its own, and the content is unchanged.
 func TestInternedStrings(t *testing.T) {
 	long := strings.Repeat("m", maxInternedValue+1)
-	doc := `{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"MachineDeployment","metadata":{"name":"md","labels":{"cluster.x-k8s.io/cluster-name":"c"}},
-	  "spec":{"template":{"spec":{"version":"v1.34.1"}}},"status":{"conditions":[{"type":"Available","status":"True","message":"` + long + `"}]}}`
+	doc := `{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"MachineDeployment","metadata":{"name":"md","labels":{"cluster.x-k8s.io/cluster-name":"c"},
+	  "annotations":{"note":"` + long + `"},"finalizers":["cluster.x-k8s.io/machinedeployment"],
+	  "ownerReferences":[{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"Cluster","name":"c","uid":"u"}]},
+	  "spec":{"template":{"spec":{"version":"v1.34.1"}}},"status":{"conditions":[{"type":"Available","status":"True","message":"m"}]}}`
 	decode := func() *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
 		if err := json.Unmarshal([]byte(doc), &u.Object); err != nil {
@@ -442,40 +454,38 @@ func TestInternedStrings(t *testing.T) {
 	}
 	want := decode().Object
 	transform := New(engine.FieldManager)
-	var objs []map[string]any
+	var objs []*Compact
 	for range 2 {
 		out, err := transform(decode())
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs = append(objs, out.(*unstructured.Unstructured).Object)
+		objs = append(objs, out.(*Compact))
 	}
-	if !reflect.DeepEqual(objs[0], want) {
-		t.Fatalf("interning changed the object: %v", objs[0])
+	if got := cached(t, objs[0]).Object; !reflect.DeepEqual(got, want) {
+		t.Fatalf("interning changed the object: %v", got)
 	}
-	keyOf := func(m map[string]any, k string) *byte {
-		for key := range m {
-			if key == k {
-				return unsafe.StringData(key)
-			}
+	labelKey := func(c *Compact) *byte {
+		for key := range c.Labels {
+			return unsafe.StringData(key)
 		}
-		t.Fatalf("no key %q", k)
+		t.Fatal("no label")
 		return nil
 	}
-	labels := func(o map[string]any) map[string]any {
-		return o["metadata"].(map[string]any)["labels"].(map[string]any)
+	same := func(what string, a, b string) {
+		t.Helper()
+		if unsafe.StringData(a) != unsafe.StringData(b) {
+			t.Errorf("%s is held twice", what)
+		}
 	}
-	if keyOf(labels(objs[0]), "cluster.x-k8s.io/cluster-name") != keyOf(labels(objs[1]), "cluster.x-k8s.io/cluster-name") {
+	if labelKey(objs[0]) != labelKey(objs[1]) {
 		t.Error("a label key is held twice")
 	}
-	condition := func(o map[string]any) map[string]any {
-		return o["status"].(map[string]any)["conditions"].([]any)[0].(map[string]any)
-	}
-	if unsafe.StringData(condition(objs[0])["type"].(string)) != unsafe.StringData(condition(objs[1])["type"].(string)) {
-		t.Error("a condition type is held twice")
-	}
-	if unsafe.StringData(condition(objs[0])["message"].(string)) == unsafe.StringData(condition(objs[1])["message"].(string)) {
-		t.Error("a long message was interned")
+	same("a label value", objs[0].Labels["cluster.x-k8s.io/cluster-name"], objs[1].Labels["cluster.x-k8s.io/cluster-name"])
+	same("an owner's kind", objs[0].OwnerReferences[0].Kind, objs[1].OwnerReferences[0].Kind)
+	same("a finalizer", objs[0].Finalizers[0], objs[1].Finalizers[0])
+	if unsafe.StringData(objs[0].Annotations["note"]) == unsafe.StringData(objs[1].Annotations["note"]) {
+		t.Error("a long annotation was interned")
 	}
 }
 
@@ -487,5 +497,91 @@ func TestInternedBounded(t *testing.T) {
 	}
 	if len(in.keys) != 10 || len(in.values) != 10 {
 		t.Errorf("%d keys and %d values interned after %d distinct ones, want 10 each (the tables restarted at %d)", len(in.keys), len(in.values), maxInterned+10, maxInterned)
+	}
+}
+
+// cached is what a read of out through the cache returns, failing the test
+// unless out is kept compact.
+func cached(t *testing.T, out any) *unstructured.Unstructured {
+	t.Helper()
+	c, ok := out.(*Compact)
+	if !ok {
+		t.Fatalf("the transform kept %T, want *Compact", out)
+	}
+	u, ok := c.DeepCopyObject().(*unstructured.Unstructured)
+	if !ok {
+		t.Fatalf("a cached object copies to %T, want *unstructured.Unstructured", c.DeepCopyObject())
+	}
+	return u
+}
+
+// TestCompactRoundTrip: every object of a cluster as Cluster API v1.14
+// served it, Machines and the agent's managed fields included, reads back
+// from the cache exactly as trimmed, with its metadata typed for the
+// informer's indexes and handlers, and each read is a copy of its own.
+func TestCompactRoundTrip(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "cluster-idle-providers.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Decoded as a client decodes them: whole numbers are int64.
+	var objs []map[string]any
+	if err := utiljson.Unmarshal(data, &objs); err != nil {
+		t.Fatal(err)
+	}
+	var machines []map[string]any
+	if err := utiljson.Unmarshal([]byte(machinesAsServed), &machines); err != nil {
+		t.Fatal(err)
+	}
+	objs = append(objs, machines...)
+	objs = append(objs, machineDeployment(7).Object)
+	tr := &transform{fieldManager: engine.FieldManager, fields: &sharedFields{trees: map[string]sharedTree{}}, strings: newInterner()}
+	for _, o := range objs {
+		in := &unstructured.Unstructured{Object: o}
+		out, err := tr.apply(in.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := in.DeepCopy()
+		tr.trim(want)
+		got := cached(t, out)
+		if !reflect.DeepEqual(got.Object, want.Object) {
+			gotJSON, _ := json.Marshal(got.Object)
+			wantJSON, _ := json.Marshal(want.Object)
+			t.Errorf("%s %s reads back otherwise:\n got %s\nwant %s", in.GetKind(), in.GetName(), gotJSON, wantJSON)
+		}
+		c := out.(*Compact)
+		if c.GetName() != in.GetName() || c.GetNamespace() != in.GetNamespace() || !reflect.DeepEqual(c.GetLabels(), in.GetLabels()) ||
+			!reflect.DeepEqual(c.GetOwnerReferences(), in.GetOwnerReferences()) || c.GroupVersionKind() != in.GroupVersionKind() {
+			t.Errorf("%s %s: the typed metadata is not the object's: %+v %+v", in.GetKind(), in.GetName(), c.TypeMeta, c.ObjectMeta)
+		}
+		got.SetLabels(map[string]string{"changed": "by a reader"})
+		_ = unstructured.SetNestedField(got.Object, "changed", "spec", "changed")
+		if again := cached(t, out); !reflect.DeepEqual(again.Object, want.Object) {
+			t.Errorf("%s %s: a reader's change reached the cache", in.GetKind(), in.GetName())
+		}
+	}
+}
+
+// BenchmarkRead reports what one read of a cached MachineDeployment costs:
+// the copy the cache hands out, before (a deep copy of the maps) and now
+// (decoded from the compact form).
+func BenchmarkRead(b *testing.B) {
+	trimmed := machineDeployment(1)
+	(&transform{fieldManager: engine.FieldManager, fields: &sharedFields{trees: map[string]sharedTree{}}, strings: newInterner()}).trim(trimmed)
+	out, err := New(engine.FieldManager)(machineDeployment(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name   string
+		cached k8sruntime.Object
+	}{{"maps", trimmed}, {"compact", out.(*Compact)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = bc.cached.DeepCopyObject()
+			}
+		})
 	}
 }

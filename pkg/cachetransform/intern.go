@@ -7,14 +7,12 @@ import "sync"
 const maxInterned = 8192
 
 // maxInternedValue is the longest value interned: kinds, API versions,
-// condition types, reasons and statuses, label values, names. Longer ones
-// (messages) rarely repeat.
+// label values, names. Longer ones (annotations' documents) rarely repeat.
 const maxInternedValue = 64
 
-// interner keeps one copy of the strings cached objects repeat. Decoding
-// gives every object its own copy of every map key and string value, and
-// at a thousand clusters the keys alone ("lastTransitionTime", label keys)
-// were a tenth of the cache.
+// interner keeps one copy of the strings the metadata of cached objects
+// repeats: label and annotation keys and values, owners' kinds and names,
+// finalizers. Decoding gives every object its own copy of each.
 type interner struct {
 	mu     sync.Mutex
 	keys   map[string]string
