@@ -161,6 +161,8 @@ type target struct {
 	// measured is the topology controller; core is Cluster API's core
 	// manager (the same process upstream).
 	measured, core *controller
+	// apiServer is the API server's process id, where it runs here.
+	apiServer func() (int, error)
 }
 
 // Run measures side at opts.N on a fresh local control plane, which it
@@ -197,6 +199,7 @@ func Run(ctx context.Context, opts Options, side string) (Measurement, error) {
 		stop:    func() {},
 	}
 	t.measured = t.core
+	t.apiServer = func() (int, error) { return cp.PID(localcluster.APIServer) }
 	if side == Ours {
 		agent, err := startAgent(ctx, filepath.Join(opts.BinDir, "agent"), cp.Kubeconfig, filepath.Join(dir, "agent"), opts.AgentFlags)
 		if err != nil {
@@ -346,6 +349,15 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 		return m, err
 	}
 
+	// What else keeps the API server busy decides how fast a restart's lists
+	// are served: the log says what the core manager and the API server did
+	// just before the restart and during the resync.
+	others := t.othersBusy()
+	if err := pause(ctx, 5*time.Second); err != nil {
+		return m, err
+	}
+	logf(opts.Log, "%s, N=%d: in the 5 s before the restart, %s", side, opts.N, others())
+	others = t.othersBusy()
 	logf(opts.Log, "%s, N=%d: restarting the %s for a no-op resync", side, opts.N, t.measured.name)
 	restarted := time.Now()
 	if err := t.measured.restart(ctx); err != nil {
@@ -363,6 +375,7 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 		return m, err
 	}
 	m.Resync = time.Since(restarted)
+	logf(opts.Log, "%s, N=%d: during the resync, %s", side, opts.N, others())
 	m.ResyncWrites = resynced.Writes()
 	manager := upstreamFieldManager
 	if side == Ours {
@@ -688,6 +701,50 @@ func resync(ctx context.Context, c controller, n int, timeout time.Duration, rec
 	}
 	reconciled()
 	return idle(ctx, c, timeout)
+}
+
+// othersBusy starts counting the CPU time of the core manager (when it is
+// not the measured process) and of the API server, and returns what says
+// how much each has used since.
+func (t *target) othersBusy() func() string {
+	type counted struct {
+		name   string
+		pid    func() (int, error)
+		before time.Duration
+	}
+	var procs []*counted
+	if t.core != nil && t.core != t.measured {
+		procs = append(procs, &counted{name: "the core manager", pid: t.core.pid})
+	}
+	if t.apiServer != nil {
+		procs = append(procs, &counted{name: "the API server", pid: t.apiServer})
+	}
+	cpu := func(p *counted) (time.Duration, bool) {
+		pid, err := p.pid()
+		if err != nil {
+			return 0, false
+		}
+		u, err := ReadUsage(pid)
+		return u.CPU, err == nil
+	}
+	for _, p := range procs {
+		p.before, _ = cpu(p)
+	}
+	began := time.Now()
+	return func() string {
+		elapsed := time.Since(began)
+		var parts []string
+		for _, p := range procs {
+			after, ok := cpu(p)
+			if !ok {
+				parts = append(parts, p.name+" could not be read")
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s used %s of CPU (%.0f%% of a core)", p.name, (after - p.before).Round(10*time.Millisecond),
+				100*float64(after-p.before)/float64(elapsed)))
+		}
+		return strings.Join(parts, ", ")
+	}
 }
 
 func usage(c controller) (Usage, error) {
