@@ -27,7 +27,8 @@ const maxSharedTrees = 4096
 // New is the cache transform of an agent writing as fieldManager. It drops
 // other managers' field ownership (only the agent's own tells it that a field
 // it set is no longer wanted) and kubectl's last-applied copy; of the agent's
-// own ownership it keeps engine.OwnedFieldNames, one copy per distinct tree.
+// own ownership of an unstructured object it keeps engine.OwnedFieldNames,
+// one copy per distinct tree, and of a typed one nothing.
 // It also drops what the agent never reads of Cluster API's objects: the
 // conversion webhooks' copy of fields a read version cannot hold, all of a
 // status the engine does not read, and of MachineSets and Machines all of
@@ -109,17 +110,11 @@ func (t *transform) trimUnstructured(obj map[string]any) {
 	}
 }
 
-// trimTyped is the same for the agent's own typed objects, which are few.
+// trimTyped drops all field ownership of the typed objects (Topologies and
+// their classes, a thousand at scale): the agent only ever patches them,
+// with patches computed from two copies, and never applies them.
 func (t *transform) trimTyped(o metav1.Object) {
-	var kept []metav1.ManagedFieldsEntry
-	for _, mf := range o.GetManagedFields() {
-		if mf.Manager == t.fieldManager {
-			kept = append(kept, mf)
-		}
-	}
-	if len(kept) != len(o.GetManagedFields()) {
-		o.SetManagedFields(kept)
-	}
+	o.SetManagedFields(nil)
 	if a := o.GetAnnotations(); a != nil {
 		if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
 			delete(a, corev1.LastAppliedConfigAnnotation)
