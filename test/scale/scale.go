@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -376,7 +377,13 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 	}
 	m.Resync = time.Since(restarted)
 	logf(opts.Log, "%s, N=%d: during the resync, %s", side, opts.N, others())
+	if u, err := usage(*t.measured); err == nil {
+		// The table's peak is the first process's, creation to idle; a
+		// restart reads everything at once and may peak higher.
+		logf(opts.Log, "%s, N=%d: the restarted %s's peak RSS was %d MiB, its CPU %s", side, opts.N, t.measured.name, u.PeakRSS>>20, u.CPU.Round(10*time.Millisecond))
+	}
 	m.ResyncWrites = resynced.Writes()
+	logf(opts.Log, "%s, N=%d: the resync's requests: %s", side, opts.N, byMethod(resynced.RequestsByMethod()))
 	manager := upstreamFieldManager
 	if side == Ours {
 		manager = oursFieldManager
@@ -740,11 +747,23 @@ func (t *target) othersBusy() func() string {
 				parts = append(parts, p.name+" could not be read")
 				continue
 			}
-			parts = append(parts, fmt.Sprintf("%s used %s of CPU (%.0f%% of a core)", p.name, (after - p.before).Round(10*time.Millisecond),
+			parts = append(parts, fmt.Sprintf("%s used %s of CPU (%.0f%% of a core)", p.name, (after-p.before).Round(10*time.Millisecond),
 				100*float64(after-p.before)/float64(elapsed)))
 		}
 		return strings.Join(parts, ", ")
 	}
+}
+
+// byMethod reads "GET 41, PATCH 3", sorted by method.
+func byMethod(counts map[string]float64) string {
+	var parts []string
+	for _, method := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", method, counts[method]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func usage(c controller) (Usage, error) {

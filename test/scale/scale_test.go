@@ -302,3 +302,14 @@ func TestWatchUntil(t *testing.T) {
 		t.Errorf("an error event: %v, want the watch's error", err)
 	}
 }
+
+// TestByMethod: the resync's requests read sorted by method, and "none"
+// when there were none.
+func TestByMethod(t *testing.T) {
+	if got := byMethod(map[string]float64{"PATCH": 3, "GET": 41, "LIST": 12}); got != "GET 41, LIST 12, PATCH 3" {
+		t.Errorf("byMethod = %q", got)
+	}
+	if got := byMethod(nil); got != "none" {
+		t.Errorf("byMethod of nothing = %q, want none", got)
+	}
+}
