@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -19,7 +20,28 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/version"
 )
 
+// gcPercent is the agent's garbage collection target unless GOGC says
+// otherwise. Its heap is mostly its cache, long-lived, and at the default
+// target of 100 the heap grows to twice that between collections: at 1,000
+// Topologies 50 took the peak RSS from 180 to 148 MiB for a fifth more of
+// the agent's CPU (make bench-scale), and memory is what a management
+// cluster's add-ons are limited and evicted by.
+const gcPercent = 50
+
+// setGCPercent applies gcPercent unless the environment set GOGC, and
+// returns the target in force.
+func setGCPercent(lookupEnv func(string) (string, bool)) int {
+	if _, set := lookupEnv("GOGC"); set {
+		current := debug.SetGCPercent(100)
+		debug.SetGCPercent(current)
+		return current
+	}
+	debug.SetGCPercent(gcPercent)
+	return gcPercent
+}
+
 func main() {
+	gc := setGCPercent(os.LookupEnv)
 	opts := agent.Defaults()
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		opts.AgentNamespace = ns
@@ -48,7 +70,7 @@ func main() {
 
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.Level(-verbosity))))
 	log := ctrl.Log.WithName("agent")
-	log.Info("starting", "version", version.Get())
+	log.Info("starting", "version", version.Get(), "gcPercent", gc)
 	if opts.Local {
 		// Out of cluster, nothing outside this machine should reach the
 		// probes or metrics, and the serving key must not sit at a path
