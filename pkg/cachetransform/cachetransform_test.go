@@ -358,18 +358,7 @@ var provisionedStatus = map[string]string{
 // it at 1,000 with idle providers (testdata), and the same cluster with the
 // statuses of one well under way and its Machines.
 func TestTrimmedSameObservation(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "cluster-idle-providers.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var idle []map[string]any
-	if err := json.Unmarshal(data, &idle); err != nil {
-		t.Fatal(err)
-	}
-	var machines []map[string]any
-	if err := json.Unmarshal([]byte(machinesAsServed), &machines); err != nil {
-		t.Fatal(err)
-	}
+	idle, machines := servedCluster(t)
 	var provisioned []map[string]any
 	for _, o := range idle {
 		o = (&unstructured.Unstructured{Object: o}).DeepCopy().Object
@@ -515,24 +504,30 @@ func cached(t *testing.T, out any) *unstructured.Unstructured {
 	return u
 }
 
+// servedCluster is one cluster's objects as Cluster API v1.14 served them at
+// 1,000 with idle providers (testdata), and machinesAsServed, decoded as a
+// client decodes them: whole numbers are int64.
+func servedCluster(t *testing.T) (cluster, machines []map[string]any) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "cluster-idle-providers.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := utiljson.Unmarshal(data, &cluster); err != nil {
+		t.Fatal(err)
+	}
+	if err := utiljson.Unmarshal([]byte(machinesAsServed), &machines); err != nil {
+		t.Fatal(err)
+	}
+	return cluster, machines
+}
+
 // TestCompactRoundTrip: every object of a cluster as Cluster API v1.14
 // served it, Machines and the agent's managed fields included, reads back
 // from the cache exactly as trimmed, with its metadata typed for the
 // informer's indexes and handlers, and each read is a copy of its own.
 func TestCompactRoundTrip(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "cluster-idle-providers.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Decoded as a client decodes them: whole numbers are int64.
-	var objs []map[string]any
-	if err := utiljson.Unmarshal(data, &objs); err != nil {
-		t.Fatal(err)
-	}
-	var machines []map[string]any
-	if err := utiljson.Unmarshal([]byte(machinesAsServed), &machines); err != nil {
-		t.Fatal(err)
-	}
+	objs, machines := servedCluster(t)
 	objs = append(objs, machines...)
 	objs = append(objs, machineDeployment(7).Object)
 	tr := &transform{fieldManager: engine.FieldManager, fields: &sharedFields{trees: map[string]sharedTree{}}, strings: newInterner()}

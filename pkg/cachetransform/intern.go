@@ -56,25 +56,23 @@ func (in *interner) value(v any) any {
 		if len(x) > maxInternedValue {
 			return v
 		}
-		if one, ok := in.values[x]; ok {
-			return one
-		}
-		if len(in.values) >= maxInterned {
-			clear(in.values)
-		}
-		in.values[x] = v
-		return v
+		return oneCopy(in.values, x, v)
 	}
 	return v
 }
 
 func (in *interner) key(k string) string {
-	if one, ok := in.keys[k]; ok {
+	return oneCopy(in.keys, k, k)
+}
+
+// oneCopy is the copy of k's value that table holds, v when it holds none.
+func oneCopy[V any](table map[string]V, k string, v V) V {
+	if one, ok := table[k]; ok {
 		return one
 	}
-	if len(in.keys) >= maxInterned {
-		clear(in.keys)
+	if len(table) >= maxInterned {
+		clear(table)
 	}
-	in.keys[k] = k
-	return k
+	table[k] = v
+	return v
 }
