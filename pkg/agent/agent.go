@@ -184,6 +184,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 		// no requests at all, which matters at a thousand Topologies.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	}
+	// The cache keeps unstructured objects compact (cachetransform.Compact):
+	// read them through the client, whose copy decodes them, never with
+	// UnsafeDisableDeepCopy, which would hand out the compact form.
 	mopts.Cache = cache.Options{DefaultTransform: cachetransform.New(topologycontroller.FieldManager)}
 	if opts.Namespace != "" {
 		mopts.Cache.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
