@@ -331,6 +331,7 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 		return m, err
 	}
 	m.Requests = metrics.Sum("rest_client_requests_total")
+	logf(opts.Log, "%s, N=%d: the %s's requests until idle: %s", side, opts.N, t.measured.name, byMethod(metrics.RequestsByMethod()))
 	if opts.Profile && t.measured.pprof != "" {
 		prof.heap(ctx, t.measured.pprof, t.measured.name)
 	}
