@@ -3,6 +3,7 @@ package scale
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"maps"
 	"math"
@@ -14,9 +15,14 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
@@ -205,7 +211,7 @@ func TestTable(t *testing.T) {
 	upstream := Measurement{Side: Upstream, N: 100, Processes: true, Created: 1500 * time.Millisecond, Reconciled: 28 * time.Second,
 		CreateP50: 3 * time.Millisecond, CreateP99: 12 * time.Millisecond, AdmissionP99: 5 * time.Millisecond,
 		Usage: Usage{PeakRSS: 150 << 20, CPU: 40 * time.Second}, Requests: 9000, Core: Usage{PeakRSS: 150 << 20, CPU: 40 * time.Second}, CoreRequests: 9000,
-		ResyncWrites: 12, Resync: 6 * time.Second}
+		ResyncWrites: 12, Resync: 6 * time.Second, CreateRetries: 3}
 	var out bytes.Buffer
 	Table(&out, "testdata/parity/in-memory", ours, upstream)
 	// Against a user's control plane only the client's figures are known,
@@ -313,3 +319,60 @@ func TestByMethod(t *testing.T) {
 		t.Errorf("byMethod of nothing = %q, want none", got)
 	}
 }
+
+// TestCreateRetrying: a create the API server fails for a while (a webhook
+// call that timed out) is tried again and counted, one found stored by a
+// try that seemed to fail is created, and a refusal or a failure that
+// lasts ends it with the API server's error.
+func TestCreateRetrying(t *testing.T) {
+	timedOut := apierrors.NewInternalError(errors.New(`failed calling webhook "validation.cluster.cluster.x-k8s.io": context deadline exceeded`))
+	refused := apierrors.NewInvalid(schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}, "c", nil)
+	for _, tc := range []struct {
+		name        string
+		failures    []error // one per call, nil stores the object
+		wantRetries int
+		wantErr     error
+		wantStored  bool
+	}{
+		{"stored at once", []error{nil}, 0, nil, true},
+		{"a webhook timed out twice", []error{timedOut, timedOut, nil}, 2, nil, true},
+		{"stored by the try that timed out", []error{errStoredButTimedOut, nil}, 1, nil, true},
+		{"refused", []error{refused}, 0, refused, false},
+		{"failing every time", []error{timedOut, timedOut, timedOut}, 2, timedOut, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			k8s := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					failure := tc.failures[min(calls, len(tc.failures)-1)]
+					calls++
+					if failure == errStoredButTimedOut {
+						_ = c.Create(ctx, obj, opts...)
+						return timedOut
+					}
+					if failure != nil {
+						return failure
+					}
+					return c.Create(ctx, obj, opts...)
+				},
+			}).Build()
+			o := &unstructured.Unstructured{}
+			o.SetAPIVersion("v1")
+			o.SetKind("ConfigMap")
+			o.SetNamespace("scale")
+			o.SetName("c-0000")
+			retries, err := createRetrying(context.Background(), k8s, o, 3, time.Millisecond)
+			if retries != tc.wantRetries || !errors.Is(err, tc.wantErr) {
+				t.Errorf("retries %d, error %v; want %d, %v", retries, err, tc.wantRetries, tc.wantErr)
+			}
+			stored := k8s.Get(context.Background(), client.ObjectKeyFromObject(o), o.DeepCopy()) == nil
+			if stored != tc.wantStored {
+				t.Errorf("stored: %v, want %v", stored, tc.wantStored)
+			}
+		})
+	}
+}
+
+// errStoredButTimedOut marks a call that stores the object and reports a
+// timeout, as a webhook that answers after the client gave up can.
+var errStoredButTimedOut = errors.New("stored, but the client timed out")
