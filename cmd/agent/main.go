@@ -23,9 +23,9 @@ import (
 // gcPercent is the agent's garbage collection target unless GOGC says
 // otherwise. Its heap is mostly its cache, long-lived, and at the default
 // target of 100 the heap grows to twice that between collections: at 1,000
-// Topologies 50 took the peak RSS from 180 to 148 MiB for a fifth more of
-// the agent's CPU (make bench-scale), and memory is what a management
-// cluster's add-ons are limited and evicted by.
+// Topologies 50 took the peak RSS from 176-180 to 148-155 MiB for a tenth
+// to a fifth more of the agent's CPU (make bench-scale), and memory is what
+// a management cluster's add-ons are limited and evicted by.
 const gcPercent = 50
 
 // setGCPercent applies gcPercent unless the environment set GOGC, and
