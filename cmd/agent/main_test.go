@@ -1,8 +1,11 @@
 package main
 
 import (
+	"math"
 	"runtime/debug"
 	"testing"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/components"
 )
 
 // TestSetGCPercent: without GOGC the agent collects at gcPercent; a GOGC
@@ -24,5 +27,48 @@ func TestSetGCPercent(t *testing.T) {
 	}
 	if got := debug.SetGCPercent(100); got != 200 {
 		t.Errorf("with GOGC=200 the runtime's target is %d, want 200", got)
+	}
+}
+
+// TestSetMemoryLimit: the container's limit holds the runtime to nine tenths
+// of it; GOMEMLIMIT wins; a limit that is not a number of bytes is reported
+// and changes nothing.
+func TestSetMemoryLimit(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	env := func(vars map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	}
+	for _, tc := range []struct {
+		name    string
+		vars    map[string]string
+		start   int64
+		want    int64
+		wantErr bool
+	}{
+		{name: "no limit", vars: nil, start: math.MaxInt64, want: math.MaxInt64},
+		{name: "1Gi container", vars: map[string]string{components.MemoryLimitEnv: "1073741824"}, start: math.MaxInt64, want: 966367641},
+		{name: "GOMEMLIMIT wins", vars: map[string]string{"GOMEMLIMIT": "500MiB", components.MemoryLimitEnv: "1073741824"}, start: 500 << 20, want: 500 << 20},
+		{name: "not a number", vars: map[string]string{components.MemoryLimitEnv: "1Gi"}, start: math.MaxInt64, want: math.MaxInt64, wantErr: true},
+		{name: "zero", vars: map[string]string{components.MemoryLimitEnv: "0"}, start: math.MaxInt64, want: math.MaxInt64, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			debug.SetMemoryLimit(tc.start) // what the runtime read from GOMEMLIMIT at start
+			got, err := setMemoryLimit(env(tc.vars))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want error: %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("returned %d, want %d", got, tc.want)
+			}
+			if inForce := debug.SetMemoryLimit(-1); inForce != tc.want {
+				t.Errorf("runtime limit %d, want %d", inForce, tc.want)
+			}
+		})
+	}
+	if got := memoryLimitText(966367641); got != "921MiB" {
+		t.Errorf("memoryLimitText = %q, want 921MiB", got)
+	}
+	if got := memoryLimitText(math.MaxInt64); got != "none" {
+		t.Errorf("memoryLimitText(no limit) = %q, want none", got)
 	}
 }

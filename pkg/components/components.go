@@ -31,6 +31,10 @@ const (
 // ProviderLabelValue is the agent's cluster.x-k8s.io/provider label value.
 const ProviderLabelValue = providerTag
 
+// MemoryLimitEnv is the agent container's variable holding its memory limit
+// in bytes, from the downward API; the agent holds Go's runtime below it.
+const MemoryLimitEnv = "CONTAINER_MEMORY_LIMIT"
+
 // DeploymentName is the agent's Deployment.
 const DeploymentName = "topology-controller-manager"
 
@@ -203,7 +207,10 @@ func components(image string) []runtime.Object {
 							"--webhook-port=9443",
 							"--webhook-cert-dir=" + certDir,
 						},
-						Env: []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
+						Env: []corev1.EnvVar{
+							{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+							{Name: MemoryLimitEnv, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "manager", Resource: "limits.memory", Divisor: resource.MustParse("1")}}},
+						},
 						Ports: []corev1.ContainerPort{
 							{Name: "webhook-server", ContainerPort: 9443, Protocol: corev1.ProtocolTCP},
 							{Name: "metrics", ContainerPort: 8443, Protocol: corev1.ProtocolTCP},

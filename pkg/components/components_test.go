@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -57,6 +58,15 @@ func TestComponentsFollowTheClusterctlContract(t *testing.T) {
 	}
 	if c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() || c.ReadinessProbe == nil || c.LivenessProbe == nil {
 		t.Error("container lacks resource requests/limits or probes")
+	}
+	var memoryLimit *corev1.ResourceFieldSelector
+	for _, e := range c.Env {
+		if e.Name == components.MemoryLimitEnv && e.ValueFrom != nil {
+			memoryLimit = e.ValueFrom.ResourceFieldRef
+		}
+	}
+	if memoryLimit == nil || memoryLimit.Resource != "limits.memory" || memoryLimit.ContainerName != c.Name {
+		t.Errorf("%s is not the container's memory limit from the downward API: %+v", components.MemoryLimitEnv, memoryLimit)
 	}
 	if !bytes.Contains(manifests.Metadata, []byte("contract: v1beta1")) {
 		t.Error("metadata.yaml does not map a release series to contract v1beta1")

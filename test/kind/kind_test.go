@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // The example the test stamps, as a user would from the repository.
@@ -133,6 +135,30 @@ func TestWorkloadClusterLifecycle(t *testing.T) {
 		}
 		t.Logf("no container left %s after the delete", time.Since(begin).Round(time.Second))
 	})
+}
+
+// TestAgentHoldsGoBelowItsMemoryLimit: the installed agent reads its
+// container's memory limit from the downward API and holds Go's runtime to
+// nine tenths of it, as its start-up log says.
+func TestAgentHoldsGoBelowItsMemoryLimit(t *testing.T) {
+	kubectl := filepath.Join(bin, "kubectl")
+	raw := run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", "topology-system", "get", "deployment/topology-controller-manager",
+		"-o", `jsonpath={.spec.template.spec.containers[?(@.name=="manager")].resources.limits.memory}`)
+	limit, err := resource.ParseQuantity(raw)
+	if err != nil {
+		t.Fatalf("the agent's memory limit %q: %v", raw, err)
+	}
+	want := fmt.Sprintf(`"memoryLimit":"%dMiB"`, int64(float64(limit.Value())*0.9)>>20)
+	logs := run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", "topology-system", "logs", "deployment/topology-controller-manager", "-c", "manager", "--tail", "-1")
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, `"msg":"starting"`) {
+			if !strings.Contains(line, want) {
+				t.Errorf("the agent started with %s, want %s (limit %s)", line, want, raw)
+			}
+			return
+		}
+	}
+	t.Fatalf("no start-up line in the agent's log:\n%s", logs)
 }
 
 // podImage is flannel's image, preloaded on every machine: its Debian base
