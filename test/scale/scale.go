@@ -407,22 +407,27 @@ const maxCreateAttempts = 5
 
 // createRetrying creates o, trying again up to attempts times in all while
 // the API server fails it in a way that passes (a webhook call that timed
-// out or failed, a timeout, throttling), waiting backoff longer before each
-// retry, and returns the retries. An object found existing on a retry was
-// stored by the try that seemed to fail.
+// out or failed, a timeout, throttling), the wait doubling from backoff, and
+// returns the retries. An object found existing on a retry was stored by the
+// try that seemed to fail.
 func createRetrying(ctx context.Context, k8s client.Client, o *unstructured.Unstructured, attempts int, backoff time.Duration) (int, error) {
-	for retries := 0; ; retries++ {
-		err := k8s.Create(ctx, o.DeepCopy())
+	tries := 0
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: backoff, Factor: 2, Steps: attempts}, func(ctx context.Context) (bool, error) {
+		tries++
+		last = k8s.Create(ctx, o.DeepCopy())
 		switch {
-		case err == nil, retries > 0 && apierrors.IsAlreadyExists(err):
-			return retries, nil
-		case retries+1 >= attempts || !transient(err):
-			return retries, err
+		case last == nil, tries > 1 && apierrors.IsAlreadyExists(last):
+			return true, nil
+		case transient(last):
+			return false, nil
 		}
-		if err := pause(ctx, time.Duration(retries+1)*backoff); err != nil {
-			return retries, err
-		}
+		return false, last
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		err = last // out of attempts: the API server's own error says why
 	}
+	return tries - 1, err
 }
 
 // transient is true of errors that say the API server could not take a
