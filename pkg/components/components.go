@@ -26,6 +26,9 @@ const (
 	watchNSVar  = `${TOPOLOGY_WATCH_NAMESPACE:=""}`
 	certDir     = "/tmp/k8s-webhook-server/serving-certs"
 	providerTag = "addon-topology"
+	// containerName is the agent's container, "manager" as the clusterctl
+	// contract wants; its memory limit variable names it too.
+	containerName = "manager"
 )
 
 // ProviderLabelValue is the agent's cluster.x-k8s.io/provider label value.
@@ -197,7 +200,7 @@ func components(image string) []runtime.Object {
 					},
 					TerminationGracePeriodSeconds: ptr(int64(10)),
 					Containers: []corev1.Container{{
-						Name:  "manager",
+						Name:  containerName,
 						Image: image,
 						Args: []string{
 							"--namespace=WATCH_NAMESPACE_PLACEHOLDER",
@@ -209,7 +212,7 @@ func components(image string) []runtime.Object {
 						},
 						Env: []corev1.EnvVar{
 							{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-							{Name: MemoryLimitEnv, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "manager", Resource: "limits.memory", Divisor: resource.MustParse("1")}}},
+							{Name: MemoryLimitEnv, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: containerName, Resource: "limits.memory", Divisor: resource.MustParse("1")}}},
 						},
 						Ports: []corev1.ContainerPort{
 							{Name: "webhook-server", ContainerPort: 9443, Protocol: corev1.ProtocolTCP},
