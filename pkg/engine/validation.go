@@ -148,8 +148,9 @@ func validateOp(op v1alpha2.JSONPatch, p *field.Path) field.ErrorList {
 	if !validOps[op.Op] {
 		errs = append(errs, field.NotSupported(p.Child("op"), op.Op, []string{"add", "replace", "remove"}))
 	}
-	if !strings.HasPrefix(op.Path, "/spec/") {
-		errs = append(errs, field.Invalid(p.Child("path"), op.Path, `a patch may only change the spec: the path must start with "/spec/"`))
+	// Upstream's rule is the bare prefix: published classes (CAPV's) add /spec whole.
+	if !strings.HasPrefix(op.Path, "/spec") {
+		errs = append(errs, field.Invalid(p.Child("path"), op.Path, `a patch may only change the spec: the path must start with "/spec"`))
 	}
 	segments := strings.Split(op.Path, "/")
 	for _, s := range segments {

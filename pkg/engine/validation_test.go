@@ -108,7 +108,10 @@ func TestValidateClass(t *testing.T) {
 		{"bad op", func(c *v1alpha2.TopologyClass) { c.Spec.Patches[0].Definitions[0].JSONPatches[0].Op = "move" }, "spec.patches[0].definitions[0].jsonPatches[0].op", "Unsupported"},
 		{"path outside spec", func(c *v1alpha2.TopologyClass) {
 			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/metadata/labels"
-		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "/spec/"},
+		}, "spec.patches[0].definitions[0].jsonPatches[0].path", `must start with "/spec"`},
+		{"add of the whole spec, as CAPV's class does", func(c *v1alpha2.TopologyClass) {
+			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec"
+		}, "", ""},
 		{"add at inner index", func(c *v1alpha2.TopologyClass) {
 			c.Spec.Patches[0].Definitions[0].JSONPatches[0].Path = "/spec/template/spec/list/3"
 		}, "spec.patches[0].definitions[0].jsonPatches[0].path", "index 0"},

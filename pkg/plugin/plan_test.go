@@ -70,6 +70,11 @@ func TestPlanGolden(t *testing.T) {
 	for _, d := range dirs {
 		cases = append(cases, planCase{name: filepath.Base(d) + "-upstream", files: []string{d}})
 	}
+	// Every provider's published class that plans offline (one needs its
+	// extension: TestProviderClassNeedingAnExtension).
+	for _, d := range providerDirs(t) {
+		cases = append(cases, planCase{name: "provider-" + filepath.Base(d), files: []string{d}})
+	}
 	// Upstream v1.14.2's own quick-start class, read from its module, with a
 	// v1beta2 Cluster: planned in v1beta2, as its topology controller writes.
 	cases = append(cases, planCase{name: "quick-start-v1beta2-upstream", files: []string{
@@ -203,7 +208,9 @@ func TestPlanBadInput(t *testing.T) {
 		{"malformed YAML", []string{class, bad("malformed.yaml")}, nil,
 			[]string{"malformed.yaml", "document 1"}},
 		{"unknown field", []string{class, bad("unknown-field.yaml")}, nil,
-			[]string{"Topology default/bad", `unknown field "verison"`}}, //nolint:misspell // the misspelled field is the input
+			[]string{`Warning: Topology default/bad: unknown field "spec.verison" is dropped`, "spec.version: Invalid value"}}, //nolint:misspell // the misspelled field is the input
+		{"unknown field, --strict", []string{class, bad("unknown-field.yaml")}, []string{"--strict"},
+			[]string{"Topology default/bad", `unknown field "spec.verison"`, "leave out --strict"}}, //nolint:misspell // the misspelled field is the input
 		{"several topologies, no --topology", []string{class, bad("two-topologies.yaml")}, nil,
 			[]string{"the input has 2 topologies: default/one, default/two", "--topology NAME"}},
 		{"--topology names no topology", []string{class, topo}, []string{"--topology", "nope"},
@@ -215,7 +222,7 @@ func TestPlanBadInput(t *testing.T) {
 		{"template does not render", []string{bad("template-does-not-render.class"), topo}, nil,
 			[]string{"spec.patches[2].definitions[0].jsonPatches[0]", "template does not render"}},
 		{"class fails validation", []string{bad("path-outside-spec.class"), topo}, nil,
-			[]string{"TopologyClass default/docker-kubeadm is invalid", "spec.patches[5].definitions[0].jsonPatches[0].path", `must start with "/spec/"`}},
+			[]string{"TopologyClass default/docker-kubeadm is invalid", "spec.patches[5].definitions[0].jsonPatches[0].path", `must start with "/spec"`}},
 		{"invalid override", []string{class, bad("invalid-override.yaml")}, nil,
 			[]string{"spec.workers.machineDeployments[0].variables.overrides[maxPods].value", "less than or equal to 250"}},
 		{"no input", nil, nil, []string{"plan needs input"}},
@@ -246,6 +253,44 @@ func TestPlanBadInput(t *testing.T) {
 				t.Errorf("wrote %s on error", dir)
 			}
 		})
+	}
+}
+
+// providerNeedingExtension is the provider class whose patches come from a
+// Runtime SDK extension, so it plans only with that extension given.
+const providerNeedingExtension = "capi-docker-runtimesdk"
+
+// providerDirs are the provider classes of testdata/providers that plan
+// offline, each with one Cluster of it.
+func providerDirs(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob("../../testdata/providers/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range dirs {
+		if info, err := os.Stat(d); err == nil && info.IsDir() && filepath.Base(d) != providerNeedingExtension {
+			out = append(out, d)
+		}
+	}
+	if len(out) < 19 {
+		t.Fatalf("%d provider classes under testdata/providers, want 19", len(out))
+	}
+	return out
+}
+
+// TestProviderClassNeedingAnExtension: the class whose patches an extension
+// generates is refused offline with that extension named and what to do.
+func TestProviderClassNeedingAnExtension(t *testing.T) {
+	stdout, stderr, code := runPlugin(t, "plan", "-f", filepath.Join("../../testdata/providers", providerNeedingExtension))
+	if code != 1 || stdout != "" {
+		t.Fatalf("exit %d, stdout %q; want 1 and nothing printed", code, stdout)
+	}
+	for _, want := range []string{"spec.patches[0]", "extension k8s-upgrade-with-runtimesdk is not in the input", "add its TopologyExtension or ExtensionConfig with -f"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("error %q does not say %q", stderr, want)
+		}
 	}
 }
 
