@@ -23,6 +23,8 @@ type ConvertOptions struct {
 
 	// Filenames to convert.
 	Filenames []string
+	// Strict refuses input fields our types lack instead of dropping them.
+	Strict bool
 
 	printer printers.ResourcePrinter
 	bundle  *bundle.Bundle
@@ -50,6 +52,7 @@ pass through unchanged, so the output can be applied as it is.`,
 		},
 	}
 	cmd.Flags().StringSliceVarP(&o.Filenames, "filename", "f", nil, "Files or directories to convert; - reads standard input")
+	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Refuse input fields the types do not have, as kubectl's --validate=strict does, instead of dropping them with a warning")
 	o.printFlags.AddFlags(cmd)
 	return cmd
 }
@@ -65,7 +68,7 @@ func (o *ConvertOptions) Complete() error {
 		return fmt.Errorf("convert needs input: give upstream ClusterClass and Cluster files with -f")
 	}
 	ns := inputNamespace(o.configFlags)
-	b, err := readBundle(o.Filenames, o.In, o.ErrOut, ns)
+	b, err := readBundle(o.Filenames, o.In, o.ErrOut, ns, o.Strict)
 	o.bundle = b
 	return err
 }

@@ -36,6 +36,7 @@ func TestConvertPlansAsTheUpstreamInput(t *testing.T) {
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no cases under testdata/parity: %v", err)
 	}
+	dirs = append(dirs, providerDirs(t)...)
 	for _, d := range dirs {
 		t.Run(filepath.Base(d), func(t *testing.T) {
 			converted, stderr, code := runPlugin(t, "convert", "-f", d)

@@ -25,9 +25,11 @@ func inputNamespace(flags *genericclioptions.ConfigFlags) string {
 
 // readBundle reads files, directories (their .yaml, .yml and .json files,
 // sorted) and "-" for standard input into one bundle, and warns on errOut of
-// each field converting upstream's v1beta1 objects dropped.
-func readBundle(paths []string, stdin io.Reader, errOut io.Writer, namespace string) (*bundle.Bundle, error) {
+// each field converting upstream's v1beta1 objects dropped and each unknown
+// field dropped; strict refuses unknown fields instead.
+func readBundle(paths []string, stdin io.Reader, errOut io.Writer, namespace string, strict bool) (*bundle.Bundle, error) {
 	b := bundle.New()
+	b.Strict = strict
 	for _, p := range paths {
 		if p == "-" {
 			if err := b.Read(stdin, "<stdin>", namespace); err != nil {

@@ -30,6 +30,8 @@ type GenerateOptions struct {
 	// Class is the TopologyClass; read from Filenames when given, else from the cluster.
 	Class     string
 	Filenames []string
+	// Strict refuses input fields our types lack instead of dropping them.
+	Strict bool
 	// Version is the Kubernetes version.
 	Version string
 	// ControlPlane replicas; -1 leaves them to the class.
@@ -67,6 +69,7 @@ func NewGenerateCommand(flags *genericclioptions.ConfigFlags, streams genericioo
 	cmd.Flags().StringArrayVar(&o.Workers, "worker", nil, "POOL=N or POOL:CLASS=N: a MachineDeployment (or MachinePool) and its replicas; CLASS defaults to POOL")
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "VAR=VALUE: a topology variable; JSON values are taken as JSON")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "yaml", "yaml or json")
+	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Refuse input fields the types do not have, as kubectl's --validate=strict does, instead of dropping them with a warning")
 	return cmd
 }
 
@@ -151,7 +154,7 @@ func (o *GenerateOptions) Run(ctx context.Context) error {
 func (o *GenerateOptions) readClass(ctx context.Context) (*v1alpha2.TopologyClass, string, error) {
 	ns := inputNamespace(o.configFlags)
 	if len(o.Filenames) > 0 {
-		b, err := readBundle(o.Filenames, o.In, o.ErrOut, ns)
+		b, err := readBundle(o.Filenames, o.In, o.ErrOut, ns, o.Strict)
 		if err != nil {
 			return nil, "", err
 		}

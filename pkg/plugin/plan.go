@@ -48,6 +48,8 @@ type PlanOptions struct {
 	// CoreVersion is the Cluster API core version an offline plan writes
 	// objects in; live plans use what the cluster serves.
 	CoreVersion string
+	// Strict refuses input fields our types lack instead of dropping them.
+	Strict bool
 
 	namespace string
 	bundle    *bundle.Bundle
@@ -108,6 +110,7 @@ written in. Providers are taken to follow the same contract.`,
 	cmd.Flags().StringVar(&o.OutputDirectory, "output-directory", "", "Write created/ and modified/ files here, like clusterctl alpha topology plan did")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "Output format: table, yaml or json")
 	cmd.Flags().StringVar(&o.CoreVersion, "cluster-api-version", string(engine.CoreV1Beta2), "Cluster API core version of an offline plan's objects: v1beta2 (Cluster API v1.11 and later) or v1beta1 (v1.10)")
+	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Refuse input fields the types do not have, as kubectl's --validate=strict does, instead of dropping them with a warning")
 	cmd.Flags().Uint64Var(&o.Seed, "random-seed", 0, "Seed for generated name suffixes, for reproducible output")
 	_ = cmd.Flags().MarkHidden("random-seed")
 	return cmd
@@ -122,7 +125,7 @@ func (o *PlanOptions) RunLive(ctx context.Context) error {
 	}
 	ca := live.access
 	if len(o.Filenames) > 0 {
-		b, err := readBundle(o.Filenames, o.In, o.ErrOut, ca.namespace)
+		b, err := readBundle(o.Filenames, o.In, o.ErrOut, ca.namespace, o.Strict)
 		if err != nil {
 			return err
 		}
@@ -174,7 +177,7 @@ func (o *PlanOptions) Complete() error {
 	if len(o.Filenames) == 0 {
 		return fmt.Errorf("plan needs input: give the class, its templates and the topology with -f")
 	}
-	b, err := readBundle(o.Filenames, o.In, o.ErrOut, o.namespace)
+	b, err := readBundle(o.Filenames, o.In, o.ErrOut, o.namespace, o.Strict)
 	if err != nil {
 		return err
 	}

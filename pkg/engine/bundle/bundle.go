@@ -64,8 +64,12 @@ type Bundle struct {
 	Extensions []*v1alpha2.TopologyExtension
 	// Objects are all other objects: templates and existing objects.
 	Objects []*unstructured.Unstructured
-	// Warnings name what converting upstream's v1beta1 objects dropped.
+	// Warnings name what converting upstream's v1beta1 objects dropped, and
+	// each unknown field dropped as the API server prunes it.
 	Warnings []string
+	// Strict refuses an unknown field instead of dropping it with a warning,
+	// as kubectl's --validate=strict does.
+	Strict bool
 }
 
 // Supported apiVersions of upstream's kinds, for the error an unsupported one gets.
@@ -176,12 +180,12 @@ func (b *Bundle) add(obj *unstructured.Unstructured, where, defaultNamespace str
 	switch {
 	case gv.Group == v1alpha2.GroupVersion.Group && obj.GetKind() == v1alpha2.TopologyClassKind:
 		c := &v1alpha2.TopologyClass{}
-		if err := decodeStrict(obj.Object, c); err != nil {
+		if err := b.decode(obj.Object, c, id); err != nil {
 			return fmt.Errorf("%s: %s: %w", where, id, err)
 		}
 		return b.addClass(&Class{TopologyClass: c, Source: where})
 	case gv.Group == ClusterAPIGroup && obj.GetKind() == "ClusterClass":
-		c, warnings, err := ClassFromUpstream(obj)
+		c, warnings, err := classFromUpstream(obj, b.Strict)
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", where, id, err)
 		}
@@ -189,27 +193,28 @@ func (b *Bundle) add(obj *unstructured.Unstructured, where, defaultNamespace str
 		return b.addClass(&Class{TopologyClass: c, Upstream: obj, Source: where})
 	case gv.Group == v1alpha2.GroupVersion.Group && obj.GetKind() == v1alpha2.TopologyKind:
 		t := &v1alpha2.Topology{}
-		if err := decodeStrict(obj.Object, t); err != nil {
+		if err := b.decode(obj.Object, t, id); err != nil {
 			return fmt.Errorf("%s: %s: %w", where, id, err)
 		}
 		b.Topologies = append(b.Topologies, &Topology{Topology: t, Source: where})
 		return nil
 	case gv.Group == v1alpha2.GroupVersion.Group && obj.GetKind() == v1alpha2.TopologyExtensionKind:
 		e := &v1alpha2.TopologyExtension{}
-		if err := decodeStrict(obj.Object, e); err != nil {
+		if err := b.decode(obj.Object, e, id); err != nil {
 			return fmt.Errorf("%s: %s: %w", where, id, err)
 		}
 		e.Namespace = "" // cluster-scoped
 		return b.addExtension(e, where)
 	case gv.Group == RuntimeAPIGroup && obj.GetKind() == "ExtensionConfig":
-		e, err := ExtensionFromUpstream(obj)
+		e, warnings, err := extensionFromUpstream(obj, b.Strict)
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", where, id, err)
 		}
+		b.Warnings = append(b.Warnings, warnings...)
 		return b.addExtension(e, where)
 	case gv.Group == ClusterAPIGroup && obj.GetKind() == "Cluster":
 		if _, has, _ := unstructured.NestedMap(obj.Object, "spec", "topology"); has {
-			t, warnings, err := TopologyFromCluster(obj)
+			t, warnings, err := topologyFromCluster(obj, b.Strict)
 			if err != nil {
 				return fmt.Errorf("%s: %s: %w", where, id, err)
 			}
@@ -270,16 +275,13 @@ func (b *Bundle) Templates() *engine.TemplateIndex {
 	return engine.NewTemplateIndex(b.Objects...)
 }
 
-// decodeStrict decodes into a typed object, rejecting fields the type does not have.
-func decodeStrict(in map[string]any, out any) error {
-	raw, err := json.Marshal(in)
-	if err != nil {
+// decode decodes a whole object of ours into out, keeping the warnings for
+// the fields it drops.
+func (b *Bundle) decode(in map[string]any, out any, id string) error {
+	d := &fieldDecoder{strict: b.Strict}
+	if err := d.decode(in, out, ""); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(out); err != nil {
-		return fmt.Errorf("cannot decode: %w", err)
-	}
+	b.Warnings = append(b.Warnings, d.warnings(id)...)
 	return nil
 }

@@ -86,13 +86,48 @@ func TestReadErrors(t *testing.T) {
 		{"no name", []string{"apiVersion: v1\nkind: ConfigMap\nmetadata: {}"}, "ConfigMap has no metadata.name"},
 		{"bad apiVersion", []string{"apiVersion: a/b/c\nkind: X\nmetadata: {name: x}"}, `apiVersion "a/b/c"`},
 		{"class twice", []string{upstreamClass, upstreamClass}, "class team-a/qs is also defined in input.yaml (document 1)"},
-		{"unknown field", []string{"apiVersion: topology.kubectl-topology.io/v1alpha2\nkind: Topology\nmetadata: {name: t}\nspec: {clas: x}"}, `Topology team-a/t: cannot decode: json: unknown field "clas"`}, //nolint:misspell // the misspelled field is the input
+		{"wrong type", []string{"apiVersion: topology.kubectl-topology.io/v1alpha2\nkind: Topology\nmetadata: {name: t}\nspec: {version: [1]}"}, `Topology team-a/t: cannot decode: json: cannot unmarshal array into Go struct field`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := read(t, c.docs...)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v; want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// An unknown field is dropped with a warning naming its path, as the API
+// server prunes it; strict refuses it instead, naming every such field.
+func TestUnknownFieldsArePrunedOrRefused(t *testing.T) {
+	topology := "apiVersion: topology.kubectl-topology.io/v1alpha2\nkind: Topology\nmetadata: {name: t}\nspec: {clas: x, version: v1.33.0}" //nolint:misspell // the misspelled field is the input
+	class := strings.Replace(upstreamClass, "spec:\n", "spec:\n  machineHealthCheck: {}\n", 1)
+	extension := "apiVersion: runtime.cluster.x-k8s.io/v1alpha1\nkind: ExtensionConfig\nmetadata: {name: theirs}\nspec:\n  clientConfig: {url: https://127.0.0.1:9443}\n  selector: {}"
+	cases := []struct {
+		name, doc, warning, strictError string
+	}{
+		{"ours", topology, `Topology team-a/t: unknown field "spec.clas" is dropped`, `Topology team-a/t: unknown field "spec.clas": remove it, or leave out --strict`}, //nolint:misspell // the misspelled field is the input
+		{"upstream class", class, `ClusterClass team-a/qs: unknown field "spec.machineHealthCheck" is dropped`, `ClusterClass team-a/qs: spec: unknown field "spec.machineHealthCheck"`},
+		{"upstream extension", extension, `ExtensionConfig theirs: unknown field "spec.selector" is dropped`, `ExtensionConfig team-a/theirs: spec: unknown field "spec.selector"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := read(t, tc.doc)
+			if err != nil {
+				t.Fatalf("read: %v; want the field dropped with a warning", err)
+			}
+			if got := strings.Join(b.Warnings, "\n"); !strings.Contains(got, tc.warning) {
+				t.Errorf("warnings %q; want one containing %q", got, tc.warning)
+			}
+			if len(b.Classes)+len(b.Topologies)+len(b.Extensions) != 1 {
+				t.Errorf("read %d classes, %d topologies, %d extensions; want the object read", len(b.Classes), len(b.Topologies), len(b.Extensions))
+			}
+			strict := New()
+			strict.Strict = true
+			err = strict.Read(strings.NewReader(tc.doc), "input.yaml", "team-a")
+			if err == nil || !strings.Contains(err.Error(), tc.strictError) {
+				t.Errorf("strict: error %v; want one containing %q", err, tc.strictError)
 			}
 		})
 	}
@@ -179,7 +214,6 @@ spec:
 		want string
 	}{
 		{[]string{ours, ours}, "input.yaml (document 2): extension ours is given twice; give each extension once"},
-		{[]string{strings.Replace(upstream, "namespaceSelector", "selector", 1)}, `ExtensionConfig team-a/theirs: spec: cannot decode: json: unknown field "selector"`},
 	} {
 		if _, err := read(t, tc.docs...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("got %v; want an error containing %q", err, tc.want)

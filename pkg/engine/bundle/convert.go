@@ -15,19 +15,27 @@ import (
 
 // ClassFromUpstream converts a ClusterClass to a TopologyClass. A v1beta2
 // spec is the same shape; a v1beta1 spec is first converted the way Cluster
-// API converts it, and the warnings name each field that conversion dropped.
+// API converts it. The warnings name each field that conversion dropped and
+// each field our type lacks, dropped as the API server prunes it.
 func ClassFromUpstream(u *unstructured.Unstructured) (*v1alpha2.TopologyClass, []string, error) {
+	return classFromUpstream(u, false)
+}
+
+func classFromUpstream(u *unstructured.Unstructured, strict bool) (*v1alpha2.TopologyClass, []string, error) {
 	spec := &v1alpha2.TopologyClassSpec{}
 	var warnings []string
 	if s, found, _ := unstructured.NestedMap(u.Object, "spec"); found {
+		object := fmt.Sprintf("ClusterClass %s/%s", u.GetNamespace(), u.GetName())
 		if isV1Beta1(u.GetAPIVersion()) {
 			conv := &v1beta1Converter{}
 			conv.ClassSpec(s)
-			warnings = conv.Warnings(fmt.Sprintf("ClusterClass %s/%s", u.GetNamespace(), u.GetName()))
+			warnings = conv.Warnings(object)
 		}
-		if err := decodeStrict(s, spec); err != nil {
+		d := &fieldDecoder{strict: strict}
+		if err := d.decode(s, spec, "spec"); err != nil {
 			return nil, nil, fmt.Errorf("spec: %w", err)
 		}
+		warnings = append(warnings, d.warnings(object)...)
 	}
 	return &v1alpha2.TopologyClass{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: v1alpha2.TopologyClassKind},
@@ -42,10 +50,16 @@ const RuntimeAPIGroup = "runtime.cluster.x-k8s.io"
 // ExtensionFromUpstream converts a runtime.cluster.x-k8s.io ExtensionConfig
 // to a TopologyExtension: the spec is the same shape.
 func ExtensionFromUpstream(u *unstructured.Unstructured) (*v1alpha2.TopologyExtension, error) {
+	e, _, err := extensionFromUpstream(u, false)
+	return e, err
+}
+
+func extensionFromUpstream(u *unstructured.Unstructured, strict bool) (*v1alpha2.TopologyExtension, []string, error) {
 	spec := &v1alpha2.TopologyExtensionSpec{}
+	d := &fieldDecoder{strict: strict}
 	if s, found, _ := unstructured.NestedMap(u.Object, "spec"); found {
-		if err := decodeStrict(s, spec); err != nil {
-			return nil, fmt.Errorf("spec: %w", err)
+		if err := d.decode(s, spec, "spec"); err != nil {
+			return nil, nil, fmt.Errorf("spec: %w", err)
 		}
 	}
 	meta := carriedMeta(u)
@@ -54,13 +68,17 @@ func ExtensionFromUpstream(u *unstructured.Unstructured) (*v1alpha2.TopologyExte
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: v1alpha2.TopologyExtensionKind},
 		ObjectMeta: meta,
 		Spec:       *spec,
-	}, nil
+	}, d.warnings(fmt.Sprintf("ExtensionConfig %s", u.GetName())), nil
 }
 
 // TopologyFromCluster converts a Cluster with spec.topology to a Topology:
 // spec.topology flattened into spec, plus clusterNetwork and paused. A v1beta1
 // topology is converted as ClassFromUpstream converts a v1beta1 class.
 func TopologyFromCluster(u *unstructured.Unstructured) (*v1alpha2.Topology, []string, error) {
+	return topologyFromCluster(u, false)
+}
+
+func topologyFromCluster(u *unstructured.Unstructured, strict bool) (*v1alpha2.Topology, []string, error) {
 	t := &v1alpha2.Topology{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: v1alpha2.TopologyKind},
 		ObjectMeta: carriedMeta(u),
@@ -71,20 +89,23 @@ func TopologyFromCluster(u *unstructured.Unstructured) (*v1alpha2.Topology, []st
 	}
 	topo, _, _ := unstructured.NestedMap(u.Object, "spec", "topology")
 	var warnings []string
+	object := fmt.Sprintf("Cluster %s/%s", u.GetNamespace(), u.GetName())
 	if v1beta1 {
 		conv := &v1beta1Converter{}
 		conv.Topology(topo)
-		warnings = conv.Warnings(fmt.Sprintf("Cluster %s/%s", u.GetNamespace(), u.GetName()))
+		warnings = conv.Warnings(object)
 	}
-	if err := decodeStrict(topo, &t.Spec); err != nil {
+	d := &fieldDecoder{strict: strict}
+	if err := d.decode(topo, &t.Spec, "spec.topology"); err != nil {
 		return nil, nil, fmt.Errorf("spec.topology: %w", err)
 	}
 	if n, found, _ := unstructured.NestedMap(u.Object, "spec", "clusterNetwork"); found {
 		t.Spec.ClusterNetwork = &v1alpha2.ClusterNetwork{}
-		if err := decodeStrict(n, t.Spec.ClusterNetwork); err != nil {
+		if err := d.decode(n, t.Spec.ClusterNetwork, "spec.clusterNetwork"); err != nil {
 			return nil, nil, fmt.Errorf("spec.clusterNetwork: %w", err)
 		}
 	}
+	warnings = append(warnings, d.warnings(object)...)
 	if p, found, _ := unstructured.NestedBool(u.Object, "spec", "paused"); found {
 		t.Spec.Paused = p
 	}
