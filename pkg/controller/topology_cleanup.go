@@ -25,14 +25,7 @@ func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, 
 	if err != nil {
 		return false, err
 	}
-	cls := s.class.Class.Spec
-	clusterLevel := map[string]bool{}
-	if cls.Infrastructure.TemplateRef.IsDefined() {
-		clusterLevel[engine.TrimTemplateSuffix(cls.Infrastructure.TemplateRef.Kind)] = true
-	}
-	if cls.ControlPlane.TemplateRef.IsDefined() {
-		clusterLevel[engine.TrimTemplateSuffix(cls.ControlPlane.TemplateRef.Kind)] = true
-	}
+	clusterLevel := engine.ClusterLevelKinds(s.class.Class)
 	for _, o := range s.live {
 		key := engine.KeyOf(o)
 		if _, want := desired[key]; want || inUse[key] || !o.GetDeletionTimestamp().IsZero() {

@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -16,35 +15,31 @@ import (
 // infrastructure of every MachineDeployment and MachinePool class both
 // define; anything else is a change of provider the clusters cannot follow.
 func ClassesCompatible(current, desired *v1alpha2.TopologyClass) field.ErrorList {
+	// A template may move between templateRef and template: only its group
+	// and kind matter to the clusters.
 	var errs field.ErrorList
-	spec := field.NewPath("spec")
-	cs, ds := current.Spec, desired.Spec
-	errs = append(errs, refsCompatible(cs.Infrastructure.TemplateRef, ds.Infrastructure.TemplateRef, spec.Child("infrastructure", "templateRef"))...)
-	errs = append(errs, refsCompatible(cs.ControlPlane.TemplateRef, ds.ControlPlane.TemplateRef, spec.Child("controlPlane", "templateRef"))...)
-	errs = append(errs, refsCompatible(cs.ControlPlane.MachineInfrastructure.TemplateRef, ds.ControlPlane.MachineInfrastructure.TemplateRef, spec.Child("controlPlane", "machineInfrastructure", "templateRef"))...)
-	for i, d := range ds.Workers.MachineDeployments {
-		for _, c := range cs.Workers.MachineDeployments {
-			if c.Class == d.Class {
-				errs = append(errs, refsCompatible(c.Infrastructure.TemplateRef, d.Infrastructure.TemplateRef, spec.Child("workers", "machineDeployments").Index(i).Child("infrastructure", "templateRef"))...)
-			}
-		}
-	}
-	for i, d := range ds.Workers.MachinePools {
-		for _, c := range cs.Workers.MachinePools {
-			if c.Class == d.Class {
-				errs = append(errs, refsCompatible(c.Infrastructure.TemplateRef, d.Infrastructure.TemplateRef, spec.Child("workers", "machinePools").Index(i).Child("infrastructure", "templateRef"))...)
+	ci, ccp, cmi := classSlots(current)
+	di, dcp, dmi := classSlots(desired)
+	errs = append(errs, slotsCompatible(ci, di)...)
+	errs = append(errs, slotsCompatible(ccp, dcp)...)
+	errs = append(errs, slotsCompatible(cmi, dmi)...)
+	currentWorkers := workerClasses(current)
+	for _, d := range workerClasses(desired) {
+		for _, c := range currentWorkers {
+			if c.deployment == d.deployment && c.name == d.name {
+				errs = append(errs, slotsCompatible(c.infrastructure, d.infrastructure)...)
 			}
 		}
 	}
 	return errs
 }
 
-func refsCompatible(current, desired v1alpha2.ClusterClassTemplateReference, p *field.Path) field.ErrorList {
-	if !current.IsDefined() || !desired.IsDefined() {
-		return nil // a missing reference is the class validation's to report
+func slotsCompatible(current, desired templateSlot) field.ErrorList {
+	if !current.defined() || !desired.defined() {
+		return nil // a missing template is the class validation's to report
 	}
-	cg := schema.FromAPIVersionAndKind(current.APIVersion, current.Kind).GroupKind()
-	dg := schema.FromAPIVersionAndKind(desired.APIVersion, desired.Kind).GroupKind()
+	cg, dg := current.groupKind(), desired.groupKind()
+	p := desired.field()
 	var errs field.ErrorList
 	if cg.Group != dg.Group {
 		errs = append(errs, field.Forbidden(p.Child("apiVersion"), fmt.Sprintf("the API group cannot change from %q to %q: clusters using the class would change provider", cg.Group, dg.Group)))

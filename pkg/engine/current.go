@@ -75,7 +75,7 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 // yet referenced by a Cluster. A restarted agent then reuses them instead of
 // making duplicates, and previews show them as existing.
 func Adopt(s *State, c *v1alpha2.TopologyClass, uid types.UID, objs []*unstructured.Unstructured) {
-	cls := c.Spec
+	infra, controlPlane, cpMachine := classSlots(c)
 	find := func(kind string) *unstructured.Unstructured {
 		for _, o := range objs {
 			if o.GetKind() == kind && OwnedBy(o, uid) {
@@ -84,21 +84,21 @@ func Adopt(s *State, c *v1alpha2.TopologyClass, uid types.UID, objs []*unstructu
 		}
 		return nil
 	}
-	if s.InfrastructureCluster == nil && cls.Infrastructure.TemplateRef.IsDefined() {
-		s.InfrastructureCluster = find(TrimTemplateSuffix(cls.Infrastructure.TemplateRef.Kind))
+	if s.InfrastructureCluster == nil && infra.defined() {
+		s.InfrastructureCluster = find(TrimTemplateSuffix(infra.kind()))
 	}
-	if s.ControlPlane.Object != nil || !cls.ControlPlane.TemplateRef.IsDefined() {
+	if s.ControlPlane.Object != nil || !controlPlane.defined() {
 		return
 	}
-	cp := find(TrimTemplateSuffix(cls.ControlPlane.TemplateRef.Kind))
+	cp := find(TrimTemplateSuffix(controlPlane.kind()))
 	if cp == nil {
 		return
 	}
 	s.ControlPlane.Object = cp
 	name, _ := machineTemplateRef(cp)["name"].(string)
-	if mi := cls.ControlPlane.MachineInfrastructure; mi.TemplateRef.IsDefined() {
+	if cpMachine.defined() {
 		for _, o := range objs {
-			if o.GetName() == name && o.GetKind() == mi.TemplateRef.Kind {
+			if o.GetName() == name && o.GetKind() == cpMachine.kind() {
 				s.ControlPlane.InfrastructureMachineTemplate = o
 			}
 		}

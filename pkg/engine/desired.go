@@ -182,13 +182,20 @@ func SpecPath(d Dialect) *field.Path {
 // resolveTemplates finds every template the class references and the topology uses.
 func (c *computation) resolveTemplates(context.Context) error {
 	var errs field.ErrorList
-	spec := field.NewPath("spec")
-	get := func(ref v1alpha2.ClusterClassTemplateReference, p *field.Path) *unstructured.Unstructured {
+	ns := c.class.Namespace
+	get := func(s templateSlot) *unstructured.Unstructured {
+		if s.inline != nil {
+			t, err := s.inlineObject(ns)
+			if err != nil {
+				errs = append(errs, field.Invalid(s.field().Child("spec"), "", err.Error()))
+			}
+			return t
+		}
+		ref, p := s.ref, s.field()
 		if !ref.IsDefined() {
 			errs = append(errs, field.Required(p, "template reference must be set"))
 			return nil
 		}
-		ns := c.class.Namespace
 		t, ok := c.in.Templates.Get(ref.APIVersion, ref.Kind, ns, ref.Name)
 		if !ok {
 			errs = append(errs, field.NotFound(p, fmt.Sprintf("%s %s/%s", ref.Kind, ns, ref.Name)))
@@ -201,11 +208,11 @@ func (c *computation) resolveTemplates(context.Context) error {
 		}
 		return t
 	}
-	cs := c.class.Spec
-	c.tmpl.infraCluster = get(cs.Infrastructure.TemplateRef, spec.Child("infrastructure", "templateRef"))
-	c.tmpl.controlPlane = get(cs.ControlPlane.TemplateRef, spec.Child("controlPlane", "templateRef"))
-	if cs.ControlPlane.MachineInfrastructure.TemplateRef.IsDefined() {
-		c.tmpl.cpMachineInfra = get(cs.ControlPlane.MachineInfrastructure.TemplateRef, spec.Child("controlPlane", "machineInfrastructure", "templateRef"))
+	infra, controlPlane, cpMachine := classSlots(c.class)
+	c.tmpl.infraCluster = get(infra)
+	c.tmpl.controlPlane = get(controlPlane)
+	if cpMachine.defined() {
+		c.tmpl.cpMachineInfra = get(cpMachine)
 	}
 	c.tmpl.md, c.tmpl.mp = map[string]workerTemplates{}, map[string]workerTemplates{}
 	for _, wc := range workerClasses(c.class) {
@@ -216,8 +223,8 @@ func (c *computation) resolveTemplates(context.Context) error {
 		byClass[wc.name] = workerTemplates{
 			index:          wc.index,
 			metadata:       wc.metadata,
-			bootstrap:      get(wc.bootstrap, wc.path.Child("bootstrap", "templateRef")),
-			infrastructure: get(wc.infrastructure, wc.path.Child("infrastructure", "templateRef")),
+			bootstrap:      get(wc.bootstrap),
+			infrastructure: get(wc.infrastructure),
 		}
 	}
 	if len(errs) > 0 {

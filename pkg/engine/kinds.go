@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"encoding/json"
+	"fmt"
 	"strconv"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -25,29 +29,95 @@ func ClassTemplateRefs(c *v1alpha2.TopologyClass) []TemplateRef {
 }
 
 // VisitTemplateRefs calls visit with every template reference of a class,
-// in place, and the field it is in.
+// in place, and the field it is in; inline templates are not references.
 func VisitTemplateRefs(c *v1alpha2.TopologyClass, visit func(ref *v1alpha2.ClusterClassTemplateReference, field string)) {
-	add := func(ref *v1alpha2.ClusterClassTemplateReference, field string) {
+	visitSlots(c, func(ref *v1alpha2.ClusterClassTemplateReference, _ **v1alpha2.InlineTemplate, field string) {
 		if ref.IsDefined() {
-			visit(ref, field)
+			visit(ref, field+".templateRef")
 		}
-	}
+	})
+}
+
+// visitSlots calls visit with both fields of every template slot of a
+// class, in place, and the slot's field (e.g. spec.controlPlane).
+func visitSlots(c *v1alpha2.TopologyClass, visit func(ref *v1alpha2.ClusterClassTemplateReference, inline **v1alpha2.InlineTemplate, field string)) {
 	s := &c.Spec
-	add(&s.Infrastructure.TemplateRef, "spec.infrastructure.templateRef")
-	add(&s.ControlPlane.TemplateRef, "spec.controlPlane.templateRef")
-	add(&s.ControlPlane.MachineInfrastructure.TemplateRef, "spec.controlPlane.machineInfrastructure.templateRef")
+	visit(&s.Infrastructure.TemplateRef, &s.Infrastructure.Template, "spec.infrastructure")
+	visit(&s.ControlPlane.TemplateRef, &s.ControlPlane.Template, "spec.controlPlane")
+	mi := &s.ControlPlane.MachineInfrastructure
+	visit(&mi.TemplateRef, &mi.Template, "spec.controlPlane.machineInfrastructure")
 	for i := range s.Workers.MachineDeployments {
 		md := &s.Workers.MachineDeployments[i]
 		p := "spec.workers.machineDeployments[" + strconv.Itoa(i) + "]."
-		add(&md.Bootstrap.TemplateRef, p+"bootstrap.templateRef")
-		add(&md.Infrastructure.TemplateRef, p+"infrastructure.templateRef")
+		visit(&md.Bootstrap.TemplateRef, &md.Bootstrap.Template, p+"bootstrap")
+		visit(&md.Infrastructure.TemplateRef, &md.Infrastructure.Template, p+"infrastructure")
 	}
 	for i := range s.Workers.MachinePools {
 		mp := &s.Workers.MachinePools[i]
 		p := "spec.workers.machinePools[" + strconv.Itoa(i) + "]."
-		add(&mp.Bootstrap.TemplateRef, p+"bootstrap.templateRef")
-		add(&mp.Infrastructure.TemplateRef, p+"infrastructure.templateRef")
+		visit(&mp.Bootstrap.TemplateRef, &mp.Bootstrap.Template, p+"bootstrap")
+		visit(&mp.Infrastructure.TemplateRef, &mp.Infrastructure.Template, p+"infrastructure")
 	}
+}
+
+// Inlined is one template InlineTemplates wrote into a class.
+type Inlined struct {
+	// Field is the slot now holding it, e.g. spec.controlPlane.template.
+	Field string
+	// Template is the object that was referenced.
+	Template *unstructured.Unstructured
+}
+
+// InlineTemplates writes into class c, in place, each referenced template
+// that find returns and inline chooses, replacing its templateRef; it
+// returns what it wrote. A reference find cannot resolve stays as it is.
+func InlineTemplates(c *v1alpha2.TopologyClass, find func(ref v1alpha2.ClusterClassTemplateReference) *unstructured.Unstructured, inline func(t *unstructured.Unstructured) (bool, error)) ([]Inlined, error) {
+	var out []Inlined
+	var firstErr error
+	visitSlots(c, func(ref *v1alpha2.ClusterClassTemplateReference, tmpl **v1alpha2.InlineTemplate, field string) {
+		if firstErr != nil || !ref.IsDefined() {
+			return
+		}
+		t := find(*ref)
+		if t == nil {
+			return
+		}
+		ok, err := inline(t)
+		if err != nil {
+			firstErr = fmt.Errorf("%s: %w", field+".templateRef", err)
+			return
+		}
+		if !ok {
+			return
+		}
+		it, err := InlineTemplateOf(t)
+		if err != nil {
+			firstErr = fmt.Errorf("%s: %s %s/%s: %w", field+".templateRef", t.GetKind(), t.GetNamespace(), t.GetName(), err)
+			return
+		}
+		*tmpl, *ref = it, v1alpha2.ClusterClassTemplateReference{}
+		out = append(out, Inlined{Field: field + ".template", Template: t})
+	})
+	return out, firstErr
+}
+
+// InlineTemplateOf is a template object as a class's inline template: its
+// apiVersion, kind, labels, annotations and spec.
+func InlineTemplateOf(t *unstructured.Unstructured) (*v1alpha2.InlineTemplate, error) {
+	spec, _, _ := unstructured.NestedMap(t.Object, "spec")
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &v1alpha2.InlineTemplate{
+		APIVersion: t.GetAPIVersion(),
+		Kind:       t.GetKind(),
+		Metadata:   v1alpha2.ObjectMeta{Labels: t.GetLabels(), Annotations: t.GetAnnotations()},
+		Spec:       apiextensionsv1.JSON{Raw: raw},
+	}, nil
 }
 
 // GeneratedKinds are the kinds of the objects a topology of class c consists
@@ -68,28 +138,38 @@ func GeneratedKinds(c *v1alpha2.TopologyClass, core CoreVersion) []schema.GroupV
 	add(capi("MachineDeployment"))
 	add(capi("MachinePool"))
 	add(capi("MachineHealthCheck"))
-	s := c.Spec
-	fromRef := func(ref v1alpha2.ClusterClassTemplateReference, trim bool) {
-		if !ref.IsDefined() {
+	fromSlot := func(s templateSlot, trim bool) {
+		if !s.defined() {
 			return
 		}
-		gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+		gvk := schema.FromAPIVersionAndKind(s.apiVersion(), s.kind())
 		if trim {
 			gvk.Kind = TrimTemplateSuffix(gvk.Kind)
 		}
 		add(gvk)
 	}
-	fromRef(s.Infrastructure.TemplateRef, true)
-	fromRef(s.ControlPlane.TemplateRef, true)
-	fromRef(s.ControlPlane.MachineInfrastructure.TemplateRef, false)
-	for _, md := range s.Workers.MachineDeployments {
-		fromRef(md.Bootstrap.TemplateRef, false)
-		fromRef(md.Infrastructure.TemplateRef, false)
-	}
-	for _, mp := range s.Workers.MachinePools {
+	infra, controlPlane, cpMachine := classSlots(c)
+	fromSlot(infra, true)
+	fromSlot(controlPlane, true)
+	fromSlot(cpMachine, false)
+	for _, wc := range workerClasses(c) {
 		// A MachinePool gets a bootstrap config and an infrastructure pool, not templates.
-		fromRef(mp.Bootstrap.TemplateRef, true)
-		fromRef(mp.Infrastructure.TemplateRef, true)
+		fromSlot(wc.bootstrap, !wc.deployment)
+		fromSlot(wc.infrastructure, !wc.deployment)
+	}
+	return out
+}
+
+// ClusterLevelKinds are the kinds of the InfrastructureCluster and the
+// control plane a class makes (its templates' kinds less "Template"), whether
+// referenced or inline: objects of these kinds are the Cluster's.
+func ClusterLevelKinds(c *v1alpha2.TopologyClass) map[string]bool {
+	out := map[string]bool{}
+	infra, controlPlane, _ := classSlots(c)
+	for _, s := range []templateSlot{infra, controlPlane} {
+		if s.defined() {
+			out[TrimTemplateSuffix(s.kind())] = true
+		}
 	}
 	return out
 }

@@ -269,7 +269,7 @@ type workerClass struct {
 	index                     int
 	name                      string
 	metadata                  v1alpha2.ObjectMeta
-	bootstrap, infrastructure v1alpha2.ClusterClassTemplateReference
+	bootstrap, infrastructure templateSlot
 	naming                    string
 	path                      *field.Path
 }
@@ -279,16 +279,20 @@ func workerClasses(c *v1alpha2.TopologyClass) []workerClass {
 	var out []workerClass
 	for i := range c.Spec.Workers.MachineDeployments {
 		w := &c.Spec.Workers.MachineDeployments[i]
+		p := field.NewPath("spec", "workers", "machineDeployments").Index(i)
 		wc := workerClass{deployment: true, index: i, name: w.Class, metadata: w.Metadata,
-			bootstrap: w.Bootstrap.TemplateRef, infrastructure: w.Infrastructure.TemplateRef, naming: w.Naming.Template,
-			path: field.NewPath("spec", "workers", "machineDeployments").Index(i)}
+			bootstrap:      slot(c.Name, w.Bootstrap.TemplateRef, w.Bootstrap.Template, p.Child("bootstrap"), "md-"+w.Class+"-bootstrap"),
+			infrastructure: slot(c.Name, w.Infrastructure.TemplateRef, w.Infrastructure.Template, p.Child("infrastructure"), "md-"+w.Class+"-infrastructure"),
+			naming:         w.Naming.Template, path: p}
 		out = append(out, wc)
 	}
 	for i := range c.Spec.Workers.MachinePools {
 		w := &c.Spec.Workers.MachinePools[i]
+		p := field.NewPath("spec", "workers", "machinePools").Index(i)
 		wc := workerClass{index: i, name: w.Class, metadata: w.Metadata,
-			bootstrap: w.Bootstrap.TemplateRef, infrastructure: w.Infrastructure.TemplateRef, naming: w.Naming.Template,
-			path: field.NewPath("spec", "workers", "machinePools").Index(i)}
+			bootstrap:      slot(c.Name, w.Bootstrap.TemplateRef, w.Bootstrap.Template, p.Child("bootstrap"), "mp-"+w.Class+"-bootstrap"),
+			infrastructure: slot(c.Name, w.Infrastructure.TemplateRef, w.Infrastructure.Template, p.Child("infrastructure"), "mp-"+w.Class+"-infrastructure"),
+			naming:         w.Naming.Template, path: p}
 		out = append(out, wc)
 	}
 	return out

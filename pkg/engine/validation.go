@@ -2,12 +2,14 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/blang/semver/v4"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -22,19 +24,14 @@ import (
 func ValidateClass(ctx context.Context, c *v1alpha2.TopologyClass) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
-	requireRef := func(t v1alpha2.ClusterClassTemplateReference, p *field.Path) {
-		if !t.IsDefined() {
-			errs = append(errs, field.Required(p.Child("templateRef"), "template reference must be set"))
-			return
-		}
-		if t.APIVersion == "" || t.Kind == "" || t.Name == "" {
-			errs = append(errs, field.Invalid(p.Child("templateRef"), fmt.Sprintf("%s/%s %s", t.APIVersion, t.Kind, t.Name), "apiVersion, kind and name must all be set"))
-		}
+	infra, controlPlane, cpMachine := classSlots(c)
+	requireRef := func(s templateSlot) {
+		errs = append(errs, validateSlot(s)...)
 	}
-	requireRef(c.Spec.Infrastructure.TemplateRef, spec.Child("infrastructure"))
-	requireRef(c.Spec.ControlPlane.TemplateRef, spec.Child("controlPlane"))
-	if c.Spec.ControlPlane.MachineInfrastructure.TemplateRef.IsDefined() {
-		requireRef(c.Spec.ControlPlane.MachineInfrastructure.TemplateRef, spec.Child("controlPlane", "machineInfrastructure"))
+	requireRef(infra)
+	requireRef(controlPlane)
+	if cpMachine.defined() {
+		requireRef(cpMachine)
 	} else if c.Spec.ControlPlane.HealthCheck.IsDefined() {
 		errs = append(errs, field.Forbidden(spec.Child("controlPlane", "healthCheck"), "a health check needs control plane Machines: set controlPlane.machineInfrastructure"))
 	}
@@ -47,14 +44,39 @@ func ValidateClass(ctx context.Context, c *v1alpha2.TopologyClass) field.ErrorLi
 			errs = append(errs, field.Duplicate(wc.path.Child("class"), wc.name))
 		}
 		seen[wc.deployment][wc.name] = true
-		requireRef(wc.bootstrap, wc.path.Child("bootstrap"))
-		requireRef(wc.infrastructure, wc.path.Child("infrastructure"))
+		requireRef(wc.bootstrap)
+		requireRef(wc.infrastructure)
 		errs = append(errs, validateNamingTemplate(wc.naming, wc.path.Child("naming", "template"))...)
 	}
 	errs = append(errs, validateClassFields(c)...)
 	errs = append(errs, variables.ValidateDefinitions(ctx, c.Spec.Variables, spec.Child("variables"))...)
 	errs = append(errs, validatePatches(c, spec.Child("patches"))...)
 	return errs
+}
+
+// validateSlot checks a slot holds one template: a reference naming
+// apiVersion, kind and name, or an inline template with a template spec.
+func validateSlot(s templateSlot) field.ErrorList {
+	t, in := s.ref, s.inline
+	switch {
+	case !t.IsDefined() && in == nil:
+		return field.ErrorList{field.Required(s.path.Child("templateRef"), "template reference must be set, or the template written inline in template")}
+	case t.IsDefined() && in != nil:
+		return field.ErrorList{field.Forbidden(s.path, "set templateRef or template, not both")}
+	case in != nil:
+		var errs field.ErrorList
+		if _, err := schema.ParseGroupVersion(in.APIVersion); err != nil || in.APIVersion == "" || in.Kind == "" {
+			errs = append(errs, field.Invalid(s.path.Child("template"), fmt.Sprintf("%s %s", in.APIVersion, in.Kind), "apiVersion (group/version) and kind must both be set"))
+		}
+		var spec map[string]any
+		if err := json.Unmarshal(in.Spec.Raw, &spec); err != nil || spec == nil {
+			errs = append(errs, field.Required(s.path.Child("template", "spec"), "the template's spec must be an object, e.g. {template: {spec: {...}}}"))
+		}
+		return errs
+	case t.APIVersion == "" || t.Kind == "" || t.Name == "":
+		return field.ErrorList{field.Invalid(s.path.Child("templateRef"), fmt.Sprintf("%s/%s %s", t.APIVersion, t.Kind, t.Name), "apiVersion, kind and name must all be set")}
+	}
+	return nil
 }
 
 // validateClassFields checks the values a class passes on to generated

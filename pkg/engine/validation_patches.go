@@ -27,20 +27,20 @@ func validateSelector(c *v1alpha2.TopologyClass, s v1alpha2.PatchSelector, p *fi
 	if err != nil || s.APIVersion == "" || s.Kind == "" {
 		return field.ErrorList{field.Invalid(p.Child("apiVersion"), s.APIVersion, "apiVersion and kind must name the kind of template to patch")}
 	}
-	matches := func(ref v1alpha2.ClusterClassTemplateReference) bool {
-		if !ref.IsDefined() {
+	matches := func(t templateSlot) bool {
+		if !t.defined() {
 			return false
 		}
-		rgv, err := schema.ParseGroupVersion(ref.APIVersion)
-		return err == nil && rgv.Group == gv.Group && ref.Kind == s.Kind
+		rgv, err := schema.ParseGroupVersion(t.apiVersion())
+		return err == nil && rgv.Group == gv.Group && t.kind() == s.Kind
 	}
+	infra, controlPlane, cpMachine := classSlots(c)
 	var errs field.ErrorList
-	if m.InfrastructureCluster && !matches(c.Spec.Infrastructure.TemplateRef) {
+	if m.InfrastructureCluster && !matches(infra) {
 		errs = append(errs, field.Invalid(mp.Child("infrastructureCluster"), true, fmt.Sprintf("selects %s %s, but the class's infrastructure template is not of that kind", s.APIVersion, s.Kind)))
 	}
 	if m.ControlPlane {
-		mi := c.Spec.ControlPlane.MachineInfrastructure
-		if !matches(c.Spec.ControlPlane.TemplateRef) && !matches(mi.TemplateRef) {
+		if !matches(controlPlane) && !matches(cpMachine) {
 			errs = append(errs, field.Invalid(mp.Child("controlPlane"), true, fmt.Sprintf("selects %s %s, but neither the control plane template nor its machine infrastructure template is of that kind", s.APIVersion, s.Kind)))
 		}
 	}

@@ -111,9 +111,14 @@ func (r ClusterClassTemplateReference) IsDefined() bool {
 
 // InfrastructureClass is the infrastructure part of a class.
 type InfrastructureClass struct {
-	// templateRef is the InfrastructureClusterTemplate.
-	// +required
+	// templateRef is the InfrastructureClusterTemplate; set it or template.
+	// +optional
 	TemplateRef ClusterClassTemplateReference `json:"templateRef,omitempty,omitzero"`
+
+	// template is the InfrastructureClusterTemplate written into the class,
+	// for a kind the cluster's providers refuse to store; set it or templateRef.
+	// +optional
+	Template *InlineTemplate `json:"template,omitempty"`
 
 	// naming names the generated InfrastructureCluster.
 	// +optional
@@ -136,9 +141,15 @@ type ControlPlaneClass struct {
 	// +optional
 	Metadata ObjectMeta `json:"metadata,omitempty,omitzero"`
 
-	// templateRef is the ControlPlaneTemplate.
-	// +required
+	// templateRef is the ControlPlaneTemplate; set it or template.
+	// +optional
 	TemplateRef ClusterClassTemplateReference `json:"templateRef,omitempty,omitzero"`
+
+	// template is the ControlPlaneTemplate written into the class, for a kind
+	// the cluster's providers refuse to store (KubeadmControlPlaneTemplate with
+	// Cluster API's ClusterTopology gate off); set it or templateRef.
+	// +optional
+	Template *InlineTemplate `json:"template,omitempty"`
 
 	// machineInfrastructure is the InfrastructureMachineTemplate for control plane Machines,
 	// for control plane providers that run Machines.
@@ -175,9 +186,13 @@ type ControlPlaneClass struct {
 
 // MachineInfrastructureTemplate is the InfrastructureMachineTemplate of control plane Machines.
 type MachineInfrastructureTemplate struct {
-	// templateRef is the InfrastructureMachineTemplate.
-	// +required
+	// templateRef is the InfrastructureMachineTemplate; set it or template.
+	// +optional
 	TemplateRef ClusterClassTemplateReference `json:"templateRef,omitempty,omitzero"`
+
+	// template is the InfrastructureMachineTemplate written into the class; set it or templateRef.
+	// +optional
+	Template *InlineTemplate `json:"template,omitempty"`
 }
 
 // ControlPlaneClassHealthCheck is the class's MachineHealthCheck of control plane Machines.
@@ -278,9 +293,47 @@ type MachineDeploymentClass struct {
 
 // TemplateReferenceHolder holds the reference to one template of a worker class.
 type TemplateReferenceHolder struct {
-	// templateRef is the template.
-	// +required
+	// templateRef is the template; set it or template.
+	// +optional
 	TemplateRef ClusterClassTemplateReference `json:"templateRef,omitempty,omitzero"`
+
+	// template is the template written into the class; set it or templateRef.
+	// +optional
+	Template *InlineTemplate `json:"template,omitempty"`
+}
+
+// InlineTemplate is a provider template written into the class instead of
+// referenced: the same apiVersion, kind and spec as the template object, with
+// its labels and annotations. On a stock management cluster the providers
+// refuse to store the template kinds only a ClusterClass uses
+// (KubeadmControlPlaneTemplate, the Docker provider's cluster templates), but
+// they accept the objects made from them; patches select and change an inline
+// template exactly as a referenced one.
+type InlineTemplate struct {
+	// apiVersion of the template, e.g. controlplane.cluster.x-k8s.io/v1beta2.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	APIVersion string `json:"apiVersion"`
+
+	// kind of the template, e.g. KubeadmControlPlaneTemplate.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9]*$`
+	Kind string `json:"kind"`
+
+	// metadata of the template: its labels and annotations.
+	// +optional
+	Metadata ObjectMeta `json:"metadata,omitempty,omitzero"`
+
+	// spec of the template, as the template kind defines it (spec.template.spec
+	// holds what the generated object's spec is made from).
+	// +required
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Spec apiextensionsv1.JSON `json:"spec"`
 }
 
 // MachineDeploymentClassHealthCheck is the class's MachineHealthCheck of a MachineDeployment.
