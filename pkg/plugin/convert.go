@@ -1,15 +1,20 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/bundle"
@@ -25,10 +30,22 @@ type ConvertOptions struct {
 	Filenames []string
 	// Strict refuses input fields our types lack instead of dropping them.
 	Strict bool
+	// Inline says which referenced templates are written into the classes:
+	// refused (those the cluster refuses to store), all, or none.
+	Inline string
 
 	printer printers.ResourcePrinter
 	bundle  *bundle.Bundle
+	// refuses says whether the cluster refuses to store a template, for --inline=refused.
+	refuses func(t *unstructured.Unstructured) (bool, error)
 }
+
+// Values of --inline.
+const (
+	inlineRefused = "refused"
+	inlineAll     = "all"
+	inlineNone    = "none"
+)
 
 // NewConvertCommand returns `convert`.
 func NewConvertCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -36,11 +53,24 @@ func NewConvertCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 	cmd := &cobra.Command{
 		Use:   "convert -f FILE...",
 		Short: "Convert upstream ClusterClass and Cluster YAML to TopologyClass and Topology",
-		Long: `Convert rewrites Cluster API v1beta1 ClusterClasses as TopologyClasses and
-Clusters with spec.topology as Topologies. Provider templates and other objects
-pass through unchanged, so the output can be applied as it is.`,
-		Example: `  kubectl topology convert -f clusterclass.yaml -f cluster.yaml > topology.yaml`,
-		Args:    cobra.NoArgs,
+		Long: `Convert rewrites Cluster API ClusterClasses (v1beta2 or v1beta1) as
+TopologyClasses and Clusters with spec.topology as Topologies. Provider
+templates and other objects pass through unchanged, so the output can be
+applied as it is.
+
+A stock management cluster (Cluster API's ClusterTopology gate off, as
+clusterctl init installs it) refuses to store the template kinds only a
+ClusterClass uses: KubeadmControlPlaneTemplate, the Docker provider's cluster
+templates. --inline=refused (the default) asks the cluster, with a server-side
+dry-run create of each referenced template, and writes those it refuses into
+the class (spec...template) instead; --inline=all and --inline=none decide
+without a cluster.`,
+		Example: `  # For the cluster in the current context: templates it refuses go into the class
+  kubectl topology convert -f clusterclass.yaml -f cluster.yaml > topology.yaml
+
+  # Offline: every template into the class, or none
+  kubectl topology convert --inline=all -f clusterclass.yaml > class.yaml`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Complete(); err != nil {
 				return err
@@ -52,6 +82,7 @@ pass through unchanged, so the output can be applied as it is.`,
 		},
 	}
 	cmd.Flags().StringSliceVarP(&o.Filenames, "filename", "f", nil, "Files or directories to convert; - reads standard input")
+	cmd.Flags().StringVar(&o.Inline, "inline", inlineRefused, "Which referenced templates to write into the class: refused (those the cluster refuses to store, asked with a server-side dry run), all, or none (these two need no cluster)")
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Refuse input fields the types do not have, as kubectl's --validate=strict does, instead of dropping them with a warning")
 	o.printFlags.AddFlags(cmd)
 	return cmd
@@ -70,20 +101,107 @@ func (o *ConvertOptions) Complete() error {
 	ns := inputNamespace(o.configFlags)
 	b, err := readBundle(o.Filenames, o.In, o.ErrOut, ns, o.Strict)
 	o.bundle = b
-	return err
+	if err != nil || o.Inline != inlineRefused || len(b.Classes) == 0 {
+		return err
+	}
+	ca, err := connect(o.configFlags)
+	if err == nil {
+		err = reachable(ca)
+	}
+	if err != nil {
+		return fmt.Errorf("--inline=refused asks the cluster which templates it refuses: %w; offline, give --inline=all or --inline=none", err)
+	}
+	o.refuses = func(t *unstructured.Unstructured) (bool, error) {
+		return templateRefused(context.Background(), ca, t)
+	}
+	return nil
 }
 
-// Validate checks there is something to convert.
+// Validate checks there is something to convert and --inline is known.
 func (o *ConvertOptions) Validate() error {
+	switch o.Inline {
+	case inlineRefused, inlineAll, inlineNone:
+	default:
+		return fmt.Errorf("--inline %q is not supported: use refused, all or none", o.Inline)
+	}
 	if len(o.bundle.Classes) == 0 && len(o.bundle.Topologies) == 0 && len(o.bundle.Objects) == 0 && len(o.bundle.Extensions) == 0 {
 		return fmt.Errorf("the input has no objects")
 	}
 	return nil
 }
 
-// Run prints extensions, classes, then templates and other objects, then
-// topologies.
+// inlineTemplates writes into the classes the templates --inline chooses and
+// says on ErrOut which.
+func (o *ConvertOptions) inlineTemplates() error {
+	var choose func(t *unstructured.Unstructured) (bool, error)
+	switch o.Inline {
+	case inlineNone:
+		return nil
+	case inlineAll:
+		choose = func(*unstructured.Unstructured) (bool, error) { return true, nil }
+	default:
+		choose = o.refuses
+	}
+	lines, err := o.bundle.InlineTemplates(choose)
+	if err != nil {
+		return err
+	}
+	for _, l := range lines {
+		fmt.Fprintf(o.ErrOut, "Inlined: %s\n", l)
+	}
+	return nil
+}
+
+// templateRefused asks the cluster, with a server-side dry-run create, whether
+// it refuses to store template t because a feature gate is off (as Cluster
+// API's providers refuse ClusterClass-only template kinds with ClusterTopology
+// off). Any other refusal is an error naming the template: inlining would not
+// make it valid.
+func templateRefused(ctx context.Context, ca *clusterAccess, t *unstructured.Unstructured) (bool, error) {
+	probe := &unstructured.Unstructured{Object: map[string]any{"spec": t.Object["spec"]}}
+	probe.SetAPIVersion(t.GetAPIVersion())
+	probe.SetKind(t.GetKind())
+	probe.SetNamespace(t.GetNamespace())
+	probe.SetName(t.GetName())
+	probe.SetLabels(t.GetLabels())
+	probe.SetAnnotations(t.GetAnnotations())
+	err := ca.client.Create(ctx, probe, client.DryRunAll)
+	switch {
+	case err == nil, apierrors.IsAlreadyExists(err):
+		return false, nil
+	case refusedByGate(err):
+		return true, nil
+	}
+	return false, fmt.Errorf("%s %s/%s: the cluster refuses it: %w; fix the template, or give --inline=all to write it into the class without asking", t.GetKind(), t.GetNamespace(), t.GetName(), explain(err, ca))
+}
+
+// reachable asks the API server its version, so that an unreachable cluster
+// is said once, not as a refusal of each template.
+func reachable(ca *clusterAccess) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(ca.config)
+	if err == nil {
+		_, err = dc.ServerVersion()
+	}
+	if err != nil {
+		return explain(err, ca)
+	}
+	return nil
+}
+
+// refusedByGate tells a refusal because a feature gate is off, as Cluster
+// API's webhooks word it ("can be set only if the ClusterTopology feature
+// flag is enabled").
+func refusedByGate(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "feature flag") || strings.Contains(msg, "feature gate")
+}
+
+// Run writes the templates --inline chooses into the classes, then prints
+// extensions, classes, templates and other objects, and topologies.
 func (o *ConvertOptions) Run() error {
+	if err := o.inlineTemplates(); err != nil {
+		return err
+	}
 	keys := make([]string, 0, len(o.bundle.Classes))
 	for k := range o.bundle.Classes {
 		keys = append(keys, k)

@@ -3,6 +3,7 @@ package plugin
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -39,7 +40,7 @@ func TestConvertPlansAsTheUpstreamInput(t *testing.T) {
 	dirs = append(dirs, providerDirs(t)...)
 	for _, d := range dirs {
 		t.Run(filepath.Base(d), func(t *testing.T) {
-			converted, stderr, code := runPlugin(t, "convert", "-f", d)
+			converted, stderr, code := runPlugin(t, "convert", "--inline=none", "-f", d)
 			if code != 0 {
 				t.Fatalf("convert failed: %s", stderr)
 			}
@@ -103,7 +104,7 @@ spec:
 	if err := os.WriteFile(in, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := runPlugin(t, "convert", "-f", in, "-f", "../../testdata/parity/docker-kubeadm")
+	stdout, stderr, code := runPlugin(t, "convert", "--inline=none", "-f", in, "-f", "../../testdata/parity/docker-kubeadm")
 	if code != 0 {
 		t.Fatalf("convert failed: %s", stderr)
 	}
@@ -112,5 +113,70 @@ spec:
 		"---\napiVersion: topology.kubectl-topology.io/v1alpha2\nkind: TopologyClass\n"
 	if !strings.HasPrefix(stdout, want) {
 		t.Errorf("convert output begins:\n%s\nwant it to begin:\n%s", stdout[:min(len(stdout), len(want)+200)], want)
+	}
+}
+
+// TestConvertInline: --inline=all writes every referenced template into the
+// class and drops the template objects; the class plans to the same objects
+// as with --inline=none, but for the cloned-from-name annotation. A bad
+// --inline value is refused, and --inline=refused without a cluster says
+// what to give offline.
+func TestConvertInline(t *testing.T) {
+	dir := "../../testdata/parity/in-memory"
+	plans := map[string]map[string]string{}
+	for _, mode := range []string{"all", "none"} {
+		converted, stderr, code := runPlugin(t, "convert", "--inline="+mode, "-f", dir)
+		if code != 0 {
+			t.Fatalf("convert --inline=%s failed: %s", mode, stderr)
+		}
+		kinds := map[string]int{}
+		for _, m := range regexp.MustCompile(`(?m)^kind: (\w+)$`).FindAllStringSubmatch(converted, -1) {
+			kinds[m[1]]++
+		}
+		switch mode {
+		case "all":
+			if len(kinds) != 2 || kinds["TopologyClass"] != 1 || kinds["Topology"] != 1 {
+				t.Errorf("--inline=all printed %v; want the class and the topology only", kinds)
+			}
+			for _, want := range []string{
+				"Inlined: KubeadmControlPlaneTemplate default/in-memory-control-plane is written into class default/in-memory as spec.controlPlane.template",
+				"Inlined: DevClusterTemplate default/in-memory-cluster is written into class default/in-memory as spec.infrastructure.template",
+			} {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr %q does not say %q", stderr, want)
+				}
+			}
+		case "none":
+			if kinds["KubeadmControlPlaneTemplate"] != 1 || kinds["DevMachineTemplate"] != 2 || stderr != "" {
+				t.Errorf("--inline=none printed %v and said %q; want every template as it was, and nothing said", kinds, stderr)
+			}
+		}
+		file := filepath.Join(t.TempDir(), "converted.yaml")
+		if err := os.WriteFile(file, []byte(converted), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := t.TempDir()
+		if _, stderr, code := runPlugin(t, "plan", "--random-seed", "42", "-f", file, "--output-directory", out); code != 0 {
+			t.Fatalf("plan of --inline=%s failed: %s", mode, stderr)
+		}
+		plans[mode] = readTree(t, out)
+	}
+	if len(plans["all"]) != len(plans["none"]) {
+		t.Fatalf("%d files planned from the inline class, %d from the referencing one", len(plans["all"]), len(plans["none"]))
+	}
+	cloned := regexp.MustCompile(`(?m)^(\s+cluster\.x-k8s\.io/cloned-from-name:).*$`)
+	for rel, ref := range plans["none"] {
+		a, b := cloned.ReplaceAllString(plans["all"][rel], "$1"), cloned.ReplaceAllString(ref, "$1")
+		if a != b {
+			t.Errorf("%s differs between the inline and the referencing class:\n--- inline\n%s\n--- referenced\n%s", rel, a, b)
+		}
+	}
+
+	if _, stderr, code := runPlugin(t, "convert", "--inline=some", "-f", dir); code != 1 || !strings.Contains(stderr, `--inline "some" is not supported: use refused, all or none`) {
+		t.Errorf("--inline=some: exit %d, %q; want it refused with the choices", code, stderr)
+	}
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+	if _, stderr, code := runPlugin(t, "convert", "-f", dir); code != 1 || !strings.Contains(stderr, "offline, give --inline=all or --inline=none") {
+		t.Errorf("--inline=refused with no cluster: exit %d, %q; want it refused saying what to give offline", code, stderr)
 	}
 }

@@ -285,3 +285,51 @@ func (b *Bundle) decode(in map[string]any, out any, id string) error {
 	b.Warnings = append(b.Warnings, d.warnings(id)...)
 	return nil
 }
+
+// InlineTemplates writes into every class the referenced templates inline
+// chooses (engine.InlineTemplates) and drops from Objects each template so
+// written that no class references any more. It returns one line per template
+// written, naming the class and field, in class order.
+func (b *Bundle) InlineTemplates(inline func(t *unstructured.Unstructured) (bool, error)) ([]string, error) {
+	index := engine.NewTemplateIndex(b.Objects...)
+	keys := make([]string, 0, len(b.Classes))
+	for k := range b.Classes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var lines []string
+	written := map[*unstructured.Unstructured]bool{}
+	for _, k := range keys {
+		c := b.Classes[k]
+		find := func(ref v1alpha2.ClusterClassTemplateReference) *unstructured.Unstructured {
+			t, _ := index.Get(ref.APIVersion, ref.Kind, c.Namespace, ref.Name)
+			return t
+		}
+		done, err := engine.InlineTemplates(c.TopologyClass, find, inline)
+		if err != nil {
+			return nil, fmt.Errorf("class %s: %w", k, err)
+		}
+		for _, d := range done {
+			written[d.Template] = true
+			lines = append(lines, fmt.Sprintf("%s %s/%s is written into class %s as %s", d.Template.GetKind(), d.Template.GetNamespace(), d.Template.GetName(), k, d.Field))
+		}
+	}
+	// A template another class still references stays for it.
+	referenced := map[*unstructured.Unstructured]bool{}
+	for _, c := range b.Classes {
+		for _, ref := range engine.ClassTemplateRefs(c.TopologyClass) {
+			if t, ok := index.Get(ref.APIVersion, ref.Kind, ref.Namespace, ref.Name); ok {
+				referenced[t] = true
+			}
+		}
+	}
+	kept := b.Objects[:0]
+	for _, o := range b.Objects {
+		if written[o] && !referenced[o] {
+			continue
+		}
+		kept = append(kept, o)
+	}
+	b.Objects = kept
+	return lines, nil
+}
