@@ -62,14 +62,13 @@ install_providers() {
 	# certificates, which the running webhooks serve only a while later.
 	local rendered; rendered=$state/providers-$(echo "${images[*]}" | sha256sum | cut -c1-12).yaml
 	if [[ ! -s $rendered ]]; then
-		# The core manager's ClusterTopology gate stays off: the agent is the
-		# topology controller. The providers' gates are on, or their webhooks
-		# refuse the template kinds a class is made of.
-		(cd "$root" && go run ./hack/kind/providers -kubectl "$kubectl" "${images[@]}" -var CLUSTER_TOPOLOGY=false \
-			"$capi/core/config/default" &&
-			go run ./hack/kind/providers -kubectl "$kubectl" "${images[@]}" -var CLUSTER_TOPOLOGY=true \
-				"$capi/bootstrap/kubeadm/config/default" "$capi/controlplane/kubeadm/config/default" \
-				"$test/infrastructure/docker/config/default") >"$rendered.tmp"
+		# Stock, as clusterctl init installs them: every feature gate at its
+		# default (ClusterTopology off), so the agent is the topology
+		# controller and a class holds inline the template kinds the
+		# providers then refuse (examples/kind/class.yaml).
+		(cd "$root" && go run ./hack/kind/providers -kubectl "$kubectl" "${images[@]}" \
+			"$capi/core/config/default" "$capi/bootstrap/kubeadm/config/default" "$capi/controlplane/kubeadm/config/default" \
+			"$test/infrastructure/docker/config/default") >"$rendered.tmp"
 		mv "$rendered.tmp" "$rendered"
 	fi
 	k apply --server-side --force-conflicts -f "$rendered" >/dev/null

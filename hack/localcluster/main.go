@@ -33,7 +33,7 @@ func run() error {
 	peerPort := fs.Int("etcd-peer-port", 12380, "etcd peer port on 127.0.0.1")
 	kcmPort := fs.Int("controller-manager-port", 10357, "kube-controller-manager port on 127.0.0.1")
 	providers := fs.Bool("providers", true, "run Cluster API "+localcluster.ProvidersVersion+"'s managers (core, kubeadm, the Docker provider with its in-memory backend) with their CRDs; false installs Cluster API "+localcluster.ClusterAPIVersion+"'s CRDs and runs no provider")
-	clusterTopology := fs.Bool("cluster-topology", false, "turn on the core manager's ClusterTopology feature gate (upstream's own topology controller, for comparisons)")
+	clusterTopology := fs.Bool("cluster-topology", false, "turn on every provider's ClusterTopology feature gate (upstream's own topology controller, for comparisons); off, they run stock, as clusterctl init installs them")
 	var files []string
 	fs.Func("f", "YAML file or directory to apply (apply only; repeatable)", func(v string) error { files = append(files, v); return nil })
 	if len(os.Args) < 2 {
@@ -63,6 +63,11 @@ func run() error {
 		what := "Cluster API " + localcluster.ProvidersVersion + " running"
 		if *providers {
 			opts.Providers = localcluster.ClusterAPIProviders(*clusterTopology)
+			if stock, gate := localcluster.Stock(opts.Providers); stock {
+				what += ", stock: every feature gate at its default, as clusterctl init installs them"
+			} else {
+				what += ", with " + gate + " for upstream's side of a comparison"
+			}
 		} else {
 			dirs, err := localcluster.ClusterAPICRDDirs(ctx)
 			if err != nil {

@@ -50,6 +50,8 @@ type Cluster struct {
 	// Config is the admin REST config.
 	Config *rest.Config
 	procs  []*component
+	// lock is the fixed ports' lock a test suite holds while its providers run.
+	lock *os.File
 }
 
 // Component names, also used for log and pid files.

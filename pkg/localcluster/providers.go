@@ -66,20 +66,40 @@ const CoreProviderName = "capi-core"
 // in-memory backend fakes machines and serves a fake API server for each
 // workload cluster on 127.0.0.1.
 //
-// The core manager's ClusterTopology gate is what topologyGate says: off, as
-// in stock Cluster API, leaves the agent the only topology controller. The
-// providers' gates are on: their webhooks refuse template kinds (e.g.
-// KubeadmControlPlaneTemplate) unless it is, and a class is made of templates.
+// Without topologyGate they run stock, as `clusterctl init` installs them:
+// no feature gate changed, so the agent is the only topology controller and
+// the providers refuse the template kinds only a ClusterClass uses (a class
+// holds those inline). topologyGate turns ClusterTopology on in every one of
+// them, for the upstream side of a comparison: upstream's own topology
+// controller, and the webhooks that then store those template kinds.
 func ClusterAPIProviders(topologyGate bool) []Provider {
-	templates := "--feature-gates=ClusterTopology=true"
-	return []Provider{
-		{Name: CoreProviderName, Label: "cluster-api", Module: "sigs.k8s.io/cluster-api", Path: "core",
-			Args: []string{"--feature-gates=ClusterTopology=" + strconv.FormatBool(topologyGate)}},
-		{Name: "capi-kubeadm-bootstrap", Label: "bootstrap-kubeadm", Module: "sigs.k8s.io/cluster-api", Path: "bootstrap/kubeadm", Args: []string{templates}},
-		{Name: "capi-kubeadm-control-plane", Label: "control-plane-kubeadm", Module: "sigs.k8s.io/cluster-api", Path: "controlplane/kubeadm", Args: []string{templates}},
-		{Name: "capi-docker", Label: "infrastructure-docker", Module: "sigs.k8s.io/cluster-api/test", Path: "infrastructure/docker",
-			Args: []string{templates}, Env: []string{"POD_IP=127.0.0.1"}, FixedPorts: []int{inMemoryMuxPort}},
+	var gates []string
+	if topologyGate {
+		gates = []string{FeatureGatesFlag + "=ClusterTopology=true"}
 	}
+	return []Provider{
+		{Name: CoreProviderName, Label: "cluster-api", Module: "sigs.k8s.io/cluster-api", Path: "core", Args: gates},
+		{Name: "capi-kubeadm-bootstrap", Label: "bootstrap-kubeadm", Module: "sigs.k8s.io/cluster-api", Path: "bootstrap/kubeadm", Args: gates},
+		{Name: "capi-kubeadm-control-plane", Label: "control-plane-kubeadm", Module: "sigs.k8s.io/cluster-api", Path: "controlplane/kubeadm", Args: gates},
+		{Name: "capi-docker", Label: "infrastructure-docker", Module: "sigs.k8s.io/cluster-api/test", Path: "infrastructure/docker",
+			Args: gates, Env: []string{"POD_IP=127.0.0.1"}, FixedPorts: []int{inMemoryMuxPort}},
+	}
+}
+
+// FeatureGatesFlag is the managers' flag for feature gates.
+const FeatureGatesFlag = "--feature-gates"
+
+// Stock tells whether providers run as `clusterctl init` installs them: no
+// feature gate flag on any; otherwise it names the first that has one.
+func Stock(providers []Provider) (bool, string) {
+	for _, p := range providers {
+		for _, a := range p.Args {
+			if strings.HasPrefix(a, FeatureGatesFlag) {
+				return false, p.Name + " " + a
+			}
+		}
+	}
+	return true, ""
 }
 
 // providerConfig is where a provider's config/ is in the module cache.

@@ -2,11 +2,14 @@ package localcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/process"
@@ -74,5 +77,50 @@ func TestProviderPortTaken(t *testing.T) {
 	}
 	if names, _ := filepath.Glob(filepath.Join(dir, "*.pid")); len(names) > 0 {
 		t.Errorf("pid files left: %v", names)
+	}
+}
+
+// TestProvidersStockUnlessComparing: every environment but the upstream side
+// of a comparison runs the providers as clusterctl init installs them, no
+// feature gate changed; the upstream side turns ClusterTopology on in each,
+// since its webhooks refuse a ClusterClass's template kinds otherwise.
+func TestProvidersStockUnlessComparing(t *testing.T) {
+	stock := ClusterAPIProviders(false)
+	if ok, gate := Stock(stock); !ok {
+		t.Errorf("the stock providers change a gate: %s", gate)
+	}
+	upstream := ClusterAPIProviders(true)
+	if ok, _ := Stock(upstream); ok {
+		t.Error("the upstream side's providers run with no gate, so upstream's topology controller is off")
+	}
+	for i, p := range upstream {
+		if !slices.Equal(p.Args, []string{"--feature-gates=ClusterTopology=true"}) {
+			t.Errorf("%s runs with %v on the upstream side, want ClusterTopology on and nothing else", p.Name, p.Args)
+		}
+		if p.Name != stock[i].Name || len(stock[i].Args) != 0 {
+			t.Errorf("stock %s runs with %v, want no flag beyond the defaults", stock[i].Name, stock[i].Args)
+		}
+	}
+}
+
+// TestSuitesWithProvidersTakeTurns: the lock of the providers' fixed ports
+// is held by one suite at a time (flock is per open file, so a second open
+// here is another suite), and the next one gets it once released.
+func TestSuitesWithProvidersTakeTurns(t *testing.T) {
+	first, err := lockFixedPorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := os.OpenFile(first.Name(), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); !errors.Is(err, syscall.EWOULDBLOCK) {
+		t.Fatalf("another suite could lock while the first held it: %v", err)
+	}
+	unlock(first)
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("another suite could not lock once the first released it: %v", err)
 	}
 }

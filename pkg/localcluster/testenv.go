@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // BinDirEnv names the directory of the control-plane binaries for tests;
@@ -64,23 +65,79 @@ func startForTests(ctx context.Context, providers []Provider) (*Cluster, error) 
 		}
 		crdDirs = append(dirs, crdDirs...)
 	}
+	// Suites with providers take turns: the in-memory backend's port is
+	// fixed, so two at once would refuse each other.
+	var lock *os.File
+	if needsFixedPorts(providers) {
+		if lock, err = lockFixedPorts(); err != nil {
+			return nil, err
+		}
+	}
 	dir, err := os.MkdirTemp("", "kubectl-topology-local-")
 	if err != nil {
+		unlock(lock)
 		return nil, err
 	}
 	c, err := Start(ctx, Options{Dir: dir, BinDir: bin, CRDDirs: crdDirs, Providers: providers})
 	if err != nil {
 		_ = os.RemoveAll(dir)
+		unlock(lock)
 		return nil, fmt.Errorf("starting the local control plane (binaries from %s; `make control-plane-bins capi-bins` builds them): %w", bin, err)
+	}
+	c.lock = lock
+	stock, gate := Stock(providers)
+	switch {
+	case len(providers) == 0:
+	case stock:
+		fmt.Fprintf(os.Stderr, "local control plane: Cluster API %s providers stock (every feature gate at its default, as clusterctl init installs them)\n", ProvidersVersion)
+	default:
+		fmt.Fprintf(os.Stderr, "local control plane: Cluster API %s providers with a gate turned on for upstream's side (%s)\n", ProvidersVersion, gate)
 	}
 	return c, nil
 }
 
-// Cleanup stops the control plane and removes its directory.
+// needsFixedPorts tells whether any provider listens on a port no flag moves.
+func needsFixedPorts(providers []Provider) bool {
+	for _, p := range providers {
+		if len(p.FixedPorts) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// lockFixedPorts waits for the machine-wide lock of the providers' fixed
+// ports, held until Cleanup (or until this process ends).
+func lockFixedPorts() (*os.File, error) {
+	path := filepath.Join(os.TempDir(), "kubectl-topology-fixed-ports.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		fmt.Fprintf(os.Stderr, "local control plane: waiting for another test suite's providers to stop (%s)\n", path)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+	}
+	return f, nil
+}
+
+func unlock(f *os.File) {
+	if f != nil {
+		_ = f.Close() // closing releases the flock
+	}
+}
+
+// Cleanup stops the control plane, removes its directory and lets the next
+// suite with providers start.
 func (c *Cluster) Cleanup() error {
 	err := c.Stop()
 	if rmErr := os.RemoveAll(c.opts.Dir); err == nil {
 		err = rmErr
 	}
+	unlock(c.lock)
+	c.lock = nil
 	return err
 }
