@@ -301,7 +301,7 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 	if err := er.SetupWithManager(a.mgr, copts); err != nil {
 		return err
 	}
-	topologywebhook.Register(a.webhook, a.mgr.GetScheme(), a.mgr.GetClient(), a.mgr.GetAPIReader(), classes)
+	topologywebhook.Register(a.webhook, a.mgr.GetScheme(), a.mgr.GetClient(), a.mgr.GetAPIReader(), a.mgr.GetClient(), classes)
 	return nil
 }
 

@@ -4,20 +4,18 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/discovery"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/bundle"
+	"github.com/kubectl-topology/kubectl-topology/pkg/templateprobe"
 )
 
 // ConvertOptions are the inputs of `convert`.
@@ -152,27 +150,15 @@ func (o *ConvertOptions) inlineTemplates() error {
 	return nil
 }
 
-// templateRefused asks the cluster, with a server-side dry-run create, whether
-// it refuses to store template t because a feature gate is off (as Cluster
-// API's providers refuse ClusterClass-only template kinds with ClusterTopology
-// off). Any other refusal is an error naming the template: inlining would not
-// make it valid.
+// templateRefused asks the cluster whether it refuses to store template t
+// because a feature gate is off. Any other refusal is an error naming the
+// template: inlining would not make it valid.
 func templateRefused(ctx context.Context, ca *clusterAccess, t *unstructured.Unstructured) (bool, error) {
-	probe := &unstructured.Unstructured{Object: map[string]any{"spec": t.Object["spec"]}}
-	probe.SetAPIVersion(t.GetAPIVersion())
-	probe.SetKind(t.GetKind())
-	probe.SetNamespace(t.GetNamespace())
-	probe.SetName(t.GetName())
-	probe.SetLabels(t.GetLabels())
-	probe.SetAnnotations(t.GetAnnotations())
-	err := ca.client.Create(ctx, probe, client.DryRunAll)
-	switch {
-	case err == nil, apierrors.IsAlreadyExists(err):
-		return false, nil
-	case refusedByGate(err):
-		return true, nil
+	refusal, err := templateprobe.Probe(ctx, ca.client, t)
+	if err != nil {
+		return false, fmt.Errorf("%s %s/%s: the cluster refuses it: %w; fix the template, or give --inline=all to write it into the class without asking", t.GetKind(), t.GetNamespace(), t.GetName(), explain(err, ca))
 	}
-	return false, fmt.Errorf("%s %s/%s: the cluster refuses it: %w; fix the template, or give --inline=all to write it into the class without asking", t.GetKind(), t.GetNamespace(), t.GetName(), explain(err, ca))
+	return refusal != nil, nil
 }
 
 // reachable asks the API server its version, so that an unreachable cluster
@@ -186,14 +172,6 @@ func reachable(ca *clusterAccess) error {
 		return explain(err, ca)
 	}
 	return nil
-}
-
-// refusedByGate tells a refusal because a feature gate is off, as Cluster
-// API's webhooks word it ("can be set only if the ClusterTopology feature
-// flag is enabled").
-func refusedByGate(err error) bool {
-	msg := strings.ToLower(err.Error())
-	return strings.Contains(msg, "feature flag") || strings.Contains(msg, "feature gate")
 }
 
 // Run writes the templates --inline chooses into the classes, then prints

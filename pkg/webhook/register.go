@@ -30,15 +30,17 @@ const (
 // Register serves the webhooks on srv. They read through cached, the
 // agent's cache (which indexes Topologies by class, see
 // v1alpha2.ClassKeyField); uncached is only asked for a class the cache does
-// not have yet, so that a class created just before its Topology is used.
-func Register(srv webhook.Server, scheme *runtime.Scheme, cached, uncached client.Reader, classes *engine.ClassCache) {
+// not have yet, so that a class created just before its Topology is used,
+// and for a template a class references, which writer then asks the
+// cluster whether it would store (a dry run).
+func Register(srv webhook.Server, scheme *runtime.Scheme, cached, uncached client.Reader, writer client.Client, classes *engine.ClassCache) {
 	r := classReader{cached: cached, uncached: uncached}
 	t := &Topology{classes: r, Classes: classes}
 	topology := v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyKind).GroupKind()
 	class := v1alpha2.GroupVersion.WithKind("TopologyClass").GroupKind()
 	srv.Register(TopologyDefaultPath, guarded(admission.WithDefaulter[*v1alpha2.Topology](scheme, t), topology, typeOfTopology, true))
 	srv.Register(TopologyValidatePath, guarded(admission.WithValidator[*v1alpha2.Topology](scheme, t), topology, typeOfTopology, false))
-	srv.Register(TopologyClassValidatePath, guarded(admission.WithValidator[*v1alpha2.TopologyClass](scheme, &TopologyClass{Client: cached}), class, reflect.TypeFor[v1alpha2.TopologyClass](), false))
+	srv.Register(TopologyClassValidatePath, guarded(admission.WithValidator[*v1alpha2.TopologyClass](scheme, &TopologyClass{Client: cached, Templates: &TemplateStore{Reader: uncached, Writer: writer}}), class, reflect.TypeFor[v1alpha2.TopologyClass](), false))
 }
 
 var typeOfTopology = reflect.TypeFor[v1alpha2.Topology]()

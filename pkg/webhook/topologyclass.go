@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/templateprobe"
 )
 
 // TopologyClass validates classes, and that a change keeps every Topology
@@ -20,6 +24,17 @@ type TopologyClass struct {
 	// Client lists the topologies of a class; it must index them by
 	// v1alpha2.ClassKeyField, as the agent's cache does.
 	Client client.Reader
+	// Templates asks the cluster whether it stores a referenced template
+	// kind; nil skips the question.
+	Templates *TemplateStore
+}
+
+// TemplateStore reads referenced templates from the API server (Reader) and,
+// for one that is not there, asks with a dry-run create (Writer) whether the
+// cluster's providers refuse to store its kind.
+type TemplateStore struct {
+	Reader client.Reader
+	Writer client.Client
 }
 
 var _ admission.Validator[*v1alpha2.TopologyClass] = &TopologyClass{}
@@ -29,7 +44,54 @@ func (w *TopologyClass) ValidateCreate(ctx context.Context, c *v1alpha2.Topology
 	if errs := engine.ValidateClass(ctx, c); len(errs) > 0 {
 		return nil, invalidClass(c, errs)
 	}
+	if errs := w.Templates.refused(ctx, c); len(errs) > 0 {
+		return nil, invalidClass(c, errs)
+	}
 	return nil, nil
+}
+
+// refused names each template the class references that is not there and
+// whose kind the cluster's providers refuse to store, with the fix: a stock
+// cluster refuses KubeadmControlPlaneTemplate, and a class referencing one
+// would never get its cluster made.
+func (s *TemplateStore) refused(ctx context.Context, c *v1alpha2.TopologyClass) field.ErrorList {
+	if s == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, ref := range engine.ClassTemplateRefs(c) {
+		there := &unstructured.Unstructured{}
+		there.SetAPIVersion(ref.APIVersion)
+		there.SetKind(ref.Kind)
+		if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, there); !apierrors.IsNotFound(err) {
+			continue // there, or unknown: the class's conditions say which
+		}
+		probe := templateprobe.Minimal(ctx, s.Writer, ref.APIVersion, ref.Kind, ref.Namespace, ref.Name)
+		refusal, err := templateprobe.Probe(ctx, s.Writer, probe)
+		if err != nil || refusal == nil {
+			continue
+		}
+		slot := strings.TrimSuffix(ref.Field, ".templateRef")
+		errs = append(errs, field.Forbidden(fieldPath(ref.Field), fmt.Sprintf("%s; write the template into the class as %s.template instead (kubectl topology convert --inline=refused does it for the cluster in the current context)", refusal.Error(), slot)))
+	}
+	return errs
+}
+
+// fieldPath turns "spec.workers.machineDeployments[0].bootstrap.templateRef"
+// into a field path that prints the same.
+func fieldPath(p string) *field.Path {
+	parts := strings.Split(p, ".")
+	out := field.NewPath(parts[0])
+	for _, part := range parts[1:] {
+		name, index, ok := strings.Cut(part, "[")
+		if !ok {
+			out = out.Child(part)
+			continue
+		}
+		i, _ := strconv.Atoi(strings.TrimSuffix(index, "]"))
+		out = out.Child(name).Index(i)
+	}
+	return out
 }
 
 // ValidateUpdate checks the class, that it keeps its providers, then every
@@ -37,6 +99,9 @@ func (w *TopologyClass) ValidateCreate(ctx context.Context, c *v1alpha2.Topology
 // its clusters.
 func (w *TopologyClass) ValidateUpdate(ctx context.Context, old, c *v1alpha2.TopologyClass) (admission.Warnings, error) {
 	if errs := engine.ClassesCompatible(old, c); len(errs) > 0 {
+		return nil, invalidClass(c, errs)
+	}
+	if errs := w.Templates.refused(ctx, c); len(errs) > 0 {
 		return nil, invalidClass(c, errs)
 	}
 	cat, err := engine.CompileClass(ctx, c)
