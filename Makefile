@@ -57,7 +57,7 @@ tmux:
 
 # The suites that start a control plane (their TestMain does) are left out of
 # unit, so that it needs no control-plane binary.
-API_SERVER_SUITES = /pkg/agent$$|/pkg/controller$$|/pkg/localcluster$$|/test/e2e$$|/test/capi$$
+API_SERVER_SUITES = /pkg/agent$$|/pkg/controller$$|/pkg/localcluster$$|/test/e2e$$|/test/capi$$|/test/stock$$
 
 unit: ## Unit tests only, fast; needs no control-plane binary.
 	$(GO) test -count=1 $$($(GO) list ./... | grep -vE '$(API_SERVER_SUITES)')

@@ -1,0 +1,178 @@
+package stock
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+)
+
+const (
+	capiGroup         = "cluster.x-k8s.io"
+	controlPlaneGroup = "controlplane.cluster.x-k8s.io"
+)
+
+func newNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := env.k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// The providers are stock: they refuse a KubeadmControlPlaneTemplate as a
+// default install does. A class that references one is refused at
+// admission, naming the provider, the kind and the fix, and nothing is
+// created; the same class with the template inline is admitted.
+func TestClassReferencingARefusedKind(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "refused")
+	tmpl := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+		"kubeadmConfigSpec": map[string]any{"format": "cloud-config"}}}}}}
+	tmpl.SetAPIVersion(controlPlaneGroup + "/v1beta2")
+	tmpl.SetKind("KubeadmControlPlaneTemplate")
+	tmpl.SetNamespace(ns)
+	tmpl.SetName("cp")
+	if err := env.k8s.Create(ctx, tmpl); err == nil || !strings.Contains(err.Error(), "can be set only if the ClusterTopology feature flag is enabled") {
+		t.Fatalf("creating a KubeadmControlPlaneTemplate: %v; want the stock provider's refusal", err)
+	}
+
+	ex, err := fixture.LoadExampleDir("in-memory", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	referencing := ex.Class.DeepCopy()
+	referencing.Spec.ControlPlane.Template = nil
+	referencing.Spec.ControlPlane.TemplateRef = v1alpha2.ClusterClassTemplateReference{APIVersion: tmpl.GetAPIVersion(), Kind: tmpl.GetKind(), Name: "cp"}
+	err = env.k8s.Create(ctx, referencing)
+	for _, want := range []string{
+		"spec.controlPlane.templateRef",
+		"KubeadmControlPlaneTemplate is refused by this cluster's provider control-plane-kubeadm",
+		"can be set only if the ClusterTopology feature flag is enabled",
+		"write the template into the class as spec.controlPlane.template",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("creating a class that references a refused kind: %v; want it refused saying %q", err, want)
+		}
+	}
+	if err := env.k8s.Get(ctx, client.ObjectKeyFromObject(referencing), &v1alpha2.TopologyClass{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused class exists (%v)", err)
+	}
+	if err := ex.CreateClass(ctx, env.k8s); err != nil {
+		t.Fatalf("the class with the template inline: %v", err)
+	}
+}
+
+// On stock providers, the example class (its control plane and cluster
+// templates inline) makes a cluster whose machines run, is upgraded control
+// plane first, and deleted with everything it made.
+func TestInlineClassLifecycle(t *testing.T) {
+	ctx := context.Background()
+	ex, err := fixture.ClassInNewNamespace(ctx, env.k8s, "in-memory", "lifecycle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, topo := ex.Class.Namespace, ex.Topology.DeepCopy()
+	topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
+	topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
+	topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
+	if err := env.k8s.Create(ctx, topo); err != nil {
+		t.Fatal(err)
+	}
+	topology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "5m")
+	kcps, err := objects(ctx, controlPlaneGroup, "KubeadmControlPlane", ns)
+	if err != nil || len(kcps) != 1 {
+		t.Fatalf("%d KubeadmControlPlanes (%v), want the one made from the inline template", len(kcps), err)
+	}
+	if sans, _, _ := unstructured.NestedStringSlice(kcps[0].Object, "spec", "kubeadmConfigSpec", "clusterConfiguration", "apiServer", "certSANs"); strings.Join(sans, ",") != "localhost,127.0.0.1" {
+		t.Errorf("the control plane's certSANs are %v, want the inline template's", sans)
+	}
+
+	out, _ := topology(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
+	if !strings.Contains(out, "Preflight passed") {
+		t.Fatalf("upgrade said:\n%s", out)
+	}
+	topology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "5m")
+	ms, err := objects(ctx, capiGroup, "Machine", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cpReady, workerCreated time.Time
+	for _, m := range ms {
+		if v, _, _ := unstructured.NestedString(m.Object, "spec", "version"); v != "v1.34.0" {
+			t.Errorf("Machine %s runs %s after the upgrade settled, want v1.34.0", m.GetName(), v)
+		}
+		if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; cp {
+			cpReady = m.GetCreationTimestamp().Time
+		} else {
+			workerCreated = m.GetCreationTimestamp().Time
+		}
+	}
+	if len(ms) != 2 || workerCreated.Before(cpReady) {
+		t.Errorf("%d Machines; the upgraded worker was created %s, the control plane machine %s: want 2, control plane first", len(ms), workerCreated, cpReady)
+	}
+
+	if err := env.k8s.Delete(ctx, topo); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Minute, "every Machine, the Cluster and the Topology are gone", func(ctx context.Context) (bool, error) {
+		ms, err := objects(ctx, capiGroup, "Machine", ns)
+		if err != nil {
+			return false, err
+		}
+		clusters, err := objects(ctx, capiGroup, "Cluster", ns)
+		if err != nil {
+			return false, err
+		}
+		err = env.k8s.Get(ctx, client.ObjectKeyFromObject(topo), &v1alpha2.Topology{})
+		return len(ms) == 0 && len(clusters) == 0 && apierrors.IsNotFound(err), nil
+	})
+}
+
+// convert asks the stock cluster which templates it refuses and writes only
+// those into the class; what it prints applies as it is and provisions.
+func TestConvertInlinesWhatTheClusterRefuses(t *testing.T) {
+	ns := newNamespace(t, "convert")
+	root, err := localcluster.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut := topology(t, "convert", "-n", ns, "-f", filepath.Join(root, "testdata", "parity", "in-memory"))
+	inlined := strings.Count(errOut, "Inlined: ")
+	if inlined != 2 || !strings.Contains(errOut, "KubeadmControlPlaneTemplate") || !strings.Contains(errOut, "DevClusterTemplate") {
+		t.Errorf("convert inlined:\n%s\nwant the KubeadmControlPlaneTemplate and the DevClusterTemplate, the two kinds the cluster refuses", errOut)
+	}
+	for _, kept := range []string{"kind: DevMachineTemplate", "kind: KubeadmConfigTemplate"} {
+		if !strings.Contains(out, kept) {
+			t.Errorf("convert dropped the %s the cluster stores", strings.TrimPrefix(kept, "kind: "))
+		}
+	}
+	// The case names its namespace; here it goes to a namespace of its own.
+	file := filepath.Join(t.TempDir(), "converted.yaml")
+	if err := os.WriteFile(file, []byte(strings.ReplaceAll(out, "namespace: default", "namespace: "+ns)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	apply := exec.Command(env.kubectl, "--kubeconfig", env.kubeconfig, "apply", "--server-side", "-n", ns, "-f", file)
+	if got, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("applying what convert printed: %v\n%s", err, got)
+	}
+	topology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "5m")
+	t.Cleanup(func() {
+		_ = env.k8s.Delete(context.Background(), &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}})
+	})
+}
