@@ -3,9 +3,11 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -110,7 +112,7 @@ func (o *ConvertOptions) Complete() error {
 		return fmt.Errorf("--inline=refused asks the cluster which templates it refuses: %w; offline, give --inline=all or --inline=none", err)
 	}
 	o.refuses = func(t *unstructured.Unstructured) (bool, error) {
-		return templateRefused(context.Background(), ca, t)
+		return templateRefused(context.Background(), ca, t, o.ErrOut)
 	}
 	return nil
 }
@@ -151,10 +153,15 @@ func (o *ConvertOptions) inlineTemplates() error {
 }
 
 // templateRefused asks the cluster whether it refuses to store template t
-// because a feature gate is off. Any other refusal is an error naming the
-// template: inlining would not make it valid.
-func templateRefused(ctx context.Context, ca *clusterAccess, t *unstructured.Unstructured) (bool, error) {
+// because a feature gate is off. A kind the cluster does not serve stays
+// referenced, with a warning on errOut; any other refusal is an error naming
+// the template: inlining would not make it valid.
+func templateRefused(ctx context.Context, ca *clusterAccess, t *unstructured.Unstructured, errOut io.Writer) (bool, error) {
 	refusal, err := templateprobe.Probe(ctx, ca.client, t)
+	if meta.IsNoMatchError(err) {
+		fmt.Fprintf(errOut, "Warning: the cluster serves no %s %s, so %s/%s stays referenced: install its provider before the class\n", t.GetAPIVersion(), t.GetKind(), t.GetNamespace(), t.GetName())
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("%s %s/%s: the cluster refuses it: %w; fix the template, or give --inline=all to write it into the class without asking", t.GetKind(), t.GetNamespace(), t.GetName(), explain(err, ca))
 	}

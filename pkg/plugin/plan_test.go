@@ -214,9 +214,9 @@ func TestPlanBadInput(t *testing.T) {
 		{"malformed YAML", []string{class, bad("malformed.yaml")}, nil,
 			[]string{"malformed.yaml", "document 1"}},
 		{"unknown field", []string{class, bad("unknown-field.yaml")}, nil,
-			[]string{`Warning: Topology default/bad: unknown field "spec.verison" is dropped`, "spec.version: Invalid value"}}, //nolint:misspell // the misspelled field is the input
+			[]string{`Warning: Topology default/bad: unknown field "spec.verison" is dropped`, "spec.version: Invalid value"}},
 		{"unknown field, --strict", []string{class, bad("unknown-field.yaml")}, []string{"--strict"},
-			[]string{"Topology default/bad", `unknown field "spec.verison"`, "leave out --strict"}}, //nolint:misspell // the misspelled field is the input
+			[]string{"Topology default/bad", `unknown field "spec.verison"`, "leave out --strict"}},
 		{"several topologies, no --topology", []string{class, bad("two-topologies.yaml")}, nil,
 			[]string{"the input has 2 topologies: default/one, default/two", "--topology NAME"}},
 		{"--topology names no topology", []string{class, topo}, []string{"--topology", "nope"},

@@ -107,7 +107,7 @@ func TestUnknownFieldsArePrunedOrRefused(t *testing.T) {
 	cases := []struct {
 		name, doc, warning, strictError string
 	}{
-		{"ours", topology, `Topology team-a/t: unknown field "spec.clas" is dropped`, `Topology team-a/t: unknown field "spec.clas": remove it, or leave out --strict`}, //nolint:misspell // the misspelled field is the input
+		{"ours", topology, `Topology team-a/t: unknown field "spec.clas" is dropped`, `Topology team-a/t: unknown field "spec.clas": remove it, or leave out --strict`},
 		{"upstream class", class, `ClusterClass team-a/qs: unknown field "spec.machineHealthCheck" is dropped`, `ClusterClass team-a/qs: spec: unknown field "spec.machineHealthCheck"`},
 		{"upstream extension", extension, `ExtensionConfig theirs: unknown field "spec.selector" is dropped`, `ExtensionConfig team-a/theirs: spec: unknown field "spec.selector"`},
 	}
