@@ -197,6 +197,7 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("the agent did not become ready within %s: look at `kubectl -n %s describe deployment %s` and its logs", o.Timeout, o.TargetNamespace, components.DeploymentName)
 	}
 	fmt.Fprintln(o.Out, "The agent is ready; its webhooks are registered.")
+	providerReport(ctx, o.Out, o.access)
 	return nil
 }
 
@@ -420,6 +421,7 @@ func (o *InstallOptions) runLocal(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintln(o.Out, "The agent is ready; its webhooks are registered.")
+	providerReport(ctx, o.Out, o.access)
 	return nil
 }
 

@@ -99,6 +99,7 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	if sv, err := dc.ServerVersion(); err == nil {
 		fmt.Fprintf(o.Out, "server: %s\n", sv.GitVersion)
 	}
+	providerReport(ctx, o.Out, ca)
 	return nil
 }
 

@@ -215,3 +215,70 @@ func crdOf(ctx context.Context, c client.Client, gvk schema.GroupVersionKind) *u
 	}
 	return crd
 }
+
+// Provider is one clusterctl provider of the cluster, by its CRDs' label,
+// with the template kinds it defines and those it refuses to store.
+type Provider struct {
+	// Name is the clusterctl provider label, e.g. control-plane-kubeadm.
+	Name string
+	// Templates are its template kinds, sorted.
+	Templates []string
+	// Refused are those it refuses to store, in Templates' order.
+	Refused []Refusal
+}
+
+// Survey lists the providers whose CRDs carry the clusterctl provider label
+// and asks, with a dry run in namespace, which of their template kinds they
+// refuse to store. A kind the dry run refuses for another reason is not
+// counted: the probe cannot tell.
+func Survey(ctx context.Context, c client.Client, namespace string) ([]Provider, error) {
+	crds := &unstructured.UnstructuredList{}
+	crds.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"})
+	if err := c.List(ctx, crds, client.HasLabels{ProviderLabel}); err != nil {
+		return nil, err
+	}
+	byName := map[string]*Provider{}
+	var names []string
+	for _, crd := range crds.Items {
+		name := crd.GetLabels()[ProviderLabel]
+		p := byName[name]
+		if p == nil {
+			p = &Provider{Name: name}
+			byName[name] = p
+			names = append(names, name)
+		}
+		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		version := storageVersion(crd)
+		if !strings.HasSuffix(kind, "Template") || version == "" {
+			continue
+		}
+		p.Templates = append(p.Templates, kind)
+		apiVersion := group + "/" + version
+		refusal, err := Probe(ctx, c, Minimal(ctx, c, apiVersion, kind, namespace, "kubectl-topology-probe"))
+		if err == nil && refusal != nil {
+			p.Refused = append(p.Refused, *refusal)
+		}
+	}
+	sort.Strings(names)
+	out := make([]Provider, 0, len(names))
+	for _, n := range names {
+		p := byName[n]
+		sort.Strings(p.Templates)
+		sort.Slice(p.Refused, func(i, j int) bool { return p.Refused[i].Kind < p.Refused[j].Kind })
+		out = append(out, *p)
+	}
+	return out, nil
+}
+
+// storageVersion is the version a CRD stores, or "".
+func storageVersion(crd unstructured.Unstructured) string {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		if vm, ok := v.(map[string]any); ok && vm["storage"] == true {
+			name, _ := vm["name"].(string)
+			return name
+		}
+	}
+	return ""
+}

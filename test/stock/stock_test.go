@@ -176,3 +176,20 @@ func TestConvertInlinesWhatTheClusterRefuses(t *testing.T) {
 		_ = env.k8s.Delete(context.Background(), &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}})
 	})
 }
+
+// version says what the cluster's providers are and which template kinds
+// they refuse, and what the product does about it.
+func TestVersionReportsRefusedKinds(t *testing.T) {
+	out, _ := topology(t, "version")
+	for _, want := range []string{
+		"Cluster API providers:",
+		"control-plane-kubeadm (no Deployment in this cluster): refuses KubeadmControlPlaneTemplate (spec: Forbidden: can be set only if the ClusterTopology feature flag is enabled)",
+		"infrastructure-docker (no Deployment in this cluster): refuses DevClusterTemplate, DockerClusterTemplate",
+		"bootstrap-kubeadm (no Deployment in this cluster): stores its template kinds (KubeadmConfigTemplate)",
+		"A class holds a refused kind inline",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("version says:\n%s\nwant it to say %q", out, want)
+		}
+	}
+}
