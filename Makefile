@@ -38,11 +38,13 @@ build: ## Build bin/kubectl-topology and bin/agent.
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/agent ./cmd/agent
 
 # make test keeps go test's output here and, when it fails, prints what
-# failed again at the end.
+# failed again at the end. The suites with Cluster API's providers (test/capi,
+# test/stock) take turns on the in-memory backend's fixed port, so one's
+# timeout also covers waiting for the other.
 TEST_LOG_DIR ?= $(CURDIR)/.test
 
 test: lint control-plane-bins capi-bins tmux ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs.
-	@mkdir -p $(TEST_LOG_DIR); TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -timeout 30m 2>&1 | tee $(TEST_LOG_DIR)/go-test.log; \
+	@mkdir -p $(TEST_LOG_DIR); TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -timeout 45m 2>&1 | tee $(TEST_LOG_DIR)/go-test.log; \
 	status=$${PIPESTATUS[0]}; if [ $$status -ne 0 ]; then hack/test-failures.sh $(TEST_LOG_DIR)/go-test.log; fi; exit $$status
 	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory e2e-kind; \
 	else echo "make test: no Docker engine answers here, so the kind path (make e2e-kind) did not run"; fi
