@@ -153,17 +153,19 @@ func (o *ConvertOptions) inlineTemplates() error {
 }
 
 // templateRefused asks the cluster whether it refuses to store template t
-// because a feature gate is off. A kind the cluster does not serve stays
-// referenced, with a warning on errOut; any other refusal is an error naming
-// the template: inlining would not make it valid.
+// because a feature gate is off. A kind the cluster does not serve, or a
+// template it refuses for another reason (inlining would not make it valid),
+// stays referenced, with a warning on errOut naming it and why: the
+// conversion itself is still right.
 func templateRefused(ctx context.Context, ca *clusterAccess, t *unstructured.Unstructured, errOut io.Writer) (bool, error) {
 	refusal, err := templateprobe.Probe(ctx, ca.client, t)
-	if meta.IsNoMatchError(err) {
+	switch {
+	case meta.IsNoMatchError(err):
 		fmt.Fprintf(errOut, "Warning: the cluster serves no %s %s, so %s/%s stays referenced: install its provider before the class\n", t.GetAPIVersion(), t.GetKind(), t.GetNamespace(), t.GetName())
 		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("%s %s/%s: the cluster refuses it: %w; fix the template, or give --inline=all to write it into the class without asking", t.GetKind(), t.GetNamespace(), t.GetName(), explain(err, ca))
+	case err != nil:
+		fmt.Fprintf(errOut, "Warning: the cluster would refuse %s %s/%s, not for a feature gate, so it stays referenced; fix it before applying: %v\n", t.GetKind(), t.GetNamespace(), t.GetName(), explain(err, ca))
+		return false, nil
 	}
 	return refusal != nil, nil
 }

@@ -193,3 +193,34 @@ func TestVersionReportsRefusedKinds(t *testing.T) {
 		}
 	}
 }
+
+// A template the cluster refuses for a reason other than a feature gate is
+// not inlined (that would not make it valid): convert keeps it referenced,
+// says why, and still converts.
+func TestConvertKeepsAnInvalidTemplateReferenced(t *testing.T) {
+	ns := newNamespace(t, "invalid")
+	root, err := localcluster.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	class, err := os.ReadFile(filepath.Join(root, "testdata", "parity", "in-memory", "class.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A number where the DevMachineTemplate's schema wants a duration string.
+	invalid := strings.Replace(string(class), "startupDuration: 3s", "startupDuration: 3", 1)
+	if invalid == string(class) {
+		t.Fatal("the case has no startupDuration to make invalid")
+	}
+	file := filepath.Join(t.TempDir(), "class.yaml")
+	if err := os.WriteFile(file, []byte(strings.ReplaceAll(invalid, "namespace: default", "namespace: "+ns)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut := topology(t, "convert", "-f", file)
+	if !strings.Contains(errOut, "Warning: the cluster would refuse DevMachineTemplate "+ns+"/") || !strings.Contains(errOut, "not for a feature gate, so it stays referenced") {
+		t.Errorf("convert said:\n%s\nwant a warning naming the invalid DevMachineTemplate", errOut)
+	}
+	if strings.Count(errOut, "Inlined: ") != 2 || !strings.Contains(out, "kind: TopologyClass") {
+		t.Errorf("convert printed %d bytes and said:\n%s\nwant the class with the two refused kinds inlined all the same", len(out), errOut)
+	}
+}
