@@ -43,9 +43,11 @@ func main() {
 // options are the command's flags.
 type options struct {
 	dir, bin, crdDir string
-	cases            []string
-	timeout          time.Duration
-	keep             bool
+	// extraCRDs are more CRD files or directories: a provider's, for its classes.
+	extraCRDs []string
+	cases     []string
+	timeout   time.Duration
+	keep      bool
 }
 
 func run() error {
@@ -55,6 +57,10 @@ func run() error {
 	flag.StringVar(&o.crdDir, "crd-dir", "manifests/crd", "directory of kubectl-topology's own CRDs")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long each side may take to generate, provision or upgrade a case")
 	flag.BoolVar(&o.keep, "keep", false, "leave the control plane running afterwards, for a look at the objects")
+	flag.Func("crds", "a file or directory of more CRDs to install, e.g. a provider's (repeatable); its controller is not run, so its cases compare generated objects only", func(v string) error {
+		o.extraCRDs = append(o.extraCRDs, v)
+		return nil
+	})
 	flag.Parse()
 	o.cases = flag.Args()
 	if len(o.cases) == 0 {
@@ -89,7 +95,7 @@ func run() error {
 	c, err := localcluster.Start(ctx, localcluster.Options{
 		Dir: o.dir, BinDir: o.bin,
 		APIServerPort: 26443, EtcdPort: 22379, EtcdPeerPort: 22380, ControllerManagerPort: 20357,
-		CRDDirs:   []string{o.crdDir},
+		CRDDirs:   append([]string{o.crdDir}, o.extraCRDs...),
 		Providers: localcluster.ClusterAPIProviders(true),
 	})
 	if err != nil {

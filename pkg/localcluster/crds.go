@@ -97,6 +97,9 @@ func readCRDFiles(dirs ...string) ([]*apiextensionsv1.CustomResourceDefinition, 
 		if err != nil {
 			return nil, err
 		}
+		if info, err := os.Stat(dir); err == nil && !info.IsDir() {
+			files = []string{dir} // a file of CRDs, e.g. a provider's crds-labeled.yaml
+		}
 		for _, f := range files {
 			data, err := os.ReadFile(f)
 			if err != nil {
