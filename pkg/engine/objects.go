@@ -454,7 +454,7 @@ func (c *computation) computeControlPlane(context.Context) error {
 	_ = unstructured.SetNestedField(obj.Object, c.rollout.ControlPlane.Version, "spec", "version")
 	c.desired.ControlPlane.Object = prune(obj)
 
-	if _, _, cpMachine := classSlots(c.class); cpMachine.defined() {
+	if c.tmpl.cpMachineInfra != nil {
 		if mhc, ok := controlPlaneHealthCheck(cs.HealthCheck, tp.HealthCheck); ok {
 			c.desired.ControlPlane.MachineHealthCheck = c.machineHealthCheck(obj.GetName(), map[string]string{ControlPlaneMachineLabel: "", TopologyOwnedLabel: ""}, mhc)
 		}
