@@ -8,6 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -17,14 +18,19 @@ import (
 type TemplateRef struct {
 	APIVersion, Kind, Namespace, Name string
 	Field                             string
+	// Slot is the field holding templateRef and template, for errors that
+	// name either.
+	Slot *field.Path
 }
 
 // ClassTemplateRefs lists every template a class references, namespace filled in.
 func ClassTemplateRefs(c *v1alpha2.TopologyClass) []TemplateRef {
 	var out []TemplateRef
-	VisitTemplateRefs(c, func(ref *v1alpha2.ClusterClassTemplateReference, field string) {
-		out = append(out, TemplateRef{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: c.Namespace, Name: ref.Name, Field: field})
-	})
+	for _, s := range allSlots(c) {
+		if ref := s.ref; ref.IsDefined() {
+			out = append(out, TemplateRef{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: c.Namespace, Name: ref.Name, Field: s.field().String(), Slot: s.path})
+		}
+	}
 	return out
 }
 

@@ -71,6 +71,17 @@ func classSlots(c *v1alpha2.TopologyClass) (infra, controlPlane, cpMachine templ
 	return infra, controlPlane, cpMachine
 }
 
+// allSlots are every template slot of a class, in visiting order: the
+// cluster's three, then each worker class's bootstrap and infrastructure.
+func allSlots(c *v1alpha2.TopologyClass) []templateSlot {
+	infra, controlPlane, cpMachine := classSlots(c)
+	out := []templateSlot{infra, controlPlane, cpMachine}
+	for _, wc := range workerClasses(c) {
+		out = append(out, wc.bootstrap, wc.infrastructure)
+	}
+	return out
+}
+
 // inlineObject is the template object an inline template stands for, in the
 // class's namespace under the slot's name, so that patches, clones and
 // rotations treat it exactly as a referenced template.

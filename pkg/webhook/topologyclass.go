@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -71,27 +69,9 @@ func (s *TemplateStore) refused(ctx context.Context, c *v1alpha2.TopologyClass) 
 		if err != nil || refusal == nil {
 			continue
 		}
-		slot := strings.TrimSuffix(ref.Field, ".templateRef")
-		errs = append(errs, field.Forbidden(fieldPath(ref.Field), fmt.Sprintf("%s; write the template into the class as %s.template instead (kubectl topology convert --inline=refused does it for the cluster in the current context)", refusal.Error(), slot)))
+		errs = append(errs, field.Forbidden(ref.Slot.Child("templateRef"), fmt.Sprintf("%s; write the template into the class as %s instead (kubectl topology convert --inline=refused does it for the cluster in the current context)", refusal.Error(), ref.Slot.Child("template"))))
 	}
 	return errs
-}
-
-// fieldPath turns "spec.workers.machineDeployments[0].bootstrap.templateRef"
-// into a field path that prints the same.
-func fieldPath(p string) *field.Path {
-	parts := strings.Split(p, ".")
-	out := field.NewPath(parts[0])
-	for _, part := range parts[1:] {
-		name, index, ok := strings.Cut(part, "[")
-		if !ok {
-			out = out.Child(part)
-			continue
-		}
-		i, _ := strconv.Atoi(strings.TrimSuffix(index, "]"))
-		out = out.Child(name).Index(i)
-	}
-	return out
 }
 
 // ValidateUpdate checks the class, that it keeps its providers, then every
