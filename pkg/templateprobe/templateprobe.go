@@ -41,6 +41,11 @@ func (r *Refusal) Error() string {
 // refuse the kind, nil when the cluster takes t or has it already, and any
 // other refusal as an error.
 func Probe(ctx context.Context, c client.Client, t *unstructured.Unstructured) (*Refusal, error) {
+	return probe(ctx, c, t, func() string { return provider(ctx, c, t.GroupVersionKind()) })
+}
+
+// probe is Probe with the provider's name found only for a refusal.
+func probe(ctx context.Context, c client.Client, t *unstructured.Unstructured, providerName func() string) (*Refusal, error) {
 	probe := &unstructured.Unstructured{Object: map[string]any{"spec": t.Object["spec"]}}
 	probe.SetAPIVersion(t.GetAPIVersion())
 	probe.SetKind(t.GetKind())
@@ -53,7 +58,7 @@ func Probe(ctx context.Context, c client.Client, t *unstructured.Unstructured) (
 	case err == nil, apierrors.IsAlreadyExists(err):
 		return nil, nil
 	case RefusedByGate(err):
-		return &Refusal{APIVersion: t.GetAPIVersion(), Kind: t.GetKind(), Provider: provider(ctx, c, probe.GroupVersionKind()), Message: webhookWords(err)}, nil
+		return &Refusal{APIVersion: t.GetAPIVersion(), Kind: t.GetKind(), Provider: providerName(), Message: webhookWords(err)}, nil
 	}
 	return nil, err
 }
@@ -65,9 +70,14 @@ func Probe(ctx context.Context, c client.Client, t *unstructured.Unstructured) (
 // schema validation lets it through to the provider's webhook, which is what
 // the probe asks.
 func Minimal(ctx context.Context, c client.Client, apiVersion, kind, namespace, name string) *unstructured.Unstructured {
+	return minimalOf(crdOf(ctx, c, schema.FromAPIVersionAndKind(apiVersion, kind)), apiVersion, kind, namespace, name)
+}
+
+// minimalOf is Minimal from the kind's CRD, which may be nil.
+func minimalOf(crd *unstructured.Unstructured, apiVersion, kind, namespace, name string) *unstructured.Unstructured {
 	spec := map[string]any{}
-	if schema := templateSpecSchema(ctx, c, schema.FromAPIVersionAndKind(apiVersion, kind)); schema != nil {
-		if v, ok := minimalValue(schema, 0).(map[string]any); ok {
+	if s := templateSpecSchema(crd, schema.FromAPIVersionAndKind(apiVersion, kind).Version); s != nil {
+		if v, ok := minimalValue(s, 0).(map[string]any); ok {
 			spec = v
 		}
 	}
@@ -79,17 +89,16 @@ func Minimal(ctx context.Context, c client.Client, apiVersion, kind, namespace, 
 	return u
 }
 
-// templateSpecSchema is the OpenAPI schema of spec.template.spec of a kind
-// at its version, read from its CRD, or nil.
-func templateSpecSchema(ctx context.Context, c client.Client, gvk schema.GroupVersionKind) map[string]any {
-	crd := crdOf(ctx, c, gvk)
+// templateSpecSchema is the OpenAPI schema of spec.template.spec at version
+// in a kind's CRD, or nil.
+func templateSpecSchema(crd *unstructured.Unstructured, version string) map[string]any {
 	if crd == nil {
 		return nil
 	}
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	for _, v := range versions {
 		vm, ok := v.(map[string]any)
-		if !ok || vm["name"] != gvk.Version {
+		if !ok || vm["name"] != version {
 			continue
 		}
 		s, _, _ := unstructured.NestedMap(vm, "schema", "openAPIV3Schema", "properties", "spec", "properties", "template", "properties", "spec")
@@ -255,7 +264,7 @@ func Survey(ctx context.Context, c client.Client, namespace string) ([]Provider,
 		}
 		p.Templates = append(p.Templates, kind)
 		apiVersion := group + "/" + version
-		refusal, err := Probe(ctx, c, Minimal(ctx, c, apiVersion, kind, namespace, "kubectl-topology-probe"))
+		refusal, err := probe(ctx, c, minimalOf(&crd, apiVersion, kind, namespace, "kubectl-topology-probe"), func() string { return name })
 		if err == nil && refusal != nil {
 			p.Refused = append(p.Refused, *refusal)
 		}
