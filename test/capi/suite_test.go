@@ -47,17 +47,12 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctx := context.Background()
 	ctrllog.SetLogger(logr.Discard())
-	tmp, err := os.MkdirTemp("", "topology-capi-")
+	bins, tmp, remove, err := fixture.SuiteBinaries("capi")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(tmp)
-	bins, err := fixture.BuildBinaries(tmp)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	defer remove()
 	pluginBin = bins.Plugin
 	// The core manager runs with ClusterTopology on, so that upstream's own
 	// topology controller is there to compare with (TestParityWithUpstream);

@@ -49,17 +49,12 @@ func run(m *testing.M) int {
 	// The test's own client logs the API server's warnings (a Topology
 	// before its class) through controller-runtime: not worth a stack trace.
 	ctrllog.SetLogger(logr.Discard())
-	tmp, err := os.MkdirTemp("", "topology-e2e-")
+	bins, _, remove, err := fixture.SuiteBinaries("e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(tmp)
-	bins, err := fixture.BuildBinaries(tmp)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	defer remove()
 	agentBin, pluginBin = bins.Agent, bins.Plugin
 	kubeconfig = os.Getenv("TOPOLOGY_E2E_KUBECONFIG")
 	if kubeconfig == "" {
