@@ -163,7 +163,10 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 		if item == nil || item.State != v1alpha2.StateDegraded || len(item.Parts) != 2 {
 			return false, fmt.Errorf("report %+v", item)
 		}
-		return item.Parts[0].State == v1alpha2.StateDegraded && item.Parts[1].State == v1alpha2.StateDegraded, nil
+		// KubeadmControlPlane counts ready replicas a resync after the
+		// Machine's condition turns, so wait for the counts too.
+		return item.Parts[0].State == v1alpha2.StateDegraded && item.Parts[1].State == v1alpha2.StateDegraded &&
+			item.Parts[0].Replicas.Ready == 0 && item.Parts[1].Replicas.Ready == 1, nil
 	})
 	time.Sleep(2 * time.Second) // so that "for Ns" reads at least a second
 	out := mustPlugin(t, "status", "dev", "-n", ns)
