@@ -39,8 +39,8 @@ build: ## Build bin/kubectl-topology and bin/agent.
 
 # make test keeps go test's output here and, when it fails, prints what
 # failed again at the end. The suites with Cluster API's providers (test/capi,
-# test/stock) take turns on the in-memory backend's fixed port, so one's
-# timeout also covers waiting for the other.
+# test/stock, test/upstream) take turns on the in-memory backend's fixed port,
+# so one's timeout also covers waiting for the others.
 TEST_LOG_DIR ?= $(CURDIR)/.test
 
 test: lint control-plane-bins capi-bins tmux ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs.
@@ -59,7 +59,7 @@ tmux:
 
 # The suites that start a control plane (their TestMain does) are left out of
 # unit, so that it needs no control-plane binary.
-API_SERVER_SUITES = /pkg/agent$$|/pkg/controller$$|/pkg/localcluster$$|/test/e2e$$|/test/capi$$|/test/stock$$
+API_SERVER_SUITES = /pkg/agent$$|/pkg/controller$$|/pkg/localcluster$$|/test/e2e$$|/test/capi$$|/test/stock$$|/test/upstream$$
 
 unit: ## Unit tests only, fast; needs no control-plane binary.
 	$(GO) test -count=1 $$($(GO) list ./... | grep -vE '$(API_SERVER_SUITES)')
@@ -146,7 +146,7 @@ fmt: ## gofmt the tree.
 $(CLUSTERCTL):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/cluster-api/cmd/clusterctl@v1.10.10
 
-parity-live: build control-plane-bins capi-bins ## Compare the agent with upstream's topology controller, live (Cluster API v1.14.2, ClusterTopology on); fails short of parity (make test judges it too, in test/capi).
+parity-live: build control-plane-bins capi-bins ## Compare the agent with upstream's topology controller, live (Cluster API v1.14.2, ClusterTopology on); fails short of parity (make test judges it too, in test/upstream).
 	go run ./hack/paritylive -bin-dir $(BIN)
 
 parity: build $(CLUSTERCTL) ## Compare plan -f with clusterctl v1.10.10 on ../shared fixtures and testdata.

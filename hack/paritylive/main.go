@@ -8,7 +8,7 @@
 // backend), both sides are then upgraded to the next minor and the order in
 // which their parts rolled is compared.
 //
-// It judges as the test/capi suite does (test/parity's Result.Problems):
+// It judges as the test/upstream suite does (test/parity's Result.Problems):
 // the exit code is non-zero when a case falls short of parity or the
 // comparison could not be made.
 package main

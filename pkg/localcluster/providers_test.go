@@ -124,3 +124,51 @@ func TestSuitesWithProvidersTakeTurns(t *testing.T) {
 		t.Fatalf("another suite could not lock once the first released it: %v", err)
 	}
 }
+
+// TestOnlyTheUpstreamSideTurnsTheGateOn: the code that starts providers with
+// ClusterTopology on is the upstream side of a comparison and nothing else —
+// test/upstream and hack/paritylive; test/scale and hack/localcluster choose
+// by a side or a flag whose default is stock.
+func TestOnlyTheUpstreamSideTurnsTheGateOn(t *testing.T) {
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{"test/upstream/suite_test.go": true, "hack/paritylive/main.go": true}
+	gateOn := []string{"TopologyGate: true", "ClusterAPIProviders(true)", "StartWithProvidersForTests(ctx, true)", "ClusterTopology=true"}
+	var found []string
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || rel == "pkg/localcluster/providers_test.go" || rel == "pkg/localcluster/providers.go" {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, s := range gateOn {
+			if strings.Contains(string(data), s) && !allowed[rel] {
+				found = append(found, rel+": "+s)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) > 0 {
+		t.Errorf("the gate is turned on outside the upstream side of a comparison:\n%s", strings.Join(found, "\n"))
+	}
+	for rel := range allowed {
+		data, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil || !slices.ContainsFunc(gateOn, func(s string) bool { return strings.Contains(string(data), s) }) {
+			t.Errorf("%s no longer turns the gate on (%v): update this test's list", rel, err)
+		}
+	}
+}

@@ -20,7 +20,7 @@ import (
 
 // pool is the MachineDeployment the agent made for a pool, or nil.
 func pool(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
-	mds, err := list(ctx, ns, "MachineDeployment")
+	mds, err := suite.List(ctx, ns, "MachineDeployment")
 	for i := range mds {
 		if mds[i].GetLabels()[engine.MachineDeploymentNameLabel] == name {
 			return &mds[i], err
@@ -33,14 +33,14 @@ func pool(ctx context.Context, ns, name string) (*unstructured.Unstructured, err
 // replicas to 5, and returns what the editor previews once its checks ran.
 func editorPreview(t *testing.T, ns, waitForText string) string {
 	t.Helper()
-	edit := runInTerminal(t, 160, nil, "edit", "dev", "-n", ns)
-	edit.waitFor(t, "Edit Topology "+ns+"/dev")
-	edit.keys("\x1b[B") // down: the control plane's replicas
-	edit.keys("\x7f")
-	edit.keys("5")
-	edit.waitFor(t, waitForText)
-	edit.keys("\x03")
-	if err := edit.exit(); err != nil {
+	edit := suite.Terminal(t, 160, nil, "edit", "dev", "-n", ns)
+	edit.WaitFor("Edit Topology " + ns + "/dev")
+	edit.Keys("\x1b[B") // down: the control plane's replicas
+	edit.Keys("\x7f")
+	edit.Keys("5")
+	edit.WaitFor(waitForText)
+	edit.Keys("\x03")
+	if err := edit.Exit(); err != nil {
 		t.Fatalf("edit exited with %v", err)
 	}
 	return string(edit.Bytes())
@@ -54,7 +54,7 @@ func editorPreview(t *testing.T, ns, waitForText string) string {
 // in all three while the others are upgraded.
 func TestPlanEditorAndAgentAgree(t *testing.T) {
 	t.Parallel()
-	ns := inMemoryCluster(t, "agree", func(topo *v1alpha2.Topology) {
+	ns := suite.InMemoryCluster(t, "agree", func(topo *v1alpha2.Topology) {
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = []v1alpha2.MachineDeploymentTopology{
 			{Class: "default-worker", Name: "md-a", Replicas: ptr.To[int32](1)},
@@ -62,7 +62,7 @@ func TestPlanEditorAndAgentAgree(t *testing.T) {
 				Metadata: v1alpha2.ObjectMeta{Annotations: map[string]string{engine.HoldUpgradeSequenceAnnotation: ""}}},
 		}
 	}, slowControlPlane)
-	settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev", 4*time.Minute)
 	held, err := pool(context.Background(), ns, "md-c")
 	if err != nil || held == nil {
 		t.Fatalf("no MachineDeployment for md-c (%v)", err)
@@ -70,19 +70,19 @@ func TestPlanEditorAndAgentAgree(t *testing.T) {
 
 	// The control plane upgrades (its new machine takes 30 s to start): a
 	// pool added meanwhile waits.
-	changeTopology(t, ns, func(topo *v1alpha2.Topology) { topo.Spec.Version = "v1.34.0" })
-	eventually(t, time.Minute, "Cluster API starts replacing the control plane's machine", func(ctx context.Context) (bool, error) {
-		ms, err := machines(ctx, ns)
-		_, all := count(ms, "", "v1.34.0")
+	suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) { topo.Spec.Version = "v1.34.0" })
+	fixture.Eventually(t, time.Minute, "Cluster API starts replacing the control plane's machine", func(ctx context.Context) (bool, error) {
+		ms, err := suite.Machines(ctx, ns)
+		_, all := fixture.Count(ms, "", "v1.34.0")
 		return err == nil && all == 2, fmt.Errorf("%d control plane machines (%v)", all, err)
 	})
-	changeTopology(t, ns, func(topo *v1alpha2.Topology) {
+	suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) {
 		topo.Spec.Workers.MachineDeployments = append(topo.Spec.Workers.MachineDeployments,
 			v1alpha2.MachineDeploymentTopology{Class: "default-worker", Name: "md-b", Replicas: ptr.To[int32](1)})
 	})
-	eventually(t, time.Minute, "the agent holds the new pool back", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, time.Minute, "the agent holds the new pool back", func(ctx context.Context) (bool, error) {
 		topo := &v1alpha2.Topology{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
+		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
 			return false, err
 		}
 		c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
@@ -90,7 +90,7 @@ func TestPlanEditorAndAgentAgree(t *testing.T) {
 		// The agent has reconciled the generation that added md-b and did not make it.
 		return c != nil && c.ObservedGeneration == topo.Generation && md == nil, fmt.Errorf("condition %+v, md-b %v (%v)", c, md != nil, err)
 	})
-	out := mustPlugin(t, "plan", "dev", "-n", ns)
+	out := suite.MustTopology(t, "plan", "dev", "-n", ns)
 	if !strings.Contains(out, "pending (MachineDeployment md-b: waiting for the control plane") || strings.Contains(out, "created") {
 		t.Errorf("plan does not show md-b pending as the agent holds it:\n%s", out)
 	}
@@ -98,7 +98,7 @@ func TestPlanEditorAndAgentAgree(t *testing.T) {
 
 	// Cluster API finishes the control plane: md-b is made, md-a upgraded,
 	// md-c held at its version.
-	eventually(t, 4*time.Minute, "md-b is made, md-a upgrades and md-c is held", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, 4*time.Minute, "md-b is made, md-a upgrades and md-c is held", func(ctx context.Context) (bool, error) {
 		a, err := pool(ctx, ns, "md-a")
 		if err != nil || a == nil {
 			return false, err
@@ -116,7 +116,7 @@ func TestPlanEditorAndAgentAgree(t *testing.T) {
 		cv, _, _ := unstructured.NestedString(c.Object, "spec", "template", "spec", "version")
 		return av == "v1.34.0" && bv == "v1.34.0" && cv == "v1.33.1", fmt.Errorf("md-a %s, md-b %s, md-c %s", av, bv, cv)
 	})
-	if out := mustPlugin(t, "plan", "dev", "-n", ns); strings.Contains(out, held.GetName()) {
+	if out := suite.MustTopology(t, "plan", "dev", "-n", ns); strings.Contains(out, held.GetName()) {
 		t.Errorf("plan would change the held md-c:\n%s", out)
 	}
 	if screen := editorPreview(t, ns, "modified KubeadmControlPlane"); strings.Contains(screen, "MachineDeployment "+held.GetName()) {

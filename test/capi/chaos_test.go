@@ -31,7 +31,7 @@ import (
 func TestChaosKillsConverge(t *testing.T) {
 	ctx := context.Background()
 	rnd := rand.New(rand.NewPCG(17, 23)) // seeded: the same kill moments every run
-	ex, err := fixture.ClassInNewNamespace(ctx, k8s, "in-memory", "chaos")
+	ex, err := fixture.ClassInNewNamespace(ctx, suite.K8s, "in-memory", "chaos")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,13 +43,13 @@ func TestChaosKillsConverge(t *testing.T) {
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
 		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
-		if err := k8s.Create(ctx, topo); err != nil {
+		if err := suite.K8s.Create(ctx, topo); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			_ = k8s.Delete(ctx, topo.DeepCopy())
-			eventually(t, 2*time.Minute, name+" is deleted", func(ctx context.Context) (bool, error) {
-				err := k8s.Get(ctx, client.ObjectKeyFromObject(topo), &v1alpha2.Topology{})
+			_ = suite.K8s.Delete(ctx, topo.DeepCopy())
+			fixture.Eventually(t, 2*time.Minute, name+" is deleted", func(ctx context.Context) (bool, error) {
+				err := suite.K8s.Get(ctx, client.ObjectKeyFromObject(topo), &v1alpha2.Topology{})
 				return apierrors.IsNotFound(err), err
 			})
 		})
@@ -67,10 +67,10 @@ func TestChaosKillsConverge(t *testing.T) {
 	}
 	var total chaosFindings
 	for _, name := range topologies {
-		settle(t, ns, name, 5*time.Minute)
-		eventually(t, time.Minute, name+" converges", func(ctx context.Context) (bool, error) {
+		suite.Settle(t, ns, name, 5*time.Minute)
+		fixture.Eventually(t, time.Minute, name+" converges", func(ctx context.Context) (bool, error) {
 			topo := &v1alpha2.Topology{}
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, topo); err != nil {
+			if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, topo); err != nil {
 				return false, err
 			}
 			c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
@@ -82,7 +82,7 @@ func TestChaosKillsConverge(t *testing.T) {
 			return ok, fmt.Errorf("condition %+v, objects %s, %+v", c, counts, f)
 		})
 		topo := &v1alpha2.Topology{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, topo); err != nil {
+		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, topo); err != nil {
 			t.Fatal(err)
 		}
 		f, _, err := inspect(ctx, fixture.Example{Topology: topo, Class: ex.Class, Templates: ex.Templates})
@@ -90,17 +90,17 @@ func TestChaosKillsConverge(t *testing.T) {
 			t.Fatal(err)
 		}
 		total.duplicates, total.orphans, total.leaks = total.duplicates+f.duplicates, total.orphans+f.orphans, total.leaks+f.leaks
-		ms, err := machines(ctx, ns)
+		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var mine []machine
+		var mine []fixture.Machine
 		for _, m := range ms {
-			if strings.HasPrefix(m.name, name+"-") {
+			if strings.HasPrefix(m.Name, name+"-") {
 				mine = append(mine, m)
 			}
 		}
-		if running, all := count(mine, "md-a", "v1.33.1"); running != 1 || all != 1 {
+		if running, all := fixture.Count(mine, "md-a", "v1.33.1"); running != 1 || all != 1 {
 			t.Errorf("%s: %d of %d md-a machines running, want 1 of 1", name, running, all)
 		}
 	}
@@ -129,7 +129,7 @@ func inspect(ctx context.Context, ex fixture.Example) (chaosFindings, string, er
 		}
 		wantCounts[o.GetKind()]++
 	}
-	objs, err := fixture.LiveOfKinds(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name, kinds)
+	objs, err := fixture.LiveOfKinds(ctx, suite.K8s, ex.Topology.Namespace, ex.Topology.Name, kinds)
 	if err != nil {
 		return f, "", err
 	}
@@ -165,7 +165,7 @@ func inspect(ctx context.Context, ex fixture.Example) (chaosFindings, string, er
 // setVariable sets a Topology variable through the API, as a user would.
 func setVariable(t *testing.T, ns, name, variable, value string) {
 	t.Helper()
-	err := fixture.ChangeTopology(context.Background(), k8s, client.ObjectKey{Namespace: ns, Name: name}, func(topo *v1alpha2.Topology) {
+	err := fixture.ChangeTopology(context.Background(), suite.K8s, client.ObjectKey{Namespace: ns, Name: name}, func(topo *v1alpha2.Topology) {
 		for i := range topo.Spec.Variables {
 			if topo.Spec.Variables[i].Name == variable {
 				topo.Spec.Variables[i].Value.Raw = []byte(value)

@@ -18,12 +18,13 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	topologyplugin "github.com/kubectl-topology/kubectl-topology/pkg/plugin"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
 // statusReport runs `status -o json` and decodes it.
 func statusReport(t *testing.T, args ...string) topologyplugin.StatusReport {
 	t.Helper()
-	out := mustPlugin(t, append([]string{"status", "-o", "json"}, args...)...)
+	out := suite.MustTopology(t, append([]string{"status", "-o", "json"}, args...)...)
 	var r topologyplugin.StatusReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("status -o json is not a StatusReport: %v\n%s", err, out)
@@ -49,7 +50,7 @@ func itemOf(r topologyplugin.StatusReport, ns, name string) *topologyplugin.Topo
 func workloadClient(t *testing.T, ns, name string) client.Client {
 	t.Helper()
 	secret := &corev1.Secret{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-kubeconfig"}, secret); err != nil {
+	if err := suite.K8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-kubeconfig"}, secret); err != nil {
 		t.Fatalf("reading the workload kubeconfig: %v", err)
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data["value"])
@@ -68,7 +69,7 @@ func workloadClient(t *testing.T, ns, name string) client.Client {
 // controller reads it from there.
 func setNodeReady(t *testing.T, wc client.Client, node string, ready bool) {
 	t.Helper()
-	eventually(t, 30*time.Second, "Node "+node+" takes the Ready change", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, 30*time.Second, "Node "+node+" takes the Ready change", func(ctx context.Context) (bool, error) {
 		n := &corev1.Node{}
 		if err := wc.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
 			return false, err
@@ -90,7 +91,7 @@ func setNodeReady(t *testing.T, wc client.Client, node string, ready bool) {
 // nodeOf is the Node of the first Machine that matches.
 func nodeOf(t *testing.T, ns string, match func(*unstructured.Unstructured) bool) (machine, node string) {
 	t.Helper()
-	items, err := list(context.Background(), ns, "Machine")
+	items, err := suite.List(context.Background(), ns, "Machine")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func nodeOf(t *testing.T, ns string, match func(*unstructured.Unstructured) bool
 // kubectl runs kubectl itself against the local control plane.
 func kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(kubectlBin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd := exec.Command(suite.Kubectl, append([]string{"--kubeconfig", suite.Kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -123,25 +124,25 @@ func kubectl(t *testing.T, args ...string) string {
 // with the reason and the time since.
 func TestHealthThroughDegradedStates(t *testing.T) {
 	t.Parallel()
-	ns := inMemoryCluster(t, "health", func(topo *v1alpha2.Topology) {
+	ns := suite.InMemoryCluster(t, "health", func(topo *v1alpha2.Topology) {
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
 		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](2)
 	}, slowControlPlane)
 
 	// Provisioning: the control plane's machine takes 30 s to start.
-	eventually(t, 30*time.Second, "status reports the cluster Provisioning", func(context.Context) (bool, error) {
+	fixture.Eventually(t, 30*time.Second, "status reports the cluster Provisioning", func(context.Context) (bool, error) {
 		item := itemOf(statusReport(t, "dev", "-n", ns), ns, "dev")
 		return item != nil && item.State == v1alpha2.StateProvisioning && !item.Settled, nil
 	})
-	if out := mustPlugin(t, "get", "-n", ns); !strings.Contains(out, "Provisioning") {
+	if out := suite.MustTopology(t, "get", "-n", ns); !strings.Contains(out, "Provisioning") {
 		t.Errorf("get does not say Provisioning:\n%s", out)
 	}
-	if _, errOut, err := plugin("", "status", "dev", "-n", ns, "--watch", "--timeout", "3s", "--interval", "1s"); err == nil || !strings.Contains(errOut, "did not settle within 3s: Provisioning") {
+	if _, errOut, err := suite.Topology("", "status", "dev", "-n", ns, "--watch", "--timeout", "3s", "--interval", "1s"); err == nil || !strings.Contains(errOut, "did not settle within 3s: Provisioning") {
 		t.Errorf("a bounded watch during provisioning: err %v\n%s", err, errOut)
 	}
 
-	settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev", 4*time.Minute)
 	item := itemOf(statusReport(t, "-A"), ns, "dev")
 	if item == nil || item.State != v1alpha2.StateReady || !item.Settled || len(item.Problems) != 0 {
 		t.Fatalf("settled cluster in status -A -o json: %+v", item)
@@ -158,7 +159,7 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 	})
 	setNodeReady(t, wc, cpNode, false)
 	setNodeReady(t, wc, mdNode, false)
-	eventually(t, time.Minute, "status reports both parts Degraded", func(context.Context) (bool, error) {
+	fixture.Eventually(t, time.Minute, "status reports both parts Degraded", func(context.Context) (bool, error) {
 		item := itemOf(statusReport(t, "dev", "-n", ns), ns, "dev")
 		if item == nil || item.State != v1alpha2.StateDegraded || len(item.Parts) != 2 {
 			return false, fmt.Errorf("report %+v", item)
@@ -169,24 +170,24 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 			item.Parts[0].Replicas.Ready == 0 && item.Parts[1].Replicas.Ready == 1, nil
 	})
 	time.Sleep(2 * time.Second) // so that "for Ns" reads at least a second
-	out := mustPlugin(t, "status", "dev", "-n", ns)
+	out := suite.MustTopology(t, "status", "dev", "-n", ns)
 	for _, want := range []string{"Degraded for ", "0/1", "1/2", "Machine/" + cpMachine + " NotReady", "Machine/" + mdMachine + " NotReady", "Node.Ready: kubelet stopped posting node status (for "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status of the degraded cluster lacks %q:\n%s", want, out)
 		}
 	}
-	if out := mustPlugin(t, "get", "-n", ns); !strings.Contains(out, "Degraded") || !strings.Contains(out, "control-plane Degraded,md-a Degraded") {
+	if out := suite.MustTopology(t, "get", "-n", ns); !strings.Contains(out, "Degraded") || !strings.Contains(out, "control-plane Degraded,md-a Degraded") {
 		t.Errorf("get does not name the degraded parts:\n%s", out)
 	}
-	if _, errOut, err := plugin("", "status", "dev", "-n", ns, "--watch", "--timeout", "3s", "--interval", "1s"); err == nil ||
+	if _, errOut, err := suite.Topology("", "status", "dev", "-n", ns, "--watch", "--timeout", "3s", "--interval", "1s"); err == nil ||
 		!strings.Contains(errOut, "did not settle within 3s: Degraded") || !strings.Contains(errOut, "control plane: Degraded for ") {
 		t.Errorf("a bounded watch of a degraded cluster (versions all match): err %v\n%s", err, errOut)
 	}
-	_, errOut, err := plugin("", "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--dry-run")
+	_, errOut, err := suite.Topology("", "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--dry-run")
 	if err == nil || !strings.Contains(errOut, "the control plane is Degraded for ") || !strings.Contains(errOut, "Machine/"+cpMachine+" NotReady") || !strings.Contains(errOut, "add --force") {
 		t.Errorf("preflight of an upgrade of a degraded control plane: err %v\n%s", err, errOut)
 	}
-	if out, errOut, err := plugin("", "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--dry-run", "--force"); err != nil ||
+	if out, errOut, err := suite.Topology("", "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--dry-run", "--force"); err != nil ||
 		!strings.Contains(errOut, "upgrading an unhealthy control plane (--force)") || !strings.Contains(out, "Dry run: nothing was changed") {
 		t.Errorf("upgrade --force --dry-run of a degraded control plane: err %v\n%s%s", err, out, errOut)
 	}
@@ -197,26 +198,26 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 	// Recovery: the Nodes are ready again and the watch settles.
 	setNodeReady(t, wc, cpNode, true)
 	setNodeReady(t, wc, mdNode, true)
-	settle(t, ns, "dev", 2*time.Minute)
+	suite.Settle(t, ns, "dev", 2*time.Minute)
 
 	// Deletion: reported as such until the Topology is gone.
 	topo := &v1alpha2.Topology{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
+	if err := suite.K8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
 		t.Fatal(err)
 	}
-	if err := k8s.Delete(context.Background(), topo); err != nil {
+	if err := suite.K8s.Delete(context.Background(), topo); err != nil {
 		t.Fatal(err)
 	}
 	sawDeleting := false
-	eventually(t, 2*time.Minute, "the Topology is gone", func(ctx context.Context) (bool, error) {
-		out, errOut, err := plugin("", "get", "dev", "-n", ns)
+	fixture.Eventually(t, 2*time.Minute, "the Topology is gone", func(ctx context.Context) (bool, error) {
+		out, errOut, err := suite.Topology("", "get", "dev", "-n", ns)
 		if err != nil {
 			return strings.Contains(errOut, "not found"), nil
 		}
 		if strings.Contains(out, "Deleting") {
 			sawDeleting = true
 		}
-		err = k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha2.Topology{})
+		err = suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha2.Topology{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if !sawDeleting {
@@ -229,11 +230,11 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 // mirror `kubectl topology get`.
 func TestKubectlWorks(t *testing.T) {
 	t.Parallel()
-	ns := inMemoryCluster(t, "kubectl", func(topo *v1alpha2.Topology) {
+	ns := suite.InMemoryCluster(t, "kubectl", func(topo *v1alpha2.Topology) {
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
 	})
-	settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev", 4*time.Minute)
 	for _, args := range [][]string{{"get", "topology", "dev"}, {"get", "topologies", "dev"}, {"get", "topo", "dev"}} {
 		out := kubectl(t, append(args, "-n", ns)...)
 		if !strings.Contains(out, "STATE") || !strings.Contains(out, "Ready") || !strings.Contains(out, "in-memory") {

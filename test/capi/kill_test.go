@@ -23,40 +23,40 @@ import (
 // that it converges with one MachineDeployment per pool and no template
 // that nothing refers to. Not in parallel: the other tests share the agent.
 func TestAgentKilled(t *testing.T) {
-	ns := inMemoryCluster(t, "killed", func(topo *v1alpha2.Topology) {
+	ns := suite.InMemoryCluster(t, "killed", func(topo *v1alpha2.Topology) {
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
 		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
 	})
-	eventually(t, time.Minute, "the agent starts building the cluster", func(ctx context.Context) (bool, error) {
-		objs, err := fixture.Live(ctx, k8s, ns, "dev")
+	fixture.Eventually(t, time.Minute, "the agent starts building the cluster", func(ctx context.Context) (bool, error) {
+		objs, err := fixture.Live(ctx, suite.K8s, ns, "dev")
 		return len(objs) > 0, err
 	})
 	killAgent(t)
-	settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev", 4*time.Minute)
 	checkConverged(t, ns, "v1.33.1")
 
-	mustPlugin(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
-	eventually(t, 2*time.Minute, "the control plane is replacing its machine", func(ctx context.Context) (bool, error) {
-		ms, err := machines(ctx, ns)
-		_, all := count(ms, "", "v1.34.0")
+	suite.MustTopology(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
+	fixture.Eventually(t, 2*time.Minute, "the control plane is replacing its machine", func(ctx context.Context) (bool, error) {
+		ms, err := suite.Machines(ctx, ns)
+		_, all := fixture.Count(ms, "", "v1.34.0")
 		return err == nil && all > 1, fmt.Errorf("%d control plane machines (%v)", all, err)
 	})
 	killAgent(t)
-	settle(t, ns, "dev", 5*time.Minute)
+	suite.Settle(t, ns, "dev", 5*time.Minute)
 	checkConverged(t, ns, "v1.34.0")
 
 	// An agent that stays dead: status says its news may be old, once the
 	// heartbeat is three beats late, and stops saying so when it is back.
 	stopAgent(t)
-	eventually(t, time.Minute, "status says the agent is silent", func(context.Context) (bool, error) {
-		out, _, err := plugin("", "status", "dev", "-n", ns)
+	fixture.Eventually(t, time.Minute, "status says the agent is silent", func(context.Context) (bool, error) {
+		out, _, err := suite.Topology("", "status", "dev", "-n", ns)
 		r := statusReport(t, "-A")
 		return err == nil && strings.Contains(out, "STALE: the agent last reported ") && strings.Contains(r.Agent.Problem, "not running"), fmt.Errorf("%s", out)
 	})
-	mustPlugin(t, "install", "--local", "--state-dir", agentState)
-	eventually(t, 30*time.Second, "status no longer says stale", func(context.Context) (bool, error) {
-		out, _, err := plugin("", "status", "dev", "-n", ns)
+	suite.MustTopology(t, "install", "--local", "--state-dir", suite.AgentState)
+	fixture.Eventually(t, 30*time.Second, "status no longer says stale", func(context.Context) (bool, error) {
+		out, _, err := suite.Topology("", "status", "dev", "-n", ns)
 		return err == nil && !strings.Contains(out, "STALE"), fmt.Errorf("%s", out)
 	})
 }
@@ -66,13 +66,13 @@ func TestAgentKilled(t *testing.T) {
 func killAgent(t *testing.T) {
 	t.Helper()
 	stopAgent(t)
-	mustPlugin(t, "install", "--local", "--state-dir", agentState)
+	suite.MustTopology(t, "install", "--local", "--state-dir", suite.AgentState)
 }
 
 // stopAgent kills the local agent with SIGKILL.
 func stopAgent(t *testing.T) {
 	t.Helper()
-	pidFile := filepath.Join(agentState, "agent.pid")
+	pidFile := filepath.Join(suite.AgentState, "agent.pid")
 	pid, up := process.Running(pidFile)
 	if !up {
 		t.Fatal("the agent is not running")
@@ -80,7 +80,7 @@ func stopAgent(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the agent is dead", func(context.Context) (bool, error) {
+	fixture.Eventually(t, 10*time.Second, "the agent is dead", func(context.Context) (bool, error) {
 		_, up := process.Running(pidFile)
 		return !up, nil
 	})
@@ -92,16 +92,16 @@ func stopAgent(t *testing.T) {
 func checkConverged(t *testing.T, ns, version string) {
 	t.Helper()
 	ctx := context.Background()
-	ms, err := machines(ctx, ns)
+	ms, err := suite.Machines(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for part, want := range map[string]int{"": 1, "md-a": 1} {
-		if running, all := count(ms, part, version); running != want || all != want {
+		if running, all := fixture.Count(ms, part, version); running != want || all != want {
 			t.Errorf("%q: %d of %d machines running %s, want %d", part, running, all, version, want)
 		}
 	}
-	mds, err := list(ctx, ns, "MachineDeployment")
+	mds, err := suite.List(ctx, ns, "MachineDeployment")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func checkConverged(t *testing.T, ns, version string) {
 	// MachineDeployment or a MachineSet: nothing leaked.
 	referred := map[string]bool{}
 	for _, kind := range []string{"KubeadmControlPlane", "MachineDeployment", "MachineSet"} {
-		items, err := list(ctx, ns, kind)
+		items, err := suite.List(ctx, ns, kind)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +129,7 @@ func checkConverged(t *testing.T, ns, version string) {
 		}
 	}
 	for _, kind := range []string{"DevMachineTemplate", "KubeadmConfigTemplate"} {
-		items, err := list(ctx, ns, kind)
+		items, err := suite.List(ctx, ns, kind)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 	"github.com/kubectl-topology/kubectl-topology/test/parity"
 )
 
@@ -29,30 +30,30 @@ import (
 // scaled, reshaped, its machines replaced by a variable change, deleted.
 func TestClusterLifecycle(t *testing.T) {
 	t.Parallel()
-	ns := inMemoryCluster(t, "lifecycle", func(topo *v1alpha2.Topology) {
+	ns := suite.InMemoryCluster(t, "lifecycle", func(topo *v1alpha2.Topology) {
 		// md-b holds its upgrade until released, as an operator would ask.
 		topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations = map[string]string{engine.HoldUpgradeSequenceAnnotation: ""}
 	})
 	ctx := context.Background()
 
 	t.Run("created until every machine runs", func(t *testing.T) {
-		out := settle(t, ns, "dev", 4*time.Minute)
+		out := suite.Settle(t, ns, "dev", 4*time.Minute)
 		if !strings.Contains(out, " 3/3 ") || !strings.Contains(out, " 2/2 ") || !strings.Contains(out, " 1/1 ") || !strings.Contains(out, "· Ready") {
 			t.Errorf("status --watch settled showing:\n%s", out)
 		}
-		ms, err := machines(ctx, ns)
+		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for part, want := range map[string]int{"": 3, "md-a": 2, "md-b": 1} {
-			if running, all := count(ms, part, "v1.33.1"); running != want || all != want {
+			if running, all := fixture.Count(ms, part, "v1.33.1"); running != want || all != want {
 				t.Errorf("%q: %d of %d machines running v1.33.1, want %d", part, running, all, want)
 			}
 		}
 		cluster := &unstructured.Unstructured{}
 		cluster.SetAPIVersion("cluster.x-k8s.io/v1beta2")
 		cluster.SetKind("Cluster")
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, cluster); err != nil {
+		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, cluster); err != nil {
 			t.Fatal(err)
 		}
 		if c := condition(cluster, "Available"); c["status"] != "True" {
@@ -68,7 +69,7 @@ func TestClusterLifecycle(t *testing.T) {
 		// On Cluster API v1.14 the agent writes what v1.14 stores, and the
 		// kubeadm control plane at its v1beta2 contract version.
 		for kind, want := range map[string]string{"Cluster": "cluster.x-k8s.io/v1beta2", "MachineDeployment": "cluster.x-k8s.io/v1beta2", "MachineHealthCheck": "cluster.x-k8s.io/v1beta2", "KubeadmControlPlane": "controlplane.cluster.x-k8s.io/v1beta2"} {
-			items, err := list(ctx, ns, kind)
+			items, err := suite.List(ctx, ns, kind)
 			if err != nil || len(items) == 0 {
 				t.Fatalf("listing %s: %v (%d)", kind, err, len(items))
 			}
@@ -84,7 +85,7 @@ func TestClusterLifecycle(t *testing.T) {
 	})
 
 	t.Run("upgrade refuses a skipped minor and changes nothing", func(t *testing.T) {
-		_, errOut, err := plugin("", "upgrade", "dev", "-n", ns, "--version", "v1.35.0", "--yes")
+		_, errOut, err := suite.Topology("", "upgrade", "dev", "-n", ns, "--version", "v1.35.0", "--yes")
 		if err == nil || !strings.Contains(errOut, "skips a minor version") {
 			t.Fatalf("got %v: %s", err, errOut)
 		}
@@ -94,7 +95,7 @@ func TestClusterLifecycle(t *testing.T) {
 	})
 
 	t.Run("upgrade asks, and no is no", func(t *testing.T) {
-		out, errOut, err := plugin("n\n", "upgrade", "dev", "-n", ns, "--version", "v1.34.0")
+		out, errOut, err := suite.Topology("n\n", "upgrade", "dev", "-n", ns, "--version", "v1.34.0")
 		if err == nil || !strings.Contains(errOut, "not confirmed; nothing was changed") || !strings.Contains(out, "1. control plane") {
 			t.Fatalf("got %v:\n%s%s", err, out, errOut)
 		}
@@ -104,61 +105,61 @@ func TestClusterLifecycle(t *testing.T) {
 	})
 
 	t.Run("upgrade: control plane first, then the pools, the held one when released", func(t *testing.T) {
-		out := mustPlugin(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
+		out := suite.MustTopology(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
 		if !strings.Contains(out, "Preflight passed") || !strings.Contains(out, "version v1.33.1 → v1.34.0") {
 			t.Fatalf("upgrade output:\n%s", out)
 		}
 		// A bounded watch of a rollout that takes longer gives up, says
 		// why and exits 1; the rollout goes on.
-		out, errOut, err := plugin("", "status", "dev", "-n", ns, "--watch", "--interval", "200ms", "--timeout", "1s")
+		out, errOut, err := suite.Topology("", "status", "dev", "-n", ns, "--watch", "--interval", "200ms", "--timeout", "1s")
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(errOut, "did not settle within 1s") || !strings.Contains(errOut, "The rollout goes on") {
 			t.Errorf("status --watch --timeout 1s mid-upgrade: %v\n%s%s", err, out, errOut)
 		}
-		eventually(t, 4*time.Minute, "the control plane and md-a run v1.34.0", func(ctx context.Context) (bool, error) {
-			ms, err := machines(ctx, ns)
-			cp, cpAll := count(ms, "", "v1.34.0")
-			a, aAll := count(ms, "md-a", "v1.34.0")
+		fixture.Eventually(t, 4*time.Minute, "the control plane and md-a run v1.34.0", func(ctx context.Context) (bool, error) {
+			ms, err := suite.Machines(ctx, ns)
+			cp, cpAll := fixture.Count(ms, "", "v1.34.0")
+			a, aAll := fixture.Count(ms, "md-a", "v1.34.0")
 			return err == nil && cp == 3 && cpAll == 3 && a == 2 && aAll == 2, fmt.Errorf("control plane %d/%d, md-a %d/%d (%v)", cp, cpAll, a, aAll, err)
 		})
 		// md-b is held: give the agent time to (wrongly) move it, then look.
 		time.Sleep(5 * time.Second)
-		ms, err := machines(ctx, ns)
+		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, all := count(ms, "md-b", "v1.34.0"); all != 1 {
+		if _, all := fixture.Count(ms, "md-b", "v1.34.0"); all != 1 {
 			t.Fatalf("md-b has %d machines", all)
 		}
-		if running, _ := count(ms, "md-b", "v1.34.0"); running != 0 {
+		if running, _ := fixture.Count(ms, "md-b", "v1.34.0"); running != 0 {
 			t.Errorf("md-b, held, was upgraded")
 		}
-		status := mustPlugin(t, "status", "dev", "-n", ns)
+		status := suite.MustTopology(t, "status", "dev", "-n", ns)
 		if !strings.Contains(status, "md-b") || !strings.Contains(strings.ToLower(status), "hold") {
 			t.Errorf("status does not say md-b is held:\n%s", status)
 		}
-		changeTopology(t, ns, func(topo *v1alpha2.Topology) {
+		suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) {
 			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, engine.HoldUpgradeSequenceAnnotation)
 		})
-		settle(t, ns, "dev", 4*time.Minute)
+		suite.Settle(t, ns, "dev", 4*time.Minute)
 
 		// The order, from the Machines upstream's controllers created.
-		if ms, err = machines(ctx, ns); err != nil {
+		if ms, err = suite.Machines(ctx, ns); err != nil {
 			t.Fatal(err)
 		}
 		var cpLast, aFirst, aLast, bFirst time.Time
 		for _, m := range ms {
-			if m.version != "v1.34.0" {
-				t.Errorf("machine %s still at %s", m.name, m.version)
+			if m.Version != "v1.34.0" {
+				t.Errorf("machine %s still at %s", m.Name, m.Version)
 				continue
 			}
 			switch {
-			case m.controlPlane:
-				cpLast = later(cpLast, m.created)
-			case m.pool == "md-a":
-				aFirst, aLast = earlier(aFirst, m.created), later(aLast, m.created)
-			case m.pool == "md-b":
-				bFirst = earlier(bFirst, m.created)
+			case m.ControlPlane:
+				cpLast = later(cpLast, m.Created)
+			case m.Pool == "md-a":
+				aFirst, aLast = earlier(aFirst, m.Created), later(aLast, m.Created)
+			case m.Pool == "md-b":
+				bFirst = earlier(bFirst, m.Created)
 			}
 		}
 		if !aFirst.After(cpLast) {
@@ -170,58 +171,58 @@ func TestClusterLifecycle(t *testing.T) {
 	})
 
 	t.Run("scale the control plane and a pool", func(t *testing.T) {
-		mustPlugin(t, "scale", "dev", "-n", ns, "--control-plane", "1", "--worker", "md-a=3", "--yes")
-		settle(t, ns, "dev", 4*time.Minute)
-		ms, err := machines(ctx, ns)
+		suite.MustTopology(t, "scale", "dev", "-n", ns, "--control-plane", "1", "--worker", "md-a=3", "--yes")
+		suite.Settle(t, ns, "dev", 4*time.Minute)
+		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for part, want := range map[string]int{"": 1, "md-a": 3, "md-b": 1} {
-			if running, all := count(ms, part, "v1.34.0"); running != want || all != want {
+			if running, all := fixture.Count(ms, part, "v1.34.0"); running != want || all != want {
 				t.Errorf("%q: %d of %d machines running, want %d", part, running, all, want)
 			}
 		}
 	})
 
 	t.Run("add a pool and remove one", func(t *testing.T) {
-		changeTopology(t, ns, func(topo *v1alpha2.Topology) {
+		suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) {
 			mds := topo.Spec.Workers.MachineDeployments
 			topo.Spec.Workers.MachineDeployments = []v1alpha2.MachineDeploymentTopology{mds[0], {Class: "default-worker", Name: "md-c", Replicas: ptr.To[int32](1)}}
 		})
-		settle(t, ns, "dev", 4*time.Minute)
-		ms, err := machines(ctx, ns)
+		suite.Settle(t, ns, "dev", 4*time.Minute)
+		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if running, all := count(ms, "md-c", "v1.34.0"); running != 1 || all != 1 {
+		if running, all := fixture.Count(ms, "md-c", "v1.34.0"); running != 1 || all != 1 {
 			t.Errorf("md-c: %d of %d machines running, want 1", running, all)
 		}
-		eventually(t, time.Minute, "md-b's MachineDeployment and machines are gone", func(ctx context.Context) (bool, error) {
-			ms, err := machines(ctx, ns)
-			_, b := count(ms, "md-b", "v1.34.0")
-			mds, lerr := list(ctx, ns, "MachineDeployment")
+		fixture.Eventually(t, time.Minute, "md-b's MachineDeployment and machines are gone", func(ctx context.Context) (bool, error) {
+			ms, err := suite.Machines(ctx, ns)
+			_, b := fixture.Count(ms, "md-b", "v1.34.0")
+			mds, lerr := suite.List(ctx, ns, "MachineDeployment")
 			return err == nil && lerr == nil && b == 0 && len(mds) == 2, fmt.Errorf("md-b machines %d, MachineDeployments %d", b, len(mds))
 		})
 	})
 
 	t.Run("a variable change rotates the worker template and rolls new machines", func(t *testing.T) {
 		before := workerTemplate(t, ns, "md-a")
-		mustPlugin(t, "set", "variable", "dev", "-n", ns, "workerStartup=2s", "--yes")
-		eventually(t, 30*time.Second, "md-a refers to a new template", func(context.Context) (bool, error) {
+		suite.MustTopology(t, "set", "variable", "dev", "-n", ns, "workerStartup=2s", "--yes")
+		fixture.Eventually(t, 30*time.Second, "md-a refers to a new template", func(context.Context) (bool, error) {
 			return workerTemplate(t, ns, "md-a") != before, nil
 		})
-		settle(t, ns, "dev", 4*time.Minute)
+		suite.Settle(t, ns, "dev", 4*time.Minute)
 		after := workerTemplate(t, ns, "md-a")
 		tmpl := &unstructured.Unstructured{}
 		tmpl.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1beta2")
 		tmpl.SetKind("DevMachineTemplate")
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: after}, tmpl); err != nil {
+		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: after}, tmpl); err != nil {
 			t.Fatal(err)
 		}
 		if d, _, _ := unstructured.NestedString(tmpl.Object, "spec", "template", "spec", "backend", "inMemory", "vm", "provisioning", "startupDuration"); d != "2s" {
 			t.Errorf("the new template %s starts machines in %q, want 2s", after, d)
 		}
-		devMachines, err := list(ctx, ns, "DevMachine")
+		devMachines, err := suite.List(ctx, ns, "DevMachine")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,14 +242,14 @@ func TestClusterLifecycle(t *testing.T) {
 	})
 
 	t.Run("delete takes everything through Cluster API's own deletion", func(t *testing.T) {
-		if err := k8s.Delete(ctx, &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}}); err != nil {
+		if err := suite.K8s.Delete(ctx, &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 2*time.Minute, "the Topology and everything of it are gone", func(ctx context.Context) (bool, error) {
-			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha2.Topology{})
+		fixture.Eventually(t, 2*time.Minute, "the Topology and everything of it are gone", func(ctx context.Context) (bool, error) {
+			err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha2.Topology{})
 			left := []string{}
 			for _, kind := range []string{"Cluster", "KubeadmControlPlane", "MachineDeployment", "MachineSet", "Machine", "DevMachine", "DevCluster", "KubeadmConfig"} {
-				items, lerr := list(ctx, ns, kind)
+				items, lerr := suite.List(ctx, ns, kind)
 				if lerr != nil {
 					return false, lerr
 				}
@@ -267,7 +268,7 @@ func generations(t *testing.T, ns string) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
 	for _, kind := range []string{"Cluster", "KubeadmControlPlane", "MachineDeployment", "DevCluster"} {
-		items, err := list(context.Background(), ns, kind)
+		items, err := suite.List(context.Background(), ns, kind)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,7 +292,7 @@ func condition(obj *unstructured.Unstructured, kind string) map[string]any {
 func topologyVersion(t *testing.T, ns string) string {
 	t.Helper()
 	topo := &v1alpha2.Topology{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
+	if err := suite.K8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
 		t.Fatal(err)
 	}
 	return topo.Spec.Version
@@ -301,7 +302,7 @@ func topologyVersion(t *testing.T, ns string) string {
 // refers to.
 func workerTemplate(t *testing.T, ns, pool string) string {
 	t.Helper()
-	mds, err := list(context.Background(), ns, "MachineDeployment")
+	mds, err := suite.List(context.Background(), ns, "MachineDeployment")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +372,7 @@ func deprecatedUses(t *testing.T) []string {
 		}
 	}
 	var out []string
-	for _, l := range agentLogLines("is deprecated") {
+	for _, l := range suite.AgentLogLines("is deprecated") {
 		excused := false
 		for gv := range named {
 			excused = excused || strings.Contains(l, gv+" ")

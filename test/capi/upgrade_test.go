@@ -23,7 +23,7 @@ import (
 // and leaves the control plane's.
 func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 	t.Parallel()
-	ns := inMemoryCluster(t, "concurrency", func(topo *v1alpha2.Topology) {
+	ns := suite.InMemoryCluster(t, "concurrency", func(topo *v1alpha2.Topology) {
 		topo.Annotations = map[string]string{engine.UpgradeConcurrencyAnnotation: "2"}
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = nil
@@ -34,19 +34,19 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 		topo.Spec.Workers.MachineDeployments[3].Metadata.Annotations = map[string]string{engine.DeferUpgradeAnnotation: ""}
 	})
 	ctx := context.Background()
-	settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev", 4*time.Minute)
 
-	mustPlugin(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
+	suite.MustTopology(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
 	// A pool rolls from the moment its MachineDeployment asks for the new
 	// version until its machine runs it.
 	maxRolling, rolledAt := 0, map[string]bool{}
 	deadline := time.Now().Add(4 * time.Minute)
 	for {
-		mds, err := list(ctx, ns, "MachineDeployment")
+		mds, err := suite.List(ctx, ns, "MachineDeployment")
 		if err != nil {
 			t.Fatal(err)
 		}
-		ms, err := machines(ctx, ns)
+		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 				continue
 			}
 			rolledAt[pool] = true
-			if running, all := count(ms, pool, "v1.34.0"); running == 1 && all == 1 {
+			if running, all := fixture.Count(ms, pool, "v1.34.0"); running == 1 && all == 1 {
 				done++
 			} else {
 				rolling++
@@ -79,29 +79,29 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 		t.Error("md-d, deferred, was upgraded")
 	}
 	// A deferred pool keeps the rollout open: a bounded watch says so.
-	out, errOut, err := plugin("", "status", "dev", "-n", ns, "--watch", "--interval", "500ms", "--timeout", "3s")
+	out, errOut, err := suite.Topology("", "status", "dev", "-n", ns, "--watch", "--interval", "500ms", "--timeout", "3s")
 	if err == nil || !strings.Contains(errOut, "md-d upgrade to version v1.34.0 deferred") || !strings.Contains(out, "Deferred") {
 		t.Errorf("status --watch with md-d deferred: %v\n%s%s", err, out, errOut)
 	}
-	ms, err := machines(ctx, ns)
+	ms, err := suite.Machines(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if running, all := count(ms, "md-d", "v1.33.1"); running != 1 || all != 1 {
+	if running, all := fixture.Count(ms, "md-d", "v1.33.1"); running != 1 || all != 1 {
 		t.Errorf("md-d, deferred: %d of %d machines running v1.33.1, want 1 of 1", running, all)
 	}
-	changeTopology(t, ns, func(topo *v1alpha2.Topology) {
+	suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) {
 		delete(topo.MachineDeployment("md-d").Metadata.Annotations, engine.DeferUpgradeAnnotation)
 	})
-	eventually(t, 3*time.Minute, "md-d runs v1.34.0 once no longer deferred", func(ctx context.Context) (bool, error) {
-		ms, err := machines(ctx, ns)
-		running, all := count(ms, "md-d", "v1.34.0")
+	fixture.Eventually(t, 3*time.Minute, "md-d runs v1.34.0 once no longer deferred", func(ctx context.Context) (bool, error) {
+		ms, err := suite.Machines(ctx, ns)
+		running, all := fixture.Count(ms, "md-d", "v1.34.0")
 		return err == nil && running == 1 && all == 1, fmt.Errorf("md-d %d/%d (%v)", running, all, err)
 	})
-	settle(t, ns, "dev", 2*time.Minute)
+	suite.Settle(t, ns, "dev", 2*time.Minute)
 
 	// Rebase onto a class whose worker machines start their node slower.
-	before, err := machines(ctx, ns)
+	before, err := suite.Machines(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,42 +120,42 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 		}
 	}
 	other.Templates = templates
-	if err := other.CreateClass(ctx, k8s); err != nil {
+	if err := other.CreateClass(ctx, suite.K8s); err != nil {
 		t.Fatal(err)
 	}
-	changeTopology(t, ns, func(topo *v1alpha2.Topology) { topo.Spec.ClassRef.Name = "in-memory-b" })
-	eventually(t, 3*time.Minute, "the workers are replaced", func(ctx context.Context) (bool, error) {
-		ms, err := machines(ctx, ns)
+	suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) { topo.Spec.ClassRef.Name = "in-memory-b" })
+	fixture.Eventually(t, 3*time.Minute, "the workers are replaced", func(ctx context.Context) (bool, error) {
+		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			return false, err
 		}
 		for _, old := range before {
 			for _, m := range ms {
-				if m.name == old.name && !old.controlPlane {
-					return false, fmt.Errorf("worker machine %s is still there", m.name)
+				if m.Name == old.Name && !old.ControlPlane {
+					return false, fmt.Errorf("worker machine %s is still there", m.Name)
 				}
 			}
 		}
 		return true, nil
 	})
-	after := settle(t, ns, "dev", 3*time.Minute)
+	after := suite.Settle(t, ns, "dev", 3*time.Minute)
 	if !strings.Contains(after, "in-memory-b") {
 		t.Errorf("status after the rebase does not name the new class:\n%s", after)
 	}
-	ms, err = machines(ctx, ns)
+	ms, err = suite.Machines(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, old := range before {
-		if !old.controlPlane {
+		if !old.ControlPlane {
 			continue
 		}
 		kept := false
 		for _, m := range ms {
-			kept = kept || m.name == old.name
+			kept = kept || m.Name == old.Name
 		}
 		if !kept {
-			t.Errorf("the control plane machine %s was replaced by a rebase that changes only the workers", old.name)
+			t.Errorf("the control plane machine %s was replaced by a rebase that changes only the workers", old.Name)
 		}
 	}
 }
@@ -170,7 +170,7 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 // label the Topology drops goes from the Cluster too.
 func TestChainedUpgradeThroughPlugin(t *testing.T) {
 	t.Parallel()
-	ns := inMemoryCluster(t, "chained", func(topo *v1alpha2.Topology) {
+	ns := suite.InMemoryCluster(t, "chained", func(topo *v1alpha2.Topology) {
 		topo.Spec.Version = "v1.31.6"
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
@@ -180,9 +180,9 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 		ex.Class.Spec.KubernetesVersions = []string{"v1.31.6", "v1.32.0", "v1.32.3", "v1.33.1"}
 	})
 	ctx := context.Background()
-	settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev", 4*time.Minute)
 	cluster := func() *unstructured.Unstructured {
-		items, err := list(ctx, ns, "Cluster")
+		items, err := suite.List(ctx, ns, "Cluster")
 		if err != nil || len(items) != 1 {
 			t.Fatalf("the Cluster of %s: %d, %v", ns, len(items), err)
 		}
@@ -192,7 +192,7 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 		t.Fatalf("the Cluster lacks the Topology's label: %v", cluster().GetLabels())
 	}
 
-	preview := mustPlugin(t, "upgrade", "dev", "-n", ns, "--version", "v1.33.1", "--dry-run")
+	preview := suite.MustTopology(t, "upgrade", "dev", "-n", ns, "--version", "v1.33.1", "--dry-run")
 	for _, want := range []string{
 		"chained over 2 minors, as the class's kubernetesVersions allow: v1.31.6 → v1.32.3 → v1.33.1",
 		"control plane", "v1.31.6 → v1.32.3", "v1.32.3 → v1.33.1",
@@ -202,36 +202,36 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 			t.Errorf("the preview lacks %q:\n%s", want, preview)
 		}
 	}
-	mustPlugin(t, "upgrade", "dev", "-n", ns, "--version", "v1.33.1", "--yes")
+	suite.MustTopology(t, "upgrade", "dev", "-n", ns, "--version", "v1.33.1", "--yes")
 
 	steps := map[string]bool{}
 	cpVersions, mdVersions := map[string]bool{}, map[string]bool{}
 	sawPlan, stepPatched := false, false
-	eventually(t, 5*time.Minute, "every machine runs v1.33.1 and the upgrade step is cleared", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, 5*time.Minute, "every machine runs v1.33.1 and the upgrade step is cleared", func(ctx context.Context) (bool, error) {
 		if c := cluster(); c.GetAnnotations()[engine.UpgradeStepAnnotation] != "" {
 			steps[c.GetAnnotations()[engine.UpgradeStepAnnotation]] = true
 			if ownedByUpdate(c, engine.UpgradeStepAnnotation) {
 				stepPatched = true
 			}
 		}
-		ms, err := machines(ctx, ns)
+		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			return false, err
 		}
 		for _, m := range ms {
-			if m.controlPlane {
-				cpVersions[m.version] = true
+			if m.ControlPlane {
+				cpVersions[m.Version] = true
 			} else {
-				mdVersions[m.version] = true
+				mdVersions[m.Version] = true
 			}
 		}
 		if !sawPlan {
-			out, _, err := plugin("", "status", "dev", "-n", ns)
+			out, _, err := suite.Topology("", "status", "dev", "-n", ns)
 			// v1.32.3 leaves the plan once the control plane is given it.
 			sawPlan = err == nil && strings.Contains(out, "upgrade plan: control plane v1.33.1 · workers v1.33.1")
 		}
-		cpRunning, cpAll := count(ms, "", "v1.33.1")
-		mdRunning, mdAll := count(ms, "md-a", "v1.33.1")
+		cpRunning, cpAll := fixture.Count(ms, "", "v1.33.1")
+		mdRunning, mdAll := fixture.Count(ms, "md-a", "v1.33.1")
 		_, stepping := cluster().GetAnnotations()[engine.UpgradeStepAnnotation]
 		return cpRunning == 1 && cpAll == 1 && mdRunning == 1 && mdAll == 1 && !stepping,
 			fmt.Errorf("control plane %d/%d, md-a %d/%d at v1.33.1, upgrade step annotated: %v", cpRunning, cpAll, mdRunning, mdAll, stepping)
@@ -256,13 +256,13 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 
 	// A label the Topology adds later is patched onto the Cluster; labels
 	// it drops, whether set at creation or patched since, leave it.
-	changeTopology(t, ns, func(topo *v1alpha2.Topology) { topo.Labels["zone"] = "a" })
-	eventually(t, time.Minute, "the new label reaches the Cluster, by patch", func(context.Context) (bool, error) {
+	suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) { topo.Labels["zone"] = "a" })
+	fixture.Eventually(t, time.Minute, "the new label reaches the Cluster, by patch", func(context.Context) (bool, error) {
 		c := cluster()
 		return c.GetLabels()["zone"] == "a" && ownedByUpdate(c, "zone"), fmt.Errorf("labels %v, managed fields %v", c.GetLabels(), c.GetManagedFields())
 	})
-	changeTopology(t, ns, func(topo *v1alpha2.Topology) { topo.Labels = nil })
-	eventually(t, time.Minute, "the dropped labels leave the Cluster", func(context.Context) (bool, error) {
+	suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) { topo.Labels = nil })
+	fixture.Eventually(t, time.Minute, "the dropped labels leave the Cluster", func(context.Context) (bool, error) {
 		labels := cluster().GetLabels()
 		_, tier := labels["tier"]
 		_, zone := labels["zone"]

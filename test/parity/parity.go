@@ -8,7 +8,7 @@
 // upgraded — to the version in the case's `upgrade` file, or the next minor
 // — and the order in which their parts rolled, each intermediate version of
 // a chained upgrade included, is compared. `make parity-live` prints it; the
-// test/capi suite judges it.
+// test/upstream suite judges it.
 package parity
 
 import (

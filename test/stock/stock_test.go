@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,19 +20,8 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
-const (
-	capiGroup         = "cluster.x-k8s.io"
-	controlPlaneGroup = "controlplane.cluster.x-k8s.io"
-)
-
-func newNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	if err := env.k8s.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+// controlPlaneGroup is the API group of the kubeadm control plane provider.
+const controlPlaneGroup = "controlplane.cluster.x-k8s.io"
 
 // The providers are stock: they refuse a KubeadmControlPlaneTemplate as a
 // default install does. A class that references one is refused at
@@ -41,14 +29,14 @@ func newNamespace(t *testing.T, prefix string) string {
 // created; the same class with the template inline is admitted.
 func TestClassReferencingARefusedKind(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "refused")
+	ns := suite.NewNamespace(t, "refused")
 	tmpl := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
 		"kubeadmConfigSpec": map[string]any{"format": "cloud-config"}}}}}}
 	tmpl.SetAPIVersion(controlPlaneGroup + "/v1beta2")
 	tmpl.SetKind("KubeadmControlPlaneTemplate")
 	tmpl.SetNamespace(ns)
 	tmpl.SetName("cp")
-	if err := env.k8s.Create(ctx, tmpl); err == nil || !strings.Contains(err.Error(), "can be set only if the ClusterTopology feature flag is enabled") {
+	if err := suite.K8s.Create(ctx, tmpl); err == nil || !strings.Contains(err.Error(), "can be set only if the ClusterTopology feature flag is enabled") {
 		t.Fatalf("creating a KubeadmControlPlaneTemplate: %v; want the stock provider's refusal", err)
 	}
 
@@ -59,7 +47,7 @@ func TestClassReferencingARefusedKind(t *testing.T) {
 	referencing := ex.Class.DeepCopy()
 	referencing.Spec.ControlPlane.Template = nil
 	referencing.Spec.ControlPlane.TemplateRef = v1alpha2.ClusterClassTemplateReference{APIVersion: tmpl.GetAPIVersion(), Kind: tmpl.GetKind(), Name: "cp"}
-	err = env.k8s.Create(ctx, referencing)
+	err = suite.K8s.Create(ctx, referencing)
 	for _, want := range []string{
 		"spec.controlPlane.templateRef",
 		"KubeadmControlPlaneTemplate is refused by this cluster's provider control-plane-kubeadm",
@@ -70,10 +58,10 @@ func TestClassReferencingARefusedKind(t *testing.T) {
 			t.Errorf("creating a class that references a refused kind: %v; want it refused saying %q", err, want)
 		}
 	}
-	if err := env.k8s.Get(ctx, client.ObjectKeyFromObject(referencing), &v1alpha2.TopologyClass{}); !apierrors.IsNotFound(err) {
+	if err := suite.K8s.Get(ctx, client.ObjectKeyFromObject(referencing), &v1alpha2.TopologyClass{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the refused class exists (%v)", err)
 	}
-	if err := ex.CreateClass(ctx, env.k8s); err != nil {
+	if err := ex.CreateClass(ctx, suite.K8s); err != nil {
 		t.Fatalf("the class with the template inline: %v", err)
 	}
 }
@@ -83,7 +71,7 @@ func TestClassReferencingARefusedKind(t *testing.T) {
 // plane first, and deleted with everything it made.
 func TestInlineClassLifecycle(t *testing.T) {
 	ctx := context.Background()
-	ex, err := fixture.ClassInNewNamespace(ctx, env.k8s, "in-memory", "lifecycle")
+	ex, err := fixture.ClassInNewNamespace(ctx, suite.K8s, "in-memory", "lifecycle")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +79,11 @@ func TestInlineClassLifecycle(t *testing.T) {
 	topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 	topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
 	topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
-	if err := env.k8s.Create(ctx, topo); err != nil {
+	if err := suite.K8s.Create(ctx, topo); err != nil {
 		t.Fatal(err)
 	}
-	topology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "5m")
-	kcps, err := objects(ctx, controlPlaneGroup, "KubeadmControlPlane", ns)
+	suite.MustTopology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "5m")
+	kcps, err := suite.List(ctx, ns, "KubeadmControlPlane")
 	if err != nil || len(kcps) != 1 {
 		t.Fatalf("%d KubeadmControlPlanes (%v), want the one made from the inline template", len(kcps), err)
 	}
@@ -103,12 +91,12 @@ func TestInlineClassLifecycle(t *testing.T) {
 		t.Errorf("the control plane's certSANs are %v, want the inline template's", sans)
 	}
 
-	out, _ := topology(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
+	out := suite.MustTopology(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
 	if !strings.Contains(out, "Preflight passed") {
 		t.Fatalf("upgrade said:\n%s", out)
 	}
-	topology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "5m")
-	ms, err := objects(ctx, capiGroup, "Machine", ns)
+	suite.MustTopology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "5m")
+	ms, err := suite.List(ctx, ns, "Machine")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,19 +115,19 @@ func TestInlineClassLifecycle(t *testing.T) {
 		t.Errorf("%d Machines; the upgraded worker was created %s, the control plane machine %s: want 2, control plane first", len(ms), workerCreated, cpReady)
 	}
 
-	if err := env.k8s.Delete(ctx, topo); err != nil {
+	if err := suite.K8s.Delete(ctx, topo); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 3*time.Minute, "every Machine, the Cluster and the Topology are gone", func(ctx context.Context) (bool, error) {
-		ms, err := objects(ctx, capiGroup, "Machine", ns)
+	fixture.Eventually(t, 3*time.Minute, "every Machine, the Cluster and the Topology are gone", func(ctx context.Context) (bool, error) {
+		ms, err := suite.List(ctx, ns, "Machine")
 		if err != nil {
 			return false, err
 		}
-		clusters, err := objects(ctx, capiGroup, "Cluster", ns)
+		clusters, err := suite.List(ctx, ns, "Cluster")
 		if err != nil {
 			return false, err
 		}
-		err = env.k8s.Get(ctx, client.ObjectKeyFromObject(topo), &v1alpha2.Topology{})
+		err = suite.K8s.Get(ctx, client.ObjectKeyFromObject(topo), &v1alpha2.Topology{})
 		return len(ms) == 0 && len(clusters) == 0 && apierrors.IsNotFound(err), nil
 	})
 }
@@ -147,12 +135,12 @@ func TestInlineClassLifecycle(t *testing.T) {
 // convert asks the stock cluster which templates it refuses and writes only
 // those into the class; what it prints applies as it is and provisions.
 func TestConvertInlinesWhatTheClusterRefuses(t *testing.T) {
-	ns := newNamespace(t, "convert")
+	ns := suite.NewNamespace(t, "convert")
 	root, err := localcluster.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, errOut := topology(t, "convert", "-n", ns, "-f", filepath.Join(root, "testdata", "parity", "in-memory"))
+	out, errOut := suite.MustTopologyOutput(t, "convert", "-n", ns, "-f", filepath.Join(root, "testdata", "parity", "in-memory"))
 	inlined := strings.Count(errOut, "Inlined: ")
 	if inlined != 2 || !strings.Contains(errOut, "KubeadmControlPlaneTemplate") || !strings.Contains(errOut, "DevClusterTemplate") {
 		t.Errorf("convert inlined:\n%s\nwant the KubeadmControlPlaneTemplate and the DevClusterTemplate, the two kinds the cluster refuses", errOut)
@@ -167,20 +155,20 @@ func TestConvertInlinesWhatTheClusterRefuses(t *testing.T) {
 	if err := os.WriteFile(file, []byte(strings.ReplaceAll(out, "namespace: default", "namespace: "+ns)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	apply := exec.Command(env.kubectl, "--kubeconfig", env.kubeconfig, "apply", "--server-side", "-n", ns, "-f", file)
+	apply := exec.Command(suite.Kubectl, "--kubeconfig", suite.Kubeconfig, "apply", "--server-side", "-n", ns, "-f", file)
 	if got, err := apply.CombinedOutput(); err != nil {
 		t.Fatalf("applying what convert printed: %v\n%s", err, got)
 	}
-	topology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "5m")
+	suite.MustTopology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "5m")
 	t.Cleanup(func() {
-		_ = env.k8s.Delete(context.Background(), &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}})
+		_ = suite.K8s.Delete(context.Background(), &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}})
 	})
 }
 
 // version says what the cluster's providers are and which template kinds
 // they refuse, and what the product does about it.
 func TestVersionReportsRefusedKinds(t *testing.T) {
-	out, _ := topology(t, "version")
+	out := suite.MustTopology(t, "version")
 	for _, want := range []string{
 		"Cluster API providers:",
 		"control-plane-kubeadm (no Deployment in this cluster): refuses KubeadmControlPlaneTemplate (spec: Forbidden: can be set only if the ClusterTopology feature flag is enabled)",
@@ -198,7 +186,7 @@ func TestVersionReportsRefusedKinds(t *testing.T) {
 // not inlined (that would not make it valid): convert keeps it referenced,
 // says why, and still converts.
 func TestConvertKeepsAnInvalidTemplateReferenced(t *testing.T) {
-	ns := newNamespace(t, "invalid")
+	ns := suite.NewNamespace(t, "invalid")
 	root, err := localcluster.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +204,7 @@ func TestConvertKeepsAnInvalidTemplateReferenced(t *testing.T) {
 	if err := os.WriteFile(file, []byte(strings.ReplaceAll(invalid, "namespace: default", "namespace: "+ns)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut := topology(t, "convert", "-f", file)
+	out, errOut := suite.MustTopologyOutput(t, "convert", "-f", file)
 	if !strings.Contains(errOut, "Warning: the cluster would refuse DevMachineTemplate "+ns+"/") || !strings.Contains(errOut, "not for a feature gate, so it stays referenced") {
 		t.Errorf("convert said:\n%s\nwant a warning naming the invalid DevMachineTemplate", errOut)
 	}

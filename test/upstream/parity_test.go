@@ -1,4 +1,4 @@
-package capi
+package upstream
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func TestParityWithUpstream(t *testing.T) {
 	}
 	for _, dir := range cases {
 		var report strings.Builder
-		env := parity.Env{K8s: k8s, Plugin: pluginBin, Kubeconfig: kubeconfig, Timeout: 6 * time.Minute, Out: &report}
+		env := parity.Env{K8s: suite.K8s, Plugin: suite.Plugin, Kubeconfig: suite.Kubeconfig, Timeout: 6 * time.Minute, Out: &report}
 		r, err := parity.Compare(ctx, env, dir)
 		if err != nil {
 			t.Errorf("%s: the comparison could not be made: %v\n%s", dir, err, report.String())

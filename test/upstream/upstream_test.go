@@ -1,4 +1,4 @@
-package capi
+package upstream
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 	"github.com/kubectl-topology/kubectl-topology/test/parity"
 )
 
@@ -42,7 +43,7 @@ func upstreamCluster(t *testing.T, prefix string, shape func(topology map[string
 		t.Fatal(err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	if err := k8s.Create(ctx, ns); err != nil {
+	if err := suite.K8s.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
 	var cluster *unstructured.Unstructured
@@ -52,7 +53,7 @@ func upstreamCluster(t *testing.T, prefix string, shape func(topology map[string
 			cluster = o
 			continue
 		}
-		if err := k8s.Create(ctx, o); err != nil {
+		if err := suite.K8s.Create(ctx, o); err != nil {
 			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
@@ -61,15 +62,15 @@ func upstreamCluster(t *testing.T, prefix string, shape func(topology map[string
 	if err := unstructured.SetNestedMap(cluster.Object, topology, "spec", "topology"); err != nil {
 		t.Fatal(err)
 	}
-	if err := k8s.Create(ctx, cluster); err != nil {
+	if err := suite.K8s.Create(ctx, cluster); err != nil {
 		t.Fatalf("creating Cluster %s/%s: %v", ns.Name, cluster.GetName(), err)
 	}
 	t.Cleanup(func() {
 		// A paused Cluster is never deleted: Cluster API's controllers leave it alone.
-		_ = k8s.Patch(ctx, cluster.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":null}}`)))
-		_ = k8s.Delete(ctx, cluster.DeepCopy())
-		eventually(t, 2*time.Minute, "the Cluster is deleted", func(ctx context.Context) (bool, error) {
-			err := k8s.Get(ctx, client.ObjectKeyFromObject(cluster), cluster.DeepCopy())
+		_ = suite.K8s.Patch(ctx, cluster.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":null}}`)))
+		_ = suite.K8s.Delete(ctx, cluster.DeepCopy())
+		fixture.Eventually(t, 2*time.Minute, "the Cluster is deleted", func(ctx context.Context) (bool, error) {
+			err := suite.K8s.Get(ctx, client.ObjectKeyFromObject(cluster), cluster.DeepCopy())
 			return apierrors.IsNotFound(err), err
 		})
 	})
@@ -95,7 +96,7 @@ func TestUpstreamClusterThroughPlugin(t *testing.T) {
 	})
 	ctx := context.Background()
 	stored := func() *unstructured.Unstructured {
-		items, err := list(ctx, ns, "Cluster")
+		items, err := suite.List(ctx, ns, "Cluster")
 		if err != nil || len(items) != 1 {
 			t.Fatalf("the Cluster of %s: %d, %v", ns, len(items), err)
 		}
@@ -104,11 +105,11 @@ func TestUpstreamClusterThroughPlugin(t *testing.T) {
 
 	// Followed by its bare name (no Topology has it) until upstream's
 	// controllers have provisioned every machine.
-	out := mustPlugin(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "4m")
+	out := suite.MustTopology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "4m")
 	if !strings.Contains(out, "Cluster "+ns+"/dev (ClusterClass in-memory, Cluster API's topology controller)") {
 		t.Errorf("status does not say it follows upstream's Cluster:\n%s", out)
 	}
-	status := mustPlugin(t, "status", "cluster/dev", "-n", ns)
+	status := suite.MustTopology(t, "status", "cluster/dev", "-n", ns)
 	for _, want := range []string{"· Ready", "control-plane", "md-a (default-worker)", "v1.32.3"} {
 		if !strings.Contains(status, want) {
 			t.Errorf("status lacks %q:\n%s", want, status)
@@ -117,7 +118,7 @@ func TestUpstreamClusterThroughPlugin(t *testing.T) {
 	if strings.Contains(status, "STALE") || strings.Contains(status, "agent") {
 		t.Errorf("status of upstream's Cluster speaks of the agent:\n%s", status)
 	}
-	get := mustPlugin(t, "get", "-n", ns)
+	get := suite.MustTopology(t, "get", "-n", ns)
 	if !strings.Contains(get, "MANAGED BY") || !strings.Contains(get, "cluster/dev") || !strings.Contains(get, "cluster-api") {
 		t.Errorf("get does not list the Cluster with who manages it:\n%s", get)
 	}
@@ -139,13 +140,13 @@ func TestUpstreamClusterThroughPlugin(t *testing.T) {
 		{"scale", "cluster/dev", "-n", ns, "--worker", "md-z=2", "--yes"},
 		{"upgrade", "machine/dev", "-n", ns, "--version", "v1.33.1", "--yes"},
 	} {
-		if out, errOut, err := plugin("", args...); err == nil {
+		if out, errOut, err := suite.Topology("", args...); err == nil {
 			t.Errorf("kubectl topology %s was accepted:\n%s%s", strings.Join(args, " "), out, errOut)
 		}
 	}
 	unchanged("a refused command")
 
-	preview := mustPlugin(t, "upgrade", "cluster/dev", "-n", ns, "--version", "v1.33.1", "--dry-run")
+	preview := suite.MustTopology(t, "upgrade", "cluster/dev", "-n", ns, "--version", "v1.33.1", "--dry-run")
 	for _, want := range []string{
 		"Cluster " + ns + "/dev:", "version: v1.32.3 → v1.33.1", "Rollout of Cluster " + ns + "/dev to v1.33.1",
 		"Cluster API's topology controller would then change:", "KubeadmControlPlane", "Dry run: nothing was changed.",
@@ -161,57 +162,57 @@ func TestUpstreamClusterThroughPlugin(t *testing.T) {
 	class := &unstructured.Unstructured{}
 	class.SetAPIVersion("cluster.x-k8s.io/v1beta2")
 	class.SetKind("ClusterClass")
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "in-memory"}, class); err != nil {
+	if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "in-memory"}, class); err != nil {
 		t.Fatal(err)
 	}
 	if err := unstructured.SetNestedStringSlice(class.Object, []string{"v1.32.3", "v1.33.1", "v1.34.0"}, "spec", "kubernetesVersions"); err != nil {
 		t.Fatal(err)
 	}
-	if err := k8s.Update(ctx, class); err != nil {
+	if err := suite.K8s.Update(ctx, class); err != nil {
 		t.Fatalf("listing kubernetesVersions in ClusterClass in-memory: %v", err)
 	}
-	chained := mustPlugin(t, "upgrade", "cluster/dev", "-n", ns, "--version", "v1.34.0", "--dry-run")
+	chained := suite.MustTopology(t, "upgrade", "cluster/dev", "-n", ns, "--version", "v1.34.0", "--dry-run")
 	if want := "chained over 2 minors, as the class's kubernetesVersions allow: v1.32.3 → v1.33.1 → v1.34.0"; !strings.Contains(chained, want) {
 		t.Errorf("the chained upgrade preview lacks %q:\n%s", want, chained)
 	}
 	unchanged("a chained dry run")
 
-	mustPlugin(t, "scale", "cluster/dev", "-n", ns, "--worker", "md-a=2", "--yes")
-	eventually(t, 3*time.Minute, "upstream scales md-a to 2 running machines", func(ctx context.Context) (bool, error) {
-		ms, err := machines(ctx, ns)
+	suite.MustTopology(t, "scale", "cluster/dev", "-n", ns, "--worker", "md-a=2", "--yes")
+	fixture.Eventually(t, 3*time.Minute, "upstream scales md-a to 2 running machines", func(ctx context.Context) (bool, error) {
+		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			return false, err
 		}
-		running, all := count(ms, "md-a", "v1.32.3")
+		running, all := fixture.Count(ms, "md-a", "v1.32.3")
 		return running == 2 && all == 2, fmt.Errorf("md-a: %d of %d running", running, all)
 	})
 
-	upgrade := mustPlugin(t, "upgrade", "cluster/dev", "-n", ns, "--version", "v1.33.1", "--yes", "--wait", "--timeout", "6m")
+	upgrade := suite.MustTopology(t, "upgrade", "cluster/dev", "-n", ns, "--version", "v1.33.1", "--yes", "--wait", "--timeout", "6m")
 	if !strings.Contains(upgrade, "Cluster API's topology controller starts with the control plane") {
 		t.Errorf("upgrade output:\n%s", upgrade)
 	}
 	if v, _, _ := unstructured.NestedString(stored().Object, "spec", "topology", "version"); v != "v1.33.1" {
 		t.Errorf("spec.topology.version is %q after the upgrade, want v1.33.1", v)
 	}
-	ms, err := machines(ctx, ns)
+	ms, err := suite.Machines(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cp, cpAll := count(ms, "", "v1.33.1"); cp != 1 || cpAll != 1 {
+	if cp, cpAll := fixture.Count(ms, "", "v1.33.1"); cp != 1 || cpAll != 1 {
 		t.Errorf("control plane: %d of %d machines run v1.33.1 after --wait", cp, cpAll)
 	}
-	if md, mdAll := count(ms, "md-a", "v1.33.1"); md != 2 || mdAll != 2 {
+	if md, mdAll := fixture.Count(ms, "md-a", "v1.33.1"); md != 2 || mdAll != 2 {
 		t.Errorf("md-a: %d of %d machines run v1.33.1 after --wait", md, mdAll)
 	}
 
-	mustPlugin(t, "pause", "cluster/dev", "-n", ns, "--yes")
+	suite.MustTopology(t, "pause", "cluster/dev", "-n", ns, "--yes")
 	if p, _, _ := unstructured.NestedBool(stored().Object, "spec", "paused"); !p {
 		t.Error("pause did not set the Cluster's spec.paused")
 	}
-	if out := mustPlugin(t, "status", "dev", "-n", ns); !strings.Contains(out, "· Paused") {
+	if out := suite.MustTopology(t, "status", "dev", "-n", ns); !strings.Contains(out, "· Paused") {
 		t.Errorf("status of the paused Cluster:\n%s", out)
 	}
-	mustPlugin(t, "resume", "cluster/dev", "-n", ns, "--yes")
+	suite.MustTopology(t, "resume", "cluster/dev", "-n", ns, "--yes")
 	if p, _, _ := unstructured.NestedBool(stored().Object, "spec", "paused"); p {
 		t.Error("resume left the Cluster's spec.paused set")
 	}
@@ -234,29 +235,29 @@ func TestAdoptUpstreamCluster(t *testing.T) {
 	})
 	ctx := context.Background()
 	t.Cleanup(func() {
-		_ = k8s.Delete(ctx, &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}})
+		_ = suite.K8s.Delete(ctx, &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}})
 	})
-	if out, errOut, err := plugin("", "adopt", "cluster/dev", "-n", ns, "--yes"); err == nil || !strings.Contains(errOut, "not settled") {
+	if out, errOut, err := suite.Topology("", "adopt", "cluster/dev", "-n", ns, "--yes"); err == nil || !strings.Contains(errOut, "not settled") {
 		t.Fatalf("adopt of a provisioning Cluster was not refused as unsettled: %v\n%s%s", err, out, errOut)
 	}
-	mustPlugin(t, "status", "cluster/dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "4m")
+	suite.MustTopology(t, "status", "cluster/dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "4m")
 	before := machineUIDs(t, ns)
 	if len(before) != 2 {
 		t.Fatalf("%d machines before adopting, want 2", len(before))
 	}
 	oldCluster := onlyCluster(t, ns)
 
-	preview := mustPlugin(t, "adopt", "dev", "-n", ns, "--dry-run")
+	preview := suite.MustTopology(t, "adopt", "dev", "-n", ns, "--dry-run")
 	for _, want := range []string{"Adopt Cluster " + ns + "/dev (ClusterClass in-memory) into Topology " + ns + "/dev", "Machines kept: 2", "Dry run: nothing was changed."} {
 		if !strings.Contains(preview, want) {
 			t.Errorf("the adopt preview lacks %q:\n%s", want, preview)
 		}
 	}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha2.Topology{}); !apierrors.IsNotFound(err) {
+	if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha2.Topology{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("a dry run created the Topology (%v)", err)
 	}
 
-	out := mustPlugin(t, "adopt", "cluster/dev", "-n", ns, "--yes", "--interval", "1s", "--timeout", "4m")
+	out := suite.MustTopology(t, "adopt", "cluster/dev", "-n", ns, "--yes", "--interval", "1s", "--timeout", "4m")
 	t.Logf("adopt:\n%s", out)
 	if !strings.Contains(out, "all 2 Machines are the ones there were") {
 		t.Errorf("adopt output:\n%s", out)
@@ -265,7 +266,7 @@ func TestAdoptUpstreamCluster(t *testing.T) {
 		t.Fatalf("machines before %v, after %v: adopting replaced some", before, after)
 	}
 	topo := &v1alpha2.Topology{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
+	if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
 		t.Fatal(err)
 	}
 	cluster := onlyCluster(t, ns)
@@ -285,19 +286,19 @@ func TestAdoptUpstreamCluster(t *testing.T) {
 			t.Errorf("spec.%s names %s, upstream's Cluster named %s", ref, now, was)
 		}
 	}
-	if _, errOut, err := plugin("", "adopt", "dev", "-n", ns, "--yes"); err == nil || !strings.Contains(errOut, "already a Topology") {
+	if _, errOut, err := suite.Topology("", "adopt", "dev", "-n", ns, "--yes"); err == nil || !strings.Contains(errOut, "already a Topology") {
 		t.Errorf("adopting a Topology was not refused: %v %s", err, errOut)
 	}
 
 	// The agent is in charge now: a scale through the Topology adds a
 	// machine and leaves the others.
-	mustPlugin(t, "scale", "topology/dev", "-n", ns, "--worker", "md-a=2", "--yes")
-	eventually(t, 3*time.Minute, "the agent scales md-a to 2 running machines", func(ctx context.Context) (bool, error) {
-		ms, err := machines(ctx, ns)
+	suite.MustTopology(t, "scale", "topology/dev", "-n", ns, "--worker", "md-a=2", "--yes")
+	fixture.Eventually(t, 3*time.Minute, "the agent scales md-a to 2 running machines", func(ctx context.Context) (bool, error) {
+		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			return false, err
 		}
-		running, all := count(ms, "md-a", "v1.33.1")
+		running, all := fixture.Count(ms, "md-a", "v1.33.1")
 		return running == 2 && all == 2, fmt.Errorf("md-a: %d of %d running", running, all)
 	})
 	after := machineUIDs(t, ns)
@@ -311,7 +312,7 @@ func TestAdoptUpstreamCluster(t *testing.T) {
 // machineUIDs maps the namespace's Machines' UIDs to their names.
 func machineUIDs(t *testing.T, ns string) map[string]string {
 	t.Helper()
-	items, err := list(context.Background(), ns, "Machine")
+	items, err := suite.List(context.Background(), ns, "Machine")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +326,7 @@ func machineUIDs(t *testing.T, ns string) map[string]string {
 // onlyCluster is the namespace's one Cluster.
 func onlyCluster(t *testing.T, ns string) *unstructured.Unstructured {
 	t.Helper()
-	items, err := list(context.Background(), ns, "Cluster")
+	items, err := suite.List(context.Background(), ns, "Cluster")
 	if err != nil || len(items) != 1 {
 		t.Fatalf("the Cluster of %s: %d, %v", ns, len(items), err)
 	}

@@ -1,0 +1,45 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+)
+
+// TestEditUpstreamClusterInTerminal edits a gate-on upstream Cluster's
+// topology in the editor on a pseudo-terminal — the version changed, the
+// rollout previewed, applied, confirmed — and Cluster API's own topology
+// controller then rolls every machine to the new version.
+func TestEditUpstreamClusterInTerminal(t *testing.T) {
+	t.Parallel()
+	ns := upstreamCluster(t, "edit-upstream", func(topo map[string]any) {
+		topo["version"] = "v1.32.3"
+		topo["controlPlane"] = map[string]any{"replicas": int64(1)}
+		workers := topo["workers"].(map[string]any)
+		md := workers["machineDeployments"].([]any)[0].(map[string]any)
+		md["replicas"] = int64(1)
+		workers["machineDeployments"] = []any{md}
+	})
+	suite.MustTopology(t, "status", "cluster/dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "4m")
+
+	edit := suite.Terminal(t, 100, nil, "edit", "cluster/dev", "-n", ns)
+	edit.EditVersion("Edit Cluster "+ns+"/dev", "v1.32.3", "v1.33.1", ns)
+	edit.WaitFor(fmt.Sprintf("Cluster %s/dev updated. Follow it with: kubectl topology status cluster/dev", ns))
+	if v, _, _ := unstructured.NestedString(onlyCluster(t, ns).Object, "spec", "topology", "version"); v != "v1.33.1" {
+		t.Fatalf("the Cluster's spec.topology.version is %s after the edit, want v1.33.1", v)
+	}
+	fixture.Eventually(t, 5*time.Minute, "upstream rolls every machine to v1.33.1", func(ctx context.Context) (bool, error) {
+		ms, err := suite.Machines(ctx, ns)
+		if err != nil {
+			return false, err
+		}
+		cp, cpAll := fixture.Count(ms, "", "v1.33.1")
+		md, mdAll := fixture.Count(ms, "md-a", "v1.33.1")
+		return cp == 1 && cpAll == 1 && md == 1 && mdAll == 1, fmt.Errorf("control plane %d/%d, md-a %d/%d at v1.33.1", cp, cpAll, md, mdAll)
+	})
+}
