@@ -42,6 +42,8 @@ const (
 	ReasonFailed                     = "ReconcileFailed"
 	ReasonClassNotReconciled         = "ClusterClassNotReconciled"
 	ReasonPaused                     = "Paused"
+	ReasonClusterPaused              = "ClusterPaused"
+	ReasonClusterMissing             = "ClusterMissing"
 	ReasonClusterUpgrading           = "ClusterUpgrading"
 	ReasonMachineDeploymentsDeferred = "MachineDeploymentsUpgradeDeferred"
 	ReasonMachinePoolsDeferred       = "MachinePoolsUpgradeDeferred"
@@ -144,6 +146,7 @@ func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error
 		r.getClass,
 		r.getTemplates,
 		r.getCurrentState,
+		r.holdForCluster,
 		r.observeRollout,
 		r.computeDesired,
 		r.applyDesired,
@@ -214,6 +217,55 @@ func (r *TopologyReconciler) getCurrentState(ctx context.Context, s *scope) (boo
 	s.live = objs
 	s.current = loader.State(s.topo, s.class.Class, objs)
 	return true, nil
+}
+
+// holdForCluster stops where upstream's topology controller would not act:
+// the Cluster is paused (clusterctl move pauses it while it moves it), or
+// the agent made it once and it is gone (a move or restore brings it next,
+// and making another would duplicate every object). It marks a Topology
+// whose Cluster exists, so that the mark travels with it.
+func (r *TopologyReconciler) holdForCluster(ctx context.Context, s *scope) (bool, error) {
+	cluster := s.current.Cluster
+	if cluster == nil {
+		if made := s.topo.Annotations[v1alpha2.ClusterMadeAnnotation]; made != "" {
+			s.reason = ReasonClusterMissing
+			s.message = fmt.Sprintf("Cluster %s was made for this Topology and is not there: a clusterctl move or restore brings it; to make it anew, remove the annotation %s", made, v1alpha2.ClusterMadeAnnotation)
+			return false, nil
+		}
+		return true, nil
+	}
+	if err := r.markClusterMade(ctx, s.topo, cluster.GetName()); err != nil {
+		return false, err
+	}
+	paused, _, _ := unstructured.NestedBool(cluster.Object, "spec", "paused")
+	_, annotated := cluster.GetAnnotations()[clusterPausedAnnotation]
+	if paused || annotated {
+		how := "spec.paused"
+		if !paused {
+			how = "annotation " + clusterPausedAnnotation
+		}
+		s.reason = ReasonClusterPaused
+		s.message = fmt.Sprintf("Cluster %s is paused (%s), as clusterctl move pauses it while it moves it: nothing is changed until it is unpaused", cluster.GetName(), how)
+		return false, nil
+	}
+	return true, nil
+}
+
+// clusterPausedAnnotation pauses a Cluster and what belongs to it, as
+// spec.paused does.
+const clusterPausedAnnotation = "cluster.x-k8s.io/paused"
+
+// markClusterMade annotates the Topology with the name of its Cluster, once.
+func (r *TopologyReconciler) markClusterMade(ctx context.Context, topo *v1alpha2.Topology, cluster string) error {
+	if topo.Annotations[v1alpha2.ClusterMadeAnnotation] == cluster {
+		return nil
+	}
+	patch := client.MergeFrom(topo.DeepCopy())
+	metav1.SetMetaDataAnnotation(&topo.ObjectMeta, v1alpha2.ClusterMadeAnnotation, cluster)
+	if err := r.Client.Patch(ctx, topo, patch); err != nil {
+		return fmt.Errorf("marking Topology %s/%s as having made Cluster %s: %w", topo.Namespace, topo.Name, cluster, err)
+	}
+	return nil
 }
 
 // observeRollout reads the rollout state per the contracts, refined by Machines.
@@ -313,6 +365,9 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 		}
 		if applied == nil || obj.GetKind() != clusterKind || existed {
 			continue
+		}
+		if err := r.markClusterMade(ctx, s.topo, applied.GetName()); err != nil {
+			return fail(err)
 		}
 		owner := metav1.OwnerReference{APIVersion: r.CoreVersion.APIVersion(), Kind: clusterKind, Name: applied.GetName(), UID: applied.GetUID()}
 		for _, o := range objs {

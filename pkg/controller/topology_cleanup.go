@@ -75,6 +75,11 @@ func (r *TopologyReconciler) reconcileDelete(ctx context.Context, topo *v1alpha2
 	if !controllerutil.ContainsFinalizer(topo, TopologyFinalizer) {
 		return ctrl.Result{}, nil
 	}
+	if _, moved := topo.Annotations[deleteForMoveAnnotation]; moved {
+		// clusterctl move deletes the source's copy of what it moved: the
+		// Cluster lives on in the target and must not be deleted from here.
+		return ctrl.Result{}, r.removeFinalizer(ctx, topo)
+	}
 	if err := r.markDeleting(ctx, topo); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -94,10 +99,15 @@ func (r *TopologyReconciler) reconcileDelete(ctx context.Context, topo *v1alpha2
 	case err != nil && !apierrors.IsNotFound(err):
 		return ctrl.Result{}, fmt.Errorf("reading Cluster %s/%s: %w", topo.Namespace, topo.Name, err)
 	}
+	return ctrl.Result{}, r.removeFinalizer(ctx, topo)
+}
+
+// deleteForMoveAnnotation is set by clusterctl move on the source's objects
+// it deletes once they exist in the target.
+const deleteForMoveAnnotation = "clusterctl.cluster.x-k8s.io/delete-for-move"
+
+func (r *TopologyReconciler) removeFinalizer(ctx context.Context, topo *v1alpha2.Topology) error {
 	patch := client.MergeFrom(topo.DeepCopy())
 	controllerutil.RemoveFinalizer(topo, TopologyFinalizer)
-	if err := r.Client.Patch(ctx, topo, patch); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	return ctrl.Result{}, nil
+	return client.IgnoreNotFound(r.Client.Patch(ctx, topo, patch))
 }

@@ -29,7 +29,7 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 	if s.current != nil {
 		t.Status.Infrastructure = engine.InfrastructurePhase(s.current)
 	}
-	if t.Spec.Paused {
+	if t.Spec.Paused || s.reason == ReasonClusterPaused {
 		t.Status.State = v1alpha2.StatePaused
 	} else if s.result != nil || t.Status.State == v1alpha2.StatePaused {
 		// Summed again from the parts (as last observed, if this pass

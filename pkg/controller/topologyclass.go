@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,6 +74,9 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			return ctrl.Result{}, err // an update comes back as a new reconcile
 		}
 	}
+	if err := r.ownTemplates(ctx, class); err != nil {
+		return ctrl.Result{}, err
+	}
 	missingKinds := false
 	if w := r.TemplateWatches(); w != nil {
 		// What every Topology of the class reads, listed at once.
@@ -133,6 +137,38 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, fmt.Errorf("writing status of TopologyClass %s: %w", req, client.IgnoreNotFound(err))
 	}
 	return result, nil
+}
+
+// ownTemplates makes the class an owner (not the controller) of each
+// template it references, as upstream's ClusterClass controller does:
+// clusterctl move carries a class's templates with it through that
+// ownership, and deleting the class lets the garbage collector remove them.
+// A template that does not exist yet is left to the Topologies to report.
+func (r *TopologyClassReconciler) ownTemplates(ctx context.Context, class *v1alpha2.TopologyClass) error {
+	owner := metav1.OwnerReference{APIVersion: v1alpha2.GroupVersion.String(), Kind: v1alpha2.TopologyClassKind, Name: class.Name, UID: class.UID}
+	for _, ref := range engine.ClassTemplateRefs(class) {
+		tmpl := &unstructured.Unstructured{}
+		tmpl.SetAPIVersion(ref.APIVersion)
+		tmpl.SetKind(ref.Kind)
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, tmpl)
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s %s/%s of TopologyClass %s (%s): %w", ref.Kind, ref.Namespace, ref.Name, class.Name, ref.Field, err)
+		}
+		if engine.OwnedBy(tmpl, class.UID) {
+			continue
+		}
+		// The lock: a merge patch replaces the whole list, so it must not
+		// drop an owner another controller added meanwhile.
+		patch := client.MergeFromWithOptions(tmpl.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		tmpl.SetOwnerReferences(append(tmpl.GetOwnerReferences(), owner))
+		if err := r.Client.Patch(ctx, tmpl, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("making TopologyClass %s an owner of %s %s/%s (%s): %w", class.Name, ref.Kind, ref.Namespace, ref.Name, ref.Field, err)
+		}
+	}
+	return nil
 }
 
 // refChange is a template reference at an older API version than the one its

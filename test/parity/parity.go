@@ -483,8 +483,13 @@ func collect(ctx context.Context, k8s client.Client, s side) (map[string]object,
 	if err != nil {
 		return out, err
 	}
-	if _, err := follow("ControlPlane/MachineTemplate", cp, "spec", "machineTemplate", "spec", "infrastructureRef"); err != nil {
-		return out, err
+	// A managed control plane (EKS, AKS, GKE, Kamaji) has no machines, so no
+	// machine template; one side without it shows in the ControlPlane's own
+	// comparison, and collect runs only once both report reconciled.
+	if _, has, _ := unstructured.NestedMap(cp.Object, "spec", "machineTemplate", "spec", "infrastructureRef"); has {
+		if _, err := follow("ControlPlane/MachineTemplate", cp, "spec", "machineTemplate", "spec", "infrastructureRef"); err != nil {
+			return out, err
+		}
 	}
 	names := map[string]string{cp.GetName(): "control-plane"}
 	for _, pool := range []struct{ kind, label, field, infraRole, bootstrapRole string }{

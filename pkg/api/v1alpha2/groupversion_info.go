@@ -47,3 +47,9 @@ const (
 // whether the agent made the latest generation real, as upstream's Cluster
 // has it.
 const TopologyReconciledCondition = "TopologyReconciled"
+
+// ClusterMadeAnnotation marks a Topology whose Cluster the agent has made, with
+// the Cluster's name. It travels with the Topology through a clusterctl move
+// or restore, where status does not: a marked Topology without its Cluster
+// waits for it rather than making a second one.
+const ClusterMadeAnnotation = "topology.kubectl-topology.io/cluster-made"
