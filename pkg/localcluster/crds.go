@@ -78,6 +78,7 @@ func ReadCRDs(dirs ...string) ([]*apiextensionsv1.CustomResourceDefinition, erro
 			labelContract(crd)
 			if p := providerOf(crd.Annotations[sourceDirAnnotation]); p != "" {
 				crd.Labels[ProviderLabel] = p
+				crd.Labels[ClusterctlLabel] = ""
 			}
 		}
 		delete(crd.Annotations, sourceDirAnnotation)
@@ -131,6 +132,10 @@ func readCRDFiles(dirs ...string) ([]*apiextensionsv1.CustomResourceDefinition, 
 // ProviderLabel names the clusterctl provider a CRD belongs to, as upstream's
 // kustomizations label them.
 const ProviderLabel = "cluster.x-k8s.io/provider"
+
+// ClusterctlLabel is on every object `clusterctl init` installs; clusterctl
+// move reads the kinds of the CRDs that carry it.
+const ClusterctlLabel = "clusterctl.cluster.x-k8s.io"
 
 // providerOf names the provider whose CRD directory dir is.
 func providerOf(dir string) string {

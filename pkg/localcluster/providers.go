@@ -133,6 +133,7 @@ func providerCRDs(config string, p Provider, caBundle []byte) ([]*apiextensionsv
 			crd.Labels[k] = v
 		}
 		crd.Labels[ProviderLabel] = p.Label
+		crd.Labels[ClusterctlLabel] = ""
 		if len(crd.Spec.Versions) > 1 {
 			crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
 				Strategy: apiextensionsv1.WebhookConverter,
