@@ -169,13 +169,17 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 		return item.Parts[0].State == v1alpha2.StateDegraded && item.Parts[1].State == v1alpha2.StateDegraded &&
 			item.Parts[0].Replicas.Ready == 0 && item.Parts[1].Replicas.Ready == 1, nil
 	})
-	time.Sleep(2 * time.Second) // so that "for Ns" reads at least a second
-	out := suite.MustTopology(t, "status", "dev", "-n", ns)
-	for _, want := range []string{"Degraded for ", "0/1", "1/2", "Machine/" + cpMachine + " NotReady", "Machine/" + mdMachine + " NotReady", "Node.Ready: kubelet stopped posting node status (for "} {
-		if !strings.Contains(out, want) {
-			t.Errorf("status of the degraded cluster lacks %q:\n%s", want, out)
+	// The durations read at least a second once a second has passed.
+	wants := []string{"Degraded for ", "0/1", "1/2", "Machine/" + cpMachine + " NotReady", "Machine/" + mdMachine + " NotReady", "Node.Ready: kubelet stopped posting node status (for "}
+	fixture.Eventually(t, 30*time.Second, "status says why the cluster is degraded, and since when", func(context.Context) (bool, error) {
+		out := suite.MustTopology(t, "status", "dev", "-n", ns)
+		for _, want := range wants {
+			if !strings.Contains(out, want) {
+				return false, fmt.Errorf("status lacks %q:\n%s", want, out)
+			}
 		}
-	}
+		return !strings.Contains(out, "for 0s"), fmt.Errorf("a duration reads 0s:\n%s", out)
+	})
 	if out := suite.MustTopology(t, "get", "-n", ns); !strings.Contains(out, "Degraded") || !strings.Contains(out, "control-plane Degraded,md-a Degraded") {
 		t.Errorf("get does not name the degraded parts:\n%s", out)
 	}

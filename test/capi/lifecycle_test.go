@@ -122,18 +122,18 @@ func TestClusterLifecycle(t *testing.T) {
 			a, aAll := fixture.Count(ms, "md-a", "v1.34.0")
 			return err == nil && cp == 3 && cpAll == 3 && a == 2 && aAll == 2, fmt.Errorf("control plane %d/%d, md-a %d/%d (%v)", cp, cpAll, a, aAll, err)
 		})
-		// md-b is held: give the agent time to (wrongly) move it, then look.
-		time.Sleep(5 * time.Second)
-		ms, err := suite.Machines(ctx, ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, all := fixture.Count(ms, "md-b", "v1.34.0"); all != 1 {
-			t.Fatalf("md-b has %d machines", all)
-		}
-		if running, _ := fixture.Count(ms, "md-b", "v1.34.0"); running != 0 {
-			t.Errorf("md-b, held, was upgraded")
-		}
+		// md-b is held: in the time the agent would (wrongly) move it, it stays.
+		fixture.Consistently(t, 5*time.Second, "md-b, held, keeps its one machine at the old version", func(ctx context.Context) error {
+			ms, err := suite.Machines(ctx, ns)
+			if err != nil {
+				return err
+			}
+			running, all := fixture.Count(ms, "md-b", "v1.34.0")
+			if all != 1 || running != 0 {
+				return fmt.Errorf("md-b has %d machines, %d running v1.34.0", all, running)
+			}
+			return nil
+		})
 		status := suite.MustTopology(t, "status", "dev", "-n", ns)
 		if !strings.Contains(status, "md-b") || !strings.Contains(strings.ToLower(status), "hold") {
 			t.Errorf("status does not say md-b is held:\n%s", status)
@@ -144,7 +144,8 @@ func TestClusterLifecycle(t *testing.T) {
 		suite.Settle(t, ns, "dev", 4*time.Minute)
 
 		// The order, from the Machines upstream's controllers created.
-		if ms, err = suite.Machines(ctx, ns); err != nil {
+		ms, err := suite.Machines(ctx, ns)
+		if err != nil {
 			t.Fatal(err)
 		}
 		var cpLast, aFirst, aLast, bFirst time.Time
