@@ -4,7 +4,11 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // FieldManager is the server-side apply field manager of everything the
@@ -33,10 +37,29 @@ func needsWrite(current, desired *unstructured.Unstructured, fieldManager string
 		!contains(stringMapToAny(current.GetAnnotations()), stringMapToAny(desired.GetAnnotations())) {
 		return true
 	}
-	if !hasOwners(current, desired) {
+	if !hasOwners(current, desired) || staleTopologyOwner(current, desired) {
 		return true
 	}
 	return ownsMoreThan(current, desired, fieldManager, updatesToo)
+}
+
+// staleTopologyOwner reports whether current still names a Topology as an
+// owner that desired no longer does: the agent stopped between making the
+// Cluster and handing the objects made before it over, and Cluster API then
+// added the Cluster as owner, so every owner desired wants is there. Only
+// the agent names a Topology as owner, so applying desired removes it.
+func staleTopologyOwner(current, desired *unstructured.Unstructured) bool {
+	wanted := map[types.UID]bool{}
+	for _, w := range desired.GetOwnerReferences() {
+		wanted[w.UID] = true
+	}
+	for _, h := range current.GetOwnerReferences() {
+		gv, _ := schema.ParseGroupVersion(h.APIVersion)
+		if h.Kind == v1alpha2.TopologyKind && gv.Group == v1alpha2.GroupVersion.Group && !wanted[h.UID] {
+			return true
+		}
+	}
+	return false
 }
 
 // hasOwners reports whether every owner of desired is an owner of current.

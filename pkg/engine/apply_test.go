@@ -54,6 +54,9 @@ func TestNeedsApply(t *testing.T) {
 		}, true},
 		{"a label removed", func(cur *unstructured.Unstructured) { cur.SetLabels(nil) }, true},
 		{"owner missing", func(cur *unstructured.Unstructured) { cur.SetOwnerReferences(nil) }, true},
+		{"the Topology still an owner beside the Cluster, as a hand-over cut short leaves it", func(cur *unstructured.Unstructured) {
+			cur.SetOwnerReferences(append([]metav1.OwnerReference{{APIVersion: "topology.kubectl-topology.io/v1alpha2", Kind: "Topology", Name: "c", UID: "t1"}}, cur.GetOwnerReferences()...))
+		}, true},
 		{"a field the agent set is no longer desired", func(cur *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(cur.Object, int64(30), "spec", "minReadySeconds")
 			managed(cur, "kubectl-topology", `{"f:spec":{"f:replicas":{},"f:minReadySeconds":{}}}`)
