@@ -383,3 +383,20 @@ func TestComputeChainsAnUpgrade(t *testing.T) {
 		t.Errorf("v1.35.0: %v, want a refusal naming kubernetesVersions", err)
 	}
 }
+
+// TestComputeClusterLeavesTheAgentsMark: a Topology's annotations go to its
+// Cluster, but for the mark the agent sets on the Topology once it made the
+// Cluster: it says something of the Topology, and on the Cluster it would
+// differ from upstream's.
+func TestComputeClusterLeavesTheAgentsMark(t *testing.T) {
+	w := newWorld(t)
+	w.topo.SetAnnotations(map[string]string{v1alpha2.ClusterMadeAnnotation: w.topo.Name, "team.example.com/owner": "platform"})
+	res := w.compute(t, nil)
+	a := res.Desired.Cluster.GetAnnotations()
+	if _, ok := a[v1alpha2.ClusterMadeAnnotation]; ok {
+		t.Errorf("the Cluster carries the Topology's %s", v1alpha2.ClusterMadeAnnotation)
+	}
+	if a["team.example.com/owner"] != "platform" {
+		t.Errorf("the Cluster lost the Topology's other annotations: %v", a)
+	}
+}

@@ -87,6 +87,8 @@ func (c *computation) clusterLabels() (map[string]string, map[string]string) {
 	labels[TopologyOwnedLabel] = ""
 	annotations := mergeMaps(c.topo.Annotations)
 	delete(annotations, LastAppliedAnnotation)
+	// The agent's own mark is about the Topology, not for its Cluster.
+	delete(annotations, v1alpha2.ClusterMadeAnnotation)
 	return labels, annotations
 }
 
