@@ -138,6 +138,12 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 }
 
 func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error {
+	if _, moved := s.topo.Annotations[engine.DeleteForMoveAnnotation]; moved {
+		// clusterctl marks the source's copy so just before deleting it, and
+		// the mark replaces the agent's own: nothing here is to be made again.
+		s.reason, s.message = ReasonClusterPaused, "clusterctl move is deleting this copy: the target cluster has the Topology now"
+		return nil
+	}
 	if s.topo.Spec.Paused {
 		s.reason, s.message = ReasonPaused, "spec.paused is true: nothing is changed until it is cleared"
 		return nil
@@ -238,11 +244,11 @@ func (r *TopologyReconciler) holdForCluster(ctx context.Context, s *scope) (bool
 		return false, err
 	}
 	paused, _, _ := unstructured.NestedBool(cluster.Object, "spec", "paused")
-	_, annotated := cluster.GetAnnotations()[clusterPausedAnnotation]
+	_, annotated := cluster.GetAnnotations()[engine.PausedAnnotation]
 	if paused || annotated {
 		how := "spec.paused"
 		if !paused {
-			how = "annotation " + clusterPausedAnnotation
+			how = "annotation " + engine.PausedAnnotation
 		}
 		s.reason = ReasonClusterPaused
 		s.message = fmt.Sprintf("Cluster %s is paused (%s), as clusterctl move pauses it while it moves it: nothing is changed until it is unpaused", cluster.GetName(), how)
@@ -250,10 +256,6 @@ func (r *TopologyReconciler) holdForCluster(ctx context.Context, s *scope) (bool
 	}
 	return true, nil
 }
-
-// clusterPausedAnnotation pauses a Cluster and what belongs to it, as
-// spec.paused does.
-const clusterPausedAnnotation = "cluster.x-k8s.io/paused"
 
 // markClusterMade annotates the Topology with the name of its Cluster, once.
 func (r *TopologyReconciler) markClusterMade(ctx context.Context, topo *v1alpha2.Topology, cluster string) error {

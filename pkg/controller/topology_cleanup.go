@@ -75,7 +75,7 @@ func (r *TopologyReconciler) reconcileDelete(ctx context.Context, topo *v1alpha2
 	if !controllerutil.ContainsFinalizer(topo, TopologyFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	if _, moved := topo.Annotations[deleteForMoveAnnotation]; moved {
+	if _, moved := topo.Annotations[engine.DeleteForMoveAnnotation]; moved {
 		// clusterctl move deletes the source's copy of what it moved: the
 		// Cluster lives on in the target and must not be deleted from here.
 		return ctrl.Result{}, r.removeFinalizer(ctx, topo)
@@ -101,10 +101,6 @@ func (r *TopologyReconciler) reconcileDelete(ctx context.Context, topo *v1alpha2
 	}
 	return ctrl.Result{}, r.removeFinalizer(ctx, topo)
 }
-
-// deleteForMoveAnnotation is set by clusterctl move on the source's objects
-// it deletes once they exist in the target.
-const deleteForMoveAnnotation = "clusterctl.cluster.x-k8s.io/delete-for-move"
 
 func (r *TopologyReconciler) removeFinalizer(ctx context.Context, topo *v1alpha2.Topology) error {
 	patch := client.MergeFrom(topo.DeepCopy())

@@ -28,6 +28,12 @@ const (
 	// keep, on an object read in an older version, what that version cannot hold.
 	ConversionDataAnnotation = "cluster.x-k8s.io/conversion-data"
 	ClusterShimSecretType    = "cluster.x-k8s.io/secret"
+	// PausedAnnotation pauses a Cluster and what belongs to it, as
+	// spec.paused does.
+	PausedAnnotation = "cluster.x-k8s.io/paused"
+	// DeleteForMoveAnnotation is what clusterctl move sets on each object of
+	// the source it deletes once the target has it.
+	DeleteForMoveAnnotation = "clusterctl.cluster.x-k8s.io/delete-for-move"
 )
 
 // ClusterAPIGroup is Cluster API's core API group.

@@ -111,8 +111,13 @@ func (w *TopologyClass) ValidateUpdate(ctx context.Context, old, c *v1alpha2.Top
 	return nil, nil
 }
 
-// ValidateDelete refuses to delete a class that Topologies still use.
+// ValidateDelete refuses to delete a class that Topologies still use, but
+// for clusterctl move's deletion of the source's copy: it moves a class and
+// its Topologies alike and deletes them in no order between them.
 func (w *TopologyClass) ValidateDelete(ctx context.Context, c *v1alpha2.TopologyClass) (admission.Warnings, error) {
+	if _, moved := c.Annotations[engine.DeleteForMoveAnnotation]; moved {
+		return nil, nil
+	}
 	users, err := w.users(ctx, c)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
@@ -58,6 +59,11 @@ func TestClassChangesCannotStrandTopologies(t *testing.T) {
 	_, err = w.ValidateDelete(context.Background(), ex.Class)
 	if err == nil || !strings.Contains(err.Error(), "[default/t-0000 default/t-0001]") {
 		t.Errorf("deleting a class in use: got %v", err)
+	}
+	moved := ex.Class.DeepCopy()
+	moved.Annotations = map[string]string{engine.DeleteForMoveAnnotation: ""}
+	if _, err := w.ValidateDelete(context.Background(), moved); err != nil {
+		t.Errorf("clusterctl move deleting the source's copy of a class in use: got %v, want it allowed", err)
 	}
 }
 
