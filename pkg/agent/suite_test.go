@@ -41,6 +41,9 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
+	if fixture.SkipWithoutBinaries(false) {
+		return m.Run()
+	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
 	ctx := context.Background()
 	c, err := localcluster.StartForTests(ctx)

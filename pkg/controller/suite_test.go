@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
+	if fixture.SkipWithoutBinaries(false) {
+		return m.Run()
+	}
 	if os.Getenv("TOPOLOGY_TEST_VERBOSE") != "" {
 		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
 	}

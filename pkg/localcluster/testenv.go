@@ -31,6 +31,33 @@ func ModuleRoot() (string, error) {
 	}
 }
 
+// MissingForTests says why a suite's control plane cannot start under plain
+// `go test`: a binary missing from bin/, with providers Cluster API's
+// managers too. It is "" when all are there, and always under `make test`
+// (BinDirEnv set), where a missing binary fails the suite instead.
+func MissingForTests(providers bool) string {
+	if os.Getenv(BinDirEnv) != "" {
+		return ""
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		return err.Error()
+	}
+	bin := filepath.Join(root, "bin")
+	names := []string{Etcd, APIServer, ControllerManager}
+	if providers {
+		for _, p := range ClusterAPIProviders(false) {
+			names = append(names, p.Name)
+		}
+	}
+	for _, n := range names {
+		if _, err := os.Stat(filepath.Join(bin, n)); err != nil {
+			return fmt.Sprintf("%s is not in %s (`make control-plane-bins capi-bins` builds it; `make test` runs this suite)", n, bin)
+		}
+	}
+	return ""
+}
+
 // StartForTests starts a bare control plane in a temporary directory with
 // Cluster API ClusterAPIVersion's CRDs and kubectl-topology's own, and no
 // provider, for a test suite's TestMain.
@@ -104,6 +131,17 @@ func needsFixedPorts(providers []Provider) bool {
 		}
 	}
 	return false
+}
+
+// HoldFixedPorts waits until no test suite or tool runs providers with
+// fixed ports on this machine, and holds the lock until release: for a
+// long-running tool that starts providers, so that it takes its turn.
+func HoldFixedPorts() (release func(), err error) {
+	f, err := lockFixedPorts()
+	if err != nil {
+		return nil, err
+	}
+	return func() { unlock(f) }, nil
 }
 
 // lockFixedPorts waits for the machine-wide lock of the providers' fixed
