@@ -26,6 +26,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine/patches"
 	"github.com/kubectl-topology/kubectl-topology/pkg/extension"
 	"github.com/kubectl-topology/kubectl-topology/pkg/loader"
+	"github.com/kubectl-topology/kubectl-topology/pkg/templateprobe"
 )
 
 // FieldManager is the server-side apply field manager of everything the agent writes.
@@ -389,7 +390,7 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 func (r *TopologyReconciler) dryRun(ctx context.Context, obj *unstructured.Unstructured) error {
 	probe := obj.DeepCopy()
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(probe), client.FieldOwner(FieldManager), client.ForceOwnership, client.DryRunAll); err != nil {
-		return fmt.Errorf("the API server would refuse %s %s/%s that refers to it: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		return fmt.Errorf("the API server would refuse %s %s/%s that refers to it: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), templateprobe.ExplainGate(ctx, r.Client, obj, err))
 	}
 	return nil
 }
@@ -426,7 +427,7 @@ func (r *TopologyReconciler) applyOne(ctx context.Context, s *scope, cur, obj *u
 		}
 		applied = obj.DeepCopy() // Apply fills its argument with the response
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-			return nil, fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+			return nil, fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), templateprobe.ExplainGate(ctx, r.Client, obj, err))
 		}
 	}
 	switch {

@@ -192,6 +192,31 @@ func RefusedByGate(err error) bool {
 	return strings.Contains(msg, "feature flag") || strings.Contains(msg, "feature gate")
 }
 
+// GateError is an object a provider refuses because one of its feature
+// gates is off, as on a stock management cluster.
+type GateError struct {
+	Kind, Name string
+	// Provider is the clusterctl provider of the kind's CRD, or its API group.
+	Provider string
+	// Words are what the provider's webhook said, naming the gate.
+	Words string
+}
+
+func (e *GateError) Error() string {
+	return fmt.Sprintf("provider %s refuses %s %s because a feature gate of its is off, as clusterctl init leaves it (%s): turn that gate on in the provider's manager, or change the class so that it does not need it",
+		e.Provider, e.Kind, e.Name, e.Words)
+}
+
+// ExplainGate turns a refusal of obj because a provider's feature gate is
+// off into a GateError naming the provider and the gate; any other error is
+// returned as it is.
+func ExplainGate(ctx context.Context, c client.Client, obj *unstructured.Unstructured, err error) error {
+	if err == nil || !RefusedByGate(err) {
+		return err
+	}
+	return &GateError{Kind: obj.GetKind(), Name: obj.GetName(), Provider: provider(ctx, c, obj.GroupVersionKind()), Words: webhookWords(err)}
+}
+
 // webhookWords is what the provider's webhook said, without the API
 // server's wrapping.
 func webhookWords(err error) string {

@@ -1,9 +1,14 @@
 package templateprobe
 
 import (
+	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"sigs.k8s.io/yaml"
 )
@@ -74,5 +79,30 @@ func TestRefusedByGate(t *testing.T) {
 	}
 	if RefusedByGate(errors.New(`admission webhook "x" denied the request: spec.template.spec.replicas: Invalid value: -1`)) {
 		t.Error("an invalid value is read as a gate's refusal")
+	}
+}
+
+// A gate's refusal of a generated object names the provider and the gate,
+// and what to do; another error passes as it is.
+func TestExplainGate(t *testing.T) {
+	kcp := &unstructured.Unstructured{}
+	kcp.SetAPIVersion("controlplane.cluster.x-k8s.io/v1beta2")
+	kcp.SetKind("KubeadmControlPlane")
+	kcp.SetName("dev-x")
+	c := fake.NewClientBuilder().Build()
+	ignition := errors.New(`admission webhook "validation.kubeadmcontrolplane.controlplane.cluster.x-k8s.io" denied the request: spec.kubeadmConfigSpec.format: Forbidden: can be set only if the KubeadmBootstrapFormatIgnition feature gate is enabled`)
+	err := ExplainGate(context.Background(), c, kcp, ignition)
+	var gate *GateError
+	if !errors.As(err, &gate) {
+		t.Fatalf("got %v, want a GateError", err)
+	}
+	for _, want := range []string{"provider controlplane.cluster.x-k8s.io refuses KubeadmControlPlane dev-x", "KubeadmBootstrapFormatIgnition feature gate", "turn that gate on in the provider's manager"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+	other := errors.New("spec.replicas: Invalid value: -1")
+	if got := ExplainGate(context.Background(), c, kcp, other); got != other {
+		t.Errorf("another refusal became %v", got)
 	}
 }
