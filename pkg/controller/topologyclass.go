@@ -74,8 +74,12 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			return ctrl.Result{}, err // an update comes back as a new reconcile
 		}
 	}
-	if err := r.ownTemplates(ctx, class); err != nil {
-		return ctrl.Result{}, err
+	// Owning the templates serves clusterctl move and clean-up, not the
+	// Topologies: a failure (an agent role without patch on a provider's
+	// kinds) is logged and tried again later, and holds nothing up.
+	ownErr := r.ownTemplates(ctx, class)
+	if ownErr != nil {
+		ctrl.LoggerFrom(ctx).Error(ownErr, "Could not make the class an owner of its templates; clusterctl move will not carry them")
 	}
 	missingKinds := false
 	if w := r.TemplateWatches(); w != nil {
@@ -97,7 +101,7 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	before := class.Status.DeepCopy()
 	cond := metav1.Condition{Type: VariablesReconciledCondition, Status: metav1.ConditionTrue, Reason: ReasonVariablesReconciled, ObservedGeneration: class.Generation}
 	var result ctrl.Result
-	if missingKinds {
+	if missingKinds || ownErr != nil {
 		result.RequeueAfter = rediscoverAfterFailure
 	}
 	discovered, failed := r.discoverVariables(ctx, class)

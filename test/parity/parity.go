@@ -359,6 +359,13 @@ func create(ctx context.Context, k8s client.Client, ns string, objs []*unstructu
 	sort.SliceStable(objs, func(i, j int) bool { return !last(objs[i]) && last(objs[j]) })
 	for _, o := range objs {
 		o.SetNamespace(ns)
+		// A class named in the case's own namespace ("default") is the one
+		// made beside it in ns.
+		for _, path := range [][]string{{"spec", "topology", "classNamespace"}, {"spec", "topology", "classRef", "namespace"}, {"spec", "classRef", "namespace"}} {
+			if v, found, _ := unstructured.NestedString(o.Object, path...); found && v != "" {
+				_ = unstructured.SetNestedField(o.Object, ns, path...)
+			}
+		}
 		if err := k8s.Create(ctx, o); err != nil {
 			return fmt.Errorf("creating %s %s/%s: %w", o.GetKind(), ns, o.GetName(), err)
 		}
@@ -393,6 +400,9 @@ func generated(ctx context.Context, k8s client.Client, s side, timeout time.Dura
 	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		objs, _ = collect(ctx, k8s, s)
 		err := reconciled(ctx, k8s, s)
+		if ctx.Err() != nil {
+			return false, nil // the deadline's own error says nothing of the case
+		}
 		var failed *failedError
 		switch {
 		case errors.As(err, &failed):
@@ -407,8 +417,11 @@ func generated(ctx context.Context, k8s client.Client, s side, timeout time.Dura
 			failingSince, last = time.Time{}, err
 			return false, nil
 		}
-		objs, last = collect(ctx, k8s, s)
-		return last == nil, nil
+		objs, err = collect(ctx, k8s, s)
+		if ctx.Err() == nil {
+			last = err
+		}
+		return err == nil, nil
 	})
 	if err != nil {
 		return objs, fmt.Errorf("incomplete after %v: %v", timeout, last)
@@ -641,6 +654,13 @@ func normalise(o *unstructured.Unstructured, names map[string]string) any {
 	}
 	if c.GetKind() == "Cluster" {
 		unstructured.RemoveNestedField(c.Object, "spec", "topology")
+	}
+	// Conversion data is a provider's own bookkeeping of a read in an older
+	// version (timestamps and all); whether the agent wrote any is judged
+	// apart, from the field managers (SentConversionData).
+	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", engine.ConversionDataAnnotation)
+	if a, found, _ := unstructured.NestedMap(c.Object, "metadata", "annotations"); found && len(a) == 0 {
+		unstructured.RemoveNestedField(c.Object, "metadata", "annotations")
 	}
 	// Finalizers are a set; a provider's endpoint is the port it happened
 	// to allocate.
