@@ -43,7 +43,7 @@ build: ## Build bin/kubectl-topology and bin/agent.
 # so one's timeout also covers waiting for the others.
 TEST_LOG_DIR ?= $(CURDIR)/.test
 
-test: lint control-plane-bins capi-bins tmux ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs.
+test: lint control-plane-bins capi-bins clusterctl tmux ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs.
 	@mkdir -p $(TEST_LOG_DIR); TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -timeout 45m 2>&1 | tee $(TEST_LOG_DIR)/go-test.log; \
 	status=$${PIPESTATUS[0]}; if [ $$status -ne 0 ]; then hack/test-failures.sh $(TEST_LOG_DIR)/go-test.log; fi; exit $$status
 	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory e2e-kind; \
@@ -145,6 +145,19 @@ fmt: ## gofmt the tree.
 
 $(CLUSTERCTL):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/cluster-api/cmd/clusterctl@v1.10.10
+
+# clusterctl as users run it (move, describe) for the suites: the proxy
+# refuses v1.14's separate clusterctl module; v1.13.6 speaks the v1beta2
+# contract v1.14 stores.
+CLUSTERCTL_USER_VERSION := v1.13.6
+CLUSTERCTL_USER         := $(BIN)/clusterctl-$(CLUSTERCTL_USER_VERSION)
+
+$(CLUSTERCTL_USER):
+	mkdir -p $(BIN)/.clusterctl && GOBIN=$(BIN)/.clusterctl $(GO) install sigs.k8s.io/cluster-api/cmd/clusterctl@$(CLUSTERCTL_USER_VERSION)
+	mv $(BIN)/.clusterctl/clusterctl $@ && rmdir $(BIN)/.clusterctl
+
+.PHONY: clusterctl
+clusterctl: $(CLUSTERCTL_USER) ## Build clusterctl v1.13.6 into bin/ for the suites that run it as users do.
 
 parity-live: build control-plane-bins capi-bins ## Compare the agent with upstream's topology controller, live (Cluster API v1.14.2, ClusterTopology on); fails short of parity (make test judges it too, in test/upstream).
 	go run ./hack/paritylive -bin-dir $(BIN)

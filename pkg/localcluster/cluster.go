@@ -40,6 +40,12 @@ type Options struct {
 	// Providers are the Cluster API managers to run beside the control
 	// plane, with their CRDs (see ClusterAPIProviders); none for a bare one.
 	Providers []Provider
+	// PivotFrom is a running control plane with providers, as the target of
+	// a `clusterctl move` from it: this one gets its providers' CRDs and
+	// webhooks, served by its managers on their ports with the certificates
+	// the two share, and no managers of its own until PivotProviders moves
+	// them here. Providers is then ignored.
+	PivotFrom *Cluster
 }
 
 // Cluster is a running local control plane.
@@ -95,8 +101,18 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		name string
 		port *int
 	}{{Etcd, &opts.EtcdPort}, {Etcd + " peer", &opts.EtcdPeerPort}, {APIServer, &opts.APIServerPort}, {ControllerManager, &opts.ControllerManagerPort}}
+	if opts.PivotFrom != nil {
+		// The source's managers, ports and all: they serve both until the pivot.
+		opts.Providers = opts.PivotFrom.opts.Providers
+		if err := copyPKI(filepath.Join(opts.PivotFrom.opts.Dir, "pki"), filepath.Join(opts.Dir, "pki")); err != nil {
+			return nil, err
+		}
+	}
 	opts.Providers = slices.Clone(opts.Providers)
 	for i := range opts.Providers {
+		if opts.PivotFrom != nil {
+			break
+		}
 		p := &opts.Providers[i]
 		ports = append(ports, []struct {
 			name string
@@ -118,6 +134,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	freeport.Close(held)
 	for _, p := range opts.Providers {
+		if opts.PivotFrom != nil {
+			break
+		}
 		for _, port := range p.FixedPorts {
 			l, lerr := net.Listen("tcp", ":"+strconv.Itoa(port))
 			if lerr != nil {
@@ -127,6 +146,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}
 	for i := range opts.Providers {
+		if opts.Providers[i].config != "" {
+			continue
+		}
 		// Found once, before anything starts: `go mod download` runs for it.
 		if opts.Providers[i].config, err = providerConfig(ctx, opts.Providers[i]); err != nil {
 			return nil, err
@@ -172,12 +194,77 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.startControllerManager(ctx, pkiDir); err != nil {
 		return nil, err
 	}
-	if len(opts.Providers) > 0 {
+	switch {
+	case opts.PivotFrom != nil:
+		if err := c.registerProviderWebhooks(ctx, pk.ca.certPEM()); err != nil {
+			return nil, err
+		}
+	case len(opts.Providers) > 0:
 		if err := c.startProviders(ctx, pkiDir, pk.ca.certPEM()); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// copyPKI copies the certificates and keys of one control plane to the
+// directory of another.
+func copyPKI(from, to string) error {
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		return fmt.Errorf("reading the certificates to share: %w", err)
+	}
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PivotProviders moves the managers of the control plane this one was
+// started to pivot from (Options.PivotFrom) here: they stop there and start
+// against this one, with the same ports and certificates, as a management
+// cluster's providers take over after `clusterctl move`.
+func (c *Cluster) PivotProviders(ctx context.Context) error {
+	from := c.opts.PivotFrom
+	if from == nil {
+		return fmt.Errorf("the control plane in %s was not started to pivot from another", c.opts.Dir)
+	}
+	if err := from.StopProviders(); err != nil {
+		return err
+	}
+	return c.StartProviders(ctx)
+}
+
+// StopProviders stops every Cluster API manager beside this control plane,
+// which keeps running.
+func (c *Cluster) StopProviders() error {
+	var errs []error
+	for _, p := range c.opts.Providers {
+		if err := process.Stop(filepath.Join(c.opts.Dir, p.Name+".pid")); err != nil {
+			errs = append(errs, fmt.Errorf("stopping %s: %w", p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StartProviders starts the Cluster API managers against this control
+// plane, after StopProviders or a pivot, and waits until each is ready.
+func (c *Cluster) StartProviders(ctx context.Context) error {
+	pkiDir := filepath.Join(c.opts.Dir, "pki")
+	pk, err := readPKI(pkiDir)
+	if err != nil {
+		return fmt.Errorf("reading the certificates of the control plane in %s: %w", c.opts.Dir, err)
+	}
+	return c.startProviders(ctx, pkiDir, pk.ca.certPEM())
 }
 
 // claimPort listens on a fixed port, to check it is free, or on a free one
