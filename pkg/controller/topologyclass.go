@@ -77,7 +77,7 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	// Owning the templates serves clusterctl move and clean-up, not the
 	// Topologies: a failure (an agent role without patch on a provider's
 	// kinds) is logged and tried again later, and holds nothing up.
-	ownErr := r.ownTemplates(ctx, class)
+	templateMissing, ownErr := r.ownTemplates(ctx, class)
 	if ownErr != nil {
 		ctrl.LoggerFrom(ctx).Error(ownErr, "Could not make the class an owner of its templates; clusterctl move will not carry them")
 	}
@@ -101,7 +101,7 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	before := class.Status.DeepCopy()
 	cond := metav1.Condition{Type: VariablesReconciledCondition, Status: metav1.ConditionTrue, Reason: ReasonVariablesReconciled, ObservedGeneration: class.Generation}
 	var result ctrl.Result
-	if missingKinds || ownErr != nil {
+	if missingKinds || templateMissing || ownErr != nil {
 		result.RequeueAfter = rediscoverAfterFailure
 	}
 	discovered, failed := r.discoverVariables(ctx, class)
@@ -147,32 +147,36 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // template it references, as upstream's ClusterClass controller does:
 // clusterctl move carries a class's templates with it through that
 // ownership, and deleting the class lets the garbage collector remove them.
-// A template that does not exist yet is left to the Topologies to report.
-func (r *TopologyClassReconciler) ownTemplates(ctx context.Context, class *v1alpha2.TopologyClass) error {
+// It reports whether a template is not there yet (to be owned once it is)
+// and what could not be patched; it goes on past both.
+func (r *TopologyClassReconciler) ownTemplates(ctx context.Context, class *v1alpha2.TopologyClass) (missing bool, err error) {
 	owner := metav1.OwnerReference{APIVersion: v1alpha2.GroupVersion.String(), Kind: v1alpha2.TopologyClassKind, Name: class.Name, UID: class.UID}
+	var errs []error
 	for _, ref := range engine.ClassTemplateRefs(class) {
 		tmpl := &unstructured.Unstructured{}
 		tmpl.SetAPIVersion(ref.APIVersion)
 		tmpl.SetKind(ref.Kind)
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, tmpl)
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			missing = true
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("reading %s %s/%s of TopologyClass %s (%s): %w", ref.Kind, ref.Namespace, ref.Name, class.Name, ref.Field, err)
+			errs = append(errs, fmt.Errorf("reading %s %s/%s of TopologyClass %s (%s): %w", ref.Kind, ref.Namespace, ref.Name, class.Name, ref.Field, err))
+			continue
 		}
 		if engine.OwnedBy(tmpl, class.UID) {
 			continue
 		}
-		// The lock: a merge patch replaces the whole list, so it must not
-		// drop an owner another controller added meanwhile.
-		patch := client.MergeFromWithOptions(tmpl.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		// Without a lock, as upstream patches its owner in: the cache's copy
+		// may lag a write of another field, which would only make a conflict.
+		patch := client.MergeFrom(tmpl.DeepCopy())
 		tmpl.SetOwnerReferences(append(tmpl.GetOwnerReferences(), owner))
 		if err := r.Client.Patch(ctx, tmpl, patch); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("making TopologyClass %s an owner of %s %s/%s (%s): %w", class.Name, ref.Kind, ref.Namespace, ref.Name, ref.Field, err)
+			errs = append(errs, fmt.Errorf("making TopologyClass %s an owner of %s %s/%s (%s): %w", class.Name, ref.Kind, ref.Namespace, ref.Name, ref.Field, err))
 		}
 	}
-	return nil
+	return missing, errors.Join(errs...)
 }
 
 // refChange is a template reference at an older API version than the one its
