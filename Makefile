@@ -195,6 +195,10 @@ e2e-kind: kind-up ## A workload cluster of containers through the plugin and the
 	KIND_STATE=$(KIND_DIR) hack/kind/down.sh; \
 	if [ $$status -ne 0 ]; then hack/test-failures.sh $(TEST_LOG_DIR)/e2e-kind.log; fi; exit $$status
 
+.PHONY: provider-repo
+provider-repo: ## A clusterctl provider repository of release VERSION (e.g. v0.1.0) in dist/clusterctl, for clusterctl init --addon topology.
+	$(GO) run ./hack/manifests -repo $(CURDIR)/dist/clusterctl -version $(VERSION)
+
 .PHONY: dist
 dist: ## Plugin archives for every Krew platform and dist/krew.yaml with their sha256.
 	VERSION=$(VERSION) hack/dist.sh

@@ -114,7 +114,7 @@ kind: Metadata
 releaseSeries:
 - major: 0
   minor: 1
-  contract: v1beta1
+  contract: v1beta2
 `
 
 func components(image string) []runtime.Object {

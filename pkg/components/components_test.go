@@ -68,8 +68,8 @@ func TestComponentsFollowTheClusterctlContract(t *testing.T) {
 	if memoryLimit == nil || memoryLimit.Resource != "limits.memory" || memoryLimit.ContainerName != c.Name {
 		t.Errorf("%s is not the container's memory limit from the downward API: %+v", components.MemoryLimitEnv, memoryLimit)
 	}
-	if !bytes.Contains(manifests.Metadata, []byte("contract: v1beta1")) {
-		t.Error("metadata.yaml does not map a release series to contract v1beta1")
+	if !bytes.Contains(manifests.Metadata, []byte("contract: v1beta2")) {
+		t.Error("metadata.yaml does not map a release series to contract v1beta2, Cluster API v1.14's")
 	}
 }
 
