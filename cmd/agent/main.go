@@ -71,6 +71,14 @@ func setMemoryLimit(lookupEnv func(string) (string, bool)) (int64, error) {
 	return limit, nil
 }
 
+// watchNamespace is the namespace --namespace names. clusterctl takes the
+// components' default ${TOPOLOGY_WATCH_NAMESPACE:=""} literally, so an agent
+// it installs gets --namespace="": that, as no namespace name has quotes,
+// means every namespace, as an empty value does.
+func watchNamespace(flag string) string {
+	return strings.Trim(flag, `"`)
+}
+
 func main() {
 	gc := setGCPercent(os.LookupEnv)
 	memLimit, memLimitErr := setMemoryLimit(os.LookupEnv)
@@ -99,6 +107,7 @@ func main() {
 	fs.BoolVar(&opts.MetricsSecure, "metrics-secure", opts.MetricsSecure, "Serve metrics over HTTPS to authenticated and authorized clients only (a TokenReview and SubjectAccessReview per request); false serves plain HTTP.")
 	fs.IntVarP(&verbosity, "v", "v", 0, "Log verbosity: 0 info, higher for debug.")
 	_ = fs.Parse(os.Args[1:])
+	opts.Namespace = watchNamespace(opts.Namespace)
 
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.Level(-verbosity))))
 	log := ctrl.Log.WithName("agent")

@@ -72,3 +72,13 @@ func TestSetMemoryLimit(t *testing.T) {
 		t.Errorf("memoryLimitText(no limit) = %q, want none", got)
 	}
 }
+
+// clusterctl installs the agent with --namespace="" (it substitutes the
+// components' default literally): every namespace, as for --namespace=.
+func TestWatchNamespaceAsClusterctlSubstitutesIt(t *testing.T) {
+	for flag, want := range map[string]string{`""`: "", "": "", "team-a": "team-a", `"team-a"`: "team-a"} {
+		if got := watchNamespace(flag); got != want {
+			t.Errorf("--namespace=%s watches %q, want %q", flag, got, want)
+		}
+	}
+}

@@ -36,6 +36,12 @@ func TestClusterctlReadsTheProviderRepository(t *testing.T) {
 		t.Errorf("clusterctl does not render the release's image %s:\n%s", repo.Image(), out)
 	}
 	out = strings.ReplaceAll(out, "image: "+repo.Image(), "image: "+components.Image(repo.Version))
+	// clusterctl takes the watch namespace's default ("") literally; the
+	// agent reads --namespace="" as every namespace (cmd/agent).
+	if !strings.Contains(out, `--namespace=""`) {
+		t.Errorf("clusterctl no longer renders the watch namespace's default as --namespace=\"\":\n%s", out)
+	}
+	out = strings.ReplaceAll(out, `--namespace=""`, "--namespace=")
 	rendered, err := components.Decode([]byte(yamlOnly(out)))
 	if err != nil {
 		t.Fatalf("clusterctl's output is not components YAML: %v\n%s", err, out)
