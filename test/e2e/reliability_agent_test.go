@@ -154,9 +154,21 @@ func TestOneBadTopologyCreatesAtMostOneTemplate(t *testing.T) {
 func TestTopologyIsAlwaysDeletable(t *testing.T) {
 	ctx := context.Background()
 	startAgentBinary(t)
-	ex := exampleClass(t, "deletable")
-	if err := k8s.Delete(ctx, ex.Class.DeepCopy()); err != nil {
+	// The templates, not yet the class. (A class deleted and made again
+	// would not do: a class owns its templates, as upstream's does, and the
+	// garbage collector removes them with it.)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "deletable-"}}
+	if err := k8s.Create(ctx, ns); err != nil {
 		t.Fatal(err)
+	}
+	ex, err := fixture.LoadExample(ns.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range ex.Templates {
+		if err := k8s.Create(ctx, o.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	invalid := func(name string) *v1alpha2.Topology {
 		topo := ex.Topology.DeepCopy()
