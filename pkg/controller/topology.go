@@ -43,8 +43,8 @@ const (
 	ReasonFailed                     = "ReconcileFailed"
 	ReasonClassNotReconciled         = "ClusterClassNotReconciled"
 	ReasonPaused                     = "Paused"
-	ReasonClusterPaused              = "ClusterPaused"
-	ReasonClusterMissing             = "ClusterMissing"
+	ReasonClusterPaused              = engine.HoldClusterPaused
+	ReasonClusterMissing             = engine.HoldClusterMissing
 	ReasonClusterUpgrading           = "ClusterUpgrading"
 	ReasonMachineDeploymentsDeferred = "MachineDeploymentsUpgradeDeferred"
 	ReasonMachinePoolsDeferred       = "MachinePoolsUpgradeDeferred"
@@ -139,12 +139,6 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 }
 
 func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error {
-	if _, moved := s.topo.Annotations[engine.DeleteForMoveAnnotation]; moved {
-		// clusterctl marks the source's copy so just before deleting it, and
-		// the mark replaces the agent's own: nothing here is to be made again.
-		s.reason, s.message = ReasonClusterPaused, "clusterctl move is deleting this copy: the target cluster has the Topology now"
-		return nil
-	}
 	if s.topo.Spec.Paused {
 		s.reason, s.message = ReasonPaused, "spec.paused is true: nothing is changed until it is cleared"
 		return nil
@@ -226,36 +220,17 @@ func (r *TopologyReconciler) getCurrentState(ctx context.Context, s *scope) (boo
 	return true, nil
 }
 
-// holdForCluster stops where upstream's topology controller would not act:
-// the Cluster is paused (clusterctl move pauses it while it moves it), or
-// the agent made it once and it is gone (a move or restore brings it next,
-// and making another would duplicate every object). It marks a Topology
-// whose Cluster exists, so that the mark travels with it.
+// holdForCluster stops where engine.Hold says to. It first marks a
+// Topology whose Cluster exists, so that the mark travels with it in a move.
 func (r *TopologyReconciler) holdForCluster(ctx context.Context, s *scope) (bool, error) {
 	cluster := s.current.Cluster
-	if cluster == nil {
-		if made := s.topo.Annotations[v1alpha2.ClusterMadeAnnotation]; made != "" {
-			s.reason = ReasonClusterMissing
-			s.message = fmt.Sprintf("Cluster %s was made for this Topology and is not there: a clusterctl move or restore brings it; to make it anew, remove the annotation %s", made, v1alpha2.ClusterMadeAnnotation)
-			return false, nil
+	if _, moving := s.topo.Annotations[engine.DeleteForMoveAnnotation]; cluster != nil && !moving {
+		if err := r.markClusterMade(ctx, s.topo, cluster.GetName()); err != nil {
+			return false, err
 		}
-		return true, nil
 	}
-	if err := r.markClusterMade(ctx, s.topo, cluster.GetName()); err != nil {
-		return false, err
-	}
-	paused, _, _ := unstructured.NestedBool(cluster.Object, "spec", "paused")
-	_, annotated := cluster.GetAnnotations()[engine.PausedAnnotation]
-	if paused || annotated {
-		how := "spec.paused"
-		if !paused {
-			how = "annotation " + engine.PausedAnnotation
-		}
-		s.reason = ReasonClusterPaused
-		s.message = fmt.Sprintf("Cluster %s is paused (%s), as clusterctl move pauses it while it moves it: nothing is changed until it is unpaused", cluster.GetName(), how)
-		return false, nil
-	}
-	return true, nil
+	s.reason, s.message = engine.Hold(s.topo, cluster)
+	return s.reason == "", nil
 }
 
 // markClusterMade annotates the Topology with the name of its Cluster, once.

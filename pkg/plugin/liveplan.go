@@ -82,6 +82,10 @@ func (ca *clusterAccess) livePlanWith(ctx context.Context, t *v1alpha2.Topology,
 		return nil, nil, nil, err
 	}
 	var warnings []string
+	// spec.paused has its own word in plan and the previews.
+	if _, hold := engine.Hold(t, l.Current.Cluster); hold != "" && !t.Spec.Paused {
+		warnings = append(warnings, hold+"; what follows is what would change then")
+	}
 	if external != nil {
 		for _, s := range external.Skipped() {
 			warnings = append(warnings, s.String())
