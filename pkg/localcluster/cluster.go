@@ -109,15 +109,15 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}
 	opts.Providers = slices.Clone(opts.Providers)
+	// A pivot target's managers are the source's, on ports they hold already.
+	ownManagers := opts.PivotFrom == nil
 	for i := range opts.Providers {
-		if opts.PivotFrom != nil {
-			break
+		if p := &opts.Providers[i]; ownManagers {
+			ports = append(ports, []struct {
+				name string
+				port *int
+			}{{p.Name + " webhooks", &p.WebhookPort}, {p.Name + " health", &p.HealthPort}, {p.Name + " diagnostics", &p.DiagnosticsPort}}...)
 		}
-		p := &opts.Providers[i]
-		ports = append(ports, []struct {
-			name string
-			port *int
-		}{{p.Name + " webhooks", &p.WebhookPort}, {p.Name + " health", &p.HealthPort}, {p.Name + " diagnostics", &p.DiagnosticsPort}}...)
 	}
 	// Every listener is held until all ports are claimed: one closed at once
 	// can come back from the kernel as the next "free" port.
@@ -133,16 +133,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		*p.port = l.Addr().(*net.TCPAddr).Port
 	}
 	freeport.Close(held)
-	for _, p := range opts.Providers {
-		if opts.PivotFrom != nil {
-			break
-		}
-		for _, port := range p.FixedPorts {
-			l, lerr := net.Listen("tcp", ":"+strconv.Itoa(port))
-			if lerr != nil {
-				return nil, fixedPortError(p, port)
-			}
-			_ = l.Close()
+	if ownManagers {
+		if err := checkFixedPorts(opts.Providers); err != nil {
+			return nil, err
 		}
 	}
 	for i := range opts.Providers {
@@ -205,6 +198,20 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}
 	return c, nil
+}
+
+// checkFixedPorts says which provider's port no flag moves is taken.
+func checkFixedPorts(providers []Provider) error {
+	for _, p := range providers {
+		for _, port := range p.FixedPorts {
+			l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+			if err != nil {
+				return fixedPortError(p, port)
+			}
+			_ = l.Close()
+		}
+	}
+	return nil
 }
 
 // copyPKI copies the certificates and keys of one control plane to the
