@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,15 +29,23 @@ func generations(t *testing.T, ex fixture.Example) map[string]int64 {
 	return out
 }
 
-// TestPausedClusterIsLeftAlone: clusterctl move pauses a Cluster while it
-// moves it. A change to the Topology then changes nothing of the cluster and
-// the Topology says why; unpaused, the change is made.
-func TestPausedClusterIsLeftAlone(t *testing.T) {
+// generatedExample creates the example in a namespace of its own and waits
+// until the agent has generated its cluster.
+func generatedExample(t *testing.T) fixture.Example {
+	t.Helper()
 	ex := namespaceWithExample(t)
 	createTemplates(t, ex)
 	create(t, ex.Class)
 	create(t, ex.Topology)
 	wantGenerated(t, ex)
+	return ex
+}
+
+// TestPausedClusterIsLeftAlone: clusterctl move pauses a Cluster while it
+// moves it. A change to the Topology then changes nothing of the cluster and
+// the Topology says why; unpaused, the change is made.
+func TestPausedClusterIsLeftAlone(t *testing.T) {
+	ex := generatedExample(t)
 	cluster := clusterOf(t, ex.Topology)
 	setPaused := func(paused bool) {
 		t.Helper()
@@ -56,7 +65,7 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	reconciledCondition(t, ex.Topology, metav1.ConditionFalse, ReasonClusterPaused, "Cluster "+cluster.GetName()+" is paused (spec.paused)", "nothing is changed until it is unpaused")
-	if after := generations(t, ex); !equalMaps(before, after) {
+	if after := generations(t, ex); !maps.Equal(before, after) {
 		t.Errorf("objects of a paused Cluster were changed:\nbefore %v\n after %v", before, after)
 	}
 	topo := &v1alpha2.Topology{}
@@ -69,7 +78,7 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 
 	setPaused(false)
 	reconciledCondition(t, ex.Topology, metav1.ConditionTrue, ReasonSucceeded)
-	if after := generations(t, ex); equalMaps(before, after) {
+	if after := generations(t, ex); maps.Equal(before, after) {
 		t.Error("the change made while paused was not made once the Cluster was unpaused")
 	}
 }
@@ -80,11 +89,7 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 // without its Cluster, as clusterctl creates it before the Cluster, makes
 // nothing and says why; the Cluster arriving paused is left alone.
 func TestMovedTopologyWaitsForItsCluster(t *testing.T) {
-	ex := namespaceWithExample(t)
-	createTemplates(t, ex)
-	create(t, ex.Class)
-	create(t, ex.Topology)
-	wantGenerated(t, ex)
+	ex := generatedExample(t)
 	ctx := context.Background()
 	got := &v1alpha2.Topology{}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), got); err != nil {
@@ -123,7 +128,7 @@ func TestMovedTopologyWaitsForItsCluster(t *testing.T) {
 	}
 
 	// clusterctl's next group: the Cluster, paused, owned by the Topology.
-	arrived := cluster(moved.Topology, got.UID)
+	arrived := pausedCluster(moved.Topology)
 	topo := &v1alpha2.Topology{}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(moved.Topology), topo); err != nil {
 		t.Fatal(err)
@@ -136,10 +141,9 @@ func TestMovedTopologyWaitsForItsCluster(t *testing.T) {
 	}
 }
 
-// cluster is a paused Cluster API Cluster named as topo, as clusterctl move
-// creates one; uid is unused but for the reader: the source's UID does not
-// travel.
-func cluster(topo *v1alpha2.Topology, _ types.UID) *unstructured.Unstructured {
+// pausedCluster is a paused Cluster API Cluster named as topo, as clusterctl
+// move creates one.
+func pausedCluster(topo *v1alpha2.Topology) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(engine.CoreV1Beta1.APIVersion())
 	u.SetKind("Cluster")
@@ -147,16 +151,4 @@ func cluster(topo *v1alpha2.Topology, _ types.UID) *unstructured.Unstructured {
 	u.SetName(topo.Name)
 	_ = unstructured.SetNestedField(u.Object, true, "spec", "paused")
 	return u
-}
-
-func equalMaps(a, b map[string]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -9,11 +9,9 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -40,19 +38,11 @@ func TestChaosKillsConverge(t *testing.T) {
 	for _, name := range topologies {
 		topo := ex.Topology.DeepCopy()
 		topo.Name = name
-		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
-		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
-		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
+		fixture.OneMachineEach(topo)
 		if err := suite.K8s.Create(ctx, topo); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			_ = suite.K8s.Delete(ctx, topo.DeepCopy())
-			fixture.Eventually(t, 2*time.Minute, name+" is deleted", func(ctx context.Context) (bool, error) {
-				err := suite.K8s.Get(ctx, client.ObjectKeyFromObject(topo), &v1alpha2.Topology{})
-				return apierrors.IsNotFound(err), err
-			})
-		})
+		t.Cleanup(func() { fixture.DeleteTopology(t, suite.K8s, ns, name) })
 	}
 	const kills = 10
 	for i := range kills {

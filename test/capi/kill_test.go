@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/process"
@@ -24,9 +23,7 @@ import (
 // that nothing refers to. Not in parallel: the other tests share the agent.
 func TestAgentKilled(t *testing.T) {
 	ns := suite.InMemoryCluster(t, "killed", func(topo *v1alpha2.Topology) {
-		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
-		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
-		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
+		fixture.OneMachineEach(topo)
 	})
 	fixture.Eventually(t, time.Minute, "the agent starts building the cluster", func(ctx context.Context) (bool, error) {
 		objs, err := fixture.Live(ctx, suite.K8s, ns, "dev")

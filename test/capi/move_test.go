@@ -3,26 +3,20 @@ package capi
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
-	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
-	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
@@ -48,13 +42,11 @@ func TestMoveToDirectoryAndBack(t *testing.T) {
 	for _, name := range movedNames {
 		topo := ex.Topology.DeepCopy()
 		topo.Name = name
-		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
-		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
-		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
+		fixture.OneMachineEach(topo)
 		if err := suite.K8s.Create(ctx, topo); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { deleteTopology(t, suite.K8s, ns, name) })
+		t.Cleanup(func() { fixture.DeleteTopology(t, suite.K8s, ns, name) })
 	}
 	for _, name := range movedNames {
 		suite.Settle(t, ns, name, 4*time.Minute)
@@ -94,36 +86,9 @@ func TestMoveToDirectoryAndBack(t *testing.T) {
 		t.FailNow()
 	}
 
-	// The restore: a fresh control plane with Cluster API v1.14's CRDs and
-	// webhooks, served by the suite's managers (the two share certificates),
-	// and an agent; no manager acts on it.
-	root, err := localcluster.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	targetDir, err := os.MkdirTemp("", "kubectl-topology-restore-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, err := localcluster.Start(ctx, localcluster.Options{Dir: targetDir, BinDir: suite.BinDir, CRDDirs: []string{filepath.Join(root, "manifests", "crd")}, PivotFrom: suite.Cluster})
-	if err != nil {
-		_ = os.RemoveAll(targetDir)
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = target.Stop(); _ = os.RemoveAll(targetDir) })
-	state := filepath.Join(targetDir, "agent")
-	if out, errOut, err := fixture.RunPlugin(suite.Plugin, target.Kubeconfig, "", "install", "--local", "--state-dir", state); err != nil {
-		t.Fatalf("install --local on the target: %v\n%s%s", err, out, errOut)
-	}
-	t.Cleanup(func() { _ = process.Stop(filepath.Join(state, "agent.pid")) })
-	cfg, err := clientcmd.BuildConfigFromFlags("", target.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk, err := client.New(cfg, client.Options{Scheme: suite.K8s.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The restore: a fresh control plane with an agent; no manager acts on it.
+	mt := suite.MoveTarget(t, "restore")
+	target, tk := mt.Cluster, mt.K8s
 	restored := metav1.Now().Rfc3339Copy()
 	suite.Clusterctl(t, "move", "--from-directory", dir, "--to-kubeconfig", target.Kubeconfig)
 
@@ -272,14 +237,4 @@ func keys(m map[string]bool) string {
 	}
 	sort.Strings(l)
 	return strings.Join(l, "\n")
-}
-
-// deleteTopology deletes Topology ns/name and waits until it is gone.
-func deleteTopology(t *testing.T, c client.Client, ns, name string) {
-	topo := &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	_ = c.Delete(context.Background(), topo)
-	fixture.Eventually(t, 3*time.Minute, "Topology "+name+" is deleted", func(ctx context.Context) (bool, error) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(topo), &v1alpha2.Topology{})
-		return apierrors.IsNotFound(err), err
-	})
 }

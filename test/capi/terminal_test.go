@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/utils/ptr"
-
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
 // TestEditAndFollowInTerminal runs `kubectl topology edit` on a real
@@ -21,9 +20,7 @@ import (
 func TestEditAndFollowInTerminal(t *testing.T) {
 	t.Parallel()
 	ns := suite.InMemoryCluster(t, "terminal", func(topo *v1alpha2.Topology) {
-		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
-		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
-		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
+		fixture.OneMachineEach(topo)
 	})
 	suite.Settle(t, ns, "dev", 4*time.Minute)
 

@@ -172,9 +172,7 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 	t.Parallel()
 	ns := suite.InMemoryCluster(t, "chained", func(topo *v1alpha2.Topology) {
 		topo.Spec.Version = "v1.31.6"
-		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
-		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
-		topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
+		fixture.OneMachineEach(topo)
 		topo.Labels = map[string]string{"tier": "gold"}
 	}, func(ex *fixture.Example) {
 		ex.Class.Spec.KubernetesVersions = []string{"v1.31.6", "v1.32.0", "v1.32.3", "v1.33.1"}

@@ -3,8 +3,6 @@ package stock
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -13,14 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
-	"github.com/kubectl-topology/kubectl-topology/pkg/process"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
@@ -28,13 +21,12 @@ import (
 // provider's ID of what it runs on.
 func machineIdentities(t *testing.T, c client.Client, ns string) map[string]string {
 	t.Helper()
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineList"})
-	if err := c.List(context.Background(), l, client.InNamespace(ns)); err != nil {
+	items, err := fixture.ListKind(context.Background(), c, ns, "Machine")
+	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	for _, m := range l.Items {
+	for _, m := range items {
 		id, _, _ := unstructured.NestedString(m.Object, "spec", "providerID")
 		out[m.GetName()] = id
 	}
@@ -68,9 +60,7 @@ func TestPivotToAnotherManagementCluster(t *testing.T) {
 	}
 	ns := ex.Topology.Namespace
 	topo := ex.Topology.DeepCopy()
-	topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
-	topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
-	topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
+	fixture.OneMachineEach(topo)
 	if err := suite.K8s.Create(ctx, topo); err != nil {
 		t.Fatal(err)
 	}
@@ -80,42 +70,18 @@ func TestPivotToAnotherManagementCluster(t *testing.T) {
 		t.Fatalf("Machines before the pivot: %s, want a control plane machine and a worker", render(before))
 	}
 
-	root, err := localcluster.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "kubectl-topology-pivot-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, BinDir: suite.BinDir, CRDDirs: []string{filepath.Join(root, "manifests", "crd")}, PivotFrom: suite.Cluster})
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		t.Fatal(err)
-	}
 	pivoted := false
 	t.Cleanup(func() {
-		_ = target.Stop()
-		_ = os.RemoveAll(dir)
-		if pivoted { // the suite's other tests need the bootstrap cluster's managers back
+		// After the target has stopped (cleanups run last first): the suite's
+		// other tests need the bootstrap cluster's managers back.
+		if pivoted {
 			if err := suite.Cluster.StartProviders(ctx); err != nil {
 				t.Errorf("starting the providers of the suite's control plane again: %v", err)
 			}
 		}
 	})
-	state := filepath.Join(dir, "agent")
-	if out, errOut, err := fixture.RunPlugin(suite.Plugin, target.Kubeconfig, "", "install", "--local", "--state-dir", state); err != nil {
-		t.Fatalf("install --local on the target: %v\n%s%s", err, out, errOut)
-	}
-	t.Cleanup(func() { _ = process.Stop(filepath.Join(state, "agent.pid")) })
-	cfg, err := clientcmd.BuildConfigFromFlags("", target.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk, err := client.New(cfg, client.Options{Scheme: suite.K8s.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mt := suite.MoveTarget(t, "pivot")
+	target, tk := mt.Cluster, mt.K8s
 
 	suite.Clusterctl(t, "move", "-n", ns, "--kubeconfig", suite.Kubeconfig, "--to-kubeconfig", target.Kubeconfig)
 	for name, o := range map[string]client.Object{"dev": &v1alpha2.Topology{}, ex.Class.Name: &v1alpha2.TopologyClass{}} {
@@ -147,13 +113,12 @@ func TestPivotToAnotherManagementCluster(t *testing.T) {
 	topology("upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
 	topology("status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "6m")
 	fixture.Eventually(t, time.Minute, "every Machine on the target runs v1.34.0", func(ctx context.Context) (bool, error) {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineList"})
-		if err := tk.List(ctx, l, client.InNamespace(ns)); err != nil {
+		items, err := fixture.ListKind(ctx, tk, ns, "Machine")
+		if err != nil {
 			return false, err
 		}
 		var at []string
-		for _, m := range l.Items {
+		for _, m := range items {
 			v, _, _ := unstructured.NestedString(m.Object, "spec", "version")
 			phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
 			at = append(at, m.GetName()+"@"+v+"/"+phase)
@@ -161,7 +126,7 @@ func TestPivotToAnotherManagementCluster(t *testing.T) {
 				return false, fmt.Errorf("machines %v", at)
 			}
 		}
-		return len(l.Items) == 2, fmt.Errorf("machines %v", at)
+		return len(items) == 2, fmt.Errorf("machines %v", at)
 	})
 
 	if err := tk.Delete(ctx, &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}}); err != nil {

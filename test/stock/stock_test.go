@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -76,9 +75,7 @@ func TestInlineClassLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns, topo := ex.Class.Namespace, ex.Topology.DeepCopy()
-	topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
-	topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
-	topo.Spec.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
+	fixture.OneMachineEach(topo)
 	if err := suite.K8s.Create(ctx, topo); err != nil {
 		t.Fatal(err)
 	}
