@@ -176,7 +176,8 @@ var conditionPaths = [][]string{{"conditions"}, {"v1beta2", "conditions"}}
 // with its message); of a MachineSet or a Machine, the spec but keptPaths.
 // At a thousand clusters these were most of the cache. Safe for the reason
 // trimmed managedFields are: no cached object is ever written back whole,
-// and no status of these objects is ever written by the agent.
+// and the one status field the agent writes (a Cluster's TopologyReconciled
+// condition) is written by server-side apply of that condition alone.
 func trimUnread(u *unstructured.Unstructured) {
 	if a, ok := nestedMap(u.Object, "metadata", "annotations"); ok {
 		delete(a, engine.ConversionDataAnnotation)

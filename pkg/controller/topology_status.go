@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -47,6 +48,9 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 		cond.Reason, cond.Message = s.reason, s.message
 	}
 	meta.SetStatusCondition(&t.Status.Conditions, cond)
+	if err := r.mirrorCondition(ctx, s, *meta.FindStatusCondition(t.Status.Conditions, ReconciledCondition)); err != nil {
+		return err
+	}
 	if equalStatus(before, &t.Status) {
 		return nil
 	}
@@ -54,6 +58,56 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 	orig.Status = *before
 	if err := r.Client.Status().Patch(ctx, t, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("writing status of Topology %s/%s: %w", t.Namespace, t.Name, client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+// StatusFieldManager owns the one condition the agent puts on a Cluster's
+// status; Cluster API's own controllers own the rest.
+const StatusFieldManager = "topology-agent-status"
+
+// mirrorCondition puts TopologyReconciled on the Cluster's status as upstream's
+// topology controller does, so that clusterctl describe and whatever reads
+// Clusters see it. A held Cluster (paused, or mid-move) is not touched, and
+// an unchanged condition is not written again.
+func (r *TopologyReconciler) mirrorCondition(ctx context.Context, s *scope, cond metav1.Condition) error {
+	if s.current == nil || s.current.Cluster == nil || r.CoreVersion != engine.CoreV1Beta2 ||
+		s.reason == ReasonClusterPaused || s.reason == ReasonClusterMissing {
+		return nil
+	}
+	cluster := s.current.Cluster
+	cond.ObservedGeneration = cluster.GetGeneration()
+	existing, _, _ := unstructured.NestedSlice(cluster.Object, "status", "conditions")
+	for _, c := range existing {
+		m, _ := c.(map[string]any)
+		if m["type"] != cond.Type {
+			continue
+		}
+		if m["status"] == string(cond.Status) {
+			if ts, ok := m["lastTransitionTime"].(string); ok {
+				if at, err := time.Parse(time.RFC3339, ts); err == nil {
+					cond.LastTransitionTime = metav1.NewTime(at)
+				}
+			}
+		}
+		if m["reason"] == cond.Reason && m["message"] == cond.Message && m["status"] == string(cond.Status) &&
+			fmt.Sprint(m["observedGeneration"]) == fmt.Sprint(cond.ObservedGeneration) {
+			return nil
+		}
+	}
+	if cond.LastTransitionTime.IsZero() {
+		cond.LastTransitionTime = metav1.NewTime(r.now())
+	}
+	entry := map[string]any{
+		"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason, "message": cond.Message,
+		"observedGeneration": cond.ObservedGeneration, "lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339),
+	}
+	patch := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{entry}}}}
+	patch.SetGroupVersionKind(cluster.GroupVersionKind())
+	patch.SetNamespace(cluster.GetNamespace())
+	patch.SetName(cluster.GetName())
+	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(StatusFieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("writing condition %s on Cluster %s/%s: %w", cond.Type, cluster.GetNamespace(), cluster.GetName(), client.IgnoreNotFound(err))
 	}
 	return nil
 }

@@ -17,11 +17,13 @@ var StatusRead = [][]string{
 }
 
 // ConditionsRead are the condition types the engine reads (see Conditions):
-// a control plane's or pool's health conditions and Remediating, and what a
-// Machine's health looks at. The agent's cache keeps no others.
+// a control plane's or pool's health conditions and Remediating, what a
+// Machine's health looks at, and the TopologyReconciled the agent mirrors on
+// a Cluster (read so that an unchanged one is not written again). The
+// agent's cache keeps no others.
 var ConditionsRead = []string{
 	"Available", "EtcdClusterHealthy", "ControlPlaneComponentsHealthy", "CertificatesAvailable", "Remediating",
-	"HealthCheckSucceeded", "Ready", "InfrastructureReady", "BootstrapConfigReady", "BootstrapReady",
+	"HealthCheckSucceeded", "Ready", "InfrastructureReady", "BootstrapConfigReady", "BootstrapReady", "TopologyReconciled",
 }
 
 // ObserveState reads the rollout state of existing objects per the Cluster API

@@ -30,7 +30,7 @@ var movedNames = []string{"dev-a", "dev-b", "dev-c"}
 // `--from-directory` into a fresh control plane where an agent runs. There
 // every Topology reconciles without a write to what it generated and
 // nothing is made anew. `clusterctl describe cluster` shows the tree of an
-// agent-made cluster, as it does upstream's.
+// agent-made cluster and its TopologyReconciled condition, as it does upstream's.
 func TestMoveToDirectoryAndBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -52,8 +52,10 @@ func TestMoveToDirectoryAndBack(t *testing.T) {
 		suite.Settle(t, ns, name, 4*time.Minute)
 	}
 
-	describe := suite.Clusterctl(t, "describe", "cluster", "dev-a", "-n", ns, "--kubeconfig", suite.Kubeconfig)
-	for _, want := range []string{"Cluster/dev-a", "KubeadmControlPlane/dev-a-", "MachineDeployment/dev-a-md-a-", "Machine/dev-a-"} {
+	// The agent mirrors TopologyReconciled onto the Cluster, as upstream's
+	// topology controller does, and Cluster API's controller keeps it there.
+	describe := suite.Clusterctl(t, "describe", "cluster", "dev-a", "-n", ns, "--show-conditions", "Cluster", "--kubeconfig", suite.Kubeconfig)
+	for _, want := range []string{"Cluster/dev-a", "KubeadmControlPlane/dev-a-", "MachineDeployment/dev-a-md-a-", "Machine/dev-a-", "TopologyReconciled"} {
 		if !strings.Contains(describe, want) {
 			t.Errorf("clusterctl describe cluster dev-a lacks %q:\n%s", want, describe)
 		}
