@@ -26,7 +26,7 @@ SHARED         ?= $(CURDIR)/../shared
 VERSION        ?= dev
 VERSION_LDFLAGS = -X github.com/kubectl-topology/kubectl-topology/pkg/version.version=$(VERSION)
 
-.PHONY: all build test e2e unit generate manifests image bench lint fmt vet parity parity-live bench-scale bench-scale-agent clean help
+.PHONY: all build test e2e unit generate manifests image bench lint fmt vet parity parity-live parity-live-providers bench-scale bench-scale-agent clean help
 
 all: build ## Build the binaries.
 
@@ -161,6 +161,9 @@ clusterctl: $(CLUSTERCTL_USER) ## Build clusterctl v1.13.6 into bin/ for the sui
 
 parity-live: build control-plane-bins capi-bins ## Compare the agent with upstream's topology controller, live (Cluster API v1.14.2, ClusterTopology on); fails short of parity (make test judges it too, in test/upstream).
 	go run ./hack/paritylive -bin-dir $(BIN)
+
+parity-live-providers: build control-plane-bins capi-bins ## parity-live over the classes of 12 infrastructure providers (testdata/providers, their CRDs from ../shared): generated objects compared, no provider controller run.
+	go run ./hack/paritylive -bin-dir $(BIN) -providers $(SHARED)/fixtures/providers
 
 parity: build $(CLUSTERCTL) ## Compare plan -f with clusterctl v1.10.10 on ../shared fixtures and testdata.
 	hack/parity.sh $(BIN)/kubectl-topology $(CLUSTERCTL) $(SHARED)

@@ -46,6 +46,8 @@ type options struct {
 	// extraCRDs are more CRD files or directories: a provider's, for its classes.
 	extraCRDs []string
 	cases     []string
+	// providers is the shared provider fixtures directory, for -providers.
+	providers string
 	timeout   time.Duration
 	keep      bool
 }
@@ -61,8 +63,16 @@ func run() error {
 		o.extraCRDs = append(o.extraCRDs, v)
 		return nil
 	})
+	flag.StringVar(&o.providers, "providers", "", "the shared provider fixtures (../shared/fixtures/providers): install every provider's CRDs and compare each class of testdata/providers, but those left out for a reason the summary names")
 	flag.Parse()
 	o.cases = flag.Args()
+	var notes []string
+	if o.providers != "" {
+		var err error
+		if notes, err = o.providerCases(); err != nil {
+			return err
+		}
+	}
 	if len(o.cases) == 0 {
 		// Upstream's v1.10 quick-start class in ../shared is left out: upstream's
 		// v1.14 controller itself fails it (imageTag: null after conversion);
@@ -70,7 +80,7 @@ func run() error {
 		o.cases = []string{"testdata/parity/in-memory", "testdata/parity/in-memory-chained", "testdata/parity/docker-kubeadm"}
 	}
 	ctx := context.Background()
-	if len(flag.Args()) == 0 {
+	if len(flag.Args()) == 0 && o.providers == "" {
 		// Upstream v1.14.2's quick-start class in v1beta2, from its module.
 		dir, err := parity.UpstreamQuickStart(ctx, ".")
 		if err != nil {
@@ -142,6 +152,9 @@ func run() error {
 		results = append(results, r)
 	}
 	fmt.Println("\n== summary")
+	for _, l := range notes {
+		fmt.Println(l)
+	}
 	for _, f := range failed {
 		fmt.Println(f)
 	}
@@ -151,6 +164,15 @@ func run() error {
 			fmt.Printf(" (%d after the upgrade)", r.EqualAfter)
 		}
 		fmt.Printf("; upgrade order %s\n", r.Order)
+		if why, ok := providerBothRefuse[r.Name]; ok && o.providers != "" {
+			if r.BothRefused {
+				fmt.Printf("  both sides refuse it, as expected: %s\n  upstream: %s\n  ours:     %s\n", why, r.Refusals[0], r.Refusals[1])
+				continue
+			}
+			short++
+			fmt.Printf("  expected both sides to refuse it (%s), and they did not\n", why)
+			continue
+		}
 		if p := r.Problems(); len(p) > 0 {
 			short++
 			fmt.Printf("  short of parity: %s\n", strings.Join(p, "; "))
@@ -163,4 +185,93 @@ func run() error {
 		return fmt.Errorf("%d of %d cases short of parity", short, len(o.cases))
 	}
 	return nil
+}
+
+// providerLeftOut are the provider classes -providers does not compare, and
+// why: what each needs is not on a stock management cluster or not here.
+var providerLeftOut = map[string]string{
+	"capi-docker-runtimesdk": "needs its Runtime SDK extension (external patches and variables), which nothing here serves",
+	"openstack":              "its Ignition bootstrap needs control-plane-kubeadm's KubeadmBootstrapFormatIgnition gate, off on a stock cluster; the agent refuses it naming that gate (pkg/templateprobe)",
+}
+
+// providerCases adds each class of testdata/providers to the cases and its
+// provider's labelled CRDs to the ones installed; its notes say which it leaves out or changes, and why.
+func (o *options) providerCases() ([]string, error) {
+	dirs, err := filepath.Glob(filepath.Join("testdata", "providers", "*", "class.yaml"))
+	if err != nil || len(dirs) == 0 {
+		return nil, fmt.Errorf("no provider classes under testdata/providers (run from the repository's root)")
+	}
+	var notes []string
+	for _, class := range dirs {
+		dir := filepath.Dir(class)
+		name := filepath.Base(dir)
+		if why, ok := providerLeftOut[name]; ok {
+			notes = append(notes, fmt.Sprintf("%s: left out: %s", name, why))
+			continue
+		}
+		crds := filepath.Join(o.providers, name, "crds-labeled.yaml")
+		if _, err := os.Stat(crds); err != nil {
+			return nil, fmt.Errorf("provider %s: its CRDs: %w (give -providers the shared fixtures' providers directory)", name, err)
+		}
+		o.extraCRDs = append(o.extraCRDs, crds)
+		if fix, ok := providerFixes[name]; ok {
+			if dir, err = fixedCase(dir, fix); err != nil {
+				return nil, err
+			}
+			notes = append(notes, fmt.Sprintf("%s: compared without %q: %s", name, fix.drop, fix.why))
+		}
+		o.cases = append(o.cases, dir)
+	}
+	return notes, nil
+}
+
+// providerBothRefuse are the provider classes that neither upstream's
+// controller nor the agent can generate, and why: parity is both refusing.
+var providerBothRefuse = map[string]string{
+	"metal3": "its patches replace /spec/template/spec/image/format, a v1beta1 field that CAPM3's v1beta2 contract version (the one both read) calls diskFormat",
+}
+
+// caseFix is a line a provider's published class carries that its own CRDs
+// refuse, so that neither side could store the class as published.
+type caseFix struct{ drop, why string }
+
+// providerFixes are the provider classes compared with a line dropped.
+var providerFixes = map[string]caseFix{
+	"vsphere": {
+		drop: "storagePolicyName: ''",
+		why:  "the fixture substitutes an empty VSPHERE_STORAGE_POLICY, which CAPV's v1beta2 VSphereMachineTemplate refuses (minLength 1); a user without a storage policy leaves the field out",
+	},
+}
+
+// fixedCase copies a case to a temporary directory of the same name with
+// fix's line dropped from each file.
+func fixedCase(dir string, fix caseFix) (string, error) {
+	tmp, err := os.MkdirTemp("", "paritylive-case-")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(tmp, filepath.Base(dir))
+	if err := os.Mkdir(out, 0o755); err != nil {
+		return "", err
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		var kept []string
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.TrimSpace(line) != fix.drop {
+				kept = append(kept, line)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(out, filepath.Base(f)), []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return out, nil
 }

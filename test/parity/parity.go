@@ -75,6 +75,10 @@ type Result struct {
 	// Cluster API's conversion annotation: data it must never send, which
 	// made it rewrite them on every reconcile.
 	SentConversionData []string
+	// BothRefused is set when each side's topology controller reported that
+	// it failed the case; Refusals holds what each said, upstream's first.
+	BothRefused bool
+	Refusals    [2]string
 }
 
 // side is one way of applying a case: upstream's or ours.
@@ -156,11 +160,21 @@ func Compare(ctx context.Context, env Env, dir string) (Result, error) {
 	}
 
 	start := time.Now()
-	upGen, upErr := generated(ctx, k8s, up, timeout)
+	// Where no provider here runs the machines, a side may wait for good
+	// (a pool's creation deferred until a control plane that never comes
+	// up): what it made by then is compared once its condition holds still.
+	waitsForMachines := !provisions(upObjs)
+	upGen, upErr := generated(ctx, k8s, up, timeout, waitsForMachines)
 	fmt.Fprintf(out, "upstream: %d objects generated (%v)%s\n", len(upGen), time.Since(start).Round(time.Second), errNote(upErr))
 	start = time.Now()
-	ourGen, ourErr := generated(ctx, k8s, ours, timeout)
+	ourGen, ourErr := generated(ctx, k8s, ours, timeout, waitsForMachines)
 	fmt.Fprintf(out, "ours:     %d objects generated (%v)%s\n", len(ourGen), time.Since(start).Round(time.Second), errNote(ourErr))
+	var upFailed, ourFailed *failedError
+	if errors.As(upErr, &upFailed) && errors.As(ourErr, &ourFailed) {
+		res.BothRefused, res.Refusals = true, [2]string{upFailed.Error(), ourFailed.Error()}
+		fmt.Fprintln(out, "both sides refuse the case: nothing to compare")
+		return res, nil
+	}
 	if !provisions(upObjs) {
 		if upErr == nil && ourErr == nil {
 			// Cluster API's own controllers go on after the topology
@@ -252,6 +266,9 @@ func Compare(ctx context.Context, env Env, dir string) (Result, error) {
 // generated object equal, before and after the upgrade, and the parts
 // rolled in the same order, each step of a chain included.
 func (r Result) Problems() []string {
+	if r.BothRefused {
+		return []string{"both sides refused the case"}
+	}
 	var out []string
 	if r.Objects == 0 {
 		out = append(out, "no objects were compared")
@@ -393,10 +410,11 @@ type object struct {
 // generated waits until side's Cluster has its control plane, every pool
 // its MachineDeployment or MachinePool, and returns every generated
 // object keyed by role.
-func generated(ctx context.Context, k8s client.Client, s side, timeout time.Duration) (map[string]object, error) {
+func generated(ctx context.Context, k8s client.Client, s side, timeout time.Duration, acceptWaiting bool) (map[string]object, error) {
 	var objs map[string]object
 	var last error
-	var failingSince time.Time
+	var failingSince, waitingSince time.Time
+	var waitingFor string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		objs, _ = collect(ctx, k8s, s)
 		err := reconciled(ctx, k8s, s)
@@ -404,7 +422,19 @@ func generated(ctx context.Context, k8s client.Client, s side, timeout time.Dura
 			return false, nil // the deadline's own error says nothing of the case
 		}
 		var failed *failedError
+		var waiting *waitingError
 		switch {
+		case acceptWaiting && errors.As(err, &waiting):
+			if waiting.Error() != waitingFor {
+				waitingSince, waitingFor = time.Now(), waiting.Error()
+			}
+			if time.Since(waitingSince) < 15*time.Second {
+				return false, nil
+			}
+			// What it made before it began to wait, pools it defers aside.
+			objs, _ = collect(ctx, k8s, s)
+			last = fmt.Errorf("compared as it waits: %w", waiting)
+			return true, nil
 		case errors.As(err, &failed):
 			// A controller that keeps failing the same way will not get
 			// further: compare what it made and say why.
@@ -454,6 +484,9 @@ func reconciled(ctx context.Context, k8s client.Client, s side) error {
 		if reason, _ := m["reason"].(string); strings.HasSuffix(reason, "Failed") {
 			return &failedError{err}
 		}
+		if gen, _, _ := unstructured.NestedInt64(m, "observedGeneration"); gen == o.GetGeneration() {
+			return &waitingError{err}
+		}
 		return err
 	}
 	return fmt.Errorf("%s %s: no TopologyReconciled condition yet", gk.Kind, s.cluster)
@@ -464,6 +497,12 @@ func reconciled(ctx context.Context, k8s client.Client, s side) error {
 type failedError struct{ error }
 
 func (e *failedError) Unwrap() error { return e.error }
+
+// waitingError is a topology controller's report, for the latest
+// generation, that it waits for something, e.g. a control plane to come up.
+type waitingError struct{ error }
+
+func (e *waitingError) Unwrap() error { return e.error }
 
 // collect reads side's generated objects by following references from the
 // Cluster, in each kind's preferred (storage) version.
