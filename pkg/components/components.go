@@ -25,7 +25,7 @@ const (
 	name        = DeploymentName
 	watchNSVar  = `${TOPOLOGY_WATCH_NAMESPACE:=""}`
 	certDir     = "/tmp/k8s-webhook-server/serving-certs"
-	providerTag = "addon-topology"
+	providerTag = "addon-" + ProviderName
 	// containerName is the agent's container, "manager" as the clusterctl
 	// contract wants; its memory limit variable names it too.
 	containerName = "manager"
@@ -130,6 +130,8 @@ func components(image string) []runtime.Object {
 			{APIGroups: []string{"topology.kubectl-topology.io"}, Resources: []string{"topologies", "topologyclasses", "topologyextensions"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 			{APIGroups: []string{"topology.kubectl-topology.io"}, Resources: []string{"topologies/status", "topologyclasses/status", "topologyextensions/status", "topologies/finalizers"}, Verbs: []string{"get", "update", "patch"}},
 			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters", "machinedeployments", "machinepools", "machinehealthchecks"}, Verbs: rw},
+			// The one condition the agent mirrors onto a Cluster, as upstream's topology controller does.
+			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters/status"}, Verbs: []string{"get", "patch"}},
 			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"machines", "machinesets"}, Verbs: ro},
 			// CRDs are read for their contract labels; only its own may be
 			// changed. Kubernetes cannot limit create by name.

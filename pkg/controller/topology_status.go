@@ -48,18 +48,16 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 		cond.Reason, cond.Message = s.reason, s.message
 	}
 	meta.SetStatusCondition(&t.Status.Conditions, cond)
-	if err := r.mirrorCondition(ctx, s, *meta.FindStatusCondition(t.Status.Conditions, ReconciledCondition)); err != nil {
-		return err
+	if !equalStatus(before, &t.Status) {
+		orig := t.DeepCopy()
+		orig.Status = *before
+		if err := r.Client.Status().Patch(ctx, t, client.MergeFrom(orig)); err != nil {
+			return fmt.Errorf("writing status of Topology %s/%s: %w", t.Namespace, t.Name, client.IgnoreNotFound(err))
+		}
 	}
-	if equalStatus(before, &t.Status) {
-		return nil
-	}
-	orig := t.DeepCopy()
-	orig.Status = *before
-	if err := r.Client.Status().Patch(ctx, t, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("writing status of Topology %s/%s: %w", t.Namespace, t.Name, client.IgnoreNotFound(err))
-	}
-	return nil
+	// After the Topology's own: a Cluster that cannot take the condition
+	// must not keep the Topology from saying how it stands.
+	return r.mirrorCondition(ctx, s, *meta.FindStatusCondition(t.Status.Conditions, ReconciledCondition))
 }
 
 // StatusFieldManager owns the one condition the agent puts on a Cluster's
