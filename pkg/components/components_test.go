@@ -33,7 +33,7 @@ func componentObjects(t *testing.T) []*unstructured.Unstructured {
 func TestComponentsFollowTheClusterctlContract(t *testing.T) {
 	byKind := map[string]*unstructured.Unstructured{}
 	for _, o := range componentObjects(t) {
-		if o.GetLabels()["cluster.x-k8s.io/provider"] != "addon-topology" {
+		if o.GetLabels()["cluster.x-k8s.io/provider"] != "addon-kubectl-topology" {
 			t.Errorf("%s %s lacks the cluster.x-k8s.io/provider label", o.GetKind(), o.GetName())
 		}
 		byKind[o.GetKind()] = o

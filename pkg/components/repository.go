@@ -9,12 +9,12 @@ import (
 )
 
 // ProviderName is the agent's name as a clusterctl add-on provider:
-// `clusterctl init --addon topology`; clusterctl labels what it installs
+// `clusterctl init --addon kubectl-topology`; clusterctl labels what it installs
 // with ProviderLabelValue, "addon-" and this.
-const ProviderName = "topology"
+const ProviderName = "kubectl-topology"
 
 // Repository is a clusterctl provider repository of one release of the
-// agent, as clusterctl reads a local one: Dir/addon-topology/VERSION/ holds
+// agent, as clusterctl reads a local one: Dir/addon-kubectl-topology/VERSION/ holds
 // addon-components.yaml and metadata.yaml.
 type Repository struct {
 	Dir     string

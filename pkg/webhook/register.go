@@ -72,7 +72,7 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 		}}
 	}
 	meta := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "kubectl-topology", "cluster.x-k8s.io/provider": "addon-topology"}}
+		return metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "kubectl-topology", "cluster.x-k8s.io/provider": "addon-kubectl-topology"}}
 	}
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},

@@ -15,8 +15,8 @@ import (
 
 // TestClusterctlReadsTheProviderRepository: the provider repository `make
 // provider-repo` writes is one clusterctl reads as a user's configuration
-// names it, and what `clusterctl generate provider --addon topology`
-// renders from it — what `clusterctl init --addon topology` would install —
+// names it, and what `clusterctl generate provider --addon kubectl-topology`
+// renders from it — what `clusterctl init --addon kubectl-topology` would install —
 // is the objects `kubectl topology install` installs, with clusterctl's
 // labels, the provider label the one the agent's own carry.
 func TestClusterctlReadsTheProviderRepository(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 
 // +kubebuilder:object:root=true
 // clusterctl move discovers kinds by the clusterctl label; a Topology moves with everything it owns: its Cluster and all below it.
-// +kubebuilder:metadata:labels={"clusterctl.cluster.x-k8s.io=","cluster.x-k8s.io/provider=addon-topology","clusterctl.cluster.x-k8s.io/move-hierarchy="}
+// +kubebuilder:metadata:labels={"clusterctl.cluster.x-k8s.io=","cluster.x-k8s.io/provider=addon-kubectl-topology","clusterctl.cluster.x-k8s.io/move-hierarchy="}
 // +kubebuilder:resource:path=topologies,shortName=topo,categories=cluster-api;kubectl-topology
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Class",type="string",JSONPath=".spec.classRef.name"

@@ -7,7 +7,7 @@ import (
 
 // +kubebuilder:object:root=true
 // clusterctl move discovers kinds by the clusterctl label; a TopologyClass moves with the templates it owns.
-// +kubebuilder:metadata:labels={"clusterctl.cluster.x-k8s.io=","cluster.x-k8s.io/provider=addon-topology","clusterctl.cluster.x-k8s.io/move-hierarchy="}
+// +kubebuilder:metadata:labels={"clusterctl.cluster.x-k8s.io=","cluster.x-k8s.io/provider=addon-kubectl-topology","clusterctl.cluster.x-k8s.io/move-hierarchy="}
 // +kubebuilder:resource:path=topologyclasses,shortName=tc,categories=cluster-api;kubectl-topology
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"

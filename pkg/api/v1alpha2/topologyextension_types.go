@@ -6,7 +6,7 @@ import (
 
 // +kubebuilder:object:root=true
 // clusterctl move discovers kinds by the clusterctl label; an extension registration is copied to the target (cluster-scoped: clusterctl leaves the source's).
-// +kubebuilder:metadata:labels={"clusterctl.cluster.x-k8s.io=","cluster.x-k8s.io/provider=addon-topology","clusterctl.cluster.x-k8s.io/move="}
+// +kubebuilder:metadata:labels={"clusterctl.cluster.x-k8s.io=","cluster.x-k8s.io/provider=addon-kubectl-topology","clusterctl.cluster.x-k8s.io/move="}
 // +kubebuilder:resource:path=topologyextensions,scope=Cluster,shortName=tx,categories=cluster-api;kubectl-topology
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="URL",type="string",JSONPath=".spec.clientConfig.url"
