@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -151,4 +153,59 @@ func TestInvalidVariableFoundOnReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantGenerated(t, ex)
+}
+
+// TestMachineBootstrapConfigsAreLeftAlone: a class with a MachinePool makes
+// a KubeadmConfig for the pool, and Cluster API makes one for every Machine,
+// with the Cluster's labels and the owned label the control plane or
+// MachineDeployment passes on. The agent removes neither: the Machine's is
+// not the pool's (upstream's quick-start class, which has a MachinePool
+// class, lost every Machine's bootstrap config on the kind path to this).
+func TestMachineBootstrapConfigsAreLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	ex := generatedExample(t)
+	objs, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var poolConfig *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "KubeadmConfig" {
+			poolConfig = o
+		}
+	}
+	if poolConfig == nil {
+		t.Fatalf("the example's MachinePool has no KubeadmConfig: %s", fixture.KindCounts(objs))
+	}
+	machines := &unstructured.Unstructured{}
+	machines.SetGroupVersionKind(poolConfig.GroupVersionKind())
+	machines.SetNamespace(poolConfig.GetNamespace())
+	machines.SetName(ex.Topology.Name + "-control-plane-x7k2p")
+	labels := map[string]string{"cluster.x-k8s.io/control-plane": ""}
+	for k, v := range poolConfig.GetLabels() {
+		if k != engine.MachinePoolNameLabel {
+			labels[k] = v
+		}
+	}
+	machines.SetLabels(labels)
+	create(t, machines)
+	if err := fixture.ChangeTopology(ctx, k8s, client.ObjectKeyFromObject(ex.Topology), func(topo *v1alpha2.Topology) {
+		topo.Spec.ControlPlane.Replicas = ptr[int32](3)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	reconciledCondition(t, ex.Topology, metav1.ConditionTrue, ReasonSucceeded)
+	fixture.Consistently(t, 3*time.Second, "both KubeadmConfigs stay", func(ctx context.Context) error {
+		for _, o := range []*unstructured.Unstructured{machines, poolConfig} {
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(o.GroupVersionKind())
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
+				return fmt.Errorf("KubeadmConfig %s: %w", o.GetName(), err)
+			}
+			if !got.GetDeletionTimestamp().IsZero() {
+				return fmt.Errorf("KubeadmConfig %s is being deleted", o.GetName())
+			}
+		}
+		return nil
+	})
 }

@@ -166,6 +166,26 @@ func GeneratedKinds(c *v1alpha2.TopologyClass, core CoreVersion) []schema.GroupV
 	return out
 }
 
+// MachinePoolKinds are the kinds a class makes for each MachinePool (its
+// bootstrap config and infrastructure pool, the templates' kinds less
+// "Template"). Cluster API makes objects of such a kind too — a Machine's
+// KubeadmConfig — with the Cluster's labels, so only one with the pool-name
+// label is a pool's.
+func MachinePoolKinds(c *v1alpha2.TopologyClass) map[string]bool {
+	out := map[string]bool{}
+	for _, wc := range workerClasses(c) {
+		if wc.deployment {
+			continue
+		}
+		for _, s := range []templateSlot{wc.bootstrap, wc.infrastructure} {
+			if s.defined() {
+				out[TrimTemplateSuffix(s.kind())] = true
+			}
+		}
+	}
+	return out
+}
+
 // ClusterLevelKinds are the kinds of the InfrastructureCluster and the
 // control plane a class makes (its templates' kinds less "Template"), whether
 // referenced or inline: objects of these kinds are the Cluster's.
