@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -89,15 +90,7 @@ control plane (make local-up), which has no nodes to run Pods.`,
   kubectl topology install --dry-run=client -o yaml > agent.yaml
   kubectl topology install --local --agent-binary bin/agent`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runNoArgs(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Version, "version", "", "Agent version (image tag) to install; default the plugin's")
@@ -178,7 +171,7 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		}
 		fmt.Fprintf(o.Out, "%s/%s applied\n", strings.ToLower(obj.GetKind()), obj.GetName())
 	}
-	if err := o.grantProviders(ctx); err != nil {
+	if err := grantProviders(ctx, o.Out, o.access); err != nil {
 		return err
 	}
 	if !o.Wait {
@@ -204,12 +197,12 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 // grantProviders lets the agent manage the kinds of every infrastructure
 // provider installed now (by their CRDs' provider label), one ClusterRole
 // each, aggregated into the agent's role: explicit resources, never a whole
-// API group. A provider installed later is granted by running install again.
-func (o *InstallOptions) grantProviders(ctx context.Context) error {
+// API group. A provider installed later is granted by `grant` (or install).
+func grantProviders(ctx context.Context, out io.Writer, ca *clusterAccess) error {
 	crds := &metav1.PartialObjectMetadataList{}
 	crds.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"})
-	if err := o.access.client.List(ctx, crds, client.HasLabels{providerLabel}); err != nil {
-		return fmt.Errorf("finding installed providers: %w", explain(err, o.access))
+	if err := ca.client.List(ctx, crds, client.HasLabels{providerLabel}); err != nil {
+		return fmt.Errorf("finding installed providers: %w", explain(err, ca))
 	}
 	byProvider := map[string]map[string][]string{} // provider -> group -> resources
 	for _, crd := range crds.Items {
@@ -232,15 +225,18 @@ func (o *InstallOptions) grantProviders(ctx context.Context) error {
 			kinds = append(kinds, components.ProviderKinds{Group: group, Resources: slices.Sorted(slices.Values(byProvider[provider][group]))})
 		}
 		role := components.ProviderRole(strings.TrimPrefix(provider, "infrastructure-"), kinds)
+		// Not clusterctl's: its upgrade deletes whatever carries the agent's
+		// provider label and installs the components, which hold no grant.
+		delete(role.Labels, providerLabel)
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(role)
 		if err != nil {
 			return err
 		}
 		u := &unstructured.Unstructured{Object: obj}
-		if err := o.access.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(installFieldManager), client.ForceOwnership); err != nil {
-			return fmt.Errorf("granting the agent provider %s: %w", provider, explain(err, o.access))
+		if err := ca.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(installFieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("granting the agent provider %s: %w", provider, explain(err, ca))
 		}
-		fmt.Fprintf(o.Out, "clusterrole/%s applied (provider %s)\n", role.Name, provider)
+		fmt.Fprintf(out, "clusterrole/%s applied (provider %s)\n", role.Name, provider)
 	}
 	return nil
 }

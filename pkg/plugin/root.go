@@ -4,6 +4,7 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,10 +53,31 @@ Install the agent, then watch and upgrade clusters:
 		NewEditCommand(flags, streams),
 		NewAdoptCommand(flags, streams),
 		NewInstallCommand(flags, streams),
+		NewGrantCommand(flags, streams),
 		NewUninstallCommand(flags, streams),
 		NewVersionCommand(flags, streams),
 	)
 	return cmd
+}
+
+// noArgCommand is the shape of a command that takes no arguments.
+type noArgCommand interface {
+	Complete() error
+	Validate() error
+	Run(context.Context) error
+}
+
+// runNoArgs is such a command's RunE: Complete, Validate, Run.
+func runNoArgs(o noArgCommand) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		if err := o.Complete(); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context())
+	}
 }
 
 // commandName shows `kubectl topology` when run as a kubectl plugin.

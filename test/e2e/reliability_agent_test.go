@@ -506,6 +506,22 @@ func TestAgentRunsWithItsOwnRole(t *testing.T) {
 		t.Fatalf("install granted no role for the Docker provider:\n%s", out)
 	}
 	t.Cleanup(func() { mustPlugin(t, "uninstall", "--target-namespace", agentNS) })
+	// grant makes the same role again, as after clusterctl init --addon,
+	// whose components hold none, and without clusterctl's provider label,
+	// so that a clusterctl upgrade of the agent does not delete it.
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "topology-manager-provider-docker"}}
+	if err := k8s.Delete(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustPlugin(t, "grant"); !strings.Contains(out, "clusterrole/topology-manager-provider-docker applied") {
+		t.Fatalf("grant granted no role for the Docker provider:\n%s", out)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(role), role); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := role.Labels["cluster.x-k8s.io/provider"]; ok {
+		t.Errorf("the granted role carries clusterctl's provider label %q: clusterctl upgrade would delete it", p)
+	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: "topology-manager"}}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}
 	if err := k8s.SubResource("token").Create(ctx, sa, tr); err != nil {
