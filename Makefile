@@ -185,7 +185,7 @@ local-down: ## Stop the local control plane; its data stays in .local/.
 KIND_DIR ?= $(CURDIR)/.kind
 
 .PHONY: kind-up kind-down e2e-kind
-kind-up: build control-plane-bins capi-bins ## A kind management cluster with Cluster API, the Docker provider and the agent in it (KUBECONFIG=.kind/kubeconfig).
+kind-up: build control-plane-bins capi-bins clusterctl ## A kind management cluster with Cluster API, the Docker provider and the agent in it, installed by clusterctl init (KUBECONFIG=.kind/kubeconfig).
 	KIND_STATE=$(KIND_DIR) hack/kind/up.sh
 
 kind-down: ## Remove the kind cluster, every container and network of the private daemon, and stop it; images stay cached.
@@ -194,12 +194,13 @@ kind-down: ## Remove the kind cluster, every container and network of the privat
 e2e-kind: kind-up ## A workload cluster of containers through the plugin and the agent, on kind; kind-down afterwards, pass or fail.
 	mkdir -p $(TEST_LOG_DIR); DOCKER_HOST=$$(KIND_STATE=$(KIND_DIR) hack/kind/dockerd.sh host) KIND_KUBECONFIG=$(KIND_DIR)/kubeconfig \
 		KIND_UPGRADE_VERSION=$$(cd hack/kind/kubernetes-next && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes) \
+		KIND_CLUSTERCTL=$(CLUSTERCTL_USER) KIND_CLUSTERCTL_CONFIG=$(KIND_DIR)/clusterctl.yaml \
 		$(GO) test -tags kind ./test/kind/ -count=1 -v -timeout 45m 2>&1 | tee $(TEST_LOG_DIR)/e2e-kind.log; status=$${PIPESTATUS[0]}; \
 	KIND_STATE=$(KIND_DIR) hack/kind/down.sh; \
 	if [ $$status -ne 0 ]; then hack/test-failures.sh $(TEST_LOG_DIR)/e2e-kind.log; fi; exit $$status
 
 .PHONY: provider-repo
-provider-repo: ## A clusterctl provider repository of release VERSION (e.g. v0.1.0) in dist/clusterctl, for clusterctl init --addon topology.
+provider-repo: ## A clusterctl provider repository of release VERSION (e.g. v0.1.0) in dist/clusterctl, for clusterctl init --addon kubectl-topology.
 	$(GO) run ./hack/manifests -repo $(CURDIR)/dist/clusterctl -version $(VERSION)
 
 .PHONY: dist

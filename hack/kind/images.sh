@@ -200,6 +200,10 @@ node() {
 	docker cp "$bin/kubectl" "$c:/usr/bin/kubectl"
 	docker cp "$bin/crictl" "$c:/usr/local/bin/crictl"
 	docker exec "$c" sh -c "echo $kube_version > /kind/version"
+	# kubelet 1.35 and later refuse a cgroup v1 host unless told, and a class
+	# (upstream's quick-start among them) cannot know its host: the image
+	# tells every kubelet through kind's own override file. No-op on cgroup v2.
+	docker exec "$c" sh -c 'echo "KUBELET_EXTRA_ARGS=--fail-cgroupv1=false" > /etc/default/kubelet'
 	# No CNI configuration: a node is Ready once its cluster's CNI writes
 	# one (flannel on workload machines; a mounted bridge on the kind node).
 	docker exec "$c" mkdir -p /etc/cni/net.d

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The kind path's management cluster, offline: the private Docker daemon,
-# the node image, a kind cluster from it, Cluster API with the Docker
-# provider installed in it as a user installs them (components from the
-# modules' kustomizations, webhooks with working certificates), and the
-# agent in-cluster through `kubectl topology install`.
+# the node image, a kind cluster from it, and Cluster API with the Docker
+# provider and the agent installed in it as a user installs them: clusterctl
+# init from local repositories (components from the modules' kustomizations,
+# webhooks with working certificates; the agent's from make provider-repo).
 #
 #   hack/kind/up.sh     # idempotent; prints the kubeconfig's path (.kind/kubeconfig)
 #   hack/kind/down.sh   # removes the cluster and every container and network it made
@@ -14,6 +14,12 @@ main() {
 	state=${KIND_STATE:-$root/.kind}
 	name=${KIND_CLUSTER:-kubectl-topology}
 	kube_version=$(cd "$root/hack/kind/kubernetes" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+	capi_version=$(cd "$root/hack/capi" && go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api)
+	clusterctl_version=${CLUSTERCTL_VERSION:-v1.13.6}
+	certmanager_version=v1.19.1
+	# Two releases of the agent's provider repository, the same image under
+	# each tag: init installs the first, test/kind upgrades to the second.
+	agent_releases=(v0.1.0 v0.1.1)
 	export DOCKER_HOST
 	DOCKER_HOST=$("$root/hack/kind/dockerd.sh" start)
 	kind=$root/bin/kind
@@ -40,8 +46,7 @@ main() {
 		"$kind" create cluster --name "$name" --image "$node" --config "$state/cluster.yaml" --kubeconfig "$kubeconfig" --wait 2m >&2
 	fi
 	"$kind" export kubeconfig --name "$name" --kubeconfig "$kubeconfig" >/dev/null 2>&1
-	install_providers
-	install_agent
+	install_with_clusterctl
 	echo "$kubeconfig"
 }
 
@@ -49,35 +54,67 @@ step() { echo "kind up: $*" >&2; }
 
 k() { "$kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
-install_providers() {
+# Cluster API's providers and the agent, installed as a user installs them:
+# `clusterctl init` from local repositories (written here, no network), every
+# provider stock. clusterctl insists on cert-manager's API, which it checks
+# by creating an Issuer and a Certificate; cert-manager's binaries cannot be
+# built here (their modules are not served), and nothing here needs one (the
+# providers' webhook certificates are made by hack/kind/providers, the agent
+# makes its own), so its CRDs alone answer that check.
+install_with_clusterctl() {
 	local capi test images=() line
 	capi=$(cd "$root/hack/capi" && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api)
 	test=$(cd "$root/hack/capi" && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api/test)
+	local image
 	while read -r line; do
-		"$kind" load docker-image --name "$name" "${line#*=}" >/dev/null
-		images+=(-image "$(provider_dir "${line%%=*}")=${line#*=}")
+		# In full: clusterctl refuses an image reference without its registry.
+		image=docker.io/${line#*=}
+		docker tag "${line#*=}" "$image"
+		"$kind" load docker-image --name "$name" "$image" >/dev/null
+		images+=(-image "$(provider_dir "${line%%=*}")=$image")
 	done < <("$root/hack/kind/images.sh" providers)
-	step "installing Cluster API ${CAPI_VERSION:-v1.14.2}: core, kubeadm bootstrap and control plane, Docker provider"
-	# Rendered once per set of images: rendering again would make new
-	# certificates, which the running webhooks serve only a while later.
-	local rendered; rendered=$state/providers-$(echo "${images[*]}" | sha256sum | cut -c1-12).yaml
-	if [[ ! -s $rendered ]]; then
-		# Stock, as clusterctl init installs them: every feature gate at its
-		# default (ClusterTopology off), so the agent is the topology
-		# controller and a class holds inline the template kinds the
-		# providers then refuse (examples/kind/class.yaml).
-		(cd "$root" && go run ./hack/kind/providers -kubectl "$kubectl" "${images[@]}" \
-			"$capi/core/config/default" "$capi/bootstrap/kubeadm/config/default" "$capi/controlplane/kubeadm/config/default" \
-			"$test/infrastructure/docker/config/default") >"$rendered.tmp"
-		mv "$rendered.tmp" "$rendered"
-	fi
-	k apply --server-side --force-conflicts -f "$rendered" >/dev/null
-	for d in capi-system/capi-controller-manager capi-kubeadm-bootstrap-system/capi-kubeadm-bootstrap-controller-manager \
-		capi-kubeadm-control-plane-system/capi-kubeadm-control-plane-controller-manager capd-system/capd-controller-manager; do
-		k -n "${d%%/*}" rollout status deployment "${d#*/}" --timeout 5m >&2
+	local agent_image release
+	agent_image=kubectl-topology/agent:kind-$(cd "$root" && git describe --tags --always --dirty 2>/dev/null || echo dev)
+	step "building the agent image $agent_image, as releases ${agent_releases[*]} of its provider repository"
+	(cd "$root" && make -s image IMAGE="$agent_image" >/dev/null)
+	for release in "${agent_releases[@]}"; do
+		docker tag "$agent_image" "docker.io/kubectl-topology/agent:$release"
+		"$kind" load docker-image --name "$name" "docker.io/kubectl-topology/agent:$release" >/dev/null
 	done
+	# Written once per set of images: rendering again would make new
+	# certificates, which the running webhooks serve only a while later.
+	local repo; repo=$state/clusterctl-$(echo "${images[*]}" | sha256sum | cut -c1-12)
+	if [[ ! -s $repo/clusterctl.yaml ]]; then
+		rm -rf "$repo"; mkdir -p "$repo"
+		{
+			echo "providers:"
+			(cd "$root" && go run ./hack/kind/providers -kubectl "$kubectl" -repo "$repo" -version "$capi_version" "${images[@]}" \
+				"$capi/core/config/default" "$capi/bootstrap/kubeadm/config/default" "$capi/controlplane/kubeadm/config/default" \
+				"$test/infrastructure/docker/config/default")
+			for release in "${agent_releases[@]}"; do
+				(cd "$root" && go run ./hack/manifests -repo "$repo" -version "$release" >/dev/null)
+			done
+			printf -- '- name: kubectl-topology\n  type: AddonProvider\n  url: file://%s/addon-kubectl-topology/%s/addon-components.yaml\n' "$repo" "${agent_releases[0]}"
+		} >"$repo/clusterctl.yaml.tmp"
+		mv "$repo/clusterctl.yaml.tmp" "$repo/clusterctl.yaml"
+	fi
+	cp "$repo/clusterctl.yaml" "$state/clusterctl.yaml"
+	local certmanager
+	certmanager=$(go mod download -json "github.com/cert-manager/cert-manager@$certmanager_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	k apply --server-side -f "$certmanager/deploy/crds/" >/dev/null
+	if [[ -n $(k get providers.clusterctl.cluster.x-k8s.io -A -o name 2>/dev/null) ]]; then
+		step "Cluster API and the agent are installed (clusterctl's inventory lists them)"
+		"$root/bin/kubectl-topology" --kubeconfig "$kubeconfig" grant >&2
+		return
+	fi
+	step "clusterctl init: Cluster API $capi_version (core, kubeadm bootstrap and control plane, Docker provider, stock) and the agent ${agent_releases[0]}"
+	CLUSTERCTL_DISABLE_VERSIONCHECK=true "$root/bin/clusterctl-$clusterctl_version" init --config "$state/clusterctl.yaml" --kubeconfig "$kubeconfig" \
+		--core "cluster-api:$capi_version" --bootstrap "kubeadm:$capi_version" --control-plane "kubeadm:$capi_version" \
+		--infrastructure "docker:$capi_version" --addon "kubectl-topology:${agent_releases[0]}" --wait-providers --wait-provider-timeout 300 >&2
+	# The components cannot know this cluster's infrastructure providers:
+	# grant lets the agent manage the Docker provider's kinds.
+	"$root/bin/kubectl-topology" --kubeconfig "$kubeconfig" grant >&2
 }
-
 # provider_dir is the end of the config directory path a manager's image goes to.
 provider_dir() {
 	case $1 in
@@ -87,15 +124,4 @@ provider_dir() {
 	capi-docker) echo infrastructure/docker ;;
 	esac
 }
-
-install_agent() {
-	local version image
-	version=$(cd "$root" && git describe --tags --always --dirty 2>/dev/null || echo dev)
-	image=kubectl-topology/agent:kind-$version
-	step "building the agent image $image and installing it"
-	(cd "$root" && make -s image IMAGE="$image" >/dev/null)
-	"$kind" load docker-image --name "$name" "$image" >/dev/null
-	"$root/bin/kubectl-topology" --kubeconfig "$kubeconfig" install --image "$image" --timeout 5m >&2
-}
-
 main "$@"; exit $?

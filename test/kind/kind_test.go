@@ -12,15 +12,24 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/test/fixture"
 )
 
 // The example the test stamps, as a user would from the repository.
@@ -38,6 +47,10 @@ var (
 	// upgradeVersion has a node image too: make e2e-kind passes the release
 	// hack/kind/kubernetes-next pins.
 	upgradeVersion = os.Getenv("KIND_UPGRADE_VERSION")
+	// clusterctl and the configuration naming the local repositories
+	// hack/kind/up.sh installed from.
+	clusterctlBin    = envOr("KIND_CLUSTERCTL", filepath.Join(root, "bin", "clusterctl-v1.13.6"))
+	clusterctlConfig = envOr("KIND_CLUSTERCTL_CONFIG", filepath.Join(root, ".kind", "clusterctl.yaml"))
 )
 
 func TestMain(m *testing.M) {
@@ -56,8 +69,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestWorkloadClusterLifecycle creates the example workload cluster, checks
-// its Nodes and pod traffic on the workload cluster itself, upgrades it,
+// TestWorkloadClusterLifecycle stamps the example workload cluster from
+// upstream's own quick-start class, as Cluster API's Docker provider publishes
+// it, converted by the plugin for this stock management cluster. It checks
+// the Nodes and pod traffic on the workload cluster itself, upgrades it,
 // scales its pool and deletes it, checking that every container it had is
 // gone.
 func TestWorkloadClusterLifecycle(t *testing.T) {
@@ -66,10 +81,11 @@ func TestWorkloadClusterLifecycle(t *testing.T) {
 			collectArtifacts(t)
 		}
 	})
+	class := convertQuickStart(t)
 	start := time.Now()
 	run(t, 2*time.Minute, filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "apply", "--server-side",
 		"-f", filepath.Join(root, "examples/kind/flannel.yaml"),
-		"-f", filepath.Join(root, "examples/kind/class.yaml"), "-f", filepath.Join(root, "examples/kind/topology.yaml"))
+		"-f", class, "-f", filepath.Join(root, "examples/kind/topology.yaml"))
 	t.Cleanup(func() { deleteTopology(t) })
 
 	settle(t, 15*time.Minute)
@@ -119,6 +135,10 @@ func TestWorkloadClusterLifecycle(t *testing.T) {
 		}
 	})
 
+	t.Run("clusterctl upgrade apply moves the agent to its next release, which writes nothing", func(t *testing.T) {
+		upgradeAgentWithClusterctl(t)
+	})
+
 	t.Run("deleting the Topology removes every container", func(t *testing.T) {
 		begin := time.Now()
 		deleteTopology(t)
@@ -135,6 +155,99 @@ func TestWorkloadClusterLifecycle(t *testing.T) {
 		}
 		t.Logf("no container left %s after the delete", time.Since(begin).Round(time.Second))
 	})
+}
+
+// Releases of the agent's clusterctl provider repository that hack/kind/up.sh
+// writes: clusterctl init installs the first, the test upgrades to the second.
+const (
+	firstRelease = "v0.1.0"
+	nextRelease  = "v0.1.1"
+)
+
+// generatedKinds are the kinds of what the agent makes of the example, as
+// kubectl names them.
+const generatedKinds = "clusters.cluster.x-k8s.io,kubeadmcontrolplanes,machinedeployments,machinehealthchecks,devclusters,devmachinetemplates,kubeadmconfigtemplates"
+
+// upgradeAgentWithClusterctl runs `clusterctl upgrade apply` from the agent
+// release clusterctl init installed to the next one, with the workload
+// cluster up: the new release runs, the Topology stays settled, and the new
+// agent writes nothing to what the old one made.
+func upgradeAgentWithClusterctl(t *testing.T) {
+	t.Helper()
+	kubectl := filepath.Join(bin, "kubectl")
+	agentImage := func() string {
+		return run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", "topology-system", "get", "deployment/topology-controller-manager",
+			"-o", `jsonpath={.spec.template.spec.containers[?(@.name=="manager")].image}`)
+	}
+	if image, want := agentImage(), "docker.io/kubectl-topology/agent:"+firstRelease; image != want {
+		t.Errorf("clusterctl init installed the agent as %s, want %s", image, want)
+	}
+	plan := clusterctl(t, 2*time.Minute, "upgrade", "plan")
+	if !strings.Contains(plan, "topology") || !strings.Contains(plan, nextRelease) {
+		t.Errorf("clusterctl upgrade plan does not offer the agent's %s:\n%s", nextRelease, plan)
+	}
+	begin := metav1.Now().Rfc3339Copy()
+	clusterctl(t, 10*time.Minute, "upgrade", "apply", "--addon", "topology-system/kubectl-topology:"+nextRelease, "--wait-providers", "--wait-provider-timeout", "300")
+	if image, want := agentImage(), "docker.io/kubectl-topology/agent:"+nextRelease; image != want {
+		t.Errorf("after clusterctl upgrade apply the agent runs %s, want %s", image, want)
+	}
+	run(t, 6*time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", "topology-system", "rollout", "status", "deployment/topology-controller-manager", "--timeout", "5m")
+	settle(t, 5*time.Minute)
+	// The new agent reconciles every Topology as it starts; a write of its
+	// to a generated object would show as a newer field-manager entry.
+	fixture.Consistently(t, 30*time.Second, "the upgraded agent writes nothing to what it made", func(ctx context.Context) error {
+		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "-n", namespace, "get", generatedKinds,
+			"-l", "cluster.x-k8s.io/cluster-name="+clusterName, "-o", "json").Output()
+		if err != nil {
+			return fmt.Errorf("listing what the agent made: %w", err)
+		}
+		var list struct {
+			Items []unstructured.Unstructured `json:"items"`
+		}
+		if err := json.Unmarshal(out, &list); err != nil {
+			return err
+		}
+		for _, o := range list.Items {
+			for _, mf := range o.GetManagedFields() {
+				if mf.Manager == engine.FieldManager && mf.Subresource == "" && mf.Time != nil && !mf.Time.Before(&begin) {
+					return fmt.Errorf("the agent wrote %s %s at %s, after the upgrade began (%s)", o.GetKind(), o.GetName(), mf.Time, begin)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// TestClusterctlDeletesTheAgent: `clusterctl delete --addon kubectl-topology` removes
+// the agent and the webhook configurations it registered, and leaves its
+// CRDs and every Topology, as clusterctl leaves a provider's without
+// --include-crd. Run last: the agent is gone afterwards.
+func TestClusterctlDeletesTheAgent(t *testing.T) {
+	kubectl := filepath.Join(bin, "kubectl")
+	clusterctl(t, 5*time.Minute, "delete", "--addon", "kubectl-topology")
+	fixture.Eventually(t, 2*time.Minute, "the agent's Deployment and webhook configurations are gone", func(ctx context.Context) (bool, error) {
+		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "deployments,mutatingwebhookconfigurations,validatingwebhookconfigurations",
+			"-A", "-l", "cluster.x-k8s.io/provider=addon-kubectl-topology", "-o", "name").Output()
+		if err != nil {
+			return false, err
+		}
+		if left := strings.TrimSpace(string(out)); left != "" {
+			return false, fmt.Errorf("still there: %s", left)
+		}
+		return true, nil
+	})
+	run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "get", "crd", "topologies.topology.kubectl-topology.io", "topologyclasses.topology.kubectl-topology.io")
+	if inv := run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "get", "providers.clusterctl.cluster.x-k8s.io", "-A", "-o", "name"); strings.Contains(inv, "topology") {
+		t.Errorf("clusterctl's inventory still lists the agent after delete --addon:\n%s", inv)
+	}
+}
+
+// clusterctl runs clusterctl with the kind path's configuration (its local
+// repositories) against the management cluster.
+func clusterctl(t *testing.T, timeout time.Duration, args ...string) string {
+	t.Helper()
+	cmd := append(args, "--config", clusterctlConfig, "--kubeconfig", kubeconfig)
+	return run(t, timeout, clusterctlBin, cmd...)
 }
 
 // TestAgentHoldsGoBelowItsMemoryLimit: the installed agent reads its
@@ -159,6 +272,75 @@ func TestAgentHoldsGoBelowItsMemoryLimit(t *testing.T) {
 		}
 	}
 	t.Fatalf("no start-up line in the agent's log:\n%s", logs)
+}
+
+// convertQuickStart converts upstream's quick-start ClusterClass with
+// `kubectl topology convert` against the kind cluster, whose stock providers
+// refuse to store the control plane and cluster templates: those two must
+// come out inline, the others referenced. The result must be the committed
+// examples/kind/class.yaml, so that the example is what a user gets.
+func convertQuickStart(t *testing.T) string {
+	t.Helper()
+	out := plugin(t, time.Minute, "convert", "-f", filepath.Join(root, "testdata/providers/capi-docker/class.yaml"))
+	file := filepath.Join(t.TempDir(), "class.yaml")
+	if err := os.WriteFile(file, []byte(out+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := decodeObjects(t, out)
+	class := got["TopologyClass/quick-start"]
+	if class == nil {
+		t.Fatalf("convert made no TopologyClass quick-start of upstream's class:\n%s", out)
+	}
+	for _, slot := range [][]string{{"infrastructure"}, {"controlPlane"}} {
+		inline, _, _ := unstructured.NestedMap(class, append(append([]string{"spec"}, slot...), "template")...)
+		if inline == nil {
+			t.Errorf("spec.%s of the converted class is not inline, though the stock providers refuse to store its template", strings.Join(slot, "."))
+		}
+	}
+	for _, name := range []string{"KubeadmControlPlaneTemplate/quick-start-control-plane", "DevClusterTemplate/quick-start-cluster"} {
+		if got[name] != nil {
+			t.Errorf("convert kept %s as an object of its own, which the stock providers refuse to store", name)
+		}
+	}
+	for _, name := range []string{"DevMachineTemplate/quick-start-control-plane", "DevMachineTemplate/quick-start-default-worker-machinetemplate", "KubeadmConfigTemplate/quick-start-default-worker-bootstraptemplate"} {
+		if got[name] == nil {
+			t.Errorf("convert inlined %s, which the stock providers store: it should stay referenced", name)
+		}
+	}
+	example, err := os.ReadFile(filepath.Join(root, "examples/kind/class.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := decodeObjects(t, string(example)); !reflect.DeepEqual(got, want) {
+		saved := filepath.Join(artifacts, "converted-quick-start.yaml")
+		_ = os.MkdirAll(artifacts, 0o755)
+		_ = os.WriteFile(saved, []byte(out+"\n"), 0o644)
+		t.Errorf("examples/kind/class.yaml is not what convert makes of upstream's quick-start on this cluster (saved as %s): "+
+			"write that output, below the example's header, into examples/kind/class.yaml", saved)
+	}
+	return file
+}
+
+// decodeObjects reads a multi-document YAML stream into its objects by
+// kind/name.
+func decodeObjects(t *testing.T, data string) map[string]map[string]any {
+	t.Helper()
+	objs := map[string]map[string]any{}
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(data), 4096)
+	for {
+		var o map[string]any
+		if err := dec.Decode(&o); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs
+			}
+			t.Fatalf("decoding YAML: %v", err)
+		}
+		if o == nil {
+			continue
+		}
+		u := unstructured.Unstructured{Object: o}
+		objs[u.GetKind()+"/"+u.GetName()] = o
+	}
 }
 
 // podImage is flannel's image, preloaded on every machine: its Debian base

@@ -8,6 +8,7 @@
 // where cert-manager would (webhook configurations, CRD conversion).
 //
 //	go run ./hack/kind/providers -kubectl bin/kubectl -image core=IMAGE ... DIR... > providers.yaml
+//	go run ./hack/kind/providers -repo REPO -version v1.14.2 ... DIR...   # clusterctl local repositories
 package main
 
 import (
@@ -26,6 +27,7 @@ import (
 	"math/big"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -55,17 +57,80 @@ func main() {
 		vars[k] = v
 		return nil
 	})
+	repo := flag.String("repo", "", "write each provider as a clusterctl local repository here (DIR/PROVIDER/VERSION/), and its providers entry of a clusterctl configuration to standard output")
+	version := flag.String("version", "", "with -repo: the providers' release, e.g. v1.14.2")
 	flag.Parse()
-	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "providers: give the providers' config/default directories")
+	if flag.NArg() == 0 || (*repo != "") != (*version != "") {
+		fmt.Fprintln(os.Stderr, "providers: give the providers' config/default directories, and -repo with -version or neither")
 		os.Exit(2)
 	}
 	for _, dir := range flag.Args() {
-		if err := render(os.Stdout, *kubectl, dir, images, vars, time.Now()); err != nil {
+		if err := renderTo(*repo, *version, *kubectl, dir, images, vars); err != nil {
 			fmt.Fprintf(os.Stderr, "providers: %s: %v\n", dir, err)
 			os.Exit(1)
 		}
 	}
+}
+
+// renderTo writes one provider's components to standard output, or into
+// the clusterctl repository repo.
+func renderTo(repo, version, kubectl, dir string, images, vars map[string]string) error {
+	if repo == "" {
+		return render(os.Stdout, kubectl, dir, images, vars, time.Now())
+	}
+	p, err := clusterctlProviderOf(dir)
+	if err != nil {
+		return err
+	}
+	out := filepath.Join(repo, p.label, version)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	var components bytes.Buffer
+	if err := render(&components, kubectl, dir, images, vars, time.Now()); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, p.file), components.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "metadata.yaml"), []byte(metadataFor(version)), 0o644); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(filepath.Join(out, p.file))
+	if err != nil {
+		return err
+	}
+	// The entry of a clusterctl configuration's providers list.
+	_, err = fmt.Printf("- name: %s\n  type: %s\n  url: file://%s\n", p.name, p.kind, abs)
+	return err
+}
+
+// clusterctlProvider is how clusterctl names a provider and its components file.
+type clusterctlProvider struct{ name, kind, label, file string }
+
+// clusterctlProviders are Cluster API's providers by the end of their config directory.
+var clusterctlProviders = map[string]clusterctlProvider{
+	"core":                  {"cluster-api", "CoreProvider", "cluster-api", "core-components.yaml"},
+	"bootstrap/kubeadm":     {"kubeadm", "BootstrapProvider", "bootstrap-kubeadm", "bootstrap-components.yaml"},
+	"controlplane/kubeadm":  {"kubeadm", "ControlPlaneProvider", "control-plane-kubeadm", "control-plane-components.yaml"},
+	"infrastructure/docker": {"docker", "InfrastructureProvider", "infrastructure-docker", "infrastructure-components.yaml"},
+}
+
+func clusterctlProviderOf(dir string) (clusterctlProvider, error) {
+	for end, p := range clusterctlProviders {
+		if strings.HasSuffix(strings.TrimSuffix(filepath.Clean(dir), "/config/default"), end) {
+			return p, nil
+		}
+	}
+	return clusterctlProvider{}, fmt.Errorf("not the config/default of a provider clusterctl knows here (core, bootstrap/kubeadm, controlplane/kubeadm, infrastructure/docker)")
+}
+
+// metadataFor is a provider repository's metadata.yaml: the release series
+// of version, on Cluster API's v1beta2 contract.
+func metadataFor(version string) string {
+	var major, minor int
+	_, _ = fmt.Sscanf(version, "v%d.%d", &major, &minor)
+	return fmt.Sprintf("apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries:\n- major: %d\n  minor: %d\n  contract: v1beta2\n", major, minor)
 }
 
 // render writes one provider's components.

@@ -125,3 +125,29 @@ func TestAVariableWithoutValueOrDefaultIsNamed(t *testing.T) {
 		t.Errorf("got %v, want REGISTRY named", err)
 	}
 }
+
+// TestClusterctlRepositoryNames: each provider's config directory maps to
+// the name, type and components file clusterctl expects of a repository,
+// and its metadata names the release series of the version.
+func TestClusterctlRepositoryNames(t *testing.T) {
+	for dir, want := range map[string]string{
+		"/mod/cluster-api@v1.14.2/core/config/default":                       "cluster-api CoreProvider cluster-api/core-components.yaml",
+		"/mod/cluster-api@v1.14.2/bootstrap/kubeadm/config/default":          "kubeadm BootstrapProvider bootstrap-kubeadm/bootstrap-components.yaml",
+		"/mod/cluster-api@v1.14.2/controlplane/kubeadm/config/default/":      "kubeadm ControlPlaneProvider control-plane-kubeadm/control-plane-components.yaml",
+		"/mod/cluster-api/test@v1.14.2/infrastructure/docker/config/default": "docker InfrastructureProvider infrastructure-docker/infrastructure-components.yaml",
+	} {
+		p, err := clusterctlProviderOf(dir)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		if got := p.name + " " + p.kind + " " + p.label + "/" + p.file; got != want {
+			t.Errorf("%s: got %s, want %s", dir, got, want)
+		}
+	}
+	if _, err := clusterctlProviderOf("/mod/cluster-api@v1.14.2/exp/addons/config/default"); err == nil {
+		t.Error("a config directory of no provider clusterctl knows here was taken")
+	}
+	if got := metadataFor("v1.14.2"); !strings.Contains(got, "- major: 1\n  minor: 14\n  contract: v1beta2\n") {
+		t.Errorf("metadata of v1.14.2:\n%s", got)
+	}
+}
