@@ -81,24 +81,26 @@ install_with_clusterctl() {
 		docker tag "$agent_image" "docker.io/kubectl-topology/agent:$release"
 		"$kind" load docker-image --name "$name" "docker.io/kubectl-topology/agent:$release" >/dev/null
 	done
-	# Written once per set of images: rendering again would make new
-	# certificates, which the running webhooks serve only a while later.
-	local repo; repo=$state/clusterctl-$(echo "${images[*]}" | sha256sum | cut -c1-12)
-	if [[ ! -s $repo/clusterctl.yaml ]]; then
-		rm -rf "$repo"; mkdir -p "$repo"
-		{
-			echo "providers:"
-			(cd "$root" && go run ./hack/kind/providers -kubectl "$kubectl" -repo "$repo" -version "$capi_version" "${images[@]}" \
-				"$capi/core/config/default" "$capi/bootstrap/kubeadm/config/default" "$capi/controlplane/kubeadm/config/default" \
-				"$test/infrastructure/docker/config/default")
-			for release in "${agent_releases[@]}"; do
-				(cd "$root" && go run ./hack/manifests -repo "$repo" -version "$release" >/dev/null)
-			done
-			printf -- '- name: kubectl-topology\n  type: AddonProvider\n  url: file://%s/addon-kubectl-topology/%s/addon-components.yaml\n' "$repo" "${agent_releases[0]}"
-		} >"$repo/clusterctl.yaml.tmp"
-		mv "$repo/clusterctl.yaml.tmp" "$repo/clusterctl.yaml"
+	local repo=$state/clusterctl
+	# The providers' repositories are written once per set of images:
+	# rendering again would make new certificates, which the running
+	# webhooks serve only a while later. The agent's are written each time.
+	local entries; entries=$repo/providers-$(echo "${images[*]}" | sha256sum | cut -c1-12).yaml
+	if [[ ! -s $entries ]]; then
+		mkdir -p "$repo"
+		(cd "$root" && go run ./hack/kind/providers -kubectl "$kubectl" -repo "$repo" -version "$capi_version" "${images[@]}" \
+			"$capi/core/config/default" "$capi/bootstrap/kubeadm/config/default" "$capi/controlplane/kubeadm/config/default" \
+			"$test/infrastructure/docker/config/default") >"$entries.tmp"
+		mv "$entries.tmp" "$entries"
 	fi
-	cp "$repo/clusterctl.yaml" "$state/clusterctl.yaml"
+	for release in "${agent_releases[@]}"; do
+		(cd "$root" && go run ./hack/manifests -repo "$repo" -version "$release" >/dev/null)
+	done
+	{
+		echo "providers:"
+		cat "$entries"
+		printf -- '- name: kubectl-topology\n  type: AddonProvider\n  url: file://%s/addon-kubectl-topology/%s/addon-components.yaml\n' "$repo" "${agent_releases[0]}"
+	} >"$state/clusterctl.yaml"
 	local certmanager
 	certmanager=$(go mod download -json "github.com/cert-manager/cert-manager@$certmanager_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 	k apply --server-side -f "$certmanager/deploy/crds/" >/dev/null

@@ -19,6 +19,7 @@ import (
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -410,6 +411,19 @@ func (a *Agent) registerWebhooks(ctx context.Context) error {
 		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: a.opts.AgentNamespace, Name: a.opts.ServiceName, Path: &path, Port: &port}}
 	}
 	mutating, validating := topologywebhook.Configurations(clientConfig)
+	if !a.opts.Local {
+		role := &rbacv1.ClusterRole{}
+		switch err := c.Get(ctx, client.ObjectKey{Name: components.ManagerRoleName}, role); {
+		case apierrors.IsNotFound(err):
+			// Being removed: registering now would leave webhooks nobody serves.
+			ctrl.LoggerFrom(ctx).Info("not registering webhooks: the agent's ClusterRole is gone, so it is being removed", "clusterRole", components.ManagerRoleName)
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading the agent's ClusterRole %s, the owner of its webhook configurations: %w", components.ManagerRoleName, err)
+		}
+		owner := []metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: role.Name, UID: role.UID}}
+		mutating.OwnerReferences, validating.OwnerReferences = owner, owner
+	}
 	for _, obj := range []client.Object{mutating, validating} {
 		if err := applyKeepingCABundle(ctx, c, obj); err != nil {
 			return err

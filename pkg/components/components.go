@@ -137,6 +137,8 @@ func components(image string) []runtime.Object {
 			// changed. Kubernetes cannot limit create by name.
 			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch", "create"}},
 			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"update", "patch"}, ResourceNames: CRDNames},
+			// Its own role owns the webhook configurations it registers (see ManagerRoleName).
+			{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"get"}, ResourceNames: []string{ManagerRoleName}},
 			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, Verbs: []string{"get", "list", "watch", "create"}},
 			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, Verbs: []string{"update", "patch"}, ResourceNames: []string{MutatingWebhookName, ValidatingWebhookName}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
@@ -152,7 +154,7 @@ func components(image string) []runtime.Object {
 	})
 	manager := &rbacv1.ClusterRole{
 		TypeMeta:   tm("rbac.authorization.k8s.io/v1", "ClusterRole"),
-		ObjectMeta: metav1.ObjectMeta{Name: "topology-manager-role", Labels: labels(nil)},
+		ObjectMeta: metav1.ObjectMeta{Name: ManagerRoleName, Labels: labels(nil)},
 		// Only roles labelled for the agent are aggregated: its own rules, the
 		// kubeadm providers', and one per infrastructure provider that
 		// `kubectl topology install` (or the user) grants. Cluster API's own
@@ -247,6 +249,12 @@ func components(image string) []runtime.Object {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// ManagerRoleName is the agent's ClusterRole. It owns the webhook
+// configurations the agent registers, so that whoever removes the agent
+// (clusterctl delete, uninstall) removes them too, through the garbage
+// collector, even if the agent registered them again as it stopped.
+const ManagerRoleName = "topology-manager-role"
 
 // AggregateLabel marks the ClusterRoles whose rules the agent gets. A
 // provider, or the user, labels a role with it to let the agent manage that

@@ -72,7 +72,9 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 		}}
 	}
 	meta := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "kubectl-topology", "cluster.x-k8s.io/provider": "addon-kubectl-topology"}}
+		// clusterctl's labels, as on the components: clusterctl delete and
+		// upgrade remove what carries both.
+		return metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "kubectl-topology", "cluster.x-k8s.io/provider": "addon-kubectl-topology", "clusterctl.cluster.x-k8s.io": ""}}
 	}
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
