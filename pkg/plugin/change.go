@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -91,6 +93,14 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 			}
 		}
 		if err := draft.DryRun(ctx, ca.store(t), t, edited); err != nil {
+			if apierrors.IsConflict(err) && attempt < maxAttempts {
+				// Written on the server since it was read (the agent marks a
+				// Topology whose Cluster it made): again, from the newer version.
+				if t, err = o.readTopology(ctx, o.name); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			return nil, fmt.Errorf("the change is refused; nothing was changed: %w", explain(err, ca))
 		}
 		fmt.Fprintf(o.Out, "%s %s/%s:\n", draft.Kind(t), t.Namespace, t.Name)

@@ -218,30 +218,6 @@ func upgradeAgentWithClusterctl(t *testing.T) {
 	})
 }
 
-// TestClusterctlDeletesTheAgent: `clusterctl delete --addon kubectl-topology` removes
-// the agent and the webhook configurations it registered, and leaves its
-// CRDs and every Topology, as clusterctl leaves a provider's without
-// --include-crd. Run last: the agent is gone afterwards.
-func TestClusterctlDeletesTheAgent(t *testing.T) {
-	kubectl := filepath.Join(bin, "kubectl")
-	clusterctl(t, 5*time.Minute, "delete", "--addon", "kubectl-topology")
-	fixture.Eventually(t, 2*time.Minute, "the agent's Deployment and webhook configurations are gone", func(ctx context.Context) (bool, error) {
-		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "deployments,mutatingwebhookconfigurations,validatingwebhookconfigurations",
-			"-A", "-l", "cluster.x-k8s.io/provider=addon-kubectl-topology", "-o", "name").Output()
-		if err != nil {
-			return false, err
-		}
-		if left := strings.TrimSpace(string(out)); left != "" {
-			return false, fmt.Errorf("still there: %s", left)
-		}
-		return true, nil
-	})
-	run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "get", "crd", "topologies.topology.kubectl-topology.io", "topologyclasses.topology.kubectl-topology.io")
-	if inv := run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "get", "providers.clusterctl.cluster.x-k8s.io", "-A", "-o", "name"); strings.Contains(inv, "topology") {
-		t.Errorf("clusterctl's inventory still lists the agent after delete --addon:\n%s", inv)
-	}
-}
-
 // clusterctl runs clusterctl with the kind path's configuration (its local
 // repositories) against the management cluster.
 func clusterctl(t *testing.T, timeout time.Duration, args ...string) string {
@@ -582,4 +558,28 @@ func mustAbs(p string) string {
 		panic(err)
 	}
 	return abs
+}
+
+// TestClusterctlDeletesTheAgent: `clusterctl delete --addon kubectl-topology` removes
+// the agent and the webhook configurations it registered, and leaves its
+// CRDs and every Topology, as clusterctl leaves a provider's without
+// --include-crd. Run last: the agent is gone afterwards.
+func TestClusterctlDeletesTheAgent(t *testing.T) {
+	kubectl := filepath.Join(bin, "kubectl")
+	clusterctl(t, 5*time.Minute, "delete", "--addon", "kubectl-topology")
+	fixture.Eventually(t, 2*time.Minute, "the agent's Deployment and webhook configurations are gone", func(ctx context.Context) (bool, error) {
+		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "deployments,mutatingwebhookconfigurations,validatingwebhookconfigurations",
+			"-A", "-l", "cluster.x-k8s.io/provider=addon-kubectl-topology", "-o", "name").Output()
+		if err != nil {
+			return false, err
+		}
+		if left := strings.TrimSpace(string(out)); left != "" {
+			return false, fmt.Errorf("still there: %s", left)
+		}
+		return true, nil
+	})
+	run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "get", "crd", "topologies.topology.kubectl-topology.io", "topologyclasses.topology.kubectl-topology.io")
+	if inv := run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "get", "providers.clusterctl.cluster.x-k8s.io", "-A", "-o", "name"); strings.Contains(inv, "topology") {
+		t.Errorf("clusterctl's inventory still lists the agent after delete --addon:\n%s", inv)
+	}
 }
