@@ -18,8 +18,8 @@ import (
 // deleteUnused deletes generated objects the desired state no longer has:
 // pools and health checks removed from the topology, template clones replaced
 // by a rotation (once no MachineSet still uses them), and objects a restarted
-// agent made twice before the Cluster existed. Objects Cluster API made
-// are never its to delete.
+// agent made twice before the Cluster existed. s.live holds none that Cluster
+// API made for Machines (loader.Objects).
 func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, error) {
 	desired := indexByKey(s.desired)
 	inUse, err := r.machineSetRefs(ctx, s.topo)
@@ -27,18 +27,12 @@ func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, 
 		return false, err
 	}
 	clusterLevel := engine.ClusterLevelKinds(s.class.Class)
-	poolKinds := engine.MachinePoolKinds(s.class.Class)
 	for _, o := range s.live {
 		key := engine.KeyOf(o)
 		if _, want := desired[key]; want || inUse[key] || !o.GetDeletionTimestamp().IsZero() {
 			continue
 		}
 		if _, owned := o.GetLabels()[engine.TopologyOwnedLabel]; !owned {
-			continue
-		}
-		// A Machine's KubeadmConfig, say, carries the owned label its control
-		// plane or MachineDeployment passed on; it is Cluster API's, not a pool's.
-		if _, pool := o.GetLabels()[engine.MachinePoolNameLabel]; poolKinds[o.GetKind()] && !pool {
 			continue
 		}
 		// An InfrastructureCluster or control plane is only ever removed as a

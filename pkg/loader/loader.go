@@ -210,7 +210,8 @@ func (l *Loader) Templates(ctx context.Context, class *v1alpha2.TopologyClass) (
 }
 
 // Objects reads the Topology's Cluster and every object of the class's kinds
-// labelled for it.
+// labelled for it, less those Cluster API made for Machines. The agent prunes
+// and the live plan lists deletions from these.
 func (l *Loader) Objects(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	cluster := &unstructured.Unstructured{}
@@ -222,12 +223,21 @@ func (l *Loader) Objects(ctx context.Context, t *v1alpha2.Topology, class *v1alp
 	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
 		return nil, fmt.Errorf("reading Cluster %s/%s: %w", t.Namespace, t.Name, err)
 	}
+	poolKinds := engine.MachinePoolKinds(class)
 	for _, gvk := range engine.GeneratedKinds(class, l.CoreVersion) {
 		items, err := l.Labelled(ctx, t, gvk)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, items...)
+		for _, o := range items {
+			// A Machine's KubeadmConfig, say, is of a pool's kind and carries the
+			// Cluster's labels and the owned label its control plane or
+			// MachineDeployment passed on: Cluster API's, not the topology's.
+			if _, pool := o.GetLabels()[engine.MachinePoolNameLabel]; poolKinds[gvk.Kind] && !pool {
+				continue
+			}
+			out = append(out, o)
+		}
 	}
 	return out, nil
 }

@@ -121,3 +121,50 @@ func TestTemplateReaderIsAskedForTemplates(t *testing.T) {
 		t.Errorf("asked for %v", asked)
 	}
 }
+
+// TestObjectsAreNotMachinesBootstrapConfigs: the example's MachinePool has a
+// KubeadmConfig, and Cluster API makes one per Machine with the Cluster's
+// labels and the owned label. Only the pool's is the topology's, so neither
+// the agent's pruning nor the live plan's deletions see the Machine's.
+func TestObjectsAreNotMachinesBootstrapConfigs(t *testing.T) {
+	ex, err := fixture.LoadExample("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := engine.Compute(context.Background(), engine.Input{Topology: ex.Topology, Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []client.Object
+	var poolConfig *unstructured.Unstructured
+	for _, o := range res.Desired.Objects() {
+		objs = append(objs, o.DeepCopy())
+		if o.GetKind() == "KubeadmConfig" {
+			poolConfig = o
+		}
+	}
+	if poolConfig == nil {
+		t.Fatal("the example's MachinePool has no KubeadmConfig")
+	}
+	machines := poolConfig.DeepCopy()
+	machines.SetName("dev-control-plane-x7k2p")
+	labels := machines.GetLabels()
+	delete(labels, engine.MachinePoolNameLabel)
+	labels["cluster.x-k8s.io/control-plane"] = ""
+	machines.SetLabels(labels)
+	c, _ := server(t, append(objs, machines)...)
+
+	l, err := (&loader.Loader{Reader: c}).Load(context.Background(), ex.Topology)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var configs []string
+	for _, o := range l.Objects {
+		if o.GetKind() == "KubeadmConfig" {
+			configs = append(configs, o.GetName())
+		}
+	}
+	if len(configs) != 1 || configs[0] != poolConfig.GetName() {
+		t.Errorf("KubeadmConfigs read as the topology's: %v, want only the pool's %s", configs, poolConfig.GetName())
+	}
+}
