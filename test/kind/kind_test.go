@@ -12,9 +12,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,10 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
 	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+	"github.com/kubectl-topology/kubectl-topology/test/parity"
 )
 
 // The example the test stamps, as a user would from the repository.
@@ -301,22 +299,15 @@ func convertQuickStart(t *testing.T) string {
 // kind/name.
 func decodeObjects(t *testing.T, data string) map[string]map[string]any {
 	t.Helper()
-	objs := map[string]map[string]any{}
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(data), 4096)
-	for {
-		var o map[string]any
-		if err := dec.Decode(&o); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs
-			}
-			t.Fatalf("decoding YAML: %v", err)
-		}
-		if o == nil {
-			continue
-		}
-		u := unstructured.Unstructured{Object: o}
-		objs[u.GetKind()+"/"+u.GetName()] = o
+	list, err := parity.Decode([]byte(data))
+	if err != nil {
+		t.Fatalf("decoding YAML: %v", err)
 	}
+	objs := map[string]map[string]any{}
+	for _, o := range list {
+		objs[o.GetKind()+"/"+o.GetName()] = o.Object
+	}
+	return objs
 }
 
 // podImage is flannel's image, preloaded on every machine: its Debian base
