@@ -48,6 +48,8 @@ type options struct {
 	cases     []string
 	// providers is the shared provider fixtures directory, for -providers.
 	providers string
+	// fixedDirs are the temporary copies of cases compared with a fix.
+	fixedDirs []string
 	timeout   time.Duration
 	keep      bool
 }
@@ -72,6 +74,11 @@ func run() error {
 		if notes, err = o.providerCases(); err != nil {
 			return err
 		}
+		defer func() {
+			for _, dir := range o.fixedDirs {
+				_ = os.RemoveAll(dir)
+			}
+		}()
 	}
 	if len(o.cases) == 0 {
 		// Upstream's v1.10 quick-start class in ../shared is left out: upstream's
@@ -218,6 +225,7 @@ func (o *options) providerCases() ([]string, error) {
 			if dir, err = fixedCase(dir, fix); err != nil {
 				return nil, err
 			}
+			o.fixedDirs = append(o.fixedDirs, filepath.Dir(dir))
 			notes = append(notes, fmt.Sprintf("%s: compared without %q: %s", name, fix.drop, fix.why))
 		}
 		o.cases = append(o.cases, dir)
