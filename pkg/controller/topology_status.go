@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -75,30 +76,16 @@ func (r *TopologyReconciler) mirrorCondition(ctx context.Context, s *scope, cond
 	}
 	cluster := s.current.Cluster
 	cond.ObservedGeneration = cluster.GetGeneration()
-	existing, _, _ := unstructured.NestedSlice(cluster.Object, "status", "conditions")
-	for _, c := range existing {
-		m, _ := c.(map[string]any)
-		if m["type"] != cond.Type {
-			continue
-		}
-		if m["status"] == string(cond.Status) {
-			if ts, ok := m["lastTransitionTime"].(string); ok {
-				if at, err := time.Parse(time.RFC3339, ts); err == nil {
-					cond.LastTransitionTime = metav1.NewTime(at)
-				}
-			}
-		}
-		if m["reason"] == cond.Reason && m["message"] == cond.Message && m["status"] == string(cond.Status) &&
-			fmt.Sprint(m["observedGeneration"]) == fmt.Sprint(cond.ObservedGeneration) {
-			return nil
-		}
+	cond.LastTransitionTime = metav1.NewTime(r.now())
+	conds := engine.Conditions(cluster)
+	if old := meta.FindStatusCondition(conds, cond.Type); old != nil && old.Status == cond.Status &&
+		old.Reason == cond.Reason && old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration {
+		return nil
 	}
-	if cond.LastTransitionTime.IsZero() {
-		cond.LastTransitionTime = metav1.NewTime(r.now())
-	}
-	entry := map[string]any{
-		"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason, "message": cond.Message,
-		"observedGeneration": cond.ObservedGeneration, "lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339),
+	meta.SetStatusCondition(&conds, cond) // keeps the transition time while the status holds
+	entry, err := runtime.DefaultUnstructuredConverter.ToUnstructured(meta.FindStatusCondition(conds, cond.Type))
+	if err != nil {
+		return err
 	}
 	patch := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{entry}}}}
 	patch.SetGroupVersionKind(cluster.GroupVersionKind())
