@@ -24,7 +24,7 @@ SHARED         ?= $(CURDIR)/../shared
 # The release the binaries are built as: the plugin installs the agent image
 # of the same tag (make dist VERSION=v0.2.0).
 VERSION        ?= dev
-VERSION_LDFLAGS = -X github.com/kubectl-topology/kubectl-topology/pkg/version.version=$(VERSION)
+VERSION_LDFLAGS = -X github.com/kubectl-topology/kubectl-topology/internal/version.version=$(VERSION)
 
 .PHONY: all build test e2e unit generate manifests image bench lint fmt vet parity parity-live parity-live-providers bench-scale bench-scale-agent clean help
 
@@ -59,7 +59,7 @@ tmux:
 
 # The suites that start a control plane (their TestMain does) are left out of
 # unit, so that it needs no control-plane binary.
-API_SERVER_SUITES = /pkg/agent$$|/pkg/controller$$|/pkg/localcluster$$|/test/e2e$$|/test/capi$$|/test/stock$$|/test/upstream$$
+API_SERVER_SUITES = /internal/agent$$|/internal/controller$$|/internal/harness/localcluster$$|/test/e2e$$|/test/capi$$|/test/stock$$|/test/upstream$$
 
 unit: ## Unit tests only, fast; needs no control-plane binary.
 	$(GO) test -count=1 $$($(GO) list ./... | grep -vE '$(API_SERVER_SUITES)')
@@ -110,7 +110,7 @@ image: ## Build the agent image with the local Docker engine, from a static bina
 	docker build -t $(IMAGE) $(BIN)/image
 
 bench: ## Run the benchmarks.
-	$(GO) test ./pkg/... -run '^$$' -bench . -benchmem
+	$(GO) test ./internal/... -run '^$$' -bench . -benchmem
 
 e2e: control-plane-bins capi-bins ## The built binaries driven as a user would, against a local control plane (part of make test).
 	TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./test/e2e/ -count=1 -timeout 20m

@@ -14,7 +14,7 @@ for platform in ${PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 w
   mkdir -p "$stage"
   exe=kubectl-topology; [[ $os == windows ]] && exe=kubectl-topology.exe
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath \
-    -ldflags "-s -w -X github.com/kubectl-topology/kubectl-topology/pkg/version.version=$VERSION" \
+    -ldflags "-s -w -X github.com/kubectl-topology/kubectl-topology/internal/version.version=$VERSION" \
     -o "$stage/$exe" ./cmd/kubectl-topology
   cp LICENSE "$stage/"
   [[ $os != windows ]] && cp plugins/kubectl_complete-topology "$stage/"

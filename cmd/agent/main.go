@@ -18,9 +18,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/agent"
-	"github.com/kubectl-topology/kubectl-topology/pkg/components"
-	"github.com/kubectl-topology/kubectl-topology/pkg/version"
+	"github.com/kubectl-topology/kubectl-topology/internal/agent"
+	"github.com/kubectl-topology/kubectl-topology/internal/components"
+	"github.com/kubectl-topology/kubectl-topology/internal/version"
 )
 
 // gcPercent is the agent's garbage collection target unless GOGC says

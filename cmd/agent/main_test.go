@@ -5,7 +5,7 @@ import (
 	"runtime/debug"
 	"testing"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/components"
+	"github.com/kubectl-topology/kubectl-topology/internal/components"
 )
 
 // TestSetGCPercent: without GOGC the agent collects at gcPercent; a GOGC

@@ -7,8 +7,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	// Before the packages below start up: see the package's doc.
-	_ "github.com/kubectl-topology/kubectl-topology/pkg/gcpercent"
-	"github.com/kubectl-topology/kubectl-topology/pkg/plugin"
+	_ "github.com/kubectl-topology/kubectl-topology/internal/gcpercent"
+	"github.com/kubectl-topology/kubectl-topology/internal/plugin"
 )
 
 func main() {

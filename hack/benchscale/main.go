@@ -18,7 +18,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kubectl-topology/kubectl-topology/test/scale"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/scale"
 )
 
 func main() {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-topology/kubectl-topology/test/scale"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/scale"
 )
 
 // TestParseFlags reads a command line as make bench-scale gives it, and

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 )
 
 func main() {

@@ -1,5 +1,5 @@
 // Command manifests writes manifests/addon-components.yaml and
-// manifests/metadata.yaml from pkg/components, or with -repo a clusterctl
+// manifests/metadata.yaml from internal/components, or with -repo a clusterctl
 // provider repository of one release.
 package main
 
@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/components"
+	"github.com/kubectl-topology/kubectl-topology/internal/components"
 )
 
 func main() {

@@ -27,10 +27,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/agent"
-	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
-	"github.com/kubectl-topology/kubectl-topology/pkg/process"
-	"github.com/kubectl-topology/kubectl-topology/test/parity"
+	"github.com/kubectl-topology/kubectl-topology/internal/agent"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/internal/process"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
 )
 
 func main() {

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	topologyplugin "github.com/kubectl-topology/kubectl-topology/pkg/plugin"
-	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+	topologyplugin "github.com/kubectl-topology/kubectl-topology/internal/plugin"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 )
 
 // statusReport runs `status -o json` and decodes it.

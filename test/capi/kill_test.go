@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/pkg/process"
-	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/process"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 )
 
 // TestAgentKilled kills the agent (SIGKILL) twice in a cluster's life —

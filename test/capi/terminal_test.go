@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 )
 
 // TestEditAndFollowInTerminal runs `kubectl topology edit` on a real

@@ -11,8 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
-	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 )
 
 // TestUpgradeConcurrencyDeferAndRebase upgrades a cluster of four pools

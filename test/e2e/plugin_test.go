@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
-	"github.com/kubectl-topology/kubectl-topology/pkg/process"
-	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/internal/process"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 )
 
 // plugin runs the built kubectl-topology binary as a user would.

@@ -24,10 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/pkg/components"
-	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
-	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
-	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/components"
+	"github.com/kubectl-topology/kubectl-topology/internal/controller"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 )
 
 // refuseKubeadmControlPlanes installs an admission policy refusing the

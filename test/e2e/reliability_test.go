@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // badTopologies are Topologies the agent's webhooks, or the CRD's schema,

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/pkg/components"
-	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
+	"github.com/kubectl-topology/kubectl-topology/internal/components"
+	"github.com/kubectl-topology/kubectl-topology/internal/controller"
 )
 
 // TestRestartWritesNothing: an agent restarted on Topologies it has already

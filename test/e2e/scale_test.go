@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/pkg/controller"
-	topologywebhook "github.com/kubectl-topology/kubectl-topology/pkg/webhook"
+	"github.com/kubectl-topology/kubectl-topology/internal/controller"
+	topologywebhook "github.com/kubectl-topology/kubectl-topology/internal/webhook"
 )
 
 // BenchmarkThousandTopologies creates TOPOLOGY_SCALE (default 1,000)

@@ -24,12 +24,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/agent"
+	"github.com/kubectl-topology/kubectl-topology/internal/agent"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/pkg/freeport"
-	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
-	"github.com/kubectl-topology/kubectl-topology/test/fixture"
-	"github.com/kubectl-topology/kubectl-topology/test/scale"
+	"github.com/kubectl-topology/kubectl-topology/internal/freeport"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/scale"
 )
 
 var (

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 )
 
 // TestUpstreamV1Beta2ClassesAreAdmitted: Cluster API v1.14.2's own e2e

@@ -25,9 +25,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/engine"
-	"github.com/kubectl-topology/kubectl-topology/test/fixture"
-	"github.com/kubectl-topology/kubectl-topology/test/parity"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
 )
 
 // The example the test stamps, as a user would from the repository.

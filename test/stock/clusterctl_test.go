@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/components"
+	"github.com/kubectl-topology/kubectl-topology/internal/components"
 )
 
 // TestClusterctlReadsTheProviderRepository: the provider repository `make

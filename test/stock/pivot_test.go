@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 )
 
 // machineIdentities maps each Machine in ns to its version and the

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
-	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 )
 
 // controlPlaneGroup is the API group of the kubeadm control plane provider.

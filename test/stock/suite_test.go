@@ -10,7 +10,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kubectl-topology/kubectl-topology/test/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 )
 
 // suite is the stock management cluster the tests share.

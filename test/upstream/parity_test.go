@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/localcluster"
-	"github.com/kubectl-topology/kubectl-topology/test/parity"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
 )
 
 // TestParityWithUpstream is `make parity-live`, judged: upstream v1.14.2's

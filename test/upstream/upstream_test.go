@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/test/fixture"
-	"github.com/kubectl-topology/kubectl-topology/test/parity"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
 )
 
 // upstreamCluster creates testdata/parity/in-memory as upstream's objects — a

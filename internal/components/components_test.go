@@ -1,0 +1,168 @@
+package components_test
+
+import (
+	"bytes"
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-topology/kubectl-topology/manifests"
+	"github.com/kubectl-topology/kubectl-topology/internal/components"
+)
+
+// componentObjects parses addon-components.yaml with the watch namespace
+// variable substituted as clusterctl would.
+func componentObjects(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := components.Decode(bytes.ReplaceAll(manifests.Components, []byte(`${TOPOLOGY_WATCH_NAMESPACE:=""}`), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func TestComponentsFollowTheClusterctlContract(t *testing.T) {
+	byKind := map[string]*unstructured.Unstructured{}
+	for _, o := range componentObjects(t) {
+		if o.GetLabels()["cluster.x-k8s.io/provider"] != "addon-kubectl-topology" {
+			t.Errorf("%s %s lacks the cluster.x-k8s.io/provider label", o.GetKind(), o.GetName())
+		}
+		byKind[o.GetKind()] = o
+	}
+	if ns := byKind["Namespace"]; ns == nil || ns.GetName() != "topology-system" {
+		t.Fatalf("no topology-system Namespace in the components")
+	}
+	d := &appsv1.Deployment{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(byKind["Deployment"].Object, d); err != nil {
+		t.Fatal(err)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	if c.Name != "manager" {
+		t.Errorf("container %q, the contract wants \"manager\"", c.Name)
+	}
+	if !strings.Contains(string(manifests.Components), `--namespace=${TOPOLOGY_WATCH_NAMESPACE:=""}`) {
+		t.Error("--namespace is not wired to ${TOPOLOGY_WATCH_NAMESPACE:=\"\"}")
+	}
+	sc, psc := c.SecurityContext, d.Spec.Template.Spec.SecurityContext
+	if sc == nil || psc == nil || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || len(sc.Capabilities.Drop) != 1 || !*psc.RunAsNonRoot || psc.SeccompProfile == nil {
+		t.Errorf("container is not hardened: %+v, pod %+v", sc, psc)
+	}
+	if c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() || c.ReadinessProbe == nil || c.LivenessProbe == nil {
+		t.Error("container lacks resource requests/limits or probes")
+	}
+	var memoryLimit *corev1.ResourceFieldSelector
+	for _, e := range c.Env {
+		if e.Name == components.MemoryLimitEnv && e.ValueFrom != nil {
+			memoryLimit = e.ValueFrom.ResourceFieldRef
+		}
+	}
+	if memoryLimit == nil || memoryLimit.Resource != "limits.memory" || memoryLimit.ContainerName != c.Name {
+		t.Errorf("%s is not the container's memory limit from the downward API: %+v", components.MemoryLimitEnv, memoryLimit)
+	}
+	if !bytes.Contains(manifests.Metadata, []byte("contract: v1beta2")) {
+		t.Error("metadata.yaml does not map a release series to contract v1beta2, Cluster API v1.14's")
+	}
+}
+
+// TestComponentsGrantLeastPrivilege: the agent's role once aggregated Cluster
+// API's manager role, and with it every Secret in the cluster and every kind
+// of the bootstrap, control plane and infrastructure groups.
+func TestComponentsGrantLeastPrivilege(t *testing.T) {
+	for _, o := range componentObjects(t) {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		role := &rbacv1.ClusterRole{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, role); err != nil {
+			t.Fatal(err)
+		}
+		if a := role.AggregationRule; a != nil {
+			for _, sel := range a.ClusterRoleSelectors {
+				if _, ok := sel.MatchLabels["cluster.x-k8s.io/aggregate-to-manager"]; ok || len(sel.MatchLabels) != 1 || sel.MatchLabels[components.AggregateLabel] != "true" {
+					t.Errorf("%s aggregates %v; only roles labelled %s=true may be", role.Name, sel.MatchLabels, components.AggregateLabel)
+				}
+			}
+		}
+		for _, r := range role.Rules {
+			for _, res := range r.Resources {
+				if res == "*" || res == "secrets" {
+					t.Errorf("%s grants %v on %s cluster-wide", role.Name, r.Verbs, res)
+				}
+				writes := slices.ContainsFunc(r.Verbs, func(v string) bool { return v == "update" || v == "patch" || v == "delete" })
+				if (res == "customresourcedefinitions" || strings.HasSuffix(res, "webhookconfigurations")) && writes && len(r.ResourceNames) == 0 {
+					t.Errorf("%s may change any %s; only its own (resourceNames)", role.Name, res)
+				}
+			}
+			if slices.Contains(r.APIGroups, "*") {
+				t.Errorf("%s grants a rule on every API group", role.Name)
+			}
+		}
+	}
+}
+
+func TestComponentsAreGeneratedFromTheirSource(t *testing.T) {
+	want, err := components.Render(components.DefaultImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(want, manifests.Components) || string(manifests.Metadata) != components.Metadata {
+		t.Fatal("manifests/ is stale: run make manifests")
+	}
+}
+
+func TestProviderRoleNamesItsResources(t *testing.T) {
+	role := components.ProviderRole("docker", []components.ProviderKinds{{Group: "infrastructure.cluster.x-k8s.io", Resources: []string{"dockerclusters", "dockermachinetemplates"}}})
+	if role.Name != "topology-manager-provider-docker" || role.Labels[components.AggregateLabel] != "true" {
+		t.Errorf("role %s labels %v", role.Name, role.Labels)
+	}
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"dockerclusters", "dockermachinetemplates"}) {
+		t.Errorf("rules %+v", role.Rules)
+	}
+}
+
+// TestCategoriesShadowNoResourceName: kubectl expands a category before it
+// looks a resource up, so a category named like a resource (the old
+// `topology`) made `kubectl get topology dev` fail with "you must specify
+// only one resource".
+func TestCategoriesShadowNoResourceName(t *testing.T) {
+	files, err := fs.Glob(manifests.CRDs, "crd/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs embedded: %v", err)
+	}
+	var crds []apiextensionsv1.CustomResourceDefinition
+	names := map[string]string{}
+	for _, f := range files {
+		data, err := manifests.CRDs.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd := apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		crds = append(crds, crd)
+		n := crd.Spec.Names
+		for _, name := range append([]string{n.Singular, n.Plural, strings.ToLower(n.Kind)}, n.ShortNames...) {
+			names[name] = crd.Name
+		}
+	}
+	for _, crd := range crds {
+		if !slices.Contains(crd.Spec.Names.Categories, "cluster-api") {
+			t.Errorf("%s is not in the cluster-api category, so `kubectl get cluster-api` leaves it out", crd.Name)
+		}
+		for _, c := range crd.Spec.Names.Categories {
+			if owner, ok := names[c]; ok {
+				t.Errorf("%s's category %q is also a name of %s: `kubectl get %s NAME` would fail", crd.Name, c, owner, c)
+			}
+		}
+	}
+}

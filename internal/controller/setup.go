@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+)
+
+// capiGVK is a Cluster API core kind in the version the agent reads and writes.
+func (r *TopologyReconciler) capiGVK(kind string) schema.GroupVersionKind {
+	return r.CoreVersion.GroupVersion().WithKind(kind)
+}
+
+func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+// topologyChanged passes the Topology changes the agent acts on: spec
+// (generation), labels, annotations, finalizers and deletion. Its own status
+// writes would otherwise bring a failing Topology straight back, past the
+// rate limiter's backoff, in a loop as fast as the API server answers.
+var topologyChanged = predicate.Or[client.Object](
+	predicate.GenerationChangedPredicate{},
+	predicate.LabelChangedPredicate{},
+	predicate.AnnotationChangedPredicate{},
+	predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
+			!slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+	}},
+)
+
+// SetupWithManager registers the Topology controller: it watches Topologies,
+// the Clusters they own, the Cluster API objects labelled for them, their
+// classes, and — added as they are met — provider kinds and class templates.
+// The manager's client must read unstructured objects from its cache (as the
+// agent's does): a cluster's objects are listed by the cache's cluster index.
+func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha2.Topology{}, v1alpha2.ClassKeyField, topologyClassKeys); err != nil {
+		return fmt.Errorf("indexing Topologies by class: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha2.TopologyClass{}, indexClassTemplate, classTemplateKeys); err != nil {
+		return fmt.Errorf("indexing TopologyClasses by template: %w", err)
+	}
+	byLabel := handler.EnqueueRequestsFromMapFunc(topologyOfLabelledObject)
+	known := []schema.GroupVersionKind{r.capiGVK(clusterKind), r.capiGVK("MachineDeployment"), r.capiGVK("MachineHealthCheck"), r.capiGVK(machineKind)}
+	ctl, err := ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha2.Topology{}, builder.WithPredicates(topologyChanged)).
+		Owns(unstructuredOf(r.capiGVK(clusterKind))).
+		Watches(&v1alpha2.TopologyClass{}, handler.EnqueueRequestsFromMapFunc(topologiesOfClass(mgr.GetClient()))).
+		Watches(&v1alpha2.TopologyExtension{}, handler.EnqueueRequestsFromMapFunc(topologiesOfExtension(mgr.GetClient()))).
+		Watches(unstructuredOf(r.capiGVK("MachineDeployment")), byLabel).
+		Watches(unstructuredOf(r.capiGVK("MachineHealthCheck")), byLabel).
+		Watches(unstructuredOf(r.capiGVK(machineKind)), byLabel).
+		WithOptions(opts).
+		Named("topology").
+		Build(r)
+	if err != nil {
+		return fmt.Errorf("creating the Topology controller: %w", err)
+	}
+	r.Watches = NewDynamicWatches(ctl, mgr.GetCache(), mgr.GetRESTMapper(), handler.EnqueueRequestsFromMapFunc(topologiesOfTemplate(mgr.GetClient())), known...)
+	if r.ByCluster == nil {
+		r.ByCluster = NewClusterIndex(mgr.GetFieldIndexer())
+	}
+	if r.Classes == nil {
+		r.Classes = engine.NewClassCache()
+	}
+	return nil
+}

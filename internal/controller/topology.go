@@ -1,0 +1,453 @@
+// Package controller holds the agent's reconcilers: Topology (makes a topology
+// real as ordinary Cluster API objects) and TopologyClass (status, and fanning
+// class changes out to its topologies). Every decision comes from pkg/engine;
+// this package reads, writes and reports.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/patches"
+	"github.com/kubectl-topology/kubectl-topology/internal/extension"
+	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/internal/templateprobe"
+)
+
+// FieldManager is the server-side apply field manager of everything the agent writes.
+const FieldManager = engine.FieldManager
+
+// TopologyFinalizer keeps a Topology until the CAPI Cluster it owns and every
+// object it generated are gone.
+const TopologyFinalizer = "topology.kubectl-topology.io/cluster"
+
+// Condition type and reasons on Topology.status, upstream's where upstream has one.
+const (
+	ReconciledCondition              = v1alpha2.TopologyReconciledCondition
+	ReasonSucceeded                  = "ReconcileSucceeded"
+	ReasonFailed                     = "ReconcileFailed"
+	ReasonClassNotReconciled         = "ClusterClassNotReconciled"
+	ReasonPaused                     = "Paused"
+	ReasonClusterPaused              = engine.HoldClusterPaused
+	ReasonClusterMissing             = engine.HoldClusterMissing
+	ReasonClusterUpgrading           = "ClusterUpgrading"
+	ReasonMachineDeploymentsDeferred = "MachineDeploymentsUpgradeDeferred"
+	ReasonMachinePoolsDeferred       = "MachinePoolsUpgradeDeferred"
+	ReasonDeleting                   = "Deleting"
+	deletionPollInterval             = 2 * time.Second
+	clusterKind                      = "Cluster"
+	machineSetKind                   = "MachineSet"
+	machineKind                      = "Machine"
+)
+
+// TopologyReconciler makes each Topology real as Cluster API objects.
+type TopologyReconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads templates the cache does not hold: those of a class in
+	// another namespace when the agent watches one namespace.
+	APIReader client.Reader
+	// WatchNamespace is the one namespace the agent's cache holds, or "" for all.
+	WatchNamespace string
+	// Recorder emits an event for each object created, rotated or deleted.
+	Recorder record.EventRecorder
+	// NewNames returns the name generator for one reconcile; inject a seeded
+	// one for reproducible names in tests. nil: random suffixes.
+	NewNames func() *names.Generator
+	// Classes caches compiled classes across reconciles.
+	Classes *engine.ClassCache
+	// Watches adds watches on provider kinds as the agent meets them.
+	Watches *DynamicWatches
+	// Extensions calls the Runtime SDK extensions of external patches; nil
+	// leaves classes with external patches unreconciled, with the reason.
+	Extensions *extension.Client
+	// UpgradePlans asks classes' upgrade-plan extensions for the chain of
+	// versions, caching the answers; nil leaves such classes to their
+	// kubernetesVersions.
+	UpgradePlans *extension.UpgradePlanner
+	// Clock stamps state transition times; nil: the real clock.
+	Clock clock.PassiveClock
+	// ByCluster indexes the cache by cluster; nil lists by label.
+	ByCluster *ClusterIndex
+	// CoreVersion is the Cluster API core version the management cluster
+	// stores, read from discovery: the agent reads and writes it.
+	CoreVersion engine.CoreVersion
+}
+
+// scope carries one reconcile of one Topology from step to step.
+type scope struct {
+	topo      *v1alpha2.Topology
+	class     *engine.CompiledClass
+	templates *engine.TemplateIndex
+	contracts engine.Contracts
+	current   *engine.State
+	live      []*unstructured.Unstructured // the Cluster and the objects labelled for it
+	observed  *engine.Observed
+	result    *engine.Result
+	desired   []*unstructured.Unstructured // what the engine says to write now
+	// condition to report; the reconcile error, if any, overrides it.
+	reason, message string
+	// requeueAfter asks for another look, e.g. while a deletion completes.
+	requeueAfter time.Duration
+}
+
+// Reconcile runs the steps of one Topology reconcile and reports the outcome
+// on its status.
+func (r *TopologyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	topo := &v1alpha2.Topology{}
+	if err := r.Client.Get(ctx, req.NamespacedName, topo); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !topo.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, topo)
+	}
+	if !controllerutil.ContainsFinalizer(topo, TopologyFinalizer) {
+		patch := client.MergeFrom(topo.DeepCopy())
+		controllerutil.AddFinalizer(topo, TopologyFinalizer)
+		if err := r.Client.Patch(ctx, topo, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer to Topology %s: %w", req, err)
+		}
+	}
+	s := &scope{topo: topo}
+	before := topo.Status.DeepCopy()
+	err := r.reconcileSteps(ctx, s)
+	if statusErr := r.writeStatus(ctx, s, before, err); statusErr != nil {
+		err = errors.Join(err, statusErr)
+	}
+	var invalid *engine.InvalidError
+	var missing *loader.NotFoundError
+	if errors.As(err, &invalid) || errors.As(err, &missing) {
+		// Bad input waits for the user; the watches bring it back when it changes.
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: s.requeueAfter}, err
+}
+
+func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error {
+	if s.topo.Spec.Paused {
+		s.reason, s.message = ReasonPaused, "spec.paused is true: nothing is changed until it is cleared"
+		return nil
+	}
+	steps := []func(context.Context, *scope) (bool, error){
+		r.getClass,
+		r.getTemplates,
+		r.getCurrentState,
+		r.holdForCluster,
+		r.observeRollout,
+		r.computeDesired,
+		r.applyDesired,
+		r.deleteUnused,
+	}
+	for _, step := range steps {
+		cont, err := step(ctx, s)
+		if err != nil || !cont {
+			return err
+		}
+	}
+	s.reason, s.message = rolloutReason(s.result.Rollout, s.result.Desired.ControlPlane.Object.GetKind())
+	return nil
+}
+
+// loader reads what the engine needs through the cache; a class's templates
+// outside the one namespace the agent watches are read uncached, so a change
+// to one of them waits for the next reconcile.
+func (r *TopologyReconciler) loader() *loader.Loader {
+	l := &loader.Loader{Reader: r.Client, CoreVersion: r.CoreVersion, Mapper: r.Client.RESTMapper(), TemplateReader: func(namespace string) client.Reader {
+		if r.WatchNamespace != "" && namespace != r.WatchNamespace && r.APIReader != nil {
+			return r.APIReader
+		}
+		return r.Client
+	}}
+	if r.ByCluster != nil {
+		l.ByCluster = r.ByCluster.Field
+	}
+	return l
+}
+
+func (r *TopologyReconciler) getClass(ctx context.Context, s *scope) (bool, error) {
+	class, err := r.loader().Class(ctx, s.topo)
+	if err != nil {
+		return false, err
+	}
+	if class.Status.ObservedGeneration != class.Generation {
+		s.reason = ReasonClassNotReconciled
+		s.message = fmt.Sprintf("TopologyClass %s generation %d is not reconciled yet", s.topo.GetClassKey(), class.Generation)
+		return false, nil
+	}
+	compiled, err := r.Classes.Get(ctx, class)
+	if err != nil {
+		return false, err
+	}
+	s.class = compiled
+	return true, nil
+}
+
+func (r *TopologyReconciler) getTemplates(ctx context.Context, s *scope) (bool, error) {
+	ix, err := r.loader().Templates(ctx, s.class.Class)
+	if err != nil {
+		return false, err
+	}
+	s.templates = ix
+	s.contracts, err = r.loader().Contracts(ctx, s.class.Class)
+	return err == nil, err
+}
+
+// getCurrentState reads what exists: the Cluster, and every object of the
+// class's kinds labelled for this cluster, adopting what was made before the
+// Cluster existed.
+func (r *TopologyReconciler) getCurrentState(ctx context.Context, s *scope) (bool, error) {
+	objs, err := r.loader().Objects(ctx, s.topo, s.class.Class)
+	if err != nil {
+		return false, err
+	}
+	s.live = objs
+	s.current = loader.State(s.topo, s.class.Class, objs)
+	return true, nil
+}
+
+// holdForCluster stops where engine.Hold says to. It first marks a
+// Topology whose Cluster exists, so that the mark travels with it in a move.
+func (r *TopologyReconciler) holdForCluster(ctx context.Context, s *scope) (bool, error) {
+	cluster := s.current.Cluster
+	if _, moving := s.topo.Annotations[engine.DeleteForMoveAnnotation]; cluster != nil && !moving {
+		if err := r.markClusterMade(ctx, s.topo, cluster.GetName()); err != nil {
+			return false, err
+		}
+	}
+	s.reason, s.message = engine.Hold(s.topo, cluster)
+	return s.reason == "", nil
+}
+
+// markClusterMade annotates the Topology with the name of its Cluster, once.
+func (r *TopologyReconciler) markClusterMade(ctx context.Context, topo *v1alpha2.Topology, cluster string) error {
+	if topo.Annotations[v1alpha2.ClusterMadeAnnotation] == cluster {
+		return nil
+	}
+	patch := client.MergeFrom(topo.DeepCopy())
+	metav1.SetMetaDataAnnotation(&topo.ObjectMeta, v1alpha2.ClusterMadeAnnotation, cluster)
+	if err := r.Client.Patch(ctx, topo, patch); err != nil {
+		return fmt.Errorf("marking Topology %s/%s as having made Cluster %s: %w", topo.Namespace, topo.Name, cluster, err)
+	}
+	return nil
+}
+
+// observeRollout reads the rollout state per the contracts, refined by Machines.
+func (r *TopologyReconciler) observeRollout(ctx context.Context, s *scope) (bool, error) {
+	obs, err := r.loader().Observe(ctx, s.topo, s.current)
+	s.observed = obs
+	return err == nil, err
+}
+
+// external is the runner of the class's external patches, or nil when it
+// has none or the agent has no extension client.
+func (r *TopologyReconciler) external(ctx context.Context, class *v1alpha2.TopologyClass) patches.External {
+	if r.Extensions == nil || !engine.HasExternalPatches(class) {
+		return nil
+	}
+	return extension.NewPatcher(r.Extensions, class)
+}
+
+// upgradePlanner is UpgradePlans as the engine takes it: a nil interface,
+// not a nil pointer, when there is none.
+func (r *TopologyReconciler) upgradePlanner() engine.UpgradePlanner {
+	if r.UpgradePlans == nil {
+		return nil
+	}
+	return r.UpgradePlans
+}
+
+func (r *TopologyReconciler) names() *names.Generator {
+	if r.NewNames == nil {
+		return names.NewGenerator(nil)
+	}
+	return r.NewNames()
+}
+
+func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool, error) {
+	res, err := engine.Compute(ctx, engine.Input{
+		Topology:       s.topo,
+		Class:          s.class.Class,
+		Templates:      s.templates,
+		Current:        s.current,
+		Observed:       s.observed,
+		Names:          r.names(),
+		Dialect:        engine.DialectTopology,
+		Catalog:        s.class.Catalog,
+		External:       r.external(ctx, s.class.Class),
+		UpgradePlanner: r.upgradePlanner(),
+		CoreVersion:    r.CoreVersion,
+		Contracts:      s.contracts,
+	})
+	if err != nil {
+		return false, err
+	}
+	s.result = res
+	s.desired = res.ToApply()
+	return true, nil
+}
+
+// applyDesired writes, in dependency order, every desired object that differs
+// from what exists. The CAPI Cluster comes after the objects it references;
+// once it exists, the objects made before it are handed over to it in the
+// same pass, so a reconcile that reports success leaves the final ownership.
+//
+// A clone (a template made for one control plane or pool) is only created
+// once a server-side dry run shows that the object referring to it can be
+// written too, and clones this pass created are deleted again if a later
+// write fails: a Topology the API server keeps refusing must not leave a new
+// template behind on every attempt.
+func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, error) {
+	current := indexByKey(s.current.Objects(), s.live)
+	clones := s.result.Desired.ClonesOf()
+	checked := map[engine.ObjectKey]bool{}
+	var created []*unstructured.Unstructured
+	fail := func(err error) (bool, error) {
+		r.deleteClones(ctx, s, created)
+		return false, err
+	}
+	objs := s.desired
+	for i, obj := range objs {
+		key := engine.KeyOf(obj)
+		existed := current[key] != nil
+		if referrer := clones[key]; !existed && referrer != nil && !checked[engine.KeyOf(referrer)] {
+			checked[engine.KeyOf(referrer)] = true
+			if err := r.dryRun(ctx, referrer); err != nil {
+				return fail(fmt.Errorf("not creating %s %s: %w", obj.GetKind(), obj.GetName(), err))
+			}
+		}
+		applied, err := r.applyOne(ctx, s, current[key], obj)
+		if err != nil {
+			return fail(err)
+		}
+		if applied != nil {
+			current[key] = applied
+			if !existed && clones[key] != nil {
+				created = append(created, applied)
+			}
+			s.observed.Changed(s.current, applied)
+		}
+		if applied == nil || obj.GetKind() != clusterKind || existed {
+			continue
+		}
+		if err := r.markClusterMade(ctx, s.topo, applied.GetName()); err != nil {
+			return fail(err)
+		}
+		owner := metav1.OwnerReference{APIVersion: r.CoreVersion.APIVersion(), Kind: clusterKind, Name: applied.GetName(), UID: applied.GetUID()}
+		for _, o := range objs {
+			handOver(o, s.topo.UID, owner)
+		}
+		for _, earlier := range objs[:i] {
+			if _, err := r.applyOne(ctx, s, current[engine.KeyOf(earlier)], earlier); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	return true, nil
+}
+
+// dryRun asks the API server, its admission webhooks included, whether obj
+// would be accepted, without writing it.
+func (r *TopologyReconciler) dryRun(ctx context.Context, obj *unstructured.Unstructured) error {
+	probe := obj.DeepCopy()
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(probe), client.FieldOwner(FieldManager), client.ForceOwnership, client.DryRunAll); err != nil {
+		return fmt.Errorf("the API server would refuse %s %s/%s that refers to it: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), templateprobe.ExplainGate(ctx, r.Client, obj, err))
+	}
+	return nil
+}
+
+// deleteClones removes, best effort, the clones a failed pass created; the
+// next attempt makes them anew once their referrer can be written.
+func (r *TopologyReconciler) deleteClones(ctx context.Context, s *scope, created []*unstructured.Unstructured) {
+	for _, o := range created {
+		err := r.Client.Delete(ctx, o, client.Preconditions{UID: ptr(o.GetUID())})
+		if err != nil && !apierrors.IsNotFound(err) {
+			ctrl.LoggerFrom(ctx).Error(err, "deleting a template made by a failed reconcile; it is deleted as unused once the Topology reconciles", "kind", o.GetKind(), "name", o.GetName())
+			continue
+		}
+		r.Recorder.Eventf(s.topo, "Normal", "Deleted", "Deleted %s %s: the object referring to it could not be written", o.GetKind(), o.GetName())
+	}
+}
+
+// applyOne server-side applies obj unless cur already matches it, and returns
+// the object as stored, or nil when nothing was written.
+func (r *TopologyReconciler) applyOne(ctx context.Context, s *scope, cur, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if err := r.Watches.Ensure(ctx, obj.GroupVersionKind()); err != nil {
+		return nil, err
+	}
+	var applied *unstructured.Unstructured
+	if cur != nil && obj.GetKind() == clusterKind && r.CoreVersion.IsV1Beta2() {
+		patched, err := r.patchCluster(ctx, cur, obj)
+		if patched == nil || err != nil {
+			return nil, err
+		}
+		applied = patched
+	} else {
+		if !engine.NeedsApply(cur, obj, FieldManager) {
+			return nil, nil
+		}
+		applied = obj.DeepCopy() // Apply fills its argument with the response
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			return nil, fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), templateprobe.ExplainGate(ctx, r.Client, obj, err))
+		}
+	}
+	switch {
+	case cur == nil && s.result.Rotated[engine.KeyOf(obj)] != "":
+		r.Recorder.Eventf(s.topo, "Normal", "TemplateRotated", "Created %s %s to replace %s", obj.GetKind(), obj.GetName(), s.result.Rotated[engine.KeyOf(obj)])
+	case cur == nil:
+		r.Recorder.Eventf(s.topo, "Normal", "Created", "Created %s %s", obj.GetKind(), obj.GetName())
+	default:
+		r.Recorder.Eventf(s.topo, "Normal", "Updated", "Updated %s %s", obj.GetKind(), obj.GetName())
+	}
+	return applied, nil
+}
+
+// patchCluster writes an existing v1beta2 Cluster as upstream v1.14 does,
+// with a merge patch of what changed, and returns it as stored, or nil when
+// nothing changed.
+func (r *TopologyReconciler) patchCluster(ctx context.Context, cur, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	patch, err := engine.ClusterMergePatch(cur, obj, FieldManager)
+	if patch == nil || err != nil {
+		return nil, err
+	}
+	patched := cur.DeepCopy() // Patch fills its argument with the response
+	if err := r.Client.Patch(ctx, patched, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
+		return nil, fmt.Errorf("patching Cluster %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return patched, nil
+}
+
+// handOver replaces the Topology as owner of o with the new CAPI Cluster.
+func handOver(o *unstructured.Unstructured, topology types.UID, cluster metav1.OwnerReference) {
+	refs := o.GetOwnerReferences()
+	for i := range refs {
+		if refs[i].UID == topology && (refs[i].Controller == nil || !*refs[i].Controller) {
+			refs[i] = cluster
+		}
+	}
+	o.SetOwnerReferences(refs)
+}
+
+func indexByKey(lists ...[]*unstructured.Unstructured) map[engine.ObjectKey]*unstructured.Unstructured {
+	out := map[engine.ObjectKey]*unstructured.Unstructured{}
+	for _, l := range lists {
+		for _, o := range l {
+			out[engine.KeyOf(o)] = o
+		}
+	}
+	return out
+}

@@ -1,0 +1,211 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+)
+
+// clusterOf reads the Cluster API Cluster of topo; nil when there is none.
+func clusterOf(t *testing.T, topo *v1alpha2.Topology) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(engine.CoreV1Beta1.APIVersion())
+	u.SetKind("Cluster")
+	err := k8s.Get(context.Background(), client.ObjectKeyFromObject(topo), u)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// ownedByTopology tells whether o names topo as its controlling owner.
+func ownedByTopology(o *unstructured.Unstructured, topo *v1alpha2.Topology) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Kind == "Topology" && ref.Name == topo.Name && ref.Controller != nil && *ref.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+// wantGenerated waits until the example's whole cluster exists, owned as the
+// engine would have it.
+func wantGenerated(t *testing.T, ex fixture.Example) {
+	t.Helper()
+	reconciledCondition(t, ex.Topology, metav1.ConditionTrue, ReasonSucceeded)
+	cluster := clusterOf(t, ex.Topology)
+	if cluster == nil {
+		t.Fatal("the Topology reports reconciled, yet it has no Cluster")
+	}
+	if !ownedByTopology(cluster, ex.Topology) {
+		t.Errorf("Cluster %s is not controlled by its Topology: %v", cluster.GetName(), cluster.GetOwnerReferences())
+	}
+	objs, err := fixture.Live(context.Background(), k8s, ex.Topology.Namespace, ex.Topology.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The example's topology: one of each cluster-wide object, two
+	// MachineDeployments, a MachinePool, and health checks for the control
+	// plane and md-a (md-gpu's is off).
+	want := "Cluster=1 DockerCluster=1 DockerMachinePool=1 DockerMachineTemplate=3 KubeadmConfig=1 KubeadmConfigTemplate=2 KubeadmControlPlane=1 MachineDeployment=2 MachineHealthCheck=2 MachinePool=1"
+	if got := fixture.KindCounts(objs); got != want {
+		t.Errorf("generated objects:\n got %s\nwant %s", got, want)
+	}
+}
+
+// createTemplates creates the example's templates, less those skip names.
+func createTemplates(t *testing.T, ex fixture.Example, skip ...string) {
+	t.Helper()
+	for _, o := range ex.Templates {
+		if !slices.Contains(skip, o.GetKind()+"/"+o.GetName()) {
+			create(t, o.DeepCopy())
+		}
+	}
+}
+
+// TestTopologyBeforeItsClass applies a Topology before its class, as a
+// GitOps tool may: it waits with a reason naming the class and generates
+// nothing, and the class's arrival alone brings it to reconciled.
+func TestTopologyBeforeItsClass(t *testing.T) {
+	ex := namespaceWithExample(t)
+	create(t, ex.Topology)
+	reconciledCondition(t, ex.Topology, metav1.ConditionFalse, ReasonFailed,
+		"spec.classRef: TopologyClass "+ex.Topology.Namespace+"/docker-kubeadm not found: create it")
+	if c := clusterOf(t, ex.Topology); c != nil {
+		t.Fatalf("a Cluster was made without a class: %s", c.GetName())
+	}
+
+	createTemplates(t, ex)
+	create(t, ex.Class)
+	wantGenerated(t, ex)
+}
+
+// TestClassBeforeItsTemplates creates a class with one template missing: the
+// Topology waits with a reason naming the class field and the template, and
+// creating the template alone brings it to reconciled.
+func TestClassBeforeItsTemplates(t *testing.T) {
+	ex := namespaceWithExample(t)
+	missing := "DockerMachinePoolTemplate/docker-kubeadm-pool"
+	createTemplates(t, ex, missing)
+	create(t, ex.Class)
+	create(t, ex.Topology)
+	reconciledCondition(t, ex.Topology, metav1.ConditionFalse, ReasonFailed,
+		"TopologyClass "+ex.Topology.Namespace+"/docker-kubeadm spec.workers.machinePools[0].infrastructure.templateRef",
+		"DockerMachinePoolTemplate "+ex.Topology.Namespace+"/docker-kubeadm-pool not found: create the template or fix the reference")
+	if c := clusterOf(t, ex.Topology); c != nil {
+		t.Fatalf("a Cluster was made with a template missing: %s", c.GetName())
+	}
+
+	for _, o := range ex.Templates {
+		if o.GetKind()+"/"+o.GetName() == missing {
+			create(t, o.DeepCopy())
+		}
+	}
+	wantGenerated(t, ex)
+}
+
+// TestInvalidVariableFoundOnReconcile: a Topology admitted before its class
+// was not checked against it, so the reconcile is where a bad value is
+// found. It is reported with the field and the schema's own message,
+// nothing is generated, and fixing the value is enough.
+func TestInvalidVariableFoundOnReconcile(t *testing.T) {
+	ex := namespaceWithExample(t)
+	for i, v := range ex.Topology.Spec.Variables {
+		if v.Name == "auditPolicy" {
+			ex.Topology.Spec.Variables[i].Value = apiextensionsv1.JSON{Raw: []byte(`{"enabled":true,"level":"None"}`)}
+		}
+	}
+	create(t, ex.Topology)
+	createTemplates(t, ex)
+	create(t, ex.Class)
+	reconciledCondition(t, ex.Topology, metav1.ConditionFalse, ReasonFailed,
+		"spec.variables[auditPolicy]", "an enabled audit policy needs a level other than None")
+	if c := clusterOf(t, ex.Topology); c != nil {
+		t.Fatalf("a Cluster was made from an invalid Topology: %s", c.GetName())
+	}
+
+	got := &v1alpha2.Topology{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ex.Topology), got); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got.Spec.Variables {
+		if v.Name == "auditPolicy" {
+			got.Spec.Variables[i].Value = apiextensionsv1.JSON{Raw: []byte(`{"enabled":true,"level":"Metadata"}`)}
+		}
+	}
+	if err := k8s.Update(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	wantGenerated(t, ex)
+}
+
+// TestMachineBootstrapConfigsAreLeftAlone: a class with a MachinePool makes
+// a KubeadmConfig for the pool, and Cluster API makes one for every Machine,
+// with the Cluster's labels and the owned label the control plane or
+// MachineDeployment passes on. The agent removes neither: the Machine's is
+// not the pool's (upstream's quick-start class, which has a MachinePool
+// class, lost every Machine's bootstrap config on the kind path to this).
+func TestMachineBootstrapConfigsAreLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	ex := generatedExample(t)
+	objs, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var poolConfig *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "KubeadmConfig" {
+			poolConfig = o
+		}
+	}
+	if poolConfig == nil {
+		t.Fatalf("the example's MachinePool has no KubeadmConfig: %s", fixture.KindCounts(objs))
+	}
+	machines := &unstructured.Unstructured{}
+	machines.SetGroupVersionKind(poolConfig.GroupVersionKind())
+	machines.SetNamespace(poolConfig.GetNamespace())
+	machines.SetName(ex.Topology.Name + "-control-plane-x7k2p")
+	labels := map[string]string{"cluster.x-k8s.io/control-plane": ""}
+	for k, v := range poolConfig.GetLabels() {
+		if k != engine.MachinePoolNameLabel {
+			labels[k] = v
+		}
+	}
+	machines.SetLabels(labels)
+	create(t, machines)
+	if err := fixture.ChangeTopology(ctx, k8s, client.ObjectKeyFromObject(ex.Topology), func(topo *v1alpha2.Topology) {
+		topo.Spec.ControlPlane.Replicas = ptr[int32](3)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	reconciledCondition(t, ex.Topology, metav1.ConditionTrue, ReasonSucceeded)
+	fixture.Consistently(t, 3*time.Second, "both KubeadmConfigs stay", func(ctx context.Context) error {
+		for _, o := range []*unstructured.Unstructured{machines, poolConfig} {
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(o.GroupVersionKind())
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
+				return fmt.Errorf("KubeadmConfig %s: %w", o.GetName(), err)
+			}
+			if !got.GetDeletionTimestamp().IsZero() {
+				return fmt.Errorf("KubeadmConfig %s is being deleted", o.GetName())
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,152 @@
+package draft
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+)
+
+// ConflictError is a write refused because the Topology changed on the server
+// after it was read. Nothing was written; the user's edit is kept, laid on
+// top of the server's version.
+type ConflictError struct {
+	// Latest is the Topology as the server has it now.
+	Latest *v1alpha2.Topology
+	// Rebased is the user's edit on top of Latest, setting by setting.
+	Rebased *v1alpha2.Topology
+	// ServerChanged is what changed on the server since the read.
+	ServerChanged []Change
+	// Both names the settings the server and the user both changed; the
+	// user's values are the ones in Rebased.
+	Both []string
+}
+
+func (e *ConflictError) Error() string {
+	what := "only its metadata or status changed"
+	if len(e.ServerChanged) > 0 {
+		parts := make([]string, 0, len(e.ServerChanged))
+		for _, c := range e.ServerChanged {
+			parts = append(parts, c.String())
+		}
+		what = strings.Join(parts, "; ")
+	}
+	msg := fmt.Sprintf("%s %s/%s changed on the server after it was read (%s); nothing was written", Kind(e.Latest), e.Latest.Namespace, e.Latest.Name, what)
+	if len(e.Both) > 0 {
+		msg += fmt.Sprintf("; you and the server both changed %s, and your values are kept", strings.Join(e.Both, ", "))
+	}
+	return msg + "; your change is kept on top of the server's version: check it and apply again"
+}
+
+// ClusterKind is upstream Cluster API's Cluster. A Topology read from a
+// Cluster with spec.topology keeps that kind in its TypeMeta, so that what is
+// said about it, and where it is written, is the Cluster the user named.
+const ClusterKind = engine.UpstreamClusterKind
+
+// Kind names what t was read from: "Topology", or "Cluster" for an upstream
+// Cluster seen as a Topology.
+func Kind(t *v1alpha2.Topology) string {
+	if engine.DialectOf(t) == engine.DialectUpstream {
+		return ClusterKind
+	}
+	return v1alpha2.TopologyKind
+}
+
+// Store is where an edit is written: a Topology itself, or for an upstream
+// Cluster its spec.topology.
+type Store interface {
+	// Get reads the object named by key, as a Topology.
+	Get(ctx context.Context, key types.NamespacedName) (*v1alpha2.Topology, error)
+	// Update writes edited, an edit of orig, guarded by orig's
+	// resourceVersion: a change on the server since is a Conflict error.
+	// With dryRun the API server, its admission included, only checks it.
+	Update(ctx context.Context, orig, edited *v1alpha2.Topology, dryRun bool) (*v1alpha2.Topology, error)
+}
+
+// TopologyStore writes Topologies as they are.
+type TopologyStore struct{ Client client.Client }
+
+// Get reads a Topology.
+func (s TopologyStore) Get(ctx context.Context, key types.NamespacedName) (*v1alpha2.Topology, error) {
+	t := &v1alpha2.Topology{}
+	if err := s.Client.Get(ctx, key, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Update writes edited over orig's resourceVersion.
+func (s TopologyStore) Update(ctx context.Context, orig, edited *v1alpha2.Topology, dryRun bool) (*v1alpha2.Topology, error) {
+	out := edited.DeepCopy()
+	out.ResourceVersion = orig.ResourceVersion
+	var opts []client.UpdateOption
+	if dryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	if err := s.Client.Update(ctx, out, opts...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DryRun asks the API server, admission included, whether it would accept
+// edited; nothing is written.
+func DryRun(ctx context.Context, s Store, orig, edited *v1alpha2.Topology) error {
+	_, err := s.Update(ctx, orig, edited, true)
+	return err
+}
+
+// Write writes edited, an edit of orig, guarded by the resourceVersion orig
+// was read at: a change made on the server since is never overwritten. On
+// such a conflict it writes nothing and returns a *ConflictError.
+//
+// A conflict with a change of status only (the agent reports progress all
+// the time) is no conflict with the user's edit: the edit is written again
+// on the server's version, a few times at most, without asking.
+func Write(ctx context.Context, s Store, orig, edited *v1alpha2.Topology) (*v1alpha2.Topology, error) {
+	const statusOnlyRetries = 5
+	for attempt := 0; ; attempt++ {
+		out, err := s.Update(ctx, orig, edited, false)
+		if err == nil {
+			return out, nil
+		}
+		if !apierrors.IsConflict(err) {
+			return nil, err
+		}
+		latest, gerr := s.Get(ctx, client.ObjectKeyFromObject(orig))
+		if gerr != nil {
+			return nil, fmt.Errorf("%s %s/%s changed on the server after it was read, and reading it again failed; nothing was written: %w", Kind(orig), orig.Namespace, orig.Name, gerr)
+		}
+		if attempt < statusOnlyRetries && onlyStatusChanged(orig, latest) {
+			carried := edited.DeepCopy()
+			carried.Status = latest.Status
+			orig, edited = latest, carried
+			continue
+		}
+		rebased, server, both := Rebase(orig, edited, latest)
+		return nil, &ConflictError{Latest: latest, Rebased: rebased, ServerChanged: server, Both: both}
+	}
+}
+
+// onlyStatusChanged tells whether latest differs from orig in its status
+// alone: same spec, labels, annotations, owners and finalizers.
+func onlyStatusChanged(orig, latest *v1alpha2.Topology) bool {
+	return equality.Semantic.DeepEqual(orig.Spec, latest.Spec) &&
+		equality.Semantic.DeepEqual(orig.Labels, latest.Labels) &&
+		equality.Semantic.DeepEqual(orig.Annotations, latest.Annotations) &&
+		equality.Semantic.DeepEqual(orig.OwnerReferences, latest.OwnerReferences) &&
+		equality.Semantic.DeepEqual(orig.Finalizers, latest.Finalizers) &&
+		orig.DeletionTimestamp.Equal(latest.DeletionTimestamp)
+}
+
+// Changes lists what edited changes in orig, setting by setting.
+func Changes(orig, edited *v1alpha2.Topology) []Change {
+	return Diff(Settings(orig), Settings(edited))
+}

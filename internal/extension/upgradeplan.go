@@ -1,0 +1,146 @@
+package extension
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+)
+
+// UpgradePlanCacheTTL is how long an extension's upgrade plan is reused for
+// the same cluster and versions, as upstream caches it: every reconcile
+// during an upgrade needs the plan, and the answer does not change.
+const UpgradePlanCacheTTL = 10 * time.Minute
+
+// UpgradePlanner calls GenerateUpgradePlan handlers for the engine, and
+// remembers their answers for UpgradePlanCacheTTL.
+type UpgradePlanner struct {
+	client *Client
+	// now is the clock the cache reads; time.Now unless a test sets it.
+	now func() time.Time
+
+	mu      sync.Mutex
+	answers map[upgradePlanKey]upgradePlanAnswer
+}
+
+type upgradePlanKey struct {
+	extension, namespace, cluster, controlPlane, workers, desired string
+}
+
+type upgradePlanAnswer struct {
+	controlPlane, workers []string
+	at                    time.Time
+}
+
+var _ engine.UpgradePlanner = (*UpgradePlanner)(nil)
+
+// NewUpgradePlanner returns a planner calling through client; now may be
+// nil for the wall clock.
+func NewUpgradePlanner(client *Client, now func() time.Time) *UpgradePlanner {
+	if now == nil {
+		now = time.Now
+	}
+	return &UpgradePlanner{client: client, now: now, answers: map[upgradePlanKey]upgradePlanAnswer{}}
+}
+
+// GenerateUpgradePlan asks extension (HANDLER.EXTENSION) for the versions
+// the control plane and workers go through, or reuses its recent answer.
+func (p *UpgradePlanner) GenerateUpgradePlan(ctx context.Context, extension string, req engine.UpgradePlanRequest) ([]string, []string, error) {
+	key := upgradePlanKey{extension: extension, controlPlane: req.ControlPlane, workers: req.MinWorkers, desired: req.Desired}
+	if req.Cluster != nil {
+		key.namespace, key.cluster = req.Cluster.GetNamespace(), req.Cluster.GetName()
+	}
+	if cp, w, ok := p.cached(key); ok {
+		return cp, w, nil
+	}
+	cluster, err := requestCluster(req.Cluster, req.Topology)
+	if err != nil {
+		return nil, nil, err
+	}
+	wire := &GenerateUpgradePlanRequest{
+		TypeMeta:                          typeMeta("GenerateUpgradePlanRequest"),
+		Cluster:                           cluster,
+		FromControlPlaneKubernetesVersion: req.ControlPlane,
+		FromWorkersKubernetesVersion:      req.MinWorkers,
+		ToKubernetesVersion:               req.Desired,
+	}
+	resp := &GenerateUpgradePlanResponse{}
+	if err := p.client.Call(ctx, HookGenerateUpgradePlan, extension, wire, resp); err != nil {
+		return nil, nil, err
+	}
+	answer := upgradePlanAnswer{at: p.now()}
+	for _, s := range resp.ControlPlaneUpgrades {
+		answer.controlPlane = append(answer.controlPlane, s.Version)
+	}
+	for _, s := range resp.WorkersUpgrades {
+		answer.workers = append(answer.workers, s.Version)
+	}
+	// A plan the engine refuses is not remembered: the extension is asked
+	// again, so a fixed extension takes effect at once.
+	if _, err := engine.CheckUpgradePlan(req, answer.controlPlane, answer.workers); err != nil {
+		return answer.controlPlane, answer.workers, nil
+	}
+	p.mu.Lock()
+	p.answers[key] = answer
+	p.mu.Unlock()
+	return slices.Clone(answer.controlPlane), slices.Clone(answer.workers), nil
+}
+
+// cached is a recent answer for key, dropping those past the TTL.
+func (p *UpgradePlanner) cached(key upgradePlanKey) ([]string, []string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	for k, a := range p.answers {
+		if now.Sub(a.at) >= UpgradePlanCacheTTL {
+			delete(p.answers, k)
+		}
+	}
+	a, ok := p.answers[key]
+	if !ok {
+		return nil, nil, false
+	}
+	return slices.Clone(a.controlPlane), slices.Clone(a.workers), true
+}
+
+// requestCluster is the Cluster as upstream sends it: no status, no
+// managedFields, no last-applied configuration. The agent's Cluster has no
+// spec.topology, so the class and version are put where an extension
+// written for upstream reads them.
+func requestCluster(cluster *unstructured.Unstructured, t *v1alpha2.Topology) (runtime.RawExtension, error) {
+	c := &unstructured.Unstructured{Object: map[string]any{}}
+	if cluster != nil {
+		c = cluster.DeepCopy()
+	} else if t != nil {
+		c.SetAPIVersion("cluster.x-k8s.io/v1beta2")
+		c.SetKind("Cluster")
+		c.SetNamespace(t.Namespace)
+		c.SetName(t.Name)
+	}
+	if t != nil {
+		key := t.GetClassKey()
+		topology := map[string]any{"classRef": map[string]any{"name": key.Name, "namespace": key.Namespace}, "version": t.Spec.Version}
+		if err := unstructured.SetNestedMap(c.Object, topology, "spec", "topology"); err != nil {
+			return runtime.RawExtension{}, fmt.Errorf("describing Topology %s/%s to the upgrade-plan extension: %w", t.Namespace, t.Name, err)
+		}
+	}
+	c.SetManagedFields(nil)
+	unstructured.RemoveNestedField(c.Object, "status")
+	if a := c.GetAnnotations(); a != nil {
+		delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+		c.SetAnnotations(a)
+	}
+	raw, err := json.Marshal(c.Object)
+	if err != nil {
+		return runtime.RawExtension{}, fmt.Errorf("encoding Cluster %s/%s for the upgrade-plan extension: %w", c.GetNamespace(), c.GetName(), err)
+	}
+	return runtime.RawExtension{Raw: raw}, nil
+}

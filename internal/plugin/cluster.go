@@ -1,0 +1,472 @@
+package plugin
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+)
+
+// clusterAccess is what a live command needs: a client, the namespace the
+// flags or kubeconfig name, and how to describe the cluster in errors.
+type clusterAccess struct {
+	client    client.Client
+	config    *rest.Config
+	namespace string
+	context   string
+	// core is the Cluster API core version the server stores, once asked.
+	core engine.CoreVersion
+}
+
+// scheme holds only the kinds the plugin reads typed, built on first use:
+// registering all of client-go's kinds cost every command, offline plan
+// included, about a millisecond at start.
+var scheme = sync.OnceValue(func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(corev1.AddToScheme(s))
+	utilruntime.Must(coordinationv1.AddToScheme(s))
+	utilruntime.Must(appsv1.AddToScheme(s))
+	utilruntime.Must(admissionregistrationv1.AddToScheme(s))
+	utilruntime.Must(v1alpha2.AddToScheme(s))
+	return s
+})
+
+// connect builds a client from kubectl's flags (--kubeconfig, --context, -n, --as ...).
+func connect(flags *genericclioptions.ConfigFlags) (*clusterAccess, error) {
+	if err := kubeconfigEnvExists(flags); err != nil {
+		return nil, err
+	}
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading kubeconfig: %w; set --kubeconfig or KUBECONFIG", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := flags.ToRawKubeConfigLoader().RawConfig()
+	ctxName := raw.CurrentContext
+	if flags.Context != nil && *flags.Context != "" {
+		ctxName = *flags.Context
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme()})
+	if err != nil {
+		return nil, explain(err, &clusterAccess{config: cfg, context: ctxName})
+	}
+	return &clusterAccess{client: c, config: cfg, namespace: ns, context: ctxName}, nil
+}
+
+// kubeconfigEnvExists refuses a KUBECONFIG whose files are all missing:
+// client-go skips missing files there and would talk to localhost:8080, where
+// --kubeconfig with the same path says the file is missing.
+func kubeconfigEnvExists(flags *genericclioptions.ConfigFlags) error {
+	if flags.KubeConfig != nil && *flags.KubeConfig != "" {
+		return nil
+	}
+	env := os.Getenv("KUBECONFIG")
+	if env == "" {
+		return nil
+	}
+	for _, path := range filepath.SplitList(env) {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("KUBECONFIG=%s: no such file; point KUBECONFIG or --kubeconfig at an existing kubeconfig", env)
+}
+
+// explain turns API errors into what a user can act on.
+func explain(err error, ca *clusterAccess) error {
+	if err == nil {
+		return nil
+	}
+	var urlErr *url.Error
+	var netErr net.Error
+	switch {
+	case meta.IsNoMatchError(err) || isTopologyAPIMissing(err):
+		return fmt.Errorf("the kubectl-topology API is not installed on this cluster (context %q): run `kubectl topology install`", ca.context)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("forbidden: %v; ask for RBAC that allows it in context %q", apiMessage(err), ca.context)
+	case errors.As(err, &urlErr), errors.As(err, &netErr):
+		return fmt.Errorf("cannot reach the cluster of context %q at %s: %v", ca.context, ca.config.Host, err)
+	}
+	return err
+}
+
+func isTopologyAPIMissing(err error) bool {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && apierrors.IsNotFound(err) {
+		d := status.Status().Details
+		return d != nil && d.Group == v1alpha2.GroupVersion.Group && d.Name == ""
+	}
+	return false
+}
+
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
+}
+
+// clock lets tests fix "now" for ages.
+type clock func() time.Time
+
+func (c clock) now() time.Time {
+	if c == nil {
+		return time.Now()
+	}
+	return c()
+}
+
+// topologyGetter reads one Topology with a user-facing error when it is missing.
+func (ca *clusterAccess) topology(ctx context.Context, namespace, name string) (*v1alpha2.Topology, error) {
+	t := &v1alpha2.Topology{}
+	if err := ca.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, t); err != nil {
+		if apierrors.IsNotFound(err) && !isTopologyAPIMissing(err) {
+			return nil, fmt.Errorf("Topology %s/%s not found; list them with `kubectl topology get -n %s`", namespace, name, namespace)
+		}
+		return nil, explain(err, ca)
+	}
+	return t, nil
+}
+
+func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }
+
+// probeReady asks the local agent's /readyz.
+func probeReady(port int) bool {
+	return readiness(fmt.Sprintf("127.0.0.1:%d", port)) == nil
+}
+
+// readiness asks an agent's probe endpoint whether it is ready; the error
+// carries the checks that fail.
+func readiness(addr string) error {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + addr + "/readyz?verbose")
+	if err != nil {
+		return fmt.Errorf("its probe endpoint %s does not answer: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	var failing []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "[-]") {
+			failing = append(failing, strings.TrimPrefix(line, "[-]"))
+		}
+	}
+	return fmt.Errorf("not ready: %s", strings.Join(failing, "; "))
+}
+
+// liveFlags are what every live command holds: kubectl's flags and, once
+// connected, the cluster.
+type liveFlags struct {
+	configFlags *genericclioptions.ConfigFlags
+	access      *clusterAccess
+}
+
+// connectOnce reaches the cluster once the flags are known to be good.
+func (l *liveFlags) connectOnce() error {
+	if l.access != nil {
+		return nil
+	}
+	var err error
+	l.access, err = connect(l.configFlags)
+	return err
+}
+
+// listScope is the List options of a listing: the flags' namespace, or all.
+func (ca *clusterAccess) listScope(allNamespaces bool) []client.ListOption {
+	if allNamespaces {
+		return nil
+	}
+	return []client.ListOption{client.InNamespace(ca.namespace)}
+}
+
+// noTopologies says on w that a listing found none, and where it looked.
+func (ca *clusterAccess) noTopologies(w io.Writer, allNamespaces bool) {
+	where := "namespace " + ca.namespace
+	if allNamespaces {
+		where = "any namespace"
+	}
+	fmt.Fprintf(w, "No Topologies found in %s.\n", where)
+}
+
+// readTopology connects once and reads what ref names in the flags'
+// namespace: a Topology, or an upstream Cluster with spec.topology seen as
+// one, with its rollout summarised from the objects upstream made.
+func (l *liveFlags) readTopology(ctx context.Context, ref string) (*v1alpha2.Topology, error) {
+	if err := l.connectOnce(); err != nil {
+		return nil, err
+	}
+	t, err := l.access.resolve(ctx, l.access.namespace, ref)
+	if err != nil {
+		return nil, err
+	}
+	if upstream.IsCluster(t) {
+		if err := l.access.summarize(ctx, t); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// coreVersion is the Cluster API core version the server stores, asked once.
+func (ca *clusterAccess) coreVersion() (engine.CoreVersion, error) {
+	if ca.core != "" {
+		return ca.core, nil
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(ca.config)
+	if err != nil {
+		return "", err
+	}
+	core, err := loader.DetectCoreVersion(dc)
+	if err != nil {
+		return "", explain(err, ca)
+	}
+	ca.core = core
+	return core, nil
+}
+
+// store is where an edit of t is written: the Topology, or the upstream
+// Cluster's spec.topology.
+func (ca *clusterAccess) store(t *v1alpha2.Topology) draft.Store {
+	if upstream.IsCluster(t) {
+		return upstream.Store{Client: ca.client, CoreVersion: ca.core}
+	}
+	return draft.TopologyStore{Client: ca.client}
+}
+
+// Kinds a reference can name, as kubectl spells them.
+var (
+	topologyKinds = []string{"topology", "topologies", "topology.topology.kubectl-topology.io", "topologies.topology.kubectl-topology.io"}
+	clusterKinds  = []string{"cluster", "clusters", "cluster.cluster.x-k8s.io", "clusters.cluster.x-k8s.io"}
+)
+
+// resolve reads what ref names: topology/NAME, cluster/NAME (an upstream
+// Cluster with spec.topology), or a bare NAME that only one of the two has.
+func (ca *clusterAccess) resolve(ctx context.Context, namespace, ref string) (*v1alpha2.Topology, error) {
+	kind, name, found := strings.Cut(ref, "/")
+	if !found {
+		return ca.findByName(ctx, namespace, ref)
+	}
+	switch k := strings.ToLower(kind); {
+	case name == "" || strings.Contains(name, "/"):
+		return nil, fmt.Errorf("%q is not a reference: give NAME, topology/NAME or cluster/NAME", ref)
+	case slices.Contains(topologyKinds, k):
+		return ca.topology(ctx, namespace, name)
+	case slices.Contains(clusterKinds, k):
+		return ca.upstreamCluster(ctx, namespace, name)
+	default:
+		return nil, fmt.Errorf("%q: kubectl topology works on topology/NAME and cluster/NAME (a Cluster with spec.topology), not %q", ref, kind)
+	}
+}
+
+// findByName looks for name among Topologies and Clusters with
+// spec.topology, and refuses to guess when both have it.
+func (ca *clusterAccess) findByName(ctx context.Context, namespace, name string) (*v1alpha2.Topology, error) {
+	t := &v1alpha2.Topology{}
+	topoErr := ca.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, t)
+	if err := upstream.IgnoreMissing(topoErr); err != nil && !isTopologyAPIMissing(err) {
+		return nil, explain(err, ca)
+	}
+	haveTopology := topoErr == nil
+	var cluster *v1alpha2.Topology
+	core, err := ca.coreVersion()
+	if err != nil && !haveTopology {
+		return nil, err
+	}
+	u := upstream.NewCluster(core)
+	clusterErr := ca.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
+	switch {
+	case err != nil, clusterErr != nil && upstream.IgnoreMissing(clusterErr) == nil, apierrors.IsForbidden(clusterErr):
+		// No Cluster API, no such Cluster, or no right to read it: only a
+		// Topology can be meant.
+	case clusterErr != nil:
+		return nil, explain(clusterErr, ca)
+	case upstream.HasTopology(u):
+		if cluster, err = upstream.FromCluster(u); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case haveTopology && cluster != nil:
+		return nil, fmt.Errorf("%[1]q names both topology/%[1]s (managed by the kubectl-topology agent) and cluster/%[1]s (a ClusterClass Cluster managed by Cluster API's topology controller) in namespace %[2]s: name one, e.g. `topology/%[1]s` or `cluster/%[1]s`", name, namespace)
+	case haveTopology:
+		return t, nil
+	case cluster != nil:
+		return cluster, nil
+	case clusterErr == nil:
+		return nil, fmt.Errorf("Topology %s/%s not found, and Cluster %s/%s has no spec.topology: kubectl topology works on Topologies and on Clusters made from a ClusterClass", namespace, name, namespace, name)
+	case isTopologyAPIMissing(topoErr) || meta.IsNoMatchError(topoErr):
+		return nil, fmt.Errorf("Cluster %s/%s with spec.topology not found, and the kubectl-topology API is not installed (context %q): list Clusters with `kubectl get clusters -n %s`", namespace, name, ca.context, namespace)
+	}
+	return nil, fmt.Errorf("Topology %s/%s not found, nor a Cluster with spec.topology of that name; list them with `kubectl topology get -n %s`", namespace, name, namespace)
+}
+
+// upstreamCluster reads the Cluster named, which must have spec.topology.
+func (ca *clusterAccess) upstreamCluster(ctx context.Context, namespace, name string) (*v1alpha2.Topology, error) {
+	core, err := ca.coreVersion()
+	if err != nil {
+		return nil, err
+	}
+	u := upstream.NewCluster(core)
+	if err := ca.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("Cluster %s/%s not found; list Clusters with `kubectl get clusters -n %s`", namespace, name, namespace)
+		}
+		if meta.IsNoMatchError(err) {
+			return nil, fmt.Errorf("Cluster API is not installed on this cluster (context %q): there is no Cluster kind", ca.context)
+		}
+		return nil, explain(err, ca)
+	}
+	return upstream.FromCluster(u)
+}
+
+// summarize fills the rollout summary of an upstream Cluster seen as a
+// Topology from the objects upstream's controller made.
+func (ca *clusterAccess) summarize(ctx context.Context, t *v1alpha2.Topology) error {
+	l, err := ca.load(ctx, t)
+	if err != nil {
+		return fmt.Errorf("reading the rollout of Cluster %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	if err := upstream.Summarize(ctx, t, l); err != nil {
+		return fmt.Errorf("summarising the rollout of Cluster %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	return nil
+}
+
+// listClusters lists the Clusters with spec.topology in scope, each seen as
+// a Topology, its rollout summarised when summarize. No Cluster API, or no
+// right to list Clusters, is none. A rollout that cannot be summarised (its
+// ClusterClass missing, say) leaves that Cluster without a summary and is
+// said in the warnings: one broken Cluster does not hide the others.
+func (ca *clusterAccess) listClusters(ctx context.Context, allNamespaces, summarize bool) ([]v1alpha2.Topology, []string, error) {
+	core, err := ca.coreVersion()
+	if err != nil {
+		return nil, nil, nil //nolint:nilerr // no Cluster API: no upstream Clusters to list
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(core.APIVersion())
+	list.SetKind("ClusterList")
+	if err := ca.client.List(ctx, list, ca.listScope(allNamespaces)...); err != nil {
+		if upstream.IgnoreMissing(err) == nil || apierrors.IsForbidden(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, explain(err, ca)
+	}
+	var out []v1alpha2.Topology
+	var warnings []string
+	for i := range list.Items {
+		if !upstream.HasTopology(&list.Items[i]) {
+			continue
+		}
+		t, err := upstream.FromCluster(&list.Items[i])
+		if err != nil {
+			warnings = append(warnings, err.Error())
+			continue
+		}
+		if summarize {
+			if err := ca.summarize(ctx, t); err != nil {
+				warnings = append(warnings, err.Error())
+			}
+		}
+		out = append(out, *t)
+	}
+	return out, warnings, nil
+}
+
+// listAll lists Topologies and Clusters with spec.topology in scope, by
+// namespace and name, and says on w what could not be read of a Cluster.
+// Without the kubectl-topology API, only the Clusters.
+func (ca *clusterAccess) listAll(ctx context.Context, allNamespaces bool, w io.Writer) ([]v1alpha2.Topology, error) {
+	list := &v1alpha2.TopologyList{}
+	err := ca.client.List(ctx, list, ca.listScope(allNamespaces)...)
+	apiMissing := meta.IsNoMatchError(err) || isTopologyAPIMissing(err)
+	if err != nil && !apiMissing {
+		return nil, explain(err, ca)
+	}
+	clusters, warnings, cerr := ca.listClusters(ctx, allNamespaces, true)
+	if cerr != nil {
+		return nil, cerr
+	}
+	for _, warning := range warnings {
+		fmt.Fprintf(w, "Warning: %s\n", warning)
+	}
+	if apiMissing && len(clusters) == 0 {
+		return nil, explain(err, ca)
+	}
+	items := append(list.Items, clusters...)
+	slices.SortStableFunc(items, func(a, b v1alpha2.Topology) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return items, nil
+}
+
+// rawCluster reads an upstream Cluster as it is stored, for printing.
+func (ca *clusterAccess) rawCluster(ctx context.Context, t *v1alpha2.Topology) (*unstructured.Unstructured, error) {
+	u := upstream.NewCluster(ca.core)
+	if err := ca.client.Get(ctx, client.ObjectKeyFromObject(t), u); err != nil {
+		return nil, explain(err, ca)
+	}
+	return u, nil
+}
+
+// managedBy names the controller that reconciles t.
+func managedBy(t *v1alpha2.Topology) string {
+	if upstream.IsCluster(t) {
+		return "cluster-api"
+	}
+	return "kubectl-topology"
+}
+
+// refOf is how to name t in a command: NAME, or cluster/NAME for an upstream
+// Cluster, so that a Topology of the same name is never meant instead.
+func refOf(t *v1alpha2.Topology) string {
+	if upstream.IsCluster(t) {
+		return "cluster/" + t.Name
+	}
+	return t.Name
+}
+
+// capitalize starts a sentence with s.
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -1,0 +1,100 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui"
+)
+
+// EditOptions are the inputs of `edit`.
+type EditOptions struct {
+	liveFlags
+	genericiooptions.IOStreams
+	// Name is the Topology.
+	Name string
+	// ReadOnly browses without applying.
+	ReadOnly bool
+}
+
+// NewEditCommand returns `edit`.
+func NewEditCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &EditOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:               "edit NAME [--read-only]",
+		ValidArgsFunction: completeTopologyNames(flags),
+		Short:             "Edit a Topology in the terminal, with live validation and a preview of what rolls out",
+		Long: `Edit opens a full-screen editor of a live Topology: its version, replicas and
+variables. Every keystroke re-runs the agent's own checks (the webhook's field
+errors, version rules) and previews the objects that change and the order of
+the rollout. Apply asks first and writes guarded by the resourceVersion; if
+the Topology changed on the server meanwhile, your edits are kept on top of
+the new version for you to check and apply again.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVar(&o.ReadOnly, "read-only", false, "Browse and preview only; never apply")
+	return cmd
+}
+
+// Validate refuses to run without a terminal.
+func (o *EditOptions) Validate() error {
+	in, inOK := o.In.(interface{ Fd() uintptr })
+	out, outOK := o.Out.(interface{ Fd() uintptr })
+	if !inOK || !outOK || !term.IsTerminal(int(in.Fd())) || !term.IsTerminal(int(out.Fd())) {
+		return fmt.Errorf("edit needs a terminal; without one, use `kubectl topology scale`, `set variable` or `upgrade`, which validate and preview the same way")
+	}
+	return nil
+}
+
+// Run opens the editor.
+func (o *EditOptions) Run(ctx context.Context) error {
+	t, err := o.readTopology(ctx, o.Name)
+	if err != nil {
+		return err
+	}
+	ca := o.access
+	loaded, err := ca.load(ctx, t)
+	if err != nil {
+		return err
+	}
+	apply := func(ctx context.Context, orig, edited *v1alpha2.Topology) (*v1alpha2.Topology, error) {
+		written, err := draft.Write(ctx, ca.store(orig), orig, edited)
+		var conflict *draft.ConflictError
+		if err != nil && !errors.As(err, &conflict) {
+			return nil, explain(err, ca)
+		}
+		return written, err
+	}
+	external, err := ca.externalPatches(ctx, loaded.Class)
+	if err != nil {
+		return err
+	}
+	m, err := tui.NewEditModel(ctx, tui.Inputs{Topology: t, Loaded: loaded, External: external}, apply, o.ReadOnly)
+	if err != nil {
+		return err
+	}
+	final, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithContext(ctx)).Run()
+	if err != nil {
+		return err
+	}
+	if em, ok := final.(*tui.EditModel); ok && em.Applied {
+		fmt.Fprintf(o.Out, "%s %s/%s updated. Follow it with: kubectl topology status %s -n %s --watch\n", draft.Kind(t), t.Namespace, t.Name, o.Name, t.Namespace)
+	}
+	return nil
+}

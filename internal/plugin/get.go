@@ -1,0 +1,317 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+)
+
+// GetOptions are the inputs of `get`.
+type GetOptions struct {
+	liveFlags
+	printFlags *genericclioptions.PrintFlags
+	genericiooptions.IOStreams
+
+	// Name limits the listing to one Topology.
+	Name string
+	// AllNamespaces lists across namespaces.
+	AllNamespaces bool
+	// Watch prints a row for each change after the listing, as kubectl get -w.
+	Watch bool
+
+	now     clock
+	printer printers.ResourcePrinter
+}
+
+// NewGetCommand returns `get`.
+func NewGetCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &GetOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, printFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme())}
+	cmd := &cobra.Command{
+		Use:               "get [NAME] [-A]",
+		ValidArgsFunction: completeTopologyNames(flags),
+		Short:             "List Topologies with their version, replicas, state and problems",
+		Long: `Get lists Topologies: CONTROL PLANE and WORKERS read ready/asked for ("-" when
+an autoscaler sets the replicas; "5+" is 5 plus pools an autoscaler sizes),
+STATE is the state ` + "`kubectl topology status --help`" + ` explains, and PROBLEMS
+names what needs a human: Reconciled=False with its reason, Paused, Deleting,
+and each Degraded part.`,
+		Example: `  kubectl topology get
+  kubectl topology get dev -o yaml
+  kubectl topology get -A -o wide
+  kubectl topology get -A -w     # a row per change`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List Topologies in every namespace")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After the listing, print a row for each change until interrupted")
+	o.printFlags.AddFlags(cmd)
+	cmd.Flags().Lookup("output").Usage = "Output format: wide, yaml, json, name (default: a table)"
+	return cmd
+}
+
+// Complete reads the arguments.
+func (o *GetOptions) Complete(args []string) error {
+	if len(args) == 1 {
+		o.Name = args[0]
+	}
+	return nil
+}
+
+// Validate checks the output format and the flag combination.
+func (o *GetOptions) Validate() error {
+	if o.Name != "" && o.AllNamespaces {
+		return fmt.Errorf("a NAME and --all-namespaces cannot be combined: a name is looked up in one namespace")
+	}
+	if o.Watch && *o.printFlags.OutputFormat != "" && *o.printFlags.OutputFormat != "wide" {
+		return fmt.Errorf("--watch prints table rows; it cannot be combined with --output %s", *o.printFlags.OutputFormat)
+	}
+	switch f := *o.printFlags.OutputFormat; f {
+	case "", "wide":
+	default:
+		p, err := o.printFlags.ToPrinter()
+		if err != nil {
+			return fmt.Errorf("--output %q is not supported; use wide, yaml, json or name", f)
+		}
+		o.printer = p
+	}
+	return nil
+}
+
+// Run lists and prints.
+func (o *GetOptions) Run(ctx context.Context) error {
+	if err := o.connectOnce(); err != nil {
+		return err
+	}
+	var items []v1alpha2.Topology
+	if o.Name != "" {
+		t, err := o.readTopology(ctx, o.Name)
+		if err != nil {
+			return err
+		}
+		items = []v1alpha2.Topology{*t}
+	} else {
+		var err error
+		if items, err = o.access.listAll(ctx, o.AllNamespaces, o.ErrOut); err != nil {
+			return err
+		}
+	}
+	if o.printer != nil {
+		return o.print(ctx, items)
+	}
+	wide := *o.printFlags.OutputFormat == "wide"
+	if len(items) == 0 && !o.Watch {
+		o.access.noTopologies(o.ErrOut, o.AllNamespaces)
+		return nil
+	}
+	// Which controller reconciles each is worth a column once upstream's
+	// Clusters are among them.
+	withController := slices.ContainsFunc(items, func(t v1alpha2.Topology) bool { return upstream.IsCluster(&t) })
+	tw := printers.GetNewTabWriter(o.Out)
+	printHeader(tw, o.AllNamespaces, wide, withController)
+	for i := range items {
+		printRow(tw, &items[i], o.AllNamespaces, wide, withController, o.now)
+	}
+	if err := tw.Flush(); err != nil || !o.Watch {
+		return err
+	}
+	return o.watch(ctx, tw, wide)
+}
+
+// print writes items with the -o printer: Topologies as they are stored, and
+// upstream Clusters as Clusters, in a List when they are several.
+func (o *GetOptions) print(ctx context.Context, items []v1alpha2.Topology) error {
+	objs := make([]runtime.Object, 0, len(items))
+	for i := range items {
+		if !upstream.IsCluster(&items[i]) {
+			items[i].SetGroupVersionKind(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyKind))
+			objs = append(objs, &items[i])
+			continue
+		}
+		u, err := o.access.rawCluster(ctx, &items[i])
+		if err != nil {
+			return err
+		}
+		objs = append(objs, u)
+	}
+	if o.Name != "" || *o.printFlags.OutputFormat == "name" {
+		for _, obj := range objs {
+			if err := o.printer.PrintObj(obj, o.Out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("v1")
+	list.SetKind("List")
+	for _, obj := range objs {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		list.Items = append(list.Items, unstructured.Unstructured{Object: m})
+	}
+	return o.printer.PrintObj(list, o.Out)
+}
+
+// watch prints a row per change of the listed Topologies until ctx ends,
+// starting again from where it was when the server ends a watch.
+func (o *GetOptions) watch(ctx context.Context, tw flushWriter, wide bool) error {
+	wc, err := client.NewWithWatch(o.access.config, client.Options{Scheme: scheme()})
+	if err != nil {
+		return explain(err, o.access)
+	}
+	opts := o.access.listScope(o.AllNamespaces)
+	if o.Name != "" {
+		opts = append(opts, client.MatchingFields{"metadata.name": o.Name})
+	}
+	for ctx.Err() == nil {
+		w, err := wc.Watch(ctx, &v1alpha2.TopologyList{}, opts...)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return explain(err, o.access)
+		}
+		for ev := range w.ResultChan() {
+			t, ok := ev.Object.(*v1alpha2.Topology)
+			if !ok {
+				continue
+			}
+			printRow(tw, t, o.AllNamespaces, wide, false, o.now)
+			if err := tw.Flush(); err != nil {
+				w.Stop()
+				return err
+			}
+		}
+		w.Stop()
+	}
+	return nil
+}
+
+// flushWriter is a table writer that aligns what it has been given on Flush.
+type flushWriter interface {
+	io.Writer
+	Flush() error
+}
+
+// printTable renders NAME, CLASS, VERSION, CONTROL PLANE, WORKERS, STATE,
+// PROBLEMS, AGE.
+func printTable(w io.Writer, items []v1alpha2.Topology, withNamespace, wide bool, now clock) error {
+	tw := printers.GetNewTabWriter(w)
+	printHeader(tw, withNamespace, wide, false)
+	for i := range items {
+		printRow(tw, &items[i], withNamespace, wide, false, now)
+	}
+	return tw.Flush()
+}
+
+func printHeader(w io.Writer, withNamespace, wide, withController bool) {
+	cols := []string{"NAME", "CLASS", "VERSION", "CONTROL PLANE", "WORKERS", "STATE", "PROBLEMS", "AGE"}
+	if withController {
+		cols = append(cols, "MANAGED BY")
+	}
+	if withNamespace {
+		cols = append([]string{"NAMESPACE"}, cols...)
+	}
+	if wide {
+		cols = append(cols, "PHASE", "INFRASTRUCTURE", "RECONCILED", "MESSAGE")
+	}
+	fmt.Fprintln(w, strings.Join(cols, "\t"))
+}
+
+func printRow(w io.Writer, t *v1alpha2.Topology, withNamespace, wide, withController bool, now clock) {
+	state := engine.TopologyState(t)
+	if state == "" {
+		state = v1alpha2.StateWaiting
+	}
+	row := []string{refOf(t), t.Spec.ClassRef.Name, t.Spec.Version, controlPlaneReplicas(t), workerReplicas(t), string(state), orDash(strings.Join(engine.TopologyProblems(t), ",")), duration.HumanDuration(now.now().Sub(t.CreationTimestamp.Time))}
+	if withController {
+		row = append(row, managedBy(t))
+	}
+	if withNamespace {
+		row = append([]string{t.Namespace}, row...)
+	}
+	if wide {
+		reconciled, msg := "-", ""
+		if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition); c != nil {
+			reconciled, msg = string(c.Status)+"/"+c.Reason, engine.ConditionLine(c.Message)
+		}
+		row = append(row, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)), reconciled, msg)
+	}
+	fmt.Fprintln(w, strings.Join(row, "\t"))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// controlPlaneReplicas renders ready/desired for the control plane.
+func controlPlaneReplicas(t *v1alpha2.Topology) string {
+	desired := "-"
+	if t.Spec.ControlPlane.Replicas != nil {
+		desired = fmt.Sprint(*t.Spec.ControlPlane.Replicas)
+	}
+	ready := int32(0)
+	if cp := t.Status.ControlPlane; cp != nil {
+		ready = cp.ReadyReplicas
+	}
+	return fmt.Sprintf("%d/%s", ready, desired)
+}
+
+// workerReplicas renders ready/desired summed over MachineDeployments and MachinePools.
+func workerReplicas(t *v1alpha2.Topology) string {
+	var desired, ready int32
+	open := false
+	if w := t.Spec.Workers; w != nil {
+		for _, md := range w.MachineDeployments {
+			if md.Replicas == nil {
+				open = true
+				continue
+			}
+			desired += *md.Replicas
+		}
+		for _, mp := range w.MachinePools {
+			if mp.Replicas == nil {
+				open = true
+				continue
+			}
+			desired += *mp.Replicas
+		}
+	}
+	for _, p := range append(append([]v1alpha2.PartStatus{}, t.Status.MachineDeployments...), t.Status.MachinePools...) {
+		ready += p.ReadyReplicas
+	}
+	d := fmt.Sprint(desired)
+	if open {
+		d += "+" // some pools leave replicas to an autoscaler
+	}
+	return fmt.Sprintf("%d/%s", ready, d)
+}

@@ -1,0 +1,446 @@
+package plugin
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-topology/kubectl-topology/manifests"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+)
+
+// golden compares got with testdata/golden/NAME, rewriting it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	p := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/plugin -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (run go test ./internal/plugin -update after checking):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func ptr32(n int32) *int32 { return &n }
+
+// at is a time on the fixtures' day, 2026-11-21.
+func at(hour, minute int) *metav1.Time {
+	t := metav1.NewTime(time.Date(2026, 11, 21, hour, minute, 0, 0, time.UTC))
+	return &t
+}
+
+// fixtureNow is "now" for the fixtures' durations.
+var fixtureNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// degraded is a settled Topology that has since lost health: a control
+// plane Machine whose Node is not ready, a pool at 1/2, and warnings.
+func degraded() *v1alpha2.Topology {
+	t := midUpgrade()
+	t.Name, t.Namespace = "prod", "team-a"
+	t.Spec.Workers.MachineDeployments = t.Spec.Workers.MachineDeployments[:1]
+	t.Spec.Workers.MachinePools = nil
+	t.Status = v1alpha2.TopologyStatus{
+		ObservedGeneration: 3, Phase: v1alpha2.PhaseUpToDate, Infrastructure: v1alpha2.InfrastructureProvisioned, ClusterName: "prod",
+		State: v1alpha2.StateDegraded, StateSince: at(11, 46),
+		ControlPlane: &v1alpha2.PartStatus{Name: "control-plane", ObjectName: "prod-cp", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(3), Replicas: 3, ReadyReplicas: 2, UpToDateReplicas: 3, AvailableReplicas: 3,
+			Phase: v1alpha2.PhaseUpToDate, State: v1alpha2.StateDegraded, StateSince: at(11, 46),
+			Problems: []v1alpha2.Problem{{Object: "Machine/prod-cp-abcde", Reason: "NotReady", Message: "NodeHealthy: Node prod-cp-abcde is not ready", Since: at(11, 46)}}},
+		MachineDeployments: []v1alpha2.PartStatus{{Name: "md-a", Class: "general", ObjectName: "prod-md-a", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 1, UpToDateReplicas: 2, AvailableReplicas: 1,
+			Phase: v1alpha2.PhaseUpToDate, State: v1alpha2.StateDegraded, StateSince: at(11, 50),
+			Problems: []v1alpha2.Problem{
+				{Object: "MachineDeployment/prod-md-a", Reason: "NotAvailable", Message: "1 available replicas, at least 2 required", Since: at(11, 50)},
+				{Object: "Machine/prod-md-a-xyz12", Reason: "NotReady", Message: "NodeHealthy: Node prod-md-a-xyz12 is not ready", Since: at(11, 50)},
+			}}},
+		Conditions: []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionTrue, ObservedGeneration: 3, Reason: "ReconcileSucceeded", LastTransitionTime: *at(11, 40)}},
+	}
+	return t
+}
+
+// midUpgrade is a Topology halfway through an upgrade to v1.34.0, as the
+// agent reports it.
+func midUpgrade() *v1alpha2.Topology {
+	created := metav1.NewTime(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	return &v1alpha2.Topology{
+		ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "default", Generation: 3, CreationTimestamp: created},
+		Spec: v1alpha2.TopologySpec{
+			ClassRef: v1alpha2.ClassRef{Name: "docker-kubeadm"}, Version: "v1.34.0",
+			ControlPlane: v1alpha2.ControlPlaneTopology{Replicas: ptr32(3)},
+			Workers: &v1alpha2.WorkersTopology{
+				MachineDeployments: []v1alpha2.MachineDeploymentTopology{
+					{Class: "general", Name: "md-a", Replicas: ptr32(2)},
+					{Class: "general", Name: "md-b", Replicas: ptr32(2)},
+					{Class: "gpu", Name: "md-gpu", Metadata: v1alpha2.ObjectMeta{Annotations: map[string]string{engine.DeferUpgradeAnnotation: ""}}},
+				},
+				MachinePools: []v1alpha2.MachinePoolTopology{{Class: "pool", Name: "mp-0", Replicas: ptr32(1)}},
+			},
+		},
+		Status: v1alpha2.TopologyStatus{
+			ObservedGeneration: 3, Phase: v1alpha2.PhasePending, Infrastructure: v1alpha2.InfrastructureProvisioned, ClusterName: "dev",
+			State: v1alpha2.StateRollingOut, StateSince: at(11, 40),
+			ControlPlane: &v1alpha2.PartStatus{Name: "control-plane", ObjectName: "dev-x7k2p", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(3), Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3, AvailableReplicas: 3, Phase: v1alpha2.PhaseUpToDate, State: v1alpha2.StateReady, StateSince: at(11, 40)},
+			MachineDeployments: []v1alpha2.PartStatus{
+				{Name: "md-a", Class: "general", ObjectName: "dev-md-a-q8w2n", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 1, AvailableReplicas: 2, Phase: v1alpha2.PhaseUpgrading, Message: "Machines are rolling to v1.34.0", State: v1alpha2.StateRollingOut, StateSince: at(11, 52)},
+				{Name: "md-b", Class: "general", ObjectName: "dev-md-b-m4t9z", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 2, AvailableReplicas: 2, Phase: v1alpha2.PhasePending, Message: "upgrade concurrency limit 1 reached (md-a upgrading)", State: v1alpha2.StateWaiting, StateSince: at(11, 40)},
+				{Name: "md-gpu", Class: "gpu", ObjectName: "dev-gpu-md-gpu-c2v8d", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, Phase: v1alpha2.PhaseDeferred, Message: "upgrade deferred by the topology.cluster.x-k8s.io/defer-upgrade annotation", State: v1alpha2.StateDeferred, StateSince: at(11, 40)},
+			},
+			MachinePools: []v1alpha2.PartStatus{{Name: "mp-0", Class: "pool", ObjectName: "dev-mp-0-h5r7k", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(1), Replicas: 1, ReadyReplicas: 1, Phase: v1alpha2.PhasePending, Message: "waiting for the control plane to finish upgrading", State: v1alpha2.StateWaiting, StateSince: at(11, 40)}},
+			UpgradePlan:  &v1alpha2.UpgradePlanStatus{Workers: []string{"v1.34.0"}},
+			Conditions:   []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 3, Reason: "ClusterUpgrading", Message: "Cluster is upgrading to v1.34.0\n  * MachineDeployment md-b pending upgrade to version v1.34.0"}},
+		},
+	}
+}
+
+func TestStatusTree(t *testing.T) {
+	var buf bytes.Buffer
+	if err := renderStatus(&buf, midUpgrade(), fixtureNow); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status-mid-upgrade.txt", buf.String())
+	if engine.RolloutSettled(midUpgrade()) {
+		t.Error("a Topology mid-upgrade counts as settled")
+	}
+}
+
+// TestStatusDegraded: versions that match do not hide machines that are not
+// ready; the problems, since when, the agent's silence and recent warnings
+// are all said.
+func TestStatusDegraded(t *testing.T) {
+	topo := degraded()
+	agent := AgentReport{LastHeartbeat: at(11, 55), Problem: "the agent last reported 5m0s ago: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells"}
+	events := []EventReport{{Time: *at(11, 58), Object: "Machine/prod-md-a-xyz12", Reason: "MachineHealthCheckFailed", Message: "Node not ready for 5m", Count: 3}}
+	var buf bytes.Buffer
+	if err := renderStatusReport(&buf, topo, topologyReport(topo, agent, events), fixtureNow); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status-degraded.txt", buf.String())
+	if engine.RolloutSettled(topo) {
+		t.Error("a degraded Topology counts as settled")
+	}
+}
+
+// TestStatusFleetReport: the fleet view and its JSON put the degraded and the
+// deleting first, and the JSON is the documented, versioned schema.
+func TestStatusFleetReport(t *testing.T) {
+	deleting := midUpgrade()
+	deleting.Name, deleting.DeletionTimestamp = "old", at(11, 59)
+	paused := midUpgrade()
+	paused.Name, paused.Namespace, paused.Spec.Paused = "frozen", "team-b", true
+	items := []v1alpha2.Topology{*midUpgrade(), *degraded(), *deleting, *paused}
+	agent := AgentReport{LastHeartbeat: at(11, 59)}
+	report := StatusReport{Agent: agent}
+	for i := range items {
+		report.Items = append(report.Items, topologyReport(&items[i], agent, nil))
+	}
+	sortReports(report.Items)
+	var table, js bytes.Buffer
+	if err := renderFleet(&table, report, items, fixtureNow); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status-fleet.txt", table.String())
+	if err := printReport(&js, "json", report); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status-fleet.json", js.String())
+	var order []string
+	for _, r := range report.Items {
+		order = append(order, r.Name+":"+string(r.State))
+	}
+	if got, want := strings.Join(order, " "), "old:Deleting frozen:Paused prod:Degraded dev:RollingOut"; got != want {
+		t.Errorf("fleet order %s, want %s", got, want)
+	}
+}
+
+func TestGetTable(t *testing.T) {
+	var buf bytes.Buffer
+	now := clock(func() time.Time { return time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC) })
+	other := midUpgrade()
+	other.Name, other.Namespace = "prod", "team-a"
+	other.Spec.Workers.MachineDeployments[2].Replicas = nil
+	if err := printTable(&buf, []v1alpha2.Topology{*midUpgrade(), *other, *degraded()}, true, true, now); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "get-wide.txt", buf.String())
+}
+
+func TestUpgradePreview(t *testing.T) {
+	topo := midUpgrade()
+	topo.Spec.Version = "v1.33.1"
+	topo.Annotations = map[string]string{engine.UpgradeConcurrencyAnnotation: "2"}
+	var buf bytes.Buffer
+	printUpgradePreview(&buf, topo, nil, "v1.34.0")
+	golden(t, "upgrade-preview.txt", buf.String())
+}
+
+func TestConfirm(t *testing.T) {
+	for in, want := range map[string]bool{"y\n": true, "YES\n": true, "n\n": false, "": false, "maybe\n": false} {
+		if got := confirm(strings.NewReader(in), &bytes.Buffer{}, "go?"); got != want {
+			t.Errorf("answer %q: confirm = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestInstallDryRun(t *testing.T) {
+	stdout, stderr, code := runPlugin(t, "install", "--dry-run=client", "--target-namespace", "topology-team-a", "--watch-namespace", "team-a", "--version", "v0.1.0")
+	if code != 0 {
+		t.Fatalf("install --dry-run failed: %s", stderr)
+	}
+	golden(t, "install-dry-run.yaml", stdout)
+	for _, want := range []string{"- --namespace=team-a", "image: kubectl-topology/agent:v0.1.0", "namespace: topology-team-a"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("dry-run output lacks %q", want)
+		}
+	}
+	if strings.Contains(stdout, "topology-system") {
+		t.Error("the target namespace did not replace topology-system everywhere")
+	}
+}
+
+func TestRenderComponentsVariables(t *testing.T) {
+	objs, err := renderComponents(manifests.Components, nil, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Namespace, ServiceAccount, the agent's rules, the kubeadm providers'
+	// role, the aggregated role and its binding, the leader-election Role and
+	// its binding, Service, Deployment.
+	if len(objs) != 10 {
+		t.Errorf("%d objects, want 10", len(objs))
+	}
+	_, err = renderComponents([]byte("a: ${NEEDED}\n"), nil, "", "")
+	if err == nil || !strings.Contains(err.Error(), "NEEDED") {
+		t.Errorf("a variable without default and value: got %v, want an error naming it", err)
+	}
+}
+
+// TestUnsettledSaysWhereTheRolloutStands: a watch that times out names the
+// phase and every condition that is not true, and says the rollout goes on.
+func TestUnsettledSaysWhereTheRolloutStands(t *testing.T) {
+	err := (&StatusOptions{Timeout: 30 * time.Minute, now: func() time.Time { return fixtureNow }}).unsettled(midUpgrade())
+	want := "Topology default/dev did not settle within 30m0s: RollingOut\n" +
+		"  TopologyReconciled=False ClusterUpgrading: Cluster is upgrading to v1.34.0; MachineDeployment md-b pending upgrade to version v1.34.0\n" +
+		"  md-a: RollingOut for 8m, 2/2 ready, 1 up to date, 2 machines\n" +
+		"  md-b: Waiting for 20m, 2/2 ready, 0 up to date, 2 machines\n" +
+		"  md-gpu: Deferred for 20m, 1/- ready, 0 up to date, 1 machines\n" +
+		"  mp-0: Waiting for 20m, 1/1 ready, 0 up to date, 1 machines\n" +
+		"The rollout goes on; follow it with `kubectl topology status dev -n default --watch`"
+	if err == nil || err.Error() != want {
+		t.Errorf("got:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+// TestMissingKubeconfigSaysSo: a KUBECONFIG that names no file is reported
+// as --kubeconfig with the same path is, not as an unreachable localhost.
+func TestMissingKubeconfigSaysSo(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	_, stderr, code := runPlugin(t, "get")
+	if code == 0 || !strings.Contains(stderr, "KUBECONFIG=/nonexistent: no such file") || strings.Contains(stderr, "localhost:8080") {
+		t.Errorf("KUBECONFIG=/nonexistent: exit %d, %q", code, stderr)
+	}
+	_, stderr, code = runPlugin(t, "get", "--kubeconfig", "/nonexistent")
+	if code == 0 || !strings.Contains(stderr, "/nonexistent") {
+		t.Errorf("--kubeconfig /nonexistent: exit %d, %q", code, stderr)
+	}
+}
+
+// TestPlanLeavesKubectlsClusterFlag: kubectl's global --cluster (the
+// kubeconfig cluster) is not shadowed; plan picks a topology with --topology.
+func TestPlanLeavesKubectlsClusterFlag(t *testing.T) {
+	root := NewRootCommand(genericiooptions.IOStreams{})
+	plan, _, err := root.Find([]string{"plan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := plan.InheritedFlags().Lookup("cluster"); f == nil || f.Usage != "The name of the kubeconfig cluster to use" || plan.LocalFlags().Lookup("cluster") != nil {
+		t.Errorf("plan --cluster is %+v; want kubectl's global flag", f)
+	}
+	if plan.Flags().Lookup("topology") == nil {
+		t.Error("plan has no --topology")
+	}
+}
+
+func TestLiveCommandsRefuseBadFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"upgrade", "dev"}, "--version is required"},
+		{[]string{"upgrade", "dev", "--version", "1.34"}, "not a Kubernetes version"},
+		{[]string{"install", "--dry-run=server"}, `--dry-run=server is not supported`},
+		{[]string{"install", "--local", "--image", "x"}, "--image and --version apply to the Deployment only"},
+		{[]string{"get", "a", "-A", "--kubeconfig", "../../testdata/kubeconfig-unreachable"}, "cannot be combined"},
+		{[]string{"status", "a", "b"}, "accepts at most 1 arg"},
+		{[]string{"status", "dev", "-A"}, "a NAME and --all-namespaces cannot be combined"},
+		{[]string{"status", "--watch"}, "--watch follows one Topology: give its NAME"},
+		{[]string{"status", "dev", "-o", "xml"}, `--output "xml" is not supported; use json or yaml`},
+		{[]string{"status", "dev", "--watch", "-o", "json"}, "--watch and --output cannot be combined"},
+		{[]string{"get", "-w", "-o", "yaml"}, "--watch prints table rows"},
+		{[]string{"status", "dev", "--timeout", "1m"}, "--timeout bounds --watch"},
+		{[]string{"status", "dev", "--watch", "--timeout", "-1s"}, "--timeout must be 0 (wait on) or positive, got -1s"},
+		{[]string{"upgrade", "dev", "--version", "v1.34.0", "--timeout", "1m"}, "--timeout bounds --wait"},
+		{[]string{"get", "-o", "xml", "--kubeconfig", "../../testdata/kubeconfig-unreachable"}, `--output "xml" is not supported`},
+		{[]string{"get", "--kubeconfig", "../../testdata/kubeconfig-unreachable"}, `cannot reach the cluster of context "unreachable" at https://127.0.0.1:1`},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, stderr, code := runPlugin(t, tc.args...)
+			if code == 0 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want an error containing %q", code, stderr, tc.want)
+			}
+		})
+	}
+}
+
+func TestGenerate(t *testing.T) {
+	stdout, stderr, code := runPlugin(t, "generate", "dev", "--class", "docker-kubeadm", "--kubernetes-version", "v1.33.1",
+		"--control-plane", "3", "--worker", "md-a:general=2", "--worker", "mp-0:pool=1", "--set", "imageRepository=registry.example.com", "-f", exampleDir+"/class.yaml")
+	if code != 0 {
+		t.Fatalf("generate failed: %s", stderr)
+	}
+	golden(t, "generate-dev.yaml", stdout)
+	bad := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--worker", "md-a=2"}, `class docker-kubeadm has no worker class "md-a"; it has general, gpu, pool`},
+		{[]string{"--set", "maxPods=many"}, "spec.variables[maxPods].value"},
+		{[]string{"--set", "nosuch=1"}, "nosuch"},
+		{[]string{"--worker", "md-a:general=-1"}, "N a whole number"},
+	}
+	for _, tc := range bad {
+		args := append([]string{"generate", "dev", "--class", "docker-kubeadm", "--kubernetes-version", "v1.33.1", "-f", exampleDir + "/class.yaml"}, tc.args...)
+		if _, stderr, code := runPlugin(t, args...); code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("generate %v: exit %d, %q; want an error containing %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestGenerateOneErrorPerCause: an undefined variable is reported once, and
+// does not make a required variable that has a default read as missing.
+func TestGenerateOneErrorPerCause(t *testing.T) {
+	_, stderr, code := runPlugin(t, "generate", "dev", "--class", "docker-kubeadm", "--kubernetes-version", "v1.33.1", "-f", exampleDir+"/class.yaml", "--set", "nosuch=1")
+	if code == 0 || strings.Count(stderr, "nosuch") != 2 || strings.Count(stderr, "not defined in the class") != 1 || strings.Contains(stderr, "must be set") {
+		t.Errorf("generate --set nosuch=1: exit %d, %q; want one error naming nosuch", code, stderr)
+	}
+}
+
+// TestGenerateSaysWhichFlagIsMissing: without --kubernetes-version the
+// error names the flag, not an empty version.
+func TestGenerateSaysWhichFlagIsMissing(t *testing.T) {
+	_, stderr, code := runPlugin(t, "generate", "dev", "--class", "docker-kubeadm", "-f", exampleDir+"/class.yaml")
+	if code == 0 || !strings.Contains(stderr, "--kubernetes-version is required, e.g. --kubernetes-version v1.33.1") || strings.Contains(stderr, `""`) {
+		t.Errorf("generate without --kubernetes-version: exit %d, %q", code, stderr)
+	}
+}
+
+func TestEditNeedsATerminal(t *testing.T) {
+	_, stderr, code := runPlugin(t, "edit", "dev")
+	if code == 0 || !strings.Contains(stderr, "edit needs a terminal; without one, use `kubectl topology scale`, `set variable` or `upgrade`") {
+		t.Errorf("edit without a terminal: exit %d, %q", code, stderr)
+	}
+}
+
+// TestFreeLocalPortsAreDistinctAndFree: the local agent's probe and webhook
+// ports differ and can be listened on, so a second local agent (the demo's
+// beside the tests') does not fail on a port the first holds.
+func TestFreeLocalPortsAreDistinctAndFree(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	ports, err := freeLocalPorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ports) != 2 || ports[0] == ports[1] {
+		t.Fatalf("ports %v: want two distinct ones", ports)
+	}
+	for _, p := range ports {
+		if p == busy.Addr().(*net.TCPAddr).Port {
+			t.Errorf("port %d is held by another listener", p)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			t.Errorf("port %d cannot be listened on: %v", p, err)
+			continue
+		}
+		l.Close()
+	}
+}
+
+// TestParseVariable: JSON where it parses, a plain string otherwise, and an
+// error where the value looks like JSON but is not.
+func TestParseVariable(t *testing.T) {
+	cases := []struct {
+		in, want, err string
+	}{
+		{in: "replicas=3", want: "3"},
+		{in: "registry=example.com", want: `"example.com"`},
+		{in: `audit={"enabled":true}`, want: `{"enabled":true}`},
+		{in: `sans=["a","b"]`, want: `["a","b"]`},
+		{in: "empty=", want: `""`},
+		{in: `audit={"level": Request}`, err: `variable audit: {"level": Request} is not valid JSON`},
+		{in: `sans=["a",`, err: "variable sans"},
+		{in: `name="unterminated`, err: "variable name"},
+		{in: "=3", err: "give NAME=VALUE"},
+	}
+	for _, tc := range cases {
+		name, raw, err := parseVariable(tc.in)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("parseVariable(%q) = %q, %v; want an error containing %q", tc.in, raw, err, tc.err)
+		case tc.err == "" && (err != nil || string(raw) != tc.want || name == ""):
+			t.Errorf("parseVariable(%q) = %q %q, %v; want %s", tc.in, name, raw, err, tc.want)
+		}
+	}
+}
+
+// TestNoCommandShadowsKubectlFlags: no command defines a flag, or a
+// shorthand, that kubectl's global flags already use.
+func TestNoCommandShadowsKubectlFlags(t *testing.T) {
+	root := NewRootCommand(genericiooptions.IOStreams{})
+	global := root.PersistentFlags()
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+			if global.Lookup(f.Name) != nil {
+				t.Errorf("%s --%s shadows kubectl's global --%s", c.CommandPath(), f.Name, f.Name)
+			}
+			if f.Shorthand != "" && global.ShorthandLookup(f.Shorthand) != nil {
+				t.Errorf("%s -%s (--%s) shadows kubectl's global -%s", c.CommandPath(), f.Shorthand, f.Name, f.Shorthand)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// TestWithPrefix: completions keep what the user has begun typing, with the
+// suffix that lets them go on (KEY=).
+func TestWithPrefix(t *testing.T) {
+	if got := strings.Join(withPrefix("md-", "=", "md-a", "mp-0", "md-b"), " "); got != "md-a= md-b=" {
+		t.Errorf("withPrefix = %q", got)
+	}
+	if got := withPrefix("x", "", "a"); got != nil {
+		t.Errorf("no match gives %v, want none", got)
+	}
+}

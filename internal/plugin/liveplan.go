@@ -1,0 +1,148 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/plan"
+	"github.com/kubectl-topology/kubectl-topology/internal/extension"
+	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+)
+
+// load reads, through the loader the agent uses too, what the engine needs
+// for t from the cluster.
+func (ca *clusterAccess) load(ctx context.Context, t *v1alpha2.Topology) (*loader.Loaded, error) {
+	return ca.loadWith(ctx, t, nil)
+}
+
+// loadWith is load with the class given, when it is not read from the
+// cluster (a class adopt will create).
+func (ca *clusterAccess) loadWith(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) (*loader.Loaded, error) {
+	core, err := ca.coreVersion()
+	if err != nil {
+		return nil, err
+	}
+	l, err := (&loader.Loader{Reader: ca.client, CoreVersion: core, Mapper: ca.client.RESTMapper(), GivenClass: class}).Load(ctx, t)
+	if err != nil {
+		return nil, explain(err, ca)
+	}
+	return l, nil
+}
+
+// livePlan computes what the agent would change now for t: the desired state
+// from the live class, templates and objects, each object the agent would
+// write sent as a server-side-apply dry run so defaulting, webhooks and field
+// ownership are accounted for, compared with what exists. Pools whose
+// creation waits are listed as pending, with why.
+// The warnings name external patches that could not be run from here.
+func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha2.Topology) (*plan.Plan, []string, error) {
+	p, _, warnings, err := ca.livePlanWith(ctx, t, nil)
+	return p, warnings, err
+}
+
+// livePlanWith is livePlan with the class given (see loadWith); it returns
+// the desired state too.
+func (ca *clusterAccess) livePlanWith(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) (*plan.Plan, *engine.State, []string, error) {
+	l, err := ca.loadWith(ctx, t, class)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cat, err := engine.CompileClass(ctx, l.Class)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	external, err := ca.externalPatches(ctx, l.Class)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// An upstream Cluster's objects are written as upstream's controller
+	// writes them: owned by the Cluster, by its field manager.
+	dialect, manager := engine.DialectOf(t), engine.FieldManager
+	if dialect == engine.DialectUpstream {
+		manager = upstream.FieldManager
+	}
+	in := engine.Input{
+		Topology: t, Class: l.Class, Templates: l.Templates, Current: l.Current, Observed: l.Observed,
+		Names: names.NewGenerator(nil), Dialect: dialect, Catalog: cat,
+		CoreVersion: l.CoreVersion, Contracts: l.Contracts,
+	}
+	if external != nil {
+		in.External = external
+	}
+	res, err := engine.Compute(ctx, in)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var warnings []string
+	// spec.paused has its own word in plan and the previews.
+	if _, hold := engine.Hold(t, l.Current.Cluster); hold != "" && !t.Spec.Paused {
+		warnings = append(warnings, hold+"; what follows is what would change then")
+	}
+	if external != nil {
+		for _, s := range external.Skipped() {
+			warnings = append(warnings, s.String())
+		}
+	}
+	for _, obj := range res.ToApply() {
+		if ownedByUncreated(obj) {
+			continue // the owner is not created yet (adopt): compared as computed
+		}
+		dry := obj.DeepCopy()
+		// Upstream's Cluster is desired as stored, with what the server
+		// manages: the dry run must neither carry managed fields nor be
+		// guarded by a version its controllers have moved on from.
+		dry.SetManagedFields(nil)
+		dry.SetResourceVersion("")
+		if err := ca.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll); err != nil {
+			return nil, nil, nil, fmt.Errorf("the API server refused %s %s in a dry run: %w", obj.GetKind(), obj.GetName(), explain(err, ca))
+		}
+		engine.StripServerFields(dry)
+		*obj = *dry
+	}
+	current := make([]*unstructured.Unstructured, 0, len(l.Objects))
+	for _, o := range l.Objects {
+		o = o.DeepCopy()
+		engine.StripServerFields(o)
+		current = append(current, o)
+	}
+	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: current, Cluster: t.Name, Namespace: t.Namespace, Pending: res.Pending()})
+	return p, res.Desired, warnings, err
+}
+
+// ownedByUncreated tells whether an owner of obj has no UID yet, which the
+// API server would refuse even in a dry run.
+func ownedByUncreated(obj *unstructured.Unstructured) bool {
+	for _, r := range obj.GetOwnerReferences() {
+		if r.UID == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// externalPatches runs the class's external patches from here, with the
+// handlers the agent discovered (TopologyExtension status). Handlers this
+// machine cannot reach, typically behind a Service, are skipped and named.
+// It is nil for a class without external patches.
+func (ca *clusterAccess) externalPatches(ctx context.Context, class *v1alpha2.TopologyClass) (*extension.Patcher, error) {
+	if !engine.HasExternalPatches(class) {
+		return nil, nil
+	}
+	c := &extension.Client{Registry: extension.NewRegistry(), BestEffort: true}
+	list := &v1alpha2.TopologyExtensionList{}
+	if err := ca.client.List(ctx, list); err != nil && !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("reading the TopologyExtensions of TopologyClass %s's external patches: %w", class.Name, explain(err, ca))
+	}
+	for i := range list.Items {
+		_ = c.Registry.FromStatus(&list.Items[i]) // one that cannot be used is skipped by name when called
+	}
+	return extension.NewPatcher(c, class), nil
+}

@@ -1,0 +1,468 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui"
+	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+)
+
+// StatusOptions are the inputs of `status`.
+type StatusOptions struct {
+	liveFlags
+	genericiooptions.IOStreams
+
+	// Name is the Topology; empty lists every Topology of the namespace.
+	Name string
+	// AllNamespaces lists the Topologies of every namespace.
+	AllNamespaces bool
+	// Output is "" for text, or json or yaml (the versioned StatusReport).
+	Output string
+	// Watch follows the rollout until it settles.
+	Watch bool
+	// Interval between reads while watching.
+	Interval time.Duration
+	// Timeout ends a watch that has not settled with an error; 0 waits on.
+	Timeout time.Duration
+
+	terminal bool
+	now      clock
+}
+
+// statusLong documents the states and the report schema: what an on-call
+// engineer reads in `status --help`.
+const statusLong = `Status shows where a Topology's rollout stands and whether its machines are
+healthy: the Topology, then the control plane and each pool, with the state of
+each, since when, and why. Without NAME it lists every Topology of the
+namespace (-A: of all namespaces), what needs a human first.
+
+States, from what needs a human most:
+  Deleting      the Topology is being deleted with its cluster
+  Paused        spec.paused is set: nothing is applied (kubectl topology resume)
+  Degraded      machines are not ready or available, or Cluster API reports a
+                fault (etcd, control plane components, a remediation)
+  Provisioning  being created: infrastructure or first machines coming up
+  RollingOut    machines are being replaced (an upgrade or a template change)
+  Scaling       the number of machines moves towards the replicas asked for
+  Held          waits on the hold annotation
+  Deferred      waits on the defer annotation
+  Waiting       waits its turn (the control plane, the upgrade concurrency)
+  Ready         at the version and replicas asked for, every machine ready
+
+READY reads ready/asked for; "-" means an autoscaler sets the replicas, and in
+a sum "3+" means 3 plus pools an autoscaler sizes.
+
+Status is what the agent last reported: it warns when the agent's heartbeat is
+old or the agent has not seen the latest change, and lists recent Warning
+events of the Topology and its objects.
+
+--watch ends when the rollout has settled: the agent reconciled the latest
+change and every part is Ready. With --timeout it gives up with exit code 1
+and names what holds it.
+
+-o json|yaml prints a StatusReport (apiVersion ` + StatusReportAPIVersion + `): agent
+{lastHeartbeat, problem}, and items[] of {namespace, name, class, version,
+state, stateSince, settled, paused, deleting, infrastructure, reconciled
+{status, reason, message, since}, stale[], problems[], parts[] {name, kind,
+class, object, state, stateSince, phase, version, desiredVersion, replicas
+{desired, current, ready, upToDate, available}, message, problems[] {object,
+reason, message, since}}, events[] {time, object, reason, message, count}}.
+Fields are only added within a version.`
+
+// NewStatusCommand returns `status`.
+func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &StatusOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Interval: 2 * time.Second}
+	cmd := &cobra.Command{
+		Use:               "status [NAME | -A] [--watch [--timeout D]] [-o json|yaml]",
+		ValidArgsFunction: completeTopologyNames(flags),
+		Short:             "Show a Topology's rollout and health: the control plane, then each pool, and why a part waits",
+		Long:              statusLong,
+		Example: `  kubectl topology status dev
+  kubectl topology status dev --watch
+  kubectl topology status dev --watch --timeout 30m   # exit 1 if not settled by then
+  kubectl topology status -A                          # every Topology, problems first
+  kubectl topology status -A -o json                  # for alerting`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the Topologies of every namespace")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (a StatusReport, see above); default text")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the rollout until it settles: a live view in a terminal, a line per change when piped")
+	cmd.Flags().DurationVar(&o.Interval, "interval", o.Interval, "How often to read the Topology while watching")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "With --watch: give up and exit 1 if the rollout has not settled by then (0: wait on); the rollout itself goes on")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// Complete reads the arguments.
+func (o *StatusOptions) Complete(args []string) error {
+	if len(args) == 1 {
+		o.Name = args[0]
+	}
+	if f, ok := o.Out.(interface{ Fd() uintptr }); ok {
+		o.terminal = term.IsTerminal(int(f.Fd()))
+	}
+	return nil
+}
+
+// Validate checks the flags.
+func (o *StatusOptions) Validate() error {
+	if o.Interval <= 0 {
+		return fmt.Errorf("--interval must be positive, got %s", o.Interval)
+	}
+	switch o.Output {
+	case "", "json", "yaml":
+	default:
+		return fmt.Errorf("--output %q is not supported; use json or yaml, or leave it out for text", o.Output)
+	}
+	if o.Name != "" && o.AllNamespaces {
+		return fmt.Errorf("a NAME and --all-namespaces cannot be combined: a name is looked up in one namespace")
+	}
+	if o.Watch && o.Name == "" {
+		return fmt.Errorf("--watch follows one Topology: give its NAME (to follow many, use `kubectl topology get -w`)")
+	}
+	if o.Watch && o.Output != "" {
+		return fmt.Errorf("--watch and --output cannot be combined: --watch draws for a human; poll `status -o %s` for a machine", o.Output)
+	}
+	return validateFollowTimeout(o.Timeout, o.Watch, "--watch")
+}
+
+// validateFollowTimeout checks a --timeout that bounds following a rollout,
+// which the flag named follow turns on.
+func validateFollowTimeout(timeout time.Duration, following bool, follow string) error {
+	if timeout < 0 {
+		return fmt.Errorf("--timeout must be 0 (wait on) or positive, got %s", timeout)
+	}
+	if timeout > 0 && !following {
+		return fmt.Errorf("--timeout bounds %[1]s; add %[1]s, or drop --timeout", follow)
+	}
+	return nil
+}
+
+// Run prints the rollout once, lists the fleet, or follows it with --watch.
+func (o *StatusOptions) Run(ctx context.Context) error {
+	if o.Name == "" {
+		return o.runFleet(ctx)
+	}
+	t, err := o.readTopology(ctx, o.Name)
+	if err != nil {
+		return err
+	}
+	if !o.Watch {
+		now := o.now.now()
+		agent := o.agentFor(ctx, t, now)
+		report := topologyReport(t, agent, warningEvents(ctx, o.access.client, t, now))
+		if o.Output != "" {
+			return printReport(o.Out, o.Output, StatusReport{Agent: agent, Items: []TopologyReport{report}})
+		}
+		return renderStatusReport(o.Out, t, report, now)
+	}
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	if o.terminal {
+		// In a terminal: the editor's components, redrawn in place.
+		fetch := func(ctx context.Context) (*v1alpha2.Topology, error) {
+			return o.readTopology(ctx, o.Name)
+		}
+		m := tui.NewStatusModel(fetch, o.Interval)
+		_, err := tea.NewProgram(m, tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithContext(ctx)).Run()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			if last := m.Topology(); last != nil {
+				t = last
+			}
+			return o.unsettled(t)
+		}
+		if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+			return nil // interrupted: the rollout goes on without us
+		}
+		return err
+	}
+	last := ""
+	for {
+		var buf bytes.Buffer
+		agent := o.agentFor(ctx, t, o.now.now())
+		if agent.Problem != "" {
+			// Without its age, which would make every read a new block.
+			agent.Problem = agentSilent
+		}
+		if err := renderStatusReport(&buf, t, topologyReport(t, agent, nil), time.Time{}); err != nil {
+			return err
+		}
+		if buf.String() != last {
+			if last != "" {
+				fmt.Fprintln(o.Out)
+			}
+			_, _ = o.Out.Write(buf.Bytes())
+			last = buf.String()
+		}
+		if engine.RolloutSettled(t) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return o.unsettled(t)
+			}
+			return nil
+		case <-time.After(o.Interval):
+		}
+		next, err := o.readTopology(ctx, o.Name)
+		if err != nil {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return o.unsettled(t)
+			}
+			return err
+		}
+		t = next
+	}
+}
+
+// agentFor is the agent's report where t is the agent's to reconcile; an
+// upstream Cluster is Cluster API's, whatever the agent does.
+func (o *StatusOptions) agentFor(ctx context.Context, t *v1alpha2.Topology, now time.Time) AgentReport {
+	if upstream.IsCluster(t) {
+		return AgentReport{}
+	}
+	return agentReport(ctx, o.access.client, now)
+}
+
+// unsettled is the error of a watch that timed out: where the rollout stands
+// and why, and that it goes on.
+func (o *StatusOptions) unsettled(t *v1alpha2.Topology) error {
+	msg := fmt.Sprintf("%s %s/%s did not settle within %s: %s", draft.Kind(t), t.Namespace, t.Name, o.Timeout, orDash(string(engine.TopologyState(t))))
+	for _, hold := range append(engine.RolloutHolds(t), engine.PartsNotReady(t, o.now.now())...) {
+		msg += "\n  " + hold
+	}
+	return fmt.Errorf("%s\nThe rollout goes on; follow it with `kubectl topology status %s -n %s --watch`", msg, refOf(t), t.Namespace)
+}
+
+// renderStatus writes the status tree as plain text; a zero now leaves out
+// the times (a watch prints a new block only when something changed).
+func renderStatus(w io.Writer, t *v1alpha2.Topology, now time.Time) error {
+	return renderStatusReport(w, t, topologyReport(t, AgentReport{}, nil), now)
+}
+
+// renderStatusReport writes one Topology's report for a human: the state and
+// since when, what makes it stale, the parts as a tree, every problem, and
+// recent warnings.
+func renderStatusReport(w io.Writer, t *v1alpha2.Topology, r TopologyReport, now time.Time) error {
+	since := func(ts *metav1.Time) string {
+		if now.IsZero() || ts == nil {
+			return "-"
+		}
+		return engine.HumanDuration(now.Sub(ts.Time))
+	}
+	head := fmt.Sprintf("%s %s/%s (class %s) · %s", draft.Kind(t), t.Namespace, t.Name, t.Spec.ClassRef.Name, r.State)
+	if upstream.IsCluster(t) {
+		head = fmt.Sprintf("Cluster %s/%s (ClusterClass %s, Cluster API's topology controller) · %s", t.Namespace, t.Name, t.Spec.ClassRef.Name, r.State)
+	}
+	if !now.IsZero() && r.StateSince != nil {
+		head += " for " + since(r.StateSince)
+	}
+	fmt.Fprintln(w, head)
+	fmt.Fprintf(w, "  version %s · rollout phase %s · infrastructure %s\n", t.Spec.Version, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)))
+	if p := t.Status.UpgradePlan; p != nil {
+		fmt.Fprintf(w, "  upgrade plan: control plane %s · workers %s\n", orDash(strings.Join(p.ControlPlane, " → ")), orDash(strings.Join(p.Workers, " → ")))
+	}
+	if r.agentProblem != "" {
+		fmt.Fprintf(w, "  STALE: %s\n", r.agentProblem)
+	}
+	for _, line := range append(withoutEmpty(r.notObserved), engine.ConditionsNotTrue(t)...) {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	parts := t.Status.Parts()
+	if len(parts) == 0 {
+		if r.agentProblem != "" {
+			fmt.Fprintln(w, "  no rollout reported yet, and the agent is not reporting (see above)")
+		} else {
+			fmt.Fprintln(w, "  no rollout reported yet: the agent has not reconciled it yet")
+		}
+		return nil
+	}
+	tw := printers.GetNewTabWriter(w)
+	fmt.Fprintln(tw, "PART\tOBJECT\tVERSION\tREADY\tUP-TO-DATE\tSTATE\tSINCE\tWHY")
+	open := false
+	for i, p := range parts {
+		branch := "├─"
+		if i == len(parts)-1 {
+			branch = "└─"
+		}
+		name := p.Name
+		if p.Class != "" {
+			name += " (" + p.Class + ")"
+		}
+		version := orDash(p.Version)
+		if p.Version != p.DesiredVersion && p.DesiredVersion != "" {
+			version = orDash(p.Version) + " → " + p.DesiredVersion
+		}
+		if p.DesiredReplicas == nil {
+			open = true
+		}
+		why := p.Message
+		if why == "" && len(p.Problems) > 0 {
+			why = p.Problems[0].Object + " " + p.Problems[0].Reason
+		}
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%d/%s\t%d\t%s\t%s\t%s\n", branch, name, orDash(p.ObjectName), version, p.ReadyReplicas, desiredReplicas(p), p.UpToDateReplicas, orDash(string(p.State)), since(p.StateSince), why)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if open {
+		fmt.Fprintln(w, "  READY n/-: an autoscaler sets that pool's replicas")
+	}
+	var problems []string
+	for _, p := range parts {
+		for _, pr := range p.Problems {
+			line := p.Name + ": " + pr.Object + " " + pr.Reason
+			if pr.Message != "" {
+				line += ": " + pr.Message
+			}
+			if !now.IsZero() && pr.Since != nil {
+				line += " (for " + since(pr.Since) + ")"
+			}
+			problems = append(problems, line)
+		}
+	}
+	if len(problems) > 0 {
+		fmt.Fprintln(w, "Problems:")
+		for _, line := range problems {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+	}
+	if len(r.Events) > 0 {
+		fmt.Fprintf(w, "Warning events (last %s):\n", engine.HumanDuration(eventWindow))
+		for _, e := range r.Events {
+			count := ""
+			if e.Count > 1 {
+				count = fmt.Sprintf(" (x%d)", e.Count)
+			}
+			fmt.Fprintf(w, "  %s ago  %s  %s: %s%s\n", since(&e.Time), e.Object, e.Reason, e.Message, count)
+		}
+	}
+	return nil
+}
+
+// runFleet lists every Topology of the namespace (or all), problems first.
+func (o *StatusOptions) runFleet(ctx context.Context) error {
+	if err := o.connectOnce(); err != nil {
+		return err
+	}
+	items, err := o.access.listAll(ctx, o.AllNamespaces, o.ErrOut)
+	if err != nil {
+		return err
+	}
+	now := o.now.now()
+	report := StatusReport{Items: []TopologyReport{}}
+	ours := slices.ContainsFunc(items, func(t v1alpha2.Topology) bool { return !upstream.IsCluster(&t) })
+	if ours {
+		// Only Topologies are the agent's: a fleet of upstream Clusters
+		// alone says nothing of an agent.
+		report.Agent = agentReport(ctx, o.access.client, now)
+	}
+	for i := range items {
+		agent := report.Agent
+		if upstream.IsCluster(&items[i]) {
+			agent = AgentReport{}
+		}
+		report.Items = append(report.Items, topologyReport(&items[i], agent, nil))
+	}
+	sortReports(report.Items)
+	if o.Output != "" {
+		return printReport(o.Out, o.Output, report)
+	}
+	if len(report.Items) == 0 {
+		o.access.noTopologies(o.ErrOut, o.AllNamespaces)
+		return nil
+	}
+	return renderFleet(o.Out, report, items, now)
+}
+
+// renderFleet writes one line per Topology, in the report's order.
+func renderFleet(w io.Writer, report StatusReport, items []v1alpha2.Topology, now time.Time) error {
+	if report.Agent.Problem != "" {
+		fmt.Fprintf(w, "STALE: %s\n", report.Agent.Problem)
+	}
+	byKey := map[string]*v1alpha2.Topology{}
+	for i := range items {
+		byKey[items[i].Namespace+"/"+items[i].Name] = &items[i]
+	}
+	tw := printers.GetNewTabWriter(w)
+	fmt.Fprintln(tw, "NAMESPACE\tNAME\tCLASS\tVERSION\tSTATE\tSINCE\tCONTROL PLANE\tWORKERS\tPROBLEMS")
+	for _, r := range report.Items {
+		t := byKey[r.Namespace+"/"+r.Name]
+		since := "-"
+		if r.StateSince != nil {
+			since = engine.HumanDuration(now.Sub(r.StateSince.Time))
+		}
+		problems := strings.Join(r.Problems, ", ")
+		if len(r.Stale) > 0 && report.Agent.Problem == "" {
+			problems = strings.TrimPrefix(problems+", Stale", ", ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, refOf(t), r.Class, r.Version, r.State, since, controlPlaneReplicas(t), workerReplicas(t), orDash(problems))
+	}
+	return tw.Flush()
+}
+
+// withoutEmpty is s as a list, empty when s is.
+func withoutEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// printReport writes the report as json or yaml.
+func printReport(w io.Writer, format string, report StatusReport) error {
+	report.APIVersion, report.Kind = StatusReportAPIVersion, "StatusReport"
+	var data []byte
+	var err error
+	if format == "yaml" {
+		data, err = yaml.Marshal(report)
+	} else {
+		data, err = json.MarshalIndent(report, "", "  ")
+		data = append(data, '\n')
+	}
+	if err != nil {
+		return fmt.Errorf("encoding the status report: %w", err)
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+func desiredReplicas(p v1alpha2.PartStatus) string {
+	if p.DesiredReplicas == nil {
+		return "-"
+	}
+	return fmt.Sprint(*p.DesiredReplicas)
+}

@@ -1,0 +1,154 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/components"
+	"github.com/kubectl-topology/kubectl-topology/internal/process"
+	"github.com/kubectl-topology/kubectl-topology/internal/version"
+)
+
+// VersionOptions are the inputs of `version`.
+type VersionOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	// Client prints only the plugin's version, without contacting a cluster.
+	Client bool
+	// StateDir is where a --local agent keeps its pid file.
+	StateDir string
+}
+
+// NewVersionCommand returns `version`.
+func NewVersionCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &VersionOptions{configFlags: flags, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Show the plugin's version, the agent's, and the API versions the cluster serves",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVar(&o.Client, "client", false, "Only the plugin's version; do not contact the cluster")
+	cmd.Flags().StringVar(&o.StateDir, "state-dir", defaultStateDir(), "Where a --local agent keeps its pid file")
+	return cmd
+}
+
+// Run prints the versions.
+func (o *VersionOptions) Run(ctx context.Context) error {
+	fmt.Fprintf(o.Out, "plugin: %s\n", version.Get())
+	if o.Client {
+		return nil
+	}
+	ca, err := connect(o.configFlags)
+	if err != nil {
+		return err
+	}
+	agent, err := agentVersion(ctx, ca, o.StateDir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "agent: %s\n", agent)
+	wh := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := ca.client.Get(ctx, client.ObjectKey{Name: components.ValidatingWebhookName}, wh); err == nil {
+		if v := wh.Annotations[components.AgentVersionAnnotation]; v != "" {
+			fmt.Fprintf(o.Out, "agent release: %s\n", v)
+			if v != version.Get() {
+				fmt.Fprintf(o.ErrOut, "Warning: the agent is release %s and this plugin %s: previews and checks may differ from what the agent does; install the plugin's release (kubectl topology install) or use the plugin of the agent's\n", v, version.Get())
+			}
+		}
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(ca.config)
+	if err != nil {
+		return err
+	}
+	groups, err := dc.ServerGroups()
+	if err != nil {
+		return explain(err, ca)
+	}
+	var served []string
+	for _, g := range groups.Groups {
+		if g.Name == v1alpha2.GroupVersion.Group {
+			for _, v := range g.Versions {
+				served = append(served, v.GroupVersion)
+			}
+		}
+	}
+	sort.Strings(served)
+	if len(served) == 0 {
+		served = []string{"none (run `kubectl topology install`)"}
+	}
+	fmt.Fprintf(o.Out, "API: %s\n", strings.Join(served, ", "))
+	if sv, err := dc.ServerVersion(); err == nil {
+		fmt.Fprintf(o.Out, "server: %s\n", sv.GitVersion)
+	}
+	providerReport(ctx, o.Out, ca)
+	return nil
+}
+
+// agentVersion describes the installed agent: the Deployment's image, or an
+// out-of-cluster agent registered by URL, or none.
+func agentVersion(ctx context.Context, ca *clusterAccess, stateDir string) (string, error) {
+	// Found by the provider label, in whatever namespace it was installed to.
+	deployments := &appsv1.DeploymentList{}
+	if err := ca.client.List(ctx, deployments, client.MatchingLabels{"cluster.x-k8s.io/provider": components.ProviderLabelValue}); err != nil && !apierrors.IsForbidden(err) {
+		return "", explain(err, ca)
+	}
+	for _, d := range deployments.Items {
+		if d.Name != components.DeploymentName {
+			continue
+		}
+		image := d.Spec.Template.Spec.Containers[0].Image
+		return fmt.Sprintf("%s (Deployment %s/%s, %d/%d ready)", image, d.Namespace, d.Name, d.Status.ReadyReplicas, d.Status.Replicas), nil
+	}
+	wh := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := ca.client.Get(ctx, client.ObjectKey{Name: components.ValidatingWebhookName}, wh); err == nil && len(wh.Webhooks) > 0 && wh.Webhooks[0].ClientConfig.URL != nil {
+		return localAgentState(*wh.Webhooks[0].ClientConfig.URL, stateDir), nil
+	}
+	return "not installed (run `kubectl topology install`)", nil
+}
+
+// localAgentState says whether the agent registered at url (out of cluster)
+// really runs: something must answer there, and, when its pid file in
+// stateDir says where its probes are, it must say it is ready.
+func localAgentState(webhookURL, stateDir string) string {
+	u, err := url.Parse(webhookURL)
+	if err != nil {
+		return "registered at " + webhookURL + ", which is not a URL"
+	}
+	conn, err := net.DialTimeout("tcp", u.Host, 2*time.Second)
+	if err != nil {
+		return fmt.Sprintf("registered out of cluster at %s but NOT RUNNING: nothing answers there, so every Topology write is refused; start it with `kubectl topology install --local`", u.Host)
+	}
+	conn.Close()
+	state := "running out of cluster at " + webhookURL
+	rec, ok := process.Find(filepath.Join(stateDir, "agent.pid"))
+	if !ok {
+		return state
+	}
+	state += fmt.Sprintf(" (pid %d)", rec.PID)
+	if addr, found := strings.CutPrefix(rec.Extra, probePrefix); found {
+		if err := readiness(addr); err != nil {
+			return state + ", " + err.Error() + "; its log " + filepath.Join(stateDir, "agent.log") + " says why"
+		}
+		state += ", ready"
+	}
+	return state
+}

@@ -1,0 +1,537 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/spinner"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/plan"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/variables"
+	"github.com/kubectl-topology/kubectl-topology/internal/extension"
+	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+)
+
+// Applier writes edited, an edit of orig, guarded by orig's resourceVersion,
+// as draft.Write does: on a conflict it returns a *draft.ConflictError.
+type Applier func(ctx context.Context, orig, edited *v1alpha2.Topology) (*v1alpha2.Topology, error)
+
+// Inputs are what the editor works on, read once when it opens.
+type Inputs struct {
+	// Topology as read from the server.
+	Topology *v1alpha2.Topology
+	// Loaded is its class, templates, objects and rollout state, as the
+	// agent reads them.
+	*loader.Loaded
+	// External runs the class's external patches, best effort; nil when it has none.
+	External *extension.Patcher
+}
+
+// EditModel is the Topology editor: a form on top, checks and the rollout
+// preview below, recomputed with the engine on every keystroke. The user's
+// Topology is a draft of the server's; the form is rebuilt from it.
+type EditModel struct {
+	in       Inputs
+	catalog  *variables.Catalog
+	keys     KeyMap
+	styles   Styles
+	help     help.Model
+	apply    Applier
+	readOnly bool
+
+	draft    *v1alpha2.Topology
+	fields   []editField
+	original map[string]editField
+	// originalSettings are the server's settings, to tell what the draft changes.
+	originalSettings map[string]draft.Setting
+	cursor           int
+	// focus, when set, is the key of the field the next refresh selects:
+	// what the user just added.
+	focus     string
+	buffers   map[string]string
+	picker    *picker
+	prompt    *prompt
+	diffIndex int
+	width     int
+	height    int
+
+	fieldErrs    map[int][]string
+	checks       []string
+	warnings     []string
+	changes      []plan.Change
+	changed      []draft.Change
+	rollout      []string
+	replacements []string
+	confirming   bool
+	// quitAsking asks before unsaved edits are thrown away.
+	quitAsking bool
+	applying   bool
+	message    string
+	quitting   bool
+
+	// ctx bounds the background computations; see editcompute.go.
+	ctx context.Context
+	// gen is the draft's generation; shownGen the one the checks and preview
+	// shown are of; dueGen the newest whose debounce passed; startedGen the
+	// one computing or computed last.
+	gen, shownGen, dueGen, startedGen int
+	// dirty is set when the draft changed and its checks are not scheduled.
+	dirty    bool
+	running  bool
+	cancel   context.CancelFunc
+	debounce time.Duration
+	spinner  spinner.Model
+	spinning bool
+	// applyWhenChecked is an apply asked for while the checks ran.
+	applyWhenChecked bool
+	// Applied is true once an apply succeeded.
+	Applied bool
+	// Now is the clock health durations are read against.
+	Now func() time.Time
+}
+
+func (m *EditModel) now() time.Time {
+	if m.Now == nil {
+		return time.Now()
+	}
+	return m.Now()
+}
+
+// NewEditModel opens the editor on in; apply writes the result.
+func NewEditModel(ctx context.Context, in Inputs, apply Applier, readOnly bool) (*EditModel, error) {
+	cat, err := engine.CompileClass(ctx, in.Class)
+	if err != nil {
+		return nil, err
+	}
+	m := &EditModel{in: in, catalog: cat, keys: DefaultKeyMap(), styles: DefaultStyles(), help: help.New(), apply: apply, readOnly: readOnly,
+		width: 80, height: 24, diffIndex: -1, ctx: ctx, debounce: defaultDebounce, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
+	m.reset(in.Topology)
+	m.refresh()
+	return m, nil
+}
+
+// reset makes t the server's Topology and a fresh draft of it.
+func (m *EditModel) reset(t *v1alpha2.Topology) {
+	m.in.Topology = t
+	m.draft = t.DeepCopy()
+	m.buffers = map[string]string{}
+	m.setOriginal()
+}
+
+func (m *EditModel) setOriginal() {
+	m.originalSettings = draft.Settings(m.in.Topology)
+	m.original = map[string]editField{}
+	for _, f := range buildForm(m.in.Topology, m.in.Class) {
+		m.original[f.key] = f
+	}
+}
+
+// SetSize fits the editor to the terminal.
+func (m *EditModel) SetSize(w, h int) {
+	m.width, m.height = w, h
+	m.help.Width = w
+}
+
+// refresh rebuilds the form from the draft, keeping what is typed and where
+// the cursor is, and recomputes every check and the preview.
+func (m *EditModel) refresh() {
+	selected := m.focus
+	if selected == "" && len(m.fields) > 0 {
+		selected = m.fields[m.cursor].key
+	}
+	m.focus = ""
+	m.fields = buildForm(m.draft, m.in.Class)
+	for i := range m.fields {
+		f := &m.fields[i]
+		if o, ok := m.original[f.key]; ok {
+			f.original, f.originalPresent = o.value, o.present
+		}
+		if buf, ok := m.buffers[f.key]; ok {
+			f.value, f.present = buf, buf != ""
+		}
+		if f.key == selected {
+			m.cursor = i
+		}
+	}
+	m.cursor = min(m.cursor, len(m.fields)-1)
+	m.recompute()
+}
+
+// forget drops what was typed into a field and everything under it.
+func (m *EditModel) forget(key string) {
+	for k := range m.buffers {
+		if k == key || strings.HasPrefix(k, key+".") || strings.HasPrefix(k, key+"[") {
+			delete(m.buffers, k)
+		}
+	}
+}
+
+// write puts a field's value into the draft.
+func (m *EditModel) write(f *editField, value any, present bool) error {
+	switch f.role {
+	case roleVersion:
+		s, _ := value.(string)
+		m.draft.Spec.Version = s
+	case roleReplicas:
+		p := draft.Replicas(m.draft, f.scope)
+		if p == nil {
+			return fmt.Errorf("%s does not exist", f.scope.Label())
+		}
+		*p = nil
+		if present {
+			n, err := value.(json.Number).Int64() // parse checked it fits
+			if err != nil {
+				return err
+			}
+			v := int32(n)
+			*p = &v
+		}
+	case roleVariable:
+		return draft.SetVariable(m.draft, f.scope, f.variable, f.sub, value, present)
+	}
+	return nil
+}
+
+// typeInto sets the selected field to text as typed. Typing changes no
+// other row, so the form is not rebuilt: this is the editor's hot path.
+func (m *EditModel) typeInto(text string) {
+	f := &m.fields[m.cursor]
+	switch f.kind {
+	case kindText:
+		_ = m.write(f, text, true)
+		f.present = true
+	case kindNumber, kindJSON:
+		m.buffers[f.key] = text
+		f.present = text != ""
+		if v, ok, err := f.parse(text); err == nil {
+			if err := m.write(f, v, ok); err != nil {
+				m.message = err.Error()
+			}
+		}
+	}
+	f.value = text
+	m.recompute()
+}
+
+// recompute takes the draft as it is now: what needs no engine (values that
+// do not parse, the settings changed) at once, and the engine's checks and
+// preview in the background (see editcompute.go), so that typing never waits
+// for them.
+func (m *EditModel) recompute() {
+	m.gen++
+	m.fieldErrs = map[int][]string{}
+	m.changed = draft.Diff(m.originalSettings, draft.Settings(m.draft))
+	for i, f := range m.fields {
+		if buf, ok := m.buffers[f.key]; ok {
+			if _, _, err := f.parse(buf); err != nil {
+				m.fieldErrs[i] = append(m.fieldErrs[i], err.Error())
+			}
+		}
+	}
+	if len(m.fieldErrs) == 0 {
+		if _, err := engine.ParseVersion(m.draft.Spec.Version); err != nil {
+			m.fieldErrs[0] = append(m.fieldErrs[0], "must be a Kubernetes version such as v1.34.0")
+		}
+	}
+	if len(m.fieldErrs) > 0 {
+		// Nothing for the engine to look at: the preview is of nothing.
+		m.show(m.gen, preview{})
+		return
+	}
+	m.dirty = true
+}
+
+// attach puts an engine error on the field whose path it names most closely.
+func (m *EditModel) attach(path, msg string) {
+	best, bestLen := -1, 0
+	for i, f := range m.fields {
+		if !strings.HasPrefix(path, f.path) || len(f.path) <= bestLen {
+			continue
+		}
+		if rest := path[len(f.path):]; rest != "" && rest[0] != '.' && rest[0] != '[' {
+			continue // spec.variables[a] is not a prefix of spec.variables[ab]
+		}
+		best, bestLen = i, len(f.path)
+	}
+	if best < 0 {
+		m.checks = append(m.checks, path+": "+msg)
+		return
+	}
+	m.fieldErrs[best] = append(m.fieldErrs[best], msg)
+}
+
+// canApply reports whether apply is allowed: something changed, the checks
+// are of the draft as it is, and nothing is red.
+func (m *EditModel) canApply() bool {
+	return !m.readOnly && !m.busy() && len(m.changed) > 0 && len(m.fieldErrs) == 0 && len(m.checks) == 0
+}
+
+// Init implements tea.Model: the first checks and preview.
+func (m *EditModel) Init() tea.Cmd { return m.startPending() }
+
+type appliedMsg struct {
+	latest *v1alpha2.Topology
+	err    error
+}
+
+// Update implements tea.Model. Whatever a message changes in the draft
+// schedules the checks and preview of the new draft.
+func (m *EditModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case computeDue:
+		cmd = m.onComputeDue(msg)
+	case computed:
+		cmd = m.onComputed(msg)
+	case spinner.TickMsg:
+		cmd = m.onSpinnerTick(msg)
+	default:
+		_, cmd = m.update(msg)
+	}
+	return m, tea.Batch(cmd, m.startPending())
+}
+
+func (m *EditModel) update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.SetSize(msg.Width, msg.Height)
+		return m, nil
+	case appliedMsg:
+		m.applying = false
+		var conflict *draft.ConflictError
+		switch {
+		case errors.As(msg.err, &conflict):
+			m.rebase(conflict)
+		case msg.err != nil:
+			m.message = "apply failed: " + msg.err.Error()
+		default:
+			m.Applied = true
+			m.message = fmt.Sprintf("Applied to %s/%s. Follow it with: kubectl topology status %s --watch", m.in.Topology.Namespace, m.in.Topology.Name, m.in.Topology.Name)
+			m.reset(msg.latest)
+			m.refresh()
+		}
+		return m, nil
+	case tea.MouseMsg:
+		m.onMouse(msg)
+		return m, nil
+	case tea.KeyMsg:
+		return m.onKey(msg)
+	}
+	return m, nil
+}
+
+// onMouse selects the row clicked and scrolls with the wheel.
+func (m *EditModel) onMouse(msg tea.MouseMsg) {
+	if msg.Action != tea.MouseActionPress || m.picker != nil || m.prompt != nil || m.confirming {
+		return
+	}
+	switch msg.Button {
+	case tea.MouseButtonWheelUp:
+		m.cursor = max(0, m.cursor-1)
+	case tea.MouseButtonWheelDown:
+		m.cursor = min(len(m.fields)-1, m.cursor+1)
+	case tea.MouseButtonLeft:
+		if _, rows := m.render(); msg.Y >= 0 && msg.Y < len(rows) && rows[msg.Y] >= 0 {
+			m.cursor = rows[msg.Y]
+		}
+	}
+}
+
+func (m *EditModel) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	if key.Matches(msg, m.keys.QuitNow) {
+		m.quitting = true
+		return m, tea.Quit
+	}
+	if m.quitAsking {
+		return m.onQuitKey(msg)
+	}
+	if m.confirming {
+		return m.onConfirmKey(msg)
+	}
+	if m.prompt != nil {
+		if m.prompt.update(m.keys, msg) {
+			m.prompt = nil
+			m.refresh()
+		}
+		return m, nil
+	}
+	if m.picker != nil {
+		m.onPickerKey(msg)
+		return m, nil
+	}
+	switch {
+	case key.Matches(msg, m.keys.Quit) && len(m.changed) > 0 && !m.readOnly && !m.applying:
+		m.quitAsking = true
+		m.message = fmt.Sprintf("%d unsaved change(s): quit and discard them? y/n", len(m.changed))
+	case key.Matches(msg, m.keys.Quit):
+		m.quitting = true
+		return m, tea.Quit
+	case key.Matches(msg, m.keys.Help):
+		m.help.ShowAll = !m.help.ShowAll
+	case key.Matches(msg, m.keys.Up):
+		m.cursor = (m.cursor + len(m.fields) - 1) % len(m.fields)
+	case key.Matches(msg, m.keys.Down), key.Matches(msg, m.keys.Select):
+		m.cursor = (m.cursor + 1) % len(m.fields)
+	case key.Matches(msg, m.keys.Diff):
+		m.diffIndex++
+		if m.diffIndex >= len(m.changes) {
+			m.diffIndex = -1
+		}
+	case key.Matches(msg, m.keys.Apply):
+		m.onApply()
+	case m.readOnly:
+		m.message = "read-only: nothing can be changed"
+	default:
+		m.onEditKey(msg)
+	}
+	return m, nil
+}
+
+func (m *EditModel) onApply() {
+	switch {
+	case m.readOnly:
+		m.message = "read-only: nothing can be applied"
+	case m.busy() && len(m.changed) > 0:
+		// Asked for as soon as the checks of the draft as it is are in.
+		m.applyWhenChecked = true
+		m.message = "checking the change before applying it…"
+	case m.canApply():
+		m.confirming = true
+		m.message = ""
+	case len(m.changed) == 0:
+		m.message = "nothing changed"
+	default:
+		m.message = "fix what is red first"
+	}
+}
+
+// onQuitKey answers the question before unsaved edits are discarded: y (or
+// quitting again) quits, n goes back to the edits.
+func (m *EditModel) onQuitKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	switch {
+	case key.Matches(msg, m.keys.Yes), key.Matches(msg, m.keys.Quit):
+		m.quitting = true
+		return m, tea.Quit
+	case key.Matches(msg, m.keys.No):
+		m.quitAsking = false
+		m.message = "not quit: your edits are still here"
+	}
+	return m, nil
+}
+
+func (m *EditModel) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	switch {
+	case key.Matches(msg, m.keys.Yes):
+		m.confirming, m.applying = false, true
+		m.message = "applying..."
+		orig, edited := m.in.Topology.DeepCopy(), m.draft.DeepCopy()
+		apply := m.apply
+		return m, func() tea.Msg {
+			latest, err := apply(context.Background(), orig, edited)
+			return appliedMsg{latest: latest, err: err}
+		}
+	case key.Matches(msg, m.keys.No):
+		m.confirming = false
+		m.message = "not applied"
+	}
+	return m, nil
+}
+
+func (m *EditModel) onPickerKey(msg tea.KeyMsg) {
+	p := m.picker
+	switch {
+	case key.Matches(msg, m.keys.Up), key.Matches(msg, m.keys.Left):
+		p.move(-1)
+	case key.Matches(msg, m.keys.Down), key.Matches(msg, m.keys.Right):
+		p.move(1)
+	case key.Matches(msg, m.keys.Select):
+		m.picker = nil
+		p.pick(p.index)
+		m.refresh()
+	case key.Matches(msg, m.keys.Quit):
+		m.picker = nil
+		m.message = ""
+	}
+}
+
+// onEditKey handles the keys that change the draft.
+func (m *EditModel) onEditKey(msg tea.KeyMsg) {
+	f := &m.fields[m.cursor]
+	switch {
+	case key.Matches(msg, m.keys.Add):
+		m.add()
+	case key.Matches(msg, m.keys.Remove):
+		m.remove(f)
+	case key.Matches(msg, m.keys.Override):
+		m.override(f)
+	case key.Matches(msg, m.keys.Reset):
+		m.undo(f)
+	case key.Matches(msg, m.keys.Unset):
+		m.unset(f)
+	case key.Matches(msg, m.keys.Left), key.Matches(msg, m.keys.Right):
+		if f.kind == kindChoice {
+			step := 1
+			if key.Matches(msg, m.keys.Left) {
+				step = -1
+			}
+			m.choose(f, step)
+		}
+	case msg.Type == tea.KeyBackspace:
+		if f.editable() && f.value != "" {
+			r := []rune(f.value)
+			m.typeInto(string(r[:len(r)-1]))
+		}
+	case msg.Type == tea.KeyRunes || msg.Type == tea.KeySpace:
+		switch {
+		case f.editable():
+			text := string(msg.Runes)
+			if msg.Type == tea.KeySpace {
+				text = " "
+			}
+			m.typeInto(f.value + text)
+		case f.kind == kindChoice && msg.Type == tea.KeySpace:
+			m.choose(f, 1)
+		case f.kind == kindObject:
+			m.message = "an object: edit its fields below"
+		case f.kind == kindList:
+			m.message = "a list: ctrl+n adds an item"
+		case f.kind == kindMap:
+			m.message = "a map: ctrl+n adds an entry"
+		}
+	}
+}
+
+// choose moves a choice field step options on.
+func (m *EditModel) choose(f *editField, step int) {
+	i := indexOf(f.options, f.value)
+	if !f.present && len(f.options) > 0 && f.options[0] == "" {
+		i = 0
+	}
+	i = (i + step + len(f.options)) % len(f.options)
+	if f.raws[i] == nil {
+		_ = m.write(f, nil, false)
+	} else {
+		v, _ := draft.DecodeJSON(f.raws[i])
+		_ = m.write(f, v, true)
+	}
+	m.refresh()
+}
+
+func indexOf(options []string, v string) int {
+	for i, o := range options {
+		if o == v {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,262 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+)
+
+// The editor's structural actions: adding and removing pools, list items,
+// map entries and overrides; undo, unset and re-basing on the server's
+// latest Topology.
+
+// add adds an item to the list, or an entry to the map, the cursor is in;
+// elsewhere it asks which worker class to add a pool of, then its name.
+func (m *EditModel) add() {
+	if c := m.enclosingCollection(); c != nil {
+		m.addEntry(c)
+		return
+	}
+	type choice struct{ kind, class string }
+	var choices []choice
+	for _, md := range m.in.Class.Spec.Workers.MachineDeployments {
+		choices = append(choices, choice{draft.MachineDeployment, md.Class})
+	}
+	for _, mp := range m.in.Class.Spec.Workers.MachinePools {
+		choices = append(choices, choice{draft.MachinePool, mp.Class})
+	}
+	if len(choices) == 0 {
+		m.message = "the class has no worker classes to add a pool of"
+		return
+	}
+	options := make([]string, 0, len(choices))
+	for _, c := range choices {
+		options = append(options, c.kind+" of class "+c.class)
+	}
+	m.picker = &picker{title: "Add a pool", options: options, pick: func(i int) {
+		c := choices[i]
+		m.prompt = newPrompt("Name of the new "+c.kind, m.freePoolName(c.kind), m.checkPoolName, func(name string) {
+			one := int32(1)
+			if m.draft.Spec.Workers == nil {
+				m.draft.Spec.Workers = &v1alpha2.WorkersTopology{}
+			}
+			if c.kind == draft.MachineDeployment {
+				m.draft.Spec.Workers.MachineDeployments = append(m.draft.Spec.Workers.MachineDeployments, v1alpha2.MachineDeploymentTopology{Name: name, Class: c.class, Replicas: &one})
+			} else {
+				m.draft.Spec.Workers.MachinePools = append(m.draft.Spec.Workers.MachinePools, v1alpha2.MachinePoolTopology{Name: name, Class: c.class, Replicas: &one})
+			}
+			m.focus = draft.Scope{Kind: c.kind, Name: name}.String() + " replicas"
+			m.message = fmt.Sprintf("added %s %s (%s); ctrl+x removes it", c.kind, name, c.class)
+		})
+	}}
+}
+
+// checkPoolName refuses what the webhook would (engine.PoolNameErrors) and
+// names another pool has.
+func (m *EditModel) checkPoolName(name string) error {
+	if errs := engine.PoolNameErrors(name); len(errs) > 0 {
+		return fmt.Errorf("%q %s", name, strings.Join(errs, "; "))
+	}
+	if m.draft.MachineDeployment(name) != nil || m.draft.MachinePool(name) != nil {
+		return fmt.Errorf("a pool named %s exists already", name)
+	}
+	return nil
+}
+
+// addEntry appends an item to a list, or asks for the key of a new map entry.
+func (m *EditModel) addEntry(c *editField) {
+	if c.kind == kindList {
+		v, _ := lookupVariable(m.draft, c)
+		items, _ := v.([]any)
+		n := len(items)
+		if err := draft.SetVariable(m.draft, c.scope, c.variable, appendSub(c.sub, n), zeroValue(c.schema.Items), true); err != nil {
+			m.message = err.Error()
+			return
+		}
+		m.forget(c.key)
+		m.focus = fmt.Sprintf("%s[%d]", c.key, n)
+		m.message = fmt.Sprintf("added %s[%d]", c.label, n)
+		m.refresh()
+		return
+	}
+	header := *c // the form is rebuilt before the prompt answers
+	m.prompt = newPrompt("Key of the new entry in "+c.label, "", func(k string) error {
+		entries, _ := lookupVariable(m.draft, &header)
+		if k == "" {
+			return fmt.Errorf("the key must not be empty")
+		}
+		if _, taken := entries.(map[string]any)[k]; taken {
+			return fmt.Errorf("%s has an entry %q already", header.label, k)
+		}
+		return nil
+	}, func(k string) {
+		if err := draft.SetVariable(m.draft, header.scope, header.variable, appendSub(header.sub, k), zeroValue(header.schema.AdditionalProperties), true); err != nil {
+			m.message = err.Error()
+			return
+		}
+		m.forget(header.key)
+		m.focus = header.key + "." + k
+		m.message = fmt.Sprintf("added %s to %s", k, header.label)
+	})
+}
+
+// freePoolName is md-N or mp-N with the first N no pool has.
+func (m *EditModel) freePoolName(kind string) string {
+	prefix := "md-"
+	if kind == draft.MachinePool {
+		prefix = "mp-"
+	}
+	for i := 0; ; i++ {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		if m.draft.MachineDeployment(name) == nil && m.draft.MachinePool(name) == nil {
+			return name
+		}
+	}
+}
+
+// enclosingCollection is the list or map whose header or entry the cursor is on.
+func (m *EditModel) enclosingCollection() *editField {
+	f := &m.fields[m.cursor]
+	if f.kind == kindList || f.kind == kindMap {
+		return f
+	}
+	if !f.entry {
+		return nil
+	}
+	for i := m.cursor - 1; i >= 0; i-- {
+		if g := &m.fields[i]; g.depth < f.depth {
+			return g
+		}
+	}
+	return nil
+}
+
+// lookupVariable is the value at a field's place in the draft.
+func lookupVariable(t *v1alpha2.Topology, f *editField) (any, bool) {
+	v, ok := draft.VariableValue(t, f.scope, f.variable)
+	if !ok {
+		return nil, false
+	}
+	return draft.Lookup(v, f.sub)
+}
+
+// remove removes the list item, override or pool the cursor is on.
+func (m *EditModel) remove(f *editField) {
+	switch {
+	case f.entry:
+		parent := m.enclosingCollection()
+		if err := draft.SetVariable(m.draft, f.scope, f.variable, f.sub, nil, false); err != nil {
+			m.message = err.Error()
+			return
+		}
+		m.forget(parent.key)
+		m.message = fmt.Sprintf("removed %s from %s", f.label, parent.label)
+	case f.overrideRoot:
+		_ = draft.SetVariable(m.draft, f.scope, f.variable, nil, nil, false)
+		m.forget(f.key)
+		m.message = fmt.Sprintf("removed the override of %s for %s", f.variable, f.scope.Label())
+	case f.role == roleReplicas && f.scope.Kind == draft.MachineDeployment:
+		m.draft.Spec.Workers.MachineDeployments = draft.RemoveMachineDeployment(m.draft.Spec.Workers.MachineDeployments, f.scope.Name)
+		m.forget(f.scope.String())
+		m.message = fmt.Sprintf("removed MachineDeployment %s; its Machines will be deleted", f.scope.Name)
+	case f.role == roleReplicas && f.scope.Kind == draft.MachinePool:
+		m.draft.Spec.Workers.MachinePools = draft.RemoveMachinePool(m.draft.Spec.Workers.MachinePools, f.scope.Name)
+		m.forget(f.scope.String())
+		m.message = fmt.Sprintf("removed MachinePool %s; its Machines will be deleted", f.scope.Name)
+	default:
+		m.message = "select a pool's replicas, a list item or an override to remove it"
+		return
+	}
+	m.refresh()
+}
+
+// override asks which variable to override for the part the cursor is in.
+func (m *EditModel) override(f *editField) {
+	s := f.scope
+	if s.Kind == "" {
+		m.message = "select the control plane or a pool to override a variable for it"
+		return
+	}
+	taken := map[string]bool{}
+	if list := draft.VariableList(m.draft, s, false); list != nil {
+		for _, v := range *list {
+			taken[v.Name] = true
+		}
+	}
+	var options []string
+	for _, def := range m.in.Class.Spec.Variables {
+		if !taken[def.Name] {
+			options = append(options, def.Name)
+		}
+	}
+	if len(options) == 0 {
+		m.message = "every variable is already overridden for " + s.Label()
+		return
+	}
+	m.picker = &picker{title: "Override a variable for " + s.Label(), options: options, pick: func(i int) {
+		name := options[i]
+		// The override starts as the value the part has now.
+		v, ok := draft.VariableValue(m.draft, draft.Scope{}, name)
+		if !ok {
+			for _, def := range m.in.Class.Spec.Variables {
+				if def.Name == name {
+					v = zeroValue(&def.Schema.OpenAPIV3Schema)
+				}
+			}
+		}
+		if err := draft.SetVariable(m.draft, s, name, nil, v, true); err != nil {
+			m.message = err.Error()
+			return
+		}
+		m.focus = s.String() + " variables[" + name + "]"
+		m.message = fmt.Sprintf("%s now overrides %s; ctrl+x on it removes the override", s.Label(), name)
+	}}
+}
+
+// undo puts the server's value back into the field and what it holds.
+func (m *EditModel) undo(f *editField) {
+	orig := m.in.Topology
+	switch f.role {
+	case roleVersion:
+		m.draft.Spec.Version = orig.Spec.Version
+	case roleReplicas:
+		if from, to := draft.Replicas(orig, f.scope), draft.Replicas(m.draft, f.scope); from != nil && to != nil {
+			*to = draft.CopyInt(*from)
+		}
+	case roleVariable:
+		v, ok := draft.VariableValue(orig, f.scope, f.variable)
+		if ok {
+			v, ok = draft.Lookup(v, f.sub)
+		}
+		_ = draft.SetVariable(m.draft, f.scope, f.variable, f.sub, v, ok)
+	}
+	m.forget(f.key)
+	m.refresh()
+}
+
+// unset removes the field's value, where the field is optional.
+func (m *EditModel) unset(f *editField) {
+	if f.marked() || f.role == roleVersion {
+		m.message = f.label + " is required"
+		return
+	}
+	m.forget(f.key)
+	if err := m.write(f, nil, false); err != nil {
+		m.message = err.Error()
+	}
+	m.refresh()
+}
+
+// rebase takes the server's latest Topology as the new base and keeps the
+// user's edits on top, saying what changed on the server and where both
+// changed the same setting.
+func (m *EditModel) rebase(c *draft.ConflictError) {
+	m.in.Topology = c.Latest
+	m.draft = c.Rebased
+	m.setOriginal()
+	m.message = c.Error()
+	m.refresh()
+}

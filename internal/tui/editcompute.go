@@ -1,0 +1,214 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/charmbracelet/bubbles/spinner"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/plan"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/variables"
+)
+
+// The engine's checks and preview of a draft run off the UI goroutine: a
+// class with external patches calls extensions over the network, and typing
+// must never wait for that. Each draft has a generation; a computation
+// starts once keystrokes pause (the debounce), a newer draft cancels the one
+// running, and a result for an older draft is dropped.
+
+// defaultDebounce is how long typing must pause before the checks run.
+const defaultDebounce = 30 * time.Millisecond
+
+// preview is what the engine finds for one draft.
+type preview struct {
+	// problems are the Topology's field errors, with the path they name.
+	problems     []problem
+	checks       []string
+	warnings     []string
+	changes      []plan.Change
+	rollout      []string
+	replacements []string
+}
+
+type problem struct{ path, msg string }
+
+// snapshot is what one computation reads; none of it changes under it.
+type snapshot struct {
+	now     time.Time
+	draft   *v1alpha2.Topology
+	in      Inputs
+	catalog *variables.Catalog
+}
+
+// computeDue says typing paused on draft generation gen.
+type computeDue struct{ gen int }
+
+// computed carries the preview of draft generation gen.
+type computed struct {
+	gen int
+	p   preview
+}
+
+// computePreview runs the engine on a draft: the webhook's field errors, the
+// version rules, the objects that change, the Machines replaced and the
+// rollout order. It reads only s.
+func computePreview(ctx context.Context, s snapshot) preview {
+	var p preview
+	t := s.draft
+	live := s.in.Topology.DeepCopy()
+	live.Annotations = t.Annotations // the unsafe annotation, if the user set it
+	errs, unhealthy := engine.UpgradePreflight(live, s.in.Class, t.Spec.Version, s.now)
+	for _, fe := range errs {
+		p.checks = append(p.checks, fe.Detail)
+	}
+	if len(unhealthy) > 0 {
+		p.checks = append(append(p.checks, unhealthy...), "only a Ready control plane is upgraded here (`upgrade --force` overrides)")
+	}
+	p.warnings = append(p.warnings, engine.ChangeWarnings(live, t)...)
+	in := engine.Input{
+		Topology: t, Class: s.in.Class, Templates: s.in.Templates,
+		Current: s.in.Current, Observed: s.in.Observed,
+		Names: names.NewSeeded(1), Dialect: engine.DialectOf(t), Catalog: s.catalog,
+		CoreVersion: s.in.CoreVersion, Contracts: s.in.Contracts,
+	}
+	if s.in.External != nil {
+		in.External = s.in.External
+	}
+	// Compute defaults and validates the draft as the webhook does; its
+	// errors about the Topology go to the fields they name.
+	res, err := engine.Compute(ctx, in)
+	if s.in.External != nil {
+		for _, sk := range s.in.External.Skipped() {
+			p.warnings = append(p.warnings, sk.String())
+		}
+	}
+	var invalid *engine.InvalidError
+	if errors.As(err, &invalid) && invalid.Kind == v1alpha2.TopologyKind {
+		for _, fe := range invalid.Errors {
+			msg := fe.Detail // the webhook's message, without the value it quotes
+			if msg == "" {
+				msg = fe.ErrorBody()
+			}
+			p.problems = append(p.problems, problem{fe.Field, msg})
+		}
+		return p
+	}
+	if len(p.checks) > 0 {
+		return p
+	}
+	if err != nil {
+		p.checks = append(p.checks, err.Error())
+		return p
+	}
+	pl, err := plan.Compute(plan.Input{Desired: res.Desired, Current: s.in.Objects, Cluster: t.Name, Namespace: t.Namespace, Summary: true, Pending: res.Pending()})
+	if err != nil {
+		p.checks = append(p.checks, err.Error())
+		return p
+	}
+	p.changes = pl.Changes
+	if t.Spec.Version != s.in.Topology.Spec.Version {
+		withStatus := s.in.Topology.DeepCopy()
+		withStatus.Spec = t.Spec
+		withStatus.Spec.Version = s.in.Topology.Spec.Version
+		p.rollout = engine.PlanUpgrade(withStatus, s.in.Class, t.Spec.Version).Lines()
+		return p
+	}
+	for _, r := range plan.Replacements(pl, res.Desired.ControlPlane.Object.GetKind()) {
+		p.replacements = append(p.replacements, r.String())
+	}
+	return p
+}
+
+// busy reports whether the checks and preview shown are of an older draft.
+func (m *EditModel) busy() bool { return m.shownGen != m.gen }
+
+// startPending schedules the checks of the draft once recompute marked it
+// changed: after the debounce, and with the spinner turning meanwhile.
+func (m *EditModel) startPending() tea.Cmd {
+	if !m.dirty {
+		return nil
+	}
+	m.dirty = false
+	gen := m.gen
+	due := func() tea.Msg { return computeDue{gen} }
+	if m.debounce > 0 {
+		due = tea.Tick(m.debounce, func(time.Time) tea.Msg { return computeDue{gen} })
+	}
+	return tea.Batch(due, m.spin())
+}
+
+func (m *EditModel) onComputeDue(msg computeDue) tea.Cmd {
+	if msg.gen != m.gen {
+		return nil // a newer draft has its own
+	}
+	m.dueGen = msg.gen
+	if m.running {
+		m.cancel() // its result is dropped; this draft starts when it returns
+		return nil
+	}
+	return m.start()
+}
+
+// start computes the current draft in the background.
+func (m *EditModel) start() tea.Cmd {
+	s := snapshot{now: m.now(), draft: m.draft.DeepCopy(), in: m.in, catalog: m.catalog}
+	ctx, cancel := context.WithCancel(m.ctx)
+	m.cancel, m.running, m.startedGen = cancel, true, m.gen
+	gen := m.gen
+	return func() tea.Msg {
+		defer cancel()
+		return computed{gen: gen, p: computePreview(ctx, s)}
+	}
+}
+
+func (m *EditModel) onComputed(msg computed) tea.Cmd {
+	m.running = false
+	switch {
+	case msg.gen == m.gen:
+		m.show(msg.gen, msg.p)
+	case m.dueGen == m.gen && m.startedGen != m.gen:
+		return m.start() // the draft it was superseded by is due already
+	}
+	return nil
+}
+
+// show makes p, the preview of draft generation gen, what the editor shows.
+func (m *EditModel) show(gen int, p preview) {
+	m.shownGen = gen
+	m.checks, m.warnings, m.changes, m.rollout, m.replacements = p.checks, p.warnings, p.changes, p.rollout, p.replacements
+	for _, pr := range p.problems {
+		m.attach(pr.path, pr.msg)
+	}
+	if m.diffIndex >= len(m.changes) {
+		m.diffIndex = -1
+	}
+	if m.applyWhenChecked {
+		m.applyWhenChecked = false
+		m.message = ""
+		m.onApply()
+	}
+}
+
+// spin starts the spinner unless it turns already.
+func (m *EditModel) spin() tea.Cmd {
+	if m.spinning {
+		return nil
+	}
+	m.spinning = true
+	return m.spinner.Tick
+}
+
+func (m *EditModel) onSpinnerTick(msg spinner.TickMsg) tea.Cmd {
+	if !m.busy() {
+		m.spinning = false
+		return nil
+	}
+	var cmd tea.Cmd
+	m.spinner, cmd = m.spinner.Update(msg)
+	return cmd
+}

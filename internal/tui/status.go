@@ -1,0 +1,174 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/progress"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+)
+
+// Fetcher reads the Topology being watched.
+type Fetcher func(ctx context.Context) (*v1alpha2.Topology, error)
+
+// StatusModel follows a Topology's rollout: the control plane, then each
+// pool, with phases, why a part waits and progress bars, in the editor's
+// styles. It quits when the rollout settles.
+type StatusModel struct {
+	fetch    Fetcher
+	interval time.Duration
+	styles   Styles
+	keys     KeyMap
+	bar      progress.Model
+	width    int
+	t        *v1alpha2.Topology
+	err      error
+	// Done is true once the rollout settled.
+	Done bool
+	// Now is the clock problem durations are read against.
+	Now func() time.Time
+}
+
+// NewStatusModel watches through fetch, reading every interval.
+func NewStatusModel(fetch Fetcher, interval time.Duration) *StatusModel {
+	bar := progress.New(progress.WithoutPercentage(), progress.WithWidth(12), progress.WithSolidFill("2"))
+	return &StatusModel{fetch: fetch, interval: interval, styles: DefaultStyles(), keys: DefaultKeyMap(), bar: bar, width: 80, Now: time.Now}
+}
+
+type topologyMsg struct {
+	t   *v1alpha2.Topology
+	err error
+}
+
+func (m *StatusModel) read() tea.Msg {
+	t, err := m.fetch(context.Background())
+	return topologyMsg{t: t, err: err}
+}
+
+// Topology is the latest Topology read; nil before the first read.
+func (m *StatusModel) Topology() *v1alpha2.Topology { return m.t }
+
+// Init implements tea.Model.
+func (m *StatusModel) Init() tea.Cmd { return m.read }
+
+// SetSize fits the view to the terminal.
+func (m *StatusModel) SetSize(w, _ int) { m.width = w }
+
+// Update implements tea.Model.
+func (m *StatusModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.SetSize(msg.Width, msg.Height)
+	case tea.KeyMsg:
+		if msg.String() == "q" || msg.Type == tea.KeyEsc || msg.Type == tea.KeyCtrlC {
+			return m, tea.Quit
+		}
+	case topologyMsg:
+		m.t, m.err = msg.t, msg.err
+		if m.t != nil && engine.RolloutSettled(m.t) {
+			m.Done = true
+			return m, tea.Quit
+		}
+		return m, tea.Tick(m.interval, func(time.Time) tea.Msg { return m.read() })
+	}
+	return m, nil
+}
+
+// View implements tea.Model.
+func (m *StatusModel) View() string {
+	var b strings.Builder
+	line := func(s string) {
+		b.WriteString(ansi.Truncate(s, m.width, "…"))
+		b.WriteByte('\n')
+	}
+	if m.t == nil {
+		if m.err != nil {
+			line(m.styles.Error.Render(m.err.Error()))
+		} else {
+			line("reading the Topology...")
+		}
+		return b.String()
+	}
+	t := m.t
+	line(m.styles.Title.Render(fmt.Sprintf("%s %s/%s (class %s)", draft.Kind(t), t.Namespace, t.Name, t.Spec.ClassRef.Name)))
+	line(fmt.Sprintf("  version %s · %s · infrastructure %s", t.Spec.Version, m.state(engine.TopologyState(t)), orDash(string(t.Status.Infrastructure))))
+	for _, hold := range engine.RolloutHolds(t) {
+		line(m.styles.Warn.Render("  " + hold))
+	}
+	if m.err != nil {
+		line(m.styles.Error.Render("  " + m.err.Error()))
+	}
+	parts := t.Status.Parts()
+	nameWidth := 0
+	for _, p := range parts {
+		nameWidth = max(nameWidth, len(partName(p)))
+	}
+	for i, p := range parts {
+		branch := "├─"
+		if i == len(parts)-1 {
+			branch = "└─"
+		}
+		version := orDash(p.Version)
+		if p.DesiredVersion != "" && p.Version != p.DesiredVersion {
+			version += " → " + p.DesiredVersion
+		}
+		// Progress is against what the topology asks for: while Machines are
+		// created, the part has fewer replicas than it will.
+		want := p.Replicas
+		if p.DesiredReplicas != nil {
+			want = *p.DesiredReplicas
+		}
+		ratio := 0.0
+		if want > 0 {
+			ratio = min(1, float64(p.UpToDateReplicas)/float64(want))
+		}
+		line(fmt.Sprintf("%s %-*s %s %d/%d up-to-date %d/%d ready %-17s %s", branch, nameWidth, partName(p), m.bar.ViewAs(ratio), p.UpToDateReplicas, want, p.ReadyReplicas, want, version, m.state(p.State)))
+		if p.Message != "" && p.State != v1alpha2.StateReady {
+			line("     " + m.styles.Hint.Render(p.Message))
+		}
+		for _, pr := range p.Problems {
+			line("     " + m.styles.Warn.Render(engine.ProblemText(pr, m.Now())))
+		}
+	}
+	if m.Done {
+		line(m.styles.OK.Render("Rollout settled: every part is up to date and Ready."))
+	} else {
+		line(m.styles.Help.Render("following the rollout… q quits"))
+	}
+	return b.String()
+}
+
+func partName(p v1alpha2.PartStatus) string {
+	if p.Class != "" {
+		return p.Name + " (" + p.Class + ")"
+	}
+	return p.Name
+}
+
+func (m *StatusModel) state(s v1alpha2.State) string {
+	switch s {
+	case v1alpha2.StateReady:
+		return m.styles.OK.Render(string(s))
+	case v1alpha2.StateDegraded, v1alpha2.StateDeleting:
+		return m.styles.Error.Render(string(s))
+	case v1alpha2.StateRollingOut, v1alpha2.StateProvisioning, v1alpha2.StateScaling, v1alpha2.StatePaused:
+		return m.styles.Warn.Render(string(s))
+	case "":
+		return "-"
+	}
+	return m.styles.Hint.Render(string(s))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

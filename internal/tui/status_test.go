@@ -1,0 +1,88 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+)
+
+// withStates sums the parts' states as the agent does.
+func withStates(t *v1alpha2.Topology) *v1alpha2.Topology {
+	if cp := t.Status.ControlPlane; cp != nil {
+		cp.State = engine.PartState(cp, 0)
+	}
+	for i := range t.Status.MachineDeployments {
+		t.Status.MachineDeployments[i].State = engine.PartState(&t.Status.MachineDeployments[i], 0)
+	}
+	t.Status.State = engine.TopologyStateOf(&t.Status)
+	return t
+}
+
+func rolling() *v1alpha2.Topology {
+	n := int32(2)
+	return withStates(&v1alpha2.Topology{
+		ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "default", Generation: 2},
+		Spec:       v1alpha2.TopologySpec{ClassRef: v1alpha2.ClassRef{Name: "docker-kubeadm"}, Version: "v1.34.0"},
+		Status: v1alpha2.TopologyStatus{
+			ObservedGeneration: 2, Phase: v1alpha2.PhaseUpgrading, Infrastructure: v1alpha2.InfrastructureProvisioned,
+			ControlPlane: &v1alpha2.PartStatus{Name: "control-plane", ObjectName: "dev-cp", DesiredVersion: "v1.34.0", Version: "v1.34.0", Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3, Phase: v1alpha2.PhaseUpToDate},
+			MachineDeployments: []v1alpha2.PartStatus{
+				{Name: "md-a", Class: "general", ObjectName: "dev-md-a", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: &n, Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 1, Phase: v1alpha2.PhaseUpgrading, Message: "Machines are rolling to v1.34.0"},
+				{Name: "md-b", Class: "general", ObjectName: "dev-md-b", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 2, ReadyReplicas: 2, Phase: v1alpha2.PhasePending, Message: "upgrade concurrency limit 1 reached (md-a upgrading)"},
+			},
+			Conditions: []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 2, Reason: "ClusterUpgrading", Message: "Cluster is upgrading to v1.34.0\n  * MachineDeployment md-b pending upgrade to version v1.34.0"}},
+		},
+	})
+}
+
+func settledTopology() *v1alpha2.Topology {
+	t := rolling()
+	t.Status.Phase = v1alpha2.PhaseUpToDate
+	t.Status.MachineDeployments = t.Status.MachineDeployments[:1]
+	t.Status.MachineDeployments[0].Phase, t.Status.MachineDeployments[0].UpToDateReplicas = v1alpha2.PhaseUpToDate, 2
+	t.Status.MachineDeployments[0].ReadyReplicas = 2
+	t.Status.Conditions = []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionTrue, ObservedGeneration: 2, Reason: "ReconcileSucceeded"}}
+	return withStates(t)
+}
+
+func TestStatusWatchView(t *testing.T) {
+	reads := []*v1alpha2.Topology{rolling(), settledTopology()}
+	fetch := func(context.Context) (*v1alpha2.Topology, error) {
+		next := reads[0]
+		if len(reads) > 1 {
+			reads = reads[1:]
+		}
+		return next, nil
+	}
+	m := NewStatusModel(fetch, time.Millisecond)
+	m.SetSize(100, 30)
+	_, cmd := m.Update(m.Init()())
+	if m.Done || cmd == nil {
+		t.Fatal("a rollout in flight ended the watch")
+	}
+	goldenView(t, m.View())
+	_, cmd = m.Update(m.read())
+	if !m.Done || cmd == nil || !strings.Contains(m.View(), "Rollout settled") {
+		t.Errorf("a settled rollout did not end the watch: done %v\n%s", m.Done, m.View())
+	}
+}
+
+// TestStatusProgressIsAgainstTheDesiredReplicas: a part still creating its
+// Machines shows how far it is from what the topology asks, not 0/0.
+func TestStatusProgressIsAgainstTheDesiredReplicas(t *testing.T) {
+	topo := rolling()
+	three := int32(3)
+	topo.Status.ControlPlane = &v1alpha2.PartStatus{Name: "control-plane", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: &three, Replicas: 1, UpToDateReplicas: 1, Phase: v1alpha2.PhaseCreating}
+	m := NewStatusModel(func(context.Context) (*v1alpha2.Topology, error) { return topo, nil }, time.Millisecond)
+	m.SetSize(100, 30)
+	m.Update(m.Init()())
+	if want := "████░░░░░░░░ 1/3 up-to-date"; !strings.Contains(m.View(), want) {
+		t.Errorf("the control plane's line lacks %q:\n%s", want, m.View())
+	}
+}

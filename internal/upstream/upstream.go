@@ -1,0 +1,269 @@
+// Package upstream is Cluster API's own ClusterClass clusters — a Cluster
+// with spec.topology, reconciled by upstream's topology controller where the
+// ClusterTopology gate is on — seen as Topologies, so that every live command
+// works on them as on ours: read and converted, written back to
+// spec.topology by a guarded merge patch, and summarised from upstream's own
+// signals and the objects its controller made.
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/bundle"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+)
+
+// FieldManager is the field manager upstream's topology controller writes
+// the objects of a Cluster with.
+const FieldManager = "capi-topology"
+
+// conditionTypes are the Cluster's v1beta2 conditions a status view shows:
+// those that are true when all is well. RollingOut, ScalingUp and the like
+// are true while something happens, which the parts' states already tell.
+var conditionTypes = []string{
+	v1alpha2.TopologyReconciledCondition, "Available", "InfrastructureReady", "ControlPlaneInitialized",
+	"ControlPlaneAvailable", "WorkersAvailable", "RemoteConnectionProbe", "MachinesReady",
+}
+
+// NewCluster is an empty Cluster of the core version, to read into.
+func NewCluster(core engine.CoreVersion) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(core.APIVersion())
+	u.SetKind(draft.ClusterKind)
+	return u
+}
+
+// HasTopology tells whether a Cluster is managed through a ClusterClass.
+func HasTopology(u *unstructured.Unstructured) bool {
+	topo, ok, _ := unstructured.NestedMap(u.Object, "spec", "topology")
+	return ok && len(topo) > 0
+}
+
+// IsCluster tells whether t was read from an upstream Cluster.
+func IsCluster(t *v1alpha2.Topology) bool { return engine.DialectOf(t) == engine.DialectUpstream }
+
+// FromCluster is the Cluster as a Topology: its spec.topology, network and
+// paused as the spec; its generation, resourceVersion and v1beta2 conditions
+// and upgrade plan carried, so that status and guarded writes work on it.
+func FromCluster(u *unstructured.Unstructured) (*v1alpha2.Topology, error) {
+	if !HasTopology(u) {
+		return nil, fmt.Errorf("Cluster %s/%s has no spec.topology: it is not made from a ClusterClass", u.GetNamespace(), u.GetName())
+	}
+	t, _, err := bundle.TopologyFromCluster(u.DeepCopy())
+	if err != nil {
+		return nil, fmt.Errorf("reading Cluster %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	t.TypeMeta = metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: draft.ClusterKind}
+	t.ResourceVersion = u.GetResourceVersion()
+	t.Generation = u.GetGeneration()
+	t.CreationTimestamp = u.GetCreationTimestamp()
+	t.DeletionTimestamp = u.GetDeletionTimestamp()
+	t.Finalizers = u.GetFinalizers()
+	t.OwnerReferences = u.GetOwnerReferences()
+	t.Status.ClusterName = u.GetName()
+	if g, ok, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); ok {
+		t.Status.ObservedGeneration = g
+	}
+	t.Status.Conditions = Conditions(u)
+	cp, workers := planVersions(u, "controlPlane"), planVersions(u, "workers")
+	if len(cp) > 0 || len(workers) > 0 {
+		t.Status.UpgradePlan = &v1alpha2.UpgradePlanStatus{ControlPlane: cp, Workers: workers}
+	}
+	return t, nil
+}
+
+// Conditions are the Cluster's v1beta2 conditions a status view shows, in a
+// fixed order. A v1beta1 Cluster keeps them under status.v1beta2.
+func Conditions(u *unstructured.Unstructured) []metav1.Condition {
+	all := engine.Conditions(u)
+	var out []metav1.Condition
+	for _, typ := range conditionTypes {
+		if c := meta.FindStatusCondition(all, typ); c != nil {
+			out = append(out, *c)
+		}
+	}
+	return out
+}
+
+// planVersions reads status.<part>.upgradePlan: the versions upstream's
+// controller has still to apply.
+func planVersions(u *unstructured.Unstructured, part string) []string {
+	list, _, _ := unstructured.NestedSlice(u.Object, "status", part, "upgradePlan")
+	var out []string
+	for _, item := range list {
+		if m, ok := item.(map[string]any); ok {
+			if v, ok := m["version"].(string); ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// Store writes edits of Clusters with spec.topology. Clusters are read in
+// CoreVersion; edits are written only to v1beta2 Clusters, whose topology
+// has the shape of a Topology's spec.
+type Store struct {
+	Client      client.Client
+	CoreVersion engine.CoreVersion
+}
+
+// Get reads the Cluster as a Topology.
+func (s Store) Get(ctx context.Context, key types.NamespacedName) (*v1alpha2.Topology, error) {
+	u := NewCluster(s.CoreVersion)
+	if err := s.Client.Get(ctx, key, u); err != nil {
+		return nil, err
+	}
+	return FromCluster(u)
+}
+
+// Update sends what edited changes in orig as a merge patch of the Cluster,
+// with orig's resourceVersion as its precondition: upstream's admission
+// checks it as for any write of the Cluster.
+func (s Store) Update(ctx context.Context, orig, edited *v1alpha2.Topology, dryRun bool) (*v1alpha2.Topology, error) {
+	if s.CoreVersion != engine.CoreV1Beta2 {
+		return nil, fmt.Errorf("Cluster %s/%s: writing an upstream Cluster's topology needs Cluster API v1.11 or later (cluster.x-k8s.io/v1beta2); this server serves %s", orig.Namespace, orig.Name, s.CoreVersion)
+	}
+	patch, err := Patch(orig, edited)
+	if err != nil {
+		return nil, err
+	}
+	if dryRun {
+		// Upstream's controllers write the Cluster's status all along: a dry
+		// run asks admission only, and the write itself is guarded.
+		if patch, err = withoutResourceVersion(patch); err != nil {
+			return nil, err
+		}
+	}
+	u := NewCluster(s.CoreVersion)
+	u.SetNamespace(orig.Namespace)
+	u.SetName(orig.Name)
+	var opts []client.PatchOption
+	if dryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	if err := s.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch), opts...); err != nil {
+		return nil, err
+	}
+	return FromCluster(u)
+}
+
+// Patch is the merge patch of a Cluster that makes orig's topology edited's:
+// spec.topology, spec.clusterNetwork, spec.paused, labels and annotations
+// where they changed, and orig's resourceVersion as the precondition.
+func Patch(orig, edited *v1alpha2.Topology) ([]byte, error) {
+	before, err := clusterFields(orig)
+	if err != nil {
+		return nil, err
+	}
+	after, err := clusterFields(edited)
+	if err != nil {
+		return nil, err
+	}
+	diff, err := jsonpatch.CreateMergePatch(before, after)
+	if err != nil {
+		return nil, fmt.Errorf("Cluster %s/%s: computing the patch of spec.topology: %w", orig.Namespace, orig.Name, err)
+	}
+	patch := map[string]any{}
+	if err := json.Unmarshal(diff, &patch); err != nil {
+		return nil, err
+	}
+	md, _ := patch["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+	}
+	md["resourceVersion"] = orig.ResourceVersion
+	patch["metadata"] = md
+	return json.Marshal(patch)
+}
+
+// withoutResourceVersion drops the precondition from a patch.
+func withoutResourceVersion(patch []byte) ([]byte, error) {
+	m := map[string]any{}
+	if err := json.Unmarshal(patch, &m); err != nil {
+		return nil, err
+	}
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "resourceVersion")
+		if len(md) == 0 {
+			delete(m, "metadata")
+		}
+	}
+	return json.Marshal(m)
+}
+
+// clusterFields is what of a Cluster a Topology's spec and metadata stand for.
+func clusterFields(t *v1alpha2.Topology) ([]byte, error) {
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&t.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("Cluster %s/%s: encoding spec.topology: %w", t.Namespace, t.Name, err)
+	}
+	cluster := map[string]any{}
+	for _, k := range []string{"clusterNetwork", "paused"} {
+		if v, ok := spec[k]; ok {
+			cluster[k] = v
+			delete(spec, k)
+		}
+	}
+	cluster["topology"] = spec
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{"labels": t.Labels, "annotations": t.Annotations},
+		"spec":     cluster,
+	})
+}
+
+// IgnoreMissing turns a missing Cluster or a missing Cluster API into
+// "none": a lookup by name tries both kinds.
+func IgnoreMissing(err error) error {
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil
+	}
+	return err
+}
+
+// Summarize fills t's rollout summary from what upstream's controller made,
+// as the agent fills a Topology's: each part's versions, replicas, phase,
+// state and problems, the infrastructure's phase and the whole's state. The
+// phases are the rollout the engine decides for the Cluster, which is
+// upstream's (the parity tests hold the two together). Upstream's own
+// upgrade plan, when it reports one, is kept over the engine's.
+func Summarize(ctx context.Context, t *v1alpha2.Topology, l *loader.Loaded) error {
+	cat, err := engine.CompileClass(ctx, l.Class)
+	if err != nil {
+		return err
+	}
+	res, err := engine.Compute(ctx, engine.Input{
+		Topology: t, Class: l.Class, Templates: l.Templates, Current: l.Current, Observed: l.Observed,
+		Names: names.NewGenerator(nil), Dialect: engine.DialectUpstream, Catalog: cat,
+		CoreVersion: l.CoreVersion, Contracts: l.Contracts,
+	})
+	if err != nil {
+		return err
+	}
+	plan := t.Status.UpgradePlan
+	engine.Summarize(t, res.Rollout, l.Observed, &t.Status)
+	if plan != nil {
+		t.Status.UpgradePlan = plan
+	}
+	t.Status.Infrastructure = engine.InfrastructurePhase(l.Current)
+	t.Status.State = engine.TopologyStateOf(&t.Status)
+	if t.Spec.Paused {
+		t.Status.State = v1alpha2.StatePaused
+	}
+	return nil
+}
