@@ -101,7 +101,7 @@ func normalize(obj map[string]any) {
 	prune(obj)
 }
 
-// prune is written here, not taken from pkg/engine: the check must not share
+// prune is written here, not taken from internal/engine: the check must not share
 // the code it checks, or an engine bug would cancel out.
 func prune(m map[string]any) bool {
 	for k, v := range m {

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -41,17 +43,16 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/cachetransform"
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
 	topologycontroller "github.com/kubectl-topology/kubectl-topology/internal/controller"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/selfinstall"
 	"github.com/kubectl-topology/kubectl-topology/internal/version"
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/internal/webhook"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // Options configure the agent; cmd/agent fills them from flags.
@@ -252,7 +253,7 @@ func (o Options) validate() error {
 func (a *Agent) Manager() manager.Manager { return a.mgr }
 
 func (a *Agent) setupControllers(ctx context.Context) error {
-	classes := engine.NewClassCache()
+	classes := rules.NewClassCache()
 	registry := extension.NewRegistry()
 	if a.opts.ExtensionProxy != "" {
 		proxy, err := url.Parse(a.opts.ExtensionProxy)

@@ -6,15 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 var (
@@ -38,7 +39,7 @@ func poolObject(t *testing.T, ns, cluster string, gvk schema.GroupVersionKind, p
 	t.Helper()
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{engine.ClusterNameLabel: cluster, engine.MachineDeploymentNameLabel: pool}); err != nil {
+	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{contract.ClusterNameLabel: cluster, contract.MachineDeploymentNameLabel: pool}); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Items) != 1 {

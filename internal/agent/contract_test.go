@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/selfinstall"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // contractCRD is a provider kind served at two versions whose contract label
@@ -25,7 +26,7 @@ func contractCRD() *apiextensionsv1.CustomResourceDefinition {
 			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}}}
 	}
 	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "contractmachinetemplates.infrastructure.contract.test", Labels: map[string]string{engine.ContractLabel: "v1alpha1_v1beta1"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "contractmachinetemplates.infrastructure.contract.test", Labels: map[string]string{contract.ContractLabel: "v1alpha1_v1beta1"}},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "infrastructure.contract.test", Scope: apiextensionsv1.NamespaceScoped,
 			Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "contractmachinetemplates", Singular: "contractmachinetemplate", Kind: "ContractMachineTemplate", ListKind: "ContractMachineTemplateList"},

@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,11 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 func live(t *testing.T, ns, name string) []*unstructured.Unstructured {
@@ -67,7 +70,7 @@ func reconciledSaying(t *testing.T, ns, name, reason, says string) *v1alpha2.Top
 
 // expectedFromLive computes what `plan` predicts for the topology given the
 // live objects: names are reused, so the prediction is exact.
-func expectedFromLive(t *testing.T, ex example, topo *v1alpha2.Topology, objs []*unstructured.Unstructured) *engine.Result {
+func expectedFromLive(t *testing.T, ex example, topo *v1alpha2.Topology, objs []*unstructured.Unstructured) *desiredstate.Result {
 	t.Helper()
 	class := &v1alpha2.TopologyClass{}
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ex.Class), class); err != nil {
@@ -82,9 +85,9 @@ func expectedFromLive(t *testing.T, ex example, topo *v1alpha2.Topology, objs []
 		}
 		templates = append(templates, u)
 	}
-	res, err := engine.Compute(context.Background(), engine.Input{
-		Topology: topo, Class: class, Templates: engine.NewTemplateIndex(templates...),
-		Current: engine.StateFromObjects(topo.Name, topo.Namespace, objs), Names: names.NewSeeded(1),
+	res, err := desiredstate.Compute(context.Background(), desiredstate.Input{
+		Topology: topo, Class: class, Templates: contract.NewTemplateIndex(templates...),
+		Current: desiredstate.StateFromObjects(topo.Name, topo.Namespace, objs), Names: names.NewSeeded(1),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +111,7 @@ func TestTopologyBecomesClusterAPIObjects(t *testing.T) {
 
 	t.Run("exactly the objects plan predicts", func(t *testing.T) {
 		objs := live(t, ns, "dev")
-		offline, err := engine.Compute(ctx, engine.Input{Topology: ex.Topology, Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(1)})
+		offline, err := desiredstate.Compute(ctx, desiredstate.Input{Topology: ex.Topology, Class: ex.Class, Templates: contract.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(1)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,18 +119,18 @@ func TestTopologyBecomesClusterAPIObjects(t *testing.T) {
 			t.Errorf("live objects %s, plan -f predicts %s", got, want)
 		}
 		exp := expectedFromLive(t, ex, topo, objs)
-		byKey := map[engine.ObjectKey]*unstructured.Unstructured{}
+		byKey := map[contract.ObjectKey]*unstructured.Unstructured{}
 		for _, o := range objs {
-			byKey[engine.KeyOf(o)] = o
+			byKey[contract.KeyOf(o)] = o
 		}
 		for _, want := range exp.Desired.Objects() {
-			got := byKey[engine.KeyOf(want)]
+			got := byKey[contract.KeyOf(want)]
 			if got == nil {
-				t.Errorf("%s is predicted but does not exist", engine.KeyOf(want))
+				t.Errorf("%s is predicted but does not exist", contract.KeyOf(want))
 				continue
 			}
-			if engine.NeedsApply(got, want, "nobody") {
-				t.Errorf("%s differs from the prediction", engine.KeyOf(want))
+			if apply.NeedsApply(got, want, "nobody") {
+				t.Errorf("%s differs from the prediction", contract.KeyOf(want))
 			}
 		}
 	})

@@ -5,13 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 var machineGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Machine"}
@@ -43,7 +44,7 @@ func machineOf(t *testing.T, md *unstructured.Unstructured, version string) *uns
 	m.SetGroupVersionKind(machineGVK)
 	m.SetNamespace(md.GetNamespace())
 	m.SetName(md.GetName() + "-machine")
-	m.SetLabels(map[string]string{engine.ClusterNameLabel: "dev", "cluster.x-k8s.io/deployment-name": md.GetName()})
+	m.SetLabels(map[string]string{contract.ClusterNameLabel: "dev", "cluster.x-k8s.io/deployment-name": md.GetName()})
 	m.Object["spec"] = map[string]any{
 		"clusterName":       "dev",
 		"version":           version,
@@ -130,7 +131,7 @@ func TestUpgradeSequence(t *testing.T) {
 			if md.Metadata.Annotations == nil {
 				md.Metadata.Annotations = map[string]string{}
 			}
-			md.Metadata.Annotations[engine.DeferUpgradeAnnotation] = ""
+			md.Metadata.Annotations[contract.DeferUpgradeAnnotation] = ""
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -165,13 +166,13 @@ func TestUpgradeSequence(t *testing.T) {
 		before := kindCounts(live(t, ns, "dev"))
 		agent.stop()
 		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
-			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, engine.DeferUpgradeAnnotation)
+			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, contract.DeferUpgradeAnnotation)
 		}); err == nil {
 			t.Fatal("the webhook accepted a change while no agent serves it")
 		}
 		agent = startAgent(outer)
 		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
-			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, engine.DeferUpgradeAnnotation)
+			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, contract.DeferUpgradeAnnotation)
 		}); err != nil {
 			t.Fatal(err)
 		}

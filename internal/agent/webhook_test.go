@@ -6,14 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 func TestWebhooks(t *testing.T) {
@@ -85,7 +86,7 @@ func TestWebhooks(t *testing.T) {
 
 	t.Run("the unsafe annotation lets a skipped minor through", func(t *testing.T) {
 		err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
-			topo.Annotations = map[string]string{engine.UnsafeVersionCheckAnnotation: ""}
+			topo.Annotations = map[string]string{contract.UnsafeVersionCheckAnnotation: ""}
 			topo.Spec.Version = "v1.35.0"
 		})
 		if err != nil {

@@ -10,13 +10,15 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
-
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // maxSharedTrees bounds the shared ownership trees. Objects made from one
@@ -27,7 +29,7 @@ const maxSharedTrees = 4096
 // New is the cache transform of an agent writing as fieldManager. It drops
 // other managers' field ownership (only the agent's own tells it that a field
 // it set is no longer wanted) and kubectl's last-applied copy; of the agent's
-// own ownership of an unstructured object it keeps engine.OwnedFieldNames,
+// own ownership of an unstructured object it keeps apply.OwnedFieldNames,
 // one copy per distinct tree, and of a typed one nothing.
 // It also drops what the agent never reads of Cluster API's objects: the
 // conversion webhooks' copy of fields a read version cannot hold, all of a
@@ -95,7 +97,7 @@ func (t *transform) trimUnstructured(obj map[string]any) {
 				continue
 			}
 			if tree, ok := entry["fieldsV1"].(map[string]any); ok {
-				entry["fieldsV1"] = engine.OwnedFieldNames(tree)
+				entry["fieldsV1"] = apply.OwnedFieldNames(tree)
 			}
 			kept = append(kept, entry)
 		}
@@ -171,8 +173,8 @@ var keptPaths = map[string][][]string{
 var conditionPaths = [][]string{{"conditions"}, {"v1beta2", "conditions"}}
 
 // trimUnread drops what the agent never reads of Cluster API's and its
-// providers' objects: of a status, all but engine.StatusRead, conditions
-// of engine.ConditionsRead's types only (a Cluster carries a dozen, each
+// providers' objects: of a status, all but health.StatusRead, conditions
+// of health.ConditionsRead's types only (a Cluster carries a dozen, each
 // with its message); of a MachineSet or a Machine, the spec but keptPaths.
 // At a thousand clusters these were most of the cache. Safe for the reason
 // trimmed managedFields are: no cached object is ever written back whole,
@@ -180,7 +182,7 @@ var conditionPaths = [][]string{{"conditions"}, {"v1beta2", "conditions"}}
 // condition) is written by server-side apply of that condition alone.
 func trimUnread(u *unstructured.Unstructured) {
 	if a, ok := nestedMap(u.Object, "metadata", "annotations"); ok {
-		delete(a, engine.ConversionDataAnnotation)
+		delete(a, contract.ConversionDataAnnotation)
 	}
 	gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
 	if err != nil {
@@ -206,20 +208,20 @@ func trimUnread(u *unstructured.Unstructured) {
 	u.Object = kept
 }
 
-// trimStatus keeps of obj's status what engine.StatusRead names.
+// trimStatus keeps of obj's status what health.StatusRead names.
 func trimStatus(obj map[string]any) {
 	status, ok := obj["status"].(map[string]any)
 	if !ok {
 		return
 	}
 	kept := map[string]any{}
-	for _, path := range engine.StatusRead {
+	for _, path := range health.StatusRead {
 		if v, found, err := unstructured.NestedFieldNoCopy(status, path...); found && err == nil {
 			setNoCopy(kept, v, path...)
 		}
 	}
 	for _, path := range conditionPaths {
-		keepConditions(kept, engine.ConditionsRead, path...)
+		keepConditions(kept, health.ConditionsRead, path...)
 	}
 	obj["status"] = kept
 }

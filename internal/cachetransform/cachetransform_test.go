@@ -11,6 +11,11 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,7 +23,6 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // agentFields is the agent's apply ownership of a MachineDeployment as the
@@ -68,7 +72,7 @@ func machineDeployment(c int) *unstructured.Unstructured {
 // the MachineDeployments of every cluster, and NeedsApply decides as on
 // the object the watch delivered.
 func TestTransformUnstructured(t *testing.T) {
-	transform := New(engine.FieldManager)
+	transform := New(apply.FieldManager)
 	var trimmed []*unstructured.Unstructured
 	var trees []*metav1.FieldsV1
 	for c := range 3 {
@@ -83,7 +87,7 @@ func TestTransformUnstructured(t *testing.T) {
 	}
 	got := trimmed[1]
 	mfs := got.GetManagedFields()
-	if len(mfs) != 1 || mfs[0].Manager != engine.FieldManager || mfs[0].Operation != metav1.ManagedFieldsOperationApply {
+	if len(mfs) != 1 || mfs[0].Manager != apply.FieldManager || mfs[0].Operation != metav1.ManagedFieldsOperationApply {
 		t.Fatalf("managed fields after the transform: %+v, want only the agent's apply", mfs)
 	}
 	if want := `{"f:metadata":{"f:annotations":{"f:topology.cluster.x-k8s.io/managed-field-paths":{}},` +
@@ -131,10 +135,10 @@ func TestTransformUnstructured(t *testing.T) {
 		desired.SetAnnotations(map[string]string{"topology.cluster.x-k8s.io/managed-field-paths": ""})
 		delete(desired.Object, "status")
 		tc.change(desired)
-		if got := engine.NeedsApply(watched, desired, engine.FieldManager); got != tc.want {
+		if got := apply.NeedsApply(watched, desired, apply.FieldManager); got != tc.want {
 			t.Errorf("%s: NeedsApply on the watched object = %v, want %v", tc.name, got, tc.want)
 		}
-		if got := engine.NeedsApply(trimmed[1], desired, engine.FieldManager); got != tc.want {
+		if got := apply.NeedsApply(trimmed[1], desired, apply.FieldManager); got != tc.want {
 			t.Errorf("%s: NeedsApply on the cached object = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -146,7 +150,7 @@ func TestTransformNotOwned(t *testing.T) {
 	u := machineDeployment(0)
 	entries, _, _ := unstructured.NestedSlice(u.Object, "metadata", "managedFields")
 	_ = unstructured.SetNestedSlice(u.Object, entries[1:], "metadata", "managedFields")
-	out, err := New(engine.FieldManager)(u)
+	out, err := New(apply.FieldManager)(u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,9 +165,9 @@ func TestTransformTyped(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: "{}", "keep": "1"},
 		ManagedFields: []metav1.ManagedFieldsEntry{
 			{Manager: "kubectl", Operation: "Update", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)},
-			{Manager: engine.FieldManager, Operation: "Apply", FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:a":{}}}`)},
+			{Manager: apply.FieldManager, Operation: "Apply", FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:a":{}}}`)},
 		}}}
-	out, err := New(engine.FieldManager)(cm)
+	out, err := New(apply.FieldManager)(cm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +200,7 @@ func BenchmarkRetained(b *testing.B) {
 		transform func(any) (any, error)
 	}{
 		{"as-watched", func(o any) (any, error) { return o, nil }},
-		{"transformed", New(engine.FieldManager)},
+		{"transformed", New(apply.FieldManager)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			const n = 1000
@@ -280,7 +284,7 @@ func TestTransformTrimsUnread(t *testing.T) {
 		if err := utiljson.Unmarshal([]byte(tc.want), &want); err != nil {
 			t.Fatal(err)
 		}
-		out, err := New(engine.FieldManager)(in)
+		out, err := New(apply.FieldManager)(in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,7 +293,7 @@ func TestTransformTrimsUnread(t *testing.T) {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, gotJSON, tc.want)
 		}
 		// Streaming lists apply the transform again to what it returned.
-		again, err := New(engine.FieldManager)(out)
+		again, err := New(apply.FieldManager)(out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +301,7 @@ func TestTransformTrimsUnread(t *testing.T) {
 			t.Errorf("%s: transformed twice, the cached object was replaced", tc.name)
 		}
 		// A transformed object decoded and transformed again is the same.
-		again, err = New(engine.FieldManager)(cached(t, out))
+		again, err = New(apply.FieldManager)(cached(t, out))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,13 +399,13 @@ func TestTrimmedSameObservation(t *testing.T) {
 
 // observation is what the agent reads of a cluster's objects.
 type observation struct {
-	Observed       *engine.Observed
+	Observed       *rollout.Observed
 	Infrastructure v1alpha2.InfrastructurePhase
 }
 
 func observe(t *testing.T, objs []map[string]any, trim bool) observation {
 	t.Helper()
-	transform := New(engine.FieldManager)
+	transform := New(apply.FieldManager)
 	var all, machines []*unstructured.Unstructured
 	for _, o := range objs {
 		u := (&unstructured.Unstructured{Object: o}).DeepCopy()
@@ -418,11 +422,11 @@ func observe(t *testing.T, objs []map[string]any, trim bool) observation {
 			all = append(all, u)
 		}
 	}
-	s := engine.StateFromObjects("c-0005", "scale", all)
+	s := desiredstate.StateFromObjects("c-0005", "scale", all)
 	if s.ControlPlane.Object == nil || s.InfrastructureCluster == nil || len(s.MachineDeployments) != 2 {
 		t.Fatalf("the objects do not make a cluster's state: %+v", s)
 	}
-	return observation{Observed: engine.ObserveState(s).WithMachines(s, machines), Infrastructure: engine.InfrastructurePhase(s)}
+	return observation{Observed: health.WithMachines(health.ObserveState(s), s, machines), Infrastructure: health.InfrastructurePhase(s)}
 }
 
 // TestInternedStrings: two objects decoded apart keep one copy of each
@@ -442,7 +446,7 @@ func TestInternedStrings(t *testing.T) {
 		return u
 	}
 	want := decode().Object
-	transform := New(engine.FieldManager)
+	transform := New(apply.FieldManager)
 	var objs []*Compact
 	for range 2 {
 		out, err := transform(decode())
@@ -530,7 +534,7 @@ func TestCompactRoundTrip(t *testing.T) {
 	objs, machines := servedCluster(t)
 	objs = append(objs, machines...)
 	objs = append(objs, machineDeployment(7).Object)
-	tr := &transform{fieldManager: engine.FieldManager, fields: &sharedFields{trees: map[string]sharedTree{}}, strings: newInterner()}
+	tr := &transform{fieldManager: apply.FieldManager, fields: &sharedFields{trees: map[string]sharedTree{}}, strings: newInterner()}
 	for _, o := range objs {
 		in := &unstructured.Unstructured{Object: o}
 		out, err := tr.apply(in.DeepCopy())
@@ -563,8 +567,8 @@ func TestCompactRoundTrip(t *testing.T) {
 // (decoded from the compact form).
 func BenchmarkRead(b *testing.B) {
 	trimmed := machineDeployment(1)
-	(&transform{fieldManager: engine.FieldManager, fields: &sharedFields{trees: map[string]sharedTree{}}, strings: newInterner()}).trim(trimmed)
-	out, err := New(engine.FieldManager)(machineDeployment(1))
+	(&transform{fieldManager: apply.FieldManager, fields: &sharedFields{trees: map[string]sharedTree{}}, strings: newInterner()}).trim(trimmed)
+	out, err := New(apply.FieldManager)(machineDeployment(1))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // clusterNameField is the cache's index of generated objects by the cluster
@@ -44,7 +44,7 @@ func (i *ClusterIndex) Field(ctx context.Context, gvk schema.GroupVersionKind) (
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	err := i.indexer.IndexField(ctx, u, clusterNameField, func(o client.Object) []string {
-		if name := o.GetLabels()[engine.ClusterNameLabel]; name != "" {
+		if name := o.GetLabels()[contract.ClusterNameLabel]; name != "" {
 			return []string{name}
 		}
 		return nil

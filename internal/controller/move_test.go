@@ -5,14 +5,16 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // generations maps each generated object to its metadata.generation.
@@ -102,14 +104,14 @@ func TestMovedTopologyWaitsForItsCluster(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Class), class); err != nil {
 		t.Fatal(err)
 	}
-	for _, ref := range engine.ClassTemplateRefs(class) {
+	for _, ref := range contract.ClassTemplateRefs(class) {
 		tmpl := &unstructured.Unstructured{}
 		tmpl.SetAPIVersion(ref.APIVersion)
 		tmpl.SetKind(ref.Kind)
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, tmpl); err != nil {
 			t.Fatal(err)
 		}
-		if !engine.OwnedBy(tmpl, class.UID) {
+		if !desiredstate.OwnedBy(tmpl, class.UID) {
 			t.Errorf("%s %s (%s) does not name its TopologyClass as owner: %v", ref.Kind, ref.Name, ref.Field, tmpl.GetOwnerReferences())
 		}
 	}
@@ -145,7 +147,7 @@ func TestMovedTopologyWaitsForItsCluster(t *testing.T) {
 // move creates one.
 func pausedCluster(topo *v1alpha2.Topology) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(engine.CoreV1Beta1.APIVersion())
+	u.SetAPIVersion(contract.CoreV1Beta1.APIVersion())
 	u.SetKind("Cluster")
 	u.SetNamespace(topo.Namespace)
 	u.SetName(topo.Name)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // capiGVK is a Cluster API core kind in the version the agent reads and writes.
@@ -77,7 +78,7 @@ func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		r.ByCluster = NewClusterIndex(mgr.GetFieldIndexer())
 	}
 	if r.Classes == nil {
-		r.Classes = engine.NewClassCache()
+		r.Classes = rules.NewClassCache()
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,11 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
-	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // The suite runs this package's three reconcilers in one manager against a
@@ -89,7 +90,7 @@ func runSuite(m *testing.M) int {
 
 // setupReconcilers wires the reconcilers as the agent does, minus webhooks.
 func setupReconcilers(ctx context.Context, mgr ctrl.Manager) error {
-	classes := engine.NewClassCache()
+	classes := rules.NewClassCache()
 	extensions := &extension.Client{Registry: extension.NewRegistry()}
 	tr := &TopologyReconciler{
 		Client:     mgr.GetClient(),

@@ -1,6 +1,6 @@
 // Package controller holds the agent's reconcilers: Topology (makes a topology
 // real as ordinary Cluster API objects) and TopologyClass (status, and fanning
-// class changes out to its topologies). Every decision comes from pkg/engine;
+// class changes out to its topologies). Every decision comes from internal/engine;
 // this package reads, writes and reports.
 package controller
 
@@ -9,6 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,17 +26,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/patches"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/templateprobe"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // FieldManager is the server-side apply field manager of everything the agent writes.
-const FieldManager = engine.FieldManager
+const FieldManager = apply.FieldManager
 
 // TopologyFinalizer keeps a Topology until the CAPI Cluster it owns and every
 // object it generated are gone.
@@ -43,8 +48,8 @@ const (
 	ReasonFailed                     = "ReconcileFailed"
 	ReasonClassNotReconciled         = "ClusterClassNotReconciled"
 	ReasonPaused                     = "Paused"
-	ReasonClusterPaused              = engine.HoldClusterPaused
-	ReasonClusterMissing             = engine.HoldClusterMissing
+	ReasonClusterPaused              = rollout.HoldClusterPaused
+	ReasonClusterMissing             = rollout.HoldClusterMissing
 	ReasonClusterUpgrading           = "ClusterUpgrading"
 	ReasonMachineDeploymentsDeferred = "MachineDeploymentsUpgradeDeferred"
 	ReasonMachinePoolsDeferred       = "MachinePoolsUpgradeDeferred"
@@ -70,7 +75,7 @@ type TopologyReconciler struct {
 	// one for reproducible names in tests. nil: random suffixes.
 	NewNames func() *names.Generator
 	// Classes caches compiled classes across reconciles.
-	Classes *engine.ClassCache
+	Classes *rules.ClassCache
 	// Watches adds watches on provider kinds as the agent meets them.
 	Watches *DynamicWatches
 	// Extensions calls the Runtime SDK extensions of external patches; nil
@@ -86,19 +91,19 @@ type TopologyReconciler struct {
 	ByCluster *ClusterIndex
 	// CoreVersion is the Cluster API core version the management cluster
 	// stores, read from discovery: the agent reads and writes it.
-	CoreVersion engine.CoreVersion
+	CoreVersion contract.CoreVersion
 }
 
 // scope carries one reconcile of one Topology from step to step.
 type scope struct {
 	topo      *v1alpha2.Topology
-	class     *engine.CompiledClass
-	templates *engine.TemplateIndex
-	contracts engine.Contracts
-	current   *engine.State
+	class     *rules.CompiledClass
+	templates *contract.TemplateIndex
+	contracts contract.Contracts
+	current   *contract.State
 	live      []*unstructured.Unstructured // the Cluster and the objects labelled for it
-	observed  *engine.Observed
-	result    *engine.Result
+	observed  *rollout.Observed
+	result    *desiredstate.Result
 	desired   []*unstructured.Unstructured // what the engine says to write now
 	// condition to report; the reconcile error, if any, overrides it.
 	reason, message string
@@ -129,7 +134,7 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if statusErr := r.writeStatus(ctx, s, before, err); statusErr != nil {
 		err = errors.Join(err, statusErr)
 	}
-	var invalid *engine.InvalidError
+	var invalid *rules.InvalidError
 	var missing *loader.NotFoundError
 	if errors.As(err, &invalid) || errors.As(err, &missing) {
 		// Bad input waits for the user; the watches bring it back when it changes.
@@ -220,16 +225,16 @@ func (r *TopologyReconciler) getCurrentState(ctx context.Context, s *scope) (boo
 	return true, nil
 }
 
-// holdForCluster stops where engine.Hold says to. It first marks a
+// holdForCluster stops where rollout.Hold says to. It first marks a
 // Topology whose Cluster exists, so that the mark travels with it in a move.
 func (r *TopologyReconciler) holdForCluster(ctx context.Context, s *scope) (bool, error) {
 	cluster := s.current.Cluster
-	if _, moving := s.topo.Annotations[engine.DeleteForMoveAnnotation]; cluster != nil && !moving {
+	if _, moving := s.topo.Annotations[contract.DeleteForMoveAnnotation]; cluster != nil && !moving {
 		if err := r.markClusterMade(ctx, s.topo, cluster.GetName()); err != nil {
 			return false, err
 		}
 	}
-	s.reason, s.message = engine.Hold(s.topo, cluster)
+	s.reason, s.message = rollout.Hold(s.topo, cluster)
 	return s.reason == "", nil
 }
 
@@ -256,7 +261,7 @@ func (r *TopologyReconciler) observeRollout(ctx context.Context, s *scope) (bool
 // external is the runner of the class's external patches, or nil when it
 // has none or the agent has no extension client.
 func (r *TopologyReconciler) external(ctx context.Context, class *v1alpha2.TopologyClass) patches.External {
-	if r.Extensions == nil || !engine.HasExternalPatches(class) {
+	if r.Extensions == nil || !contract.HasExternalPatches(class) {
 		return nil
 	}
 	return extension.NewPatcher(r.Extensions, class)
@@ -264,7 +269,7 @@ func (r *TopologyReconciler) external(ctx context.Context, class *v1alpha2.Topol
 
 // upgradePlanner is UpgradePlans as the engine takes it: a nil interface,
 // not a nil pointer, when there is none.
-func (r *TopologyReconciler) upgradePlanner() engine.UpgradePlanner {
+func (r *TopologyReconciler) upgradePlanner() rollout.UpgradePlanner {
 	if r.UpgradePlans == nil {
 		return nil
 	}
@@ -279,14 +284,14 @@ func (r *TopologyReconciler) names() *names.Generator {
 }
 
 func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool, error) {
-	res, err := engine.Compute(ctx, engine.Input{
+	res, err := desiredstate.Compute(ctx, desiredstate.Input{
 		Topology:       s.topo,
 		Class:          s.class.Class,
 		Templates:      s.templates,
 		Current:        s.current,
 		Observed:       s.observed,
 		Names:          r.names(),
-		Dialect:        engine.DialectTopology,
+		Dialect:        contract.DialectTopology,
 		Catalog:        s.class.Catalog,
 		External:       r.external(ctx, s.class.Class),
 		UpgradePlanner: r.upgradePlanner(),
@@ -314,7 +319,7 @@ func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool
 func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, error) {
 	current := indexByKey(s.current.Objects(), s.live)
 	clones := s.result.Desired.ClonesOf()
-	checked := map[engine.ObjectKey]bool{}
+	checked := map[contract.ObjectKey]bool{}
 	var created []*unstructured.Unstructured
 	fail := func(err error) (bool, error) {
 		r.deleteClones(ctx, s, created)
@@ -322,10 +327,10 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 	}
 	objs := s.desired
 	for i, obj := range objs {
-		key := engine.KeyOf(obj)
+		key := contract.KeyOf(obj)
 		existed := current[key] != nil
-		if referrer := clones[key]; !existed && referrer != nil && !checked[engine.KeyOf(referrer)] {
-			checked[engine.KeyOf(referrer)] = true
+		if referrer := clones[key]; !existed && referrer != nil && !checked[contract.KeyOf(referrer)] {
+			checked[contract.KeyOf(referrer)] = true
 			if err := r.dryRun(ctx, referrer); err != nil {
 				return fail(fmt.Errorf("not creating %s %s: %w", obj.GetKind(), obj.GetName(), err))
 			}
@@ -352,7 +357,7 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 			handOver(o, s.topo.UID, owner)
 		}
 		for _, earlier := range objs[:i] {
-			if _, err := r.applyOne(ctx, s, current[engine.KeyOf(earlier)], earlier); err != nil {
+			if _, err := r.applyOne(ctx, s, current[contract.KeyOf(earlier)], earlier); err != nil {
 				return fail(err)
 			}
 		}
@@ -397,7 +402,7 @@ func (r *TopologyReconciler) applyOne(ctx context.Context, s *scope, cur, obj *u
 		}
 		applied = patched
 	} else {
-		if !engine.NeedsApply(cur, obj, FieldManager) {
+		if !apply.NeedsApply(cur, obj, FieldManager) {
 			return nil, nil
 		}
 		applied = obj.DeepCopy() // Apply fills its argument with the response
@@ -406,8 +411,8 @@ func (r *TopologyReconciler) applyOne(ctx context.Context, s *scope, cur, obj *u
 		}
 	}
 	switch {
-	case cur == nil && s.result.Rotated[engine.KeyOf(obj)] != "":
-		r.Recorder.Eventf(s.topo, "Normal", "TemplateRotated", "Created %s %s to replace %s", obj.GetKind(), obj.GetName(), s.result.Rotated[engine.KeyOf(obj)])
+	case cur == nil && s.result.Rotated[contract.KeyOf(obj)] != "":
+		r.Recorder.Eventf(s.topo, "Normal", "TemplateRotated", "Created %s %s to replace %s", obj.GetKind(), obj.GetName(), s.result.Rotated[contract.KeyOf(obj)])
 	case cur == nil:
 		r.Recorder.Eventf(s.topo, "Normal", "Created", "Created %s %s", obj.GetKind(), obj.GetName())
 	default:
@@ -420,7 +425,7 @@ func (r *TopologyReconciler) applyOne(ctx context.Context, s *scope, cur, obj *u
 // with a merge patch of what changed, and returns it as stored, or nil when
 // nothing changed.
 func (r *TopologyReconciler) patchCluster(ctx context.Context, cur, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	patch, err := engine.ClusterMergePatch(cur, obj, FieldManager)
+	patch, err := apply.ClusterMergePatch(cur, obj, FieldManager)
 	if patch == nil || err != nil {
 		return nil, err
 	}
@@ -442,11 +447,11 @@ func handOver(o *unstructured.Unstructured, topology types.UID, cluster metav1.O
 	o.SetOwnerReferences(refs)
 }
 
-func indexByKey(lists ...[]*unstructured.Unstructured) map[engine.ObjectKey]*unstructured.Unstructured {
-	out := map[engine.ObjectKey]*unstructured.Unstructured{}
+func indexByKey(lists ...[]*unstructured.Unstructured) map[contract.ObjectKey]*unstructured.Unstructured {
+	out := map[contract.ObjectKey]*unstructured.Unstructured{}
 	for _, l := range lists {
 		for _, o := range l {
-			out[engine.KeyOf(o)] = o
+			out[contract.KeyOf(o)] = o
 		}
 	}
 	return out

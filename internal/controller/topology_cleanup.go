@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // deleteUnused deletes generated objects the desired state no longer has:
@@ -26,18 +28,18 @@ func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, 
 	if err != nil {
 		return false, err
 	}
-	clusterLevel := engine.ClusterLevelKinds(s.class.Class)
+	clusterLevel := contract.ClusterLevelKinds(s.class.Class)
 	for _, o := range s.live {
-		key := engine.KeyOf(o)
+		key := contract.KeyOf(o)
 		if _, want := desired[key]; want || inUse[key] || !o.GetDeletionTimestamp().IsZero() {
 			continue
 		}
-		if _, owned := o.GetLabels()[engine.TopologyOwnedLabel]; !owned {
+		if _, owned := o.GetLabels()[contract.TopologyOwnedLabel]; !owned {
 			continue
 		}
 		// An InfrastructureCluster or control plane is only ever removed as a
 		// duplicate the Topology itself still owns; the Cluster's are never touched.
-		if clusterLevel[o.GetKind()] && !engine.OwnedBy(o, s.topo.UID) {
+		if clusterLevel[o.GetKind()] && !desiredstate.OwnedBy(o, s.topo.UID) {
 			continue
 		}
 		if err := r.Client.Delete(ctx, o, client.Preconditions{UID: ptr(o.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
@@ -52,19 +54,19 @@ func ptr[T any](v T) *T { return &v }
 
 // machineSetRefs lists the templates the cluster's MachineSets still use:
 // Machines of an older MachineSet may still be created from them.
-func (r *TopologyReconciler) machineSetRefs(ctx context.Context, topo *v1alpha2.Topology) (map[engine.ObjectKey]bool, error) {
+func (r *TopologyReconciler) machineSetRefs(ctx context.Context, topo *v1alpha2.Topology) (map[contract.ObjectKey]bool, error) {
 	sets, err := r.loader().Labelled(ctx, topo, r.capiGVK(machineSetKind))
 	if err != nil {
 		return nil, err
 	}
-	out := map[engine.ObjectKey]bool{}
+	out := map[contract.ObjectKey]bool{}
 	for _, ms := range sets {
 		for _, path := range [][]string{{"spec", "template", "spec", "infrastructureRef"}, {"spec", "template", "spec", "bootstrap", "configRef"}} {
 			ref, found, _ := unstructured.NestedMap(ms.Object, path...)
 			if !found {
 				continue
 			}
-			out[engine.KeyOfReference(ref, topo.Namespace)] = true
+			out[contract.KeyOfReference(ref, topo.Namespace)] = true
 		}
 	}
 	return out, nil
@@ -76,7 +78,7 @@ func (r *TopologyReconciler) reconcileDelete(ctx context.Context, topo *v1alpha2
 	if !controllerutil.ContainsFinalizer(topo, TopologyFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	if _, moved := topo.Annotations[engine.DeleteForMoveAnnotation]; moved {
+	if _, moved := topo.Annotations[contract.DeleteForMoveAnnotation]; moved {
 		// clusterctl move deletes the source's copy of what it moved: the
 		// Cluster lives on in the target and must not be deleted from here.
 		return ctrl.Result{}, r.removeFinalizer(ctx, topo)
@@ -89,7 +91,7 @@ func (r *TopologyReconciler) reconcileDelete(ctx context.Context, topo *v1alpha2
 	cluster.SetKind(clusterKind)
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(topo), cluster)
 	switch {
-	case err == nil && engine.OwnedBy(cluster, topo.UID):
+	case err == nil && desiredstate.OwnedBy(cluster, topo.UID):
 		if cluster.GetDeletionTimestamp().IsZero() {
 			if err := r.Client.Delete(ctx, cluster, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 				return ctrl.Result{}, fmt.Errorf("deleting Cluster %s/%s of Topology %s: %w", cluster.GetNamespace(), cluster.GetName(), topo.Name, err)

@@ -6,6 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // writeStatus reports the outcome and the rollout summary, and writes only
@@ -26,19 +29,19 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 		t.Status.ClusterName = s.current.Cluster.GetName()
 	}
 	if s.result != nil {
-		engine.Summarize(t, s.result.Rollout, s.observed, &t.Status)
+		health.Summarize(t, s.result.Rollout, s.observed, &t.Status)
 	}
 	if s.current != nil {
-		t.Status.Infrastructure = engine.InfrastructurePhase(s.current)
+		t.Status.Infrastructure = health.InfrastructurePhase(s.current)
 	}
 	if t.Spec.Paused || s.reason == ReasonClusterPaused {
 		t.Status.State = v1alpha2.StatePaused
 	} else if s.result != nil || t.Status.State == v1alpha2.StatePaused {
 		// Summed again from the parts (as last observed, if this pass
 		// stopped early): a resumed Topology is no longer Paused.
-		t.Status.State = engine.TopologyStateOf(&t.Status)
+		t.Status.State = health.TopologyStateOf(&t.Status)
 	}
-	engine.CarryStateSince(before, &t.Status, metav1.NewTime(r.now()))
+	health.CarryStateSince(before, &t.Status, metav1.NewTime(r.now()))
 	cond := metav1.Condition{Type: ReconciledCondition, Status: metav1.ConditionFalse, ObservedGeneration: t.Generation}
 	switch {
 	case reconcileErr != nil:
@@ -70,14 +73,14 @@ const StatusFieldManager = "topology-agent-status"
 // Clusters see it. A held Cluster (paused, or mid-move) is not touched, and
 // an unchanged condition is not written again.
 func (r *TopologyReconciler) mirrorCondition(ctx context.Context, s *scope, cond metav1.Condition) error {
-	if s.current == nil || s.current.Cluster == nil || r.CoreVersion != engine.CoreV1Beta2 ||
+	if s.current == nil || s.current.Cluster == nil || r.CoreVersion != contract.CoreV1Beta2 ||
 		s.reason == ReasonClusterPaused || s.reason == ReasonClusterMissing {
 		return nil
 	}
 	cluster := s.current.Cluster
 	cond.ObservedGeneration = cluster.GetGeneration()
 	cond.LastTransitionTime = metav1.NewTime(r.now())
-	conds := engine.Conditions(cluster)
+	conds := health.Conditions(cluster)
 	if old := meta.FindStatusCondition(conds, cond.Type); old != nil && old.Status == cond.Status &&
 		old.Reason == cond.Reason && old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration {
 		return nil
@@ -104,7 +107,7 @@ func (r *TopologyReconciler) markDeleting(ctx context.Context, t *v1alpha2.Topol
 	}
 	orig := t.DeepCopy()
 	t.Status.State = v1alpha2.StateDeleting
-	engine.CarryStateSince(&orig.Status, &t.Status, metav1.NewTime(r.now()))
+	health.CarryStateSince(&orig.Status, &t.Status, metav1.NewTime(r.now()))
 	if err := r.Client.Status().Patch(ctx, t, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("writing status of Topology %s/%s: %w", t.Namespace, t.Name, client.IgnoreNotFound(err))
 	}
@@ -145,7 +148,7 @@ const CreationDeferredMessage = "creation deferred while control plane upgrade i
 // per part; MachineDeploymentsUpgradeDeferred (MachinePools…) when only
 // deferred or held pools keep the upgrade from finishing. cpKind names the
 // control plane as the lines do.
-func rolloutReason(r *engine.Rollout, cpKind string) (string, string) {
+func rolloutReason(r *rollout.Rollout, cpKind string) (string, string) {
 	msg := &strings.Builder{}
 	fmt.Fprintf(msg, "Cluster is upgrading to %s", r.DesiredVersion)
 	busy, cpMoving := false, false
@@ -159,7 +162,7 @@ func rolloutReason(r *engine.Rollout, cpKind string) (string, string) {
 	}
 	reason := ReasonClusterUpgrading
 	for _, set := range []struct {
-		decisions []engine.Decision
+		decisions []rollout.Decision
 		deferred  string
 		kind      string
 	}{

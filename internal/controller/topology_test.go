@@ -7,22 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // clusterOf reads the Cluster API Cluster of topo; nil when there is none.
 func clusterOf(t *testing.T, topo *v1alpha2.Topology) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(engine.CoreV1Beta1.APIVersion())
+	u.SetAPIVersion(contract.CoreV1Beta1.APIVersion())
 	u.SetKind("Cluster")
 	err := k8s.Get(context.Background(), client.ObjectKeyFromObject(topo), u)
 	if apierrors.IsNotFound(err) {
@@ -183,7 +184,7 @@ func TestMachineBootstrapConfigsAreLeftAlone(t *testing.T) {
 	machines.SetName(ex.Topology.Name + "-control-plane-x7k2p")
 	labels := map[string]string{"cluster.x-k8s.io/control-plane": ""}
 	for k, v := range poolConfig.GetLabels() {
-		if k != engine.MachinePoolNameLabel {
+		if k != contract.MachinePoolNameLabel {
 			labels[k] = v
 		}
 	}

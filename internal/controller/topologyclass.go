@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,10 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // Condition types and reasons on TopologyClass.status.
@@ -45,7 +48,7 @@ type TopologyClassReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
 	// Classes is shared with the Topology reconciler, so a class is compiled once.
-	Classes *engine.ClassCache
+	Classes *rules.ClassCache
 	// TemplateWatches is the Topology controller's: watching a class's template
 	// kinds there re-reconciles the class's topologies when a template changes.
 	TemplateWatches func() *DynamicWatches
@@ -55,7 +58,7 @@ type TopologyClassReconciler struct {
 	// stores. On v1beta1 (v1.10) outdated template references are moved to the
 	// contract's version, as v1.10 did; on v1beta2 they are reported, as v1.14
 	// does, since patch selectors name the version the class was written for.
-	CoreVersion engine.CoreVersion
+	CoreVersion contract.CoreVersion
 }
 
 // Reconcile validates the class and writes status.variables, the
@@ -84,10 +87,10 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	missingKinds := false
 	if w := r.TemplateWatches(); w != nil {
 		// What every Topology of the class reads, listed at once.
-		if err := w.Warm(ctx, append(engine.GeneratedKinds(class, r.CoreVersion), r.CoreVersion.GroupVersion().WithKind(machineSetKind))...); err != nil {
+		if err := w.Warm(ctx, append(contract.GeneratedKinds(class, r.CoreVersion), r.CoreVersion.GroupVersion().WithKind(machineSetKind))...); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Could not start reading some kinds ahead; the Topologies read them when they need them")
 		}
-		for _, ref := range engine.ClassTemplateRefs(class) {
+		for _, ref := range contract.ClassTemplateRefs(class) {
 			err := w.Ensure(ctx, schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
 			if errors.Is(err, ErrKindNotInstalled) {
 				missingKinds = true // looked at again later: providers may come after their classes
@@ -105,8 +108,8 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		result.RequeueAfter = rediscoverAfterFailure
 	}
 	discovered, failed := r.discoverVariables(ctx, class)
-	class.Status.Variables = engine.StatusVariables(class, discovered)
-	if conflicts := engine.ConflictingVariables(class.Status.Variables); len(conflicts) > 0 {
+	class.Status.Variables = rules.StatusVariables(class, discovered)
+	if conflicts := rules.ConflictingVariables(class.Status.Variables); len(conflicts) > 0 {
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonVariablesConflict
 		cond.Message = fmt.Sprintf("variables %s are defined differently by the class and its extensions; Topologies cannot set them until the definitions agree", strings.Join(conflicts, ", "))
 	}
@@ -115,7 +118,7 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		result.RequeueAfter = rediscoverAfterFailure
 	}
 	_, err = r.Classes.Get(ctx, class)
-	var invalid *engine.InvalidError
+	var invalid *rules.InvalidError
 	switch {
 	case errors.As(err, &invalid):
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonInvalidClass, err.Error()
@@ -127,7 +130,7 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if r.CoreVersion.IsV1Beta2() {
 		meta.SetStatusCondition(&class.Status.Conditions, refVersionsCondition(class, outdated))
 	}
-	if engine.HasExternalPatches(class) {
+	if contract.HasExternalPatches(class) {
 		meta.SetStatusCondition(&class.Status.Conditions, r.externalPatchesReady(ctx, class))
 	} else {
 		meta.RemoveStatusCondition(&class.Status.Conditions, ExternalPatchesReadyCondition)
@@ -152,7 +155,7 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 func (r *TopologyClassReconciler) ownTemplates(ctx context.Context, class *v1alpha2.TopologyClass) (missing bool, err error) {
 	owner := metav1.OwnerReference{APIVersion: v1alpha2.GroupVersion.String(), Kind: v1alpha2.TopologyClassKind, Name: class.Name, UID: class.UID}
 	var errs []error
-	for _, ref := range engine.ClassTemplateRefs(class) {
+	for _, ref := range contract.ClassTemplateRefs(class) {
 		tmpl := &unstructured.Unstructured{}
 		tmpl.SetAPIVersion(ref.APIVersion)
 		tmpl.SetKind(ref.Kind)
@@ -165,7 +168,7 @@ func (r *TopologyClassReconciler) ownTemplates(ctx context.Context, class *v1alp
 			errs = append(errs, fmt.Errorf("reading %s %s/%s of TopologyClass %s (%s): %w", ref.Kind, ref.Namespace, ref.Name, class.Name, ref.Field, err))
 			continue
 		}
-		if engine.OwnedBy(tmpl, class.UID) {
+		if desiredstate.OwnedBy(tmpl, class.UID) {
 			continue
 		}
 		// Without a lock, as upstream patches its owner in: the cache's copy
@@ -191,7 +194,7 @@ type refChange struct {
 func (r *TopologyClassReconciler) outdatedRefs(ctx context.Context, class *v1alpha2.TopologyClass) ([]refChange, error) {
 	var out []refChange
 	var errs []error
-	engine.VisitTemplateRefs(class, func(ref *v1alpha2.ClusterClassTemplateReference, field string) {
+	contract.VisitTemplateRefs(class, func(ref *v1alpha2.ClusterClassTemplateReference, field string) {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err != nil {
 			return // the class webhook reports it
@@ -204,7 +207,7 @@ func (r *TopologyClassReconciler) outdatedRefs(ctx context.Context, class *v1alp
 		if crd == nil {
 			return // not installed: reconciling a Topology names the missing kind
 		}
-		v, ok := engine.ContractVersion(crd.Labels)
+		v, ok := contract.ContractVersion(crd.Labels)
 		if !ok {
 			errs = append(errs, fmt.Errorf("%s: CRD %s carries neither the cluster.x-k8s.io/v1beta2 nor the cluster.x-k8s.io/v1beta1 contract label, so no version of %s can be picked: label the CRD as its provider's manifests do", field, crd.Name, ref.Kind))
 			return
@@ -256,12 +259,12 @@ func refVersionsCondition(class *v1alpha2.TopologyClass, outdated []refChange) m
 // discoverVariables asks the extension of every external patch that has a
 // discoverVariablesExtension for its variables. When one cannot be asked,
 // what status last recorded for that patch stands, and the error says why.
-func (r *TopologyClassReconciler) discoverVariables(ctx context.Context, class *v1alpha2.TopologyClass) ([]engine.PatchVariables, error) {
+func (r *TopologyClassReconciler) discoverVariables(ctx context.Context, class *v1alpha2.TopologyClass) ([]rules.PatchVariables, error) {
 	if r.Extensions == nil {
-		var out []engine.PatchVariables
+		var out []rules.PatchVariables
 		for _, p := range class.Spec.Patches {
 			if p.External != nil && p.External.DiscoverVariablesExtension != nil {
-				out = append(out, engine.PatchVariables{Patch: p.Name, Variables: recorded(class, p.Name)})
+				out = append(out, rules.PatchVariables{Patch: p.Name, Variables: recorded(class, p.Name)})
 			}
 		}
 		return out, nil
@@ -271,7 +274,7 @@ func (r *TopologyClassReconciler) discoverVariables(ctx context.Context, class *
 	for i, d := range out {
 		if d.Err != nil {
 			errs = append(errs, fmt.Sprintf("patch %q: %v", d.Patch, d.Err))
-			out[i] = engine.PatchVariables{Patch: d.Patch, Variables: recorded(class, d.Patch)}
+			out[i] = rules.PatchVariables{Patch: d.Patch, Variables: recorded(class, d.Patch)}
 		}
 	}
 	if len(errs) > 0 {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // DynamicWatches adds a watch the first time the agent meets a kind: provider
@@ -106,7 +107,7 @@ func (w *DynamicWatches) Warm(ctx context.Context, gvks ...schema.GroupVersionKi
 // topologyOfLabelledObject maps a generated object to its Topology: the one
 // named by its cluster-name label, in its namespace.
 func topologyOfLabelledObject(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[engine.ClusterNameLabel]
+	name := o.GetLabels()[contract.ClusterNameLabel]
 	if name == "" {
 		return nil
 	}
@@ -128,7 +129,7 @@ func templateKey(gk schema.GroupKind, namespace, name string) string {
 func classTemplateKeys(o client.Object) []string {
 	c := o.(*v1alpha2.TopologyClass)
 	var keys []string
-	for _, ref := range engine.ClassTemplateRefs(c) {
+	for _, ref := range contract.ClassTemplateRefs(c) {
 		gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
 		keys = append(keys, templateKey(gvk.GroupKind(), ref.Namespace, ref.Name))
 	}
@@ -155,7 +156,7 @@ func topologiesOfClass(c client.Reader) handler.MapFunc {
 func topologiesOfTemplate(c client.Reader) handler.MapFunc {
 	byClass := topologiesOfClass(c)
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		if _, generated := o.GetLabels()[engine.ClusterNameLabel]; generated {
+		if _, generated := o.GetLabels()[contract.ClusterNameLabel]; generated {
 			return topologyOfLabelledObject(ctx, o)
 		}
 		gvk := o.GetObjectKind().GroupVersionKind()

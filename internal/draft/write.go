@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // ConflictError is a write refused because the Topology changed on the server
@@ -48,12 +49,12 @@ func (e *ConflictError) Error() string {
 // ClusterKind is upstream Cluster API's Cluster. A Topology read from a
 // Cluster with spec.topology keeps that kind in its TypeMeta, so that what is
 // said about it, and where it is written, is the Cluster the user named.
-const ClusterKind = engine.UpstreamClusterKind
+const ClusterKind = contract.UpstreamClusterKind
 
 // Kind names what t was read from: "Topology", or "Cluster" for an upstream
 // Cluster seen as a Topology.
 func Kind(t *v1alpha2.Topology) string {
-	if engine.DialectOf(t) == engine.DialectUpstream {
+	if contract.DialectOf(t) == contract.DialectUpstream {
 		return ClusterKind
 	}
 	return v1alpha2.TopologyKind

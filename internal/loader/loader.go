@@ -9,7 +9,13 @@ package loader
 import (
 	"context"
 	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,10 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/bundle"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // NotFoundError is a reference to something that does not exist (yet): the
@@ -46,7 +51,7 @@ type Loader struct {
 	ByCluster func(ctx context.Context, gvk schema.GroupVersionKind) (string, error)
 	// CoreVersion is the Cluster API core version to read Clusters,
 	// MachineDeployments, Machines and the like in; v1beta1 when unset.
-	CoreVersion engine.CoreVersion
+	CoreVersion contract.CoreVersion
 	// GivenClass, when set, is the class to use instead of reading the
 	// Topology's: one not created yet, as adopt previews.
 	GivenClass *v1alpha2.TopologyClass
@@ -61,17 +66,17 @@ type Loaded struct {
 	// Class is the Topology's TopologyClass.
 	Class *v1alpha2.TopologyClass
 	// Templates are the templates the class references.
-	Templates *engine.TemplateIndex
+	Templates *contract.TemplateIndex
 	// Objects are the Cluster and every object labelled for it.
 	Objects []*unstructured.Unstructured
 	// Current is the Topology's state, found among Objects.
-	Current *engine.State
+	Current *contract.State
 	// Observed is the rollout state of its parts.
-	Observed *engine.Observed
+	Observed *rollout.Observed
 	// Contracts are the Cluster API contracts of the class's provider kinds.
-	Contracts engine.Contracts
+	Contracts contract.Contracts
 	// CoreVersion is the Cluster API core version the objects were read in.
-	CoreVersion engine.CoreVersion
+	CoreVersion contract.CoreVersion
 }
 
 // Load reads all of it.
@@ -104,13 +109,13 @@ func (l *Loader) Load(ctx context.Context, t *v1alpha2.Topology) (*Loaded, error
 // implements at the version the class names, from the kind's CRD labels.
 // A kind without a CRD to read, or a version no label lists, is left out: it
 // follows CoreVersion's contract.
-func (l *Loader) Contracts(ctx context.Context, class *v1alpha2.TopologyClass) (engine.Contracts, error) {
-	out := engine.Contracts{}
+func (l *Loader) Contracts(ctx context.Context, class *v1alpha2.TopologyClass) (contract.Contracts, error) {
+	out := contract.Contracts{}
 	if l.Mapper == nil {
 		return out, nil
 	}
-	for _, gvk := range engine.GeneratedKinds(class, l.CoreVersion) {
-		if gvk.Group == engine.ClusterAPIGroup {
+	for _, gvk := range contract.GeneratedKinds(class, l.CoreVersion) {
+		if gvk.Group == contract.ClusterAPIGroup {
 			continue
 		}
 		crd, err := CRDOf(ctx, l.Reader, l.Mapper, gvk.GroupKind())
@@ -124,7 +129,7 @@ func (l *Loader) Contracts(ctx context.Context, class *v1alpha2.TopologyClass) (
 		if crd == nil {
 			continue // not installed: reading its objects says so
 		}
-		if c, ok := engine.ContractOfVersion(crd.Labels, gvk.Version); ok {
+		if c, ok := contract.ContractOfVersion(crd.Labels, gvk.Version); ok {
 			out[gvk.GroupKind()] = c
 		}
 	}
@@ -188,9 +193,9 @@ func (l *Loader) clusterClass(ctx context.Context, t *v1alpha2.Topology, key typ
 }
 
 // Templates reads every template the class references.
-func (l *Loader) Templates(ctx context.Context, class *v1alpha2.TopologyClass) (*engine.TemplateIndex, error) {
-	ix := engine.NewTemplateIndex()
-	for _, ref := range engine.ClassTemplateRefs(class) {
+func (l *Loader) Templates(ctx context.Context, class *v1alpha2.TopologyClass) (*contract.TemplateIndex, error) {
+	ix := contract.NewTemplateIndex()
+	for _, ref := range contract.ClassTemplateRefs(class) {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion(ref.APIVersion)
 		u.SetKind(ref.Kind)
@@ -223,8 +228,8 @@ func (l *Loader) Objects(ctx context.Context, t *v1alpha2.Topology, class *v1alp
 	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
 		return nil, fmt.Errorf("reading Cluster %s/%s: %w", t.Namespace, t.Name, err)
 	}
-	poolKinds := engine.MachinePoolKinds(class)
-	for _, gvk := range engine.GeneratedKinds(class, l.CoreVersion) {
+	poolKinds := contract.MachinePoolKinds(class)
+	for _, gvk := range contract.GeneratedKinds(class, l.CoreVersion) {
 		items, err := l.Labelled(ctx, t, gvk)
 		if err != nil {
 			return nil, err
@@ -233,7 +238,7 @@ func (l *Loader) Objects(ctx context.Context, t *v1alpha2.Topology, class *v1alp
 			// A Machine's KubeadmConfig, say, is of a pool's kind and carries the
 			// Cluster's labels and the owned label its control plane or
 			// MachineDeployment passed on: Cluster API's, not the topology's.
-			if _, pool := o.GetLabels()[engine.MachinePoolNameLabel]; poolKinds[gvk.Kind] && !pool {
+			if _, pool := o.GetLabels()[contract.MachinePoolNameLabel]; poolKinds[gvk.Kind] && !pool {
 				continue
 			}
 			out = append(out, o)
@@ -247,7 +252,7 @@ func (l *Loader) Objects(ctx context.Context, t *v1alpha2.Topology, class *v1alp
 func (l *Loader) Labelled(ctx context.Context, t *v1alpha2.Topology, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	opts := []client.ListOption{client.InNamespace(t.Namespace), client.MatchingLabels{engine.ClusterNameLabel: t.Name}}
+	opts := []client.ListOption{client.InNamespace(t.Namespace), client.MatchingLabels{contract.ClusterNameLabel: t.Name}}
 	if l.ByCluster != nil {
 		field, err := l.ByCluster(ctx, gvk)
 		if meta.IsNoMatchError(err) {
@@ -273,16 +278,16 @@ func (l *Loader) Labelled(ctx context.Context, t *v1alpha2.Topology, gvk schema.
 
 // State finds the Topology's state among objs, adopting what was made
 // before its Cluster.
-func State(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, objs []*unstructured.Unstructured) *engine.State {
-	s := engine.StateFromObjects(t.Name, t.Namespace, objs)
-	engine.Adopt(s, class, t.UID, objs)
+func State(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, objs []*unstructured.Unstructured) *contract.State {
+	s := desiredstate.StateFromObjects(t.Name, t.Namespace, objs)
+	desiredstate.Adopt(s, class, t.UID, objs)
 	return s
 }
 
 // Observe reads the rollout state per the contracts, refined by the
 // Machines of its MachineDeployments.
-func (l *Loader) Observe(ctx context.Context, t *v1alpha2.Topology, s *engine.State) (*engine.Observed, error) {
-	obs := engine.ObserveState(s)
+func (l *Loader) Observe(ctx context.Context, t *v1alpha2.Topology, s *contract.State) (*rollout.Observed, error) {
+	obs := health.ObserveState(s)
 	if s.ControlPlane.Object == nil && len(s.MachineDeployments) == 0 {
 		return obs, nil
 	}
@@ -290,5 +295,5 @@ func (l *Loader) Observe(ctx context.Context, t *v1alpha2.Topology, s *engine.St
 	if err != nil {
 		return nil, err
 	}
-	return obs.WithMachines(s, machines), nil
+	return health.WithMachines(obs, s, machines), nil
 }

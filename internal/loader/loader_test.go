@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,11 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
-	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // server is a fake API server holding the example's class and templates,
@@ -32,7 +35,7 @@ func server(t *testing.T, objs ...client.Object) (client.Client, fixture.Example
 	utilruntime.Must(v1alpha2.AddToScheme(scheme))
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyClassKind), meta.RESTScopeNamespace)
-	for _, gvk := range append(fixture.GeneratedKinds, engine.CoreV1Beta1.GroupVersion().WithKind("Machine")) {
+	for _, gvk := range append(fixture.GeneratedKinds, contract.CoreV1Beta1.GroupVersion().WithKind("Machine")) {
 		mapper.Add(gvk, meta.RESTScopeNamespace)
 	}
 	for _, o := range ex.Templates {
@@ -50,7 +53,7 @@ func TestLoadFindsWhatTheAgentMade(t *testing.T) {
 	}
 	topo := ex.Topology.DeepCopy()
 	topo.UID = "topology-uid"
-	res, err := engine.Compute(context.Background(), engine.Input{Topology: topo, Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(3)})
+	res, err := desiredstate.Compute(context.Background(), desiredstate.Input{Topology: topo, Class: ex.Class, Templates: contract.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(3)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +64,10 @@ func TestLoadFindsWhatTheAgentMade(t *testing.T) {
 		}
 	}
 	machine := &unstructured.Unstructured{}
-	machine.SetGroupVersionKind(engine.CoreV1Beta1.GroupVersion().WithKind("Machine"))
+	machine.SetGroupVersionKind(contract.CoreV1Beta1.GroupVersion().WithKind("Machine"))
 	machine.SetNamespace("default")
 	machine.SetName("m-1")
-	machine.SetLabels(map[string]string{engine.ClusterNameLabel: "dev", engine.MachineDeploymentNameOfMachine: res.Desired.MachineDeployments["md-a"].Object.GetName()})
+	machine.SetLabels(map[string]string{contract.ClusterNameLabel: "dev", health.MachineDeploymentNameOfMachine: res.Desired.MachineDeployments["md-a"].Object.GetName()})
 	_ = unstructured.SetNestedField(machine.Object, "v1.32.0", "spec", "version")
 	objs = append(objs, machine)
 	c, _ := server(t, objs...)
@@ -131,7 +134,7 @@ func TestObjectsAreNotMachinesBootstrapConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := engine.Compute(context.Background(), engine.Input{Topology: ex.Topology, Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(3)})
+	res, err := desiredstate.Compute(context.Background(), desiredstate.Input{Topology: ex.Topology, Class: ex.Class, Templates: contract.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(3)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +152,7 @@ func TestObjectsAreNotMachinesBootstrapConfigs(t *testing.T) {
 	machines := poolConfig.DeepCopy()
 	machines.SetName("dev-control-plane-x7k2p")
 	labels := machines.GetLabels()
-	delete(labels, engine.MachinePoolNameLabel)
+	delete(labels, contract.MachinePoolNameLabel)
 	labels["cluster.x-k8s.io/control-plane"] = ""
 	machines.SetLabels(labels)
 	c, _ := server(t, append(objs, machines)...)

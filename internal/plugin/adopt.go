@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,11 +23,10 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/bundle"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/plan"
+	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
+	"github.com/kubectl-topology/kubectl-topology/internal/plan"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // AdoptOptions are the inputs of `adopt`.
@@ -146,7 +148,7 @@ func (o *AdoptOptions) Run(ctx context.Context) error {
 // check reads what adopting needs and collects every reason to refuse.
 func (o *AdoptOptions) check(ctx context.Context, t *v1alpha2.Topology) (*adoption, error) {
 	ca := o.access
-	if ca.core != engine.CoreV1Beta2 {
+	if ca.core != contract.CoreV1Beta2 {
 		return nil, fmt.Errorf("adopt needs Cluster API v1.11 or later (cluster.x-k8s.io/v1beta2); this server serves %s", ca.core)
 	}
 	cluster, err := ca.rawCluster(ctx, t)
@@ -203,11 +205,11 @@ func (o *AdoptOptions) check(ctx context.Context, t *v1alpha2.Topology) (*adopti
 	if !t.DeletionTimestamp.IsZero() {
 		refuse("the Cluster is being deleted")
 	}
-	if !engine.RolloutSettled(t) {
-		why := append(engine.RolloutHolds(t), engine.PartsNotReady(t, time.Time{})...)
-		refuse("the Cluster is not settled (%s%s): adopt it once `kubectl topology status cluster/%s -n %s` shows it Ready", orDash(string(engine.TopologyState(t))), reasons(why), t.Name, t.Namespace)
+	if !health.RolloutSettled(t) {
+		why := append(health.RolloutHolds(t), health.PartsNotReady(t, time.Time{})...)
+		refuse("the Cluster is not settled (%s%s): adopt it once `kubectl topology status cluster/%s -n %s` shows it Ready", orDash(string(health.TopologyState(t))), reasons(why), t.Name, t.Namespace)
 	}
-	if engine.HasExternalPatches(a.class) {
+	if contract.HasExternalPatches(a.class) {
 		refuse("ClusterClass %s has external patches: their Runtime SDK extension must be registered as a TopologyExtension first, which adopt does not do", raw.GetName())
 	}
 	if f := upstream.ForeignFinalizers(cluster); len(f) > 0 {
@@ -231,10 +233,10 @@ func (o *AdoptOptions) check(ctx context.Context, t *v1alpha2.Topology) (*adopti
 
 // machineReplacements names each change of the agent's plan that would
 // replace Machines, or that adopting must not make.
-func machineReplacements(p *plan.Plan, desired *engine.State) []string {
+func machineReplacements(p *plan.Plan, desired *contract.State) []string {
 	var out []string
 	isControlPlane := func(o *unstructured.Unstructured) bool {
-		return desired.ControlPlane.Object != nil && engine.KeyOf(desired.ControlPlane.Object) == engine.KeyOf(o)
+		return desired.ControlPlane.Object != nil && contract.KeyOf(desired.ControlPlane.Object) == contract.KeyOf(o)
 	}
 	for _, c := range p.Changes {
 		kind, name := c.Object.GetKind(), c.Object.GetName()
@@ -312,7 +314,7 @@ func (o *AdoptOptions) machineUIDs(ctx context.Context, t *v1alpha2.Topology) (m
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion(o.access.core.APIVersion())
 	list.SetKind("MachineList")
-	if err := o.access.client.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingLabels{engine.ClusterNameLabel: t.Name}); err != nil {
+	if err := o.access.client.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingLabels{contract.ClusterNameLabel: t.Name}); err != nil {
 		return nil, explain(err, o.access)
 	}
 	out := map[types.UID]string{}
@@ -333,12 +335,12 @@ func (o *AdoptOptions) follow(ctx context.Context, a *adoption) error {
 			return false, nil //nolint:nilerr // read again
 		}
 		t = read
-		return engine.RolloutSettled(t), nil
+		return health.RolloutSettled(t), nil
 	})
 	if err != nil {
 		state := "not read"
 		if t != nil {
-			state = orDash(string(engine.TopologyState(t))) + reasons(append(engine.RolloutHolds(t), engine.PartsNotReady(t, time.Time{})...))
+			state = orDash(string(health.TopologyState(t))) + reasons(append(health.RolloutHolds(t), health.PartsNotReady(t, time.Time{})...))
 		}
 		return fmt.Errorf("Topology %s/%s is created, but the agent has not settled it within %s (%s); follow it with `kubectl topology status %s -n %s --watch`", ns, name, o.Timeout, state, name, ns)
 	}

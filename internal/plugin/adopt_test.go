@@ -4,10 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/plan"
+	"github.com/kubectl-topology/kubectl-topology/internal/plan"
 )
 
 func TestMachineReplacementsNamesWhatWouldRollMachines(t *testing.T) {
@@ -20,7 +21,7 @@ func TestMachineReplacementsNamesWhatWouldRollMachines(t *testing.T) {
 		return u
 	}
 	cp := obj("KubeadmControlPlane", "dev-cp")
-	desired := &engine.State{ControlPlane: engine.ControlPlaneState{Object: cp}}
+	desired := &contract.State{ControlPlane: contract.ControlPlaneState{Object: cp}}
 	for _, tc := range []struct {
 		name   string
 		change plan.Change

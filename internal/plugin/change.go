@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/spf13/cobra"
@@ -19,11 +22,10 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/plan"
+	"github.com/kubectl-topology/kubectl-topology/internal/plan"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // changeOptions are what scale, set variable and upgrade share: a Topology
@@ -167,7 +169,7 @@ func (o *changeOptions) printPlan(ctx context.Context, edited *v1alpha2.Topology
 	for _, w := range warnings {
 		fmt.Fprintln(o.ErrOut, "Warning: "+w)
 	}
-	who := engine.Reconciler(edited)
+	who := contract.Reconciler(edited)
 	if edited.Spec.Paused {
 		fmt.Fprintf(o.Out, "Paused: nothing will be applied while the %s is paused.\n", draft.Kind(edited))
 		if len(p.Changes) > 0 {
@@ -221,7 +223,7 @@ func NewScaleCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			written, err := o.apply(cmd.Context(), change{mutate: o.mutate, warnings: engine.ChangeWarnings})
+			written, err := o.apply(cmd.Context(), change{mutate: o.mutate, warnings: rules.ChangeWarnings})
 			if written != nil {
 				o.applied(written)
 			}
@@ -264,7 +266,7 @@ func NewPauseCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 				return err
 			}
 			if o.Paused {
-				fmt.Fprintf(o.Out, "Paused: %s changes nothing of %s %s/%s until `kubectl topology resume %s -n %s`.\n", engine.Reconciler(written), draft.Kind(written), written.Namespace, written.Name, refOf(written), written.Namespace)
+				fmt.Fprintf(o.Out, "Paused: %s changes nothing of %s %s/%s until `kubectl topology resume %s -n %s`.\n", contract.Reconciler(written), draft.Kind(written), written.Namespace, written.Name, refOf(written), written.Namespace)
 			} else {
 				o.applied(written)
 			}

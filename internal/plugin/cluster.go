@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -30,11 +32,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // clusterAccess is what a live command needs: a client, the namespace the
@@ -45,7 +46,7 @@ type clusterAccess struct {
 	namespace string
 	context   string
 	// core is the Cluster API core version the server stores, once asked.
-	core engine.CoreVersion
+	core contract.CoreVersion
 }
 
 // scheme holds only the kinds the plugin reads typed, built on first use:
@@ -246,7 +247,7 @@ func (l *liveFlags) readTopology(ctx context.Context, ref string) (*v1alpha2.Top
 }
 
 // coreVersion is the Cluster API core version the server stores, asked once.
-func (ca *clusterAccess) coreVersion() (engine.CoreVersion, error) {
+func (ca *clusterAccess) coreVersion() (contract.CoreVersion, error) {
 	if ca.core != "" {
 		return ca.core, nil
 	}

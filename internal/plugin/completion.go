@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // completion is the shape of a cobra completion function.
@@ -138,7 +139,7 @@ func completeVersions(flags *genericclioptions.ConfigFlags) completion {
 		if t == nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		v, err := engine.ParseVersion(t.Spec.Version)
+		v, err := rollout.ParseVersion(t.Spec.Version)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}

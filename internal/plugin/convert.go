@@ -15,9 +15,9 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/discovery"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/bundle"
+	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
 	"github.com/kubectl-topology/kubectl-topology/internal/templateprobe"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // ConvertOptions are the inputs of `convert`.

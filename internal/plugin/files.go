@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/bundle"
+	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
 )
 
 // inputNamespace is the namespace for input objects that name none: -n, else

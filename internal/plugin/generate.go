@@ -8,6 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +22,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // GenerateOptions are the inputs of `generate`.
@@ -81,7 +85,7 @@ func (o *GenerateOptions) Validate() error {
 	if o.Version == "" {
 		return fmt.Errorf("--kubernetes-version is required, e.g. --kubernetes-version v1.33.1")
 	}
-	if _, err := engine.ParseVersion(o.Version); err != nil {
+	if _, err := rollout.ParseVersion(o.Version); err != nil {
 		return fmt.Errorf("--kubernetes-version %q is not a Kubernetes version such as v1.33.1", o.Version)
 	}
 	if o.Output != "yaml" && o.Output != "json" {
@@ -118,15 +122,15 @@ func (o *GenerateOptions) Run(ctx context.Context) error {
 		}
 		t.Spec.Variables = append(t.Spec.Variables, v1alpha2.ClusterVariable{Name: k, Value: apiextensionsv1.JSON{Raw: raw}})
 	}
-	cat, err := engine.CompileClass(ctx, class)
+	cat, err := rules.CompileClass(ctx, class)
 	if err != nil {
 		return err
 	}
-	spec := engine.SpecPath(engine.DialectTopology)
-	errs := engine.DefaultTopology(t, cat, spec)
-	errs = append(errs, engine.ValidateTopology(ctx, t, nil, class, cat, spec)...)
+	spec := desiredstate.SpecPath(contract.DialectTopology)
+	errs := rules.DefaultTopology(t, cat, spec)
+	errs = append(errs, rules.ValidateTopology(ctx, t, nil, class, cat, spec)...)
 	if len(errs) > 0 {
-		return (&engine.InvalidError{Kind: "Topology", Object: "Topology " + ns + "/" + o.Name, Errors: errs})
+		return (&rules.InvalidError{Kind: "Topology", Object: "Topology " + ns + "/" + o.Name, Errors: errs})
 	}
 	data, err := json.Marshal(t)
 	if err != nil {

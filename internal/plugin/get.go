@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,9 +19,8 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // GetOptions are the inputs of `get`.
@@ -245,11 +246,11 @@ func printHeader(w io.Writer, withNamespace, wide, withController bool) {
 }
 
 func printRow(w io.Writer, t *v1alpha2.Topology, withNamespace, wide, withController bool, now clock) {
-	state := engine.TopologyState(t)
+	state := health.TopologyState(t)
 	if state == "" {
 		state = v1alpha2.StateWaiting
 	}
-	row := []string{refOf(t), t.Spec.ClassRef.Name, t.Spec.Version, controlPlaneReplicas(t), workerReplicas(t), string(state), orDash(strings.Join(engine.TopologyProblems(t), ",")), duration.HumanDuration(now.now().Sub(t.CreationTimestamp.Time))}
+	row := []string{refOf(t), t.Spec.ClassRef.Name, t.Spec.Version, controlPlaneReplicas(t), workerReplicas(t), string(state), orDash(strings.Join(health.TopologyProblems(t), ",")), duration.HumanDuration(now.now().Sub(t.CreationTimestamp.Time))}
 	if withController {
 		row = append(row, managedBy(t))
 	}
@@ -259,7 +260,7 @@ func printRow(w io.Writer, t *v1alpha2.Topology, withNamespace, wide, withContro
 	if wide {
 		reconciled, msg := "-", ""
 		if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition); c != nil {
-			reconciled, msg = string(c.Status)+"/"+c.Reason, engine.ConditionLine(c.Message)
+			reconciled, msg = string(c.Status)+"/"+c.Reason, health.ConditionLine(c.Message)
 		}
 		row = append(row, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)), reconciled, msg)
 	}

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +20,6 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/manifests"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // golden compares got with testdata/golden/NAME, rewriting it with -update.
@@ -86,7 +88,7 @@ func midUpgrade() *v1alpha2.Topology {
 				MachineDeployments: []v1alpha2.MachineDeploymentTopology{
 					{Class: "general", Name: "md-a", Replicas: ptr32(2)},
 					{Class: "general", Name: "md-b", Replicas: ptr32(2)},
-					{Class: "gpu", Name: "md-gpu", Metadata: v1alpha2.ObjectMeta{Annotations: map[string]string{engine.DeferUpgradeAnnotation: ""}}},
+					{Class: "gpu", Name: "md-gpu", Metadata: v1alpha2.ObjectMeta{Annotations: map[string]string{contract.DeferUpgradeAnnotation: ""}}},
 				},
 				MachinePools: []v1alpha2.MachinePoolTopology{{Class: "pool", Name: "mp-0", Replicas: ptr32(1)}},
 			},
@@ -113,7 +115,7 @@ func TestStatusTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "status-mid-upgrade.txt", buf.String())
-	if engine.RolloutSettled(midUpgrade()) {
+	if health.RolloutSettled(midUpgrade()) {
 		t.Error("a Topology mid-upgrade counts as settled")
 	}
 }
@@ -130,7 +132,7 @@ func TestStatusDegraded(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "status-degraded.txt", buf.String())
-	if engine.RolloutSettled(topo) {
+	if health.RolloutSettled(topo) {
 		t.Error("a degraded Topology counts as settled")
 	}
 }
@@ -182,7 +184,7 @@ func TestGetTable(t *testing.T) {
 func TestUpgradePreview(t *testing.T) {
 	topo := midUpgrade()
 	topo.Spec.Version = "v1.33.1"
-	topo.Annotations = map[string]string{engine.UpgradeConcurrencyAnnotation: "2"}
+	topo.Annotations = map[string]string{contract.UpgradeConcurrencyAnnotation: "2"}
 	var buf bytes.Buffer
 	printUpgradePreview(&buf, topo, nil, "v1.34.0")
 	golden(t, "upgrade-preview.txt", buf.String())

@@ -4,17 +4,22 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/plan"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/internal/plan"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // load reads, through the loader the agent uses too, what the engine needs
@@ -50,12 +55,12 @@ func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha2.Topology) (*p
 
 // livePlanWith is livePlan with the class given (see loadWith); it returns
 // the desired state too.
-func (ca *clusterAccess) livePlanWith(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) (*plan.Plan, *engine.State, []string, error) {
+func (ca *clusterAccess) livePlanWith(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) (*plan.Plan, *contract.State, []string, error) {
 	l, err := ca.loadWith(ctx, t, class)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cat, err := engine.CompileClass(ctx, l.Class)
+	cat, err := rules.CompileClass(ctx, l.Class)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -65,11 +70,11 @@ func (ca *clusterAccess) livePlanWith(ctx context.Context, t *v1alpha2.Topology,
 	}
 	// An upstream Cluster's objects are written as upstream's controller
 	// writes them: owned by the Cluster, by its field manager.
-	dialect, manager := engine.DialectOf(t), engine.FieldManager
-	if dialect == engine.DialectUpstream {
+	dialect, manager := contract.DialectOf(t), apply.FieldManager
+	if dialect == contract.DialectUpstream {
 		manager = upstream.FieldManager
 	}
-	in := engine.Input{
+	in := desiredstate.Input{
 		Topology: t, Class: l.Class, Templates: l.Templates, Current: l.Current, Observed: l.Observed,
 		Names: names.NewGenerator(nil), Dialect: dialect, Catalog: cat,
 		CoreVersion: l.CoreVersion, Contracts: l.Contracts,
@@ -77,13 +82,13 @@ func (ca *clusterAccess) livePlanWith(ctx context.Context, t *v1alpha2.Topology,
 	if external != nil {
 		in.External = external
 	}
-	res, err := engine.Compute(ctx, in)
+	res, err := desiredstate.Compute(ctx, in)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	var warnings []string
 	// spec.paused has its own word in plan and the previews.
-	if _, hold := engine.Hold(t, l.Current.Cluster); hold != "" && !t.Spec.Paused {
+	if _, hold := rollout.Hold(t, l.Current.Cluster); hold != "" && !t.Spec.Paused {
 		warnings = append(warnings, hold+"; what follows is what would change then")
 	}
 	if external != nil {
@@ -104,13 +109,13 @@ func (ca *clusterAccess) livePlanWith(ctx context.Context, t *v1alpha2.Topology,
 		if err := ca.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll); err != nil {
 			return nil, nil, nil, fmt.Errorf("the API server refused %s %s in a dry run: %w", obj.GetKind(), obj.GetName(), explain(err, ca))
 		}
-		engine.StripServerFields(dry)
+		desiredstate.StripServerFields(dry)
 		*obj = *dry
 	}
 	current := make([]*unstructured.Unstructured, 0, len(l.Objects))
 	for _, o := range l.Objects {
 		o = o.DeepCopy()
-		engine.StripServerFields(o)
+		desiredstate.StripServerFields(o)
 		current = append(current, o)
 	}
 	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: current, Cluster: t.Name, Namespace: t.Namespace, Pending: res.Pending()})
@@ -133,7 +138,7 @@ func ownedByUncreated(obj *unstructured.Unstructured) bool {
 // machine cannot reach, typically behind a Service, are skipped and named.
 // It is nil for a class without external patches.
 func (ca *clusterAccess) externalPatches(ctx context.Context, class *v1alpha2.TopologyClass) (*extension.Patcher, error) {
-	if !engine.HasExternalPatches(class) {
+	if !contract.HasExternalPatches(class) {
 		return nil, nil
 	}
 	c := &extension.Client{Registry: extension.NewRegistry(), BestEffort: true}

@@ -10,6 +10,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,13 +22,12 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/bundle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/plan"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
+	"github.com/kubectl-topology/kubectl-topology/internal/plan"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // PlanOptions are the inputs of `plan`.
@@ -109,7 +112,7 @@ written in. Providers are taken to follow the same contract.`,
 	cmd.Flags().StringVar(&o.Cluster, "topology", "", "Name of the topology (or Cluster) to plan when the input has several")
 	cmd.Flags().StringVar(&o.OutputDirectory, "output-directory", "", "Write created/ and modified/ files here, like clusterctl alpha topology plan did")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "Output format: table, yaml or json")
-	cmd.Flags().StringVar(&o.CoreVersion, "cluster-api-version", string(engine.CoreV1Beta2), "Cluster API core version of an offline plan's objects: v1beta2 (Cluster API v1.11 and later) or v1beta1 (v1.10)")
+	cmd.Flags().StringVar(&o.CoreVersion, "cluster-api-version", string(contract.CoreV1Beta2), "Cluster API core version of an offline plan's objects: v1beta2 (Cluster API v1.11 and later) or v1beta1 (v1.10)")
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Refuse input fields the types do not have, as kubectl's --validate=strict does, instead of dropping them with a warning")
 	cmd.Flags().Uint64Var(&o.Seed, "random-seed", 0, "Seed for generated name suffixes, for reproducible output")
 	_ = cmd.Flags().MarkHidden("random-seed")
@@ -145,7 +148,7 @@ func (o *PlanOptions) RunLive(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, "Warning: "+w)
 	}
 	if t.Spec.Paused {
-		fmt.Fprintf(o.ErrOut, "%s %s/%s is paused: nothing will be applied until `kubectl topology resume %s`; this is what %s would change then.\n", draft.Kind(t), t.Namespace, t.Name, refOf(t), engine.Reconciler(t))
+		fmt.Fprintf(o.ErrOut, "%s %s/%s is paused: nothing will be applied until `kubectl topology resume %s`; this is what %s would change then.\n", draft.Kind(t), t.Namespace, t.Name, refOf(t), contract.Reconciler(t))
 	}
 	var files map[string][]byte
 	if o.OutputDirectory != "" {
@@ -192,7 +195,7 @@ func (o *PlanOptions) Validate() error {
 	default:
 		return fmt.Errorf("--output %q is not supported; use table, yaml or json", o.Output)
 	}
-	if _, ok := engine.ParseCoreVersion(o.CoreVersion); !ok {
+	if _, ok := contract.ParseCoreVersion(o.CoreVersion); !ok {
 		return fmt.Errorf("--cluster-api-version %q is not supported; use v1beta2 (Cluster API v1.11 and later) or v1beta1 (v1.10)", o.CoreVersion)
 	}
 	if o.OutputDirectory != "" {
@@ -224,7 +227,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cat, err := engine.CompileClass(ctx, blueprint)
+	cat, err := rules.CompileClass(ctx, blueprint)
 	if err != nil {
 		return err
 	}
@@ -235,11 +238,11 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	if t.Upstream != nil {
 		existing = append([]*unstructured.Unstructured{t.Upstream}, existing...)
 	}
-	current := engine.StateFromObjects(t.Name, t.Namespace, existing)
+	current := desiredstate.StateFromObjects(t.Name, t.Namespace, existing)
 	if t.Upstream != nil {
 		current.Cluster = t.Upstream
 	}
-	in := engine.Input{
+	in := desiredstate.Input{
 		Topology:    t.Topology,
 		Class:       blueprint,
 		Templates:   o.bundle.Templates(),
@@ -247,13 +250,13 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 		Names:       gen,
 		Dialect:     t.Dialect(),
 		Catalog:     cat,
-		CoreVersion: engine.CoreVersion(o.CoreVersion),
-		Contracts:   engine.ContractsFromCRDs(o.bundle.Objects, blueprint),
+		CoreVersion: contract.CoreVersion(o.CoreVersion),
+		Contracts:   contract.ContractsFromCRDs(o.bundle.Objects, blueprint),
 	}
 	if external != nil {
 		in.External = external
 	}
-	res, err := engine.Compute(ctx, in)
+	res, err := desiredstate.Compute(ctx, in)
 	if err != nil {
 		return err
 	}
@@ -284,7 +287,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 // in status, as the agent would have it, and nil for a class without
 // external patches.
 func (o *PlanOptions) externalPatches(ctx context.Context, class *v1alpha2.TopologyClass) (*v1alpha2.TopologyClass, *extension.Patcher, error) {
-	if !engine.HasExternalPatches(class) {
+	if !contract.HasExternalPatches(class) {
 		return class, nil, nil
 	}
 	given := map[string]*v1alpha2.TopologyExtension{}
@@ -316,8 +319,8 @@ func (o *PlanOptions) externalPatches(ctx context.Context, class *v1alpha2.Topol
 			return nil, nil, fmt.Errorf("TopologyClass %s/%s patch %s: discovering its variables: %w", class.Namespace, class.Name, d.Patch, d.Err)
 		}
 	}
-	class.Status.Variables = engine.StatusVariables(class, vars)
-	if conflicts := engine.ConflictingVariables(class.Status.Variables); len(conflicts) > 0 {
+	class.Status.Variables = rules.StatusVariables(class, vars)
+	if conflicts := rules.ConflictingVariables(class.Status.Variables); len(conflicts) > 0 {
 		return nil, nil, fmt.Errorf("TopologyClass %s/%s: variables %s are defined differently by the class and its extensions; make the definitions agree", class.Namespace, class.Name, strings.Join(conflicts, ", "))
 	}
 	return class, extension.NewPatcher(c, class), nil

@@ -1,6 +1,6 @@
 // Package plugin holds the kubectl-topology commands: each is an options struct
 // with Complete, Validate and Run, built on cli-runtime's flags and printers.
-// Decisions belong to pkg/engine; this package turns flags into engine calls.
+// Decisions belong to internal/engine; this package turns flags into engine calls.
 package plugin
 
 import (

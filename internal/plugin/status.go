@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -20,11 +22,10 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // StatusOptions are the inputs of `status`.
@@ -226,7 +227,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			_, _ = o.Out.Write(buf.Bytes())
 			last = buf.String()
 		}
-		if engine.RolloutSettled(t) {
+		if health.RolloutSettled(t) {
 			return nil
 		}
 		select {
@@ -260,8 +261,8 @@ func (o *StatusOptions) agentFor(ctx context.Context, t *v1alpha2.Topology, now 
 // unsettled is the error of a watch that timed out: where the rollout stands
 // and why, and that it goes on.
 func (o *StatusOptions) unsettled(t *v1alpha2.Topology) error {
-	msg := fmt.Sprintf("%s %s/%s did not settle within %s: %s", draft.Kind(t), t.Namespace, t.Name, o.Timeout, orDash(string(engine.TopologyState(t))))
-	for _, hold := range append(engine.RolloutHolds(t), engine.PartsNotReady(t, o.now.now())...) {
+	msg := fmt.Sprintf("%s %s/%s did not settle within %s: %s", draft.Kind(t), t.Namespace, t.Name, o.Timeout, orDash(string(health.TopologyState(t))))
+	for _, hold := range append(health.RolloutHolds(t), health.PartsNotReady(t, o.now.now())...) {
 		msg += "\n  " + hold
 	}
 	return fmt.Errorf("%s\nThe rollout goes on; follow it with `kubectl topology status %s -n %s --watch`", msg, refOf(t), t.Namespace)
@@ -281,7 +282,7 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, r TopologyReport, now
 		if now.IsZero() || ts == nil {
 			return "-"
 		}
-		return engine.HumanDuration(now.Sub(ts.Time))
+		return health.HumanDuration(now.Sub(ts.Time))
 	}
 	head := fmt.Sprintf("%s %s/%s (class %s) · %s", draft.Kind(t), t.Namespace, t.Name, t.Spec.ClassRef.Name, r.State)
 	if upstream.IsCluster(t) {
@@ -298,7 +299,7 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, r TopologyReport, now
 	if r.agentProblem != "" {
 		fmt.Fprintf(w, "  STALE: %s\n", r.agentProblem)
 	}
-	for _, line := range append(withoutEmpty(r.notObserved), engine.ConditionsNotTrue(t)...) {
+	for _, line := range append(withoutEmpty(r.notObserved), health.ConditionsNotTrue(t)...) {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	parts := t.Status.Parts()
@@ -361,7 +362,7 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, r TopologyReport, now
 		}
 	}
 	if len(r.Events) > 0 {
-		fmt.Fprintf(w, "Warning events (last %s):\n", engine.HumanDuration(eventWindow))
+		fmt.Fprintf(w, "Warning events (last %s):\n", health.HumanDuration(eventWindow))
 		for _, e := range r.Events {
 			count := ""
 			if e.Count > 1 {
@@ -423,7 +424,7 @@ func renderFleet(w io.Writer, report StatusReport, items []v1alpha2.Topology, no
 		t := byKey[r.Namespace+"/"+r.Name]
 		since := "-"
 		if r.StateSince != nil {
-			since = engine.HumanDuration(now.Sub(r.StateSince.Time))
+			since = health.HumanDuration(now.Sub(r.StateSince.Time))
 		}
 		problems := strings.Join(r.Problems, ", ")
 		if len(r.Stale) > 0 && report.Agent.Problem == "" {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,11 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // StatusReportAPIVersion versions the schema of `status -o json|yaml`: fields
@@ -151,7 +152,7 @@ func agentReport(ctx context.Context, c client.Reader, now time.Time) AgentRepor
 		t := metav1.NewTime(rt.Time)
 		r.LastHeartbeat = &t
 		if age := now.Sub(rt.Time); age > heartbeatStaleAfter {
-			r.Problem = fmt.Sprintf("the agent last reported %s ago: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells", engine.HumanDuration(age))
+			r.Problem = fmt.Sprintf("the agent last reported %s ago: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells", health.HumanDuration(age))
 		}
 	}
 	return r
@@ -179,7 +180,7 @@ func warningEvents(ctx context.Context, c client.Reader, t *v1alpha2.Topology, n
 		if now.Sub(when.Time) > eventWindow {
 			continue
 		}
-		out = append(out, EventReport{Time: when, Object: e.InvolvedObject.Kind + "/" + name, Reason: e.Reason, Message: engine.OneLine(e.Message), Count: e.Count})
+		out = append(out, EventReport{Time: when, Object: e.InvolvedObject.Kind + "/" + name, Reason: e.Reason, Message: health.OneLine(e.Message), Count: e.Count})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].Time.Equal(&out[j].Time) {
@@ -208,8 +209,8 @@ func eventTime(e *corev1.Event) metav1.Time {
 func topologyReport(t *v1alpha2.Topology, agent AgentReport, events []EventReport) TopologyReport {
 	r := TopologyReport{
 		Namespace: t.Namespace, Name: t.Name, Class: t.Spec.ClassRef.Name, Version: t.Spec.Version,
-		State: engine.TopologyState(t), StateSince: t.Status.StateSince,
-		Settled: engine.RolloutSettled(t), Paused: t.Spec.Paused, Deleting: !t.DeletionTimestamp.IsZero(),
+		State: health.TopologyState(t), StateSince: t.Status.StateSince,
+		Settled: health.RolloutSettled(t), Paused: t.Spec.Paused, Deleting: !t.DeletionTimestamp.IsZero(),
 		Infrastructure: string(t.Status.Infrastructure), Events: events, Parts: []PartReport{},
 	}
 	switch {
@@ -231,13 +232,13 @@ func topologyReport(t *v1alpha2.Topology, agent AgentReport, events []EventRepor
 			r.Reconciled.Since = &since
 		}
 	}
-	r.agentProblem, r.notObserved = agent.Problem, engine.NotObserved(t)
+	r.agentProblem, r.notObserved = agent.Problem, health.NotObserved(t)
 	for _, s := range []string{r.agentProblem, r.notObserved} {
 		if s != "" {
 			r.Stale = append(r.Stale, s)
 		}
 	}
-	r.Problems = engine.TopologyProblems(t)
+	r.Problems = health.TopologyProblems(t)
 	add := func(kind string, p v1alpha2.PartStatus) {
 		r.Parts = append(r.Parts, PartReport{
 			Name: p.Name, Kind: kind, Class: p.Class, Object: p.ObjectName, State: p.State, StateSince: p.StateSince,
@@ -261,7 +262,7 @@ func topologyReport(t *v1alpha2.Topology, agent AgentReport, events []EventRepor
 func sortReports(items []TopologyReport) {
 	sort.SliceStable(items, func(i, j int) bool {
 		a, b := items[i], items[j]
-		if ra, rb := engine.StateRank(a.State), engine.StateRank(b.State); ra != rb {
+		if ra, rb := health.StateRank(a.State), health.StateRank(b.State); ra != rb {
 			return ra < rb
 		}
 		if len(a.Problems) != len(b.Problems) {

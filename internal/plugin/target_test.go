@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,9 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // targetAccess is a cluster with a Topology "ours", an upstream Cluster
@@ -43,7 +44,7 @@ func targetAccess(t *testing.T) *clusterAccess {
 	}
 	objs := []client.Object{topology("ours"), cluster("ours", false), cluster("theirs", true), topology("both"), cluster("both", true), cluster("plain", false)}
 	c := fake.NewClientBuilder().WithScheme(scheme()).WithRESTMapper(mapper).WithObjects(objs...).Build()
-	return &clusterAccess{client: c, namespace: "team-a", context: "test", core: engine.CoreV1Beta2}
+	return &clusterAccess{client: c, namespace: "team-a", context: "test", core: contract.CoreV1Beta2}
 }
 
 func TestResolveFindsTopologiesAndUpstreamClusters(t *testing.T) {

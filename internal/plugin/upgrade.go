@@ -9,15 +9,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // UpgradeOptions are the inputs of `upgrade`.
@@ -96,7 +99,7 @@ func (o *UpgradeOptions) Validate() error {
 	if o.Version == "" {
 		return fmt.Errorf("--version is required, e.g. --version v1.34.0")
 	}
-	if _, err := engine.ParseVersion(o.Version); err != nil {
+	if _, err := rollout.ParseVersion(o.Version); err != nil {
 		return fmt.Errorf("--version %q is not a Kubernetes version such as v1.34.0", o.Version)
 	}
 	return validateFollowTimeout(o.Timeout, o.Wait, "--wait")
@@ -131,7 +134,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 	if err != nil || written == nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "%s %s/%s: version %s → %s. %s starts with the control plane.\n", draft.Kind(written), written.Namespace, written.Name, from, o.Version, capitalize(engine.Reconciler(written)))
+	fmt.Fprintf(o.Out, "%s %s/%s: version %s → %s. %s starts with the control plane.\n", draft.Kind(written), written.Namespace, written.Name, from, o.Version, capitalize(contract.Reconciler(written)))
 	if !o.Wait {
 		fmt.Fprintf(o.Out, "Follow it with: kubectl topology status %s -n %s --watch\n", refOf(written), written.Namespace)
 		return nil
@@ -158,7 +161,7 @@ func (o *UpgradeOptions) preflight(ctx context.Context, ca *clusterAccess, orig 
 	if err != nil {
 		return explain(err, ca)
 	}
-	errs, unhealthy := engine.UpgradePreflight(orig, o.class, o.Version, o.now.now())
+	errs, unhealthy := rules.UpgradePreflight(orig, o.class, o.Version, o.now.now())
 	for _, e := range errs {
 		problems = append(problems, e.Detail)
 	}
@@ -181,7 +184,7 @@ func (o *UpgradeOptions) preflight(ctx context.Context, ca *clusterAccess, orig 
 
 // printUpgradePreview lists the rollout in order, as the engine plans it.
 func printUpgradePreview(w io.Writer, t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version string) {
-	p := engine.PlanUpgrade(t, class, version)
+	p := rollout.PlanUpgrade(t, class, version)
 	fmt.Fprintf(w, "Rollout of %s %s/%s to %s:\n", draft.Kind(t), t.Namespace, t.Name, version)
 	for _, line := range p.Lines() {
 		fmt.Fprintf(w, "  %s\n", line)

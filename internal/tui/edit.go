@@ -8,18 +8,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/plan"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/variables"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/internal/plan"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // Applier writes edited, an edit of orig, guarded by orig's resourceVersion,
@@ -109,7 +111,7 @@ func (m *EditModel) now() time.Time {
 
 // NewEditModel opens the editor on in; apply writes the result.
 func NewEditModel(ctx context.Context, in Inputs, apply Applier, readOnly bool) (*EditModel, error) {
-	cat, err := engine.CompileClass(ctx, in.Class)
+	cat, err := rules.CompileClass(ctx, in.Class)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +241,7 @@ func (m *EditModel) recompute() {
 		}
 	}
 	if len(m.fieldErrs) == 0 {
-		if _, err := engine.ParseVersion(m.draft.Spec.Version); err != nil {
+		if _, err := rollout.ParseVersion(m.draft.Spec.Version); err != nil {
 			m.fieldErrs[0] = append(m.fieldErrs[0], "must be a Kubernetes version such as v1.34.0")
 		}
 	}

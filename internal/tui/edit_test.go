@@ -9,6 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -17,12 +22,11 @@ import (
 	"github.com/muesli/termenv"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
-	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 func init() {
@@ -47,7 +51,7 @@ func inputsFor(t *testing.T, stress bool) Inputs {
 	}
 	topo := ex.Topology.DeepCopy()
 	topo.UID, topo.Generation, topo.ResourceVersion = "topo-uid", 1, "10"
-	res, err := engine.Compute(context.Background(), engine.Input{Topology: topo, Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(7)})
+	res, err := desiredstate.Compute(context.Background(), desiredstate.Input{Topology: topo, Class: ex.Class, Templates: contract.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(7)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,18 +67,18 @@ func inputsFor(t *testing.T, stress bool) Inputs {
 		current = append(current, o)
 	}
 	topo.Spec.Variables = res.Variables
-	obs := &engine.Observed{ControlPlane: engine.PartObserved{Exists: true, ObjectName: cpName, SpecVersion: "v1.33.1", StatusVersion: "v1.33.1", Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3}, MachineDeployments: map[string]engine.PartObserved{}, MachinePools: map[string]engine.PartObserved{}}
+	obs := &rollout.Observed{ControlPlane: rollout.PartObserved{Exists: true, ObjectName: cpName, SpecVersion: "v1.33.1", StatusVersion: "v1.33.1", Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3}, MachineDeployments: map[string]rollout.PartObserved{}, MachinePools: map[string]rollout.PartObserved{}}
 	for _, md := range topo.Spec.Workers.MachineDeployments {
-		obs.MachineDeployments[md.Name] = engine.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
+		obs.MachineDeployments[md.Name] = rollout.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
 	}
 	for _, mp := range topo.Spec.Workers.MachinePools {
-		obs.MachinePools[mp.Name] = engine.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
+		obs.MachinePools[mp.Name] = rollout.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
 	}
 	topo.Status.ObservedGeneration = 1
 	topo.Status.Infrastructure = v1alpha2.InfrastructureProvisioned
-	engine.Summarize(topo, engine.Sequence(topo, obs, engine.VersionPlan{}), obs, &topo.Status)
+	health.Summarize(topo, rollout.Sequence(topo, obs, rollout.VersionPlan{}), obs, &topo.Status)
 	state := loader.State(topo, ex.Class, current)
-	return Inputs{Topology: topo, Loaded: &loader.Loaded{Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Objects: current, Current: state, Observed: engine.ObserveState(state)}}
+	return Inputs{Topology: topo, Loaded: &loader.Loaded{Class: ex.Class, Templates: contract.NewTemplateIndex(ex.Templates...), Objects: current, Current: state, Observed: health.ObserveState(state)}}
 }
 
 // fakeServer records applies; conflict makes the next one fail with latest.

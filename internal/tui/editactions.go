@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // The editor's structural actions: adding and removing pools, list items,
@@ -54,10 +55,10 @@ func (m *EditModel) add() {
 	}}
 }
 
-// checkPoolName refuses what the webhook would (engine.PoolNameErrors) and
+// checkPoolName refuses what the webhook would (rules.PoolNameErrors) and
 // names another pool has.
 func (m *EditModel) checkPoolName(name string) error {
-	if errs := engine.PoolNameErrors(name); len(errs) > 0 {
+	if errs := rules.PoolNameErrors(name); len(errs) > 0 {
 		return fmt.Errorf("%q %s", name, strings.Join(errs, "; "))
 	}
 	if m.draft.MachineDeployment(name) != nil || m.draft.MachinePool(name) != nil {

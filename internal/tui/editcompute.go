@@ -5,14 +5,18 @@ import (
 	"errors"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/plan"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/variables"
+	"github.com/kubectl-topology/kubectl-topology/internal/plan"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // The engine's checks and preview of a draft run off the UI goroutine: a
@@ -62,18 +66,18 @@ func computePreview(ctx context.Context, s snapshot) preview {
 	t := s.draft
 	live := s.in.Topology.DeepCopy()
 	live.Annotations = t.Annotations // the unsafe annotation, if the user set it
-	errs, unhealthy := engine.UpgradePreflight(live, s.in.Class, t.Spec.Version, s.now)
+	errs, unhealthy := rules.UpgradePreflight(live, s.in.Class, t.Spec.Version, s.now)
 	for _, fe := range errs {
 		p.checks = append(p.checks, fe.Detail)
 	}
 	if len(unhealthy) > 0 {
 		p.checks = append(append(p.checks, unhealthy...), "only a Ready control plane is upgraded here (`upgrade --force` overrides)")
 	}
-	p.warnings = append(p.warnings, engine.ChangeWarnings(live, t)...)
-	in := engine.Input{
+	p.warnings = append(p.warnings, rules.ChangeWarnings(live, t)...)
+	in := desiredstate.Input{
 		Topology: t, Class: s.in.Class, Templates: s.in.Templates,
 		Current: s.in.Current, Observed: s.in.Observed,
-		Names: names.NewSeeded(1), Dialect: engine.DialectOf(t), Catalog: s.catalog,
+		Names: names.NewSeeded(1), Dialect: contract.DialectOf(t), Catalog: s.catalog,
 		CoreVersion: s.in.CoreVersion, Contracts: s.in.Contracts,
 	}
 	if s.in.External != nil {
@@ -81,13 +85,13 @@ func computePreview(ctx context.Context, s snapshot) preview {
 	}
 	// Compute defaults and validates the draft as the webhook does; its
 	// errors about the Topology go to the fields they name.
-	res, err := engine.Compute(ctx, in)
+	res, err := desiredstate.Compute(ctx, in)
 	if s.in.External != nil {
 		for _, sk := range s.in.External.Skipped() {
 			p.warnings = append(p.warnings, sk.String())
 		}
 	}
-	var invalid *engine.InvalidError
+	var invalid *rules.InvalidError
 	if errors.As(err, &invalid) && invalid.Kind == v1alpha2.TopologyKind {
 		for _, fe := range invalid.Errors {
 			msg := fe.Detail // the webhook's message, without the value it quotes
@@ -115,7 +119,7 @@ func computePreview(ctx context.Context, s snapshot) preview {
 		withStatus := s.in.Topology.DeepCopy()
 		withStatus.Spec = t.Spec
 		withStatus.Spec.Version = s.in.Topology.Spec.Version
-		p.rollout = engine.PlanUpgrade(withStatus, s.in.Class, t.Spec.Version).Lines()
+		p.rollout = rollout.PlanUpgrade(withStatus, s.in.Class, t.Spec.Version).Lines()
 		return p
 	}
 	for _, r := range plan.Replacements(pl, res.Desired.ControlPlane.Object.GetKind()) {

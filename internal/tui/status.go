@@ -6,13 +6,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+
 	"github.com/charmbracelet/bubbles/progress"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // Fetcher reads the Topology being watched.
@@ -72,7 +73,7 @@ func (m *StatusModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case topologyMsg:
 		m.t, m.err = msg.t, msg.err
-		if m.t != nil && engine.RolloutSettled(m.t) {
+		if m.t != nil && health.RolloutSettled(m.t) {
 			m.Done = true
 			return m, tea.Quit
 		}
@@ -98,8 +99,8 @@ func (m *StatusModel) View() string {
 	}
 	t := m.t
 	line(m.styles.Title.Render(fmt.Sprintf("%s %s/%s (class %s)", draft.Kind(t), t.Namespace, t.Name, t.Spec.ClassRef.Name)))
-	line(fmt.Sprintf("  version %s · %s · infrastructure %s", t.Spec.Version, m.state(engine.TopologyState(t)), orDash(string(t.Status.Infrastructure))))
-	for _, hold := range engine.RolloutHolds(t) {
+	line(fmt.Sprintf("  version %s · %s · infrastructure %s", t.Spec.Version, m.state(health.TopologyState(t)), orDash(string(t.Status.Infrastructure))))
+	for _, hold := range health.RolloutHolds(t) {
 		line(m.styles.Warn.Render("  " + hold))
 	}
 	if m.err != nil {
@@ -134,7 +135,7 @@ func (m *StatusModel) View() string {
 			line("     " + m.styles.Hint.Render(p.Message))
 		}
 		for _, pr := range p.Problems {
-			line("     " + m.styles.Warn.Render(engine.ProblemText(pr, m.Now())))
+			line("     " + m.styles.Warn.Render(health.ProblemText(pr, m.Now())))
 		}
 	}
 	if m.Done {

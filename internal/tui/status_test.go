@@ -6,21 +6,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // withStates sums the parts' states as the agent does.
 func withStates(t *v1alpha2.Topology) *v1alpha2.Topology {
 	if cp := t.Status.ControlPlane; cp != nil {
-		cp.State = engine.PartState(cp, 0)
+		cp.State = health.PartState(cp, 0)
 	}
 	for i := range t.Status.MachineDeployments {
-		t.Status.MachineDeployments[i].State = engine.PartState(&t.Status.MachineDeployments[i], 0)
+		t.Status.MachineDeployments[i].State = health.PartState(&t.Status.MachineDeployments[i], 0)
 	}
-	t.Status.State = engine.TopologyStateOf(&t.Status)
+	t.Status.State = health.TopologyStateOf(&t.Status)
 	return t
 }
 

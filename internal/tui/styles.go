@@ -1,6 +1,6 @@
 // Package tui holds kubectl-topology's terminal UI: the Topology editor and
 // the styles and keys it shares. Every check and preview it shows comes from
-// pkg/engine, so it never accepts what the agent's webhook would reject.
+// internal/engine, so it never accepts what the agent's webhook would reject.
 package tui
 
 import "github.com/charmbracelet/lipgloss"

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // Handover moves one Cluster with spec.topology from Cluster API's topology
@@ -171,7 +172,7 @@ func (h *Handover) pause(ctx context.Context) error {
 		if err := h.Client.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
 			return false, err
 		}
-		c := meta.FindStatusCondition(engine.Conditions(u), "Paused")
+		c := meta.FindStatusCondition(health.Conditions(u), "Paused")
 		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == u.GetGeneration(), nil
 	})
 }

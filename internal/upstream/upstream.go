@@ -11,6 +11,11 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,12 +25,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/bundle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // FieldManager is the field manager upstream's topology controller writes
@@ -41,7 +45,7 @@ var conditionTypes = []string{
 }
 
 // NewCluster is an empty Cluster of the core version, to read into.
-func NewCluster(core engine.CoreVersion) *unstructured.Unstructured {
+func NewCluster(core contract.CoreVersion) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(core.APIVersion())
 	u.SetKind(draft.ClusterKind)
@@ -55,7 +59,7 @@ func HasTopology(u *unstructured.Unstructured) bool {
 }
 
 // IsCluster tells whether t was read from an upstream Cluster.
-func IsCluster(t *v1alpha2.Topology) bool { return engine.DialectOf(t) == engine.DialectUpstream }
+func IsCluster(t *v1alpha2.Topology) bool { return contract.DialectOf(t) == contract.DialectUpstream }
 
 // FromCluster is the Cluster as a Topology: its spec.topology, network and
 // paused as the spec; its generation, resourceVersion and v1beta2 conditions
@@ -90,7 +94,7 @@ func FromCluster(u *unstructured.Unstructured) (*v1alpha2.Topology, error) {
 // Conditions are the Cluster's v1beta2 conditions a status view shows, in a
 // fixed order. A v1beta1 Cluster keeps them under status.v1beta2.
 func Conditions(u *unstructured.Unstructured) []metav1.Condition {
-	all := engine.Conditions(u)
+	all := health.Conditions(u)
 	var out []metav1.Condition
 	for _, typ := range conditionTypes {
 		if c := meta.FindStatusCondition(all, typ); c != nil {
@@ -120,7 +124,7 @@ func planVersions(u *unstructured.Unstructured, part string) []string {
 // has the shape of a Topology's spec.
 type Store struct {
 	Client      client.Client
-	CoreVersion engine.CoreVersion
+	CoreVersion contract.CoreVersion
 }
 
 // Get reads the Cluster as a Topology.
@@ -136,7 +140,7 @@ func (s Store) Get(ctx context.Context, key types.NamespacedName) (*v1alpha2.Top
 // with orig's resourceVersion as its precondition: upstream's admission
 // checks it as for any write of the Cluster.
 func (s Store) Update(ctx context.Context, orig, edited *v1alpha2.Topology, dryRun bool) (*v1alpha2.Topology, error) {
-	if s.CoreVersion != engine.CoreV1Beta2 {
+	if s.CoreVersion != contract.CoreV1Beta2 {
 		return nil, fmt.Errorf("Cluster %s/%s: writing an upstream Cluster's topology needs Cluster API v1.11 or later (cluster.x-k8s.io/v1beta2); this server serves %s", orig.Namespace, orig.Name, s.CoreVersion)
 	}
 	patch, err := Patch(orig, edited)
@@ -243,25 +247,25 @@ func IgnoreMissing(err error) error {
 // upstream's (the parity tests hold the two together). Upstream's own
 // upgrade plan, when it reports one, is kept over the engine's.
 func Summarize(ctx context.Context, t *v1alpha2.Topology, l *loader.Loaded) error {
-	cat, err := engine.CompileClass(ctx, l.Class)
+	cat, err := rules.CompileClass(ctx, l.Class)
 	if err != nil {
 		return err
 	}
-	res, err := engine.Compute(ctx, engine.Input{
+	res, err := desiredstate.Compute(ctx, desiredstate.Input{
 		Topology: t, Class: l.Class, Templates: l.Templates, Current: l.Current, Observed: l.Observed,
-		Names: names.NewGenerator(nil), Dialect: engine.DialectUpstream, Catalog: cat,
+		Names: names.NewGenerator(nil), Dialect: contract.DialectUpstream, Catalog: cat,
 		CoreVersion: l.CoreVersion, Contracts: l.Contracts,
 	})
 	if err != nil {
 		return err
 	}
 	plan := t.Status.UpgradePlan
-	engine.Summarize(t, res.Rollout, l.Observed, &t.Status)
+	health.Summarize(t, res.Rollout, l.Observed, &t.Status)
 	if plan != nil {
 		t.Status.UpgradePlan = plan
 	}
-	t.Status.Infrastructure = engine.InfrastructurePhase(l.Current)
-	t.Status.State = engine.TopologyStateOf(&t.Status)
+	t.Status.Infrastructure = health.InfrastructurePhase(l.Current)
+	t.Status.State = health.TopologyStateOf(&t.Status)
 	if t.Spec.Paused {
 		t.Status.State = v1alpha2.StatePaused
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -16,7 +18,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 const clusterYAML = `
@@ -173,7 +174,7 @@ func TestWriteToAClusterChangedMeanwhileIsAConflictWithARebase(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(u.GroupVersionKind(), meta.RESTScopeNamespace)
 	c := fake.NewClientBuilder().WithRESTMapper(mapper).WithObjects(u).Build()
-	store := Store{Client: c, CoreVersion: engine.CoreV1Beta2}
+	store := Store{Client: c, CoreVersion: contract.CoreV1Beta2}
 	key := client.ObjectKeyFromObject(u)
 
 	orig, err := store.Get(ctx, key)

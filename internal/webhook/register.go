@@ -4,6 +4,8 @@ import (
 	"context"
 	"reflect"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,9 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // Paths the webhooks are served on, and the names of their configurations.
@@ -33,7 +34,7 @@ const (
 // not have yet, so that a class created just before its Topology is used,
 // and for a template a class references, which writer then asks the
 // cluster whether it would store (a dry run).
-func Register(srv webhook.Server, scheme *runtime.Scheme, cached, uncached client.Reader, writer client.Client, classes *engine.ClassCache) {
+func Register(srv webhook.Server, scheme *runtime.Scheme, cached, uncached client.Reader, writer client.Client, classes *rules.ClassCache) {
 	r := classReader{cached: cached, uncached: uncached}
 	t := &Topology{classes: r, Classes: classes}
 	topology := v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyKind).GroupKind()

@@ -1,12 +1,17 @@
 // Package webhook holds the agent's admission webhooks: defaulting and
-// validation of Topologies, validation of TopologyClasses. Every rule is
-// pkg/engine's, so `plan`, the TUI and the API server agree.
+// validation of Topologies, validation of TopologyClasses. Every rule is in
+// internal/engine/rules, so `plan`, the TUI and the API server agree.
 package webhook
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -16,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // Topology defaults and validates Topologies against their class.
@@ -24,7 +28,7 @@ type Topology struct {
 	// classes reads TopologyClasses.
 	classes classReader
 	// Classes compiles each class generation once; shared with the controllers.
-	Classes *engine.ClassCache
+	Classes *rules.ClassCache
 }
 
 var (
@@ -34,7 +38,7 @@ var (
 
 // class finds and compiles the topology's class; nil without error when it
 // does not exist yet, which GitOps tools create in any order.
-func (w *Topology) class(ctx context.Context, t *v1alpha2.Topology) (*engine.CompiledClass, error) {
+func (w *Topology) class(ctx context.Context, t *v1alpha2.Topology) (*rules.CompiledClass, error) {
 	key := t.GetClassKey()
 	c := &v1alpha2.TopologyClass{}
 	if err := w.classes.get(ctx, key, c); err != nil {
@@ -62,7 +66,7 @@ func (w *Topology) Default(ctx context.Context, t *v1alpha2.Topology) error {
 		return nil // validation reports a class it cannot read
 	}
 	defaulted := t.DeepCopy()
-	if errs := engine.DefaultTopology(defaulted, c.Catalog, engine.SpecPath(engine.DialectTopology)); len(errs) == 0 {
+	if errs := rules.DefaultTopology(defaulted, c.Catalog, desiredstate.SpecPath(contract.DialectTopology)); len(errs) == 0 {
 		t.Spec = defaulted.Spec
 	}
 	return nil
@@ -100,7 +104,7 @@ func (w *Topology) ValidateDelete(context.Context, *v1alpha2.Topology) (admissio
 }
 
 func (w *Topology) validate(ctx context.Context, old, t *v1alpha2.Topology) (admission.Warnings, error) {
-	spec := engine.SpecPath(engine.DialectTopology)
+	spec := desiredstate.SpecPath(contract.DialectTopology)
 	if old != nil && equality.Semantic.DeepEqual(old.Spec, t.Spec) {
 		// Metadata only: finalizers, labels, annotations. The spec was admitted
 		// before and may have become invalid since (its class arrived later);
@@ -108,17 +112,17 @@ func (w *Topology) validate(ctx context.Context, old, t *v1alpha2.Topology) (adm
 		if !t.DeletionTimestamp.IsZero() {
 			return nil, nil
 		}
-		if errs := engine.ValidateTopologyMetadata(t); len(errs) > 0 {
+		if errs := rules.ValidateTopologyMetadata(t); len(errs) > 0 {
 			return nil, invalid(t, errs)
 		}
 		return nil, nil
 	}
 	// What needs no class first: a bad name, version or value is reported
 	// before anything is looked up, and never as a server error.
-	errs := engine.ValidateTopologyFields(t, spec)
+	errs := rules.ValidateTopologyFields(t, spec)
 	if old != nil {
 		if oldKey, newKey := old.GetClassKey(), t.GetClassKey(); old.Spec.ClassRef.Name != "" && t.Spec.ClassRef.Name != "" && oldKey != newKey {
-			if _, unsafe := t.Annotations[engine.UnsafeClassNameCheckAnnotation]; !unsafe {
+			if _, unsafe := t.Annotations[contract.UnsafeClassNameCheckAnnotation]; !unsafe {
 				rebaseErrs, err := w.rebase(ctx, old, t)
 				if err != nil {
 					return nil, err
@@ -146,7 +150,7 @@ func (w *Topology) validate(ctx context.Context, old, t *v1alpha2.Topology) (adm
 	if c == nil {
 		return admission.Warnings{fmt.Sprintf("TopologyClass %s does not exist yet: variables are checked when the agent reconciles", t.Spec.ClassRef.Name)}, nil
 	}
-	if errs := engine.ValidateTopology(ctx, t, old, c.Class, c.Catalog, spec); len(errs) > 0 {
+	if errs := rules.ValidateTopology(ctx, t, old, c.Class, c.Catalog, spec); len(errs) > 0 {
 		return nil, invalid(t, errs)
 	}
 	return nil, nil
@@ -158,12 +162,12 @@ func validateVersionChange(old, t *v1alpha2.Topology, class *v1alpha2.TopologyCl
 	if old == nil {
 		return nil
 	}
-	vc := engine.VersionChange{
+	vc := rules.VersionChange{
 		Old: old.Spec.Version, New: t.Spec.Version,
-		Rollout: engine.RolloutFromStatus(&old.Status),
-		Unsafe:  engine.UnsafeVersionChange(t),
+		Rollout: rollout.RolloutFromStatus(&old.Status),
+		Unsafe:  rollout.UnsafeVersionChange(t),
 	}.ForClass(class)
-	return engine.ValidateVersionChange(vc)
+	return rules.ValidateVersionChange(vc)
 }
 
 // rebase checks a switch of class ("rebase", upstream calls it): both
@@ -185,9 +189,9 @@ func (w *Topology) rebase(ctx context.Context, old, t *v1alpha2.Topology) (field
 		}
 	}
 	var errs field.ErrorList
-	for _, e := range engine.ClassesCompatible(from, to) {
+	for _, e := range rules.ClassesCompatible(from, to) {
 		errs = append(errs, field.Forbidden(classPath, fmt.Sprintf("cannot switch from class %s to %s: %s: %s; set the %s annotation to force it",
-			old.GetClassKey(), t.GetClassKey(), e.Field, e.Detail, engine.UnsafeClassNameCheckAnnotation)))
+			old.GetClassKey(), t.GetClassKey(), e.Field, e.Detail, contract.UnsafeClassNameCheckAnnotation)))
 	}
 	return errs, nil
 }

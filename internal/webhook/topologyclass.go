@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/templateprobe"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // TopologyClass validates classes, and that a change keeps every Topology
@@ -39,7 +42,7 @@ var _ admission.Validator[*v1alpha2.TopologyClass] = &TopologyClass{}
 
 // ValidateCreate checks the class on its own.
 func (w *TopologyClass) ValidateCreate(ctx context.Context, c *v1alpha2.TopologyClass) (admission.Warnings, error) {
-	if errs := engine.ValidateClass(ctx, c); len(errs) > 0 {
+	if errs := rules.ValidateClass(ctx, c); len(errs) > 0 {
 		return nil, invalidClass(c, errs)
 	}
 	if errs := w.Templates.refused(ctx, c); len(errs) > 0 {
@@ -57,7 +60,7 @@ func (s *TemplateStore) refused(ctx context.Context, c *v1alpha2.TopologyClass) 
 		return nil
 	}
 	var errs field.ErrorList
-	for _, ref := range engine.ClassTemplateRefs(c) {
+	for _, ref := range contract.ClassTemplateRefs(c) {
 		there := &unstructured.Unstructured{}
 		there.SetAPIVersion(ref.APIVersion)
 		there.SetKind(ref.Kind)
@@ -78,15 +81,15 @@ func (s *TemplateStore) refused(ctx context.Context, c *v1alpha2.TopologyClass) 
 // Topology using it against the new class: a class change must not strand
 // its clusters.
 func (w *TopologyClass) ValidateUpdate(ctx context.Context, old, c *v1alpha2.TopologyClass) (admission.Warnings, error) {
-	if errs := engine.ClassesCompatible(old, c); len(errs) > 0 {
+	if errs := rules.ClassesCompatible(old, c); len(errs) > 0 {
 		return nil, invalidClass(c, errs)
 	}
 	if errs := w.Templates.refused(ctx, c); len(errs) > 0 {
 		return nil, invalidClass(c, errs)
 	}
-	cat, err := engine.CompileClass(ctx, c)
+	cat, err := rules.CompileClass(ctx, c)
 	if err != nil {
-		if ie, ok := err.(*engine.InvalidError); ok {
+		if ie, ok := err.(*rules.InvalidError); ok {
 			return nil, invalidClass(c, ie.Errors)
 		}
 		return nil, err
@@ -98,9 +101,9 @@ func (w *TopologyClass) ValidateUpdate(ctx context.Context, old, c *v1alpha2.Top
 	var errs field.ErrorList
 	for i := range users {
 		t := users[i].DeepCopy()
-		spec := engine.SpecPath(engine.DialectTopology)
-		found := engine.DefaultTopology(t, cat, spec)
-		found = append(found, engine.ValidateTopology(ctx, t, nil, c, cat, spec)...)
+		spec := desiredstate.SpecPath(contract.DialectTopology)
+		found := rules.DefaultTopology(t, cat, spec)
+		found = append(found, rules.ValidateTopology(ctx, t, nil, c, cat, spec)...)
 		for _, fe := range found {
 			errs = append(errs, field.Forbidden(field.NewPath("spec"), fmt.Sprintf("Topology %s/%s would become invalid: %s", t.Namespace, t.Name, fe.Error())))
 		}
@@ -115,7 +118,7 @@ func (w *TopologyClass) ValidateUpdate(ctx context.Context, old, c *v1alpha2.Top
 // for clusterctl move's deletion of the source's copy: it moves a class and
 // its Topologies alike and deletes them in no order between them.
 func (w *TopologyClass) ValidateDelete(ctx context.Context, c *v1alpha2.TopologyClass) (admission.Warnings, error) {
-	if _, moved := c.Annotations[engine.DeleteForMoveAnnotation]; moved {
+	if _, moved := c.Annotations[contract.DeleteForMoveAnnotation]; moved {
 		return nil, nil
 	}
 	users, err := w.users(ctx, c)

@@ -6,15 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // classWebhook is the TopologyClass webhook over a cache holding the example
@@ -61,7 +62,7 @@ func TestClassChangesCannotStrandTopologies(t *testing.T) {
 		t.Errorf("deleting a class in use: got %v", err)
 	}
 	moved := ex.Class.DeepCopy()
-	moved.Annotations = map[string]string{engine.DeleteForMoveAnnotation: ""}
+	moved.Annotations = map[string]string{contract.DeleteForMoveAnnotation: ""}
 	if _, err := w.ValidateDelete(context.Background(), moved); err != nil {
 		t.Errorf("clusterctl move deleting the source's copy of a class in use: got %v, want it allowed", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,10 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // handlers are the Topology webhooks as the agent serves them, reading the
@@ -35,7 +36,7 @@ func newHandlers(tb testing.TB) (handlers, fixture.Example) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(v1alpha2.AddToScheme(scheme))
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ex.Class.DeepCopy()).Build()
-	t := &Topology{classes: classReader{cached: reader}, Classes: engine.NewClassCache()}
+	t := &Topology{classes: classReader{cached: reader}, Classes: rules.NewClassCache()}
 	gk := v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyKind).GroupKind()
 	return handlers{
 		mutate:   guarded(admission.WithDefaulter[*v1alpha2.Topology](scheme, t), gk, typeOfTopology, true),

@@ -7,22 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // pool is the MachineDeployment the agent made for a pool, or nil.
 func pool(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
 	mds, err := suite.List(ctx, ns, "MachineDeployment")
 	for i := range mds {
-		if mds[i].GetLabels()[engine.MachineDeploymentNameLabel] == name {
+		if mds[i].GetLabels()[contract.MachineDeploymentNameLabel] == name {
 			return &mds[i], err
 		}
 	}
@@ -59,7 +60,7 @@ func TestPlanEditorAndAgentAgree(t *testing.T) {
 		topo.Spec.Workers.MachineDeployments = []v1alpha2.MachineDeploymentTopology{
 			{Class: "default-worker", Name: "md-a", Replicas: ptr.To[int32](1)},
 			{Class: "default-worker", Name: "md-c", Replicas: ptr.To[int32](1),
-				Metadata: v1alpha2.ObjectMeta{Annotations: map[string]string{engine.HoldUpgradeSequenceAnnotation: ""}}},
+				Metadata: v1alpha2.ObjectMeta{Annotations: map[string]string{contract.HoldUpgradeSequenceAnnotation: ""}}},
 		}
 	}, slowControlPlane)
 	suite.Settle(t, ns, "dev", 4*time.Minute)

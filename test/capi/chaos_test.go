@@ -8,17 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // TestChaosKillsConverge kills the agent ten times, at random moments, while
@@ -107,7 +109,7 @@ type chaosFindings struct{ duplicates, orphans, leaks int }
 // API's own Machines, MachineSets and configs are not the agent's).
 func inspect(ctx context.Context, ex fixture.Example) (chaosFindings, string, error) {
 	var f chaosFindings
-	want, err := engine.Compute(ctx, engine.Input{Topology: ex.Topology, Class: ex.Class, Templates: engine.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(1)})
+	want, err := desiredstate.Compute(ctx, desiredstate.Input{Topology: ex.Topology, Class: ex.Class, Templates: contract.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(1)})
 	if err != nil {
 		return f, "", err
 	}

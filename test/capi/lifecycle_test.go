@@ -12,17 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
-	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // TestClusterLifecycle takes one cluster of the in-memory class through its
@@ -33,7 +35,7 @@ func TestClusterLifecycle(t *testing.T) {
 	t.Parallel()
 	ns := suite.InMemoryCluster(t, "lifecycle", func(topo *v1alpha2.Topology) {
 		// md-b holds its upgrade until released, as an operator would ask.
-		topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations = map[string]string{engine.HoldUpgradeSequenceAnnotation: ""}
+		topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations = map[string]string{contract.HoldUpgradeSequenceAnnotation: ""}
 	})
 	ctx := context.Background()
 
@@ -77,7 +79,7 @@ func TestClusterLifecycle(t *testing.T) {
 				t.Fatalf("listing %s: %v (%d)", kind, err, len(items))
 			}
 			for _, o := range items {
-				if got := appliedAs(&o, engine.FieldManager); got != want {
+				if got := appliedAs(&o, apply.FieldManager); got != want {
 					t.Errorf("%s %s was applied as %q, want %s", kind, o.GetName(), got, want)
 				}
 			}
@@ -142,7 +144,7 @@ func TestClusterLifecycle(t *testing.T) {
 			t.Errorf("status does not say md-b is held:\n%s", status)
 		}
 		suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) {
-			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, engine.HoldUpgradeSequenceAnnotation)
+			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, contract.HoldUpgradeSequenceAnnotation)
 		})
 		suite.Settle(t, ns, "dev", 4*time.Minute)
 

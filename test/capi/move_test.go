@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,9 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // movedNames are the three Topologies of the move test.
@@ -130,13 +132,13 @@ func TestMoveToDirectoryAndBack(t *testing.T) {
 	if err := tk.Get(ctx, client.ObjectKeyFromObject(ex.Class), class); err != nil {
 		t.Fatal(err)
 	}
-	for _, ref := range engine.ClassTemplateRefs(class) {
+	for _, ref := range contract.ClassTemplateRefs(class) {
 		tmpl := &unstructured.Unstructured{}
 		tmpl.SetAPIVersion(ref.APIVersion)
 		tmpl.SetKind(ref.Kind)
 		if err := tk.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, tmpl); err != nil {
 			t.Errorf("%s of the restored class: %v", ref.Field, err)
-		} else if !engine.OwnedBy(tmpl, class.UID) {
+		} else if !desiredstate.OwnedBy(tmpl, class.UID) {
 			t.Errorf("restored %s %s does not name the restored class as owner: %v", ref.Kind, ref.Name, tmpl.GetOwnerReferences())
 		}
 	}
@@ -191,7 +193,7 @@ func ours(t *testing.T, c client.Client, ns string) []*unstructured.Unstructured
 	for i := range classes.Items {
 		class := &classes.Items[i]
 		add(v1alpha2.TopologyClassKind, class)
-		for _, ref := range engine.ClassTemplateRefs(class) {
+		for _, ref := range contract.ClassTemplateRefs(class) {
 			tmpl := &unstructured.Unstructured{}
 			tmpl.SetAPIVersion(ref.APIVersion)
 			tmpl.SetKind(ref.Kind)

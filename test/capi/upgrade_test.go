@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // TestUpgradeConcurrencyDeferAndRebase upgrades a cluster of four pools
@@ -24,14 +26,14 @@ import (
 func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 	t.Parallel()
 	ns := suite.InMemoryCluster(t, "concurrency", func(topo *v1alpha2.Topology) {
-		topo.Annotations = map[string]string{engine.UpgradeConcurrencyAnnotation: "2"}
+		topo.Annotations = map[string]string{contract.UpgradeConcurrencyAnnotation: "2"}
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = nil
 		for _, name := range []string{"md-a", "md-b", "md-c", "md-d"} {
 			topo.Spec.Workers.MachineDeployments = append(topo.Spec.Workers.MachineDeployments,
 				v1alpha2.MachineDeploymentTopology{Class: "default-worker", Name: name, Replicas: ptr.To[int32](1)})
 		}
-		topo.Spec.Workers.MachineDeployments[3].Metadata.Annotations = map[string]string{engine.DeferUpgradeAnnotation: ""}
+		topo.Spec.Workers.MachineDeployments[3].Metadata.Annotations = map[string]string{contract.DeferUpgradeAnnotation: ""}
 	})
 	ctx := context.Background()
 	suite.Settle(t, ns, "dev", 4*time.Minute)
@@ -52,7 +54,7 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 		}
 		rolling, done := 0, 0
 		for _, md := range mds {
-			pool := md.GetLabels()[engine.MachineDeploymentNameLabel]
+			pool := md.GetLabels()[contract.MachineDeploymentNameLabel]
 			if v, _, _ := unstructured.NestedString(md.Object, "spec", "template", "spec", "version"); v != "v1.34.0" {
 				continue
 			}
@@ -91,7 +93,7 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 		t.Errorf("md-d, deferred: %d of %d machines running v1.33.1, want 1 of 1", running, all)
 	}
 	suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) {
-		delete(topo.MachineDeployment("md-d").Metadata.Annotations, engine.DeferUpgradeAnnotation)
+		delete(topo.MachineDeployment("md-d").Metadata.Annotations, contract.DeferUpgradeAnnotation)
 	})
 	fixture.Eventually(t, 3*time.Minute, "md-d runs v1.34.0 once no longer deferred", func(ctx context.Context) (bool, error) {
 		ms, err := suite.Machines(ctx, ns)
@@ -206,9 +208,9 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 	cpVersions, mdVersions := map[string]bool{}, map[string]bool{}
 	sawPlan, stepPatched := false, false
 	fixture.Eventually(t, 5*time.Minute, "every machine runs v1.33.1 and the upgrade step is cleared", func(ctx context.Context) (bool, error) {
-		if c := cluster(); c.GetAnnotations()[engine.UpgradeStepAnnotation] != "" {
-			steps[c.GetAnnotations()[engine.UpgradeStepAnnotation]] = true
-			if ownedByUpdate(c, engine.UpgradeStepAnnotation) {
+		if c := cluster(); c.GetAnnotations()[contract.UpgradeStepAnnotation] != "" {
+			steps[c.GetAnnotations()[contract.UpgradeStepAnnotation]] = true
+			if ownedByUpdate(c, contract.UpgradeStepAnnotation) {
 				stepPatched = true
 			}
 		}
@@ -230,7 +232,7 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 		}
 		cpRunning, cpAll := fixture.Count(ms, "", "v1.33.1")
 		mdRunning, mdAll := fixture.Count(ms, "md-a", "v1.33.1")
-		_, stepping := cluster().GetAnnotations()[engine.UpgradeStepAnnotation]
+		_, stepping := cluster().GetAnnotations()[contract.UpgradeStepAnnotation]
 		return cpRunning == 1 && cpAll == 1 && mdRunning == 1 && mdAll == 1 && !stepping,
 			fmt.Errorf("control plane %d/%d, md-a %d/%d at v1.33.1, upgrade step annotated: %v", cpRunning, cpAll, mdRunning, mdAll, stepping)
 	})
@@ -264,7 +266,7 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 		labels := cluster().GetLabels()
 		_, tier := labels["tier"]
 		_, zone := labels["zone"]
-		return !tier && !zone && labels[engine.ClusterNameLabel] == "dev", fmt.Errorf("labels %v", labels)
+		return !tier && !zone && labels[contract.ClusterNameLabel] == "dev", fmt.Errorf("labels %v", labels)
 	})
 }
 
@@ -272,7 +274,7 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 // obj through an Update (a patch) rather than an Apply.
 func ownedByUpdate(obj *unstructured.Unstructured, key string) bool {
 	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == engine.FieldManager && mf.Operation == "Update" && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:`+key+`"`) {
+		if mf.Manager == apply.FieldManager && mf.Operation == "Update" && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:`+key+`"`) {
 			return true
 		}
 	}

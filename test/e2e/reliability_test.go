@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // badTopologies are Topologies the agent's webhooks, or the CRD's schema,
@@ -57,7 +58,7 @@ var badTopologies = []struct {
 		t.Spec.ControlPlane.Metadata.Annotations = map[string]string{"/bad": "v"}
 	}},
 	{"upgrade concurrency abc", "metadata.annotations[topology.cluster.x-k8s.io/upgrade-concurrency]", func(t *v1alpha2.Topology) {
-		t.Annotations = map[string]string{engine.UpgradeConcurrencyAnnotation: "abc"}
+		t.Annotations = map[string]string{contract.UpgradeConcurrencyAnnotation: "abc"}
 	}},
 	{"no class", "spec.classRef.name", func(t *v1alpha2.Topology) { t.Spec.ClassRef.Name = "" }},
 	{"variable of the wrong type", "spec.variables[maxPods].value", func(t *v1alpha2.Topology) {

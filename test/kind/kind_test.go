@@ -21,11 +21,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
 )
@@ -207,7 +208,7 @@ func upgradeAgentWithClusterctl(t *testing.T) {
 		}
 		for _, o := range list.Items {
 			for _, mf := range o.GetManagedFields() {
-				if mf.Manager == engine.FieldManager && mf.Subresource == "" && mf.Time != nil && !mf.Time.Before(&begin) {
+				if mf.Manager == apply.FieldManager && mf.Subresource == "" && mf.Time != nil && !mf.Time.Before(&begin) {
 					return fmt.Errorf("the agent wrote %s %s at %s, after the upgrade began (%s)", o.GetKind(), o.GetName(), mf.Time, begin)
 				}
 			}

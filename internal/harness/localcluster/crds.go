@@ -11,11 +11,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/selfinstall"
 )
 
@@ -26,7 +27,7 @@ const ClusterAPIVersion = "v1.10.10"
 // ContractLabel is the label a provider CRD carries to say which Cluster API
 // contract version maps to which of its API versions. Upstream's kustomization
 // adds it; the CRDs in config/crd/bases lack it.
-const ContractLabel = engine.ContractLabel
+const ContractLabel = contract.ContractLabel
 
 // ClusterAPICRDDirs returns the CRD directories of Cluster API and CAPD at
 // ClusterAPIVersion, downloading the modules into the module cache if needed.

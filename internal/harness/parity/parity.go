@@ -29,6 +29,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,7 +43,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 )
 
@@ -297,8 +300,8 @@ func sentConversionData(out io.Writer, gen map[string]object) []string {
 	var roles []string
 	for _, role := range slices.Sorted(maps.Keys(gen)) {
 		for _, mf := range gen[role].obj.GetManagedFields() {
-			if mf.Manager == engine.FieldManager && mf.FieldsV1 != nil &&
-				strings.Contains(mf.FieldsV1.String(), `"f:`+engine.ConversionDataAnnotation+`"`) {
+			if mf.Manager == apply.FieldManager && mf.FieldsV1 != nil &&
+				strings.Contains(mf.FieldsV1.String(), `"f:`+contract.ConversionDataAnnotation+`"`) {
 				roles = append(roles, role)
 				break
 			}
@@ -697,7 +700,7 @@ func normalise(o *unstructured.Unstructured, names map[string]string) any {
 	// Conversion data is a provider's own bookkeeping of a read in an older
 	// version (timestamps and all); whether the agent wrote any is judged
 	// apart, from the field managers (SentConversionData).
-	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", engine.ConversionDataAnnotation)
+	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", contract.ConversionDataAnnotation)
 	if a, found, _ := unstructured.NestedMap(c.Object, "metadata", "annotations"); found && len(a) == 0 {
 		unstructured.RemoveNestedField(c.Object, "metadata", "annotations")
 	}
@@ -917,7 +920,7 @@ func (h *history) order(from string) []string {
 
 // nextMinor is the first patch of the minor after v.
 func nextMinor(v string) string {
-	sv, err := engine.ParseVersion(v)
+	sv, err := rollout.ParseVersion(v)
 	if err != nil {
 		return v
 	}

@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/kubectl-topology/kubectl-topology/internal/engine"
 )
 
 // TestSentConversionData: only the agent's own ownership of the conversion
@@ -23,12 +24,12 @@ func TestSentConversionData(t *testing.T) {
 	entry := func(manager, fields string) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: "Apply", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 	}
-	withData := `{"f:metadata":{"f:annotations":{"f:cluster.x-k8s.io/cloned-from-name":{},"f:` + engine.ConversionDataAnnotation + `":{}}}}`
+	withData := `{"f:metadata":{"f:annotations":{"f:cluster.x-k8s.io/cloned-from-name":{},"f:` + contract.ConversionDataAnnotation + `":{}}}}`
 	without := `{"f:metadata":{"f:annotations":{"f:cluster.x-k8s.io/cloned-from-name":{}}}}`
 	gen := map[string]object{
-		"ControlPlane/infrastructure":           owned(entry(engine.FieldManager, withData)),
-		"MachineDeployment/md-a/bootstrap":      owned(entry(engine.FieldManager, without), entry("capi-kubeadmconfig", withData)),
-		"MachineDeployment/md-a/infrastructure": owned(entry("manager", without), entry(engine.FieldManager, withData)),
+		"ControlPlane/infrastructure":           owned(entry(apply.FieldManager, withData)),
+		"MachineDeployment/md-a/bootstrap":      owned(entry(apply.FieldManager, without), entry("capi-kubeadmconfig", withData)),
+		"MachineDeployment/md-a/infrastructure": owned(entry("manager", without), entry(apply.FieldManager, withData)),
 		"Cluster":                               owned(),
 	}
 	var out bytes.Buffer
@@ -43,7 +44,7 @@ func TestSentConversionData(t *testing.T) {
 	if problems := (Result{Objects: 1, Equal: 1, SentConversionData: got}).Problems(); len(problems) != 1 || !strings.Contains(problems[0], "conversion data") {
 		t.Errorf("Problems = %v, want the conversion data named", problems)
 	}
-	if got := sentConversionData(&out, map[string]object{"x": owned(entry(engine.FieldManager, without))}); got != nil {
+	if got := sentConversionData(&out, map[string]object{"x": owned(entry(apply.FieldManager, without))}); got != nil {
 		t.Errorf("sentConversionData without it = %v", got)
 	}
 }

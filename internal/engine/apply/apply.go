@@ -1,0 +1,273 @@
+package apply
+
+import (
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// FieldManager is the server-side apply field manager of everything the
+// agent writes; previews dry-run as it, so they see its field ownership.
+const FieldManager = "kubectl-topology"
+
+// NeedsApply says whether desired has to be written over current: when current
+// does not exist, when a field desired sets differs (a hand edit to reconcile
+// away), or when fieldManager still owns a field desired no longer sets (the
+// class dropped it). Fields others set, and fields the API server defaulted,
+// do not count, so a steady state issues no writes at all.
+func NeedsApply(current, desired *unstructured.Unstructured, fieldManager string) bool {
+	return current == nil || needsWrite(current, desired, fieldManager, false)
+}
+
+// needsWrite is NeedsApply for an existing object; updatesToo counts the
+// fields fieldManager wrote by update (a patch) as its own too, as for the
+// Cluster, which is merge-patched.
+func needsWrite(current, desired *unstructured.Unstructured, fieldManager string, updatesToo bool) bool {
+	for _, k := range []string{"spec", "data", "stringData"} {
+		if w, ok := desired.Object[k]; ok && !Contains(current.Object[k], w) {
+			return true
+		}
+	}
+	if !Contains(StringMapToAny(current.GetLabels()), StringMapToAny(desired.GetLabels())) ||
+		!Contains(StringMapToAny(current.GetAnnotations()), StringMapToAny(desired.GetAnnotations())) {
+		return true
+	}
+	if !hasOwners(current, desired) || staleTopologyOwner(current, desired) {
+		return true
+	}
+	return ownsMoreThan(current, desired, fieldManager, updatesToo)
+}
+
+// staleTopologyOwner reports whether current still names a Topology as an
+// owner that desired no longer does: the agent stopped between making the
+// Cluster and handing the objects made before it over, and Cluster API then
+// added the Cluster as owner, so every owner desired wants is there. Only
+// the agent names a Topology as owner, so applying desired removes it.
+func staleTopologyOwner(current, desired *unstructured.Unstructured) bool {
+	wanted := map[types.UID]bool{}
+	for _, w := range desired.GetOwnerReferences() {
+		wanted[w.UID] = true
+	}
+	for _, h := range current.GetOwnerReferences() {
+		gv, _ := schema.ParseGroupVersion(h.APIVersion)
+		if h.Kind == v1alpha2.TopologyKind && gv.Group == v1alpha2.GroupVersion.Group && !wanted[h.UID] {
+			return true
+		}
+	}
+	return false
+}
+
+// hasOwners reports whether every owner of desired is an owner of current.
+func hasOwners(current, desired *unstructured.Unstructured) bool {
+	have := current.GetOwnerReferences()
+	for _, w := range desired.GetOwnerReferences() {
+		found := false
+		for _, h := range have {
+			if h.UID == w.UID && h.Kind == w.Kind && h.Name == w.Name && boolPtrEqual(h.Controller, w.Controller) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func boolPtrEqual(a, b *bool) bool {
+	return (a != nil && *a) == (b != nil && *b)
+}
+
+// ownsMoreThan reports whether fieldManager's fields on current (applied,
+// and with updatesToo patched) reach a field that desired does not set.
+// Lists are compared as a whole: a managed path into a list only needs the
+// list itself to be set.
+func ownsMoreThan(current, desired *unstructured.Unstructured, fieldManager string, updatesToo bool) bool {
+	owned, err := ownedFields(current, fieldManager, updatesToo)
+	if err != nil {
+		return true
+	}
+	extra := false
+	owned.Leaves().Iterate(func(p fieldpath.Path) {
+		extra = extra || missingIn(desired.Object, p)
+	})
+	return extra
+}
+
+// ownedFields is every field fieldManager owns on obj by apply and, with
+// updatesToo, by update.
+func ownedFields(obj *unstructured.Unstructured, fieldManager string, updatesToo bool) (*fieldpath.Set, error) {
+	owned := &fieldpath.Set{}
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager != fieldManager || (mf.Operation != "Apply" && !updatesToo) || mf.FieldsV1 == nil {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
+			return nil, err
+		}
+		owned = owned.Union(set)
+	}
+	return owned, nil
+}
+
+// OwnedFieldNames is what NeedsApply and ClusterMergePatch read of a
+// managedFields entry's fieldsV1 tree: its field names ("f:" keys) down to
+// the first list element, without the "." self markers. Ownership inside a
+// list item never decides a write (the list is set as a whole), so a cache can
+// keep this in place of the whole tree; trees of objects made from one class
+// then come out equal, with no owner UIDs or list keys in them.
+func OwnedFieldNames(fieldsV1 map[string]any) map[string]any {
+	out := make(map[string]any, len(fieldsV1))
+	for k, v := range fieldsV1 {
+		if !strings.HasPrefix(k, "f:") {
+			continue
+		}
+		child, _ := v.(map[string]any)
+		out[k] = OwnedFieldNames(child)
+	}
+	return out
+}
+
+// missingIn tells whether obj lacks the field at p; a path into a list item
+// is never missing: the list is set as a whole.
+func missingIn(obj map[string]any, p fieldpath.Path) bool {
+	var node any = obj
+	for _, el := range p {
+		if el.FieldName == nil {
+			return false
+		}
+		m, ok := node.(map[string]any)
+		if !ok {
+			return false
+		}
+		if node, ok = m[*el.FieldName]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Contains reports whether every field set in want is set to the same value in
+// have; fields the API server defaulted into have do not count as changes.
+func Contains(have, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return false
+		}
+		ref := isReference(w)
+		for k, v := range w {
+			if ref && k == "apiVersion" {
+				if !sameGroup(h[k], v) {
+					return false
+				}
+				continue
+			}
+			if !Contains(h[k], v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		// Item by item, so fields the API server defaulted inside list items
+		// (containers, files, ...) do not count as changes either.
+		h, ok := have.([]any)
+		if !ok || len(h) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !Contains(h[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return reflect.DeepEqual(normalizeNumber(have), normalizeNumber(want))
+	}
+}
+
+func StringMapToAny(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// isReference tells an object reference (apiVersion, kind, name) apart.
+func isReference(m map[string]any) bool {
+	_, av := m["apiVersion"].(string)
+	_, kind := m["kind"].(string)
+	_, name := m["name"].(string)
+	return av && kind && name
+}
+
+// sameGroup compares two apiVersions by group only. Cluster API v1beta2
+// stores a reference by group and serves it in v1beta1 with the group's
+// newest version, so a reference written as .../v1beta1 reads back as
+// .../v1beta2; comparing versions too made every pass rewrite it.
+func sameGroup(have, want any) bool {
+	h, _ := have.(string)
+	w, _ := want.(string)
+	return h != "" && w != "" && referenceGroup(h) == referenceGroup(w)
+}
+
+func referenceGroup(apiVersion string) string {
+	return schema.FromAPIVersionAndKind(apiVersion, "").Group
+}
+
+// ReferencesByGroup is a copy of v with every object reference in it cut
+// to its group, for comparing objects the way NeedsApply does (see sameGroup).
+func ReferencesByGroup(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = ReferencesByGroup(e)
+		}
+		if isReference(t) {
+			out["apiVersion"] = referenceGroup(t["apiVersion"].(string))
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = ReferencesByGroup(e)
+		}
+		return out
+	}
+	return v
+}
+
+func normalizeNumber(v any) any {
+	switch n := v.(type) {
+	case int64:
+		return float64(n)
+	case int:
+		return float64(n)
+	case int32:
+		return float64(n)
+	case []any:
+		out := make([]any, len(n))
+		for i := range n {
+			out[i] = normalizeNumber(n[i])
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(n))
+		for k, x := range n {
+			out[k] = normalizeNumber(x)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,141 @@
+package apply
+
+import (
+	"encoding/json"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestNeedsApply(t *testing.T) {
+	desired := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+			"metadata": map[string]any{"name": "md", "namespace": "ns", "labels": map[string]any{"a": "1"}},
+			"spec": map[string]any{"replicas": int64(2), "template": map[string]any{"spec": map[string]any{
+				"files":             []any{map[string]any{"path": "/etc/x"}},
+				"infrastructureRef": map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "DevMachineTemplate", "name": "t"},
+			}}},
+		}}
+		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta1", Kind: "Cluster", Name: "c", UID: "u1"}})
+		return u
+	}
+	managed := func(o *unstructured.Unstructured, manager, fields string) {
+		o.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: "Apply", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}})
+	}
+	cases := []struct {
+		name   string
+		change func(cur *unstructured.Unstructured)
+		want   bool
+	}{
+		{"identical", func(*unstructured.Unstructured) {}, false},
+		{"server defaults and others' fields", func(cur *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(cur.Object, "Foreground", "spec", "strategy")
+			_ = unstructured.SetNestedSlice(cur.Object, []any{map[string]any{"path": "/etc/x", "permissions": "0644"}}, "spec", "template", "spec", "files")
+			cur.SetLabels(map[string]string{"a": "1", "added-by": "hand"})
+			refs := append(cur.GetOwnerReferences(), metav1.OwnerReference{Kind: "MachineSet", Name: "ms", UID: "u2"})
+			cur.SetOwnerReferences(refs)
+		}, false},
+		{"a hand edit of a set field", func(cur *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(cur.Object, int64(7), "spec", "replicas")
+		}, true},
+		{"a list item changed", func(cur *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(cur.Object, []any{map[string]any{"path": "/etc/y"}}, "spec", "template", "spec", "files")
+		}, true},
+		{"a reference read back in the group's newest version (v1beta2 stores only the group)", func(cur *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(cur.Object, "infrastructure.cluster.x-k8s.io/v1beta2", "spec", "template", "spec", "infrastructureRef", "apiVersion")
+		}, false},
+		{"a reference to another group", func(cur *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(cur.Object, "infrastructure.example.com/v1beta1", "spec", "template", "spec", "infrastructureRef", "apiVersion")
+		}, true},
+		{"a reference to another template", func(cur *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(cur.Object, "u", "spec", "template", "spec", "infrastructureRef", "name")
+		}, true},
+		{"a label removed", func(cur *unstructured.Unstructured) { cur.SetLabels(nil) }, true},
+		{"owner missing", func(cur *unstructured.Unstructured) { cur.SetOwnerReferences(nil) }, true},
+		{"the Topology still an owner beside the Cluster, as a hand-over cut short leaves it", func(cur *unstructured.Unstructured) {
+			cur.SetOwnerReferences(append([]metav1.OwnerReference{{APIVersion: "topology.kubectl-topology.io/v1alpha2", Kind: "Topology", Name: "c", UID: "t1"}}, cur.GetOwnerReferences()...))
+		}, true},
+		{"a field the agent set is no longer desired", func(cur *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(cur.Object, int64(30), "spec", "minReadySeconds")
+			managed(cur, "kubectl-topology", `{"f:spec":{"f:replicas":{},"f:minReadySeconds":{}}}`)
+		}, true},
+		{"someone else's extra field", func(cur *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(cur.Object, int64(30), "spec", "minReadySeconds")
+			managed(cur, "someone", `{"f:spec":{"f:minReadySeconds":{}}}`)
+		}, false},
+		{"the agent's fields into list items", func(cur *unstructured.Unstructured) {
+			managed(cur, "kubectl-topology", `{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"u1\"}":{}}},"f:spec":{"f:template":{"f:spec":{"f:files":{}}}}}`)
+		}, false},
+		{"the agent's fields into list items, with self markers", func(cur *unstructured.Unstructured) {
+			managed(cur, "kubectl-topology", `{"f:metadata":{"f:labels":{".":{},"f:a":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"u1\"}":{".":{},"f:uid":{}}}},`+
+				`"f:spec":{".":{},"f:replicas":{},"f:template":{"f:spec":{"f:files":{".":{},"k:{\"path\":\"/etc/x\"}":{".":{},"f:path":{}}}}}}}`)
+		}, false},
+		{"a list the agent set is no longer desired", func(cur *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(cur.Object, []any{"echo hi"}, "spec", "template", "spec", "preKubeadmCommands")
+			managed(cur, "kubectl-topology", `{"f:spec":{"f:template":{"f:spec":{"f:preKubeadmCommands":{".":{},"v:\"echo hi\"":{}}}}}}`)
+		}, true},
+		{"a label the agent set is no longer desired", func(cur *unstructured.Unstructured) {
+			cur.SetLabels(map[string]string{"a": "1", "b": "2"})
+			managed(cur, "kubectl-topology", `{"f:metadata":{"f:labels":{".":{},"f:a":{},"f:b":{}}}}`)
+		}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cur := desired()
+			tc.change(cur)
+			if got := NeedsApply(cur, desired(), "kubectl-topology"); got != tc.want {
+				t.Errorf("NeedsApply = %v, want %v", got, tc.want)
+			}
+			if got := NeedsApply(withOwnedFieldNames(t, cur), desired(), "kubectl-topology"); got != tc.want {
+				t.Errorf("NeedsApply with the managed fields cut to OwnedFieldNames = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if !NeedsApply(nil, desired(), "kubectl-topology") {
+		t.Error("a missing object needs applying")
+	}
+}
+
+// withOwnedFieldNames is a copy of o whose managedFields entries hold only
+// OwnedFieldNames of their trees, as the agent's cache keeps them.
+func withOwnedFieldNames(t *testing.T, o *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	out := o.DeepCopy()
+	entries, _, err := unstructured.NestedSlice(out.Object, "metadata", "managedFields")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		entry := e.(map[string]any)
+		if tree, ok := entry["fieldsV1"].(map[string]any); ok {
+			entry["fieldsV1"] = OwnedFieldNames(tree)
+		}
+	}
+	if entries != nil {
+		if err := unstructured.SetNestedSlice(out.Object, entries, "metadata", "managedFields"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestOwnedFieldNames: field names stay, down to the first list element;
+// list keys, values, indices and self markers go.
+func TestOwnedFieldNames(t *testing.T) {
+	var in map[string]any
+	doc := `{"f:metadata":{"f:labels":{".":{},"f:a":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"u1\"}":{".":{},"f:uid":{}}}},` +
+		`"f:spec":{".":{},"f:replicas":{},"f:args":{"i:0":{}},"f:cmds":{"v:\"x\"":{}}}}`
+	if err := json.Unmarshal([]byte(doc), &in); err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(OwnedFieldNames(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"f:metadata":{"f:labels":{"f:a":{}},"f:ownerReferences":{}},"f:spec":{"f:args":{},"f:cmds":{},"f:replicas":{}}}`
+	if string(got) != want {
+		t.Errorf("OwnedFieldNames =\n%s\nwant\n%s", got, want)
+	}
+}

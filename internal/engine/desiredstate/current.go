@@ -1,0 +1,118 @@
+package desiredstate
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// StateFromObjects finds, among existing objects, the ones that make up a
+// cluster's topology: the Cluster, what its references point to, and the pools
+// and health checks labelled for it.
+func StateFromObjects(cluster string, namespace string, objs []*unstructured.Unstructured) *contract.State {
+	s := &contract.State{MachineDeployments: map[string]*contract.WorkerState{}, MachinePools: map[string]*contract.WorkerState{}}
+	byRef := map[contract.ObjectKey]*unstructured.Unstructured{}
+	for _, o := range objs {
+		if o.GetNamespace() == namespace {
+			byRef[contract.KeyOf(o)] = o
+		}
+	}
+	byReference := func(r map[string]any) *unstructured.Unstructured {
+		if r == nil {
+			return nil
+		}
+		return byRef[contract.KeyOfReference(r, namespace)]
+	}
+	follow := func(o *unstructured.Unstructured, path ...string) *unstructured.Unstructured {
+		if o == nil {
+			return nil
+		}
+		r, _, _ := unstructured.NestedMap(o.Object, path...)
+		return byReference(r)
+	}
+	mhc := func(name string) *unstructured.Unstructured {
+		return byRef[contract.ObjectKey{Group: contract.ClusterAPIGroup, Kind: "MachineHealthCheck", Namespace: namespace, Name: name}]
+	}
+	s.Cluster = byRef[contract.ObjectKey{Group: contract.ClusterAPIGroup, Kind: "Cluster", Namespace: namespace, Name: cluster}]
+	s.InfrastructureCluster = follow(s.Cluster, "spec", "infrastructureRef")
+	s.ControlPlane.Object = follow(s.Cluster, "spec", "controlPlaneRef")
+	if s.ControlPlane.Object != nil {
+		s.ControlPlane.InfrastructureMachineTemplate = byReference(contract.MachineTemplateRef(s.ControlPlane.Object))
+		s.ControlPlane.MachineHealthCheck = mhc(s.ControlPlane.Object.GetName())
+	}
+	for _, o := range objs {
+		if o.GetNamespace() != namespace || o.GetLabels()[contract.ClusterNameLabel] != cluster {
+			continue
+		}
+		if _, owned := o.GetLabels()[contract.TopologyOwnedLabel]; !owned {
+			continue
+		}
+		pools, label := s.MachineDeployments, contract.MachineDeploymentNameLabel
+		switch o.GetKind() {
+		case "MachineDeployment":
+		case "MachinePool":
+			pools, label = s.MachinePools, contract.MachinePoolNameLabel
+		default:
+			continue
+		}
+		w := &contract.WorkerState{
+			Object:         o,
+			Bootstrap:      follow(o, "spec", "template", "spec", "bootstrap", "configRef"),
+			Infrastructure: follow(o, "spec", "template", "spec", "infrastructureRef"),
+		}
+		if o.GetKind() == "MachineDeployment" {
+			w.MachineHealthCheck = mhc(o.GetName())
+		}
+		pools[o.GetLabels()[label]] = w
+	}
+	return s
+}
+
+// Adopt completes s with the InfrastructureCluster and control plane (and
+// its machine template) an earlier reconcile created before the Cluster
+// existed: owned by the Topology (uid) and labelled for the cluster, but not
+// yet referenced by a Cluster. A restarted agent then reuses them instead of
+// making duplicates, and previews show them as existing.
+func Adopt(s *contract.State, c *v1alpha2.TopologyClass, uid types.UID, objs []*unstructured.Unstructured) {
+	infra, controlPlane, cpMachine := contract.ClassSlots(c)
+	find := func(kind string) *unstructured.Unstructured {
+		for _, o := range objs {
+			if o.GetKind() == kind && OwnedBy(o, uid) {
+				return o
+			}
+		}
+		return nil
+	}
+	if s.InfrastructureCluster == nil && infra.Defined() {
+		s.InfrastructureCluster = find(contract.TrimTemplateSuffix(infra.Kind()))
+	}
+	if s.ControlPlane.Object != nil || !controlPlane.Defined() {
+		return
+	}
+	cp := find(contract.TrimTemplateSuffix(controlPlane.Kind()))
+	if cp == nil {
+		return
+	}
+	s.ControlPlane.Object = cp
+	name, _ := contract.MachineTemplateRef(cp)["name"].(string)
+	if cpMachine.Defined() {
+		for _, o := range objs {
+			if o.GetName() == name && o.GetKind() == cpMachine.Kind() {
+				s.ControlPlane.InfrastructureMachineTemplate = o
+			}
+		}
+	}
+}
+
+// OwnedBy reports whether uid is among the owners of o.
+func OwnedBy(o *unstructured.Unstructured, uid types.UID) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,114 @@
+// Package desiredstate computes what a topology should be, without a client:
+// from a class, its templates and a topology (and the objects that exist now)
+// the Cluster API objects to create or change, named, patched and sequenced.
+// The agent, the admission webhooks, the editor and `plan` all call Compute,
+// so they never disagree. Its siblings under internal/engine decide the rest:
+// rules what is allowed, rollout how a version change rolls out, apply what
+// to write, health what a human reads, contract how Cluster API's objects look.
+package desiredstate
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/patches"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/variables"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// Input is everything the engine needs to compute a topology's desired state.
+type Input struct {
+	// Topology is the cluster to build.
+	Topology *v1alpha2.Topology
+	// Class is its TopologyClass.
+	Class *v1alpha2.TopologyClass
+	// Templates holds the provider templates the class references.
+	Templates *contract.TemplateIndex
+	// Current holds the objects that exist now; nil or empty when creating.
+	Current *contract.State
+	// Observed is the rollout state of existing parts, for upgrade sequencing.
+	// When nil it is read from Current.
+	Observed *rollout.Observed
+	// Names generates names; inject a seeded one for stable output.
+	Names *names.Generator
+	// Dialect decides ownership.
+	Dialect contract.Dialect
+	// Catalog is the compiled variables of Class; computed when nil. Callers that
+	// recompute often (the TUI, the agent) pass it to skip recompiling schemas.
+	Catalog *variables.Catalog
+	// External generates external patches; nil offline.
+	External patches.External
+	// UpgradePlanner asks the class's upgrade-plan extension for the chain
+	// of versions; nil offline.
+	UpgradePlanner rollout.UpgradePlanner
+	// CoreVersion is the Cluster API core version to write objects in; v1beta1 when unset.
+	CoreVersion contract.CoreVersion
+	// Contracts are the provider contracts of the class's kinds, from their
+	// CRDs; a kind missing follows CoreVersion's contract.
+	Contracts contract.Contracts
+}
+
+// Result is the desired state and what was decided on the way.
+type Result struct {
+	// Desired is every object the topology consists of.
+	Desired *contract.State
+	// Variables are the topology's variables after defaulting.
+	Variables []v1alpha2.ClusterVariable
+	// Rollout is the upgrade sequencing decision for each part.
+	Rollout *rollout.Rollout
+	// Rotated maps each template clone made because its template changed to
+	// the name of the clone it replaces.
+	Rotated map[contract.ObjectKey]string
+}
+
+// Pending is a desired object the agent does not create yet, and why: the
+// objects of a pool whose creation waits for a stable control plane.
+type Pending struct {
+	// Object is the desired object.
+	Object *unstructured.Unstructured
+	// Part names the pool, e.g. MachineDeployment md-a.
+	Part string
+	// Reason says what it waits for.
+	Reason string
+}
+
+// Pending lists the desired objects whose creation waits, in the order of
+// Desired.Objects().
+func (r *Result) Pending() []Pending {
+	var out []Pending
+	add := func(kind string, pools map[string]*contract.WorkerState, decisions []rollout.Decision) {
+		for _, d := range decisions {
+			w := pools[d.Name]
+			if !d.CreatePending || w == nil {
+				continue
+			}
+			for _, o := range []*unstructured.Unstructured{w.Bootstrap, w.Infrastructure, w.Object, w.MachineHealthCheck} {
+				if o != nil {
+					out = append(out, Pending{Object: o, Part: kind + " " + d.Name, Reason: d.Reason})
+				}
+			}
+		}
+	}
+	add("MachineDeployment", r.Desired.MachineDeployments, r.Rollout.MachineDeployments)
+	add("MachinePool", r.Desired.MachinePools, r.Rollout.MachinePools)
+	return out
+}
+
+// ToApply is what the agent writes now: every desired object, in dependency
+// order, but those Pending.
+func (r *Result) ToApply() []*unstructured.Unstructured {
+	pending := map[contract.ObjectKey]bool{}
+	for _, p := range r.Pending() {
+		pending[contract.KeyOf(p.Object)] = true
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range r.Desired.Objects() {
+		if !pending[contract.KeyOf(o)] {
+			out = append(out, o)
+		}
+	}
+	return out
+}

@@ -1,0 +1,169 @@
+package health
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+)
+
+// StatusRead are the paths under status that the engine reads of a Cluster
+// API object: ObserveState and WithMachines, the health of parts and
+// Machines, InfrastructurePhase. The agent's cache keeps nothing else of a
+// status, so a new read must be added here, or it reads nothing.
+var StatusRead = [][]string{
+	{"version"}, {"replicas"}, {"readyReplicas"}, {"availableReplicas"}, {"observedGeneration"},
+	{"upToDateReplicas"}, {"updatedReplicas"}, {"deprecated", "v1beta1", "updatedReplicas"}, {"v1beta2", "availableReplicas"},
+	{"conditions"}, {"v1beta2", "conditions"},
+	{"phase"}, {"nodeRef"},
+	{"initialization", "provisioned"}, {"ready"}, {"initialization", "infrastructureProvisioned"}, {"infrastructureReady"},
+}
+
+// ConditionsRead are the condition types the engine reads (see Conditions):
+// a control plane's or pool's health conditions and Remediating, what a
+// Machine's health looks at, and the TopologyReconciled the agent mirrors on
+// a Cluster (read so that an unchanged one is not written again). The
+// agent's cache keeps no others.
+var ConditionsRead = []string{
+	"Available", "EtcdClusterHealthy", "ControlPlaneComponentsHealthy", "CertificatesAvailable", "Remediating",
+	"HealthCheckSucceeded", "Ready", "InfrastructureReady", "BootstrapConfigReady", "BootstrapReady", "TopologyReconciled",
+}
+
+// ObserveState reads the rollout state of existing objects per the Cluster API
+// contracts: the control plane's spec.version and status.version, and a pool's
+// version and whether its replicas are all up to date. The agent refines pool
+// state from Machines when it has them.
+func ObserveState(s *contract.State) *rollout.Observed {
+	obs := &rollout.Observed{MachineDeployments: map[string]rollout.PartObserved{}, MachinePools: map[string]rollout.PartObserved{}}
+	if s == nil {
+		return obs
+	}
+	if cp := s.ControlPlane.Object; cp != nil {
+		o := rollout.PartObserved{Exists: true, ObjectName: cp.GetName()}
+		o.SpecVersion, _, _ = unstructured.NestedString(cp.Object, "spec", "version")
+		o.StatusVersion, _, _ = unstructured.NestedString(cp.Object, "status", "version")
+		o.Replicas = nestedInt32(cp, "status", "replicas")
+		o.ReadyReplicas = nestedInt32(cp, "status", "readyReplicas")
+		o.UpToDateReplicas = upToDateReplicas(cp)
+		o.AvailableReplicas = availableReplicas(cp)
+		o.Problems = partProblems(cp)
+		if statusStale(cp) {
+			o.UpToDateReplicas = 0
+		}
+		obs.ControlPlane = o
+	}
+	pool := func(w *contract.WorkerState) rollout.PartObserved {
+		o := rollout.PartObserved{Exists: true, ObjectName: w.Object.GetName()}
+		o.SpecVersion, _, _ = unstructured.NestedString(w.Object.Object, "spec", "template", "spec", "version")
+		o.Replicas = nestedInt32(w.Object, "status", "replicas")
+		o.ReadyReplicas = nestedInt32(w.Object, "status", "readyReplicas")
+		o.UpToDateReplicas = upToDateReplicas(w.Object)
+		o.AvailableReplicas = availableReplicas(w.Object)
+		o.Problems = partProblems(w.Object)
+		if statusStale(w.Object) {
+			o.UpToDateReplicas = 0
+		}
+		o.Upgrading = o.UpToDateReplicas < o.Replicas
+		return o
+	}
+	for name, w := range s.MachineDeployments {
+		if w != nil && w.Object != nil {
+			obs.MachineDeployments[name] = pool(w)
+		}
+	}
+	for name, w := range s.MachinePools {
+		if w != nil && w.Object != nil {
+			obs.MachinePools[name] = pool(w)
+		}
+	}
+	return obs
+}
+
+// statusStale tells whether an object's status predates its spec: its
+// controller has not seen the latest change (e.g. a rotated template), so
+// none of its replicas can be called up to date yet.
+func statusStale(o *unstructured.Unstructured) bool {
+	observed, found, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
+	return found && observed < o.GetGeneration()
+}
+
+// availableReplicas reads upstream's v1beta2 count where the object has it
+// (status.v1beta2 when read as v1beta1), else the v1beta1 one.
+// upToDateReplicas reads the v1beta2 contract's status.upToDateReplicas, or
+// v1beta1's status.updatedReplicas from a provider still on that contract.
+// v1beta2 counts Machines whose UpToDate condition is true, which lags a
+// template change by a moment after observedGeneration has caught up; the
+// v1beta1 count it still keeps under status.deprecated (the new MachineSet's
+// replicas) does not, so the lower of the two is taken.
+func upToDateReplicas(o *unstructured.Unstructured) int32 {
+	if _, found, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "upToDateReplicas"); !found {
+		return nestedInt32(o, "status", "updatedReplicas")
+	}
+	n := nestedInt32(o, "status", "upToDateReplicas")
+	if _, found, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "deprecated", "v1beta1", "updatedReplicas"); found {
+		n = min(n, nestedInt32(o, "status", "deprecated", "v1beta1", "updatedReplicas"))
+	}
+	return n
+}
+
+func availableReplicas(o *unstructured.Unstructured) int32 {
+	if _, found, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "v1beta2", "availableReplicas"); found {
+		return nestedInt32(o, "status", "v1beta2", "availableReplicas")
+	}
+	return nestedInt32(o, "status", "availableReplicas")
+}
+
+func nestedInt32(o *unstructured.Unstructured, path ...string) int32 {
+	v, found, err := unstructured.NestedFieldNoCopy(o.Object, path...)
+	if !found || err != nil {
+		return 0
+	}
+	switch n := v.(type) {
+	case int64:
+		return int32(n)
+	case float64:
+		return int32(n)
+	case int:
+		return int32(n)
+	}
+	return 0
+}
+
+// MachineDeploymentNameOfMachine is the label the MachineSet controller puts
+// on each Machine: the name of its MachineDeployment.
+const MachineDeploymentNameOfMachine = "cluster.x-k8s.io/deployment-name"
+
+// WithMachines refines o, what the contracts' status says, with the Machines
+// themselves: a MachineDeployment is upgrading while any of its Machines
+// runs another version than its spec, whatever its counters say yet; and
+// each part's Machines that are not ready are its problems.
+func WithMachines(o *rollout.Observed, s *contract.State, machines []*unstructured.Unstructured) *rollout.Observed {
+	if cp := s.ControlPlane.Object; cp != nil {
+		var mine []*unstructured.Unstructured
+		for _, m := range machines {
+			if _, ok := m.GetLabels()[contract.ControlPlaneMachineLabel]; ok {
+				mine = append(mine, m)
+			}
+		}
+		observeMachines(&o.ControlPlane, mine)
+	}
+	for name, w := range s.MachineDeployments {
+		if w == nil || w.Object == nil {
+			continue
+		}
+		part := o.MachineDeployments[name]
+		var mine []*unstructured.Unstructured
+		for _, m := range machines {
+			if m.GetLabels()[MachineDeploymentNameOfMachine] != w.Object.GetName() {
+				continue
+			}
+			mine = append(mine, m)
+			if v, _, _ := unstructured.NestedString(m.Object, "spec", "version"); v != "" && v != part.SpecVersion {
+				part.Upgrading = true
+			}
+		}
+		observeMachines(&part, mine)
+		o.MachineDeployments[name] = part
+	}
+	return o
+}

@@ -1,0 +1,48 @@
+package rollout_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// TestHold: the agent holds a Topology where upstream's controller would
+// not act — its Cluster paused either way, a Cluster it made gone, its copy
+// being deleted by clusterctl move — and nowhere else.
+func TestHold(t *testing.T) {
+	cluster := func(paused bool, annotations map[string]string) *unstructured.Unstructured {
+		c := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"paused": paused}}}
+		c.SetName("dev")
+		c.SetAnnotations(annotations)
+		return c
+	}
+	topo := func(annotations map[string]string) *v1alpha2.Topology {
+		return &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Name: "dev", Annotations: annotations}}
+	}
+	made := map[string]string{v1alpha2.ClusterMadeAnnotation: "dev"}
+	for _, tc := range []struct {
+		name         string
+		topo         *v1alpha2.Topology
+		cluster      *unstructured.Unstructured
+		reason, says string
+	}{
+		{"a running Cluster", topo(made), cluster(false, nil), "", ""},
+		{"no Cluster yet", topo(nil), nil, "", ""},
+		{"spec.paused", topo(made), cluster(true, nil), rollout.HoldClusterPaused, "Cluster dev is paused (spec.paused)"},
+		{"the paused annotation", topo(made), cluster(false, map[string]string{contract.PausedAnnotation: ""}), rollout.HoldClusterPaused, "annotation cluster.x-k8s.io/paused"},
+		{"a Cluster made and gone", topo(made), nil, rollout.HoldClusterMissing, "remove the annotation " + v1alpha2.ClusterMadeAnnotation},
+		{"deleted for a move", topo(map[string]string{contract.DeleteForMoveAnnotation: ""}), nil, rollout.HoldClusterPaused, "clusterctl move is deleting this copy"},
+	} {
+		reason, msg := rollout.Hold(tc.topo, tc.cluster)
+		if reason != tc.reason || !strings.Contains(msg, tc.says) || (tc.says == "") != (msg == "") {
+			t.Errorf("%s: Hold = %q, %q; want %q saying %q", tc.name, reason, msg, tc.reason, tc.says)
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package rollout
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// PartObserved is what exists of one part (control plane or pool) right now.
+type PartObserved struct {
+	// Exists is false when the part has not been created yet.
+	Exists bool
+	// ObjectName is the name of the existing object.
+	ObjectName string
+	// SpecVersion is the version in the object's spec.
+	SpecVersion string
+	// StatusVersion is the control plane's status.version: the lowest version
+	// of its Machines; empty while it is first provisioned.
+	StatusVersion string
+	// Upgrading is true for a pool whose Machines are not all at SpecVersion.
+	Upgrading bool
+	// Replicas, ReadyReplicas, UpToDateReplicas and AvailableReplicas as the
+	// part reports them.
+	Replicas, ReadyReplicas, UpToDateReplicas, AvailableReplicas int32
+	// Problems keep the part from being healthy: its own conditions, and
+	// its Machines that are not ready.
+	Problems []v1alpha2.Problem
+	// Provisioning counts its Machines still coming up for the first time.
+	Provisioning int32
+}
+
+// Observed is the rollout state of a topology's parts.
+type Observed struct {
+	// ControlPlane state.
+	ControlPlane PartObserved
+	// MachineDeployments by topology name.
+	MachineDeployments map[string]PartObserved
+	// MachinePools by topology name.
+	MachinePools map[string]PartObserved
+}
+
+// Decision is the sequencing decision for one part.
+type Decision struct {
+	// Name is the topology name of the pool, or "control-plane".
+	Name string
+	// Version is the version to write into the part's spec now.
+	Version string
+	// Phase is where the part is in the rollout.
+	Phase v1alpha2.RolloutPhase
+	// Reason says why a part waits, for humans.
+	Reason string
+	// CreatePending is true for a new pool that must not be created yet because
+	// the control plane is not stable.
+	CreatePending bool
+}
+
+// Rollout is the sequencing decision for a whole topology.
+type Rollout struct {
+	// DesiredVersion is the topology's version.
+	DesiredVersion string
+	// Concurrency is how many pools of a kind may upgrade at once.
+	Concurrency int
+	// ControlPlane decision.
+	ControlPlane Decision
+	// ControlPlaneStable is true when pools may be created and start upgrading.
+	ControlPlaneStable bool
+	// WaitingForWorkers is true when the control plane holds the next step
+	// of a chained upgrade until the pools reach its version; they may
+	// upgrade meanwhile.
+	WaitingForWorkers bool
+	// Plan is the chain of versions still ahead; empty outside upgrades.
+	Plan VersionPlan
+	// MachineDeployments decisions in topology order.
+	MachineDeployments []Decision
+	// MachinePools decisions in topology order.
+	MachinePools []Decision
+}
+
+// ControlPlaneName is the part name of the control plane in decisions and status.
+const ControlPlaneName = "control-plane"
+
+// UpgradeConcurrency reads the upgrade-concurrency annotation; 1 when unset or invalid.
+func UpgradeConcurrency(t *v1alpha2.Topology) int {
+	if v, ok := t.Annotations[contract.UpgradeConcurrencyAnnotation]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 {
+			return n
+		}
+	}
+	return 1
+}
+
+// Sequence decides, from observed state and the version plan only, which
+// parts take which version now and why the others wait, as upstream's
+// topology controller does: the control plane first, one step of the plan
+// at a time, and only when stable and no pool is mid-upgrade; then pools,
+// at most Concurrency of each kind at a time, skipping held and deferred
+// ones, when the control plane is stable or waits for them (a chained
+// upgrade whose next step would leave the workers too far behind); new
+// pools wait while the control plane is not stable.
+func Sequence(t *v1alpha2.Topology, obs *Observed, plan VersionPlan) *Rollout {
+	if obs == nil {
+		obs = &Observed{}
+	}
+	desired := t.Spec.Version
+	r := &Rollout{DesiredVersion: desired, Concurrency: UpgradeConcurrency(t), Plan: plan}
+
+	var mdUpgrading, mpUpgrading []string
+	var mds []v1alpha2.MachineDeploymentTopology
+	var mps []v1alpha2.MachinePoolTopology
+	if t.Spec.Workers != nil {
+		mds, mps = t.Spec.Workers.MachineDeployments, t.Spec.Workers.MachinePools
+	}
+	for _, md := range mds {
+		if o := obs.MachineDeployments[md.Name]; o.Exists && o.Upgrading {
+			mdUpgrading = append(mdUpgrading, md.Name)
+		}
+	}
+	for _, mp := range mps {
+		if o := obs.MachinePools[mp.Name]; o.Exists && o.Upgrading {
+			mpUpgrading = append(mpUpgrading, mp.Name)
+		}
+	}
+
+	r.ControlPlane, r.ControlPlaneStable, r.WaitingForWorkers = sequenceControlPlane(desired, obs.ControlPlane, append(append([]string{}, mdUpgrading...), mpUpgrading...), plan)
+
+	holdSeen := false
+	for _, md := range mds {
+		d, held := sequencePool(md.Name, desired, obs.MachineDeployments[md.Name], md.Metadata.Annotations, holdSeen, r, &mdUpgrading)
+		holdSeen = holdSeen || held
+		r.MachineDeployments = append(r.MachineDeployments, d)
+	}
+	holdSeen = false
+	for _, mp := range mps {
+		d, held := sequencePool(mp.Name, desired, obs.MachinePools[mp.Name], mp.Metadata.Annotations, holdSeen, r, &mpUpgrading)
+		holdSeen = holdSeen || held
+		r.MachinePools = append(r.MachinePools, d)
+	}
+	return r
+}
+
+// sequenceControlPlane decides the control plane's version; stable says
+// pools may be created and upgraded, waiting that the control plane holds
+// its next step until the workers have caught up.
+func sequenceControlPlane(desired string, o PartObserved, poolsUpgrading []string, plan VersionPlan) (d Decision, stable, waiting bool) {
+	d = Decision{Name: ControlPlaneName}
+	if !o.Exists {
+		// Like upstream, a brand-new cluster creates its pools together with
+		// its control plane: there is nothing to race with yet.
+		d.Version, d.Phase = desired, v1alpha2.PhaseCreating
+		return d, true, false
+	}
+	d.Version = o.SpecVersion
+	switch {
+	case o.StatusVersion == "":
+		d.Phase, d.Reason = v1alpha2.PhaseCreating, "the control plane is being provisioned"
+		return d, false, false
+	case o.StatusVersion != o.SpecVersion:
+		d.Phase, d.Reason = v1alpha2.PhaseUpgrading, fmt.Sprintf("the control plane is upgrading from %s to %s", o.StatusVersion, o.SpecVersion)
+		return d, false, false
+	case o.SpecVersion == desired:
+		d.Phase = v1alpha2.PhaseUpToDate
+		return d, true, false
+	case len(plan.Workers) > 0 && plan.Workers[0] == o.SpecVersion:
+		d.Phase = v1alpha2.PhasePending
+		d.Reason = fmt.Sprintf("waiting for the workers to upgrade to %s before the control plane continues to %s", o.SpecVersion, desired)
+		return d, false, true
+	case len(poolsUpgrading) > 0:
+		d.Phase = v1alpha2.PhasePending
+		d.Reason = fmt.Sprintf("waiting for %s to finish upgrading before the control plane upgrades to %s", strings.Join(poolsUpgrading, ", "), nextOr(plan.ControlPlane, desired))
+		return d, false, false
+	}
+	next := nextOr(plan.ControlPlane, desired)
+	d.Version, d.Phase = next, v1alpha2.PhaseUpgrading
+	d.Reason = fmt.Sprintf("the control plane starts upgrading from %s to %s", o.SpecVersion, next)
+	if len(plan.ControlPlane) > 1 {
+		d.Reason += fmt.Sprintf(" (%s pending)", strings.Join(plan.ControlPlane[1:], ", "))
+	}
+	return d, false, false
+}
+
+// nextOr is the first version of plan, or def when the plan is empty.
+func nextOr(plan []string, def string) string {
+	if len(plan) > 0 {
+		return plan[0]
+	}
+	return def
+}
+
+// sequencePool decides for one pool; held reports whether it carries the hold
+// annotation, which also holds every pool after it.
+func sequencePool(name, desired string, o PartObserved, annotations map[string]string, holdBefore bool, r *Rollout, upgrading *[]string) (Decision, bool) {
+	_, hold := annotations[contract.HoldUpgradeSequenceAnnotation]
+	_, deferred := annotations[contract.DeferUpgradeAnnotation]
+	d := Decision{Name: name, Version: desired}
+	if !o.Exists {
+		d.Phase, d.Reason = v1alpha2.PhaseCreating, "being created"
+		if !r.ControlPlaneStable {
+			d.Phase, d.CreatePending = v1alpha2.PhasePending, true
+			d.Reason = "waiting for the control plane to be stable before creating it"
+		}
+		return d, hold
+	}
+	if o.SpecVersion == desired {
+		d.Version, d.Phase = o.SpecVersion, v1alpha2.PhaseUpToDate
+		if o.Upgrading {
+			d.Phase, d.Reason = v1alpha2.PhaseUpgrading, fmt.Sprintf("Machines are rolling to %s", desired)
+		}
+		return d, hold
+	}
+	d.Version = o.SpecVersion
+	next := nextOr(r.Plan.Workers, desired)
+	switch {
+	case deferred:
+		d.Phase, d.Reason = v1alpha2.PhaseDeferred, fmt.Sprintf("upgrade deferred by the %s annotation", contract.DeferUpgradeAnnotation)
+	case hold:
+		d.Phase, d.Reason = v1alpha2.PhaseHeld, fmt.Sprintf("upgrade held by the %s annotation", contract.HoldUpgradeSequenceAnnotation)
+	case holdBefore:
+		d.Phase, d.Reason = v1alpha2.PhaseHeld, fmt.Sprintf("upgrade held: an earlier pool carries the %s annotation", contract.HoldUpgradeSequenceAnnotation)
+	case len(*upgrading) >= r.Concurrency:
+		d.Phase, d.Reason = v1alpha2.PhasePending, fmt.Sprintf("upgrade concurrency limit %d reached (%s upgrading)", r.Concurrency, strings.Join(*upgrading, ", "))
+	case !r.ControlPlaneStable && !r.WaitingForWorkers:
+		d.Phase, d.Reason = v1alpha2.PhasePending, "waiting for the control plane to finish upgrading"
+	case next == o.SpecVersion:
+		// Upgraded to this step already; the others catch up first.
+		d.Phase, d.Reason = v1alpha2.PhasePending, fmt.Sprintf("at %s, waiting for the control plane to take the next step to %s", o.SpecVersion, desired)
+	default:
+		d.Version, d.Phase = next, v1alpha2.PhaseUpgrading
+		d.Reason = fmt.Sprintf("upgrading from %s to %s", o.SpecVersion, next)
+		*upgrading = append(*upgrading, name)
+	}
+	return d, hold
+}
+
+// RolloutFromStatus rebuilds the rollout state a Topology's status reports,
+// for checks (a version change while a rollout is in flight) that run where
+// only the Topology is at hand, such as admission.
+func RolloutFromStatus(s *v1alpha2.TopologyStatus) *Rollout {
+	if s == nil || s.ControlPlane == nil {
+		return nil
+	}
+	decision := func(p v1alpha2.PartStatus) Decision {
+		return Decision{Name: p.Name, Version: p.Version, Phase: p.Phase, Reason: p.Message}
+	}
+	r := &Rollout{DesiredVersion: s.ControlPlane.DesiredVersion, ControlPlane: decision(*s.ControlPlane)}
+	for _, p := range s.MachineDeployments {
+		r.MachineDeployments = append(r.MachineDeployments, decision(p))
+	}
+	for _, p := range s.MachinePools {
+		r.MachinePools = append(r.MachinePools, decision(p))
+	}
+	return r
+}

@@ -1,0 +1,78 @@
+package plan
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func generated(kind, name, cluster string, spec map[string]any) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "x.io/v1", "kind": kind, "spec": spec}}
+	o.SetName(name)
+	o.SetNamespace("ns")
+	o.SetLabels(map[string]string{contract.TopologyOwnedLabel: "", contract.ClusterNameLabel: cluster})
+	return o
+}
+
+func TestCompute(t *testing.T) {
+	desiredInfra := generated("DockerCluster", "dev-infra", "dev", map[string]any{"loadBalancer": map[string]any{"image": "new"}})
+	desiredCP := generated("KubeadmControlPlane", "dev-cp", "dev", map[string]any{"replicas": int64(3)})
+	desiredNew := generated("DockerMachineTemplate", "dev-new", "dev", map[string]any{"a": "b"})
+	desired := &contract.State{InfrastructureCluster: desiredInfra,
+		ControlPlane: contract.ControlPlaneState{Object: desiredCP, InfrastructureMachineTemplate: desiredNew}}
+
+	curInfra := generated("DockerCluster", "dev-infra", "dev", map[string]any{"loadBalancer": map[string]any{"image": "old"}, "set-by-provider": true})
+	curCP := generated("KubeadmControlPlane", "dev-cp", "dev", map[string]any{"replicas": int64(3), "version": "v1"})
+	stale := generated("DockerMachineTemplate", "dev-old", "dev", nil)
+	otherCluster := generated("DockerMachineTemplate", "prod-old", "prod", nil)
+	unowned := generated("DockerMachineTemplate", "dev-hand-made", "dev", nil)
+	unowned.SetLabels(map[string]string{contract.ClusterNameLabel: "dev"})
+	otherNamespace := generated("DockerMachineTemplate", "dev-elsewhere", "dev", nil)
+	otherNamespace.SetNamespace("elsewhere")
+
+	p, err := Compute(Input{Desired: desired, Current: []*unstructured.Unstructured{curInfra, curCP, stale, otherCluster, unowned, otherNamespace}, Cluster: "dev", Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range p.Changes {
+		got = append(got, string(c.Action)+" "+c.Object.GetKind()+" "+c.Object.GetName())
+	}
+	want := "created DockerMachineTemplate dev-new, modified DockerCluster dev-infra, deleted DockerMachineTemplate dev-old"
+	if strings.Join(got, ", ") != want {
+		t.Fatalf("changes:\n%s\nwant\n%s", strings.Join(got, ", "), want)
+	}
+	if p.Count(Created) != 1 || p.Count(Modified) != 1 || p.Count(Deleted) != 1 {
+		t.Errorf("counts %d/%d/%d", p.Count(Created), p.Count(Modified), p.Count(Deleted))
+	}
+	mod := p.Changes[1]
+	if string(mod.MergePatch) != `{"spec":{"loadBalancer":{"image":"new"}}}` {
+		t.Errorf("merge patch %s", mod.MergePatch)
+	}
+	ops, _ := json.Marshal(mod.Operations)
+	if string(ops) != `[{"op":"replace","path":"/spec/loadBalancer/image","value":"new"}]` {
+		t.Errorf("operations %s", ops)
+	}
+	if keep, _, _ := unstructured.NestedBool(mod.Object.Object, "spec", "set-by-provider"); !keep {
+		t.Error("the field the provider set is dropped from the modified object")
+	}
+	for _, line := range []string{"--- DockerCluster_ns_dev-infra.original.yaml", "+++ DockerCluster_ns_dev-infra.modified.yaml", "-    image: old", "+    image: new"} {
+		if !strings.Contains(mod.Diff, line) {
+			t.Errorf("the diff lacks %q:\n%s", line, mod.Diff)
+		}
+	}
+
+	summary, err := Compute(Input{Desired: desired, Current: []*unstructured.Unstructured{curInfra, curCP}, Cluster: "dev", Namespace: "ns", Summary: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range summary.Changes {
+		if c.Action == Modified && (c.Diff != "" || c.Operations != nil || c.MergePatch == nil || c.Before == nil) {
+			t.Errorf("a summary change carries diff %q, ops %v, merge patch %s", c.Diff, c.Operations, c.MergePatch)
+		}
+	}
+}
