@@ -29,8 +29,8 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/agent"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
-	"github.com/kubectl-topology/kubectl-topology/internal/process"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
+	"github.com/kubectl-topology/kubectl-topology/internal/process"
 )
 
 func main() {

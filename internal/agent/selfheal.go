@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kubectl-topology/kubectl-topology/manifests"
 	"github.com/kubectl-topology/kubectl-topology/internal/selfinstall"
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/internal/webhook"
+	"github.com/kubectl-topology/kubectl-topology/manifests"
 )
 
 // selfInstallKey is the one request the self-install controller works on:

@@ -16,9 +16,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-	topologyplugin "github.com/kubectl-topology/kubectl-topology/internal/plugin"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	topologyplugin "github.com/kubectl-topology/kubectl-topology/internal/plugin"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // statusReport runs `status -o json` and decodes it.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // TestEditAndFollowInTerminal runs `kubectl topology edit` on a real

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // TestRestartWritesNothing: an agent restarted on Topologies it has already

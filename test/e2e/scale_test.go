@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/internal/webhook"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // BenchmarkThousandTopologies creates TOPOLOGY_SCALE (default 1,000)

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // machineIdentities maps each Machine in ns to its version and the

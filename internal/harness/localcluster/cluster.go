@@ -17,11 +17,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/freeport"
-	"github.com/kubectl-topology/kubectl-topology/internal/process"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/freeport"
+	"github.com/kubectl-topology/kubectl-topology/internal/process"
 )
 
 // Options configure a local control plane.

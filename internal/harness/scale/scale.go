@@ -40,8 +40,8 @@ import (
 	topologycontroller "github.com/kubectl-topology/kubectl-topology/internal/controller"
 	"github.com/kubectl-topology/kubectl-topology/internal/freeport"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
-	topologywebhook "github.com/kubectl-topology/kubectl-topology/internal/webhook"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
+	topologywebhook "github.com/kubectl-topology/kubectl-topology/internal/webhook"
 )
 
 // Sides of the comparison.
