@@ -49,9 +49,14 @@ type AdoptOptions struct {
 	now clock
 }
 
-// NewAdoptCommand returns `adopt`.
-func NewAdoptCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &AdoptOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Timeout: 5 * time.Minute, Interval: 2 * time.Second}
+// NewAdoptOptions returns the inputs of `adopt`, with their defaults.
+func NewAdoptOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *AdoptOptions {
+	return &AdoptOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Timeout: 5 * time.Minute, Interval: 2 * time.Second}
+}
+
+// NewCmdAdopt returns `adopt`.
+func NewCmdAdopt(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewAdoptOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "adopt CLUSTER [--dry-run] [--yes]",
 		Short: "Hand a ClusterClass Cluster over from Cluster API's topology controller to the agent, replacing no Machine",
@@ -77,13 +82,7 @@ Cluster's UID changes; its Machines' do not. It needs the garbage collector
 		Example: `  kubectl topology adopt dev --dry-run
   kubectl topology adopt cluster/dev --yes`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			if o.Timeout <= 0 || o.Interval <= 0 {
-				return fmt.Errorf("--timeout and --interval must be positive")
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runE(o),
 	}
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Check and show what adopting changes; change nothing")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation")
@@ -102,6 +101,20 @@ type adoption struct {
 	refusals    []string
 	plan        *plan.Plan
 	machines    map[types.UID]string
+}
+
+// Complete takes the Cluster's name from the arguments.
+func (o *AdoptOptions) Complete(args []string) error {
+	o.Name = args[0]
+	return nil
+}
+
+// Validate checks the flags.
+func (o *AdoptOptions) Validate() error {
+	if o.Timeout <= 0 || o.Interval <= 0 {
+		return fmt.Errorf("--timeout and --interval must be positive")
+	}
+	return nil
 }
 
 // Run checks, shows, asks, hands over and follows until the agent settles it.

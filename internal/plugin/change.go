@@ -208,9 +208,14 @@ type ScaleOptions struct {
 	Workers map[string]string
 }
 
-// NewScaleCommand returns `scale`.
-func NewScaleCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ScaleOptions{changeOptions: changeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}, ControlPlane: -1}
+// NewScaleOptions returns the inputs of `scale`, with their defaults.
+func NewScaleOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *ScaleOptions {
+	return &ScaleOptions{changeOptions: changeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}, ControlPlane: -1}
+}
+
+// NewCmdScale returns `scale`.
+func NewCmdScale(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewScaleOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:               "scale NAME [--control-plane N] [--worker POOL=N]...",
 		ValidArgsFunction: completeTopologyNames(flags),
@@ -218,17 +223,7 @@ func NewScaleCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 		Example: `  kubectl topology scale dev --control-plane 5
   kubectl topology scale dev --worker md-a=4 --worker mp-0=2 --dry-run`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.name = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			written, err := o.apply(cmd.Context(), change{mutate: o.mutate, warnings: rules.ChangeWarnings})
-			if written != nil {
-				o.applied(written)
-			}
-			return err
-		},
+		RunE: runE(o),
 	}
 	cmd.Flags().IntVar(&o.ControlPlane, "control-plane", -1, "Control plane replicas")
 	cmd.Flags().StringToStringVar(&o.Workers, "worker", nil, "POOL=N: replicas of a MachineDeployment or MachinePool (repeatable)")
@@ -245,9 +240,14 @@ type PauseOptions struct {
 	Paused bool
 }
 
-// NewPauseCommand returns `pause`, or `resume` when paused is false.
-func NewPauseCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, paused bool) *cobra.Command {
-	o := &PauseOptions{changeOptions: changeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}, Paused: paused}
+// NewPauseOptions returns the inputs of `pause` and `resume`, with their defaults.
+func NewPauseOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, paused bool) *PauseOptions {
+	return &PauseOptions{changeOptions: changeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}, Paused: paused}
+}
+
+// NewCmdPause returns `pause`, or `resume` when paused is false.
+func NewCmdPause(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, paused bool) *cobra.Command {
+	o := NewPauseOptions(flags, streams, paused)
 	use, short, example := "pause NAME", "Pause a Topology: the agent applies nothing to its cluster until it is resumed", "  kubectl topology pause dev\n  kubectl topology pause dev --yes"
 	if !paused {
 		use, short, example = "resume NAME", "Resume a paused Topology: the agent applies what it asks for again, previewed here", "  kubectl topology resume dev --dry-run\n  kubectl topology resume dev --yes"
@@ -256,25 +256,16 @@ func NewPauseCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 		Use: use, Short: short, Example: example,
 		ValidArgsFunction: completeTopologyNames(flags),
 		Args:              cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.name = args[0]
-			written, err := o.apply(cmd.Context(), change{mutate: func(t *v1alpha2.Topology) error {
-				t.Spec.Paused = o.Paused
-				return nil
-			}})
-			if written == nil {
-				return err
-			}
-			if o.Paused {
-				fmt.Fprintf(o.Out, "Paused: %s changes nothing of %s %s/%s until `kubectl topology resume %s -n %s`.\n", contract.Reconciler(written), draft.Kind(written), written.Namespace, written.Name, refOf(written), written.Namespace)
-			} else {
-				o.applied(written)
-			}
-			return err
-		},
+		RunE:              runE(o),
 	}
 	o.addFlags(cmd)
 	return cmd
+}
+
+// Complete takes the topology's name from the arguments.
+func (o *ScaleOptions) Complete(args []string) error {
+	o.name = args[0]
+	return nil
 }
 
 // Validate checks the flags.
@@ -288,6 +279,15 @@ func (o *ScaleOptions) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Run previews the new replicas, asks, and applies them.
+func (o *ScaleOptions) Run(ctx context.Context) error {
+	written, err := o.apply(ctx, change{mutate: o.mutate, warnings: rules.ChangeWarnings})
+	if written != nil {
+		o.applied(written)
+	}
+	return err
 }
 
 func (o *ScaleOptions) mutate(t *v1alpha2.Topology) error {
@@ -339,10 +339,15 @@ type SetVariableOptions struct {
 	FromFiles map[string]string
 }
 
-// NewSetCommand returns `set` with its `variable` subcommand.
-func NewSetCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+// NewSetVariableOptions returns the inputs of `set variable`, with their defaults.
+func NewSetVariableOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SetVariableOptions {
+	return &SetVariableOptions{changeOptions: changeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}}
+}
+
+// NewCmdSet returns `set` with its `variable` subcommand.
+func NewCmdSet(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	set := &cobra.Command{Use: "set", Short: "Change a Topology's settings, with a preview"}
-	o := &SetVariableOptions{changeOptions: changeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}}
+	o := NewSetVariableOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:               "variable NAME KEY=VALUE... [--from-file KEY=PATH]",
 		ValidArgsFunction: completeVariables(flags),
@@ -351,28 +356,41 @@ func NewSetCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
   kubectl topology set variable dev auditPolicy='{"enabled":true,"level":"Request"}'
   kubectl topology set variable dev --from-file workerLabels=labels.yaml`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.name, o.Values = args[0], args[1:]
-			if len(o.Values) == 0 && len(o.FromFiles) == 0 {
-				return fmt.Errorf("nothing to set: give KEY=VALUE or --from-file KEY=PATH")
-			}
-			// Bad values are refused before the cluster is asked anything.
-			for _, kv := range o.Values {
-				if _, _, err := parseVariable(kv); err != nil {
-					return err
-				}
-			}
-			written, err := o.apply(cmd.Context(), change{mutate: o.mutate})
-			if written != nil {
-				o.applied(written)
-			}
-			return err
-		},
+		RunE: runE(o),
 	}
 	cmd.Flags().StringToStringVar(&o.FromFiles, "from-file", nil, "KEY=PATH: read the value of KEY from a YAML or JSON file")
 	o.addFlags(cmd)
 	set.AddCommand(cmd)
 	return set
+}
+
+// Complete takes the topology's name and the KEY=VALUE pairs from the arguments.
+func (o *SetVariableOptions) Complete(args []string) error {
+	o.name, o.Values = args[0], args[1:]
+	return nil
+}
+
+// Validate refuses an empty change and bad values before the cluster is
+// asked anything.
+func (o *SetVariableOptions) Validate() error {
+	if len(o.Values) == 0 && len(o.FromFiles) == 0 {
+		return fmt.Errorf("nothing to set: give KEY=VALUE or --from-file KEY=PATH")
+	}
+	for _, kv := range o.Values {
+		if _, _, err := parseVariable(kv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run previews the new values, asks, and applies them.
+func (o *SetVariableOptions) Run(ctx context.Context) error {
+	written, err := o.apply(ctx, change{mutate: o.mutate})
+	if written != nil {
+		o.applied(written)
+	}
+	return err
 }
 
 func (o *SetVariableOptions) mutate(t *v1alpha2.Topology) error {
@@ -427,4 +445,30 @@ func parseVariable(kv string) (string, []byte, error) {
 	}
 	raw, err := json.Marshal(value)
 	return name, raw, err
+}
+
+// Complete takes the topology's name from the arguments.
+func (o *PauseOptions) Complete(args []string) error {
+	o.name = args[0]
+	return nil
+}
+
+// Validate has nothing to check: pause and resume take no flag of their own.
+func (o *PauseOptions) Validate() error { return nil }
+
+// Run previews, asks, and sets spec.paused.
+func (o *PauseOptions) Run(ctx context.Context) error {
+	written, err := o.apply(ctx, change{mutate: func(t *v1alpha2.Topology) error {
+		t.Spec.Paused = o.Paused
+		return nil
+	}})
+	if written == nil {
+		return err
+	}
+	if o.Paused {
+		fmt.Fprintf(o.Out, "Paused: %s changes nothing of %s %s/%s until `kubectl topology resume %s -n %s`.\n", contract.Reconciler(written), draft.Kind(written), written.Namespace, written.Name, refOf(written), written.Namespace)
+	} else {
+		o.applied(written)
+	}
+	return err
 }

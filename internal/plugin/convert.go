@@ -47,9 +47,14 @@ const (
 	inlineNone    = "none"
 )
 
-// NewConvertCommand returns `convert`.
-func NewConvertCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ConvertOptions{configFlags: flags, IOStreams: streams, printFlags: genericclioptions.NewPrintFlags("").WithDefaultOutput("yaml")}
+// NewConvertOptions returns the inputs of `convert`, with their defaults.
+func NewConvertOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *ConvertOptions {
+	return &ConvertOptions{configFlags: flags, IOStreams: streams, printFlags: genericclioptions.NewPrintFlags("").WithDefaultOutput("yaml")}
+}
+
+// NewCmdConvert returns `convert`.
+func NewCmdConvert(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewConvertOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "convert -f FILE...",
 		Short: "Convert upstream ClusterClass and Cluster YAML to TopologyClass and Topology",
@@ -71,15 +76,7 @@ without a cluster.`,
   # Offline: every template into the class, or none
   kubectl topology convert --inline=all -f clusterclass.yaml > class.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run()
-		},
+		RunE: runE(o),
 	}
 	cmd.Flags().StringSliceVarP(&o.Filenames, "filename", "f", nil, "Files or directories to convert; - reads standard input")
 	cmd.Flags().StringVar(&o.Inline, "inline", inlineRefused, "Which referenced templates to write into the class: refused (those the cluster refuses to store, asked with a server-side dry run), all, or none (these two need no cluster)")
@@ -89,7 +86,7 @@ without a cluster.`,
 }
 
 // Complete reads the input and builds the printer.
-func (o *ConvertOptions) Complete() error {
+func (o *ConvertOptions) Complete([]string) error {
 	p, err := o.printFlags.ToPrinter()
 	if err != nil {
 		return err
@@ -185,7 +182,7 @@ func reachable(ca *clusterAccess) error {
 
 // Run writes the templates --inline chooses into the classes, then prints
 // extensions, classes, templates and other objects, and topologies.
-func (o *ConvertOptions) Run() error {
+func (o *ConvertOptions) Run(context.Context) error {
 	if err := o.inlineTemplates(); err != nil {
 		return err
 	}

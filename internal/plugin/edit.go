@@ -26,9 +26,14 @@ type EditOptions struct {
 	ReadOnly bool
 }
 
-// NewEditCommand returns `edit`.
-func NewEditCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &EditOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}
+// NewEditOptions returns the inputs of `edit`, with their defaults.
+func NewEditOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *EditOptions {
+	return &EditOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}
+}
+
+// NewCmdEdit returns `edit`.
+func NewCmdEdit(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewEditOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:               "edit NAME [--read-only]",
 		ValidArgsFunction: completeTopologyNames(flags),
@@ -40,19 +45,20 @@ the rollout. Apply asks first and writes guarded by the resourceVersion; if
 the Topology changed on the server meanwhile, your edits are kept on top of
 the new version for you to check and apply again.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runE(o),
 	}
 	cmd.Flags().BoolVar(&o.ReadOnly, "read-only", false, "Browse and preview only; never apply")
 	return cmd
 }
 
 // Validate refuses to run without a terminal.
+// Complete takes the topology's name from the arguments.
+func (o *EditOptions) Complete(args []string) error {
+	o.Name = args[0]
+	return nil
+}
+
+// Validate checks the flags.
 func (o *EditOptions) Validate() error {
 	in, inOK := o.In.(interface{ Fd() uintptr })
 	out, outOK := o.Out.(interface{ Fd() uintptr })

@@ -48,9 +48,14 @@ type GenerateOptions struct {
 	Output string
 }
 
-// NewGenerateCommand returns `generate`.
-func NewGenerateCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &GenerateOptions{configFlags: flags, IOStreams: streams, ControlPlane: -1}
+// NewGenerateOptions returns the inputs of `generate`, with their defaults.
+func NewGenerateOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *GenerateOptions {
+	return &GenerateOptions{configFlags: flags, IOStreams: streams, ControlPlane: -1}
+}
+
+// NewCmdGenerate returns `generate`.
+func NewCmdGenerate(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewGenerateOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "generate NAME --class C --kubernetes-version V [--control-plane N] [--worker POOL[:CLASS]=N]... [--set VAR=VALUE]...",
 		Short: "Write a valid Topology for a class, with variable defaults filled in",
@@ -58,13 +63,7 @@ func NewGenerateCommand(flags *genericclioptions.ConfigFlags, streams genericioo
       --control-plane 3 --worker md-a:general=2 --set imageRepository=registry.example.com > dev.yaml
   kubectl topology generate dev --class docker-kubeadm --kubernetes-version v1.33.1 -f examples/docker/class.yaml`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runE(o),
 	}
 	cmd.Flags().StringVar(&o.Class, "class", "", "TopologyClass to stamp from (required)")
 	cmd.Flags().StringSliceVarP(&o.Filenames, "filename", "f", nil, "Read the class from these files instead of the cluster")
@@ -75,6 +74,13 @@ func NewGenerateCommand(flags *genericclioptions.ConfigFlags, streams genericioo
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "yaml", "yaml or json")
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Refuse input fields the types do not have, as kubectl's --validate=strict does, instead of dropping them with a warning")
 	return cmd
+}
+
+// Validate checks the flags.
+// Complete takes the topology's name from the arguments.
+func (o *GenerateOptions) Complete(args []string) error {
+	o.Name = args[0]
+	return nil
 }
 
 // Validate checks the flags.

@@ -40,9 +40,14 @@ type GetOptions struct {
 	printer printers.ResourcePrinter
 }
 
-// NewGetCommand returns `get`.
-func NewGetCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &GetOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, printFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme())}
+// NewGetOptions returns the inputs of `get`, with their defaults.
+func NewGetOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *GetOptions {
+	return &GetOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, printFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme())}
+}
+
+// NewCmdGet returns `get`.
+func NewCmdGet(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewGetOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:               "get [NAME] [-A]",
 		ValidArgsFunction: completeTopologyNames(flags),
@@ -57,15 +62,7 @@ and each Degraded part.`,
   kubectl topology get -A -o wide
   kubectl topology get -A -w     # a row per change`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runE(o),
 	}
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List Topologies in every namespace")
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After the listing, print a row for each change until interrupted")

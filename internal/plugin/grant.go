@@ -16,9 +16,14 @@ type GrantOptions struct {
 	access *clusterAccess
 }
 
-// NewGrantCommand returns `grant`.
-func NewGrantCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &GrantOptions{configFlags: flags, IOStreams: streams}
+// NewGrantOptions returns the inputs of `grant`, with their defaults.
+func NewGrantOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *GrantOptions {
+	return &GrantOptions{configFlags: flags, IOStreams: streams}
+}
+
+// NewCmdGrant returns `grant`.
+func NewCmdGrant(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewGrantOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "grant",
 		Short: "Let the agent manage the kinds of every infrastructure provider installed",
@@ -32,13 +37,13 @@ survive clusterctl upgrade; uninstall removes them.`,
 		Example: `  clusterctl init --infrastructure docker --addon kubectl-topology
   kubectl topology grant`,
 		Args: cobra.NoArgs,
-		RunE: runNoArgs(o),
+		RunE: runE(o),
 	}
 	return cmd
 }
 
 // Complete connects to the cluster.
-func (o *GrantOptions) Complete() error {
+func (o *GrantOptions) Complete([]string) error {
 	var err error
 	o.access, err = connect(o.configFlags)
 	return err

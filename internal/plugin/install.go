@@ -70,9 +70,14 @@ type InstallOptions struct {
 	objs   []*unstructured.Unstructured
 }
 
-// NewInstallCommand returns `install`.
-func NewInstallCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &InstallOptions{configFlags: flags, IOStreams: streams}
+// NewInstallOptions returns the inputs of `install`, with their defaults.
+func NewInstallOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *InstallOptions {
+	return &InstallOptions{configFlags: flags, IOStreams: streams}
+}
+
+// NewCmdInstall returns `install`.
+func NewCmdInstall(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewInstallOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "install [--version V | --image IMAGE] [--target-namespace NS] [--watch-namespace NS] [--local]",
 		Short: "Install or upgrade the agent: ServiceAccount, RBAC, Service and Deployment; it installs its CRDs and webhooks itself",
@@ -90,7 +95,7 @@ control plane (make local-up), which has no nodes to run Pods.`,
   kubectl topology install --dry-run=client -o yaml > agent.yaml
   kubectl topology install --local --agent-binary bin/agent`,
 		Args: cobra.NoArgs,
-		RunE: runNoArgs(o),
+		RunE: runE(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Version, "version", "", "Agent version (image tag) to install; default the plugin's")
@@ -116,7 +121,7 @@ func defaultStateDir() string {
 }
 
 // Complete renders the components and, unless printing, connects.
-func (o *InstallOptions) Complete() error {
+func (o *InstallOptions) Complete([]string) error {
 	image := o.Image
 	if image == "" {
 		// The agent of the plugin's own release, unless told otherwise.
@@ -511,22 +516,31 @@ type UninstallOptions struct {
 	IncludeCRDs bool
 }
 
-// NewUninstallCommand returns `uninstall`.
-func NewUninstallCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UninstallOptions{configFlags: flags, IOStreams: streams}
+// NewUninstallOptions returns the inputs of `uninstall`, with their defaults.
+func NewUninstallOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *UninstallOptions {
+	return &UninstallOptions{configFlags: flags, IOStreams: streams}
+}
+
+// NewCmdUninstall returns `uninstall`.
+func NewCmdUninstall(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewUninstallOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "uninstall [--include-crds]",
 		Short: "Remove the agent; refused while Topologies exist",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.Run(cmd.Context())
-		},
+		RunE:  runE(o),
 	}
 	cmd.Flags().StringVar(&o.TargetNamespace, "target-namespace", components.Namespace, "Namespace the agent runs in")
 	cmd.Flags().StringVar(&o.StateDir, "state-dir", defaultStateDir(), "Where a --local agent keeps its pid file")
 	cmd.Flags().BoolVar(&o.IncludeCRDs, "include-crds", false, "Delete kubectl-topology's CRDs too")
 	return cmd
 }
+
+// Complete has nothing to fill in: the command takes no arguments.
+func (o *UninstallOptions) Complete([]string) error { return nil }
+
+// Validate has nothing to check: the command takes no arguments.
+func (o *UninstallOptions) Validate() error { return nil }
 
 // Run refuses while Topologies exist, then deletes the components, the
 // webhook registrations and a local agent.

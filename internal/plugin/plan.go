@@ -58,9 +58,14 @@ type PlanOptions struct {
 	bundle    *bundle.Bundle
 }
 
-// NewPlanCommand returns `plan`.
-func NewPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &PlanOptions{configFlags: flags, IOStreams: streams}
+// NewPlanOptions returns the inputs of `plan`, with their defaults.
+func NewPlanOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *PlanOptions {
+	return &PlanOptions{configFlags: flags, IOStreams: streams}
+}
+
+// NewCmdPlan returns `plan`.
+func NewCmdPlan(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewPlanOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:               "plan [NAME] [-f FILE...] [--topology NAME] [--output-directory DIR]",
 		ValidArgsFunction: completeTopologyNames(flags),
@@ -90,22 +95,7 @@ written in. Providers are taken to follow the same contract.`,
   # For a management cluster still on Cluster API v1.10
   kubectl topology plan -f class.yaml -f topology.yaml --cluster-api-version v1beta1`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.Name = args[0]
-				if err := o.Validate(); err != nil {
-					return err
-				}
-				return o.RunLive(cmd.Context())
-			}
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runE(o),
 	}
 	cmd.Flags().StringSliceVarP(&o.Filenames, "filename", "f", nil, "Files or directories with the class, templates, topologies and existing objects; - reads standard input")
 	// Not --cluster: that is kubectl's global flag (the kubeconfig cluster).
@@ -119,8 +109,8 @@ written in. Providers are taken to follow the same contract.`,
 	return cmd
 }
 
-// RunLive plans a live Topology, or a proposed version of it from -f.
-func (o *PlanOptions) RunLive(ctx context.Context) error {
+// runLive plans a live Topology, or a proposed version of it from -f.
+func (o *PlanOptions) runLive(ctx context.Context) error {
 	live := &liveFlags{configFlags: o.configFlags}
 	t, err := live.readTopology(ctx, o.Name)
 	if err != nil {
@@ -174,8 +164,14 @@ func pickNamed(ts []*bundle.Topology, name string) (*bundle.Topology, error) {
 	return nil, fmt.Errorf("-f: the files hold no Topology named %s; give the proposed version of it", name)
 }
 
-// Complete reads the input files.
-func (o *PlanOptions) Complete() error {
+// Complete takes a live Topology's name from the arguments, or reads the
+// input files of an offline plan; a live plan reads its files once it knows
+// the Topology's namespace.
+func (o *PlanOptions) Complete(args []string) error {
+	if len(args) == 1 {
+		o.Name = args[0]
+		return nil
+	}
 	o.namespace = inputNamespace(o.configFlags)
 	if len(o.Filenames) == 0 {
 		return fmt.Errorf("plan needs input: give the class, its templates and the topology with -f")
@@ -206,9 +202,16 @@ func (o *PlanOptions) Validate() error {
 	return nil
 }
 
-// Run plans the chosen topology and prints or writes the result. Nothing is
-// written unless the whole plan succeeded.
+// Run plans the chosen topology, live or offline, and prints or writes the
+// result. Nothing is written unless the whole plan succeeded.
 func (o *PlanOptions) Run(ctx context.Context) error {
+	if o.Name != "" {
+		return o.runLive(ctx)
+	}
+	return o.runOffline(ctx)
+}
+
+func (o *PlanOptions) runOffline(ctx context.Context) error {
 	t, err := o.pickTopology()
 	if err != nil {
 		return err

@@ -40,37 +40,40 @@ Install the agent, then watch and upgrade clusters:
 	flags.AddFlags(cmd.PersistentFlags())
 	_ = cmd.RegisterFlagCompletionFunc("namespace", completeNamespaces(flags))
 	cmd.AddCommand(
-		NewPlanCommand(flags, streams),
-		NewConvertCommand(flags, streams),
-		NewGetCommand(flags, streams),
-		NewStatusCommand(flags, streams),
-		NewUpgradeCommand(flags, streams),
-		NewScaleCommand(flags, streams),
-		NewSetCommand(flags, streams),
-		NewPauseCommand(flags, streams, true),
-		NewPauseCommand(flags, streams, false),
-		NewGenerateCommand(flags, streams),
-		NewEditCommand(flags, streams),
-		NewAdoptCommand(flags, streams),
-		NewInstallCommand(flags, streams),
-		NewGrantCommand(flags, streams),
-		NewUninstallCommand(flags, streams),
-		NewVersionCommand(flags, streams),
+		NewCmdPlan(flags, streams),
+		NewCmdConvert(flags, streams),
+		NewCmdGet(flags, streams),
+		NewCmdStatus(flags, streams),
+		NewCmdUpgrade(flags, streams),
+		NewCmdScale(flags, streams),
+		NewCmdSet(flags, streams),
+		NewCmdPause(flags, streams, true),
+		NewCmdPause(flags, streams, false),
+		NewCmdGenerate(flags, streams),
+		NewCmdEdit(flags, streams),
+		NewCmdAdopt(flags, streams),
+		NewCmdInstall(flags, streams),
+		NewCmdGrant(flags, streams),
+		NewCmdUninstall(flags, streams),
+		NewCmdVersion(flags, streams),
 	)
 	return cmd
 }
 
-// noArgCommand is the shape of a command that takes no arguments.
-type noArgCommand interface {
-	Complete() error
+// command is the shape of every subcommand, as kubernetes/sample-cli-plugin's:
+// Complete fills in what the arguments and flags leave open, Validate
+// refuses bad input before any cluster is asked anything, Run does the work.
+type command interface {
+	Complete(args []string) error
 	Validate() error
-	Run(context.Context) error
+	Run(ctx context.Context) error
 }
 
-// runNoArgs is such a command's RunE: Complete, Validate, Run.
-func runNoArgs(o noArgCommand) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, _ []string) error {
-		if err := o.Complete(); err != nil {
+// runE is every subcommand's RunE: Complete, Validate, Run, always.
+// TestEveryCommandRunsCompleteValidateRun keeps it so.
+func runE(o command) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := o.Complete(args); err != nil {
 			return err
 		}
 		if err := o.Validate(); err != nil {

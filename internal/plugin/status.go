@@ -90,9 +90,14 @@ class, object, state, stateSince, phase, version, desiredVersion, replicas
 reason, message, since}}, events[] {time, object, reason, message, count}}.
 Fields are only added within a version.`
 
-// NewStatusCommand returns `status`.
-func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &StatusOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Interval: 2 * time.Second}
+// NewStatusOptions returns the inputs of `status`, with their defaults.
+func NewStatusOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *StatusOptions {
+	return &StatusOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Interval: 2 * time.Second}
+}
+
+// NewCmdStatus returns `status`.
+func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewStatusOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:               "status [NAME | -A] [--watch [--timeout D]] [-o json|yaml]",
 		ValidArgsFunction: completeTopologyNames(flags),
@@ -104,15 +109,7 @@ func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
   kubectl topology status -A                          # every Topology, problems first
   kubectl topology status -A -o json                  # for alerting`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runE(o),
 	}
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the Topologies of every namespace")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (a StatusReport, see above); default text")

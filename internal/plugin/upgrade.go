@@ -49,9 +49,14 @@ type UpgradeOptions struct {
 	class *v1alpha2.TopologyClass
 }
 
-// NewUpgradeCommand returns `upgrade`.
-func NewUpgradeCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UpgradeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Interval: 2 * time.Second}
+// NewUpgradeOptions returns the inputs of `upgrade`, with their defaults.
+func NewUpgradeOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *UpgradeOptions {
+	return &UpgradeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Interval: 2 * time.Second}
+}
+
+// NewCmdUpgrade returns `upgrade`.
+func NewCmdUpgrade(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewUpgradeOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:               "upgrade NAME --version V [--dry-run] [--yes] [--wait [--timeout D]]",
 		ValidArgsFunction: completeTopologyNames(flags),
@@ -68,15 +73,7 @@ annotation allows — and asks before applying.`,
   kubectl topology upgrade dev --version v1.34.0 --dry-run
   kubectl topology upgrade dev --version v1.34.0 --yes --wait --timeout 1h`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runE(o),
 	}
 	cmd.Flags().StringVar(&o.Version, "version", "", "Kubernetes version to upgrade to, e.g. v1.34.0 (required)")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Check and preview only; change nothing")

@@ -35,21 +35,30 @@ type VersionOptions struct {
 	StateDir string
 }
 
-// NewVersionCommand returns `version`.
-func NewVersionCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &VersionOptions{configFlags: flags, IOStreams: streams}
+// NewVersionOptions returns the inputs of `version`, with their defaults.
+func NewVersionOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *VersionOptions {
+	return &VersionOptions{configFlags: flags, IOStreams: streams}
+}
+
+// NewCmdVersion returns `version`.
+func NewCmdVersion(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewVersionOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Show the plugin's version, the agent's, and the API versions the cluster serves",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.Run(cmd.Context())
-		},
+		RunE:  runE(o),
 	}
 	cmd.Flags().BoolVar(&o.Client, "client", false, "Only the plugin's version; do not contact the cluster")
 	cmd.Flags().StringVar(&o.StateDir, "state-dir", defaultStateDir(), "Where a --local agent keeps its pid file")
 	return cmd
 }
+
+// Complete has nothing to fill in: the command takes no arguments.
+func (o *VersionOptions) Complete([]string) error { return nil }
+
+// Validate has nothing to check: the command takes no arguments.
+func (o *VersionOptions) Validate() error { return nil }
 
 // Run prints the versions.
 func (o *VersionOptions) Run(ctx context.Context) error {
