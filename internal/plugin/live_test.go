@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
+
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 
@@ -125,8 +127,8 @@ func TestStatusTree(t *testing.T) {
 // are all said.
 func TestStatusDegraded(t *testing.T) {
 	topo := degraded()
-	agent := AgentReport{LastHeartbeat: at(11, 55), Problem: "the agent last reported 5m0s ago: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells"}
-	events := []EventReport{{Time: *at(11, 58), Object: "Machine/prod-md-a-xyz12", Reason: "MachineHealthCheckFailed", Message: "Node not ready for 5m", Count: 3}}
+	agent := statusv1.AgentReport{LastHeartbeat: at(11, 55), Problem: "the agent last reported 5m0s ago: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells"}
+	events := []statusv1.EventReport{{Time: *at(11, 58), Object: "Machine/prod-md-a-xyz12", Reason: "MachineHealthCheckFailed", Message: "Node not ready for 5m", Count: 3}}
 	var buf bytes.Buffer
 	if err := renderStatusReport(&buf, topo, topologyReport(topo, agent, events), fixtureNow); err != nil {
 		t.Fatal(err)
@@ -145,8 +147,8 @@ func TestStatusFleetReport(t *testing.T) {
 	paused := midUpgrade()
 	paused.Name, paused.Namespace, paused.Spec.Paused = "frozen", "team-b", true
 	items := []v1alpha2.Topology{*midUpgrade(), *degraded(), *deleting, *paused}
-	agent := AgentReport{LastHeartbeat: at(11, 59)}
-	report := StatusReport{Agent: agent}
+	agent := statusv1.AgentReport{LastHeartbeat: at(11, 59)}
+	report := statusv1.StatusReport{Agent: agent}
 	for i := range items {
 		report.Items = append(report.Items, topologyReport(&items[i], agent, nil))
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
+
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -37,7 +39,7 @@ type StatusOptions struct {
 	Name string
 	// AllNamespaces lists the Topologies of every namespace.
 	AllNamespaces bool
-	// Output is "" for text, or json or yaml (the versioned StatusReport).
+	// Output is "" for text, or json or yaml (the versioned statusv1.StatusReport).
 	Output string
 	// Watch follows the rollout until it settles.
 	Watch bool
@@ -81,7 +83,7 @@ events of the Topology and its objects.
 change and every part is Ready. With --timeout it gives up with exit code 1
 and names what holds it.
 
--o json|yaml prints a StatusReport (apiVersion ` + StatusReportAPIVersion + `): agent
+-o json|yaml prints a statusv1.StatusReport (apiVersion ` + statusv1.APIVersion + `): agent
 {lastHeartbeat, problem}, and items[] of {namespace, name, class, version,
 state, stateSince, settled, paused, deleting, infrastructure, reconciled
 {status, reason, message, since}, stale[], problems[], parts[] {name, kind,
@@ -112,7 +114,7 @@ func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions
 		RunE: runE(o),
 	}
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the Topologies of every namespace")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (a StatusReport, see above); default text")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (a statusv1.StatusReport, see above); default text")
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the rollout until it settles: a live view in a terminal, a line per change when piped")
 	cmd.Flags().DurationVar(&o.Interval, "interval", o.Interval, "How often to read the Topology while watching")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "With --watch: give up and exit 1 if the rollout has not settled by then (0: wait on); the rollout itself goes on")
@@ -179,7 +181,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		agent := o.agentFor(ctx, t, now)
 		report := topologyReport(t, agent, warningEvents(ctx, o.access.client, t, now))
 		if o.Output != "" {
-			return printReport(o.Out, o.Output, StatusReport{Agent: agent, Items: []TopologyReport{report}})
+			return printReport(o.Out, o.Output, statusv1.StatusReport{Agent: agent, Items: []statusv1.TopologyReport{report}})
 		}
 		return renderStatusReport(o.Out, t, report, now)
 	}
@@ -248,9 +250,9 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 
 // agentFor is the agent's report where t is the agent's to reconcile; an
 // upstream Cluster is Cluster API's, whatever the agent does.
-func (o *StatusOptions) agentFor(ctx context.Context, t *v1alpha2.Topology, now time.Time) AgentReport {
+func (o *StatusOptions) agentFor(ctx context.Context, t *v1alpha2.Topology, now time.Time) statusv1.AgentReport {
 	if upstream.IsCluster(t) {
-		return AgentReport{}
+		return statusv1.AgentReport{}
 	}
 	return agentReport(ctx, o.access.client, now)
 }
@@ -268,13 +270,13 @@ func (o *StatusOptions) unsettled(t *v1alpha2.Topology) error {
 // renderStatus writes the status tree as plain text; a zero now leaves out
 // the times (a watch prints a new block only when something changed).
 func renderStatus(w io.Writer, t *v1alpha2.Topology, now time.Time) error {
-	return renderStatusReport(w, t, topologyReport(t, AgentReport{}, nil), now)
+	return renderStatusReport(w, t, topologyReport(t, statusv1.AgentReport{}, nil), now)
 }
 
 // renderStatusReport writes one Topology's report for a human: the state and
 // since when, what makes it stale, the parts as a tree, every problem, and
 // recent warnings.
-func renderStatusReport(w io.Writer, t *v1alpha2.Topology, r TopologyReport, now time.Time) error {
+func renderStatusReport(w io.Writer, t *v1alpha2.Topology, r statusv1.TopologyReport, now time.Time) error {
 	since := func(ts *metav1.Time) string {
 		if now.IsZero() || ts == nil {
 			return "-"
@@ -293,15 +295,23 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, r TopologyReport, now
 	if p := t.Status.UpgradePlan; p != nil {
 		fmt.Fprintf(w, "  upgrade plan: control plane %s · workers %s\n", orDash(strings.Join(p.ControlPlane, " → ")), orDash(strings.Join(p.Workers, " → ")))
 	}
-	if r.agentProblem != "" {
-		fmt.Fprintf(w, "  STALE: %s\n", r.agentProblem)
+	// Stale holds at most a silent agent and a change not seen yet; only the
+	// first is STALE, the second is an ordinary line.
+	notObserved, agentProblem := health.NotObserved(t), ""
+	for _, s := range r.Stale {
+		if s != notObserved {
+			agentProblem = s
+		}
 	}
-	for _, line := range append(withoutEmpty(r.notObserved), health.ConditionsNotTrue(t)...) {
+	if agentProblem != "" {
+		fmt.Fprintf(w, "  STALE: %s\n", agentProblem)
+	}
+	for _, line := range append(withoutEmpty(notObserved), health.ConditionsNotTrue(t)...) {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	parts := t.Status.Parts()
 	if len(parts) == 0 {
-		if r.agentProblem != "" {
+		if agentProblem != "" {
 			fmt.Fprintln(w, "  no rollout reported yet, and the agent is not reporting (see above)")
 		} else {
 			fmt.Fprintln(w, "  no rollout reported yet: the agent has not reconciled it yet")
@@ -381,7 +391,7 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 		return err
 	}
 	now := o.now.now()
-	report := StatusReport{Items: []TopologyReport{}}
+	report := statusv1.StatusReport{Items: []statusv1.TopologyReport{}}
 	ours := slices.ContainsFunc(items, func(t v1alpha2.Topology) bool { return !upstream.IsCluster(&t) })
 	if ours {
 		// Only Topologies are the agent's: a fleet of upstream Clusters
@@ -391,7 +401,7 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 	for i := range items {
 		agent := report.Agent
 		if upstream.IsCluster(&items[i]) {
-			agent = AgentReport{}
+			agent = statusv1.AgentReport{}
 		}
 		report.Items = append(report.Items, topologyReport(&items[i], agent, nil))
 	}
@@ -407,7 +417,7 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 }
 
 // renderFleet writes one line per Topology, in the report's order.
-func renderFleet(w io.Writer, report StatusReport, items []v1alpha2.Topology, now time.Time) error {
+func renderFleet(w io.Writer, report statusv1.StatusReport, items []v1alpha2.Topology, now time.Time) error {
 	if report.Agent.Problem != "" {
 		fmt.Fprintf(w, "STALE: %s\n", report.Agent.Problem)
 	}
@@ -441,8 +451,8 @@ func withoutEmpty(s string) []string {
 }
 
 // printReport writes the report as json or yaml.
-func printReport(w io.Writer, format string, report StatusReport) error {
-	report.APIVersion, report.Kind = StatusReportAPIVersion, "StatusReport"
+func printReport(w io.Writer, format string, report statusv1.StatusReport) error {
+	report.APIVersion, report.Kind = statusv1.APIVersion, statusv1.Kind
 	var data []byte
 	var err error
 	if format == "yaml" {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,26 +19,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
-	topologyplugin "github.com/kubectl-topology/kubectl-topology/internal/plugin"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // statusReport runs `status -o json` and decodes it.
-func statusReport(t *testing.T, args ...string) topologyplugin.StatusReport {
+func statusReport(t *testing.T, args ...string) statusv1.StatusReport {
 	t.Helper()
 	out := suite.MustTopology(t, append([]string{"status", "-o", "json"}, args...)...)
-	var r topologyplugin.StatusReport
+	var r statusv1.StatusReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("status -o json is not a StatusReport: %v\n%s", err, out)
 	}
-	if r.APIVersion != topologyplugin.StatusReportAPIVersion || r.Kind != "StatusReport" {
+	if r.APIVersion != statusv1.APIVersion || r.Kind != "StatusReport" {
 		t.Fatalf("status -o json: apiVersion %q kind %q", r.APIVersion, r.Kind)
 	}
 	return r
 }
 
 // itemOf finds a Topology's item in a report.
-func itemOf(r topologyplugin.StatusReport, ns, name string) *topologyplugin.TopologyReport {
+func itemOf(r statusv1.StatusReport, ns, name string) *statusv1.TopologyReport {
 	for i := range r.Items {
 		if r.Items[i].Namespace == ns && r.Items[i].Name == name {
 			return &r.Items[i]
