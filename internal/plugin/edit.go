@@ -51,14 +51,13 @@ the new version for you to check and apply again.`,
 	return cmd
 }
 
-// Validate refuses to run without a terminal.
 // Complete takes the topology's name from the arguments.
 func (o *EditOptions) Complete(args []string) error {
 	o.Name = args[0]
 	return nil
 }
 
-// Validate checks the flags.
+// Validate refuses to run without a terminal.
 func (o *EditOptions) Validate() error {
 	in, inOK := o.In.(interface{ Fd() uintptr })
 	out, outOK := o.Out.(interface{ Fd() uintptr })

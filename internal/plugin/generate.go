@@ -76,7 +76,6 @@ func NewCmdGenerate(flags *genericclioptions.ConfigFlags, streams genericiooptio
 	return cmd
 }
 
-// Validate checks the flags.
 // Complete takes the topology's name from the arguments.
 func (o *GenerateOptions) Complete(args []string) error {
 	o.Name = args[0]

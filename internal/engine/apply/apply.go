@@ -195,6 +195,7 @@ func Contains(have, want any) bool {
 	}
 }
 
+// StringMapToAny is m as unstructured content holds it.
 func StringMapToAny(m map[string]string) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {

@@ -7,6 +7,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
+// Ref is a reference to o: its apiVersion, kind, namespace and name.
 func Ref(o *unstructured.Unstructured) map[string]any {
 	return map[string]any{
 		"apiVersion": o.GetAPIVersion(),
@@ -16,6 +17,7 @@ func Ref(o *unstructured.Unstructured) map[string]any {
 	}
 }
 
+// FindMPClass is the MachinePool class of c named name and its index, or -1 and nil.
 func FindMPClass(c *v1alpha2.TopologyClass, name string) (int, *v1alpha2.MachinePoolClass) {
 	for i := range c.Spec.Workers.MachinePools {
 		if c.Spec.Workers.MachinePools[i].Class == name {
@@ -61,6 +63,7 @@ func WorkerClasses(c *v1alpha2.TopologyClass) []WorkerClass {
 	return out
 }
 
+// FindMDClass is the MachineDeployment class of c named name and its index, or -1 and nil.
 func FindMDClass(c *v1alpha2.TopologyClass, name string) (int, *v1alpha2.MachineDeploymentClass) {
 	for i := range c.Spec.Workers.MachineDeployments {
 		if c.Spec.Workers.MachineDeployments[i].Class == name {

@@ -26,7 +26,7 @@ type TemplateSlot struct {
 // Defined reports whether the slot holds a template, either way.
 func (s TemplateSlot) Defined() bool { return s.Ref.IsDefined() || s.Inline != nil }
 
-// APIVersion and kind are the template's, referenced or inline.
+// APIVersion is the template's, referenced or inline.
 func (s TemplateSlot) APIVersion() string {
 	if s.Inline != nil {
 		return s.Inline.APIVersion
@@ -34,6 +34,7 @@ func (s TemplateSlot) APIVersion() string {
 	return s.Ref.APIVersion
 }
 
+// Kind is the template's, referenced or inline.
 func (s TemplateSlot) Kind() string {
 	if s.Inline != nil {
 		return s.Inline.Kind

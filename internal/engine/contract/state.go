@@ -74,6 +74,7 @@ func (s *State) Objects() []*unstructured.Unstructured {
 	return out
 }
 
+// SortedKeys are m's keys in order, for deterministic output.
 func SortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

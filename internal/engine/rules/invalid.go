@@ -26,6 +26,7 @@ func (e *InvalidError) Error() string {
 	return fmt.Sprintf("%s is invalid: %s", e.Object, strings.Join(msgs, "; "))
 }
 
+// Describe names an object of kind in messages: "Kind namespace/name".
 func Describe(kind string, m metav1.Object) string {
 	if m.GetNamespace() == "" {
 		return fmt.Sprintf("%s %s", kind, m.GetName())

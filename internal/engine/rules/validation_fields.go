@@ -225,6 +225,8 @@ func validateUpgradeConcurrency(annotations map[string]string) field.ErrorList {
 // of other objects (cluster-name, deployment-name, ...).
 var labelledByName = map[string]bool{"Cluster": true, "MachineDeployment": true, "MachinePool": true, "MachineSet": true}
 
+// ValidateGenerated checks a generated object as the API server will: its
+// name, and the keys and values of its labels and annotations.
 func ValidateGenerated(o *unstructured.Unstructured) field.ErrorList {
 	meta := field.NewPath("metadata")
 	var errs field.ErrorList
