@@ -22,6 +22,7 @@ import (
 // with their contract label, garbage collection by kube-controller-manager,
 // and a clean stop.
 func TestLocalControlPlane(t *testing.T) {
+	needBinaries(t)
 	ctx := context.Background()
 	c, err := StartForTests(ctx)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // TestProviderThatFailsToStart: when a Cluster API manager cannot start,
 // Start says which one with its last log lines, and leaves nothing running.
 func TestProviderThatFailsToStart(t *testing.T) {
+	needBinaries(t)
 	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -170,5 +171,14 @@ func TestOnlyTheUpstreamSideTurnsTheGateOn(t *testing.T) {
 		if err != nil || !slices.ContainsFunc(gateOn, func(s string) bool { return strings.Contains(string(data), s) }) {
 			t.Errorf("%s no longer turns the gate on (%v): update this test's list", rel, err)
 		}
+	}
+}
+
+// needBinaries skips a test that starts the control plane where plain
+// `go test ./...` runs without its binaries, saying why; `make test` has them.
+func needBinaries(t *testing.T) {
+	t.Helper()
+	if reason := MissingForTests(false); reason != "" {
+		t.Skip(reason)
 	}
 }
