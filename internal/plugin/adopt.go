@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 
@@ -142,7 +144,7 @@ func (o *AdoptOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("not confirmed; nothing was changed (pass --yes to skip the question)")
 	}
 	h := &upstream.Handover{
-		Client: o.access.client, Cluster: a.cluster, Topology: a.topology, Paused: a.paused,
+		Client: o.access.Client, Cluster: a.cluster, Topology: a.topology, Paused: a.paused,
 		Interval: o.Interval, Timeout: o.Timeout,
 		Progress: func(s string) { fmt.Fprintf(o.Out, "  %s\n", s) },
 	}
@@ -161,10 +163,10 @@ func (o *AdoptOptions) Run(ctx context.Context) error {
 // check reads what adopting needs and collects every reason to refuse.
 func (o *AdoptOptions) check(ctx context.Context, t *v1alpha2.Topology) (*adoption, error) {
 	ca := o.access
-	if ca.core != contract.CoreV1Beta2 {
-		return nil, fmt.Errorf("adopt needs Cluster API v1.11 or later (cluster.x-k8s.io/v1beta2); this server serves %s", ca.core)
+	if ca.Core != contract.CoreV1Beta2 {
+		return nil, fmt.Errorf("adopt needs Cluster API v1.11 or later (cluster.x-k8s.io/v1beta2); this server serves %s", ca.Core)
 	}
-	cluster, err := ca.rawCluster(ctx, t)
+	cluster, err := ca.RawCluster(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -172,10 +174,10 @@ func (o *AdoptOptions) check(ctx context.Context, t *v1alpha2.Topology) (*adopti
 	refuse := func(format string, args ...any) { a.refusals = append(a.refusals, fmt.Sprintf(format, args...)) }
 
 	raw := &unstructured.Unstructured{}
-	raw.SetAPIVersion(ca.core.APIVersion())
+	raw.SetAPIVersion(ca.Core.APIVersion())
 	raw.SetKind("ClusterClass")
-	if err := ca.client.Get(ctx, t.GetClassKey(), raw); err != nil {
-		return nil, fmt.Errorf("reading ClusterClass %s of Cluster %s/%s: %w", t.GetClassKey(), t.Namespace, t.Name, explain(err, ca))
+	if err := ca.Client.Get(ctx, t.GetClassKey(), raw); err != nil {
+		return nil, fmt.Errorf("reading ClusterClass %s of Cluster %s/%s: %w", t.GetClassKey(), t.Namespace, t.Name, live.Explain(err, ca))
 	}
 	if a.class, _, err = bundle.ClassFromUpstream(raw); err != nil {
 		return nil, fmt.Errorf("converting ClusterClass %s: %w", t.GetClassKey(), err)
@@ -192,22 +194,22 @@ func (o *AdoptOptions) check(ctx context.Context, t *v1alpha2.Topology) (*adopti
 	a.topology = topo
 
 	// The agent must be there to take it, with nothing of that name yet.
-	if err := ca.client.Get(ctx, client.ObjectKeyFromObject(t), &v1alpha2.Topology{}); err == nil {
+	if err := ca.Client.Get(ctx, client.ObjectKeyFromObject(t), &v1alpha2.Topology{}); err == nil {
 		refuse("Topology %s/%s exists already", t.Namespace, t.Name)
-	} else if isNoMatch(err) || isTopologyAPIMissing(err) {
-		return nil, fmt.Errorf("the kubectl-topology API is not installed (context %q): install the agent first with `kubectl topology install`", ca.context)
+	} else if isNoMatch(err) || live.IsTopologyAPIMissing(err) {
+		return nil, fmt.Errorf("the kubectl-topology API is not installed (context %q): install the agent first with `kubectl topology install`", ca.Context)
 	} else if !apierrors.IsNotFound(err) {
-		return nil, explain(err, ca)
+		return nil, live.Explain(err, ca)
 	}
-	if agent := agentReport(ctx, ca.client, o.now.now()); agent.Problem != "" {
+	if agent := live.AgentReport(ctx, ca.Client, o.now.now()); agent.Problem != "" {
 		refuse("the agent must be running to take the Cluster over: %s", agent.Problem)
 	}
 	existing := &v1alpha2.TopologyClass{}
-	switch err := ca.client.Get(ctx, client.ObjectKeyFromObject(a.class), existing); {
+	switch err := ca.Client.Get(ctx, client.ObjectKeyFromObject(a.class), existing); {
 	case apierrors.IsNotFound(err):
 		a.createClass = true
 	case err != nil:
-		return nil, explain(err, ca)
+		return nil, live.Explain(err, ca)
 	case !equality.Semantic.DeepEqual(existing.Spec, a.class.Spec):
 		refuse("TopologyClass %s/%s exists with a spec other than ClusterClass %s's: delete or rename it", existing.Namespace, existing.Name, raw.GetName())
 	default:
@@ -231,7 +233,7 @@ func (o *AdoptOptions) check(ctx context.Context, t *v1alpha2.Topology) (*adopti
 
 	// What the agent would make of it must be what is there.
 	asOurs := topo.DeepCopy()
-	p, desired, _, err := ca.livePlanWith(ctx, asOurs, a.class)
+	p, desired, _, err := ca.PlanWith(ctx, asOurs, a.class)
 	if err != nil {
 		refuse("the agent's view of it cannot be computed: %v", err)
 		return a, nil
@@ -325,10 +327,10 @@ func (o *AdoptOptions) show(a *adoption) {
 // machineUIDs lists the Cluster's Machines by UID.
 func (o *AdoptOptions) machineUIDs(ctx context.Context, t *v1alpha2.Topology) (map[types.UID]string, error) {
 	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion(o.access.core.APIVersion())
+	list.SetAPIVersion(o.access.Core.APIVersion())
 	list.SetKind("MachineList")
-	if err := o.access.client.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingLabels{contract.ClusterNameLabel: t.Name}); err != nil {
-		return nil, explain(err, o.access)
+	if err := o.access.Client.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingLabels{contract.ClusterNameLabel: t.Name}); err != nil {
+		return nil, live.Explain(err, o.access)
 	}
 	out := map[types.UID]string{}
 	for _, m := range list.Items {
@@ -343,7 +345,7 @@ func (o *AdoptOptions) follow(ctx context.Context, a *adoption) error {
 	ns, name := a.cluster.GetNamespace(), a.cluster.GetName()
 	var t *v1alpha2.Topology
 	err := wait.PollUntilContextTimeout(ctx, o.Interval, o.Timeout, true, func(ctx context.Context) (bool, error) {
-		read, err := o.access.resolve(ctx, ns, "topology/"+name)
+		read, err := o.access.Resolve(ctx, ns, "topology/"+name)
 		if err != nil {
 			return false, nil //nolint:nilerr // read again
 		}

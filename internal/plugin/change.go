@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 
@@ -94,7 +96,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 				return nil, err
 			}
 		}
-		if err := draft.DryRun(ctx, ca.store(t), t, edited); err != nil {
+		if err := draft.DryRun(ctx, ca.Store(t), t, edited); err != nil {
 			if apierrors.IsConflict(err) && attempt < maxAttempts {
 				// Written on the server since it was read (the agent marks a
 				// Topology whose Cluster it made): again, from the newer version.
@@ -103,7 +105,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 				}
 				continue
 			}
-			return nil, fmt.Errorf("the change is refused; nothing was changed: %w", explain(err, ca))
+			return nil, fmt.Errorf("the change is refused; nothing was changed: %w", live.Explain(err, ca))
 		}
 		fmt.Fprintf(o.Out, "%s %s/%s:\n", draft.Kind(t), t.Namespace, t.Name)
 		for _, w := range what {
@@ -138,7 +140,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 		case !o.yes && !o.force && !confirm(o.In, o.Out, question):
 			return nil, fmt.Errorf("not confirmed; nothing was changed (pass --yes to skip the question)")
 		}
-		written, err := draft.Write(ctx, ca.store(t), t, edited)
+		written, err := draft.Write(ctx, ca.Store(t), t, edited)
 		var conflict *draft.ConflictError
 		switch {
 		case errors.As(err, &conflict) && len(conflict.Both) == 0 && attempt < maxAttempts:
@@ -154,7 +156,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 		case errors.As(err, &conflict):
 			return nil, fmt.Errorf("%w; run the command again once you have looked at it (kubectl topology status %s -n %s)", conflict, refOf(t), t.Namespace)
 		case err != nil:
-			return nil, explain(err, ca)
+			return nil, live.Explain(err, ca)
 		}
 		return written, nil
 	}
@@ -162,7 +164,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 
 // printPlan prints what the agent would change for edited, as plan NAME does.
 func (o *changeOptions) printPlan(ctx context.Context, edited *v1alpha2.Topology) error {
-	p, warnings, err := o.access.livePlan(ctx, edited)
+	p, warnings, err := o.access.Plan(ctx, edited)
 	if err != nil {
 		return err
 	}

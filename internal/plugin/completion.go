@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 
 	"github.com/spf13/cobra"
@@ -19,8 +21,8 @@ type completion = func(*cobra.Command, []string, string) ([]string, cobra.ShellC
 
 // completionAccess connects for a completion, or nil when the cluster cannot
 // be reached: a completion never prints an error into the user's shell.
-func completionAccess(flags *genericclioptions.ConfigFlags) *clusterAccess {
-	ca, err := connect(flags)
+func completionAccess(flags *genericclioptions.ConfigFlags) *live.Cluster {
+	ca, err := live.Connect(flags)
 	if err != nil {
 		return nil
 	}
@@ -49,9 +51,9 @@ func completeTopologyNames(flags *genericclioptions.ConfigFlags) completion {
 			return nil, cobra.ShellCompDirectiveError
 		}
 		list := &v1alpha2.TopologyList{}
-		topoErr := ca.client.List(cmd.Context(), list, client.InNamespace(ca.namespace))
+		topoErr := ca.Client.List(cmd.Context(), list, client.InNamespace(ca.Namespace))
 		// Upstream Clusters with spec.topology complete as cluster/NAME.
-		clusters, _, clusterErr := ca.listClusters(cmd.Context(), false, false)
+		clusters, _, clusterErr := ca.ListClusters(cmd.Context(), false, false)
 		if topoErr != nil && (clusterErr != nil || len(clusters) == 0) {
 			return nil, cobra.ShellCompDirectiveError
 		}
@@ -71,7 +73,7 @@ func completeNamespaces(flags *genericclioptions.ConfigFlags) completion {
 	return func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		ca := completionAccess(flags)
 		list := &corev1.NamespaceList{}
-		if ca == nil || ca.client.List(cmd.Context(), list) != nil {
+		if ca == nil || ca.Client.List(cmd.Context(), list) != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
 		var names []string
@@ -84,7 +86,7 @@ func completeNamespaces(flags *genericclioptions.ConfigFlags) completion {
 
 // completedTopology reads the Topology named by the first argument, for
 // completions of what follows it.
-func completedTopology(cmd *cobra.Command, flags *genericclioptions.ConfigFlags, args []string) (*v1alpha2.Topology, *clusterAccess) {
+func completedTopology(cmd *cobra.Command, flags *genericclioptions.ConfigFlags, args []string) (*v1alpha2.Topology, *live.Cluster) {
 	if len(args) == 0 {
 		return nil, nil
 	}
@@ -92,7 +94,7 @@ func completedTopology(cmd *cobra.Command, flags *genericclioptions.ConfigFlags,
 	if ca == nil {
 		return nil, nil
 	}
-	t, err := ca.topology(cmd.Context(), ca.namespace, args[0])
+	t, err := ca.Topology(cmd.Context(), ca.Namespace, args[0])
 	if err != nil {
 		return nil, nil
 	}
@@ -120,7 +122,7 @@ func completeVariables(flags *genericclioptions.ConfigFlags) completion {
 		}
 		t, ca := completedTopology(cmd, flags, args)
 		class := &v1alpha2.TopologyClass{}
-		if t == nil || ca.client.Get(cmd.Context(), client.ObjectKey(t.GetClassKey()), class) != nil {
+		if t == nil || ca.Client.Get(cmd.Context(), client.ObjectKey(t.GetClassKey()), class) != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
 		var vars []string

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sort"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -101,7 +103,7 @@ func (o *ConvertOptions) Complete([]string) error {
 	if err != nil || o.Inline != inlineRefused || len(b.Classes) == 0 {
 		return err
 	}
-	ca, err := connect(o.configFlags)
+	ca, err := live.Connect(o.configFlags)
 	if err == nil {
 		err = reachable(ca)
 	}
@@ -154,14 +156,14 @@ func (o *ConvertOptions) inlineTemplates() error {
 // template it refuses for another reason (inlining would not make it valid),
 // stays referenced, with a warning on errOut naming it and why: the
 // conversion itself is still right.
-func templateRefused(ctx context.Context, ca *clusterAccess, t *unstructured.Unstructured, errOut io.Writer) (bool, error) {
-	refusal, err := templateprobe.Probe(ctx, ca.client, t)
+func templateRefused(ctx context.Context, ca *live.Cluster, t *unstructured.Unstructured, errOut io.Writer) (bool, error) {
+	refusal, err := templateprobe.Probe(ctx, ca.Client, t)
 	switch {
 	case meta.IsNoMatchError(err):
 		fmt.Fprintf(errOut, "Warning: the cluster serves no %s %s, so %s/%s stays referenced: install its provider before the class\n", t.GetAPIVersion(), t.GetKind(), t.GetNamespace(), t.GetName())
 		return false, nil
 	case err != nil:
-		fmt.Fprintf(errOut, "Warning: the cluster would refuse %s %s/%s, not for a feature gate, so it stays referenced; fix it before applying: %v\n", t.GetKind(), t.GetNamespace(), t.GetName(), explain(err, ca))
+		fmt.Fprintf(errOut, "Warning: the cluster would refuse %s %s/%s, not for a feature gate, so it stays referenced; fix it before applying: %v\n", t.GetKind(), t.GetNamespace(), t.GetName(), live.Explain(err, ca))
 		return false, nil
 	}
 	return refusal != nil, nil
@@ -169,13 +171,13 @@ func templateRefused(ctx context.Context, ca *clusterAccess, t *unstructured.Uns
 
 // reachable asks the API server its version, so that an unreachable cluster
 // is said once, not as a refusal of each template.
-func reachable(ca *clusterAccess) error {
-	dc, err := discovery.NewDiscoveryClientForConfig(ca.config)
+func reachable(ca *live.Cluster) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(ca.Config)
 	if err == nil {
 		_, err = dc.ServerVersion()
 	}
 	if err != nil {
-		return explain(err, ca)
+		return live.Explain(err, ca)
 	}
 	return nil
 }

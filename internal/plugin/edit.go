@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -74,19 +76,19 @@ func (o *EditOptions) Run(ctx context.Context) error {
 		return err
 	}
 	ca := o.access
-	loaded, err := ca.load(ctx, t)
+	loaded, err := ca.Load(ctx, t)
 	if err != nil {
 		return err
 	}
 	apply := func(ctx context.Context, orig, edited *v1alpha2.Topology) (*v1alpha2.Topology, error) {
-		written, err := draft.Write(ctx, ca.store(orig), orig, edited)
+		written, err := draft.Write(ctx, ca.Store(orig), orig, edited)
 		var conflict *draft.ConflictError
 		if err != nil && !errors.As(err, &conflict) {
-			return nil, explain(err, ca)
+			return nil, live.Explain(err, ca)
 		}
 		return written, err
 	}
-	external, err := ca.externalPatches(ctx, loaded.Class)
+	external, err := ca.ExternalPatches(ctx, loaded.Class)
 	if err != nil {
 		return err
 	}

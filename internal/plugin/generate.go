@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
@@ -177,15 +179,15 @@ func (o *GenerateOptions) readClass(ctx context.Context) (*v1alpha2.TopologyClas
 		}
 		return nil, "", fmt.Errorf("--class %s: no such class in %v", o.Class, o.Filenames)
 	}
-	ca, err := connect(o.configFlags)
+	ca, err := live.Connect(o.configFlags)
 	if err != nil {
 		return nil, "", err
 	}
 	c := &v1alpha2.TopologyClass{}
-	if err := ca.client.Get(ctx, client.ObjectKey{Namespace: ca.namespace, Name: o.Class}, c); err != nil {
-		return nil, "", fmt.Errorf("--class %s: reading TopologyClass %s/%s: %w", o.Class, ca.namespace, o.Class, explain(err, ca))
+	if err := ca.Client.Get(ctx, client.ObjectKey{Namespace: ca.Namespace, Name: o.Class}, c); err != nil {
+		return nil, "", fmt.Errorf("--class %s: reading TopologyClass %s/%s: %w", o.Class, ca.Namespace, o.Class, live.Explain(err, ca))
 	}
-	return c, ca.namespace, nil
+	return c, ca.Namespace, nil
 }
 
 // addWorkers turns --worker flags into pools of the class's MachineDeployment

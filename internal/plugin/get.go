@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 
 	"github.com/spf13/cobra"
@@ -42,7 +44,7 @@ type GetOptions struct {
 
 // NewGetOptions returns the inputs of `get`, with their defaults.
 func NewGetOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *GetOptions {
-	return &GetOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, printFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme())}
+	return &GetOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, printFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(live.Scheme())}
 }
 
 // NewCmdGet returns `get`.
@@ -113,7 +115,7 @@ func (o *GetOptions) Run(ctx context.Context) error {
 		items = []v1alpha2.Topology{*t}
 	} else {
 		var err error
-		if items, err = o.access.listAll(ctx, o.AllNamespaces, o.ErrOut); err != nil {
+		if items, err = o.access.ListAll(ctx, o.AllNamespaces, o.ErrOut); err != nil {
 			return err
 		}
 	}
@@ -122,7 +124,7 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	}
 	wide := *o.printFlags.OutputFormat == "wide"
 	if len(items) == 0 && !o.Watch {
-		o.access.noTopologies(o.ErrOut, o.AllNamespaces)
+		o.access.NoTopologies(o.ErrOut, o.AllNamespaces)
 		return nil
 	}
 	// Which controller reconciles each is worth a column once upstream's
@@ -149,7 +151,7 @@ func (o *GetOptions) print(ctx context.Context, items []v1alpha2.Topology) error
 			objs = append(objs, &items[i])
 			continue
 		}
-		u, err := o.access.rawCluster(ctx, &items[i])
+		u, err := o.access.RawCluster(ctx, &items[i])
 		if err != nil {
 			return err
 		}
@@ -179,11 +181,11 @@ func (o *GetOptions) print(ctx context.Context, items []v1alpha2.Topology) error
 // watch prints a row per change of the listed Topologies until ctx ends,
 // starting again from where it was when the server ends a watch.
 func (o *GetOptions) watch(ctx context.Context, tw flushWriter, wide bool) error {
-	wc, err := client.NewWithWatch(o.access.config, client.Options{Scheme: scheme()})
+	wc, err := client.NewWithWatch(o.access.Config, client.Options{Scheme: live.Scheme()})
 	if err != nil {
-		return explain(err, o.access)
+		return live.Explain(err, o.access)
 	}
-	opts := o.access.listScope(o.AllNamespaces)
+	opts := o.access.ListScope(o.AllNamespaces)
 	if o.Name != "" {
 		opts = append(opts, client.MatchingFields{"metadata.name": o.Name})
 	}
@@ -193,7 +195,7 @@ func (o *GetOptions) watch(ctx context.Context, tw flushWriter, wide bool) error
 			if ctx.Err() != nil {
 				return nil
 			}
-			return explain(err, o.access)
+			return live.Explain(err, o.access)
 		}
 		for ev := range w.ResultChan() {
 			t, ok := ev.Object.(*v1alpha2.Topology)

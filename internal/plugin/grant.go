@@ -3,6 +3,8 @@ package plugin
 import (
 	"context"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -13,7 +15,7 @@ type GrantOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 
-	access *clusterAccess
+	access *live.Cluster
 }
 
 // NewGrantOptions returns the inputs of `grant`, with their defaults.
@@ -45,7 +47,7 @@ survive clusterctl upgrade; uninstall removes them.`,
 // Complete connects to the cluster.
 func (o *GrantOptions) Complete([]string) error {
 	var err error
-	o.access, err = connect(o.configFlags)
+	o.access, err = live.Connect(o.configFlags)
 	return err
 }
 

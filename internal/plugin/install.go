@@ -6,17 +6,18 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+
 	"github.com/spf13/cobra"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,8 +31,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
-	"github.com/kubectl-topology/kubectl-topology/internal/freeport"
-	"github.com/kubectl-topology/kubectl-topology/internal/process"
 	"github.com/kubectl-topology/kubectl-topology/internal/version"
 	"github.com/kubectl-topology/kubectl-topology/manifests"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -66,7 +65,7 @@ type InstallOptions struct {
 	// StateDir holds the local agent's pid file, log and certificates.
 	StateDir string
 
-	access *clusterAccess
+	access *live.Cluster
 	objs   []*unstructured.Unstructured
 }
 
@@ -139,7 +138,7 @@ func (o *InstallOptions) Complete([]string) error {
 	if o.DryRun == "client" {
 		return nil
 	}
-	o.access, err = connect(o.configFlags)
+	o.access, err = live.Connect(o.configFlags)
 	return err
 }
 
@@ -171,8 +170,8 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		return o.runLocal(ctx)
 	}
 	for _, obj := range o.objs {
-		if err := o.access.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), client.FieldOwner(installFieldManager), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), explain(err, o.access))
+		if err := o.access.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), client.FieldOwner(installFieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), live.Explain(err, o.access))
 		}
 		fmt.Fprintf(o.Out, "%s/%s applied\n", strings.ToLower(obj.GetKind()), obj.GetName())
 	}
@@ -186,16 +185,16 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	fmt.Fprintf(o.Out, "Waiting up to %s for the agent in %s to be ready...\n", o.Timeout, o.TargetNamespace)
 	err := wait.PollUntilContextTimeout(ctx, time.Second, o.Timeout, true, func(ctx context.Context) (bool, error) {
 		d := &appsv1.Deployment{}
-		if err := o.access.client.Get(ctx, client.ObjectKey{Namespace: o.TargetNamespace, Name: components.DeploymentName}, d); err != nil {
+		if err := o.access.Client.Get(ctx, client.ObjectKey{Namespace: o.TargetNamespace, Name: components.DeploymentName}, d); err != nil {
 			return false, nil //nolint:nilerr // keep waiting until the deadline
 		}
-		return d.Status.ReadyReplicas > 0 && webhooksRegistered(ctx, o.access.client), nil
+		return d.Status.ReadyReplicas > 0 && live.WebhooksRegistered(ctx, o.access.Client), nil
 	})
 	if err != nil {
 		return fmt.Errorf("the agent did not become ready within %s: look at `kubectl -n %s describe deployment %s` and its logs", o.Timeout, o.TargetNamespace, components.DeploymentName)
 	}
 	fmt.Fprintln(o.Out, "The agent is ready; its webhooks are registered.")
-	providerReport(ctx, o.Out, o.access)
+	live.ProviderReport(ctx, o.Out, o.access)
 	return nil
 }
 
@@ -203,15 +202,15 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 // provider installed now (by their CRDs' provider label), one ClusterRole
 // each, aggregated into the agent's role: explicit resources, never a whole
 // API group. A provider installed later is granted by `grant` (or install).
-func grantProviders(ctx context.Context, out io.Writer, ca *clusterAccess) error {
+func grantProviders(ctx context.Context, out io.Writer, ca *live.Cluster) error {
 	crds := &metav1.PartialObjectMetadataList{}
 	crds.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"})
-	if err := ca.client.List(ctx, crds, client.HasLabels{providerLabel}); err != nil {
-		return fmt.Errorf("finding installed providers: %w", explain(err, ca))
+	if err := ca.Client.List(ctx, crds, client.HasLabels{live.ProviderLabel}); err != nil {
+		return fmt.Errorf("finding installed providers: %w", live.Explain(err, ca))
 	}
 	byProvider := map[string]map[string][]string{} // provider -> group -> resources
 	for _, crd := range crds.Items {
-		provider := crd.Labels[providerLabel]
+		provider := crd.Labels[live.ProviderLabel]
 		if !strings.HasPrefix(provider, "infrastructure-") {
 			continue // core is in the agent's own rules, kubeadm in its own role
 		}
@@ -232,31 +231,18 @@ func grantProviders(ctx context.Context, out io.Writer, ca *clusterAccess) error
 		role := components.ProviderRole(strings.TrimPrefix(provider, "infrastructure-"), kinds)
 		// Not clusterctl's: its upgrade deletes whatever carries the agent's
 		// provider label and installs the components, which hold no grant.
-		delete(role.Labels, providerLabel)
+		delete(role.Labels, live.ProviderLabel)
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(role)
 		if err != nil {
 			return err
 		}
 		u := &unstructured.Unstructured{Object: obj}
-		if err := ca.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(installFieldManager), client.ForceOwnership); err != nil {
-			return fmt.Errorf("granting the agent provider %s: %w", provider, explain(err, ca))
+		if err := ca.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(installFieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("granting the agent provider %s: %w", provider, live.Explain(err, ca))
 		}
 		fmt.Fprintf(out, "clusterrole/%s applied (provider %s)\n", role.Name, provider)
 	}
 	return nil
-}
-
-// providerLabel is the clusterctl provider label on provider CRDs.
-const providerLabel = "cluster.x-k8s.io/provider"
-
-// webhooksRegistered reports whether both webhook configurations carry a CA bundle.
-func webhooksRegistered(ctx context.Context, c client.Client) bool {
-	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	if c.Get(ctx, client.ObjectKey{Name: components.ValidatingWebhookName}, v) != nil || c.Get(ctx, client.ObjectKey{Name: components.MutatingWebhookName}, m) != nil {
-		return false
-	}
-	return len(v.Webhooks) > 0 && len(v.Webhooks[0].ClientConfig.CABundle) > 0 && len(m.Webhooks) > 0 && len(m.Webhooks[0].ClientConfig.CABundle) > 0
 }
 
 // varPattern matches clusterctl's ${VAR} and ${VAR:=default}.
@@ -346,11 +332,11 @@ func printObjects(w interface{ Write([]byte) (int, error) }, objs []*unstructure
 	return nil
 }
 
-// runLocal starts the agent binary out of cluster, detached, unless one runs.
+// runLocal starts the agent binary out of cluster, detached, unless one runs
+// that serves this cluster.
 func (o *InstallOptions) runLocal(ctx context.Context) error {
-	pidFile := filepath.Join(o.StateDir, "agent.pid")
-	if rec, ok := process.Find(pidFile); ok {
-		problem := localAgentProblem(ctx, o.access.client, rec)
+	if rec, ok := localagent.Find(o.StateDir); ok {
+		problem := localagent.Problem(ctx, o.access.Client, rec)
 		if problem == nil {
 			fmt.Fprintf(o.Out, "The local agent is already running (pid %d).\n", rec.PID)
 			return nil
@@ -358,143 +344,48 @@ func (o *InstallOptions) runLocal(ctx context.Context) error {
 		// A running agent nobody can reach is worse than none: every
 		// Topology write would fail in its webhook. Replace it.
 		fmt.Fprintf(o.Out, "The local agent (pid %d) runs but %v; stopping it and starting a new one.\n", rec.PID, problem)
-		if err := process.Stop(pidFile); err != nil {
+		if err := localagent.Stop(o.StateDir); err != nil {
 			return fmt.Errorf("stopping the local agent (pid %d) that does not answer: %w; stop it by hand and run install --local again", rec.PID, err)
 		}
 	}
-	bin, err := o.agentBinary()
+	bin, err := localagent.Binary(o.AgentBinary)
 	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
 		return err
 	}
 	kubeconfig := os.Getenv("KUBECONFIG")
 	if o.configFlags.KubeConfig != nil && *o.configFlags.KubeConfig != "" {
 		kubeconfig = *o.configFlags.KubeConfig
 	}
-	// Ports the kernel has free now, so that agents of several local control
-	// planes (the demo's and the tests', say) run side by side.
-	ports, err := freeLocalPorts(2)
+	agent, err := localagent.Start(localagent.Options{Binary: bin, StateDir: o.StateDir, Kubeconfig: kubeconfig,
+		AgentNamespace: o.TargetNamespace, WatchNamespace: o.WatchNamespace})
 	if err != nil {
 		return err
 	}
-	probe, webhook := ports[0], ports[1]
-	args := []string{"--local", "--agent-namespace", o.TargetNamespace,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probe),
-		"--webhook-port", strconv.Itoa(webhook), "--webhook-cert-dir", filepath.Join(o.StateDir, "certs")}
-	if kubeconfig != "" {
-		args = append(args, "--kubeconfig", kubeconfig)
-	}
-	if o.WatchNamespace != "" {
-		args = append(args, "--namespace", o.WatchNamespace)
-	}
-	logPath := filepath.Join(o.StateDir, "agent.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	process.Detach(cmd) // outlives this command
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", bin, err)
-	}
-	if err := process.WritePID(pidFile, cmd.Process.Pid, probePrefix+"127.0.0.1:"+strconv.Itoa(probe)); err != nil {
-		return err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	fmt.Fprintf(o.Out, "Started the agent out of cluster (pid %d, log %s).\n", cmd.Process.Pid, logPath)
+	fmt.Fprintf(o.Out, "Started the agent out of cluster (pid %d, log %s).\n", agent.PID, agent.LogPath)
 	if !o.Wait {
 		return nil
 	}
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
-		select {
-		case err := <-exited:
-			return false, fmt.Errorf("the agent exited (%v); its log %s ends:\n%s", err, logPath, process.Tail(logPath, 15))
-		default:
-		}
-		return webhooksRegistered(ctx, o.access.client) && probeReady(probe), nil
-	})
-	if err != nil {
+	if err := agent.WaitReady(ctx, o.access.Client, o.Timeout); err != nil {
 		return err
 	}
 	fmt.Fprintln(o.Out, "The agent is ready; its webhooks are registered.")
-	providerReport(ctx, o.Out, o.access)
+	live.ProviderReport(ctx, o.Out, o.access)
 	return nil
-}
-
-// localAgentProblem says why a running local agent does not serve this
-// cluster, or nil: its probe must answer ready, its webhooks be registered,
-// and the API server reach them (a server-side dry run through them).
-func localAgentProblem(ctx context.Context, c client.Client, rec process.Record) error {
-	for _, f := range strings.Fields(rec.Extra) {
-		if addr, ok := strings.CutPrefix(f, probePrefix); ok {
-			if err := readiness(addr); err != nil {
-				return err
-			}
-		}
-	}
-	if !webhooksRegistered(ctx, c) {
-		return fmt.Errorf("its webhooks are not registered in this cluster")
-	}
-	probe := &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "install-probe"}}
-	err := c.Create(ctx, probe, client.DryRunAll)
-	if err != nil && strings.Contains(err.Error(), "failed calling webhook") {
-		return fmt.Errorf("the API server cannot call its webhooks: %w", err)
-	}
-	return nil
-}
-
-// probePrefix marks the local agent's probe address in its pid file.
-const probePrefix = "probe="
-
-// freeLocalPorts are n distinct loopback TCP ports nothing listens on at
-// the moment, below the ephemeral range so no outgoing connection takes one
-// before the agent binds it.
-func freeLocalPorts(n int) ([]int, error) {
-	ports, err := freeport.New().Ports(n)
-	if err != nil {
-		return nil, fmt.Errorf("finding free ports for the local agent: %w", err)
-	}
-	return ports, nil
-}
-
-// agentBinary finds the agent executable for --local.
-func (o *InstallOptions) agentBinary() (string, error) {
-	if o.AgentBinary != "" {
-		return o.AgentBinary, nil
-	}
-	self, err := os.Executable()
-	if err == nil {
-		for _, name := range []string{"kubectl-topology-agent", "agent"} {
-			p := filepath.Join(filepath.Dir(self), name)
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
-			}
-		}
-	}
-	if p, err := exec.LookPath("kubectl-topology-agent"); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("no agent binary found next to this plugin or on PATH; build it (make build) and pass --agent-binary bin/agent")
 }
 
 // deleteAndWait deletes objs with foreground propagation and waits until
 // they are gone, so that the agent's Pods have stopped.
-func (o *UninstallOptions) deleteAndWait(ctx context.Context, ca *clusterAccess, objs []*unstructured.Unstructured) error {
+func (o *UninstallOptions) deleteAndWait(ctx context.Context, ca *live.Cluster, objs []*unstructured.Unstructured) error {
 	for _, obj := range objs {
-		err := ca.client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationForeground))
+		err := ca.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationForeground))
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("deleting %s %s: %w", obj.GetKind(), obj.GetName(), explain(err, ca))
+			return fmt.Errorf("deleting %s %s: %w", obj.GetKind(), obj.GetName(), live.Explain(err, ca))
 		}
 		err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			err := ca.client.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopy())
+			err := ca.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopy())
 			return apierrors.IsNotFound(err), nil
 		})
 		if err != nil {
@@ -545,13 +436,13 @@ func (o *UninstallOptions) Validate() error { return nil }
 // Run refuses while Topologies exist, then deletes the components, the
 // webhook registrations and a local agent.
 func (o *UninstallOptions) Run(ctx context.Context) error {
-	ca, err := connect(o.configFlags)
+	ca, err := live.Connect(o.configFlags)
 	if err != nil {
 		return err
 	}
 	list := &v1alpha2.TopologyList{}
-	if err := ca.client.List(ctx, list); err != nil && !isTopologyAPIMissing(err) && !isNoMatch(err) {
-		return explain(err, ca)
+	if err := ca.Client.List(ctx, list); err != nil && !live.IsTopologyAPIMissing(err) && !isNoMatch(err) {
+		return live.Explain(err, ca)
 	}
 	if len(list.Items) > 0 {
 		var names []string
@@ -561,8 +452,9 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		sort.Strings(names)
 		return fmt.Errorf("refusing to uninstall: %d Topologies still exist (%s); without the agent their clusters would be unmanaged. Delete them first", len(names), strings.Join(names, ", "))
 	}
-	if pid, ok := process.Running(filepath.Join(o.StateDir, "agent.pid")); ok {
-		if err := process.Stop(filepath.Join(o.StateDir, "agent.pid")); err != nil {
+	if rec, ok := localagent.Find(o.StateDir); ok {
+		pid := rec.PID
+		if err := localagent.Stop(o.StateDir); err != nil {
 			return fmt.Errorf("stopping the local agent (pid %d): %w", pid, err)
 		}
 		fmt.Fprintf(o.Out, "Stopped the local agent (pid %d).\n", pid)
@@ -596,8 +488,8 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	roles := &unstructured.UnstructuredList{}
 	roles.SetAPIVersion("rbac.authorization.k8s.io/v1")
 	roles.SetKind("ClusterRoleList")
-	if err := ca.client.List(ctx, roles, client.MatchingLabels{components.AggregateLabel: "true"}); err != nil {
-		return fmt.Errorf("listing the agent's provider roles: %w", explain(err, ca))
+	if err := ca.Client.List(ctx, roles, client.MatchingLabels{components.AggregateLabel: "true"}); err != nil {
+		return fmt.Errorf("listing the agent's provider roles: %w", live.Explain(err, ca))
 	}
 	for i := range roles.Items {
 		if strings.HasPrefix(roles.Items[i].GetName(), "topology-manager-provider-") {
@@ -614,8 +506,8 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		}
 	}
 	for _, obj := range append(webhooks, rest...) {
-		if err := ca.client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) && !isNoMatch(err) {
-			return fmt.Errorf("deleting %s %s: %w", obj.GetKind(), obj.GetName(), explain(err, ca))
+		if err := ca.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) && !isNoMatch(err) {
+			return fmt.Errorf("deleting %s %s: %w", obj.GetKind(), obj.GetName(), live.Explain(err, ca))
 		}
 	}
 	fmt.Fprintln(o.Out, "The agent is uninstalled.")

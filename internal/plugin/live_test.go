@@ -2,13 +2,13 @@ package plugin
 
 import (
 	"bytes"
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
 
 	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
 
@@ -130,7 +130,7 @@ func TestStatusDegraded(t *testing.T) {
 	agent := statusv1.AgentReport{LastHeartbeat: at(11, 55), Problem: "the agent last reported 5m0s ago: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells"}
 	events := []statusv1.EventReport{{Time: *at(11, 58), Object: "Machine/prod-md-a-xyz12", Reason: "MachineHealthCheckFailed", Message: "Node not ready for 5m", Count: 3}}
 	var buf bytes.Buffer
-	if err := renderStatusReport(&buf, topo, topologyReport(topo, agent, events), fixtureNow); err != nil {
+	if err := renderStatusReport(&buf, topo, live.TopologyReport(topo, agent, events), fixtureNow); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "status-degraded.txt", buf.String())
@@ -150,9 +150,9 @@ func TestStatusFleetReport(t *testing.T) {
 	agent := statusv1.AgentReport{LastHeartbeat: at(11, 59)}
 	report := statusv1.StatusReport{Agent: agent}
 	for i := range items {
-		report.Items = append(report.Items, topologyReport(&items[i], agent, nil))
+		report.Items = append(report.Items, live.TopologyReport(&items[i], agent, nil))
 	}
-	sortReports(report.Items)
+	live.SortReports(report.Items)
 	var table, js bytes.Buffer
 	if err := renderFleet(&table, report, items, fixtureNow); err != nil {
 		t.Fatal(err)
@@ -357,35 +357,6 @@ func TestEditNeedsATerminal(t *testing.T) {
 	_, stderr, code := runPlugin(t, "edit", "dev")
 	if code == 0 || !strings.Contains(stderr, "edit needs a terminal; without one, use `kubectl topology scale`, `set variable` or `upgrade`") {
 		t.Errorf("edit without a terminal: exit %d, %q", code, stderr)
-	}
-}
-
-// TestFreeLocalPortsAreDistinctAndFree: the local agent's probe and webhook
-// ports differ and can be listened on, so a second local agent (the demo's
-// beside the tests') does not fail on a port the first holds.
-func TestFreeLocalPortsAreDistinctAndFree(t *testing.T) {
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
-	ports, err := freeLocalPorts(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ports) != 2 || ports[0] == ports[1] {
-		t.Fatalf("ports %v: want two distinct ones", ports)
-	}
-	for _, p := range ports {
-		if p == busy.Addr().(*net.TCPAddr).Port {
-			t.Errorf("port %d is held by another listener", p)
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			t.Errorf("port %d cannot be listened on: %v", p, err)
-			continue
-		}
-		l.Close()
 	}
 }
 

@@ -118,7 +118,7 @@ func (o *PlanOptions) runLive(ctx context.Context) error {
 	}
 	ca := live.access
 	if len(o.Filenames) > 0 {
-		b, err := readBundle(o.Filenames, o.In, o.ErrOut, ca.namespace, o.Strict)
+		b, err := readBundle(o.Filenames, o.In, o.ErrOut, ca.Namespace, o.Strict)
 		if err != nil {
 			return err
 		}
@@ -130,7 +130,7 @@ func (o *PlanOptions) runLive(ctx context.Context) error {
 		proposed.TypeMeta = t.TypeMeta // the proposal is for what was read: a Topology, or an upstream Cluster
 		t = proposed.Topology
 	}
-	p, warnings, err := ca.livePlan(ctx, t)
+	p, warnings, err := ca.Plan(ctx, t)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
-// Package plugin holds the kubectl-topology commands: each is an options struct
-// with Complete, Validate and Run, built on cli-runtime's flags and printers.
-// Decisions belong to internal/engine; this package turns flags into engine calls.
+// Package plugin holds the kubectl-topology commands, the cobra layer: each is
+// NewXxxOptions + NewCmdXxx, its RunE Complete → Validate → Run (runE).
+// Decisions belong to internal/engine and cluster access to internal/live;
+// this package turns flags and arguments into their calls and prints.
 package plugin
 
 import (

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+
 	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
@@ -179,7 +181,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if !o.Watch {
 		now := o.now.now()
 		agent := o.agentFor(ctx, t, now)
-		report := topologyReport(t, agent, warningEvents(ctx, o.access.client, t, now))
+		report := live.TopologyReport(t, agent, live.WarningEvents(ctx, o.access.Client, t, now))
 		if o.Output != "" {
 			return printReport(o.Out, o.Output, statusv1.StatusReport{Agent: agent, Items: []statusv1.TopologyReport{report}})
 		}
@@ -214,9 +216,9 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		agent := o.agentFor(ctx, t, o.now.now())
 		if agent.Problem != "" {
 			// Without its age, which would make every read a new block.
-			agent.Problem = agentSilent
+			agent.Problem = live.AgentSilent
 		}
-		if err := renderStatusReport(&buf, t, topologyReport(t, agent, nil), time.Time{}); err != nil {
+		if err := renderStatusReport(&buf, t, live.TopologyReport(t, agent, nil), time.Time{}); err != nil {
 			return err
 		}
 		if buf.String() != last {
@@ -254,7 +256,7 @@ func (o *StatusOptions) agentFor(ctx context.Context, t *v1alpha2.Topology, now 
 	if upstream.IsCluster(t) {
 		return statusv1.AgentReport{}
 	}
-	return agentReport(ctx, o.access.client, now)
+	return live.AgentReport(ctx, o.access.Client, now)
 }
 
 // unsettled is the error of a watch that timed out: where the rollout stands
@@ -270,7 +272,7 @@ func (o *StatusOptions) unsettled(t *v1alpha2.Topology) error {
 // renderStatus writes the status tree as plain text; a zero now leaves out
 // the times (a watch prints a new block only when something changed).
 func renderStatus(w io.Writer, t *v1alpha2.Topology, now time.Time) error {
-	return renderStatusReport(w, t, topologyReport(t, statusv1.AgentReport{}, nil), now)
+	return renderStatusReport(w, t, live.TopologyReport(t, statusv1.AgentReport{}, nil), now)
 }
 
 // renderStatusReport writes one Topology's report for a human: the state and
@@ -369,7 +371,7 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, r statusv1.TopologyRe
 		}
 	}
 	if len(r.Events) > 0 {
-		fmt.Fprintf(w, "Warning events (last %s):\n", health.HumanDuration(eventWindow))
+		fmt.Fprintf(w, "Warning events (last %s):\n", health.HumanDuration(live.EventWindow))
 		for _, e := range r.Events {
 			count := ""
 			if e.Count > 1 {
@@ -386,7 +388,7 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 	if err := o.connectOnce(); err != nil {
 		return err
 	}
-	items, err := o.access.listAll(ctx, o.AllNamespaces, o.ErrOut)
+	items, err := o.access.ListAll(ctx, o.AllNamespaces, o.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -396,21 +398,21 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 	if ours {
 		// Only Topologies are the agent's: a fleet of upstream Clusters
 		// alone says nothing of an agent.
-		report.Agent = agentReport(ctx, o.access.client, now)
+		report.Agent = live.AgentReport(ctx, o.access.Client, now)
 	}
 	for i := range items {
 		agent := report.Agent
 		if upstream.IsCluster(&items[i]) {
 			agent = statusv1.AgentReport{}
 		}
-		report.Items = append(report.Items, topologyReport(&items[i], agent, nil))
+		report.Items = append(report.Items, live.TopologyReport(&items[i], agent, nil))
 	}
-	sortReports(report.Items)
+	live.SortReports(report.Items)
 	if o.Output != "" {
 		return printReport(o.Out, o.Output, report)
 	}
 	if len(report.Items) == 0 {
-		o.access.noTopologies(o.ErrOut, o.AllNamespaces)
+		o.access.NoTopologies(o.ErrOut, o.AllNamespaces)
 		return nil
 	}
 	return renderFleet(o.Out, report, items, now)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,7 +25,7 @@ import (
 // targetAccess is a cluster with a Topology "ours", an upstream Cluster
 // "theirs" with spec.topology, the Cluster the agent made for "ours" (no
 // spec.topology), and "both", which is a Topology and an upstream Cluster.
-func targetAccess(t *testing.T) *clusterAccess {
+func targetAccess(t *testing.T) *live.Cluster {
 	t.Helper()
 	clusterGVK := schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"}
 	mapper := meta.NewDefaultRESTMapper(nil)
@@ -43,8 +45,8 @@ func targetAccess(t *testing.T) *clusterAccess {
 		return &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name}, Spec: v1alpha2.TopologySpec{ClassRef: v1alpha2.ClassRef{Name: "dev-class"}, Version: "v1.34.0"}}
 	}
 	objs := []client.Object{topology("ours"), cluster("ours", false), cluster("theirs", true), topology("both"), cluster("both", true), cluster("plain", false)}
-	c := fake.NewClientBuilder().WithScheme(scheme()).WithRESTMapper(mapper).WithObjects(objs...).Build()
-	return &clusterAccess{client: c, namespace: "team-a", context: "test", core: contract.CoreV1Beta2}
+	c := fake.NewClientBuilder().WithScheme(live.Scheme()).WithRESTMapper(mapper).WithObjects(objs...).Build()
+	return &live.Cluster{Client: c, Namespace: "team-a", Context: "test", Core: contract.CoreV1Beta2}
 }
 
 func TestResolveFindsTopologiesAndUpstreamClusters(t *testing.T) {
@@ -71,7 +73,7 @@ func TestResolveFindsTopologiesAndUpstreamClusters(t *testing.T) {
 		{ref: "cluster/", err: "is not a reference"},
 	} {
 		t.Run(tc.ref, func(t *testing.T) {
-			got, err := ca.resolve(context.Background(), "team-a", tc.ref)
+			got, err := ca.Resolve(context.Background(), "team-a", tc.ref)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("resolve(%q) = %v, want an error with %q", tc.ref, err, tc.err)
@@ -95,7 +97,7 @@ func TestResolveFindsTopologiesAndUpstreamClusters(t *testing.T) {
 func TestListAllKeepsAClusterItCannotSummarise(t *testing.T) {
 	ca := targetAccess(t)
 	var warnings bytes.Buffer
-	items, err := ca.listAll(context.Background(), false, &warnings)
+	items, err := ca.ListAll(context.Background(), false, &warnings)
 	if err != nil {
 		t.Fatal(err)
 	}

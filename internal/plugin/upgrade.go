@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
@@ -142,21 +144,21 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 
 // preflight checks the change with the engine's rules and the live state;
 // the shared flow then lets the webhooks judge it in a server-side dry run.
-func (o *UpgradeOptions) preflight(ctx context.Context, ca *clusterAccess, orig *v1alpha2.Topology) error {
+func (o *UpgradeOptions) preflight(ctx context.Context, ca *live.Cluster, orig *v1alpha2.Topology) error {
 	var problems []string
 	// The class's kubernetesVersions decide whether the upgrade may be
 	// chained over several minors; without the class, it may not.
-	core, err := ca.coreVersion()
+	core, err := ca.CoreVersion()
 	if err != nil && upstream.IsCluster(orig) {
 		return err
 	}
 	var missing *loader.NotFoundError
-	o.class, err = (&loader.Loader{Reader: ca.client, CoreVersion: core}).Class(ctx, orig)
+	o.class, err = (&loader.Loader{Reader: ca.Client, CoreVersion: core}).Class(ctx, orig)
 	if errors.As(err, &missing) {
 		o.class, err = nil, nil
 	}
 	if err != nil {
-		return explain(err, ca)
+		return live.Explain(err, ca)
 	}
 	errs, unhealthy := rules.UpgradePreflight(orig, o.class, o.Version, o.now.now())
 	for _, e := range errs {

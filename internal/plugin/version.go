@@ -3,12 +3,12 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
-	"path/filepath"
 	"sort"
 	"strings"
-	"time"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
 
 	"github.com/spf13/cobra"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
-	"github.com/kubectl-topology/kubectl-topology/internal/process"
 	"github.com/kubectl-topology/kubectl-topology/internal/version"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -66,7 +65,7 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	if o.Client {
 		return nil
 	}
-	ca, err := connect(o.configFlags)
+	ca, err := live.Connect(o.configFlags)
 	if err != nil {
 		return err
 	}
@@ -76,7 +75,7 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.Out, "agent: %s\n", agent)
 	wh := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := ca.client.Get(ctx, client.ObjectKey{Name: components.ValidatingWebhookName}, wh); err == nil {
+	if err := ca.Client.Get(ctx, client.ObjectKey{Name: components.ValidatingWebhookName}, wh); err == nil {
 		if v := wh.Annotations[components.AgentVersionAnnotation]; v != "" {
 			fmt.Fprintf(o.Out, "agent release: %s\n", v)
 			if v != version.Get() {
@@ -84,13 +83,13 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(ca.config)
+	dc, err := discovery.NewDiscoveryClientForConfig(ca.Config)
 	if err != nil {
 		return err
 	}
 	groups, err := dc.ServerGroups()
 	if err != nil {
-		return explain(err, ca)
+		return live.Explain(err, ca)
 	}
 	var served []string
 	for _, g := range groups.Groups {
@@ -108,17 +107,17 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	if sv, err := dc.ServerVersion(); err == nil {
 		fmt.Fprintf(o.Out, "server: %s\n", sv.GitVersion)
 	}
-	providerReport(ctx, o.Out, ca)
+	live.ProviderReport(ctx, o.Out, ca)
 	return nil
 }
 
 // agentVersion describes the installed agent: the Deployment's image, or an
 // out-of-cluster agent registered by URL, or none.
-func agentVersion(ctx context.Context, ca *clusterAccess, stateDir string) (string, error) {
+func agentVersion(ctx context.Context, ca *live.Cluster, stateDir string) (string, error) {
 	// Found by the provider label, in whatever namespace it was installed to.
 	deployments := &appsv1.DeploymentList{}
-	if err := ca.client.List(ctx, deployments, client.MatchingLabels{"cluster.x-k8s.io/provider": components.ProviderLabelValue}); err != nil && !apierrors.IsForbidden(err) {
-		return "", explain(err, ca)
+	if err := ca.Client.List(ctx, deployments, client.MatchingLabels{"cluster.x-k8s.io/provider": components.ProviderLabelValue}); err != nil && !apierrors.IsForbidden(err) {
+		return "", live.Explain(err, ca)
 	}
 	for _, d := range deployments.Items {
 		if d.Name != components.DeploymentName {
@@ -128,36 +127,8 @@ func agentVersion(ctx context.Context, ca *clusterAccess, stateDir string) (stri
 		return fmt.Sprintf("%s (Deployment %s/%s, %d/%d ready)", image, d.Namespace, d.Name, d.Status.ReadyReplicas, d.Status.Replicas), nil
 	}
 	wh := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := ca.client.Get(ctx, client.ObjectKey{Name: components.ValidatingWebhookName}, wh); err == nil && len(wh.Webhooks) > 0 && wh.Webhooks[0].ClientConfig.URL != nil {
-		return localAgentState(*wh.Webhooks[0].ClientConfig.URL, stateDir), nil
+	if err := ca.Client.Get(ctx, client.ObjectKey{Name: components.ValidatingWebhookName}, wh); err == nil && len(wh.Webhooks) > 0 && wh.Webhooks[0].ClientConfig.URL != nil {
+		return localagent.State(*wh.Webhooks[0].ClientConfig.URL, stateDir), nil
 	}
 	return "not installed (run `kubectl topology install`)", nil
-}
-
-// localAgentState says whether the agent registered at url (out of cluster)
-// really runs: something must answer there, and, when its pid file in
-// stateDir says where its probes are, it must say it is ready.
-func localAgentState(webhookURL, stateDir string) string {
-	u, err := url.Parse(webhookURL)
-	if err != nil {
-		return "registered at " + webhookURL + ", which is not a URL"
-	}
-	conn, err := net.DialTimeout("tcp", u.Host, 2*time.Second)
-	if err != nil {
-		return fmt.Sprintf("registered out of cluster at %s but NOT RUNNING: nothing answers there, so every Topology write is refused; start it with `kubectl topology install --local`", u.Host)
-	}
-	conn.Close()
-	state := "running out of cluster at " + webhookURL
-	rec, ok := process.Find(filepath.Join(stateDir, "agent.pid"))
-	if !ok {
-		return state
-	}
-	state += fmt.Sprintf(" (pid %d)", rec.PID)
-	if addr, found := strings.CutPrefix(rec.Extra, probePrefix); found {
-		if err := readiness(addr); err != nil {
-			return state + ", " + err.Error() + "; its log " + filepath.Join(stateDir, "agent.log") + " says why"
-		}
-		state += ", ready"
-	}
-	return state
 }

@@ -1,4 +1,4 @@
-package plugin
+package live
 
 import (
 	"context"
@@ -13,21 +13,21 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/templateprobe"
 )
 
-// providerReport writes the cluster's Cluster API providers: how each runs
+// ProviderReport writes the cluster's Cluster API providers: how each runs
 // (its Deployment's image and feature gates, when it has one here), the
 // template kinds it refuses to store, and what the product does about them.
 // It is a report: what it cannot read it says, and the command goes on.
-func providerReport(ctx context.Context, w io.Writer, ca *clusterAccess) {
-	providers, err := templateprobe.Survey(ctx, ca.client, metav1.NamespaceDefault)
+func ProviderReport(ctx context.Context, w io.Writer, ca *Cluster) {
+	providers, err := templateprobe.Survey(ctx, ca.Client, metav1.NamespaceDefault)
 	if err != nil {
-		fmt.Fprintf(w, "Cluster API providers: cannot be read: %v\n", explain(err, ca))
+		fmt.Fprintf(w, "Cluster API providers: cannot be read: %v\n", Explain(err, ca))
 		return
 	}
 	if len(providers) == 0 {
 		fmt.Fprintln(w, "Cluster API providers: none found (no CRD carries the clusterctl provider label)")
 		return
 	}
-	running := providerDeployments(ctx, ca)
+	running := ProviderDeployments(ctx, ca)
 	fmt.Fprintln(w, "Cluster API providers:")
 	refused := 0
 	for _, p := range providers {
@@ -55,12 +55,12 @@ func providerReport(ctx context.Context, w io.Writer, ca *clusterAccess) {
 	}
 }
 
-// providerDeployments says how each provider with a Deployment here runs:
+// ProviderDeployments says how each provider with a Deployment here runs:
 // its image and feature gates. A provider run outside the cluster has none.
-func providerDeployments(ctx context.Context, ca *clusterAccess) map[string]string {
+func ProviderDeployments(ctx context.Context, ca *Cluster) map[string]string {
 	list := &appsv1.DeploymentList{}
 	out := map[string]string{}
-	if err := ca.client.List(ctx, list, client.HasLabels{providerLabel}); err != nil {
+	if err := ca.Client.List(ctx, list, client.HasLabels{ProviderLabel}); err != nil {
 		return out
 	}
 	for _, d := range list.Items {
@@ -74,8 +74,11 @@ func providerDeployments(ctx context.Context, ca *clusterAccess) map[string]stri
 					gates = "feature gates " + g
 				}
 			}
-			out[d.Labels[providerLabel]] = c.Image + ", " + gates
+			out[d.Labels[ProviderLabel]] = c.Image + ", " + gates
 		}
 	}
 	return out
 }
+
+// ProviderLabel is the clusterctl provider label on provider CRDs.
+const ProviderLabel = "cluster.x-k8s.io/provider"

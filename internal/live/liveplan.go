@@ -1,4 +1,4 @@
-package plugin
+package live
 
 import (
 	"context"
@@ -22,41 +22,41 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
-// load reads, through the loader the agent uses too, what the engine needs
+// Load reads, through the loader the agent uses too, what the engine needs
 // for t from the cluster.
-func (ca *clusterAccess) load(ctx context.Context, t *v1alpha2.Topology) (*loader.Loaded, error) {
-	return ca.loadWith(ctx, t, nil)
+func (ca *Cluster) Load(ctx context.Context, t *v1alpha2.Topology) (*loader.Loaded, error) {
+	return ca.LoadWith(ctx, t, nil)
 }
 
-// loadWith is load with the class given, when it is not read from the
+// LoadWith is load with the class given, when it is not read from the
 // cluster (a class adopt will create).
-func (ca *clusterAccess) loadWith(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) (*loader.Loaded, error) {
-	core, err := ca.coreVersion()
+func (ca *Cluster) LoadWith(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) (*loader.Loaded, error) {
+	core, err := ca.CoreVersion()
 	if err != nil {
 		return nil, err
 	}
-	l, err := (&loader.Loader{Reader: ca.client, CoreVersion: core, Mapper: ca.client.RESTMapper(), GivenClass: class}).Load(ctx, t)
+	l, err := (&loader.Loader{Reader: ca.Client, CoreVersion: core, Mapper: ca.Client.RESTMapper(), GivenClass: class}).Load(ctx, t)
 	if err != nil {
-		return nil, explain(err, ca)
+		return nil, Explain(err, ca)
 	}
 	return l, nil
 }
 
-// livePlan computes what the agent would change now for t: the desired state
+// Plan computes what the agent would change now for t: the desired state
 // from the live class, templates and objects, each object the agent would
 // write sent as a server-side-apply dry run so defaulting, webhooks and field
 // ownership are accounted for, compared with what exists. Pools whose
 // creation waits are listed as pending, with why.
 // The warnings name external patches that could not be run from here.
-func (ca *clusterAccess) livePlan(ctx context.Context, t *v1alpha2.Topology) (*plan.Plan, []string, error) {
-	p, _, warnings, err := ca.livePlanWith(ctx, t, nil)
+func (ca *Cluster) Plan(ctx context.Context, t *v1alpha2.Topology) (*plan.Plan, []string, error) {
+	p, _, warnings, err := ca.PlanWith(ctx, t, nil)
 	return p, warnings, err
 }
 
-// livePlanWith is livePlan with the class given (see loadWith); it returns
+// PlanWith is livePlan with the class given (see loadWith); it returns
 // the desired state too.
-func (ca *clusterAccess) livePlanWith(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) (*plan.Plan, *contract.State, []string, error) {
-	l, err := ca.loadWith(ctx, t, class)
+func (ca *Cluster) PlanWith(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) (*plan.Plan, *contract.State, []string, error) {
+	l, err := ca.LoadWith(ctx, t, class)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -64,7 +64,7 @@ func (ca *clusterAccess) livePlanWith(ctx context.Context, t *v1alpha2.Topology,
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	external, err := ca.externalPatches(ctx, l.Class)
+	external, err := ca.ExternalPatches(ctx, l.Class)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -106,8 +106,8 @@ func (ca *clusterAccess) livePlanWith(ctx context.Context, t *v1alpha2.Topology,
 		// guarded by a version its controllers have moved on from.
 		dry.SetManagedFields(nil)
 		dry.SetResourceVersion("")
-		if err := ca.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll); err != nil {
-			return nil, nil, nil, fmt.Errorf("the API server refused %s %s in a dry run: %w", obj.GetKind(), obj.GetName(), explain(err, ca))
+		if err := ca.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll); err != nil {
+			return nil, nil, nil, fmt.Errorf("the API server refused %s %s in a dry run: %w", obj.GetKind(), obj.GetName(), Explain(err, ca))
 		}
 		desiredstate.StripServerFields(dry)
 		*obj = *dry
@@ -133,18 +133,18 @@ func ownedByUncreated(obj *unstructured.Unstructured) bool {
 	return false
 }
 
-// externalPatches runs the class's external patches from here, with the
+// ExternalPatches runs the class's external patches from here, with the
 // handlers the agent discovered (TopologyExtension status). Handlers this
 // machine cannot reach, typically behind a Service, are skipped and named.
 // It is nil for a class without external patches.
-func (ca *clusterAccess) externalPatches(ctx context.Context, class *v1alpha2.TopologyClass) (*extension.Patcher, error) {
+func (ca *Cluster) ExternalPatches(ctx context.Context, class *v1alpha2.TopologyClass) (*extension.Patcher, error) {
 	if !contract.HasExternalPatches(class) {
 		return nil, nil
 	}
 	c := &extension.Client{Registry: extension.NewRegistry(), BestEffort: true}
 	list := &v1alpha2.TopologyExtensionList{}
-	if err := ca.client.List(ctx, list); err != nil && !apierrors.IsForbidden(err) {
-		return nil, fmt.Errorf("reading the TopologyExtensions of TopologyClass %s's external patches: %w", class.Name, explain(err, ca))
+	if err := ca.Client.List(ctx, list); err != nil && !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("reading the TopologyExtensions of TopologyClass %s's external patches: %w", class.Name, Explain(err, ca))
 	}
 	for i := range list.Items {
 		_ = c.Registry.FromStatus(&list.Items[i]) // one that cannot be used is skipped by name when called

@@ -1,4 +1,4 @@
-package plugin
+package live
 
 import (
 	"context"
@@ -24,22 +24,22 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
-// maxEvents and eventWindow bound the recent warnings a status shows.
+// maxEvents and EventWindow bound the recent warnings a status shows.
 const (
 	maxEvents   = 5
-	eventWindow = time.Hour
+	EventWindow = time.Hour
 )
 
-// agentSilent is what a watch says of an agent whose heartbeat is missing or old.
-const agentSilent = "the agent is not reporting: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells"
+// AgentSilent is what a watch says of an agent whose heartbeat is missing or old.
+const AgentSilent = "the agent is not reporting: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells"
 
 // heartbeatStaleAfter is how old the agent's heartbeat may be before status
 // is called stale: three missed beats.
 const heartbeatStaleAfter = 3 * components.HeartbeatInterval
 
-// agentReport reads the agent's heartbeat Lease. A user who may not read it
+// AgentReport reads the agent's heartbeat Lease. A user who may not read it
 // gets no verdict rather than a false alarm.
-func agentReport(ctx context.Context, c client.Reader, now time.Time) statusv1.AgentReport {
+func AgentReport(ctx context.Context, c client.Reader, now time.Time) statusv1.AgentReport {
 	lease := &coordinationv1.Lease{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: components.Namespace, Name: components.HeartbeatLease}, lease)
 	switch {
@@ -59,9 +59,9 @@ func agentReport(ctx context.Context, c client.Reader, now time.Time) statusv1.A
 	return r
 }
 
-// warningEvents lists the recent Warning events of a Topology and the
+// WarningEvents lists the recent Warning events of a Topology and the
 // objects made for it (named after its Cluster), newest first.
-func warningEvents(ctx context.Context, c client.Reader, t *v1alpha2.Topology, now time.Time) []statusv1.EventReport {
+func WarningEvents(ctx context.Context, c client.Reader, t *v1alpha2.Topology, now time.Time) []statusv1.EventReport {
 	list := &corev1.EventList{}
 	// The API server filters by type: only warnings cross the wire.
 	if err := c.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
@@ -78,7 +78,7 @@ func warningEvents(ctx context.Context, c client.Reader, t *v1alpha2.Topology, n
 			continue
 		}
 		when := eventTime(&e)
-		if now.Sub(when.Time) > eventWindow {
+		if now.Sub(when.Time) > EventWindow {
 			continue
 		}
 		out = append(out, statusv1.EventReport{Time: when, Object: e.InvolvedObject.Kind + "/" + name, Reason: e.Reason, Message: health.OneLine(e.Message), Count: e.Count})
@@ -105,9 +105,9 @@ func eventTime(e *corev1.Event) metav1.Time {
 	return e.CreationTimestamp
 }
 
-// topologyReport builds one Topology's report from its status; agent is what
+// TopologyReport builds one Topology's report from its status; agent is what
 // the heartbeat said.
-func topologyReport(t *v1alpha2.Topology, agent statusv1.AgentReport, events []statusv1.EventReport) statusv1.TopologyReport {
+func TopologyReport(t *v1alpha2.Topology, agent statusv1.AgentReport, events []statusv1.EventReport) statusv1.TopologyReport {
 	r := statusv1.TopologyReport{
 		Namespace: t.Namespace, Name: t.Name, Class: t.Spec.ClassRef.Name, Version: t.Spec.Version,
 		State: health.TopologyState(t), StateSince: t.Status.StateSince,
@@ -158,8 +158,8 @@ func topologyReport(t *v1alpha2.Topology, agent statusv1.AgentReport, events []s
 	return r
 }
 
-// sortReports puts what needs a human first, then namespace and name.
-func sortReports(items []statusv1.TopologyReport) {
+// SortReports puts what needs a human first, then namespace and name.
+func SortReports(items []statusv1.TopologyReport) {
 	sort.SliceStable(items, func(i, j int) bool {
 		a, b := items[i], items[j]
 		if ra, rb := health.StateRank(a.State), health.StateRank(b.State); ra != rb {
