@@ -43,19 +43,11 @@ build: ## Build bin/kubectl-topology and bin/agent.
 # so one's timeout also covers waiting for the others.
 TEST_LOG_DIR ?= $(CURDIR)/.test
 
-test: lint control-plane-bins capi-bins clusterctl tmux ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs.
+test: lint control-plane-bins capi-bins clusterctl ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs.
 	@mkdir -p $(TEST_LOG_DIR); TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -timeout 45m 2>&1 | tee $(TEST_LOG_DIR)/go-test.log; \
 	status=$${PIPESTATUS[0]}; if [ $$status -ne 0 ]; then hack/test-failures.sh $(TEST_LOG_DIR)/go-test.log; fi; exit $$status
 	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory e2e-kind; \
 	else echo "make test: no Docker engine answers here, so the kind path (make e2e-kind) did not run"; fi
-
-# The editor's end-to-end test drives the plugin in tmux, as a user's terminal
-# would; a machine without it gets it from Debian's packages.
-.PHONY: tmux
-tmux:
-	@command -v tmux >/dev/null || { echo "installing tmux for the editor's e2e test"; \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null 2>&1 || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux; }; }
 
 # The suites that start a control plane (their TestMain does) are left out of
 # unit, so that it needs no control-plane binary.

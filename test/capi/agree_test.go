@@ -36,11 +36,11 @@ func editorPreview(t *testing.T, ns, waitForText string) string {
 	t.Helper()
 	edit := suite.Terminal(t, 160, nil, "edit", "dev", "-n", ns)
 	edit.WaitFor("Edit Topology " + ns + "/dev")
-	edit.Keys("\x1b[B") // down: the control plane's replicas
-	edit.Keys("\x7f")
+	edit.Keys(fixture.KeyDown) // the control plane's replicas
+	edit.Keys(fixture.KeyBackspace)
 	edit.Keys("5")
 	edit.WaitFor(waitForText)
-	edit.Keys("\x03")
+	edit.Keys(fixture.KeyCtrlC)
 	if err := edit.Exit(); err != nil {
 		t.Fatalf("edit exited with %v", err)
 	}

@@ -46,7 +46,7 @@ func TestEditAndFollowInTerminal(t *testing.T) {
 	// NO_COLOR: the same editor, opened and quit, draws no colour at all.
 	plain := suite.Terminal(t, 100, []string{"NO_COLOR=1"}, "edit", "dev", "-n", ns)
 	plain.WaitFor("Edit Topology " + ns + "/dev")
-	plain.Keys("\x03")
+	plain.Keys(fixture.KeyCtrlC)
 	if err := plain.Exit(); err != nil {
 		t.Fatalf("edit with NO_COLOR exited with %v", err)
 	}
