@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -171,19 +170,11 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// eventually polls cond until it holds; the bound is generous because it is
-// not a speed assertion, only a guard against hanging.
+// eventually is fixture.EventuallyEvery with this suite's pace; the bound is
+// generous because it is not a speed assertion, only a guard against hanging.
 func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("timed out waiting until %s (last error: %v)", what, last)
-	}
+	fixture.EventuallyEvery(t, 50*time.Millisecond, 60*time.Second, what, func(context.Context) (bool, error) { return cond() })
 }
 
 type example = fixture.Example

@@ -42,15 +42,14 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 	// A pool rolls from the moment its MachineDeployment asks for the new
 	// version until its machine runs it.
 	maxRolling, rolledAt := 0, map[string]bool{}
-	deadline := time.Now().Add(4 * time.Minute)
-	for {
+	fixture.EventuallyEvery(t, 250*time.Millisecond, 4*time.Minute, "md-a, md-b and md-c run v1.34.0", func(ctx context.Context) (bool, error) {
 		mds, err := suite.List(ctx, ns, "MachineDeployment")
 		if err != nil {
-			t.Fatal(err)
+			return false, err
 		}
 		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
-			t.Fatal(err)
+			return false, err
 		}
 		rolling, done := 0, 0
 		for _, md := range mds {
@@ -66,14 +65,8 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 			}
 		}
 		maxRolling = max(maxRolling, rolling)
-		if done == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 4m, %d of md-a, md-b, md-c run v1.34.0; pools that asked for it: %v", done, rolledAt)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return done == 3, fmt.Errorf("%d of md-a, md-b, md-c run v1.34.0; pools that asked for it: %v", done, rolledAt)
+	})
 	if maxRolling != 2 {
 		t.Errorf("with upgrade-concurrency 2, at most %d pools rolled at once; want 2", maxRolling)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 )
 
 func TestAgentRefusesBadFlags(t *testing.T) {
@@ -33,17 +33,8 @@ func TestAgentRefusesBadFlags(t *testing.T) {
 	}
 }
 
+// waitFor is fixture.EventuallyEvery with this suite's pace and bound.
 func waitFor(t *testing.T, what string, cond func(context.Context) (bool, error)) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil && ctx.Err() == nil {
-			last = err // keep the last real state, not the deadline's error
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("timed out waiting until %s (last: %v)", what, last)
-	}
+	fixture.EventuallyEvery(t, 100*time.Millisecond, 90*time.Second, what, cond)
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/internal/webhook"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -89,12 +90,9 @@ func runScale(b *testing.B, n int) {
 	agent.stop(b)
 	restart := time.Now()
 	again := startAgentBinary(b, append([]string{"-v", "4"}, flags...)...)
-	for again.metric(b, "controller_runtime_reconcile_total", `controller="topology"`) < float64(n) {
-		if time.Since(restart) > 30*time.Minute {
-			b.Fatal("resync did not reconcile every Topology within 30 minutes")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	fixture.EventuallyEvery(b, 200*time.Millisecond, 30*time.Minute, "the resync reconciled every Topology", func(context.Context) (bool, error) {
+		return again.metric(b, "controller_runtime_reconcile_total", `controller="topology"`) >= float64(n), nil
+	})
 	waitIdle(b, again)
 	resync := time.Since(restart)
 	resynced := again.metrics(b)
@@ -142,10 +140,10 @@ func fetchProfile(port int, profile, pattern string) string {
 }
 
 func waitAllReconciled(b *testing.B, ns string, n int) {
-	for deadline := time.Now().Add(60 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+	fixture.EventuallyEvery(b, time.Second, 60*time.Minute, fmt.Sprintf("all %d topologies are reconciled", n), func(ctx context.Context) (bool, error) {
 		list := &v1alpha2.TopologyList{}
-		if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
-			b.Fatal(err)
+		if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return false, err
 		}
 		done := 0
 		for _, t := range list.Items {
@@ -154,19 +152,13 @@ func waitAllReconciled(b *testing.B, ns string, n int) {
 				done++
 			}
 		}
-		if done == n {
-			return
-		}
-	}
-	b.Fatalf("not all %d topologies were reconciled within an hour", n)
+		return done == n, fmt.Errorf("%d of %d reconciled", done, n)
+	})
 }
 
 // waitIdle waits until the agent's Topology queue is empty and no worker is busy.
 func waitIdle(b *testing.B, p *agentProcess) {
-	for deadline := time.Now().Add(30 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if p.metric(b, "workqueue_depth", `name="topology"`) == 0 && p.metric(b, "controller_runtime_active_workers", `controller="topology"`) == 0 {
-			return
-		}
-	}
-	b.Fatal("the agent did not become idle within 30 minutes")
+	fixture.EventuallyEvery(b, 200*time.Millisecond, 30*time.Minute, "the agent is idle", func(context.Context) (bool, error) {
+		return p.metric(b, "workqueue_depth", `name="topology"`) == 0 && p.metric(b, "controller_runtime_active_workers", `controller="topology"`) == 0, nil
+	})
 }

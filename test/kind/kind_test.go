@@ -141,17 +141,10 @@ func TestWorkloadClusterLifecycle(t *testing.T) {
 	t.Run("deleting the Topology removes every container", func(t *testing.T) {
 		begin := time.Now()
 		deleteTopology(t)
-		deadline := time.Now().Add(5 * time.Minute)
-		for {
+		fixture.EventuallyEvery(t, 3*time.Second, 5*time.Minute, "no container of "+clusterName+" is left", func(context.Context) (bool, error) {
 			left := containers(t)
-			if len(left) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("containers of %s still there 5m after the delete: %v", clusterName, left)
-			}
-			time.Sleep(3 * time.Second)
-		}
+			return len(left) == 0, fmt.Errorf("left: %v", left)
+		})
 		t.Logf("no container left %s after the delete", time.Since(begin).Round(time.Second))
 	})
 }
@@ -428,23 +421,19 @@ type node struct {
 // waitNodes waits for n Ready Nodes in the workload cluster.
 func waitNodes(t *testing.T, wl string, n int, timeout time.Duration) []node {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		nodes, err := workloadNodes(wl)
+	var nodes []node
+	fixture.EventuallyEvery(t, 5*time.Second, timeout, fmt.Sprintf("workload cluster %s has %d Ready Nodes", clusterName, n), func(context.Context) (bool, error) {
+		var err error
+		nodes, err = workloadNodes(wl)
 		ready := 0
 		for _, nd := range nodes {
 			if nd.Ready {
 				ready++
 			}
 		}
-		if err == nil && ready == n && len(nodes) == n {
-			return nodes
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("workload cluster %s: want %d Ready Nodes within %s, have %v (%v)", clusterName, n, timeout, nodes, err)
-		}
-		time.Sleep(5 * time.Second)
-	}
+		return err == nil && ready == n && len(nodes) == n, fmt.Errorf("have %v (%v)", nodes, err)
+	})
+	return nodes
 }
 
 func workloadNodes(wl string) ([]node, error) {

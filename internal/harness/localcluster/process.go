@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/process"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 )
 
@@ -62,20 +63,18 @@ func (c *Cluster) startWithEnv(name string, env []string, args ...string) (*comp
 
 // waitHTTP polls url until it answers 200, the process exits or time runs out.
 func (p *component) waitHTTP(ctx context.Context, url string, cfg *rest.Config, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
 	var last error
-	for time.Now().Before(deadline) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-p.exited:
-			return fmt.Errorf("%s exited while starting; its log is %s:\n%s", p.name, p.logPath, process.Tail(p.logPath, 20))
-		case <-ctx.Done():
-			return ctx.Err()
+			return false, fmt.Errorf("%s exited while starting; its log is %s:\n%s", p.name, p.logPath, process.Tail(p.logPath, 20))
 		default:
 		}
-		if last = healthy(ctx, url, cfg); last == nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
+		last = healthy(ctx, url, cfg)
+		return last == nil, nil
+	})
+	if err == nil || !wait.Interrupted(err) || ctx.Err() != nil {
+		return err
 	}
 	return fmt.Errorf("%s did not become healthy within %s (%v); its log is %s:\n%s", p.name, timeout, last, p.logPath, process.Tail(p.logPath, 20))
 }
