@@ -10,6 +10,8 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/keymap"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/styles"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -45,8 +47,8 @@ type Inputs struct {
 type EditModel struct {
 	in       Inputs
 	catalog  *variables.Catalog
-	keys     KeyMap
-	styles   Styles
+	keys     keymap.KeyMap
+	styles   styles.Styles
 	help     help.Model
 	apply    Applier
 	readOnly bool
@@ -115,7 +117,7 @@ func NewEditModel(ctx context.Context, in Inputs, apply Applier, readOnly bool) 
 	if err != nil {
 		return nil, err
 	}
-	m := &EditModel{in: in, catalog: cat, keys: DefaultKeyMap(), styles: DefaultStyles(), help: help.New(), apply: apply, readOnly: readOnly,
+	m := &EditModel{in: in, catalog: cat, keys: keymap.Default(), styles: styles.Default(), help: help.New(), apply: apply, readOnly: readOnly,
 		width: 80, height: 24, diffIndex: -1, ctx: ctx, debounce: defaultDebounce, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
 	m.reset(in.Topology)
 	m.refresh()

@@ -1,6 +1,10 @@
 package tui
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/styles"
+)
 
 // picker is a list to choose one entry from: a worker class for a new pool,
 // or the variable a part overrides.
@@ -16,7 +20,7 @@ func (p *picker) move(step int) {
 }
 
 // lines renders the picker in at most rows lines, keeping the choice in view.
-func (p *picker) lines(s Styles, rows int) []string {
+func (p *picker) lines(s styles.Styles, rows int) []string {
 	out := []string{s.Section.Render(p.title) + s.Hint.Render(" (enter picks, esc cancels)")}
 	rows = max(1, rows-1)
 	start := 0

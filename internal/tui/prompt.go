@@ -4,6 +4,9 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/keymap"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/styles"
 )
 
 // prompt asks for one line of text: the name of a new pool, or the key of a
@@ -29,7 +32,7 @@ func newPrompt(title, value string, check func(string) error, done func(string))
 
 // update handles a key; finished is true once the prompt is answered or
 // cancelled.
-func (p *prompt) update(keys KeyMap, msg tea.KeyMsg) (finished bool) {
+func (p *prompt) update(keys keymap.KeyMap, msg tea.KeyMsg) (finished bool) {
 	switch {
 	case key.Matches(msg, keys.Select):
 		if err := p.check(p.input.Value()); err != nil {
@@ -47,7 +50,7 @@ func (p *prompt) update(keys KeyMap, msg tea.KeyMsg) (finished bool) {
 }
 
 // lines renders the prompt: title, input and the reason the text was refused.
-func (p *prompt) lines(s Styles) []string {
+func (p *prompt) lines(s styles.Styles) []string {
 	out := []string{s.Section.Render(p.title) + s.Hint.Render(" (enter takes it, esc cancels)"), p.input.View()}
 	if p.err != "" {
 		out = append(out, s.Error.Render("✗ "+p.err))

@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/keymap"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/styles"
 
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/progress"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
@@ -25,8 +28,8 @@ type Fetcher func(ctx context.Context) (*v1alpha2.Topology, error)
 type StatusModel struct {
 	fetch    Fetcher
 	interval time.Duration
-	styles   Styles
-	keys     KeyMap
+	styles   styles.Styles
+	keys     keymap.Watch
 	bar      progress.Model
 	width    int
 	t        *v1alpha2.Topology
@@ -40,7 +43,7 @@ type StatusModel struct {
 // NewStatusModel watches through fetch, reading every interval.
 func NewStatusModel(fetch Fetcher, interval time.Duration) *StatusModel {
 	bar := progress.New(progress.WithoutPercentage(), progress.WithWidth(12), progress.WithSolidFill("2"))
-	return &StatusModel{fetch: fetch, interval: interval, styles: DefaultStyles(), keys: DefaultKeyMap(), bar: bar, width: 80, Now: time.Now}
+	return &StatusModel{fetch: fetch, interval: interval, styles: styles.Default(), keys: keymap.DefaultWatch(), bar: bar, width: 80, Now: time.Now}
 }
 
 type topologyMsg struct {
@@ -68,7 +71,7 @@ func (m *StatusModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.SetSize(msg.Width, msg.Height)
 	case tea.KeyMsg:
-		if msg.String() == "q" || msg.Type == tea.KeyEsc || msg.Type == tea.KeyCtrlC {
+		if key.Matches(msg, m.keys.Quit) {
 			return m, tea.Quit
 		}
 	case topologyMsg:

@@ -1,7 +1,5 @@
-// Package tui holds kubectl-topology's terminal UI: the Topology editor and
-// the styles and keys it shares. Every check and preview it shows comes from
-// internal/engine, so it never accepts what the agent's webhook would reject.
-package tui
+// Package styles is every style the terminal UI draws with, in one place.
+package styles
 
 import "github.com/charmbracelet/lipgloss"
 
@@ -11,8 +9,8 @@ type Styles struct {
 	Title, Section, Label, Selected, Value, Changed, Hint, Error, OK, Warn, Help lipgloss.Style
 }
 
-// DefaultStyles returns the TUI's styles.
-func DefaultStyles() Styles {
+// Default returns the TUI's styles.
+func Default() Styles {
 	return Styles{
 		Title:    lipgloss.NewStyle().Bold(true),
 		Section:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("12")),

@@ -1,4 +1,5 @@
-package tui
+// Package keymap is every key the terminal UI answers to, in one place.
+package keymap
 
 import "github.com/charmbracelet/bubbles/key"
 
@@ -8,8 +9,8 @@ type KeyMap struct {
 	Up, Down, Left, Right, Select, Apply, Yes, No, Reset, Unset, Add, Remove, Override, Diff, Help, Quit, QuitNow key.Binding
 }
 
-// DefaultKeyMap returns the editor's keys. Letters are left to typing.
-func DefaultKeyMap() KeyMap {
+// Default returns the editor's keys. Letters are left to typing.
+func Default() KeyMap {
 	return KeyMap{
 		Up:       key.NewBinding(key.WithKeys("up", "shift+tab"), key.WithHelp("↑", "previous field")),
 		Down:     key.NewBinding(key.WithKeys("down", "tab"), key.WithHelp("↓", "next field")),
@@ -41,3 +42,19 @@ func (k KeyMap) ShortHelp() []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{{k.Up, k.Down, k.Left, k.Select}, {k.Apply, k.Reset, k.Unset, k.Diff}, {k.Add, k.Remove, k.Override, k.QuitNow}, {k.Help, k.Quit}}
 }
+
+// Watch is what the live status view answers to: q, esc or ctrl+c leave it.
+type Watch struct {
+	Quit key.Binding
+}
+
+// DefaultWatch returns the live status view's keys.
+func DefaultWatch() Watch {
+	return Watch{Quit: key.NewBinding(key.WithKeys("q", "esc", "ctrl+c"), key.WithHelp("q", "quit"))}
+}
+
+// ShortHelp is the help line.
+func (k Watch) ShortHelp() []key.Binding { return []key.Binding{k.Quit} }
+
+// FullHelp is the full help.
+func (k Watch) FullHelp() [][]key.Binding { return [][]key.Binding{{k.Quit}} }
