@@ -10,8 +10,9 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui/keymap"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui/styles"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/picker"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/prompt"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -47,8 +48,7 @@ type Inputs struct {
 type EditModel struct {
 	in       Inputs
 	catalog  *variables.Catalog
-	keys     keymap.KeyMap
-	styles   styles.Styles
+	common   *common.Common
 	help     help.Model
 	apply    Applier
 	readOnly bool
@@ -61,13 +61,16 @@ type EditModel struct {
 	cursor           int
 	// focus, when set, is the key of the field the next refresh selects:
 	// what the user just added.
-	focus     string
-	buffers   map[string]string
-	picker    *picker
-	prompt    *prompt
+	focus   string
+	buffers map[string]string
+	// mode is what keys do now; picker and prompt are the overlays of their
+	// modes, onPick and onAnswer what their answer does.
+	mode      mode
+	picker    *picker.Model
+	onPick    func(i int)
+	prompt    *prompt.Model
+	onAnswer  func(string)
 	diffIndex int
-	width     int
-	height    int
 
 	fieldErrs    map[int][]string
 	checks       []string
@@ -76,12 +79,9 @@ type EditModel struct {
 	changed      []draft.Change
 	rollout      []string
 	replacements []string
-	confirming   bool
-	// quitAsking asks before unsaved edits are thrown away.
-	quitAsking bool
-	applying   bool
-	message    string
-	quitting   bool
+	applying     bool
+	message      string
+	quitting     bool
 
 	// ctx bounds the background computations; see editcompute.go.
 	ctx context.Context
@@ -117,8 +117,8 @@ func NewEditModel(ctx context.Context, in Inputs, apply Applier, readOnly bool) 
 	if err != nil {
 		return nil, err
 	}
-	m := &EditModel{in: in, catalog: cat, keys: keymap.Default(), styles: styles.Default(), help: help.New(), apply: apply, readOnly: readOnly,
-		width: 80, height: 24, diffIndex: -1, ctx: ctx, debounce: defaultDebounce, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
+	m := &EditModel{in: in, catalog: cat, common: common.New(), help: help.New(), apply: apply, readOnly: readOnly,
+		diffIndex: -1, ctx: ctx, debounce: defaultDebounce, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
 	m.reset(in.Topology)
 	m.refresh()
 	return m, nil
@@ -140,10 +140,45 @@ func (m *EditModel) setOriginal() {
 	}
 }
 
-// SetSize fits the editor to the terminal.
+// SetSize fits the editor and its components to the terminal.
 func (m *EditModel) SetSize(w, h int) {
-	m.width, m.height = w, h
+	m.common.SetSize(w, h)
 	m.help.Width = w
+	if m.prompt != nil {
+		m.prompt.SetSize(w, h)
+	}
+}
+
+// mode is what the editor's keys do now: one at a time, never a mix of flags.
+type mode int
+
+const (
+	// editing: keys move through and change the form.
+	editing mode = iota
+	// picking: a picker is open over the preview.
+	picking
+	// prompting: a prompt is open over the preview.
+	prompting
+	// confirming: apply waits for y or n.
+	confirming
+	// quitAsking: quitting waits for y or n before unsaved edits are thrown away.
+	quitAsking
+)
+
+// openPicker shows p over the preview; onPick takes the entry picked.
+func (m *EditModel) openPicker(p *picker.Model, onPick func(i int)) {
+	m.mode, m.picker, m.onPick = picking, p, onPick
+}
+
+// openPrompt shows p over the preview; onAnswer takes the checked text.
+func (m *EditModel) openPrompt(p *prompt.Model, onAnswer func(string)) {
+	p.SetSize(m.common.Width, m.common.Height)
+	m.mode, m.prompt, m.onAnswer = prompting, p, onAnswer
+}
+
+// closeOverlay goes back to editing.
+func (m *EditModel) closeOverlay() {
+	m.mode, m.picker, m.onPick, m.prompt, m.onAnswer = editing, nil, nil, nil, nil
 }
 
 // refresh rebuilds the form from the draft, keeping what is typed and where
@@ -336,7 +371,7 @@ func (m *EditModel) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // onMouse selects the row clicked and scrolls with the wheel.
 func (m *EditModel) onMouse(msg tea.MouseMsg) {
-	if msg.Action != tea.MouseActionPress || m.picker != nil || m.prompt != nil || m.confirming {
+	if msg.Action != tea.MouseActionPress || m.mode != editing {
 		return
 	}
 	switch msg.Button {
@@ -352,46 +387,41 @@ func (m *EditModel) onMouse(msg tea.MouseMsg) {
 }
 
 func (m *EditModel) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
-	if key.Matches(msg, m.keys.QuitNow) {
+	if key.Matches(msg, m.common.Keys.QuitNow) {
 		m.quitting = true
 		return m, tea.Quit
 	}
-	if m.quitAsking {
+	switch m.mode {
+	case quitAsking:
 		return m.onQuitKey(msg)
-	}
-	if m.confirming {
+	case confirming:
 		return m.onConfirmKey(msg)
-	}
-	if m.prompt != nil {
-		if m.prompt.update(m.keys, msg) {
-			m.prompt = nil
-			m.refresh()
-		}
+	case prompting:
+		m.onPromptKey(msg)
 		return m, nil
-	}
-	if m.picker != nil {
+	case picking:
 		m.onPickerKey(msg)
 		return m, nil
 	}
 	switch {
-	case key.Matches(msg, m.keys.Quit) && len(m.changed) > 0 && !m.readOnly && !m.applying:
-		m.quitAsking = true
+	case key.Matches(msg, m.common.Keys.Quit) && len(m.changed) > 0 && !m.readOnly && !m.applying:
+		m.mode = quitAsking
 		m.message = fmt.Sprintf("%d unsaved change(s): quit and discard them? y/n", len(m.changed))
-	case key.Matches(msg, m.keys.Quit):
+	case key.Matches(msg, m.common.Keys.Quit):
 		m.quitting = true
 		return m, tea.Quit
-	case key.Matches(msg, m.keys.Help):
+	case key.Matches(msg, m.common.Keys.Help):
 		m.help.ShowAll = !m.help.ShowAll
-	case key.Matches(msg, m.keys.Up):
+	case key.Matches(msg, m.common.Keys.Up):
 		m.cursor = (m.cursor + len(m.fields) - 1) % len(m.fields)
-	case key.Matches(msg, m.keys.Down), key.Matches(msg, m.keys.Select):
+	case key.Matches(msg, m.common.Keys.Down), key.Matches(msg, m.common.Keys.Select):
 		m.cursor = (m.cursor + 1) % len(m.fields)
-	case key.Matches(msg, m.keys.Diff):
+	case key.Matches(msg, m.common.Keys.Diff):
 		m.diffIndex++
 		if m.diffIndex >= len(m.changes) {
 			m.diffIndex = -1
 		}
-	case key.Matches(msg, m.keys.Apply):
+	case key.Matches(msg, m.common.Keys.Apply):
 		m.onApply()
 	case m.readOnly:
 		m.message = "read-only: nothing can be changed"
@@ -410,7 +440,7 @@ func (m *EditModel) onApply() {
 		m.applyWhenChecked = true
 		m.message = "checking the change before applying it…"
 	case m.canApply():
-		m.confirming = true
+		m.mode = confirming
 		m.message = ""
 	case len(m.changed) == 0:
 		m.message = "nothing changed"
@@ -423,11 +453,11 @@ func (m *EditModel) onApply() {
 // quitting again) quits, n goes back to the edits.
 func (m *EditModel) onQuitKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch {
-	case key.Matches(msg, m.keys.Yes), key.Matches(msg, m.keys.Quit):
+	case key.Matches(msg, m.common.Keys.Yes), key.Matches(msg, m.common.Keys.Quit):
 		m.quitting = true
 		return m, tea.Quit
-	case key.Matches(msg, m.keys.No):
-		m.quitAsking = false
+	case key.Matches(msg, m.common.Keys.No):
+		m.mode = editing
 		m.message = "not quit: your edits are still here"
 	}
 	return m, nil
@@ -435,8 +465,8 @@ func (m *EditModel) onQuitKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 
 func (m *EditModel) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch {
-	case key.Matches(msg, m.keys.Yes):
-		m.confirming, m.applying = false, true
+	case key.Matches(msg, m.common.Keys.Yes):
+		m.mode, m.applying = editing, true
 		m.message = "applying..."
 		orig, edited := m.in.Topology.DeepCopy(), m.draft.DeepCopy()
 		apply := m.apply
@@ -444,27 +474,36 @@ func (m *EditModel) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			latest, err := apply(context.Background(), orig, edited)
 			return appliedMsg{latest: latest, err: err}
 		}
-	case key.Matches(msg, m.keys.No):
-		m.confirming = false
+	case key.Matches(msg, m.common.Keys.No):
+		m.mode = editing
 		m.message = "not applied"
 	}
 	return m, nil
 }
 
 func (m *EditModel) onPickerKey(msg tea.KeyMsg) {
-	p := m.picker
-	switch {
-	case key.Matches(msg, m.keys.Up), key.Matches(msg, m.keys.Left):
-		p.move(-1)
-	case key.Matches(msg, m.keys.Down), key.Matches(msg, m.keys.Right):
-		p.move(1)
-	case key.Matches(msg, m.keys.Select):
-		m.picker = nil
-		p.pick(p.index)
+	switch m.picker.Update(msg) {
+	case picker.Picked:
+		i, onPick := m.picker.Index, m.onPick
+		m.closeOverlay()
+		onPick(i) // may open the next question: a picked class asks for a name
 		m.refresh()
-	case key.Matches(msg, m.keys.Quit):
-		m.picker = nil
+	case picker.Cancelled:
+		m.closeOverlay()
 		m.message = ""
+	}
+}
+
+func (m *EditModel) onPromptKey(msg tea.KeyMsg) {
+	switch m.prompt.Update(msg) {
+	case prompt.Answered:
+		value, onAnswer := m.prompt.Value(), m.onAnswer
+		m.closeOverlay()
+		onAnswer(value)
+		m.refresh()
+	case prompt.Cancelled:
+		m.closeOverlay()
+		m.refresh()
 	}
 }
 
@@ -472,20 +511,20 @@ func (m *EditModel) onPickerKey(msg tea.KeyMsg) {
 func (m *EditModel) onEditKey(msg tea.KeyMsg) {
 	f := &m.fields[m.cursor]
 	switch {
-	case key.Matches(msg, m.keys.Add):
+	case key.Matches(msg, m.common.Keys.Add):
 		m.add()
-	case key.Matches(msg, m.keys.Remove):
+	case key.Matches(msg, m.common.Keys.Remove):
 		m.remove(f)
-	case key.Matches(msg, m.keys.Override):
+	case key.Matches(msg, m.common.Keys.Override):
 		m.override(f)
-	case key.Matches(msg, m.keys.Reset):
+	case key.Matches(msg, m.common.Keys.Reset):
 		m.undo(f)
-	case key.Matches(msg, m.keys.Unset):
+	case key.Matches(msg, m.common.Keys.Unset):
 		m.unset(f)
-	case key.Matches(msg, m.keys.Left), key.Matches(msg, m.keys.Right):
+	case key.Matches(msg, m.common.Keys.Left), key.Matches(msg, m.common.Keys.Right):
 		if f.kind == kindChoice {
 			step := 1
-			if key.Matches(msg, m.keys.Left) {
+			if key.Matches(msg, m.common.Keys.Left) {
 				step = -1
 			}
 			m.choose(f, step)

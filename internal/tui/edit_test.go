@@ -179,17 +179,17 @@ func choose(t *testing.T, m *EditModel, option string) {
 // pickOption chooses option in the open picker.
 func pickOption(t *testing.T, m *EditModel, option string) {
 	t.Helper()
-	if m.picker == nil {
+	if m.mode != picking {
 		t.Fatalf("no picker is open; message %q", m.message)
 	}
-	for range m.picker.options {
-		if m.picker.options[m.picker.index] == option {
+	for range m.picker.Options() {
+		if m.picker.Selected() == option {
 			press(m, keyOf(tea.KeyEnter))
 			return
 		}
 		press(m, keyOf(tea.KeyDown))
 	}
-	t.Fatalf("picker %q has no option %q: %v", m.picker.title, option, m.picker.options)
+	t.Fatalf("picker %q has no option %q: %v", m.picker.Title(), option, m.picker.Options())
 }
 
 func goTo(t *testing.T, m *EditModel, label string) {
@@ -274,8 +274,8 @@ func TestEditInvalidVariable(t *testing.T) {
 		t.Errorf("the class's CEL rule is not shown:\n%s", m.View())
 	}
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlS})
-	if m.confirming || m.message != "fix what is red first" {
-		t.Errorf("apply with errors: confirming %v, message %q", m.confirming, m.message)
+	if m.mode == confirming || m.message != "fix what is red first" {
+		t.Errorf("apply with errors: confirming %v, message %q", m.mode == confirming, m.message)
 	}
 	goldenView(t, m.View())
 }
@@ -313,8 +313,8 @@ func TestEditReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	press(m, typed("x"), tea.KeyMsg{Type: tea.KeyCtrlS})
-	if m.fields[0].value != "v1.33.1" || m.confirming {
-		t.Errorf("read-only editor changed: %q, confirming %v", m.fields[0].value, m.confirming)
+	if m.fields[0].value != "v1.33.1" || m.mode == confirming {
+		t.Errorf("read-only editor changed: %q, confirming %v", m.fields[0].value, m.mode == confirming)
 	}
 }
 
@@ -476,11 +476,11 @@ func TestEditApplyWhileChecking(t *testing.T) {
 	goTo(t, m, "md-a (general) replicas")
 	_, pending := m.Update(typed("1")) // the checks of "21" are not run yet
 	m.Update(tea.KeyMsg{Type: tea.KeyCtrlS})
-	if m.confirming || !strings.Contains(m.message, "checking the change") {
-		t.Fatalf("confirming %v, message %q: want the apply held until the checks are in", m.confirming, m.message)
+	if m.mode == confirming || !strings.Contains(m.message, "checking the change") {
+		t.Fatalf("confirming %v, message %q: want the apply held until the checks are in", m.mode == confirming, m.message)
 	}
 	settle(m, pending)
-	if !m.confirming {
+	if m.mode != confirming {
 		t.Errorf("the checks are in and pass, yet apply does not ask; message %q", m.message)
 	}
 }

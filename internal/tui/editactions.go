@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/picker"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/prompt"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -37,9 +39,9 @@ func (m *EditModel) add() {
 	for _, c := range choices {
 		options = append(options, c.kind+" of class "+c.class)
 	}
-	m.picker = &picker{title: "Add a pool", options: options, pick: func(i int) {
+	m.openPicker(picker.New(m.common, "Add a pool", options), func(i int) {
 		c := choices[i]
-		m.prompt = newPrompt("Name of the new "+c.kind, m.freePoolName(c.kind), m.checkPoolName, func(name string) {
+		m.openPrompt(prompt.New(m.common, "Name of the new "+c.kind, m.freePoolName(c.kind), m.checkPoolName), func(name string) {
 			one := int32(1)
 			if m.draft.Spec.Workers == nil {
 				m.draft.Spec.Workers = &v1alpha2.WorkersTopology{}
@@ -52,7 +54,7 @@ func (m *EditModel) add() {
 			m.focus = draft.Scope{Kind: c.kind, Name: name}.String() + " replicas"
 			m.message = fmt.Sprintf("added %s %s (%s); ctrl+x removes it", c.kind, name, c.class)
 		})
-	}}
+	})
 }
 
 // checkPoolName refuses what the webhook would (rules.PoolNameErrors) and
@@ -84,7 +86,7 @@ func (m *EditModel) addEntry(c *editField) {
 		return
 	}
 	header := *c // the form is rebuilt before the prompt answers
-	m.prompt = newPrompt("Key of the new entry in "+c.label, "", func(k string) error {
+	m.openPrompt(prompt.New(m.common, "Key of the new entry in "+c.label, "", func(k string) error {
 		entries, _ := lookupVariable(m.draft, &header)
 		if k == "" {
 			return fmt.Errorf("the key must not be empty")
@@ -93,7 +95,7 @@ func (m *EditModel) addEntry(c *editField) {
 			return fmt.Errorf("%s has an entry %q already", header.label, k)
 		}
 		return nil
-	}, func(k string) {
+	}), func(k string) {
 		if err := draft.SetVariable(m.draft, header.scope, header.variable, appendSub(header.sub, k), zeroValue(header.schema.AdditionalProperties), true); err != nil {
 			m.message = err.Error()
 			return
@@ -197,7 +199,7 @@ func (m *EditModel) override(f *editField) {
 		m.message = "every variable is already overridden for " + s.Label()
 		return
 	}
-	m.picker = &picker{title: "Override a variable for " + s.Label(), options: options, pick: func(i int) {
+	m.openPicker(picker.New(m.common, "Override a variable for "+s.Label(), options), func(i int) {
 		name := options[i]
 		// The override starts as the value the part has now.
 		v, ok := draft.VariableValue(m.draft, draft.Scope{}, name)
@@ -214,7 +216,7 @@ func (m *EditModel) override(f *editField) {
 		}
 		m.focus = s.String() + " variables[" + name + "]"
 		m.message = fmt.Sprintf("%s now overrides %s; ctrl+x on it removes the override", s.Label(), name)
-	}}
+	})
 }
 
 // undo puts the server's value back into the field and what it holds.

@@ -28,7 +28,7 @@ func (m *EditModel) render() (string, []int) {
 	var b strings.Builder
 	var rowsFields []int
 	line := func(s string, field int) {
-		b.WriteString(ansi.Truncate(s, m.width, "…"))
+		b.WriteString(ansi.Truncate(s, m.common.Width, "…"))
 		b.WriteByte('\n')
 		rowsFields = append(rowsFields, field)
 	}
@@ -37,30 +37,30 @@ func (m *EditModel) render() (string, []int) {
 	if m.readOnly {
 		title += " (read-only)"
 	}
-	line(m.styles.Title.Render(title), -1)
+	line(m.common.Styles.Title.Render(title), -1)
 
-	helpView := m.help.View(m.keys)
+	helpView := m.help.View(m.common.Keys)
 	helpLines := strings.Count(helpView, "\n") + 1
 	// The message wraps to at most three lines: a conflict names what changed.
 	var message []string
 	switch {
-	case m.confirming:
-		message = []string{m.styles.Warn.Render(fmt.Sprintf("Apply %d change(s) to %s/%s? y/n", len(m.changed), t.Namespace, t.Name))}
+	case m.mode == confirming:
+		message = []string{m.common.Styles.Warn.Render(fmt.Sprintf("Apply %d change(s) to %s/%s? y/n", len(m.changed), t.Namespace, t.Name))}
 	case m.message != "":
-		wrapped := strings.Split(ansi.Wordwrap(m.message, max(20, m.width), ""), "\n")
+		wrapped := strings.Split(ansi.Wordwrap(m.message, max(20, m.common.Width), ""), "\n")
 		for _, l := range wrapped[:min(3, len(wrapped))] {
-			message = append(message, m.styles.Warn.Render(l))
+			message = append(message, m.common.Styles.Warn.Render(l))
 		}
 	default:
 		message = []string{""}
 	}
 	// Fixed: title, hint, section header, message and the help. The preview
 	// takes what it needs up to half of the rest; the form takes the others.
-	rest := m.height - 3 - len(message) - helpLines
+	rest := m.common.Height - 3 - len(message) - helpLines
 	header, preview := m.previewLines(max(1, rest/2))
 	if m.busy() {
 		// What is shown is of an earlier draft until the engine answers.
-		header = m.styles.Hint.Render(m.spinner.View()+" checking…") + " " + header
+		header = m.common.Styles.Hint.Render(m.spinner.View()+" checking…") + " " + header
 	}
 	previewRows := max(0, min(len(preview), rest/2))
 	fieldRows := max(3, rest-previewRows)
@@ -73,11 +73,11 @@ func (m *EditModel) render() (string, []int) {
 	for i := start; i < len(rows) && i < start+fieldRows; i++ {
 		line(rows[i], owners[i])
 	}
-	line("  "+m.styles.Hint.Render(m.fields[m.cursor].hint), -1)
+	line("  "+m.common.Styles.Hint.Render(m.fields[m.cursor].hint), -1)
 	line(header, -1)
 	if len(preview) > previewRows && previewRows > 0 {
 		more := len(preview) - previewRows + 1
-		preview = append(preview[:previewRows-1], m.styles.Hint.Render(fmt.Sprintf("… %d more", more)))
+		preview = append(preview[:previewRows-1], m.common.Styles.Hint.Render(fmt.Sprintf("… %d more", more)))
 	}
 	for _, p := range preview[:previewRows] {
 		line("  "+p, -1)
@@ -98,9 +98,9 @@ func (m *EditModel) formRows() (rows []string, owners []int, first, last int) {
 		labelWidth = max(labelWidth, 2*f.depth+len(f.label)+1)
 	}
 	for i, f := range m.fields {
-		marker, label := "  ", m.styles.Label
+		marker, label := "  ", m.common.Styles.Label
 		if i == m.cursor {
-			marker, label = "> ", m.styles.Selected
+			marker, label = "> ", m.common.Styles.Selected
 			first = len(rows)
 		}
 		name := strings.Repeat("  ", f.depth) + f.label
@@ -110,11 +110,11 @@ func (m *EditModel) formRows() (rows []string, owners []int, first, last int) {
 		value := f.value
 		switch {
 		case f.kind == kindObject && f.present:
-			value = m.styles.Hint.Render("object")
+			value = m.common.Styles.Hint.Render("object")
 		case f.kind == kindList || f.kind == kindMap:
-			value = m.styles.Hint.Render(value)
+			value = m.common.Styles.Hint.Render(value)
 		case !f.present:
-			value = m.styles.Hint.Render("(unset)")
+			value = m.common.Styles.Hint.Render("(unset)")
 			if f.kind == kindChoice {
 				value = "‹ " + value + " ›"
 			}
@@ -124,12 +124,12 @@ func (m *EditModel) formRows() (rows []string, owners []int, first, last int) {
 			value = `""`
 		}
 		if f.changed() {
-			value = m.styles.Changed.Render(value)
+			value = m.common.Styles.Changed.Render(value)
 		}
 		rows = append(rows, marker+label.Render(fmt.Sprintf("%-*s", labelWidth, name))+" "+value)
 		owners = append(owners, i)
 		for _, e := range m.fieldErrs[i] {
-			rows = append(rows, "    "+strings.Repeat("  ", f.depth)+m.styles.Error.Render("✗ "+e))
+			rows = append(rows, "    "+strings.Repeat("  ", f.depth)+m.common.Styles.Error.Render("✗ "+e))
 			owners = append(owners, i)
 		}
 		if i == m.cursor {
@@ -147,27 +147,28 @@ func (m *EditModel) previewLines(rows int) (string, []string) {
 		problems += len(es)
 	}
 	switch {
-	case m.prompt != nil:
-		l := m.prompt.lines(m.styles)
+	case m.mode == prompting:
+		l := m.prompt.Lines()
 		return l[0], l[1:]
-	case m.picker != nil:
-		l := m.picker.lines(m.styles, rows+1)
+	case m.mode == picking:
+		m.picker.SetSize(m.common.Width, rows+1)
+		l := m.picker.Lines()
 		return l[0], l[1:]
 	case problems > 0:
 		var out []string
 		for _, c := range m.checks {
-			out = append(out, m.styles.Error.Render("✗ "+c))
+			out = append(out, m.common.Styles.Error.Render("✗ "+c))
 		}
-		return m.styles.Section.Render("Checks") + " " + m.styles.Error.Render(fmt.Sprintf("✗ %d problem(s): apply is disabled", problems)), out
+		return m.common.Styles.Section.Render("Checks") + " " + m.common.Styles.Error.Render(fmt.Sprintf("✗ %d problem(s): apply is disabled", problems)), out
 	case len(m.changed) == 0:
-		return m.styles.Section.Render("Checks") + " " + m.styles.OK.Render("✓ no changes yet"), nil
+		return m.common.Styles.Section.Render("Checks") + " " + m.common.Styles.OK.Render("✓ no changes yet"), nil
 	case m.diffIndex >= 0 && m.diffIndex < len(m.changes):
 		c := m.changes[m.diffIndex]
-		return m.styles.Section.Render("Diff") + fmt.Sprintf(" %d/%d: %s %s %s (ctrl+d: next)", m.diffIndex+1, len(m.changes), c.Action, c.Object.GetKind(), c.Object.GetName()), m.diffLines(c)
+		return m.common.Styles.Section.Render("Diff") + fmt.Sprintf(" %d/%d: %s %s %s (ctrl+d: next)", m.diffIndex+1, len(m.changes), c.Action, c.Object.GetKind(), c.Object.GetName()), m.diffLines(c)
 	}
 	var out []string
 	for _, w := range m.warnings {
-		out = append(out, m.styles.Warn.Render("⚠ "+w))
+		out = append(out, m.common.Styles.Warn.Render("⚠ "+w))
 	}
 	changing := 0
 	for _, c := range m.changes {
@@ -180,15 +181,15 @@ func (m *EditModel) previewLines(rows int) (string, []string) {
 		out = append(out, line)
 	}
 	if len(m.replacements) > 0 {
-		out = append(out, m.styles.Section.Render("Machines replaced"))
+		out = append(out, m.common.Styles.Section.Render("Machines replaced"))
 		out = append(out, m.replacements...)
 	}
 	if len(m.rollout) > 0 {
-		out = append(out, m.styles.Section.Render("Rollout"))
+		out = append(out, m.common.Styles.Section.Render("Rollout"))
 		out = append(out, m.rollout...)
 	}
 	summary := fmt.Sprintf("✓ valid: %d setting(s) changed, %d object(s) change", len(m.changed), changing)
-	return m.styles.Section.Render("Checks") + " " + m.styles.OK.Render(summary), out
+	return m.common.Styles.Section.Render("Checks") + " " + m.common.Styles.OK.Render(summary), out
 }
 
 // diffLines renders one change: a unified diff for a modified object, the
@@ -199,13 +200,13 @@ func (m *EditModel) diffLines(c plan.Change) []string {
 	case plan.Modified:
 		d, err := plan.UnifiedDiff(c.Before, c.Object, "current", "after apply")
 		if err != nil {
-			return []string{m.styles.Error.Render(err.Error())}
+			return []string{m.common.Styles.Error.Render(err.Error())}
 		}
 		text = d
 	case plan.Created, plan.Pending:
 		raw, err := yaml.Marshal(c.Object.Object)
 		if err != nil {
-			return []string{m.styles.Error.Render(err.Error())}
+			return []string{m.common.Styles.Error.Render(err.Error())}
 		}
 		text = string(raw)
 	default:
@@ -215,9 +216,9 @@ func (m *EditModel) diffLines(c plan.Change) []string {
 	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		switch {
 		case strings.HasPrefix(l, "+") && !strings.HasPrefix(l, "+++"):
-			out = append(out, m.styles.OK.Render(l))
+			out = append(out, m.common.Styles.OK.Render(l))
 		case strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---"):
-			out = append(out, m.styles.Error.Render(l))
+			out = append(out, m.common.Styles.Error.Render(l))
 		default:
 			out = append(out, l)
 		}

@@ -92,18 +92,18 @@ func TestEditMapEntries(t *testing.T) {
 		t.Fatalf("workerLabels (additionalProperties: string) is %+v, want a map of rows", f)
 	}
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlN})
-	if m.prompt == nil {
+	if m.mode != prompting {
 		t.Fatal("ctrl+n on a map does not ask for a key")
 	}
 	press(m, typed("team"), keyOf(tea.KeyEnter))
-	if m.prompt == nil || !strings.Contains(m.View(), `workerLabels has an entry "team" already`) {
+	if m.mode != prompting || !strings.Contains(m.View(), `workerLabels has an entry "team" already`) {
 		t.Fatalf("a taken key was accepted:\n%s", m.View())
 	}
 	for range len("team") {
 		press(m, keyOf(tea.KeyBackspace))
 	}
 	press(m, typed("tier"), keyOf(tea.KeyEnter))
-	if f := m.fields[m.cursor]; m.prompt != nil || f.label != "tier" || f.depth != 1 {
+	if f := m.fields[m.cursor]; m.mode == prompting || f.label != "tier" || f.depth != 1 {
 		t.Fatalf("after naming the entry the cursor is on %+v", f)
 	}
 	press(m, typed("gold"))
@@ -128,7 +128,7 @@ func TestEditNamesANewPool(t *testing.T) {
 		{"gpu pool!", "must be a valid label value"},
 	} {
 		press(m, typed(bad.name), keyOf(tea.KeyEnter))
-		if m.prompt == nil || !strings.Contains(m.View(), bad.want) {
+		if m.mode != prompting || !strings.Contains(m.View(), bad.want) {
 			t.Fatalf("%s: want the prompt to stay with %q:\n%s", bad.name, bad.want, m.View())
 		}
 		for range len(bad.name) {
@@ -194,8 +194,8 @@ func TestEditOverrideNeedsAPart(t *testing.T) {
 	m := newModel(t, exampleInputs(t), &fakeServer{})
 	goTo(t, m, "maxPods")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlO})
-	if m.picker != nil || !strings.Contains(m.message, "select the control plane or a pool") {
-		t.Errorf("ctrl+o on a Topology variable: picker %v, message %q", m.picker != nil, m.message)
+	if m.mode == picking || !strings.Contains(m.message, "select the control plane or a pool") {
+		t.Errorf("ctrl+o on a Topology variable: picker %v, message %q", m.mode == picking, m.message)
 	}
 }
 
@@ -224,8 +224,8 @@ func TestEditAddMachinePool(t *testing.T) {
 func TestEditPickerCancel(t *testing.T) {
 	m := newModel(t, exampleInputs(t), &fakeServer{})
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlN}, keyOf(tea.KeyEsc))
-	if m.picker != nil || m.quitting || len(m.changed) != 0 {
-		t.Errorf("esc in the picker: picker open %v, quitting %v, changes %v", m.picker != nil, m.quitting, m.changed)
+	if m.mode == picking || m.quitting || len(m.changed) != 0 {
+		t.Errorf("esc in the picker: picker open %v, quitting %v, changes %v", m.mode == picking, m.quitting, m.changed)
 	}
 }
 
