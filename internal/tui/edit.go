@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/form"
+
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
@@ -54,11 +56,10 @@ type EditModel struct {
 	readOnly bool
 
 	draft    *v1alpha2.Topology
-	fields   []editField
-	original map[string]editField
+	form     *form.Model
+	original map[string]form.Field
 	// originalSettings are the server's settings, to tell what the draft changes.
 	originalSettings map[string]draft.Setting
-	cursor           int
 	// focus, when set, is the key of the field the next refresh selects:
 	// what the user just added.
 	focus   string
@@ -72,7 +73,6 @@ type EditModel struct {
 	onAnswer  func(string)
 	diffIndex int
 
-	fieldErrs    map[int][]string
 	checks       []string
 	warnings     []string
 	changes      []plan.Change
@@ -119,6 +119,7 @@ func NewEditModel(ctx context.Context, in Inputs, apply Applier, readOnly bool) 
 	}
 	m := &EditModel{in: in, catalog: cat, common: common.New(), help: help.New(), apply: apply, readOnly: readOnly,
 		diffIndex: -1, ctx: ctx, debounce: defaultDebounce, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
+	m.form = form.New(m.common)
 	m.reset(in.Topology)
 	m.refresh()
 	return m, nil
@@ -134,9 +135,9 @@ func (m *EditModel) reset(t *v1alpha2.Topology) {
 
 func (m *EditModel) setOriginal() {
 	m.originalSettings = draft.Settings(m.in.Topology)
-	m.original = map[string]editField{}
-	for _, f := range buildForm(m.in.Topology, m.in.Class) {
-		m.original[f.key] = f
+	m.original = map[string]form.Field{}
+	for _, f := range form.Build(m.in.Topology, m.in.Class) {
+		m.original[f.Key] = f
 	}
 }
 
@@ -185,24 +186,24 @@ func (m *EditModel) closeOverlay() {
 // the cursor is, and recomputes every check and the preview.
 func (m *EditModel) refresh() {
 	selected := m.focus
-	if selected == "" && len(m.fields) > 0 {
-		selected = m.fields[m.cursor].key
+	if selected == "" && len(m.form.Fields) > 0 {
+		selected = m.form.Fields[m.form.Cursor].Key
 	}
 	m.focus = ""
-	m.fields = buildForm(m.draft, m.in.Class)
-	for i := range m.fields {
-		f := &m.fields[i]
-		if o, ok := m.original[f.key]; ok {
-			f.original, f.originalPresent = o.value, o.present
+	m.form.Fields = form.Build(m.draft, m.in.Class)
+	for i := range m.form.Fields {
+		f := &m.form.Fields[i]
+		if o, ok := m.original[f.Key]; ok {
+			f.Original, f.OriginalPresent = o.Value, o.Present
 		}
-		if buf, ok := m.buffers[f.key]; ok {
-			f.value, f.present = buf, buf != ""
+		if buf, ok := m.buffers[f.Key]; ok {
+			f.Value, f.Present = buf, buf != ""
 		}
-		if f.key == selected {
-			m.cursor = i
+		if f.Key == selected {
+			m.form.Cursor = i
 		}
 	}
-	m.cursor = min(m.cursor, len(m.fields)-1)
+	m.form.Cursor = min(m.form.Cursor, len(m.form.Fields)-1)
 	m.recompute()
 }
 
@@ -216,15 +217,15 @@ func (m *EditModel) forget(key string) {
 }
 
 // write puts a field's value into the draft.
-func (m *EditModel) write(f *editField, value any, present bool) error {
-	switch f.role {
-	case roleVersion:
+func (m *EditModel) write(f *form.Field, value any, present bool) error {
+	switch f.Role {
+	case form.RoleVersion:
 		s, _ := value.(string)
 		m.draft.Spec.Version = s
-	case roleReplicas:
-		p := draft.Replicas(m.draft, f.scope)
+	case form.RoleReplicas:
+		p := draft.Replicas(m.draft, f.Scope)
 		if p == nil {
-			return fmt.Errorf("%s does not exist", f.scope.Label())
+			return fmt.Errorf("%s does not exist", f.Scope.Label())
 		}
 		*p = nil
 		if present {
@@ -235,8 +236,8 @@ func (m *EditModel) write(f *editField, value any, present bool) error {
 			v := int32(n)
 			*p = &v
 		}
-	case roleVariable:
-		return draft.SetVariable(m.draft, f.scope, f.variable, f.sub, value, present)
+	case form.RoleVariable:
+		return draft.SetVariable(m.draft, f.Scope, f.Variable, f.Sub, value, present)
 	}
 	return nil
 }
@@ -244,21 +245,21 @@ func (m *EditModel) write(f *editField, value any, present bool) error {
 // typeInto sets the selected field to text as typed. Typing changes no
 // other row, so the form is not rebuilt: this is the editor's hot path.
 func (m *EditModel) typeInto(text string) {
-	f := &m.fields[m.cursor]
-	switch f.kind {
-	case kindText:
+	f := &m.form.Fields[m.form.Cursor]
+	switch f.Kind {
+	case form.KindText:
 		_ = m.write(f, text, true)
-		f.present = true
-	case kindNumber, kindJSON:
-		m.buffers[f.key] = text
-		f.present = text != ""
-		if v, ok, err := f.parse(text); err == nil {
+		f.Present = true
+	case form.KindNumber, form.KindJSON:
+		m.buffers[f.Key] = text
+		f.Present = text != ""
+		if v, ok, err := f.Parse(text); err == nil {
 			if err := m.write(f, v, ok); err != nil {
 				m.message = err.Error()
 			}
 		}
 	}
-	f.value = text
+	f.Value = text
 	m.recompute()
 }
 
@@ -268,21 +269,21 @@ func (m *EditModel) typeInto(text string) {
 // for them.
 func (m *EditModel) recompute() {
 	m.gen++
-	m.fieldErrs = map[int][]string{}
+	m.form.Errs = map[int][]string{}
 	m.changed = draft.Diff(m.originalSettings, draft.Settings(m.draft))
-	for i, f := range m.fields {
-		if buf, ok := m.buffers[f.key]; ok {
-			if _, _, err := f.parse(buf); err != nil {
-				m.fieldErrs[i] = append(m.fieldErrs[i], err.Error())
+	for i, f := range m.form.Fields {
+		if buf, ok := m.buffers[f.Key]; ok {
+			if _, _, err := f.Parse(buf); err != nil {
+				m.form.Errs[i] = append(m.form.Errs[i], err.Error())
 			}
 		}
 	}
-	if len(m.fieldErrs) == 0 {
+	if len(m.form.Errs) == 0 {
 		if _, err := rollout.ParseVersion(m.draft.Spec.Version); err != nil {
-			m.fieldErrs[0] = append(m.fieldErrs[0], "must be a Kubernetes version such as v1.34.0")
+			m.form.Errs[0] = append(m.form.Errs[0], "must be a Kubernetes version such as v1.34.0")
 		}
 	}
-	if len(m.fieldErrs) > 0 {
+	if len(m.form.Errs) > 0 {
 		// Nothing for the engine to look at: the preview is of nothing.
 		m.show(m.gen, preview{})
 		return
@@ -293,26 +294,26 @@ func (m *EditModel) recompute() {
 // attach puts an engine error on the field whose path it names most closely.
 func (m *EditModel) attach(path, msg string) {
 	best, bestLen := -1, 0
-	for i, f := range m.fields {
-		if !strings.HasPrefix(path, f.path) || len(f.path) <= bestLen {
+	for i, f := range m.form.Fields {
+		if !strings.HasPrefix(path, f.Path) || len(f.Path) <= bestLen {
 			continue
 		}
-		if rest := path[len(f.path):]; rest != "" && rest[0] != '.' && rest[0] != '[' {
+		if rest := path[len(f.Path):]; rest != "" && rest[0] != '.' && rest[0] != '[' {
 			continue // spec.variables[a] is not a prefix of spec.variables[ab]
 		}
-		best, bestLen = i, len(f.path)
+		best, bestLen = i, len(f.Path)
 	}
 	if best < 0 {
 		m.checks = append(m.checks, path+": "+msg)
 		return
 	}
-	m.fieldErrs[best] = append(m.fieldErrs[best], msg)
+	m.form.Errs[best] = append(m.form.Errs[best], msg)
 }
 
 // canApply reports whether apply is allowed: something changed, the checks
 // are of the draft as it is, and nothing is red.
 func (m *EditModel) canApply() bool {
-	return !m.readOnly && !m.busy() && len(m.changed) > 0 && len(m.fieldErrs) == 0 && len(m.checks) == 0
+	return !m.readOnly && !m.busy() && len(m.changed) > 0 && len(m.form.Errs) == 0 && len(m.checks) == 0
 }
 
 // Init implements tea.Model: the first checks and preview.
@@ -376,12 +377,12 @@ func (m *EditModel) onMouse(msg tea.MouseMsg) {
 	}
 	switch msg.Button {
 	case tea.MouseButtonWheelUp:
-		m.cursor = max(0, m.cursor-1)
+		m.form.Cursor = max(0, m.form.Cursor-1)
 	case tea.MouseButtonWheelDown:
-		m.cursor = min(len(m.fields)-1, m.cursor+1)
+		m.form.Cursor = min(len(m.form.Fields)-1, m.form.Cursor+1)
 	case tea.MouseButtonLeft:
 		if _, rows := m.render(); msg.Y >= 0 && msg.Y < len(rows) && rows[msg.Y] >= 0 {
-			m.cursor = rows[msg.Y]
+			m.form.Cursor = rows[msg.Y]
 		}
 	}
 }
@@ -413,9 +414,9 @@ func (m *EditModel) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, m.common.Keys.Help):
 		m.help.ShowAll = !m.help.ShowAll
 	case key.Matches(msg, m.common.Keys.Up):
-		m.cursor = (m.cursor + len(m.fields) - 1) % len(m.fields)
+		m.form.Move(-1)
 	case key.Matches(msg, m.common.Keys.Down), key.Matches(msg, m.common.Keys.Select):
-		m.cursor = (m.cursor + 1) % len(m.fields)
+		m.form.Move(1)
 	case key.Matches(msg, m.common.Keys.Diff):
 		m.diffIndex++
 		if m.diffIndex >= len(m.changes) {
@@ -509,7 +510,7 @@ func (m *EditModel) onPromptKey(msg tea.KeyMsg) {
 
 // onEditKey handles the keys that change the draft.
 func (m *EditModel) onEditKey(msg tea.KeyMsg) {
-	f := &m.fields[m.cursor]
+	f := &m.form.Fields[m.form.Cursor]
 	switch {
 	case key.Matches(msg, m.common.Keys.Add):
 		m.add()
@@ -522,7 +523,7 @@ func (m *EditModel) onEditKey(msg tea.KeyMsg) {
 	case key.Matches(msg, m.common.Keys.Unset):
 		m.unset(f)
 	case key.Matches(msg, m.common.Keys.Left), key.Matches(msg, m.common.Keys.Right):
-		if f.kind == kindChoice {
+		if f.Kind == form.KindChoice {
 			step := 1
 			if key.Matches(msg, m.common.Keys.Left) {
 				step = -1
@@ -530,41 +531,41 @@ func (m *EditModel) onEditKey(msg tea.KeyMsg) {
 			m.choose(f, step)
 		}
 	case msg.Type == tea.KeyBackspace:
-		if f.editable() && f.value != "" {
-			r := []rune(f.value)
+		if f.Editable() && f.Value != "" {
+			r := []rune(f.Value)
 			m.typeInto(string(r[:len(r)-1]))
 		}
 	case msg.Type == tea.KeyRunes || msg.Type == tea.KeySpace:
 		switch {
-		case f.editable():
+		case f.Editable():
 			text := string(msg.Runes)
 			if msg.Type == tea.KeySpace {
 				text = " "
 			}
-			m.typeInto(f.value + text)
-		case f.kind == kindChoice && msg.Type == tea.KeySpace:
+			m.typeInto(f.Value + text)
+		case f.Kind == form.KindChoice && msg.Type == tea.KeySpace:
 			m.choose(f, 1)
-		case f.kind == kindObject:
+		case f.Kind == form.KindObject:
 			m.message = "an object: edit its fields below"
-		case f.kind == kindList:
+		case f.Kind == form.KindList:
 			m.message = "a list: ctrl+n adds an item"
-		case f.kind == kindMap:
+		case f.Kind == form.KindMap:
 			m.message = "a map: ctrl+n adds an entry"
 		}
 	}
 }
 
 // choose moves a choice field step options on.
-func (m *EditModel) choose(f *editField, step int) {
-	i := indexOf(f.options, f.value)
-	if !f.present && len(f.options) > 0 && f.options[0] == "" {
+func (m *EditModel) choose(f *form.Field, step int) {
+	i := indexOf(f.Options, f.Value)
+	if !f.Present && len(f.Options) > 0 && f.Options[0] == "" {
 		i = 0
 	}
-	i = (i + step + len(f.options)) % len(f.options)
-	if f.raws[i] == nil {
+	i = (i + step + len(f.Options)) % len(f.Options)
+	if f.Raws[i] == nil {
 		_ = m.write(f, nil, false)
 	} else {
-		v, _ := draft.DecodeJSON(f.raws[i])
+		v, _ := draft.DecodeJSON(f.Raws[i])
 		_ = m.write(f, v, true)
 	}
 	m.refresh()

@@ -158,7 +158,7 @@ func keyOf(k tea.KeyType) tea.KeyMsg { return tea.KeyMsg{Type: k} }
 
 // replace clears the selected field and types s.
 func replace(m *EditModel, s string) {
-	for range len(m.fields[m.cursor].value) {
+	for range len(m.form.Fields[m.form.Cursor].Value) {
 		press(m, keyOf(tea.KeyBackspace))
 	}
 	press(m, typed(s))
@@ -167,13 +167,13 @@ func replace(m *EditModel, s string) {
 // choose moves the selected choice field to option.
 func choose(t *testing.T, m *EditModel, option string) {
 	t.Helper()
-	for range m.fields[m.cursor].options {
-		if f := m.fields[m.cursor]; f.present && f.value == option {
+	for range m.form.Fields[m.form.Cursor].Options {
+		if f := m.form.Fields[m.form.Cursor]; f.Present && f.Value == option {
 			return
 		}
 		press(m, keyOf(tea.KeyRight))
 	}
-	t.Fatalf("%s has no option %q", m.fields[m.cursor].label, option)
+	t.Fatalf("%s has no option %q", m.form.Fields[m.form.Cursor].Label, option)
 }
 
 // pickOption chooses option in the open picker.
@@ -194,8 +194,8 @@ func pickOption(t *testing.T, m *EditModel, option string) {
 
 func goTo(t *testing.T, m *EditModel, label string) {
 	t.Helper()
-	for range m.fields {
-		if m.fields[m.cursor].label == label {
+	for range m.form.Fields {
+		if m.form.Fields[m.form.Cursor].Label == label {
 			return
 		}
 		press(m, keyOf(tea.KeyDown))
@@ -298,8 +298,8 @@ func TestEditConflictKeepsEdits(t *testing.T) {
 	m := newModel(t, in, srv)
 	replace(m, "v1.34.0")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
-	if !strings.Contains(m.message, `control plane replicas: 3 → 5`) || m.fields[0].value != "v1.34.0" || m.fields[1].value != "5" {
-		t.Fatalf("after a conflict: message %q, version %q, replicas %q", m.message, m.fields[0].value, m.fields[1].value)
+	if !strings.Contains(m.message, `control plane replicas: 3 → 5`) || m.form.Fields[0].Value != "v1.34.0" || m.form.Fields[1].Value != "5" {
+		t.Fatalf("after a conflict: message %q, version %q, replicas %q", m.message, m.form.Fields[0].Value, m.form.Fields[1].Value)
 	}
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
 	if len(srv.applied) != 1 || srv.applied[0].ResourceVersion != "11" || *srv.applied[0].Spec.ControlPlane.Replicas != 5 || srv.applied[0].Spec.Version != "v1.34.0" {
@@ -313,8 +313,8 @@ func TestEditReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	press(m, typed("x"), tea.KeyMsg{Type: tea.KeyCtrlS})
-	if m.fields[0].value != "v1.33.1" || m.mode == confirming {
-		t.Errorf("read-only editor changed: %q, confirming %v", m.fields[0].value, m.mode == confirming)
+	if m.form.Fields[0].Value != "v1.33.1" || m.mode == confirming {
+		t.Errorf("read-only editor changed: %q, confirming %v", m.form.Fields[0].Value, m.mode == confirming)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/form"
+
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/picker"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/prompt"
@@ -70,39 +72,39 @@ func (m *EditModel) checkPoolName(name string) error {
 }
 
 // addEntry appends an item to a list, or asks for the key of a new map entry.
-func (m *EditModel) addEntry(c *editField) {
-	if c.kind == kindList {
+func (m *EditModel) addEntry(c *form.Field) {
+	if c.Kind == form.KindList {
 		v, _ := lookupVariable(m.draft, c)
 		items, _ := v.([]any)
 		n := len(items)
-		if err := draft.SetVariable(m.draft, c.scope, c.variable, appendSub(c.sub, n), zeroValue(c.schema.Items), true); err != nil {
+		if err := draft.SetVariable(m.draft, c.Scope, c.Variable, form.AppendSub(c.Sub, n), form.ZeroValue(c.Schema.Items), true); err != nil {
 			m.message = err.Error()
 			return
 		}
-		m.forget(c.key)
-		m.focus = fmt.Sprintf("%s[%d]", c.key, n)
-		m.message = fmt.Sprintf("added %s[%d]", c.label, n)
+		m.forget(c.Key)
+		m.focus = fmt.Sprintf("%s[%d]", c.Key, n)
+		m.message = fmt.Sprintf("added %s[%d]", c.Label, n)
 		m.refresh()
 		return
 	}
 	header := *c // the form is rebuilt before the prompt answers
-	m.openPrompt(prompt.New(m.common, "Key of the new entry in "+c.label, "", func(k string) error {
+	m.openPrompt(prompt.New(m.common, "Key of the new entry in "+c.Label, "", func(k string) error {
 		entries, _ := lookupVariable(m.draft, &header)
 		if k == "" {
 			return fmt.Errorf("the key must not be empty")
 		}
 		if _, taken := entries.(map[string]any)[k]; taken {
-			return fmt.Errorf("%s has an entry %q already", header.label, k)
+			return fmt.Errorf("%s has an entry %q already", header.Label, k)
 		}
 		return nil
 	}), func(k string) {
-		if err := draft.SetVariable(m.draft, header.scope, header.variable, appendSub(header.sub, k), zeroValue(header.schema.AdditionalProperties), true); err != nil {
+		if err := draft.SetVariable(m.draft, header.Scope, header.Variable, form.AppendSub(header.Sub, k), form.ZeroValue(header.Schema.AdditionalProperties), true); err != nil {
 			m.message = err.Error()
 			return
 		}
-		m.forget(header.key)
-		m.focus = header.key + "." + k
-		m.message = fmt.Sprintf("added %s to %s", k, header.label)
+		m.forget(header.Key)
+		m.focus = header.Key + "." + k
+		m.message = fmt.Sprintf("added %s to %s", k, header.Label)
 	})
 }
 
@@ -121,16 +123,16 @@ func (m *EditModel) freePoolName(kind string) string {
 }
 
 // enclosingCollection is the list or map whose header or entry the cursor is on.
-func (m *EditModel) enclosingCollection() *editField {
-	f := &m.fields[m.cursor]
-	if f.kind == kindList || f.kind == kindMap {
+func (m *EditModel) enclosingCollection() *form.Field {
+	f := &m.form.Fields[m.form.Cursor]
+	if f.Kind == form.KindList || f.Kind == form.KindMap {
 		return f
 	}
-	if !f.entry {
+	if !f.Entry {
 		return nil
 	}
-	for i := m.cursor - 1; i >= 0; i-- {
-		if g := &m.fields[i]; g.depth < f.depth {
+	for i := m.form.Cursor - 1; i >= 0; i-- {
+		if g := &m.form.Fields[i]; g.Depth < f.Depth {
 			return g
 		}
 	}
@@ -138,37 +140,37 @@ func (m *EditModel) enclosingCollection() *editField {
 }
 
 // lookupVariable is the value at a field's place in the draft.
-func lookupVariable(t *v1alpha2.Topology, f *editField) (any, bool) {
-	v, ok := draft.VariableValue(t, f.scope, f.variable)
+func lookupVariable(t *v1alpha2.Topology, f *form.Field) (any, bool) {
+	v, ok := draft.VariableValue(t, f.Scope, f.Variable)
 	if !ok {
 		return nil, false
 	}
-	return draft.Lookup(v, f.sub)
+	return draft.Lookup(v, f.Sub)
 }
 
 // remove removes the list item, override or pool the cursor is on.
-func (m *EditModel) remove(f *editField) {
+func (m *EditModel) remove(f *form.Field) {
 	switch {
-	case f.entry:
+	case f.Entry:
 		parent := m.enclosingCollection()
-		if err := draft.SetVariable(m.draft, f.scope, f.variable, f.sub, nil, false); err != nil {
+		if err := draft.SetVariable(m.draft, f.Scope, f.Variable, f.Sub, nil, false); err != nil {
 			m.message = err.Error()
 			return
 		}
-		m.forget(parent.key)
-		m.message = fmt.Sprintf("removed %s from %s", f.label, parent.label)
-	case f.overrideRoot:
-		_ = draft.SetVariable(m.draft, f.scope, f.variable, nil, nil, false)
-		m.forget(f.key)
-		m.message = fmt.Sprintf("removed the override of %s for %s", f.variable, f.scope.Label())
-	case f.role == roleReplicas && f.scope.Kind == draft.MachineDeployment:
-		m.draft.Spec.Workers.MachineDeployments = draft.RemoveMachineDeployment(m.draft.Spec.Workers.MachineDeployments, f.scope.Name)
-		m.forget(f.scope.String())
-		m.message = fmt.Sprintf("removed MachineDeployment %s; its Machines will be deleted", f.scope.Name)
-	case f.role == roleReplicas && f.scope.Kind == draft.MachinePool:
-		m.draft.Spec.Workers.MachinePools = draft.RemoveMachinePool(m.draft.Spec.Workers.MachinePools, f.scope.Name)
-		m.forget(f.scope.String())
-		m.message = fmt.Sprintf("removed MachinePool %s; its Machines will be deleted", f.scope.Name)
+		m.forget(parent.Key)
+		m.message = fmt.Sprintf("removed %s from %s", f.Label, parent.Label)
+	case f.OverrideRoot:
+		_ = draft.SetVariable(m.draft, f.Scope, f.Variable, nil, nil, false)
+		m.forget(f.Key)
+		m.message = fmt.Sprintf("removed the override of %s for %s", f.Variable, f.Scope.Label())
+	case f.Role == form.RoleReplicas && f.Scope.Kind == draft.MachineDeployment:
+		m.draft.Spec.Workers.MachineDeployments = draft.RemoveMachineDeployment(m.draft.Spec.Workers.MachineDeployments, f.Scope.Name)
+		m.forget(f.Scope.String())
+		m.message = fmt.Sprintf("removed MachineDeployment %s; its Machines will be deleted", f.Scope.Name)
+	case f.Role == form.RoleReplicas && f.Scope.Kind == draft.MachinePool:
+		m.draft.Spec.Workers.MachinePools = draft.RemoveMachinePool(m.draft.Spec.Workers.MachinePools, f.Scope.Name)
+		m.forget(f.Scope.String())
+		m.message = fmt.Sprintf("removed MachinePool %s; its Machines will be deleted", f.Scope.Name)
 	default:
 		m.message = "select a pool's replicas, a list item or an override to remove it"
 		return
@@ -177,8 +179,8 @@ func (m *EditModel) remove(f *editField) {
 }
 
 // override asks which variable to override for the part the cursor is in.
-func (m *EditModel) override(f *editField) {
-	s := f.scope
+func (m *EditModel) override(f *form.Field) {
+	s := f.Scope
 	if s.Kind == "" {
 		m.message = "select the control plane or a pool to override a variable for it"
 		return
@@ -206,7 +208,7 @@ func (m *EditModel) override(f *editField) {
 		if !ok {
 			for _, def := range m.in.Class.Spec.Variables {
 				if def.Name == name {
-					v = zeroValue(&def.Schema.OpenAPIV3Schema)
+					v = form.ZeroValue(&def.Schema.OpenAPIV3Schema)
 				}
 			}
 		}
@@ -220,33 +222,33 @@ func (m *EditModel) override(f *editField) {
 }
 
 // undo puts the server's value back into the field and what it holds.
-func (m *EditModel) undo(f *editField) {
+func (m *EditModel) undo(f *form.Field) {
 	orig := m.in.Topology
-	switch f.role {
-	case roleVersion:
+	switch f.Role {
+	case form.RoleVersion:
 		m.draft.Spec.Version = orig.Spec.Version
-	case roleReplicas:
-		if from, to := draft.Replicas(orig, f.scope), draft.Replicas(m.draft, f.scope); from != nil && to != nil {
+	case form.RoleReplicas:
+		if from, to := draft.Replicas(orig, f.Scope), draft.Replicas(m.draft, f.Scope); from != nil && to != nil {
 			*to = draft.CopyInt(*from)
 		}
-	case roleVariable:
-		v, ok := draft.VariableValue(orig, f.scope, f.variable)
+	case form.RoleVariable:
+		v, ok := draft.VariableValue(orig, f.Scope, f.Variable)
 		if ok {
-			v, ok = draft.Lookup(v, f.sub)
+			v, ok = draft.Lookup(v, f.Sub)
 		}
-		_ = draft.SetVariable(m.draft, f.scope, f.variable, f.sub, v, ok)
+		_ = draft.SetVariable(m.draft, f.Scope, f.Variable, f.Sub, v, ok)
 	}
-	m.forget(f.key)
+	m.forget(f.Key)
 	m.refresh()
 }
 
 // unset removes the field's value, where the field is optional.
-func (m *EditModel) unset(f *editField) {
-	if f.marked() || f.role == roleVersion {
-		m.message = f.label + " is required"
+func (m *EditModel) unset(f *form.Field) {
+	if f.Marked() || f.Role == form.RoleVersion {
+		m.message = f.Label + " is required"
 		return
 	}
-	m.forget(f.key)
+	m.forget(f.Key)
 	if err := m.write(f, nil, false); err != nil {
 		m.message = err.Error()
 	}

@@ -65,7 +65,7 @@ func (m *EditModel) render() (string, []int) {
 	previewRows := max(0, min(len(preview), rest/2))
 	fieldRows := max(3, rest-previewRows)
 
-	rows, owners, first, last := m.formRows()
+	rows, owners, first, last := m.form.Rows()
 	start := 0
 	if last >= fieldRows {
 		start = min(first, last-fieldRows+1)
@@ -73,7 +73,7 @@ func (m *EditModel) render() (string, []int) {
 	for i := start; i < len(rows) && i < start+fieldRows; i++ {
 		line(rows[i], owners[i])
 	}
-	line("  "+m.common.Styles.Hint.Render(m.fields[m.cursor].hint), -1)
+	line("  "+m.common.Styles.Hint.Render(m.form.Fields[m.form.Cursor].Hint), -1)
 	line(header, -1)
 	if len(preview) > previewRows && previewRows > 0 {
 		more := len(preview) - previewRows + 1
@@ -89,61 +89,11 @@ func (m *EditModel) render() (string, []int) {
 	return b.String(), rowsFields
 }
 
-// formRows renders every field (a line each, indented by depth, followed by
-// a line per error) and says which field each line belongs to and which
-// lines the selected field spans.
-func (m *EditModel) formRows() (rows []string, owners []int, first, last int) {
-	labelWidth := 0
-	for _, f := range m.fields {
-		labelWidth = max(labelWidth, 2*f.depth+len(f.label)+1)
-	}
-	for i, f := range m.fields {
-		marker, label := "  ", m.common.Styles.Label
-		if i == m.cursor {
-			marker, label = "> ", m.common.Styles.Selected
-			first = len(rows)
-		}
-		name := strings.Repeat("  ", f.depth) + f.label
-		if f.marked() {
-			name += "*"
-		}
-		value := f.value
-		switch {
-		case f.kind == kindObject && f.present:
-			value = m.common.Styles.Hint.Render("object")
-		case f.kind == kindList || f.kind == kindMap:
-			value = m.common.Styles.Hint.Render(value)
-		case !f.present:
-			value = m.common.Styles.Hint.Render("(unset)")
-			if f.kind == kindChoice {
-				value = "‹ " + value + " ›"
-			}
-		case f.kind == kindChoice:
-			value = "‹ " + value + " ›"
-		case value == "" && f.kind == kindText:
-			value = `""`
-		}
-		if f.changed() {
-			value = m.common.Styles.Changed.Render(value)
-		}
-		rows = append(rows, marker+label.Render(fmt.Sprintf("%-*s", labelWidth, name))+" "+value)
-		owners = append(owners, i)
-		for _, e := range m.fieldErrs[i] {
-			rows = append(rows, "    "+strings.Repeat("  ", f.depth)+m.common.Styles.Error.Render("✗ "+e))
-			owners = append(owners, i)
-		}
-		if i == m.cursor {
-			last = len(rows) - 1
-		}
-	}
-	return rows, owners, first, last
-}
-
 // previewLines is the lower pane: a picker, the problems, one object's
 // diff, or the changes with the machines they replace and the rollout order.
 func (m *EditModel) previewLines(rows int) (string, []string) {
 	problems := len(m.checks)
-	for _, es := range m.fieldErrs {
+	for _, es := range m.form.Errs {
 		problems += len(es)
 	}
 	switch {

@@ -20,8 +20,8 @@ type flowStep struct {
 func downTo(t *testing.T, in Inputs, label string) []tea.Msg {
 	t.Helper()
 	m := newModel(t, in, &fakeServer{})
-	for i, f := range m.fields {
-		if f.label == label {
+	for i, f := range m.form.Fields {
+		if f.Label == label {
 			keys := make([]tea.Msg, i)
 			for j := range keys {
 				keys[j] = keyOf(tea.KeyDown)
@@ -128,7 +128,7 @@ func TestEditFlowConflict(t *testing.T) {
 	if len(srv.applied) != 0 {
 		t.Fatal("the conflicting apply was recorded")
 	}
-	if f := final.fields[2]; f.label != "md-a (general) replicas" || f.value != "4" || final.fields[1].value != "5" {
-		t.Errorf("after the conflict: %s %q, control plane replicas %q; want the edit kept on the server's 5", f.label, f.value, final.fields[1].value)
+	if f := final.form.Fields[2]; f.Label != "md-a (general) replicas" || f.Value != "4" || final.form.Fields[1].Value != "5" {
+		t.Errorf("after the conflict: %s %q, control plane replicas %q; want the edit kept on the server's 5", f.Label, f.Value, final.form.Fields[1].Value)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/form"
+
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
@@ -52,7 +54,7 @@ func TestEditNestedObjectFields(t *testing.T) {
 		t.Errorf("typing on an object header: message %q", m.message)
 	}
 	goTo(t, m, "level")
-	if f := m.fields[m.cursor]; f.depth != 1 || f.kind != kindChoice || strings.Join(f.options, ",") != ",None,Metadata,Request,RequestResponse" {
+	if f := m.form.Fields[m.form.Cursor]; f.Depth != 1 || f.Kind != form.KindChoice || strings.Join(f.Options, ",") != ",None,Metadata,Request,RequestResponse" {
 		t.Fatalf("level is not an enum picker under auditPolicy: %+v", f)
 	}
 	choose(t, m, "RequestResponse")
@@ -69,7 +71,7 @@ func TestEditListItems(t *testing.T) {
 	m := newModel(t, exampleInputs(t), srv)
 	goTo(t, m, "[1]")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlN})
-	if f := m.fields[m.cursor]; f.label != "[2]" || f.value != "" || !f.present {
+	if f := m.form.Fields[m.form.Cursor]; f.Label != "[2]" || f.Value != "" || !f.Present {
 		t.Fatalf("after ctrl+n in the list the cursor is on %+v", f)
 	}
 	press(m, typed("10.0.0.1"))
@@ -88,7 +90,7 @@ func TestEditMapEntries(t *testing.T) {
 	srv := &fakeServer{}
 	m := newModel(t, exampleInputs(t), srv)
 	goTo(t, m, "workerLabels")
-	if f := m.fields[m.cursor]; f.kind != kindMap || f.value != "1 entry" {
+	if f := m.form.Fields[m.form.Cursor]; f.Kind != form.KindMap || f.Value != "1 entry" {
 		t.Fatalf("workerLabels (additionalProperties: string) is %+v, want a map of rows", f)
 	}
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlN})
@@ -103,7 +105,7 @@ func TestEditMapEntries(t *testing.T) {
 		press(m, keyOf(tea.KeyBackspace))
 	}
 	press(m, typed("tier"), keyOf(tea.KeyEnter))
-	if f := m.fields[m.cursor]; m.mode == prompting || f.label != "tier" || f.depth != 1 {
+	if f := m.form.Fields[m.form.Cursor]; m.mode == prompting || f.Label != "tier" || f.Depth != 1 {
 		t.Fatalf("after naming the entry the cursor is on %+v", f)
 	}
 	press(m, typed("gold"))
@@ -136,8 +138,8 @@ func TestEditNamesANewPool(t *testing.T) {
 		}
 	}
 	press(m, typed("inference"), keyOf(tea.KeyEnter))
-	if f := m.fields[m.cursor]; f.label != "inference (gpu) replicas" {
-		t.Fatalf("the new pool's row is %q", f.label)
+	if f := m.form.Fields[m.form.Cursor]; f.Label != "inference (gpu) replicas" {
+		t.Fatalf("the new pool's row is %q", f.Label)
 	}
 	got := applyNow(t, m, srv)
 	mds := got.Spec.Workers.MachineDeployments
@@ -153,7 +155,7 @@ func TestEditListLimitFromSchema(t *testing.T) {
 		press(m, tea.KeyMsg{Type: tea.KeyCtrlN})
 	}
 	goTo(t, m, "apiServerCertSANs")
-	errs := m.fieldErrs[m.cursor]
+	errs := m.form.Errs[m.form.Cursor]
 	if len(errs) != 1 || !strings.Contains(errs[0], "must have at most 8 items") || m.canApply() {
 		t.Errorf("9 items of a maxItems 8 list: errors at the list %q, can apply %v", errs, m.canApply())
 	}
@@ -165,12 +167,12 @@ func TestEditOverrideForAPool(t *testing.T) {
 	goTo(t, m, "md-a (general) replicas")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlO})
 	pickOption(t, m, "maxPods")
-	f := m.fields[m.cursor]
-	if f.label != "override maxPods" || f.value != "110" || f.scope != (draft.Scope{Kind: draft.MachineDeployment, Name: "md-a"}) {
+	f := m.form.Fields[m.form.Cursor]
+	if f.Label != "override maxPods" || f.Value != "110" || f.Scope != (draft.Scope{Kind: draft.MachineDeployment, Name: "md-a"}) {
 		t.Fatalf("the new override starts as %+v; want md-a's maxPods at the Topology's 110", f)
 	}
 	replace(m, "5")
-	if errs := m.fieldErrs[m.cursor]; len(errs) != 1 || errs[0] != "should be greater than or equal to 10" || m.canApply() {
+	if errs := m.form.Errs[m.form.Cursor]; len(errs) != 1 || errs[0] != "should be greater than or equal to 10" || m.canApply() {
 		t.Errorf("override of 5: errors at the field %q", errs)
 	}
 	replace(m, "40")
@@ -234,8 +236,8 @@ func TestEditUnsetReplicas(t *testing.T) {
 	m := newModel(t, exampleInputs(t), srv)
 	goTo(t, m, "md-a (general) replicas")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlU})
-	if f := m.fields[m.cursor]; f.present || !strings.Contains(m.View(), "(unset)") {
-		t.Fatalf("ctrl+u left md-a's replicas at %q", f.value)
+	if f := m.form.Fields[m.form.Cursor]; f.Present || !strings.Contains(m.View(), "(unset)") {
+		t.Fatalf("ctrl+u left md-a's replicas at %q", f.Value)
 	}
 	if got := applyNow(t, m, srv); got.Spec.Workers.MachineDeployments[0].Replicas != nil {
 		t.Errorf("applied replicas %d; want them unset", *got.Spec.Workers.MachineDeployments[0].Replicas)
@@ -252,8 +254,8 @@ func TestEditUndoRestoresTheServerValue(t *testing.T) {
 	goTo(t, m, "[0]")
 	replace(m, "example.com")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlR})
-	if f := m.fields[m.cursor]; f.value != "localhost" || len(m.changed) != 0 {
-		t.Errorf("ctrl+r: %q, changes %v", f.value, m.changed)
+	if f := m.form.Fields[m.form.Cursor]; f.Value != "localhost" || len(m.changed) != 0 {
+		t.Errorf("ctrl+r: %q, changes %v", f.Value, m.changed)
 	}
 }
 
@@ -261,12 +263,12 @@ func TestEditNumberTyping(t *testing.T) {
 	m := newModel(t, exampleInputs(t), &fakeServer{})
 	goTo(t, m, "maxPods")
 	replace(m, "3x")
-	if errs := m.fieldErrs[m.cursor]; len(errs) != 1 || errs[0] != "must be a whole number" || m.canApply() {
+	if errs := m.form.Errs[m.form.Cursor]; len(errs) != 1 || errs[0] != "must be a whole number" || m.canApply() {
 		t.Errorf(`maxPods "3x": errors %q`, errs)
 	}
 	goTo(t, m, "md-a (general) replicas")
 	replace(m, "-1")
-	if errs := m.fieldErrs[m.cursor]; len(errs) != 1 || errs[0] != "must be a whole number, 0 or more" {
+	if errs := m.form.Errs[m.form.Cursor]; len(errs) != 1 || errs[0] != "must be a whole number, 0 or more" {
 		t.Errorf(`replicas "-1": errors %q`, errs)
 	}
 }
@@ -363,11 +365,11 @@ func TestEditMouse(t *testing.T) {
 		}
 	}
 	m.Update(tea.MouseMsg{X: 4, Y: row, Action: tea.MouseActionPress, Button: tea.MouseButtonLeft})
-	if m.fields[m.cursor].label != "mp-0 (pool) replicas" {
-		t.Errorf("a click on row %d selected %q", row, m.fields[m.cursor].label)
+	if m.form.Fields[m.form.Cursor].Label != "mp-0 (pool) replicas" {
+		t.Errorf("a click on row %d selected %q", row, m.form.Fields[m.form.Cursor].Label)
 	}
 	m.Update(tea.MouseMsg{Action: tea.MouseActionPress, Button: tea.MouseButtonWheelUp})
-	if m.fields[m.cursor].label == "mp-0 (pool) replicas" {
+	if m.form.Fields[m.form.Cursor].Label == "mp-0 (pool) replicas" {
 		t.Error("the wheel does not move the selection")
 	}
 }
@@ -458,10 +460,7 @@ func TestEditShowsVariableMetadata(t *testing.T) {
 	m := newModel(t, exampleInputs(t), &fakeServer{})
 	goTo(t, m, "imageRepository")
 	want := "Registry kubeadm pulls control plane images from; empty keeps kubeadm's default. · ui.kubectl-topology.io/group=images"
-	if hint := m.fields[m.cursor].hint; !strings.HasSuffix(hint, want) {
+	if hint := m.form.Fields[m.form.Cursor].Hint; !strings.HasSuffix(hint, want) {
 		t.Errorf("imageRepository's hint is %q, want it to end %q", hint, want)
-	}
-	if got := metadataHint(map[string]string{"b": "2", "a": "1"}, map[string]string{"c": "3"}); strings.Join(got, ",") != "a=1,b=2,c=3" {
-		t.Errorf("metadata shown as %v", got)
 	}
 }
