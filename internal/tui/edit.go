@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/checks"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/form"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/preview"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/statusbar"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
@@ -16,7 +19,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/picker"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/prompt"
 
-	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
@@ -25,7 +27,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/variables"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
-	"github.com/kubectl-topology/kubectl-topology/internal/plan"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -51,7 +52,9 @@ type EditModel struct {
 	in       Inputs
 	catalog  *variables.Catalog
 	common   *common.Common
-	help     help.Model
+	checks   *checks.Model
+	preview  *preview.Model
+	bar      *statusbar.Model
 	apply    Applier
 	readOnly bool
 
@@ -66,22 +69,15 @@ type EditModel struct {
 	buffers map[string]string
 	// mode is what keys do now; picker and prompt are the overlays of their
 	// modes, onPick and onAnswer what their answer does.
-	mode      mode
-	picker    *picker.Model
-	onPick    func(i int)
-	prompt    *prompt.Model
-	onAnswer  func(string)
-	diffIndex int
+	mode     mode
+	picker   *picker.Model
+	onPick   func(i int)
+	prompt   *prompt.Model
+	onAnswer func(string)
 
-	checks       []string
-	warnings     []string
-	changes      []plan.Change
-	changed      []draft.Change
-	rollout      []string
-	replacements []string
-	applying     bool
-	message      string
-	quitting     bool
+	changed  []draft.Change
+	applying bool
+	quitting bool
 
 	// ctx bounds the background computations; see editcompute.go.
 	ctx context.Context
@@ -117,9 +113,10 @@ func NewEditModel(ctx context.Context, in Inputs, apply Applier, readOnly bool) 
 	if err != nil {
 		return nil, err
 	}
-	m := &EditModel{in: in, catalog: cat, common: common.New(), help: help.New(), apply: apply, readOnly: readOnly,
-		diffIndex: -1, ctx: ctx, debounce: defaultDebounce, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
+	m := &EditModel{in: in, catalog: cat, common: common.New(), apply: apply, readOnly: readOnly,
+		ctx: ctx, debounce: defaultDebounce, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
 	m.form = form.New(m.common)
+	m.checks, m.preview, m.bar = checks.New(m.common), preview.New(m.common), statusbar.New(m.common)
 	m.reset(in.Topology)
 	m.refresh()
 	return m, nil
@@ -144,7 +141,7 @@ func (m *EditModel) setOriginal() {
 // SetSize fits the editor and its components to the terminal.
 func (m *EditModel) SetSize(w, h int) {
 	m.common.SetSize(w, h)
-	m.help.Width = w
+	m.bar.SetSize(w, h)
 	if m.prompt != nil {
 		m.prompt.SetSize(w, h)
 	}
@@ -255,7 +252,7 @@ func (m *EditModel) typeInto(text string) {
 		f.Present = text != ""
 		if v, ok, err := f.Parse(text); err == nil {
 			if err := m.write(f, v, ok); err != nil {
-				m.message = err.Error()
+				m.bar.Message = err.Error()
 			}
 		}
 	}
@@ -285,7 +282,7 @@ func (m *EditModel) recompute() {
 	}
 	if len(m.form.Errs) > 0 {
 		// Nothing for the engine to look at: the preview is of nothing.
-		m.show(m.gen, preview{})
+		m.show(m.gen, findings{})
 		return
 	}
 	m.dirty = true
@@ -304,7 +301,7 @@ func (m *EditModel) attach(path, msg string) {
 		best, bestLen = i, len(f.Path)
 	}
 	if best < 0 {
-		m.checks = append(m.checks, path+": "+msg)
+		m.checks.Problems = append(m.checks.Problems, path+": "+msg)
 		return
 	}
 	m.form.Errs[best] = append(m.form.Errs[best], msg)
@@ -313,7 +310,7 @@ func (m *EditModel) attach(path, msg string) {
 // canApply reports whether apply is allowed: something changed, the checks
 // are of the draft as it is, and nothing is red.
 func (m *EditModel) canApply() bool {
-	return !m.readOnly && !m.busy() && len(m.changed) > 0 && len(m.form.Errs) == 0 && len(m.checks) == 0
+	return !m.readOnly && !m.busy() && len(m.changed) > 0 && len(m.form.Errs) == 0 && len(m.checks.Problems) == 0
 }
 
 // Init implements tea.Model: the first checks and preview.
@@ -353,10 +350,10 @@ func (m *EditModel) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case errors.As(msg.err, &conflict):
 			m.rebase(conflict)
 		case msg.err != nil:
-			m.message = "apply failed: " + msg.err.Error()
+			m.bar.Message = "apply failed: " + msg.err.Error()
 		default:
 			m.Applied = true
-			m.message = fmt.Sprintf("Applied to %s/%s. Follow it with: kubectl topology status %s --watch", m.in.Topology.Namespace, m.in.Topology.Name, m.in.Topology.Name)
+			m.bar.Message = fmt.Sprintf("Applied to %s/%s. Follow it with: kubectl topology status %s --watch", m.in.Topology.Namespace, m.in.Topology.Name, m.in.Topology.Name)
 			m.reset(msg.latest)
 			m.refresh()
 		}
@@ -407,25 +404,22 @@ func (m *EditModel) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch {
 	case key.Matches(msg, m.common.Keys.Quit) && len(m.changed) > 0 && !m.readOnly && !m.applying:
 		m.mode = quitAsking
-		m.message = fmt.Sprintf("%d unsaved change(s): quit and discard them? y/n", len(m.changed))
+		m.bar.Message = fmt.Sprintf("%d unsaved change(s): quit and discard them? y/n", len(m.changed))
 	case key.Matches(msg, m.common.Keys.Quit):
 		m.quitting = true
 		return m, tea.Quit
 	case key.Matches(msg, m.common.Keys.Help):
-		m.help.ShowAll = !m.help.ShowAll
+		m.bar.ToggleHelp()
 	case key.Matches(msg, m.common.Keys.Up):
 		m.form.Move(-1)
 	case key.Matches(msg, m.common.Keys.Down), key.Matches(msg, m.common.Keys.Select):
 		m.form.Move(1)
 	case key.Matches(msg, m.common.Keys.Diff):
-		m.diffIndex++
-		if m.diffIndex >= len(m.changes) {
-			m.diffIndex = -1
-		}
+		m.preview.NextDiff()
 	case key.Matches(msg, m.common.Keys.Apply):
 		m.onApply()
 	case m.readOnly:
-		m.message = "read-only: nothing can be changed"
+		m.bar.Message = "read-only: nothing can be changed"
 	default:
 		m.onEditKey(msg)
 	}
@@ -435,18 +429,18 @@ func (m *EditModel) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 func (m *EditModel) onApply() {
 	switch {
 	case m.readOnly:
-		m.message = "read-only: nothing can be applied"
+		m.bar.Message = "read-only: nothing can be applied"
 	case m.busy() && len(m.changed) > 0:
 		// Asked for as soon as the checks of the draft as it is are in.
 		m.applyWhenChecked = true
-		m.message = "checking the change before applying it…"
+		m.bar.Message = "checking the change before applying it…"
 	case m.canApply():
 		m.mode = confirming
-		m.message = ""
+		m.bar.Message = ""
 	case len(m.changed) == 0:
-		m.message = "nothing changed"
+		m.bar.Message = "nothing changed"
 	default:
-		m.message = "fix what is red first"
+		m.bar.Message = "fix what is red first"
 	}
 }
 
@@ -459,7 +453,7 @@ func (m *EditModel) onQuitKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	case key.Matches(msg, m.common.Keys.No):
 		m.mode = editing
-		m.message = "not quit: your edits are still here"
+		m.bar.Message = "not quit: your edits are still here"
 	}
 	return m, nil
 }
@@ -468,7 +462,7 @@ func (m *EditModel) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch {
 	case key.Matches(msg, m.common.Keys.Yes):
 		m.mode, m.applying = editing, true
-		m.message = "applying..."
+		m.bar.Message = "applying..."
 		orig, edited := m.in.Topology.DeepCopy(), m.draft.DeepCopy()
 		apply := m.apply
 		return m, func() tea.Msg {
@@ -477,7 +471,7 @@ func (m *EditModel) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 	case key.Matches(msg, m.common.Keys.No):
 		m.mode = editing
-		m.message = "not applied"
+		m.bar.Message = "not applied"
 	}
 	return m, nil
 }
@@ -491,7 +485,7 @@ func (m *EditModel) onPickerKey(msg tea.KeyMsg) {
 		m.refresh()
 	case picker.Cancelled:
 		m.closeOverlay()
-		m.message = ""
+		m.bar.Message = ""
 	}
 }
 
@@ -546,11 +540,11 @@ func (m *EditModel) onEditKey(msg tea.KeyMsg) {
 		case f.Kind == form.KindChoice && msg.Type == tea.KeySpace:
 			m.choose(f, 1)
 		case f.Kind == form.KindObject:
-			m.message = "an object: edit its fields below"
+			m.bar.Message = "an object: edit its fields below"
 		case f.Kind == form.KindList:
-			m.message = "a list: ctrl+n adds an item"
+			m.bar.Message = "a list: ctrl+n adds an item"
 		case f.Kind == form.KindMap:
-			m.message = "a map: ctrl+n adds an entry"
+			m.bar.Message = "a map: ctrl+n adds an entry"
 		}
 	}
 }

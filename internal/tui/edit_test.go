@@ -180,7 +180,7 @@ func choose(t *testing.T, m *EditModel, option string) {
 func pickOption(t *testing.T, m *EditModel, option string) {
 	t.Helper()
 	if m.mode != picking {
-		t.Fatalf("no picker is open; message %q", m.message)
+		t.Fatalf("no picker is open; message %q", m.bar.Message)
 	}
 	for range m.picker.Options() {
 		if m.picker.Selected() == option {
@@ -274,8 +274,8 @@ func TestEditInvalidVariable(t *testing.T) {
 		t.Errorf("the class's CEL rule is not shown:\n%s", m.View())
 	}
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlS})
-	if m.mode == confirming || m.message != "fix what is red first" {
-		t.Errorf("apply with errors: confirming %v, message %q", m.mode == confirming, m.message)
+	if m.mode == confirming || m.bar.Message != "fix what is red first" {
+		t.Errorf("apply with errors: confirming %v, message %q", m.mode == confirming, m.bar.Message)
 	}
 	goldenView(t, m.View())
 }
@@ -298,8 +298,8 @@ func TestEditConflictKeepsEdits(t *testing.T) {
 	m := newModel(t, in, srv)
 	replace(m, "v1.34.0")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
-	if !strings.Contains(m.message, `control plane replicas: 3 → 5`) || m.form.Fields[0].Value != "v1.34.0" || m.form.Fields[1].Value != "5" {
-		t.Fatalf("after a conflict: message %q, version %q, replicas %q", m.message, m.form.Fields[0].Value, m.form.Fields[1].Value)
+	if !strings.Contains(m.bar.Message, `control plane replicas: 3 → 5`) || m.form.Fields[0].Value != "v1.34.0" || m.form.Fields[1].Value != "5" {
+		t.Fatalf("after a conflict: message %q, version %q, replicas %q", m.bar.Message, m.form.Fields[0].Value, m.form.Fields[1].Value)
 	}
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
 	if len(srv.applied) != 1 || srv.applied[0].ResourceVersion != "11" || *srv.applied[0].Spec.ControlPlane.Replicas != 5 || srv.applied[0].Spec.Version != "v1.34.0" {
@@ -373,8 +373,8 @@ func TestEditAddAndRemovePools(t *testing.T) {
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlN})
 	pickOption(t, m, "MachineDeployment of class general")
 	press(m, keyOf(tea.KeyEnter)) // the proposed name
-	if !strings.Contains(m.message, "added MachineDeployment md-0 (general)") {
-		t.Fatalf("message after adding: %q", m.message)
+	if !strings.Contains(m.bar.Message, "added MachineDeployment md-0 (general)") {
+		t.Fatalf("message after adding: %q", m.bar.Message)
 	}
 	view := m.View()
 	for _, want := range []string{"md-0 (general) replicas", "created  MachineDeployment dev-md-0-", "created  DockerMachineTemplate dev-md-0-", "1 setting(s) changed"} {
@@ -427,8 +427,8 @@ func TestEditConflictKeepsAddedPool(t *testing.T) {
 	srv := &fakeServer{conflict: latest}
 	m := newModel(t, in, srv)
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlN}, keyOf(tea.KeyEnter), keyOf(tea.KeyEnter), tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
-	if !strings.Contains(m.message, `md-a (general) replicas: 2 → 7`) {
-		t.Fatalf("conflict message %q", m.message)
+	if !strings.Contains(m.bar.Message, `md-a (general) replicas: 2 → 7`) {
+		t.Fatalf("conflict message %q", m.bar.Message)
 	}
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
 	if len(srv.applied) != 1 {
@@ -476,12 +476,12 @@ func TestEditApplyWhileChecking(t *testing.T) {
 	goTo(t, m, "md-a (general) replicas")
 	_, pending := m.Update(typed("1")) // the checks of "21" are not run yet
 	m.Update(tea.KeyMsg{Type: tea.KeyCtrlS})
-	if m.mode == confirming || !strings.Contains(m.message, "checking the change") {
-		t.Fatalf("confirming %v, message %q: want the apply held until the checks are in", m.mode == confirming, m.message)
+	if m.mode == confirming || !strings.Contains(m.bar.Message, "checking the change") {
+		t.Fatalf("confirming %v, message %q: want the apply held until the checks are in", m.mode == confirming, m.bar.Message)
 	}
 	settle(m, pending)
 	if m.mode != confirming {
-		t.Errorf("the checks are in and pass, yet apply does not ask; message %q", m.message)
+		t.Errorf("the checks are in and pass, yet apply does not ask; message %q", m.bar.Message)
 	}
 }
 

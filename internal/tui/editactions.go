@@ -34,7 +34,7 @@ func (m *EditModel) add() {
 		choices = append(choices, choice{draft.MachinePool, mp.Class})
 	}
 	if len(choices) == 0 {
-		m.message = "the class has no worker classes to add a pool of"
+		m.bar.Message = "the class has no worker classes to add a pool of"
 		return
 	}
 	options := make([]string, 0, len(choices))
@@ -54,7 +54,7 @@ func (m *EditModel) add() {
 				m.draft.Spec.Workers.MachinePools = append(m.draft.Spec.Workers.MachinePools, v1alpha2.MachinePoolTopology{Name: name, Class: c.class, Replicas: &one})
 			}
 			m.focus = draft.Scope{Kind: c.kind, Name: name}.String() + " replicas"
-			m.message = fmt.Sprintf("added %s %s (%s); ctrl+x removes it", c.kind, name, c.class)
+			m.bar.Message = fmt.Sprintf("added %s %s (%s); ctrl+x removes it", c.kind, name, c.class)
 		})
 	})
 }
@@ -78,12 +78,12 @@ func (m *EditModel) addEntry(c *form.Field) {
 		items, _ := v.([]any)
 		n := len(items)
 		if err := draft.SetVariable(m.draft, c.Scope, c.Variable, form.AppendSub(c.Sub, n), form.ZeroValue(c.Schema.Items), true); err != nil {
-			m.message = err.Error()
+			m.bar.Message = err.Error()
 			return
 		}
 		m.forget(c.Key)
 		m.focus = fmt.Sprintf("%s[%d]", c.Key, n)
-		m.message = fmt.Sprintf("added %s[%d]", c.Label, n)
+		m.bar.Message = fmt.Sprintf("added %s[%d]", c.Label, n)
 		m.refresh()
 		return
 	}
@@ -99,12 +99,12 @@ func (m *EditModel) addEntry(c *form.Field) {
 		return nil
 	}), func(k string) {
 		if err := draft.SetVariable(m.draft, header.Scope, header.Variable, form.AppendSub(header.Sub, k), form.ZeroValue(header.Schema.AdditionalProperties), true); err != nil {
-			m.message = err.Error()
+			m.bar.Message = err.Error()
 			return
 		}
 		m.forget(header.Key)
 		m.focus = header.Key + "." + k
-		m.message = fmt.Sprintf("added %s to %s", k, header.Label)
+		m.bar.Message = fmt.Sprintf("added %s to %s", k, header.Label)
 	})
 }
 
@@ -154,25 +154,25 @@ func (m *EditModel) remove(f *form.Field) {
 	case f.Entry:
 		parent := m.enclosingCollection()
 		if err := draft.SetVariable(m.draft, f.Scope, f.Variable, f.Sub, nil, false); err != nil {
-			m.message = err.Error()
+			m.bar.Message = err.Error()
 			return
 		}
 		m.forget(parent.Key)
-		m.message = fmt.Sprintf("removed %s from %s", f.Label, parent.Label)
+		m.bar.Message = fmt.Sprintf("removed %s from %s", f.Label, parent.Label)
 	case f.OverrideRoot:
 		_ = draft.SetVariable(m.draft, f.Scope, f.Variable, nil, nil, false)
 		m.forget(f.Key)
-		m.message = fmt.Sprintf("removed the override of %s for %s", f.Variable, f.Scope.Label())
+		m.bar.Message = fmt.Sprintf("removed the override of %s for %s", f.Variable, f.Scope.Label())
 	case f.Role == form.RoleReplicas && f.Scope.Kind == draft.MachineDeployment:
 		m.draft.Spec.Workers.MachineDeployments = draft.RemoveMachineDeployment(m.draft.Spec.Workers.MachineDeployments, f.Scope.Name)
 		m.forget(f.Scope.String())
-		m.message = fmt.Sprintf("removed MachineDeployment %s; its Machines will be deleted", f.Scope.Name)
+		m.bar.Message = fmt.Sprintf("removed MachineDeployment %s; its Machines will be deleted", f.Scope.Name)
 	case f.Role == form.RoleReplicas && f.Scope.Kind == draft.MachinePool:
 		m.draft.Spec.Workers.MachinePools = draft.RemoveMachinePool(m.draft.Spec.Workers.MachinePools, f.Scope.Name)
 		m.forget(f.Scope.String())
-		m.message = fmt.Sprintf("removed MachinePool %s; its Machines will be deleted", f.Scope.Name)
+		m.bar.Message = fmt.Sprintf("removed MachinePool %s; its Machines will be deleted", f.Scope.Name)
 	default:
-		m.message = "select a pool's replicas, a list item or an override to remove it"
+		m.bar.Message = "select a pool's replicas, a list item or an override to remove it"
 		return
 	}
 	m.refresh()
@@ -182,7 +182,7 @@ func (m *EditModel) remove(f *form.Field) {
 func (m *EditModel) override(f *form.Field) {
 	s := f.Scope
 	if s.Kind == "" {
-		m.message = "select the control plane or a pool to override a variable for it"
+		m.bar.Message = "select the control plane or a pool to override a variable for it"
 		return
 	}
 	taken := map[string]bool{}
@@ -198,7 +198,7 @@ func (m *EditModel) override(f *form.Field) {
 		}
 	}
 	if len(options) == 0 {
-		m.message = "every variable is already overridden for " + s.Label()
+		m.bar.Message = "every variable is already overridden for " + s.Label()
 		return
 	}
 	m.openPicker(picker.New(m.common, "Override a variable for "+s.Label(), options), func(i int) {
@@ -213,11 +213,11 @@ func (m *EditModel) override(f *form.Field) {
 			}
 		}
 		if err := draft.SetVariable(m.draft, s, name, nil, v, true); err != nil {
-			m.message = err.Error()
+			m.bar.Message = err.Error()
 			return
 		}
 		m.focus = s.String() + " variables[" + name + "]"
-		m.message = fmt.Sprintf("%s now overrides %s; ctrl+x on it removes the override", s.Label(), name)
+		m.bar.Message = fmt.Sprintf("%s now overrides %s; ctrl+x on it removes the override", s.Label(), name)
 	})
 }
 
@@ -245,12 +245,12 @@ func (m *EditModel) undo(f *form.Field) {
 // unset removes the field's value, where the field is optional.
 func (m *EditModel) unset(f *form.Field) {
 	if f.Marked() || f.Role == form.RoleVersion {
-		m.message = f.Label + " is required"
+		m.bar.Message = f.Label + " is required"
 		return
 	}
 	m.forget(f.Key)
 	if err := m.write(f, nil, false); err != nil {
-		m.message = err.Error()
+		m.bar.Message = err.Error()
 	}
 	m.refresh()
 }
@@ -262,6 +262,6 @@ func (m *EditModel) rebase(c *draft.ConflictError) {
 	m.in.Topology = c.Latest
 	m.draft = c.Rebased
 	m.setOriginal()
-	m.message = c.Error()
+	m.bar.Message = c.Error()
 	m.refresh()
 }

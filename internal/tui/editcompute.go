@@ -28,8 +28,8 @@ import (
 // defaultDebounce is how long typing must pause before the checks run.
 const defaultDebounce = 30 * time.Millisecond
 
-// preview is what the engine finds for one draft.
-type preview struct {
+// findings is what the engine finds for one draft.
+type findings struct {
 	// problems are the Topology's field errors, with the path they name.
 	problems     []problem
 	checks       []string
@@ -55,14 +55,14 @@ type computeDue struct{ gen int }
 // computed carries the preview of draft generation gen.
 type computed struct {
 	gen int
-	p   preview
+	p   findings
 }
 
 // computePreview runs the engine on a draft: the webhook's field errors, the
 // version rules, the objects that change, the Machines replaced and the
 // rollout order. It reads only s.
-func computePreview(ctx context.Context, s snapshot) preview {
-	var p preview
+func computePreview(ctx context.Context, s snapshot) findings {
+	var p findings
 	t := s.draft
 	live := s.in.Topology.DeepCopy()
 	live.Annotations = t.Annotations // the unsafe annotation, if the user set it
@@ -182,18 +182,16 @@ func (m *EditModel) onComputed(msg computed) tea.Cmd {
 }
 
 // show makes p, the preview of draft generation gen, what the editor shows.
-func (m *EditModel) show(gen int, p preview) {
+func (m *EditModel) show(gen int, p findings) {
 	m.shownGen = gen
-	m.checks, m.warnings, m.changes, m.rollout, m.replacements = p.checks, p.warnings, p.changes, p.rollout, p.replacements
+	m.checks.Problems, m.checks.Warnings = p.checks, p.warnings
+	m.preview.Set(p.changes, p.replacements, p.rollout)
 	for _, pr := range p.problems {
 		m.attach(pr.path, pr.msg)
 	}
-	if m.diffIndex >= len(m.changes) {
-		m.diffIndex = -1
-	}
 	if m.applyWhenChecked {
 		m.applyWhenChecked = false
-		m.message = ""
+		m.bar.Message = ""
 		m.onApply()
 	}
 }

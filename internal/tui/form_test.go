@@ -26,7 +26,7 @@ func applyNow(t *testing.T, m *EditModel, srv *fakeServer) *v1alpha2.Topology {
 	t.Helper()
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
 	if len(srv.applied) == 0 {
-		t.Fatalf("nothing applied; message %q\n%s", m.message, m.View())
+		t.Fatalf("nothing applied; message %q\n%s", m.bar.Message, m.View())
 	}
 	return srv.applied[len(srv.applied)-1]
 }
@@ -50,8 +50,8 @@ func TestEditNestedObjectFields(t *testing.T) {
 	m := newModel(t, exampleInputs(t), srv)
 	goTo(t, m, "auditPolicy")
 	press(m, typed("x"))
-	if m.message != "an object: edit its fields below" {
-		t.Errorf("typing on an object header: message %q", m.message)
+	if m.bar.Message != "an object: edit its fields below" {
+		t.Errorf("typing on an object header: message %q", m.bar.Message)
 	}
 	goTo(t, m, "level")
 	if f := m.form.Fields[m.form.Cursor]; f.Depth != 1 || f.Kind != form.KindChoice || strings.Join(f.Options, ",") != ",None,Metadata,Request,RequestResponse" {
@@ -77,8 +77,8 @@ func TestEditListItems(t *testing.T) {
 	press(m, typed("10.0.0.1"))
 	goTo(t, m, "[0]")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlX})
-	if m.message != "removed [0] from apiServerCertSANs" {
-		t.Errorf("message after removing an item: %q", m.message)
+	if m.bar.Message != "removed [0] from apiServerCertSANs" {
+		t.Errorf("message after removing an item: %q", m.bar.Message)
 	}
 	got := applyNow(t, m, srv)
 	if v := variableJSON(t, got.Spec.Variables, "apiServerCertSANs"); v != `["127.0.0.1","10.0.0.1"]` {
@@ -196,8 +196,8 @@ func TestEditOverrideNeedsAPart(t *testing.T) {
 	m := newModel(t, exampleInputs(t), &fakeServer{})
 	goTo(t, m, "maxPods")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlO})
-	if m.mode == picking || !strings.Contains(m.message, "select the control plane or a pool") {
-		t.Errorf("ctrl+o on a Topology variable: picker %v, message %q", m.mode == picking, m.message)
+	if m.mode == picking || !strings.Contains(m.bar.Message, "select the control plane or a pool") {
+		t.Errorf("ctrl+o on a Topology variable: picker %v, message %q", m.mode == picking, m.bar.Message)
 	}
 }
 
@@ -244,8 +244,8 @@ func TestEditUnsetReplicas(t *testing.T) {
 	}
 	goTo(t, m, "imageRepository")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlU})
-	if m.message != "imageRepository is required" {
-		t.Errorf("unsetting a required variable: message %q", m.message)
+	if m.bar.Message != "imageRepository is required" {
+		t.Errorf("unsetting a required variable: message %q", m.bar.Message)
 	}
 }
 
@@ -305,8 +305,8 @@ func TestEditConflictOnAVariableBothChanged(t *testing.T) {
 	goTo(t, m, "maxPods")
 	replace(m, "50")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
-	if !strings.Contains(m.message, `maxPods: 110 → 200`) || !strings.Contains(m.message, "both changed maxPods, and your values are kept") {
-		t.Fatalf("conflict message %q", m.message)
+	if !strings.Contains(m.bar.Message, `maxPods: 110 → 200`) || !strings.Contains(m.bar.Message, "both changed maxPods, and your values are kept") {
+		t.Fatalf("conflict message %q", m.bar.Message)
 	}
 	got := applyNow(t, m, srv)
 	if got.ResourceVersion != "11" || variableJSON(t, got.Spec.Variables, "maxPods") != "50" {
@@ -323,7 +323,9 @@ func TestEditResizes(t *testing.T) {
 		goTo(t, m, "maxPods")
 		replace(m, "5")
 		for _, withHelp := range []bool{false, true} {
-			m.help.ShowAll = withHelp
+			if withHelp {
+				press(m, tea.KeyMsg{Type: tea.KeyF1})
+			}
 			lines := strings.Split(m.View(), "\n")
 			if len(lines) > size[1] {
 				t.Errorf("%dx%d (full help %v): %d lines", size[0], size[1], withHelp, len(lines))
