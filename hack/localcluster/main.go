@@ -34,10 +34,11 @@ func run() error {
 	kcmPort := fs.Int("controller-manager-port", 10357, "kube-controller-manager port on 127.0.0.1")
 	providers := fs.Bool("providers", true, "run Cluster API "+localcluster.ProvidersVersion+"'s managers (core, kubeadm, the Docker provider with its in-memory backend) with their CRDs; false installs Cluster API "+localcluster.ClusterAPIVersion+"'s CRDs and runs no provider")
 	clusterTopology := fs.Bool("cluster-topology", false, "turn on every provider's ClusterTopology feature gate (upstream's own topology controller, for comparisons); off, they run stock, as clusterctl init installs them")
+	purge := fs.Bool("purge", false, "down only: also remove the data (etcd, certificates, the agent's state), keeping the logs, so the next up starts empty")
 	var files []string
 	fs.Func("f", "YAML file or directory to apply (apply only; repeatable)", func(v string) error { files = append(files, v); return nil })
 	if len(os.Args) < 2 {
-		return errors.New("usage: localcluster up|down|status|apply|delete [flags]")
+		return errors.New("usage: localcluster up|down|status|reachable|apply|delete [flags]")
 	}
 	verb := os.Args[1]
 	if err := fs.Parse(os.Args[2:]); err != nil {
@@ -83,10 +84,26 @@ func run() error {
 		fmt.Printf("local control plane up (%s); logs in %s; export KUBECONFIG=%s\n", what, filepath.Join(*dir, "logs"), c.Kubeconfig)
 		return nil
 	case "down":
+		if *purge {
+			if err := localcluster.Purge(*dir); err != nil {
+				return err
+			}
+			fmt.Println("local control plane stopped and its data removed; its logs stay in", filepath.Join(*dir, "logs"))
+			return nil
+		}
 		if err := localcluster.StopDir(*dir); err != nil {
 			return err
 		}
 		fmt.Println("local control plane stopped; its data stays in", *dir)
+		return nil
+	case "reachable":
+		// Whether the API server answers, whatever else runs: what deleting
+		// the demo's objects needs, where status needs every component.
+		if !localcluster.Reachable(ctx, *dir) {
+			fmt.Println("the local API server does not answer")
+			os.Exit(3)
+		}
+		fmt.Println("the local API server answers")
 		return nil
 	case "status":
 		up, kubeconfig := localcluster.Running(ctx, *dir)
@@ -103,11 +120,12 @@ func run() error {
 		}
 		return apply(ctx, kubeconfig, files)
 	case "delete":
-		up, kubeconfig := localcluster.Running(ctx, *dir)
-		if !up {
-			return errors.New("local control plane is not running")
+		// Deleting needs the API server only: a component restarted by hand
+		// (no longer the process its pid file records) must not stop it.
+		if !localcluster.Reachable(ctx, *dir) {
+			return errors.New("the local API server does not answer")
 		}
-		return remove(ctx, kubeconfig, files)
+		return remove(ctx, filepath.Join(*dir, "kubeconfig"), files)
 	}
-	return fmt.Errorf("unknown command %q: use up, down, status, apply or delete", verb)
+	return fmt.Errorf("unknown command %q: use up, down, status, reachable, apply or delete", verb)
 }

@@ -51,6 +51,20 @@ func Stop(path string) error {
 	if _, same := Find(path); !same {
 		return nil // gone, or its pid reused by a process we did not start
 	}
+	return stop(r)
+}
+
+// StopPID ends the process pid as Stop does, for one no pid file records:
+// a component restarted by hand.
+func StopPID(pid int) error {
+	id, err := Identify(pid)
+	if err != nil {
+		return nil // gone already
+	}
+	return stop(Record{PID: pid, Identity: id})
+}
+
+func stop(r Record) error {
 	if err := syscall.Kill(r.PID, syscall.SIGTERM); err != nil {
 		if errors.Is(err, syscall.ESRCH) {
 			return nil

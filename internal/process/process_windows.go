@@ -39,3 +39,12 @@ func Stop(path string) error {
 	}
 	return p.Kill()
 }
+
+// StopPID kills the process pid, for one no pid file records.
+func StopPID(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return nil
+	}
+	return p.Kill()
+}

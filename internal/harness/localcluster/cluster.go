@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -395,7 +396,10 @@ func (c *Cluster) Stop() error {
 }
 
 // StopDir ends the processes of the control plane whose state is in dir,
-// whether this process or an earlier `make local-up` started them.
+// whether this process or an earlier `make local-up` started them: those its
+// pid files record, the agent `install --local` runs for it, and any other
+// whose command line names a path under dir — a component restarted by hand
+// has the same arguments and no pid file.
 func StopDir(dir string) error {
 	var errs []error
 	for _, name := range processNames(dir) {
@@ -403,7 +407,110 @@ func StopDir(dir string) error {
 			errs = append(errs, fmt.Errorf("stopping %s: %w", name, err))
 		}
 	}
+	if err := process.Stop(filepath.Join(dir, "agent", "agent.pid")); err != nil {
+		errs = append(errs, fmt.Errorf("stopping the local agent: %w", err))
+	}
+	for _, pid := range Strays(dir) {
+		if err := process.StopPID(pid); err != nil {
+			errs = append(errs, fmt.Errorf("stopping process %d, which runs on %s: %w", pid, dir, err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// Purge stops what runs on dir, as StopDir does, and removes what the
+// control plane and the demo made there (etcd's data, certificates, the
+// agent's state), keeping the logs, so the next start begins empty.
+func Purge(dir string) error {
+	if err := StopDir(dir); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == "logs" {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Strays are the processes, other than this one and its ancestors (`go run
+// ./hack/localcluster down -dir .local` names the dir itself), whose command
+// line names a path under dir, relative arguments read from the process's
+// own working directory. Only where /proc exists; elsewhere none are found.
+func Strays(dir string) []int {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil
+	}
+	mine := map[int]bool{}
+	for pid := os.Getpid(); pid > 1 && !mine[pid]; pid = parentOf(pid) {
+		mine[pid] = true
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	var out []int
+	for _, p := range procs {
+		pid, err := strconv.Atoi(filepath.Base(p))
+		if err != nil || mine[pid] {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(p, "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		cwd, _ := os.Readlink(filepath.Join(p, "cwd"))
+		if namesPathUnder(strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")[1:], cwd, abs) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// namesPathUnder tells whether an argument (or a flag's value) is a path
+// under dir, read from cwd when relative.
+func namesPathUnder(args []string, cwd, dir string) bool {
+	for _, a := range args {
+		if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
+			a = v
+		}
+		if a == "" || strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !filepath.IsAbs(a) {
+			if cwd == "" {
+				continue
+			}
+			a = filepath.Join(cwd, a)
+		}
+		if rel, err := filepath.Rel(dir, filepath.Clean(a)); err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return true
+		}
+	}
+	return false
+}
+
+// parentOf is pid's parent, or 0 when it cannot be read.
+func parentOf(pid int) int {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, in parentheses, begin "state ppid".
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
 }
 
 // Running reports whether the control plane in dir is up, and its kubeconfig.
@@ -419,6 +526,16 @@ func Running(ctx context.Context, dir string) (bool, string) {
 		return false, kubeconfig
 	}
 	return healthy(ctx, strings.TrimSuffix(cfg.Host, "/")+"/readyz", cfg) == nil, kubeconfig
+}
+
+// Reachable reports whether the API server of the control plane in dir
+// answers ready, whatever the other components do.
+func Reachable(ctx context.Context, dir string) bool {
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		return false
+	}
+	return healthy(ctx, strings.TrimSuffix(cfg.Host, "/")+"/readyz", cfg) == nil
 }
 
 // Restart stops the control plane and starts it again on the same ports and

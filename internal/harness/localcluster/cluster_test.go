@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -130,4 +132,60 @@ func TestLocalControlPlane(t *testing.T) {
 			t.Errorf("a failed start left etcd data behind: %v", err)
 		}
 	})
+}
+
+// TestStopDirStopsAComponentRestartedByHand: a process that runs on the
+// control plane's directory but no pid file records — a manager restarted by
+// hand — is stopped with the rest, and one that only names the directory
+// itself (as `go run ./hack/localcluster down -dir .local` does) is not.
+func TestStopDirStopsAComponentRestartedByHand(t *testing.T) {
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Skip("finding processes by their arguments needs /proc")
+	}
+	dir := t.TempDir()
+	stray := helperProcess("--kubeconfig=" + filepath.Join(dir, "kubeconfig"))
+	bystander := helperProcess(dir)
+	for _, c := range []*exec.Cmd{stray, bystander} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	strayDone, bystanderDone := make(chan error, 1), make(chan error, 1)
+	go func() { strayDone <- stray.Wait() }()
+	go func() { bystanderDone <- bystander.Wait() }()
+	t.Cleanup(func() { _ = bystander.Process.Kill() })
+
+	if got := Strays(dir); len(got) != 1 || got[0] != stray.Process.Pid {
+		t.Fatalf("strays %v, want only the process with an argument under %s (%d)", got, dir, stray.Process.Pid)
+	}
+	if err := StopDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-strayDone:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the process restarted by hand still runs after StopDir")
+	}
+	select {
+	case err := <-bystanderDone:
+		t.Errorf("StopDir stopped a process that only names the directory: %v", err)
+	default:
+	}
+}
+
+// helperProcess runs this test binary as a process that only waits, with
+// args on its command line.
+func helperProcess(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHelperProcess$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), "LOCALCLUSTER_HELPER_PROCESS=1")
+	return cmd
+}
+
+// TestHelperProcess is helperProcess's body, not a test of its own.
+func TestHelperProcess(*testing.T) {
+	if os.Getenv("LOCALCLUSTER_HELPER_PROCESS") != "1" {
+		return
+	}
+	time.Sleep(5 * time.Minute)
+	os.Exit(0)
 }
