@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/keymap"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui/styles"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/progress"
@@ -28,10 +28,9 @@ type Fetcher func(ctx context.Context) (*v1alpha2.Topology, error)
 type StatusModel struct {
 	fetch    Fetcher
 	interval time.Duration
-	styles   styles.Styles
+	common   *common.Common
 	keys     keymap.Watch
 	bar      progress.Model
-	width    int
 	t        *v1alpha2.Topology
 	err      error
 	// Done is true once the rollout settled.
@@ -43,7 +42,7 @@ type StatusModel struct {
 // NewStatusModel watches through fetch, reading every interval.
 func NewStatusModel(fetch Fetcher, interval time.Duration) *StatusModel {
 	bar := progress.New(progress.WithoutPercentage(), progress.WithWidth(12), progress.WithSolidFill("2"))
-	return &StatusModel{fetch: fetch, interval: interval, styles: styles.Default(), keys: keymap.DefaultWatch(), bar: bar, width: 80, Now: time.Now}
+	return &StatusModel{fetch: fetch, interval: interval, common: common.New(), keys: keymap.DefaultWatch(), bar: bar, Now: time.Now}
 }
 
 type topologyMsg struct {
@@ -63,7 +62,13 @@ func (m *StatusModel) Topology() *v1alpha2.Topology { return m.t }
 func (m *StatusModel) Init() tea.Cmd { return m.read }
 
 // SetSize fits the view to the terminal.
-func (m *StatusModel) SetSize(w, _ int) { m.width = w }
+func (m *StatusModel) SetSize(w, h int) { m.common.SetSize(w, h) }
+
+// ShortHelp is the live view's help line.
+func (m *StatusModel) ShortHelp() []key.Binding { return m.keys.ShortHelp() }
+
+// FullHelp is the live view's full help.
+func (m *StatusModel) FullHelp() [][]key.Binding { return m.keys.FullHelp() }
 
 // Update implements tea.Model.
 func (m *StatusModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -89,25 +94,25 @@ func (m *StatusModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *StatusModel) View() string {
 	var b strings.Builder
 	line := func(s string) {
-		b.WriteString(ansi.Truncate(s, m.width, "…"))
+		b.WriteString(ansi.Truncate(s, m.common.Width, "…"))
 		b.WriteByte('\n')
 	}
 	if m.t == nil {
 		if m.err != nil {
-			line(m.styles.Error.Render(m.err.Error()))
+			line(m.common.Styles.Error.Render(m.err.Error()))
 		} else {
 			line("reading the Topology...")
 		}
 		return b.String()
 	}
 	t := m.t
-	line(m.styles.Title.Render(fmt.Sprintf("%s %s/%s (class %s)", draft.Kind(t), t.Namespace, t.Name, t.Spec.ClassRef.Name)))
+	line(m.common.Styles.Title.Render(fmt.Sprintf("%s %s/%s (class %s)", draft.Kind(t), t.Namespace, t.Name, t.Spec.ClassRef.Name)))
 	line(fmt.Sprintf("  version %s · %s · infrastructure %s", t.Spec.Version, m.state(health.TopologyState(t)), orDash(string(t.Status.Infrastructure))))
 	for _, hold := range health.RolloutHolds(t) {
-		line(m.styles.Warn.Render("  " + hold))
+		line(m.common.Styles.Warn.Render("  " + hold))
 	}
 	if m.err != nil {
-		line(m.styles.Error.Render("  " + m.err.Error()))
+		line(m.common.Styles.Error.Render("  " + m.err.Error()))
 	}
 	parts := t.Status.Parts()
 	nameWidth := 0
@@ -135,16 +140,16 @@ func (m *StatusModel) View() string {
 		}
 		line(fmt.Sprintf("%s %-*s %s %d/%d up-to-date %d/%d ready %-17s %s", branch, nameWidth, partName(p), m.bar.ViewAs(ratio), p.UpToDateReplicas, want, p.ReadyReplicas, want, version, m.state(p.State)))
 		if p.Message != "" && p.State != v1alpha2.StateReady {
-			line("     " + m.styles.Hint.Render(p.Message))
+			line("     " + m.common.Styles.Hint.Render(p.Message))
 		}
 		for _, pr := range p.Problems {
-			line("     " + m.styles.Warn.Render(health.ProblemText(pr, m.Now())))
+			line("     " + m.common.Styles.Warn.Render(health.ProblemText(pr, m.Now())))
 		}
 	}
 	if m.Done {
-		line(m.styles.OK.Render("Rollout settled: every part is up to date and Ready."))
+		line(m.common.Styles.OK.Render("Rollout settled: every part is up to date and Ready."))
 	} else {
-		line(m.styles.Help.Render("following the rollout… q quits"))
+		line(m.common.Styles.Help.Render("following the rollout… q quits"))
 	}
 	return b.String()
 }
@@ -159,15 +164,15 @@ func partName(p v1alpha2.PartStatus) string {
 func (m *StatusModel) state(s v1alpha2.State) string {
 	switch s {
 	case v1alpha2.StateReady:
-		return m.styles.OK.Render(string(s))
+		return m.common.Styles.OK.Render(string(s))
 	case v1alpha2.StateDegraded, v1alpha2.StateDeleting:
-		return m.styles.Error.Render(string(s))
+		return m.common.Styles.Error.Render(string(s))
 	case v1alpha2.StateRollingOut, v1alpha2.StateProvisioning, v1alpha2.StateScaling, v1alpha2.StatePaused:
-		return m.styles.Warn.Render(string(s))
+		return m.common.Styles.Warn.Render(string(s))
 	case "":
 		return "-"
 	}
-	return m.styles.Hint.Render(string(s))
+	return m.common.Styles.Hint.Render(string(s))
 }
 
 func orDash(s string) string {

@@ -162,7 +162,8 @@ func TestStopDirStopsAComponentRestartedByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-strayDone:
+	case err := <-strayDone:
+		t.Logf("the process restarted by hand ended: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the process restarted by hand still runs after StopDir")
 	}
