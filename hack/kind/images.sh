@@ -39,10 +39,12 @@ tag_for() { # name inputs...
 
 have() { docker image inspect "$1" >/dev/null 2>&1; }
 
-# ensure_debootstrap sets $debootstrap: the machine's, or Debian's package
-# unpacked under $state, so that make test installs nothing system-wide.
+# ensure_debootstrap makes `debootstrap` the machine's, or Debian's package
+# unpacked under $state (a function of that name), so that make test
+# installs nothing system-wide. The image functions call it by name, so
+# their hashes, and the tags of images already built, stay as they were.
 ensure_debootstrap() {
-	if command -v debootstrap >/dev/null; then debootstrap=debootstrap; return; fi
+	command -v debootstrap >/dev/null && return
 	local dir=$state/debootstrap
 	if [[ ! -x $dir/usr/sbin/debootstrap ]]; then
 		log "fetching debootstrap from Debian's packages into $dir"
@@ -51,7 +53,7 @@ ensure_debootstrap() {
 		dpkg-deb -x "$state"/debootstrap_*.deb "$dir"
 	fi
 	export DEBOOTSTRAP_DIR=$dir/usr/share/debootstrap
-	debootstrap=$dir/usr/sbin/debootstrap
+	eval "debootstrap() { \"$dir/usr/sbin/debootstrap\" \"\$@\"; }"
 }
 
 # Packages of the node base: kind's list, with Debian's containerd, runc and
@@ -66,7 +68,7 @@ base() {
 	local rootfs=$state/rootfs/base
 	rm -rf "$rootfs"; mkdir -p "$rootfs"
 	log "debootstrap $suite with the node's packages (about 2-4 minutes)"
-	"$debootstrap" --variant=minbase --include="$base_packages" "$suite" "$rootfs" "$(mirror)" >"$state/debootstrap.log" 2>&1 ||
+	debootstrap --variant=minbase --include="$base_packages" "$suite" "$rootfs" "$(mirror)" >"$state/debootstrap.log" 2>&1 ||
 		{ tail -20 "$state/debootstrap.log" >&2; log "debootstrap failed: it needs Debian's mirror ($(mirror))"; exit 1; }
 	log "adding kind's base files"
 	local files=$kind/images/base/files
@@ -244,7 +246,7 @@ lb() {
 	local rootfs=$state/rootfs/lb
 	rm -rf "$rootfs"; mkdir -p "$rootfs"
 	log "debootstrap $suite with haproxy"
-	"$debootstrap" --variant=minbase --include=haproxy "$suite" "$rootfs" "$(mirror)" >"$state/debootstrap-lb.log" 2>&1 ||
+	debootstrap --variant=minbase --include=haproxy "$suite" "$rootfs" "$(mirror)" >"$state/debootstrap-lb.log" 2>&1 ||
 		{ tail -20 "$state/debootstrap-lb.log" >&2; log "debootstrap failed: it needs Debian's mirror ($(mirror))"; exit 1; }
 	install -m 0755 "$root/hack/kind/haproxy-wrapper.sh" "$rootfs/usr/local/bin/haproxy"
 	mkdir -p "$rootfs/usr/local/etc/haproxy"
