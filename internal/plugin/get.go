@@ -44,7 +44,7 @@ type GetOptions struct {
 
 // NewGetOptions returns the inputs of `get`, with their defaults.
 func NewGetOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *GetOptions {
-	return &GetOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, printFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(live.Scheme())}
+	return &GetOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, printFlags: genericclioptions.NewPrintFlags("")}
 }
 
 // NewCmdGet returns `get`.
@@ -78,6 +78,9 @@ func (o *GetOptions) Complete(args []string) error {
 	if len(args) == 1 {
 		o.Name = args[0]
 	}
+	// The scheme is built here, not with the command tree: every other
+	// command would pay for it at start-up.
+	o.printFlags = o.printFlags.WithTypeSetter(live.Scheme())
 	return nil
 }
 
