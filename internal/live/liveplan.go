@@ -118,7 +118,7 @@ func (ca *Cluster) PlanWith(ctx context.Context, t *v1alpha2.Topology, class *v1
 		desiredstate.StripServerFields(o)
 		current = append(current, o)
 	}
-	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: current, Cluster: t.Name, Namespace: t.Namespace, Pending: res.Pending()})
+	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: current, Cluster: t.Name, Class: l.Class, Namespace: t.Namespace, Pending: res.Pending()})
 	return p, res.Desired, warnings, err
 }
 

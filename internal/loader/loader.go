@@ -235,13 +235,9 @@ func (l *Loader) Objects(ctx context.Context, t *v1alpha2.Topology, class *v1alp
 			return nil, err
 		}
 		for _, o := range items {
-			// A Machine's KubeadmConfig, say, is of a pool's kind and carries the
-			// Cluster's labels and the owned label its control plane or
-			// MachineDeployment passed on: Cluster API's, not the topology's.
-			if _, pool := o.GetLabels()[contract.MachinePoolNameLabel]; poolKinds[gvk.Kind] && !pool {
-				continue
+			if !contract.MadeForMachine(poolKinds, o) {
+				out = append(out, o)
 			}
-			out = append(out, o)
 		}
 	}
 	return out, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 
 	"github.com/aymanbagabas/go-udiff"
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -77,9 +78,13 @@ type Input struct {
 	Desired *contract.State
 	// Current are the objects that exist now (any of them; unrelated ones are ignored).
 	Current []*unstructured.Unstructured
-	// Cluster is the CAPI Cluster name; objects labelled for it and owned by the
-	// topology, that are not desired, are deleted.
+	// Cluster is the CAPI Cluster name; objects the topology generated for it
+	// (contract.Generated) that are not desired are deleted.
 	Cluster string
+	// Class is the class the desired state is of: which of its kinds are a
+	// MachinePool's, whose like Cluster API also makes for Machines. Nil
+	// knows of no MachinePool.
+	Class *v1alpha2.TopologyClass
 	// Namespace of the topology.
 	Namespace string
 	// Summary skips RFC 6902 operations and unified diffs: for previews that
@@ -125,23 +130,19 @@ func Compute(in Input) (*Plan, error) {
 			p.Changes = append(p.Changes, ch)
 		}
 	}
+	var poolKinds map[string]bool
+	if in.Class != nil {
+		poolKinds = contract.MachinePoolKinds(in.Class)
+	}
 	for _, o := range in.Current {
 		k := contract.KeyOf(o)
-		if desired[k] || o.GetNamespace() != in.Namespace || !generatedFor(o, in.Cluster) {
+		if desired[k] || o.GetNamespace() != in.Namespace || !contract.Generated(o, in.Cluster, poolKinds) {
 			continue
 		}
 		p.Changes = append(p.Changes, Change{Action: Deleted, Object: o})
 	}
 	sortChanges(p.Changes)
 	return p, nil
-}
-
-// generatedFor tells whether an object was generated for the cluster's
-// topology: the labels upstream and kubectl-topology put on everything they own.
-func generatedFor(o *unstructured.Unstructured, cluster string) bool {
-	l := o.GetLabels()
-	_, owned := l[contract.TopologyOwnedLabel]
-	return owned && l[contract.ClusterNameLabel] == cluster && o.GetKind() != "Cluster"
 }
 
 // modification merges the desired labels, annotations and spec into the

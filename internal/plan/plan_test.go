@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -74,5 +75,29 @@ func TestCompute(t *testing.T) {
 		if c.Action == Modified && (c.Diff != "" || c.Operations != nil || c.MergePatch == nil || c.Before == nil) {
 			t.Errorf("a summary change carries diff %q, ops %v, merge patch %s", c.Diff, c.Operations, c.MergePatch)
 		}
+	}
+}
+
+// TestMachinesBootstrapConfigsAreNotDeleted: a class with a MachinePool of
+// KubeadmConfigs, and among the existing objects a Machine's KubeadmConfig,
+// labelled for the Cluster and owned as Cluster API labels it, but without
+// the pool-name label. It is Cluster API's, not the topology's: no plan —
+// offline from files, live or in the editor — lists it as deleted, while the
+// pool's own KubeadmConfig that is no longer desired is.
+func TestMachinesBootstrapConfigsAreNotDeleted(t *testing.T) {
+	class := &v1alpha2.TopologyClass{}
+	class.Name = "c"
+	class.Spec.Workers.MachinePools = []v1alpha2.MachinePoolClass{{Class: "mp"}}
+	class.Spec.Workers.MachinePools[0].Bootstrap.TemplateRef = v1alpha2.ClusterClassTemplateReference{APIVersion: "bootstrap.cluster.x-k8s.io/v1beta2", Kind: "KubeadmConfigTemplate", Name: "mp-bootstrap"}
+	machines := generated("KubeadmConfig", "dev-md-a-x7k2p", "dev", nil)
+	pools := generated("KubeadmConfig", "dev-mp-old", "dev", nil)
+	pools.SetLabels(map[string]string{contract.TopologyOwnedLabel: "", contract.ClusterNameLabel: "dev", contract.MachinePoolNameLabel: "mp-old"})
+
+	p, err := Compute(Input{Desired: &contract.State{}, Current: []*unstructured.Unstructured{machines, pools}, Cluster: "dev", Namespace: "ns", Class: class})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Changes) != 1 || p.Changes[0].Action != Deleted || p.Changes[0].Object.GetName() != "dev-mp-old" {
+		t.Errorf("changes %+v: want only the pool's KubeadmConfig deleted", p.Changes)
 	}
 }

@@ -263,7 +263,7 @@ func (o *PlanOptions) runOffline(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: existing, Cluster: t.Name, Namespace: t.Namespace})
+	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: existing, Cluster: t.Name, Class: class.TopologyClass, Namespace: t.Namespace})
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func computePreview(ctx context.Context, s snapshot) findings {
 		p.checks = append(p.checks, err.Error())
 		return p
 	}
-	pl, err := plan.Compute(plan.Input{Desired: res.Desired, Current: s.in.Objects, Cluster: t.Name, Namespace: t.Namespace, Summary: true, Pending: res.Pending()})
+	pl, err := plan.Compute(plan.Input{Desired: res.Desired, Current: s.in.Objects, Cluster: t.Name, Class: s.in.Class, Namespace: t.Namespace, Summary: true, Pending: res.Pending()})
 	if err != nil {
 		p.checks = append(p.checks, err.Error())
 		return p

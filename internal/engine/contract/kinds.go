@@ -186,6 +186,24 @@ func MachinePoolKinds(c *v1alpha2.TopologyClass) map[string]bool {
 	return out
 }
 
+// MadeForMachine tells whether o, though labelled for the Cluster, is one
+// Cluster API made for a Machine: of one of poolKinds (MachinePoolKinds)
+// without the pool-name label, as a Machine's KubeadmConfig is.
+func MadeForMachine(poolKinds map[string]bool, o *unstructured.Unstructured) bool {
+	_, pool := o.GetLabels()[MachinePoolNameLabel]
+	return poolKinds[o.GetKind()] && !pool
+}
+
+// Generated tells whether o is an object the topology of cluster generated,
+// which goes when no longer desired: labelled owned and for cluster, not the
+// Cluster itself, and not made for a Machine. The agent's pruning, the live
+// plan and the offline plan decide deletions by it.
+func Generated(o *unstructured.Unstructured, cluster string, poolKinds map[string]bool) bool {
+	l := o.GetLabels()
+	_, owned := l[TopologyOwnedLabel]
+	return owned && l[ClusterNameLabel] == cluster && o.GetKind() != "Cluster" && !MadeForMachine(poolKinds, o)
+}
+
 // ClusterLevelKinds are the kinds of the InfrastructureCluster and the
 // control plane a class makes (its templates' kinds less "Template"), whether
 // referenced or inline: objects of these kinds are the Cluster's.
