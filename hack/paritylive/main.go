@@ -22,6 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
+
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,7 +32,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/agent"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
-	"github.com/kubectl-topology/kubectl-topology/internal/process"
 )
 
 func main() {
@@ -99,7 +100,7 @@ func run() error {
 	ctrllog.SetLogger(logr.Discard())
 
 	// Each run starts from nothing: a previous run's objects would be in the way.
-	if err := process.Stop(filepath.Join(o.dir, "agent", "agent.pid")); err != nil {
+	if err := localagent.Stop(filepath.Join(o.dir, "agent")); err != nil {
 		return err
 	}
 	if err := localcluster.StopDir(o.dir); err != nil {
@@ -141,7 +142,7 @@ func run() error {
 		return err
 	}
 	if !o.keep {
-		defer func() { _ = process.Stop(filepath.Join(state, "agent.pid")) }()
+		defer func() { _ = localagent.Stop(state) }()
 	}
 
 	env := parity.Env{K8s: k8s, Plugin: plugin, Kubeconfig: c.Kubeconfig, Timeout: o.timeout, Out: os.Stdout}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -21,10 +22,7 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 // Identify is what tells process pid from any later process with the same
 // pid: its start time (in clock ticks since boot) and its executable.
 func Identify(pid int) (string, error) {
-	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		// Fields after the command name, which is in parentheses and may hold spaces.
-		rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
-		fields := strings.Fields(rest)
+	if fields, err := statFields(pid); err == nil {
 		if len(fields) < 20 {
 			return "", fmt.Errorf("unexpected /proc/%d/stat", pid)
 		}
@@ -37,6 +35,26 @@ func Identify(pid int) (string, error) {
 		return "", fmt.Errorf("process %d does not exist", pid)
 	}
 	return strings.Join(strings.Fields(string(out)), " "), nil
+}
+
+// statFields are the fields of /proc/PID/stat after the command name, which
+// is in parentheses and may hold spaces: state, ppid, ...
+func statFields(pid int) ([]string, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])), nil
+}
+
+// Parent is pid's parent process, or 0 where it cannot be read.
+func Parent(pid int) int {
+	fields, err := statFields(pid)
+	if err != nil || len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
 }
 
 // Stop ends the process recorded in path: SIGTERM, up to 20 s for a clean

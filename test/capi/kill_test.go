@@ -3,11 +3,12 @@ package capi
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -69,7 +70,7 @@ func killAgent(t *testing.T) {
 // stopAgent kills the local agent with SIGKILL.
 func stopAgent(t *testing.T) {
 	t.Helper()
-	pidFile := filepath.Join(suite.AgentState, "agent.pid")
+	pidFile := localagent.PIDFile(suite.AgentState)
 	pid, up := process.Running(pidFile)
 	if !up {
 		t.Fatal("the agent is not running")

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,7 +66,7 @@ func TestPluginWorkflow(t *testing.T) {
 	// A hung agent (here stopped with SIGSTOP) is not "already running":
 	// install --local replaces it, since every Topology write would fail in
 	// its webhooks.
-	hung, ok := process.ReadPID(filepath.Join(state, "agent.pid"))
+	hung, ok := process.ReadPID(localagent.PIDFile(state))
 	if !ok {
 		t.Fatal("install --local left no pid file")
 	}
@@ -77,7 +79,7 @@ func TestPluginWorkflow(t *testing.T) {
 			t.Errorf("install --local over a hung agent does not say %q:\n%s", want, out)
 		}
 	}
-	if now, _ := process.ReadPID(filepath.Join(state, "agent.pid")); now.PID == hung.PID {
+	if now, _ := process.ReadPID(localagent.PIDFile(state)); now.PID == hung.PID {
 		t.Errorf("install --local kept the hung agent (pid %d)", hung.PID)
 	}
 	// Gone, or a zombie its new parent has not reaped yet: no executable left.
@@ -307,7 +309,7 @@ func TestPluginWorkflow(t *testing.T) {
 }
 
 // stopLocalAgent ends an agent install --local started, if still running.
-func stopLocalAgent(state string) { _ = process.Stop(filepath.Join(state, "agent.pid")) }
+func stopLocalAgent(state string) { _ = localagent.Stop(state) }
 
 // TestInstallInCluster applies the in-cluster components with the plugin. The
 // local control plane runs no Pods, so it does not wait for the agent; it

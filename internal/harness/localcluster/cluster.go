@@ -23,6 +23,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/freeport"
+	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
 	"github.com/kubectl-topology/kubectl-topology/internal/process"
 )
 
@@ -407,7 +408,7 @@ func StopDir(dir string) error {
 			errs = append(errs, fmt.Errorf("stopping %s: %w", name, err))
 		}
 	}
-	if err := process.Stop(filepath.Join(dir, "agent", "agent.pid")); err != nil {
+	if err := localagent.Stop(filepath.Join(dir, "agent")); err != nil {
 		errs = append(errs, fmt.Errorf("stopping the local agent: %w", err))
 	}
 	for _, pid := range Strays(dir) {
@@ -453,7 +454,7 @@ func Strays(dir string) []int {
 		return nil
 	}
 	mine := map[int]bool{}
-	for pid := os.Getpid(); pid > 1 && !mine[pid]; pid = parentOf(pid) {
+	for pid := os.Getpid(); pid > 1 && !mine[pid]; pid = process.Parent(pid) {
 		mine[pid] = true
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*")
@@ -498,34 +499,14 @@ func namesPathUnder(args []string, cwd, dir string) bool {
 	return false
 }
 
-// parentOf is pid's parent, or 0 when it cannot be read.
-func parentOf(pid int) int {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command name, in parentheses, begin "state ppid".
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	if len(fields) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(fields[1])
-	return ppid
-}
-
 // Running reports whether the control plane in dir is up, and its kubeconfig.
 func Running(ctx context.Context, dir string) (bool, string) {
-	kubeconfig := filepath.Join(dir, "kubeconfig")
 	for _, name := range processNames(dir) {
 		if _, up := process.Running(filepath.Join(dir, name+".pid")); !up {
-			return false, kubeconfig
+			return false, filepath.Join(dir, "kubeconfig")
 		}
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return false, kubeconfig
-	}
-	return healthy(ctx, strings.TrimSuffix(cfg.Host, "/")+"/readyz", cfg) == nil, kubeconfig
+	return Reachable(ctx, dir), filepath.Join(dir, "kubeconfig")
 }
 
 // Reachable reports whether the API server of the control plane in dir
