@@ -197,6 +197,15 @@ func (o *changeOptions) printPlan(ctx context.Context, edited *v1alpha2.Topology
 }
 
 // applied says what to do next once a change is written.
+// run applies c and, once something is written, says how to follow it.
+func (o *changeOptions) run(ctx context.Context, c change) error {
+	written, err := o.apply(ctx, c)
+	if written != nil {
+		o.applied(written)
+	}
+	return err
+}
+
 func (o *changeOptions) applied(t *v1alpha2.Topology) {
 	fmt.Fprintf(o.Out, "Applied. Follow it with: kubectl topology status %s -n %s --watch\n", refOf(t), t.Namespace)
 }
@@ -285,11 +294,7 @@ func (o *ScaleOptions) Validate() error {
 
 // Run previews the new replicas, asks, and applies them.
 func (o *ScaleOptions) Run(ctx context.Context) error {
-	written, err := o.apply(ctx, change{mutate: o.mutate, warnings: rules.ChangeWarnings})
-	if written != nil {
-		o.applied(written)
-	}
-	return err
+	return o.run(ctx, change{mutate: o.mutate, warnings: rules.ChangeWarnings})
 }
 
 func (o *ScaleOptions) mutate(t *v1alpha2.Topology) error {
@@ -388,11 +393,7 @@ func (o *SetVariableOptions) Validate() error {
 
 // Run previews the new values, asks, and applies them.
 func (o *SetVariableOptions) Run(ctx context.Context) error {
-	written, err := o.apply(ctx, change{mutate: o.mutate})
-	if written != nil {
-		o.applied(written)
-	}
-	return err
+	return o.run(ctx, change{mutate: o.mutate})
 }
 
 func (o *SetVariableOptions) mutate(t *v1alpha2.Topology) error {
