@@ -130,7 +130,7 @@ func TestStatusDegraded(t *testing.T) {
 	agent := statusv1.AgentReport{LastHeartbeat: at(11, 55), Problem: "the agent last reported 5m0s ago: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells"}
 	events := []statusv1.EventReport{{Time: *at(11, 58), Object: "Machine/prod-md-a-xyz12", Reason: "MachineHealthCheckFailed", Message: "Node not ready for 5m", Count: 3}}
 	var buf bytes.Buffer
-	if err := renderStatusReport(&buf, topo, live.TopologyReport(topo, agent, events), fixtureNow); err != nil {
+	if err := renderStatusReport(&buf, topo, agent, live.TopologyReport(topo, agent, events), fixtureNow); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "status-degraded.txt", buf.String())

@@ -185,7 +185,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		if o.Output != "" {
 			return printReport(o.Out, o.Output, statusv1.StatusReport{Agent: agent, Items: []statusv1.TopologyReport{report}})
 		}
-		return renderStatusReport(o.Out, t, report, now)
+		return renderStatusReport(o.Out, t, agent, report, now)
 	}
 	if o.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -218,7 +218,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			// Without its age, which would make every read a new block.
 			agent.Problem = live.AgentSilent
 		}
-		if err := renderStatusReport(&buf, t, live.TopologyReport(t, agent, nil), time.Time{}); err != nil {
+		if err := renderStatusReport(&buf, t, agent, live.TopologyReport(t, agent, nil), time.Time{}); err != nil {
 			return err
 		}
 		if buf.String() != last {
@@ -272,13 +272,13 @@ func (o *StatusOptions) unsettled(t *v1alpha2.Topology) error {
 // renderStatus writes the status tree as plain text; a zero now leaves out
 // the times (a watch prints a new block only when something changed).
 func renderStatus(w io.Writer, t *v1alpha2.Topology, now time.Time) error {
-	return renderStatusReport(w, t, live.TopologyReport(t, statusv1.AgentReport{}, nil), now)
+	return renderStatusReport(w, t, statusv1.AgentReport{}, live.TopologyReport(t, statusv1.AgentReport{}, nil), now)
 }
 
 // renderStatusReport writes one Topology's report for a human: the state and
 // since when, what makes it stale, the parts as a tree, every problem, and
 // recent warnings.
-func renderStatusReport(w io.Writer, t *v1alpha2.Topology, r statusv1.TopologyReport, now time.Time) error {
+func renderStatusReport(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentReport, r statusv1.TopologyReport, now time.Time) error {
 	since := func(ts *metav1.Time) string {
 		if now.IsZero() || ts == nil {
 			return "-"
@@ -297,23 +297,17 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, r statusv1.TopologyRe
 	if p := t.Status.UpgradePlan; p != nil {
 		fmt.Fprintf(w, "  upgrade plan: control plane %s · workers %s\n", orDash(strings.Join(p.ControlPlane, " → ")), orDash(strings.Join(p.Workers, " → ")))
 	}
-	// Stale holds at most a silent agent and a change not seen yet; only the
-	// first is STALE, the second is an ordinary line.
-	notObserved, agentProblem := health.NotObserved(t), ""
-	for _, s := range r.Stale {
-		if s != notObserved {
-			agentProblem = s
-		}
+	// Of the two reasons r.Stale gives, only a silent agent is STALE; a change
+	// not seen yet is an ordinary line.
+	if agent.Problem != "" {
+		fmt.Fprintf(w, "  STALE: %s\n", agent.Problem)
 	}
-	if agentProblem != "" {
-		fmt.Fprintf(w, "  STALE: %s\n", agentProblem)
-	}
-	for _, line := range append(withoutEmpty(notObserved), health.ConditionsNotTrue(t)...) {
+	for _, line := range append(withoutEmpty(health.NotObserved(t)), health.ConditionsNotTrue(t)...) {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	parts := t.Status.Parts()
 	if len(parts) == 0 {
-		if agentProblem != "" {
+		if agent.Problem != "" {
 			fmt.Fprintln(w, "  no rollout reported yet, and the agent is not reporting (see above)")
 		} else {
 			fmt.Fprintln(w, "  no rollout reported yet: the agent has not reconciled it yet")
