@@ -22,8 +22,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
-
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +30,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/agent"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
+	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
 )
 
 func main() {

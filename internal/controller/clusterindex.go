@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 )
 
 // clusterNameField is the cache's index of generated objects by the cluster

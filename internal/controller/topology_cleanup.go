@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 

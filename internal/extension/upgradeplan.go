@@ -8,11 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 

@@ -7,10 +7,6 @@ import (
 	"strings"
 	"time"
 
-	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
-
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
-
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,7 +16,9 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 

@@ -3,10 +3,10 @@ package loader
 import (
 	"fmt"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 )
 
 // DetectCoreVersion asks discovery which Cluster API core version the

@@ -5,10 +5,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
-
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
 )
 
 // Replacement is a part whose Machines a plan replaces: Cluster API rolls

@@ -6,8 +6,6 @@ import (
 	"io"
 	"sort"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/live"
-
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/client-go/discovery"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/templateprobe"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )

@@ -3,11 +3,11 @@ package plugin
 import (
 	"context"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/live"
-
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
 )
 
 // GrantOptions are the inputs of `grant`.

@@ -4,10 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/live"
-
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )

@@ -10,10 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
-
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,7 +20,10 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/plan"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"

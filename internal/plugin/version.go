@@ -6,10 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
-
-	"github.com/kubectl-topology/kubectl-topology/internal/live"
-
 	"github.com/spf13/cobra"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
 	"github.com/kubectl-topology/kubectl-topology/internal/version"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )

@@ -8,25 +8,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/tui/checks"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui/form"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui/preview"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui/statusbar"
-
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui/picker"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui/prompt"
-
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/variables"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/checks"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/form"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/picker"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/preview"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/prompt"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/statusbar"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 

@@ -9,11 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
-
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -23,7 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"

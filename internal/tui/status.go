@@ -6,16 +6,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui/keymap"
-
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/progress"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/keymap"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 

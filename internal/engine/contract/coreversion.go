@@ -1,10 +1,10 @@
 package contract
 
 import (
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // CoreVersion is the Cluster API core API version the engine writes its

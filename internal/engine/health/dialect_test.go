@@ -3,10 +3,9 @@ package health
 import (
 	"testing"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 

@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
-
 	"github.com/blang/semver/v4"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 

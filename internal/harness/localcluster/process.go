@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/process"
-
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/process"
 )
 
 // component is one started control-plane process, with its log file.
