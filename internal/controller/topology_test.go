@@ -2,10 +2,8 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -195,17 +193,15 @@ func TestMachineBootstrapConfigsAreLeftAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	reconciledCondition(t, ex.Topology, metav1.ConditionTrue, ReasonSucceeded)
-	fixture.Consistently(t, 3*time.Second, "both KubeadmConfigs stay", func(ctx context.Context) error {
-		for _, o := range []*unstructured.Unstructured{machines, poolConfig} {
-			got := &unstructured.Unstructured{}
-			got.SetGroupVersionKind(o.GroupVersionKind())
-			if err := k8s.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
-				return fmt.Errorf("KubeadmConfig %s: %w", o.GetName(), err)
-			}
-			if !got.GetDeletionTimestamp().IsZero() {
-				return fmt.Errorf("KubeadmConfig %s is being deleted", o.GetName())
-			}
+	fixture.AfterPasses(t, k8s, client.ObjectKeyFromObject(ex.Topology), 2)
+	for _, o := range []*unstructured.Unstructured{machines, poolConfig} {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(o.GroupVersionKind())
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
+			t.Fatalf("KubeadmConfig %s after two passes: %v", o.GetName(), err)
 		}
-		return nil
-	})
+		if !got.GetDeletionTimestamp().IsZero() {
+			t.Errorf("KubeadmConfig %s is being deleted", o.GetName())
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +178,11 @@ func upgradeAgentWithClusterctl(t *testing.T) {
 	if !strings.Contains(plan, "topology") || !strings.Contains(plan, nextRelease) {
 		t.Errorf("clusterctl upgrade plan does not offer the agent's %s:\n%s", nextRelease, plan)
 	}
+	generation := run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", namespace, "get", "clusters.cluster.x-k8s.io", clusterName, "-o", "jsonpath={.metadata.generation}")
+	clusterGeneration, err := strconv.ParseInt(strings.TrimSpace(generation), 10, 64)
+	if err != nil {
+		t.Fatalf("the Cluster's generation %q: %v", generation, err)
+	}
 	begin := metav1.Now().Rfc3339Copy()
 	clusterctl(t, 10*time.Minute, "upgrade", "apply", "--addon", "topology-system/kubectl-topology:"+nextRelease, "--wait-providers", "--wait-provider-timeout", "300")
 	if image, want := agentImage(), "docker.io/kubectl-topology/agent:"+nextRelease; image != want {
@@ -185,28 +191,40 @@ func upgradeAgentWithClusterctl(t *testing.T) {
 	run(t, 6*time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", "topology-system", "rollout", "status", "deployment/topology-controller-manager", "--timeout", "5m")
 	settle(t, 5*time.Minute)
 	// The new agent reconciles every Topology as it starts; a write of its
-	// to a generated object would show as a newer field-manager entry.
-	fixture.Consistently(t, 30*time.Second, "the upgraded agent writes nothing to what it made", func(ctx context.Context) error {
-		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "-n", namespace, "get", generatedKinds,
-			"-l", "cluster.x-k8s.io/cluster-name="+clusterName, "-o", "json").Output()
-		if err != nil {
-			return fmt.Errorf("listing what the agent made: %w", err)
+	// to a generated object would show as a newer field-manager entry. It is
+	// checked after two passes the agent is made to finish: each carries a
+	// fresh mark from the Topology's annotations to the Cluster's metadata,
+	// the one write they may make, which leaves the Cluster's generation.
+	for pass := range 2 {
+		mark := fmt.Sprint("after-upgrade-", pass)
+		run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", namespace, "annotate", "--overwrite", "topology", clusterName, fixture.NudgeAnnotation+"="+mark)
+		fixture.Eventually(t, 2*time.Minute, "the upgraded agent carries "+mark+" to the Cluster", func(ctx context.Context) (bool, error) {
+			out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "-n", namespace, "get", "clusters.cluster.x-k8s.io", clusterName,
+				"-o", "jsonpath={.metadata.annotations."+strings.ReplaceAll(fixture.NudgeAnnotation, ".", `\.`)+"}").Output()
+			return strings.TrimSpace(string(out)) == mark, err
+		})
+	}
+	out := run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", namespace, "get", generatedKinds,
+		"-l", "cluster.x-k8s.io/cluster-name="+clusterName, "-o", "json")
+	var list struct {
+		Items []unstructured.Unstructured `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range list.Items {
+		if o.GetKind() == "Cluster" {
+			if o.GetGeneration() != clusterGeneration {
+				t.Errorf("the Cluster's generation moved from %d to %d after the agent's upgrade", clusterGeneration, o.GetGeneration())
+			}
+			continue
 		}
-		var list struct {
-			Items []unstructured.Unstructured `json:"items"`
-		}
-		if err := json.Unmarshal(out, &list); err != nil {
-			return err
-		}
-		for _, o := range list.Items {
-			for _, mf := range o.GetManagedFields() {
-				if mf.Manager == apply.FieldManager && mf.Subresource == "" && mf.Time != nil && !mf.Time.Before(&begin) {
-					return fmt.Errorf("the agent wrote %s %s at %s, after the upgrade began (%s)", o.GetKind(), o.GetName(), mf.Time, begin)
-				}
+		for _, mf := range o.GetManagedFields() {
+			if mf.Manager == apply.FieldManager && mf.Subresource == "" && mf.Time != nil && !mf.Time.Before(&begin) {
+				t.Errorf("the agent wrote %s %s at %s, after the upgrade began (%s)", o.GetKind(), o.GetName(), mf.Time, begin)
 			}
 		}
-		return nil
-	})
+	}
 }
 
 // clusterctl runs clusterctl with the kind path's configuration (its local
