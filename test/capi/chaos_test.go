@@ -105,7 +105,8 @@ type chaosFindings struct{ duplicates, orphans, leaks int }
 
 // inspect compares the objects the agent made for ex.Topology with what the
 // engine computes for it, among the kinds the engine generates (Cluster
-// API's own Machines, MachineSets and configs are not the agent's).
+// API's own Machines, MachineSets and configs are not the agent's), and
+// describes them, each orphan with its owners.
 func inspect(ctx context.Context, ex fixture.Example) (chaosFindings, string, error) {
 	var f chaosFindings
 	want, err := desiredstate.Compute(ctx, desiredstate.Input{Topology: ex.Topology, Class: ex.Class, Templates: contract.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(1)})
@@ -126,10 +127,16 @@ func inspect(ctx context.Context, ex fixture.Example) (chaosFindings, string, er
 	}
 	got := map[string]int{}
 	referenced := map[string]bool{}
+	var orphans []string
 	for _, o := range objs {
 		got[o.GetKind()]++
 		if o.GetKind() != "Cluster" && (len(o.GetOwnerReferences()) != 1 || o.GetOwnerReferences()[0].Kind != "Cluster") {
 			f.orphans++
+			var owners []string
+			for _, r := range o.GetOwnerReferences() {
+				owners = append(owners, fmt.Sprintf("%s %s/%s uid %s", r.APIVersion, r.Kind, r.Name, r.UID))
+			}
+			orphans = append(orphans, fmt.Sprintf("%s %s owned by [%s]", o.GetKind(), o.GetName(), strings.Join(owners, ", ")))
 		}
 		for _, path := range [][]string{
 			{"spec", "machineTemplate", "infrastructureRef"},
@@ -150,7 +157,11 @@ func inspect(ctx context.Context, ex fixture.Example) (chaosFindings, string, er
 			f.leaks++
 		}
 	}
-	return f, fixture.KindCounts(objs), nil
+	described := fixture.KindCounts(objs)
+	if len(orphans) > 0 {
+		described += "; orphans: " + strings.Join(orphans, "; ")
+	}
+	return f, described, nil
 }
 
 // setVariable sets a Topology variable through the API, as a user would.
