@@ -102,6 +102,18 @@ func Stock(providers []Provider) (bool, string) {
 	return true, ""
 }
 
+// FetchProviderModules downloads into the module cache, if needed, the
+// modules whose config/ the providers' CRDs and webhooks are read from:
+// for a suite that then runs where there is no network.
+func FetchProviderModules(ctx context.Context, topologyGate bool) error {
+	for _, p := range ClusterAPIProviders(topologyGate) {
+		if _, err := providerConfig(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // providerConfig is where a provider's config/ is in the module cache.
 func providerConfig(ctx context.Context, p Provider) (string, error) {
 	dir, err := moduleDir(ctx, p.Module+"@"+ProvidersVersion)

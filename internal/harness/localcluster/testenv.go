@@ -93,9 +93,10 @@ func startForTests(ctx context.Context, providers []Provider) (*Cluster, error) 
 		crdDirs = append(dirs, crdDirs...)
 	}
 	// Suites with providers take turns: the in-memory backend's port is
-	// fixed, so two at once would refuse each other.
+	// fixed, so two at once would refuse each other; one in a network
+	// namespace of its own has its own.
 	var lock *os.File
-	if needsFixedPorts(providers) {
+	if needsFixedPorts(providers) && !InOwnNetwork() {
 		if lock, err = lockFixedPorts(); err != nil {
 			return nil, err
 		}
