@@ -20,6 +20,7 @@ import (
 // is the objects `kubectl topology install` installs, with clusterctl's
 // labels, the provider label the one the agent's own carry.
 func TestClusterctlReadsTheProviderRepository(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	repo := components.Repository{Dir: filepath.Join(dir, "repository"), Version: "v0.1.0"}
 	if err := repo.Write(); err != nil {

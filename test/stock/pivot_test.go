@@ -52,6 +52,8 @@ func render(m map[string]string) string {
 // cluster keeps nothing of it. The second control plane shares the first's
 // certificates, so its providers' webhooks are served by the first's
 // managers until they move over, as clusterctl expects both to run.
+// It is the suite's one serial test: it moves the managers away and back,
+// so it runs before the parallel tests start.
 func TestPivotToAnotherManagementCluster(t *testing.T) {
 	ctx := context.Background()
 	ex, err := fixture.ClassInNewNamespace(ctx, suite.K8s, "in-memory", "pivot")

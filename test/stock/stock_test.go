@@ -27,6 +27,7 @@ const controlPlaneGroup = "controlplane.cluster.x-k8s.io"
 // admission, naming the provider, the kind and the fix, and nothing is
 // created; the same class with the template inline is admitted.
 func TestClassReferencingARefusedKind(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := suite.NewNamespace(t, "refused")
 	tmpl := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
@@ -69,6 +70,7 @@ func TestClassReferencingARefusedKind(t *testing.T) {
 // templates inline) makes a cluster whose machines run, is upgraded control
 // plane first, and deleted with everything it made.
 func TestInlineClassLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ex, err := fixture.ClassInNewNamespace(ctx, suite.K8s, "in-memory", "lifecycle")
 	if err != nil {
@@ -132,6 +134,7 @@ func TestInlineClassLifecycle(t *testing.T) {
 // convert asks the stock cluster which templates it refuses and writes only
 // those into the class; what it prints applies as it is and provisions.
 func TestConvertInlinesWhatTheClusterRefuses(t *testing.T) {
+	t.Parallel()
 	ns := suite.NewNamespace(t, "convert")
 	root, err := localcluster.ModuleRoot()
 	if err != nil {
@@ -165,6 +168,7 @@ func TestConvertInlinesWhatTheClusterRefuses(t *testing.T) {
 // version says what the cluster's providers are and which template kinds
 // they refuse, and what the product does about it.
 func TestVersionReportsRefusedKinds(t *testing.T) {
+	t.Parallel()
 	out := suite.MustTopology(t, "version")
 	for _, want := range []string{
 		"Cluster API providers:",
@@ -183,6 +187,7 @@ func TestVersionReportsRefusedKinds(t *testing.T) {
 // not inlined (that would not make it valid): convert keeps it referenced,
 // says why, and still converts.
 func TestConvertKeepsAnInvalidTemplateReferenced(t *testing.T) {
+	t.Parallel()
 	ns := suite.NewNamespace(t, "invalid")
 	root, err := localcluster.ModuleRoot()
 	if err != nil {
