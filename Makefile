@@ -39,12 +39,16 @@ build: ## Build bin/kubectl-topology and bin/agent.
 
 # make test keeps go test's output here and, when it fails, prints what
 # failed again at the end. The suites with Cluster API's providers (test/capi,
-# test/stock, test/upstream) take turns on the in-memory backend's fixed port,
-# so one's timeout also covers waiting for the others.
+# test/stock, test/upstream) run each in a network namespace of its own as
+# root, so the in-memory backend's fixed port lets them run side by side;
+# elsewhere they take turns, and one's timeout also covers waiting.
 TEST_LOG_DIR ?= $(CURDIR)/.test
+# TEST_PARALLEL test binaries run at once: the four control-plane suites
+# mostly wait on controllers, so all four run together on two cores.
+TEST_PARALLEL ?= 4
 
 test: lint control-plane-bins capi-bins clusterctl ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs.
-	@mkdir -p $(TEST_LOG_DIR); TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -timeout 45m 2>&1 | tee $(TEST_LOG_DIR)/go-test.log; \
+	@mkdir -p $(TEST_LOG_DIR); TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -p $(TEST_PARALLEL) -timeout 45m 2>&1 | tee $(TEST_LOG_DIR)/go-test.log; \
 	status=$${PIPESTATUS[0]}; if [ $$status -ne 0 ]; then hack/test-failures.sh $(TEST_LOG_DIR)/go-test.log; fi; exit $$status
 	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory e2e-kind; \
 	else echo "make test: no Docker engine answers here, so the kind path (make e2e-kind) did not run"; fi
