@@ -90,8 +90,10 @@ type EditModel struct {
 	debounce time.Duration
 	spinner  spinner.Model
 	spinning bool
-	// applyWhenChecked is an apply asked for while the checks ran.
-	applyWhenChecked bool
+	// applyWhenChecked is an apply asked for while the checks ran; the
+	// question is open meanwhile, and confirmedEarly is its y, answered
+	// before the checks were in.
+	applyWhenChecked, confirmedEarly bool
 	// Applied is true once an apply succeeded.
 	Applied bool
 	// Now is the clock health durations are read against.
@@ -279,8 +281,9 @@ func (m *EditModel) recompute() {
 		}
 	}
 	if len(m.form.Errs) > 0 {
-		// Nothing for the engine to look at: the preview is of nothing.
-		m.show(m.gen, findings{})
+		// Nothing for the engine to look at: the preview is of nothing. With
+		// the form in error no apply can start, so show returns no command.
+		_ = m.show(m.gen, findings{})
 		return
 	}
 	m.dirty = true
@@ -429,8 +432,10 @@ func (m *EditModel) onApply() {
 	case m.readOnly:
 		m.bar.Message = "read-only: nothing can be applied"
 	case m.busy() && len(m.changed) > 0:
-		// Asked for as soon as the checks of the draft as it is are in.
-		m.applyWhenChecked = true
+		// Asked for as soon as the checks of the draft as it is are in. The
+		// question opens now, so a y typed at once answers it instead of
+		// going into the field.
+		m.applyWhenChecked, m.mode = true, confirming
 		m.bar.Message = "checking the change before applying it…"
 	case m.canApply():
 		m.mode = confirming
@@ -458,20 +463,28 @@ func (m *EditModel) onQuitKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 
 func (m *EditModel) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch {
+	case key.Matches(msg, m.common.Keys.Yes) && m.applyWhenChecked:
+		m.confirmedEarly = true
+		m.bar.Message = "applying once the checks are in…"
 	case key.Matches(msg, m.common.Keys.Yes):
-		m.mode, m.applying = editing, true
-		m.bar.Message = "applying..."
-		orig, edited := m.in.Topology.DeepCopy(), m.draft.DeepCopy()
-		apply := m.apply
-		return m, func() tea.Msg {
-			latest, err := apply(context.Background(), orig, edited)
-			return appliedMsg{latest: latest, err: err}
-		}
+		return m, m.startApply()
 	case key.Matches(msg, m.common.Keys.No):
-		m.mode = editing
+		m.mode, m.applyWhenChecked, m.confirmedEarly = editing, false, false
 		m.bar.Message = "not applied"
 	}
 	return m, nil
+}
+
+// startApply applies the draft in the background.
+func (m *EditModel) startApply() tea.Cmd {
+	m.mode, m.applying = editing, true
+	m.bar.Message = "applying..."
+	orig, edited := m.in.Topology.DeepCopy(), m.draft.DeepCopy()
+	apply := m.apply
+	return func() tea.Msg {
+		latest, err := apply(context.Background(), orig, edited)
+		return appliedMsg{latest: latest, err: err}
+	}
 }
 
 func (m *EditModel) onPickerKey(msg tea.KeyMsg) {

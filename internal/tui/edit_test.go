@@ -468,19 +468,42 @@ func TestEditUpgradeWaitsForAStableControlPlane(t *testing.T) {
 	}
 }
 
-// An apply asked for while the checks of the draft still run waits for them,
-// then asks as usual: a quick typist's ctrl+s is not refused.
+// An apply asked for while the checks of the draft still run opens the
+// question at once and waits for the checks before it can be answered: a
+// quick typist's ctrl+s is not refused.
 func TestEditApplyWhileChecking(t *testing.T) {
 	m := newModel(t, exampleInputs(t), &fakeServer{})
 	goTo(t, m, "md-a (general) replicas")
 	_, pending := m.Update(typed("1")) // the checks of "21" are not run yet
 	m.Update(tea.KeyMsg{Type: tea.KeyCtrlS})
-	if m.mode == confirming || !strings.Contains(m.bar.Message, "checking the change") {
-		t.Fatalf("confirming %v, message %q: want the apply held until the checks are in", m.mode == confirming, m.bar.Message)
+	if m.mode != confirming || !m.applyWhenChecked || !strings.Contains(m.View(), "once the checks pass? y/n") {
+		t.Fatalf("confirming %v, held %v, message %q: want the question open and the apply held until the checks are in", m.mode == confirming, m.applyWhenChecked, m.bar.Message)
 	}
 	settle(m, pending)
-	if m.mode != confirming {
+	if m.mode != confirming || m.applyWhenChecked {
 		t.Errorf("the checks are in and pass, yet apply does not ask; message %q", m.bar.Message)
+	}
+}
+
+// A y typed right after ctrl+s, before the checks are in, answers the
+// question instead of going into the field; the draft is applied once the
+// checks pass, not before.
+func TestEditYesBeforeTheChecksAreIn(t *testing.T) {
+	srv := &fakeServer{}
+	m := newModel(t, exampleInputs(t), srv)
+	goTo(t, m, "md-a (general) replicas")
+	_, pending := m.Update(typed("1"))
+	m.Update(tea.KeyMsg{Type: tea.KeyCtrlS})
+	m.Update(typed("y"))
+	if got := m.form.Selected().Value; got != "21" || len(srv.applied) != 0 || !m.confirmedEarly {
+		t.Fatalf("field %q, applied %d, confirmed %v: want y taken as the answer and nothing applied before the checks", got, len(srv.applied), m.confirmedEarly)
+	}
+	settle(m, pending)
+	if len(srv.applied) != 1 || !m.Applied {
+		t.Fatalf("applied %d (Applied %v, message %q): want the draft applied once its checks passed", len(srv.applied), m.Applied, m.bar.Message)
+	}
+	if md := srv.applied[0].Spec.Workers.MachineDeployments[0]; md.Replicas == nil || *md.Replicas != 21 {
+		t.Errorf("applied md-a replicas %v, want 21", md.Replicas)
 	}
 }
 

@@ -173,26 +173,34 @@ func (m *EditModel) onComputed(msg computed) tea.Cmd {
 	m.running = false
 	switch {
 	case msg.gen == m.gen:
-		m.show(msg.gen, msg.p)
+		return m.show(msg.gen, msg.p)
 	case m.dueGen == m.gen && m.startedGen != m.gen:
 		return m.start() // the draft it was superseded by is due already
 	}
 	return nil
 }
 
-// show makes p, the preview of draft generation gen, what the editor shows.
-func (m *EditModel) show(gen int, p findings) {
+// show makes p, the preview of draft generation gen, what the editor shows,
+// and answers an apply asked for while it was checked: the question, or the
+// apply itself when y was already pressed and the checks pass.
+func (m *EditModel) show(gen int, p findings) tea.Cmd {
 	m.shownGen = gen
 	m.checks.Problems, m.checks.Warnings = p.checks, p.warnings
 	m.preview.Set(p.changes, p.replacements, p.rollout)
 	for _, pr := range p.problems {
 		m.attach(pr.path, pr.msg)
 	}
-	if m.applyWhenChecked {
-		m.applyWhenChecked = false
-		m.bar.Message = ""
-		m.onApply()
+	if !m.applyWhenChecked {
+		return nil
 	}
+	confirmed := m.confirmedEarly
+	m.applyWhenChecked, m.confirmedEarly = false, false
+	m.mode, m.bar.Message = editing, ""
+	m.onApply() // the question again, or why it cannot be applied
+	if confirmed && m.mode == confirming {
+		return m.startApply()
+	}
+	return nil
 }
 
 // spin starts the spinner unless it turns already.
