@@ -39,13 +39,14 @@ build: ## Build bin/kubectl-topology and bin/agent.
 
 # make test keeps go test's output here and, when it fails, prints what
 # failed again at the end. The suites with Cluster API's providers (test/capi,
-# test/stock, test/upstream) run each in a network namespace of its own as
+# test/kill, test/stock, test/upstream) run each in a network namespace of its own as
 # root, so the in-memory backend's fixed port lets them run side by side;
 # elsewhere they take turns, and one's timeout also covers waiting.
 TEST_LOG_DIR ?= $(CURDIR)/.test
-# TEST_PARALLEL test binaries run at once: the four control-plane suites
-# mostly wait on controllers, so all four run together on two cores.
-TEST_PARALLEL ?= 4
+# TEST_PARALLEL test binaries run at once: the five control-plane suites
+# (test/capi, test/kill, test/stock, test/upstream, test/e2e) mostly wait on
+# controllers, so they all run together on two cores.
+TEST_PARALLEL ?= 5
 
 test: lint control-plane-bins capi-bins clusterctl ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs.
 	@mkdir -p $(TEST_LOG_DIR); TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -p $(TEST_PARALLEL) -timeout 45m 2>&1 | tee $(TEST_LOG_DIR)/go-test.log; \
@@ -55,7 +56,7 @@ test: lint control-plane-bins capi-bins clusterctl ## Run every test: lint, unit
 
 # The suites that start a control plane (their TestMain does) are left out of
 # unit, so that it needs no control-plane binary.
-API_SERVER_SUITES = /internal/agent$$|/internal/controller$$|/internal/harness/localcluster$$|/test/e2e$$|/test/capi$$|/test/stock$$|/test/upstream$$
+API_SERVER_SUITES = /internal/agent$$|/test/kill$$|/internal/controller$$|/internal/harness/localcluster$$|/test/e2e$$|/test/capi$$|/test/stock$$|/test/upstream$$
 
 unit: ## Unit tests only, fast; needs no control-plane binary.
 	$(GO) test -count=1 $$($(GO) list ./... | grep -vE '$(API_SERVER_SUITES)')

@@ -2,7 +2,6 @@ package capi
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -20,20 +19,6 @@ import (
 	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
-
-// statusReport runs `status -o json` and decodes it.
-func statusReport(t *testing.T, args ...string) statusv1.StatusReport {
-	t.Helper()
-	out := suite.MustTopology(t, append([]string{"status", "-o", "json"}, args...)...)
-	var r statusv1.StatusReport
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("status -o json is not a StatusReport: %v\n%s", err, out)
-	}
-	if r.APIVersion != statusv1.APIVersion || r.Kind != "StatusReport" {
-		t.Fatalf("status -o json: apiVersion %q kind %q", r.APIVersion, r.Kind)
-	}
-	return r
-}
 
 // itemOf finds a Topology's item in a report.
 func itemOf(r statusv1.StatusReport, ns, name string) *statusv1.TopologyReport {
@@ -132,7 +117,7 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 
 	// Provisioning: the control plane's machine takes 30 s to start.
 	fixture.Eventually(t, 30*time.Second, "status reports the cluster Provisioning", func(context.Context) (bool, error) {
-		item := itemOf(statusReport(t, "dev", "-n", ns), ns, "dev")
+		item := itemOf(suite.StatusReport(t, "dev", "-n", ns), ns, "dev")
 		return item != nil && item.State == v1alpha2.StateProvisioning && !item.Settled, nil
 	})
 	if out := suite.MustTopology(t, "get", "-n", ns); !strings.Contains(out, "Provisioning") {
@@ -143,7 +128,7 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 	}
 
 	suite.Settle(t, ns, "dev", 4*time.Minute)
-	item := itemOf(statusReport(t, "-A"), ns, "dev")
+	item := itemOf(suite.StatusReport(t, "-A"), ns, "dev")
 	if item == nil || item.State != v1alpha2.StateReady || !item.Settled || len(item.Problems) != 0 {
 		t.Fatalf("settled cluster in status -A -o json: %+v", item)
 	}
@@ -160,7 +145,7 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 	setNodeReady(t, wc, cpNode, false)
 	setNodeReady(t, wc, mdNode, false)
 	fixture.Eventually(t, time.Minute, "status reports both parts Degraded", func(context.Context) (bool, error) {
-		item := itemOf(statusReport(t, "dev", "-n", ns), ns, "dev")
+		item := itemOf(suite.StatusReport(t, "dev", "-n", ns), ns, "dev")
 		if item == nil || item.State != v1alpha2.StateDegraded || len(item.Parts) != 2 {
 			return false, fmt.Errorf("report %+v", item)
 		}

@@ -1,4 +1,4 @@
-package capi
+package kill
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func TestAgentKilled(t *testing.T) {
 	stopAgent(t)
 	fixture.Eventually(t, time.Minute, "status says the agent is silent", func(context.Context) (bool, error) {
 		out, _, err := suite.Topology("", "status", "dev", "-n", ns)
-		r := statusReport(t, "-A")
+		r := suite.StatusReport(t, "-A")
 		return err == nil && strings.Contains(out, "STALE: the agent last reported ") && strings.Contains(r.Agent.Problem, "not running"), fmt.Errorf("%s", out)
 	})
 	suite.MustTopology(t, "install", "--local", "--state-dir", suite.AgentState)
