@@ -408,6 +408,9 @@ func (r *TopologyReconciler) applyOne(ctx context.Context, s *scope, cur, obj *u
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			return nil, fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), templateprobe.ExplainGate(ctx, r.Client, obj, err))
 		}
+		if err := r.dropStaleOwners(ctx, applied, obj); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case cur == nil && s.result.Rotated[contract.KeyOf(obj)] != "":
@@ -418,6 +421,23 @@ func (r *TopologyReconciler) applyOne(ctx context.Context, s *scope, cur, obj *u
 		r.Recorder.Eventf(s.topo, "Normal", "Updated", "Updated %s %s", obj.GetKind(), obj.GetName())
 	}
 	return applied, nil
+}
+
+// dropStaleOwners removes from applied, as stored, a Topology owner that
+// obj no longer names and the apply left because Cluster API co-owns it,
+// with a merge patch of the owner list that fails if applied changed since.
+func (r *TopologyReconciler) dropStaleOwners(ctx context.Context, applied, obj *unstructured.Unstructured) error {
+	kept := apply.WithoutStaleTopologyOwners(applied, obj)
+	if len(kept) == len(applied.GetOwnerReferences()) {
+		return nil
+	}
+	before := applied.DeepCopy()
+	applied.SetOwnerReferences(kept)
+	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Patch(ctx, applied, patch, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("removing the Topology as owner of %s %s/%s, which its Cluster owns: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
 }
 
 // patchCluster writes an existing v1beta2 Cluster as upstream v1.14 does,

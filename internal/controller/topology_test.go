@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
@@ -203,5 +205,57 @@ func TestMachineBootstrapConfigsAreLeftAlone(t *testing.T) {
 		if !got.GetDeletionTimestamp().IsZero() {
 			t.Errorf("KubeadmConfig %s is being deleted", o.GetName())
 		}
+	}
+}
+
+// TestTopologyOwnerCoOwnedByClusterAPIIsDropped: when Cluster API adds the
+// Cluster as owner of an object before the agent hands it over, its patch of
+// the whole owner list makes its manager a co-owner of the Topology's entry,
+// which the agent's apply then cannot take away. The agent removes it with a
+// patch of its own, and the object is owned by its Cluster alone (upstream's
+// parity run found a KubeadmControlPlane owned by both).
+func TestTopologyOwnerCoOwnedByClusterAPIIsDropped(t *testing.T) {
+	ctx := context.Background()
+	ex := generatedExample(t)
+	cluster := clusterOf(t, ex.Topology)
+	kcp := &unstructured.Unstructured{}
+	kcp.SetAPIVersion("controlplane.cluster.x-k8s.io/v1beta1")
+	kcp.SetKind("KubeadmControlPlane")
+	objs, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "KubeadmControlPlane" {
+			kcp = o
+		}
+	}
+	if kcp.GetName() == "" {
+		t.Fatalf("no KubeadmControlPlane among %s", fixture.KindCounts(objs))
+	}
+	topo := &v1alpha2.Topology{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), topo); err != nil {
+		t.Fatal(err)
+	}
+	// As Cluster API's controllers write it: a merge patch of the whole list.
+	owners := []map[string]any{
+		{"apiVersion": v1alpha2.GroupVersion.String(), "kind": v1alpha2.TopologyKind, "name": topo.Name, "uid": string(topo.UID)},
+		{"apiVersion": cluster.GetAPIVersion(), "kind": "Cluster", "name": cluster.GetName(), "uid": string(cluster.GetUID())},
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": owners}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Patch(ctx, kcp.DeepCopy(), client.RawPatch(types.MergePatchType, patch), client.FieldOwner("manager")); err != nil {
+		t.Fatal(err)
+	}
+	fixture.AfterPasses(t, k8s, client.ObjectKeyFromObject(ex.Topology), 1)
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(kcp.GroupVersionKind())
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(kcp), got); err != nil {
+		t.Fatal(err)
+	}
+	if refs := got.GetOwnerReferences(); len(refs) != 1 || refs[0].Kind != "Cluster" {
+		t.Errorf("KubeadmControlPlane %s is owned by %v, want its Cluster alone", got.GetName(), refs)
 	}
 }

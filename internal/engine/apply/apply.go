@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,22 +46,32 @@ func needsWrite(current, desired *unstructured.Unstructured, fieldManager string
 }
 
 // staleTopologyOwner reports whether current still names a Topology as an
-// owner that desired no longer does: the agent stopped between making the
-// Cluster and handing the objects made before it over, and Cluster API then
-// added the Cluster as owner, so every owner desired wants is there. Only
-// the agent names a Topology as owner, so applying desired removes it.
+// owner that desired no longer does: Cluster API added the Cluster as owner
+// before the agent handed the object over (it stopped in between, or was
+// slower), so every owner desired wants is there. Only the agent names a
+// Topology as owner; see WithoutStaleTopologyOwners for how it goes.
 func staleTopologyOwner(current, desired *unstructured.Unstructured) bool {
+	return len(WithoutStaleTopologyOwners(current, desired)) < len(current.GetOwnerReferences())
+}
+
+// WithoutStaleTopologyOwners is current's owners less the Topologies desired
+// does not name. An apply alone cannot drop them when Cluster API added its
+// owner with a patch of the whole list: that made its manager a co-owner of
+// every entry, so the agent writes this list with a patch of its own.
+func WithoutStaleTopologyOwners(current, desired *unstructured.Unstructured) []metav1.OwnerReference {
 	wanted := map[types.UID]bool{}
 	for _, w := range desired.GetOwnerReferences() {
 		wanted[w.UID] = true
 	}
+	var kept []metav1.OwnerReference
 	for _, h := range current.GetOwnerReferences() {
 		gv, _ := schema.ParseGroupVersion(h.APIVersion)
 		if h.Kind == v1alpha2.TopologyKind && gv.Group == v1alpha2.GroupVersion.Group && !wanted[h.UID] {
-			return true
+			continue
 		}
+		kept = append(kept, h)
 	}
-	return false
+	return kept
 }
 
 // hasOwners reports whether every owner of desired is an owner of current.
