@@ -44,6 +44,16 @@ var topologyChanged = predicate.Or[client.Object](
 	}},
 )
 
+// machineSetGone passes a MachineSet's deletion only: the template clones it
+// used may then be deleted, and a rotation's old MachineSet often goes after
+// its last Machine, with no other event to bring the Topology back.
+var machineSetGone = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
 // SetupWithManager registers the Topology controller: it watches Topologies,
 // the Clusters they own, the Cluster API objects labelled for them, their
 // classes, and — added as they are met — provider kinds and class templates.
@@ -66,6 +76,7 @@ func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		Watches(unstructuredOf(r.capiGVK("MachineDeployment")), byLabel).
 		Watches(unstructuredOf(r.capiGVK("MachineHealthCheck")), byLabel).
 		Watches(unstructuredOf(r.capiGVK(machineKind)), byLabel).
+		Watches(unstructuredOf(r.capiGVK(machineSetKind)), byLabel, builder.WithPredicates(machineSetGone)).
 		WithOptions(opts).
 		Named("topology").
 		Build(r)

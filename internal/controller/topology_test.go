@@ -3,8 +3,10 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -258,4 +260,66 @@ func TestTopologyOwnerCoOwnedByClusterAPIIsDropped(t *testing.T) {
 	if refs := got.GetOwnerReferences(); len(refs) != 1 || refs[0].Kind != "Cluster" {
 		t.Errorf("KubeadmControlPlane %s is owned by %v, want its Cluster alone", got.GetName(), refs)
 	}
+}
+
+// TestCloneFreedByAMachineSetIsDeleted: a template clone the topology no
+// longer wants stays while a MachineSet still uses it, and is deleted once
+// that MachineSet goes, with nothing else bringing the Topology back (the
+// chaos test once left such a clone behind for good).
+func TestCloneFreedByAMachineSetIsDeleted(t *testing.T) {
+	ctx := context.Background()
+	ex := generatedExample(t)
+	objs, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var poolTemplate *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "DockerMachineTemplate" && o.GetLabels()[contract.MachineDeploymentNameLabel] != "" {
+			poolTemplate = o
+		}
+	}
+	if poolTemplate == nil {
+		t.Fatalf("no MachineDeployment's DockerMachineTemplate among %s", fixture.KindCounts(objs))
+	}
+	// What a rotation leaves: the pool's former clone, labelled as it was.
+	old := &unstructured.Unstructured{Object: map[string]any{"spec": poolTemplate.Object["spec"]}}
+	old.SetGroupVersionKind(poolTemplate.GroupVersionKind())
+	old.SetNamespace(poolTemplate.GetNamespace())
+	old.SetName(poolTemplate.GetName() + "-former")
+	old.SetLabels(poolTemplate.GetLabels())
+	selector := map[string]any{"matchLabels": map[string]any{"pool": "former"}}
+	ms := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"clusterName": ex.Topology.Name,
+		"selector":    selector,
+		"template": map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"pool": "former"}},
+			"spec": map[string]any{
+				"clusterName":       ex.Topology.Name,
+				"bootstrap":         map[string]any{"dataSecretName": "bootstrap"},
+				"infrastructureRef": map[string]any{"apiVersion": old.GetAPIVersion(), "kind": old.GetKind(), "name": old.GetName()},
+			},
+		},
+	}}}
+	ms.SetAPIVersion(contract.CoreV1Beta1.APIVersion())
+	ms.SetKind("MachineSet")
+	ms.SetNamespace(old.GetNamespace())
+	ms.SetName("former")
+	ms.SetLabels(map[string]string{contract.ClusterNameLabel: ex.Topology.Name, contract.TopologyOwnedLabel: ""})
+	// The MachineSet first, and a pass, so that the agent has seen it before
+	// the clone it uses appears.
+	create(t, ms)
+	fixture.AfterPasses(t, k8s, client.ObjectKeyFromObject(ex.Topology), 1)
+	create(t, old)
+	fixture.AfterPasses(t, k8s, client.ObjectKeyFromObject(ex.Topology), 2)
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(old), old.DeepCopy()); err != nil {
+		t.Fatalf("the clone a MachineSet still uses: %v", err)
+	}
+	if err := k8s.Delete(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, 30*time.Second, "the clone its MachineSet no longer uses is deleted", func(ctx context.Context) (bool, error) {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(old), old.DeepCopy())
+		return apierrors.IsNotFound(err), fmt.Errorf("getting %s: %v", old.GetName(), err)
+	})
 }
