@@ -90,10 +90,6 @@ type EditModel struct {
 	debounce time.Duration
 	spinner  spinner.Model
 	spinning bool
-	// applyWhenChecked is an apply asked for while the checks ran; the
-	// question is open meanwhile, and confirmedEarly is its y, answered
-	// before the checks were in.
-	applyWhenChecked, confirmedEarly bool
 	// Applied is true once an apply succeeded.
 	Applied bool
 	// Now is the clock health durations are read against.
@@ -159,6 +155,12 @@ const (
 	prompting
 	// confirming: apply waits for y or n.
 	confirming
+	// confirmingUnchecked: apply was asked for while the draft's checks ran;
+	// y or n answers already, and the question stands once they are in.
+	confirmingUnchecked
+	// applyWhenChecked: y came before the checks were in; the draft is
+	// applied once they pass.
+	applyWhenChecked
 	// quitAsking: quitting waits for y or n before unsaved edits are thrown away.
 	quitAsking
 )
@@ -393,7 +395,7 @@ func (m *EditModel) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch m.mode {
 	case quitAsking:
 		return m.onQuitKey(msg)
-	case confirming:
+	case confirming, confirmingUnchecked, applyWhenChecked:
 		return m.onConfirmKey(msg)
 	case prompting:
 		m.onPromptKey(msg)
@@ -435,7 +437,7 @@ func (m *EditModel) onApply() {
 		// Asked for as soon as the checks of the draft as it is are in. The
 		// question opens now, so a y typed at once answers it instead of
 		// going into the field.
-		m.applyWhenChecked, m.mode = true, confirming
+		m.mode = confirmingUnchecked
 		m.bar.Message = "checking the change before applying it…"
 	case m.canApply():
 		m.mode = confirming
@@ -463,13 +465,13 @@ func (m *EditModel) onQuitKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 
 func (m *EditModel) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch {
-	case key.Matches(msg, m.common.Keys.Yes) && m.applyWhenChecked:
-		m.confirmedEarly = true
+	case key.Matches(msg, m.common.Keys.Yes) && m.mode == confirmingUnchecked:
+		m.mode = applyWhenChecked
 		m.bar.Message = "applying once the checks are in…"
-	case key.Matches(msg, m.common.Keys.Yes):
+	case key.Matches(msg, m.common.Keys.Yes) && m.mode == confirming:
 		return m, m.startApply()
 	case key.Matches(msg, m.common.Keys.No):
-		m.mode, m.applyWhenChecked, m.confirmedEarly = editing, false, false
+		m.mode = editing
 		m.bar.Message = "not applied"
 	}
 	return m, nil

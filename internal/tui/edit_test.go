@@ -476,11 +476,11 @@ func TestEditApplyWhileChecking(t *testing.T) {
 	goTo(t, m, "md-a (general) replicas")
 	_, pending := m.Update(typed("1")) // the checks of "21" are not run yet
 	m.Update(tea.KeyMsg{Type: tea.KeyCtrlS})
-	if m.mode != confirming || !m.applyWhenChecked || !strings.Contains(m.View(), "once the checks pass? y/n") {
-		t.Fatalf("confirming %v, held %v, message %q: want the question open and the apply held until the checks are in", m.mode == confirming, m.applyWhenChecked, m.bar.Message)
+	if m.mode != confirmingUnchecked || !strings.Contains(m.View(), "once the checks pass? y/n") {
+		t.Fatalf("mode %d, message %q: want the question open and the apply held until the checks are in", m.mode, m.bar.Message)
 	}
 	settle(m, pending)
-	if m.mode != confirming || m.applyWhenChecked {
+	if m.mode != confirming {
 		t.Errorf("the checks are in and pass, yet apply does not ask; message %q", m.bar.Message)
 	}
 }
@@ -495,8 +495,8 @@ func TestEditYesBeforeTheChecksAreIn(t *testing.T) {
 	_, pending := m.Update(typed("1"))
 	m.Update(tea.KeyMsg{Type: tea.KeyCtrlS})
 	m.Update(typed("y"))
-	if got := m.form.Selected().Value; got != "21" || len(srv.applied) != 0 || !m.confirmedEarly {
-		t.Fatalf("field %q, applied %d, confirmed %v: want y taken as the answer and nothing applied before the checks", got, len(srv.applied), m.confirmedEarly)
+	if got := m.form.Selected().Value; got != "21" || len(srv.applied) != 0 || m.mode != applyWhenChecked {
+		t.Fatalf("field %q, applied %d, mode %d: want y taken as the answer and nothing applied before the checks", got, len(srv.applied), m.mode)
 	}
 	settle(m, pending)
 	if len(srv.applied) != 1 || !m.Applied {

@@ -190,14 +190,13 @@ func (m *EditModel) show(gen int, p findings) tea.Cmd {
 	for _, pr := range p.problems {
 		m.attach(pr.path, pr.msg)
 	}
-	if !m.applyWhenChecked {
+	asked := m.mode
+	if asked != confirmingUnchecked && asked != applyWhenChecked {
 		return nil
 	}
-	confirmed := m.confirmedEarly
-	m.applyWhenChecked, m.confirmedEarly = false, false
 	m.mode, m.bar.Message = editing, ""
 	m.onApply() // the question again, or why it cannot be applied
-	if confirmed && m.mode == confirming {
+	if asked == applyWhenChecked && m.mode == confirming {
 		return m.startApply()
 	}
 	return nil

@@ -40,11 +40,10 @@ func (m *EditModel) render() (string, []int) {
 	helpView := m.bar.Help(m.common.Keys)
 	helpLines := strings.Count(helpView, "\n") + 1
 	question := ""
-	switch {
-	case m.mode == confirming && m.confirmedEarly:
-	case m.mode == confirming && m.applyWhenChecked:
+	switch m.mode {
+	case confirmingUnchecked:
 		question = fmt.Sprintf("Apply %d change(s) to %s/%s once the checks pass? y/n", len(m.changed), t.Namespace, t.Name)
-	case m.mode == confirming:
+	case confirming:
 		question = fmt.Sprintf("Apply %d change(s) to %s/%s? y/n", len(m.changed), t.Namespace, t.Name)
 	}
 	message := m.bar.Lines(question)
