@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
@@ -193,17 +194,14 @@ func upgradeAgentWithClusterctl(t *testing.T) {
 	// The new agent reconciles every Topology as it starts; a write of its
 	// to a generated object would show as a newer field-manager entry. It is
 	// checked after two passes the agent is made to finish: each carries a
-	// fresh mark from the Topology's annotations to the Cluster's metadata,
-	// the one write they may make, which leaves the Cluster's generation.
-	for pass := range 2 {
-		mark := fmt.Sprint("after-upgrade-", pass)
-		run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", namespace, "annotate", "--overwrite", "topology", clusterName, fixture.NudgeAnnotation+"="+mark)
-		fixture.Eventually(t, 2*time.Minute, "the upgraded agent carries "+mark+" to the Cluster", func(ctx context.Context) (bool, error) {
-			out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "-n", namespace, "get", "clusters.cluster.x-k8s.io", clusterName,
-				"-o", "jsonpath={.metadata.annotations."+strings.ReplaceAll(fixture.NudgeAnnotation, ".", `\.`)+"}").Output()
-			return strings.TrimSpace(string(out)) == mark, err
-		})
+	// fresh mark from the Topology's annotations to the Cluster's metadata
+	// (fixture.AfterPasses), the one write they may make, which leaves the
+	// Cluster's generation.
+	k8s, err := fixture.NewClient(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
 	}
+	fixture.AfterPasses(t, k8s, client.ObjectKey{Namespace: namespace, Name: clusterName}, 2)
 	out := run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", namespace, "get", generatedKinds,
 		"-l", "cluster.x-k8s.io/cluster-name="+clusterName, "-o", "json")
 	var list struct {
