@@ -40,15 +40,7 @@ func TestMoveToDirectoryAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := ex.Topology.Namespace
-	for _, name := range movedNames {
-		topo := ex.Topology.DeepCopy()
-		topo.Name = name
-		fixture.OneMachineEach(topo)
-		if err := suite.K8s.Create(ctx, topo); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { fixture.DeleteTopology(t, suite.K8s, ns, name) })
-	}
+	suite.OneMachineTopologies(t, ex, movedNames...)
 	for _, name := range movedNames {
 		suite.Settle(t, ns, name, 4*time.Minute)
 	}

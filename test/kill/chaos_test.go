@@ -36,15 +36,7 @@ func TestChaosKillsConverge(t *testing.T) {
 	}
 	ns := ex.Topology.Namespace
 	topologies := []string{"chaos-0", "chaos-1", "chaos-2"}
-	for _, name := range topologies {
-		topo := ex.Topology.DeepCopy()
-		topo.Name = name
-		fixture.OneMachineEach(topo)
-		if err := suite.K8s.Create(ctx, topo); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { fixture.DeleteTopology(t, suite.K8s, ns, name) })
-	}
+	suite.OneMachineTopologies(t, ex, topologies...)
 	const kills = 10
 	for i := range kills {
 		if i == 5 || i == 7 {
