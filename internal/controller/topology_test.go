@@ -46,6 +46,26 @@ func ownedByTopology(o *unstructured.Unstructured, topo *v1alpha2.Topology) bool
 	return false
 }
 
+// generatedOf is the last of ex's generated objects that is, or fails the
+// test naming what was sought among what there is.
+func generatedOf(t *testing.T, ex fixture.Example, what string, is func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
+	t.Helper()
+	objs, err := fixture.Live(context.Background(), k8s, ex.Topology.Namespace, ex.Topology.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *unstructured.Unstructured
+	for _, o := range objs {
+		if is(o) {
+			found = o
+		}
+	}
+	if found == nil {
+		t.Fatalf("no %s among %s", what, fixture.KindCounts(objs))
+	}
+	return found
+}
+
 // wantGenerated waits until the example's whole cluster exists, owned as the
 // engine would have it.
 func wantGenerated(t *testing.T, ex fixture.Example) {
@@ -166,19 +186,9 @@ func TestInvalidVariableFoundOnReconcile(t *testing.T) {
 func TestMachineBootstrapConfigsAreLeftAlone(t *testing.T) {
 	ctx := context.Background()
 	ex := generatedExample(t)
-	objs, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var poolConfig *unstructured.Unstructured
-	for _, o := range objs {
-		if o.GetKind() == "KubeadmConfig" {
-			poolConfig = o
-		}
-	}
-	if poolConfig == nil {
-		t.Fatalf("the example's MachinePool has no KubeadmConfig: %s", fixture.KindCounts(objs))
-	}
+	poolConfig := generatedOf(t, ex, "the example's MachinePool's KubeadmConfig", func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == "KubeadmConfig"
+	})
 	machines := &unstructured.Unstructured{}
 	machines.SetGroupVersionKind(poolConfig.GroupVersionKind())
 	machines.SetNamespace(poolConfig.GetNamespace())
@@ -220,21 +230,9 @@ func TestTopologyOwnerCoOwnedByClusterAPIIsDropped(t *testing.T) {
 	ctx := context.Background()
 	ex := generatedExample(t)
 	cluster := clusterOf(t, ex.Topology)
-	kcp := &unstructured.Unstructured{}
-	kcp.SetAPIVersion("controlplane.cluster.x-k8s.io/v1beta1")
-	kcp.SetKind("KubeadmControlPlane")
-	objs, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		if o.GetKind() == "KubeadmControlPlane" {
-			kcp = o
-		}
-	}
-	if kcp.GetName() == "" {
-		t.Fatalf("no KubeadmControlPlane among %s", fixture.KindCounts(objs))
-	}
+	kcp := generatedOf(t, ex, "a KubeadmControlPlane", func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == "KubeadmControlPlane"
+	})
 	topo := &v1alpha2.Topology{}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), topo); err != nil {
 		t.Fatal(err)
@@ -269,19 +267,9 @@ func TestTopologyOwnerCoOwnedByClusterAPIIsDropped(t *testing.T) {
 func TestCloneFreedByAMachineSetIsDeleted(t *testing.T) {
 	ctx := context.Background()
 	ex := generatedExample(t)
-	objs, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var poolTemplate *unstructured.Unstructured
-	for _, o := range objs {
-		if o.GetKind() == "DockerMachineTemplate" && o.GetLabels()[contract.MachineDeploymentNameLabel] != "" {
-			poolTemplate = o
-		}
-	}
-	if poolTemplate == nil {
-		t.Fatalf("no MachineDeployment's DockerMachineTemplate among %s", fixture.KindCounts(objs))
-	}
+	poolTemplate := generatedOf(t, ex, "a MachineDeployment's DockerMachineTemplate", func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == "DockerMachineTemplate" && o.GetLabels()[contract.MachineDeploymentNameLabel] != ""
+	})
 	// What a rotation leaves: the pool's former clone, labelled as it was.
 	old := &unstructured.Unstructured{Object: map[string]any{"spec": poolTemplate.Object["spec"]}}
 	old.SetGroupVersionKind(poolTemplate.GroupVersionKind())
