@@ -105,9 +105,14 @@ func Stock(providers []Provider) (bool, string) {
 // FetchProviderModules downloads into the module cache, if needed, the
 // modules whose config/ the providers' CRDs and webhooks are read from:
 // for a suite that then runs where there is no network.
-func FetchProviderModules(ctx context.Context, topologyGate bool) error {
-	for _, p := range ClusterAPIProviders(topologyGate) {
-		if _, err := providerConfig(ctx, p); err != nil {
+func FetchProviderModules(ctx context.Context) error {
+	fetched := map[string]bool{}
+	for _, p := range ClusterAPIProviders(false) { // gates change flags, not modules
+		if fetched[p.Module] {
+			continue
+		}
+		fetched[p.Module] = true
+		if _, err := moduleDir(ctx, p.Module+"@"+ProvidersVersion); err != nil {
 			return err
 		}
 	}
