@@ -78,6 +78,8 @@ type Rollout struct {
 	MachineDeployments []Decision
 	// MachinePools decisions in topology order.
 	MachinePools []Decision
+
+	gate Gate
 }
 
 // ControlPlaneName is the part name of the control plane in decisions and status.
@@ -102,30 +104,36 @@ func UpgradeConcurrency(t *v1alpha2.Topology) int {
 // upgrade whose next step would leave the workers too far behind); new
 // pools wait while the control plane is not stable.
 func Sequence(t *v1alpha2.Topology, obs *Observed, plan VersionPlan) *Rollout {
+	return SequenceGated(t, obs, plan, Gate{})
+}
+
+// Gate holds back what a Runtime SDK lifecycle hook blocks (see
+// internal/engine/lifecycle); its zero value holds nothing.
+type Gate struct {
+	// ControlPlane, when set, says why the control plane does not take a
+	// new version now.
+	ControlPlane string
+	// Workers, when set, says why no pool starts upgrading or is created now.
+	Workers string
+}
+
+// SequenceGated is Sequence with the parts gate holds kept where they are.
+func SequenceGated(t *v1alpha2.Topology, obs *Observed, plan VersionPlan, gate Gate) *Rollout {
 	if obs == nil {
 		obs = &Observed{}
 	}
 	desired := t.Spec.Version
 	r := &Rollout{DesiredVersion: desired, Concurrency: UpgradeConcurrency(t), Plan: plan}
 
-	var mdUpgrading, mpUpgrading []string
+	mdUpgrading, mpUpgrading := PoolsUpgrading(t, obs)
 	var mds []v1alpha2.MachineDeploymentTopology
 	var mps []v1alpha2.MachinePoolTopology
 	if t.Spec.Workers != nil {
 		mds, mps = t.Spec.Workers.MachineDeployments, t.Spec.Workers.MachinePools
 	}
-	for _, md := range mds {
-		if o := obs.MachineDeployments[md.Name]; o.Exists && o.Upgrading {
-			mdUpgrading = append(mdUpgrading, md.Name)
-		}
-	}
-	for _, mp := range mps {
-		if o := obs.MachinePools[mp.Name]; o.Exists && o.Upgrading {
-			mpUpgrading = append(mpUpgrading, mp.Name)
-		}
-	}
 
-	r.ControlPlane, r.ControlPlaneStable, r.WaitingForWorkers = sequenceControlPlane(desired, obs.ControlPlane, append(append([]string{}, mdUpgrading...), mpUpgrading...), plan)
+	r.ControlPlane, r.ControlPlaneStable, r.WaitingForWorkers = sequenceControlPlane(desired, obs.ControlPlane, append(append([]string{}, mdUpgrading...), mpUpgrading...), plan, gate.ControlPlane)
+	r.gate = gate
 
 	holdSeen := false
 	for _, md := range mds {
@@ -142,38 +150,106 @@ func Sequence(t *v1alpha2.Topology, obs *Observed, plan VersionPlan) *Rollout {
 	return r
 }
 
+// PoolsUpgrading names the existing MachineDeployments and MachinePools of
+// t whose Machines are not all at their spec version, in topology order.
+func PoolsUpgrading(t *v1alpha2.Topology, obs *Observed) (machineDeployments, machinePools []string) {
+	if t.Spec.Workers == nil || obs == nil {
+		return nil, nil
+	}
+	for _, md := range t.Spec.Workers.MachineDeployments {
+		if o := obs.MachineDeployments[md.Name]; o.Exists && o.Upgrading {
+			machineDeployments = append(machineDeployments, md.Name)
+		}
+	}
+	for _, mp := range t.Spec.Workers.MachinePools {
+		if o := obs.MachinePools[mp.Name]; o.Exists && o.Upgrading {
+			machinePools = append(machinePools, mp.Name)
+		}
+	}
+	return machineDeployments, machinePools
+}
+
+// ControlPlaneStage is where the control plane stands in a rollout, which
+// decides both its next version and the lifecycle hooks due.
+type ControlPlaneStage int
+
+// The stages, in the order ControlPlaneStageOf tests them.
+const (
+	// StageCreating: the control plane object does not exist yet.
+	StageCreating ControlPlaneStage = iota
+	// StageProvisioning: it exists and has no version in status yet.
+	StageProvisioning
+	// StageUpgrading: its Machines are not all at its spec version.
+	StageUpgrading
+	// StageUpToDate: it is at the topology's version and stable.
+	StageUpToDate
+	// StageWaitingForWorkers: stable, but the workers must reach its
+	// version before it takes the next step of a chained upgrade.
+	StageWaitingForWorkers
+	// StageWaitingForPools: stable, but pools are still rolling.
+	StageWaitingForPools
+	// StageReadyToUpgrade: stable, behind, and free to take its next version.
+	StageReadyToUpgrade
+)
+
+// ControlPlaneStageOf reads the control plane's stage from what is observed
+// of it, the pools still rolling and the version plan.
+func ControlPlaneStageOf(desired string, o PartObserved, poolsUpgrading []string, plan VersionPlan) ControlPlaneStage {
+	switch {
+	case !o.Exists:
+		return StageCreating
+	case o.StatusVersion == "":
+		return StageProvisioning
+	case o.StatusVersion != o.SpecVersion:
+		return StageUpgrading
+	case o.SpecVersion == desired:
+		return StageUpToDate
+	case len(plan.Workers) > 0 && plan.Workers[0] == o.SpecVersion:
+		return StageWaitingForWorkers
+	case len(poolsUpgrading) > 0:
+		return StageWaitingForPools
+	}
+	return StageReadyToUpgrade
+}
+
 // sequenceControlPlane decides the control plane's version; stable says
 // pools may be created and upgraded, waiting that the control plane holds
-// its next step until the workers have caught up.
-func sequenceControlPlane(desired string, o PartObserved, poolsUpgrading []string, plan VersionPlan) (d Decision, stable, waiting bool) {
+// its next step until the workers have caught up. held, when set, is why a
+// lifecycle hook keeps it from taking a new version.
+func sequenceControlPlane(desired string, o PartObserved, poolsUpgrading []string, plan VersionPlan, held string) (d Decision, stable, waiting bool) {
 	d = Decision{Name: ControlPlaneName}
-	if !o.Exists {
+	stage := ControlPlaneStageOf(desired, o, poolsUpgrading, plan)
+	if stage == StageCreating {
 		// Like upstream, a brand-new cluster creates its pools together with
 		// its control plane: there is nothing to race with yet.
 		d.Version, d.Phase = desired, v1alpha2.PhaseCreating
 		return d, true, false
 	}
 	d.Version = o.SpecVersion
-	switch {
-	case o.StatusVersion == "":
+	switch stage {
+	case StageProvisioning:
 		d.Phase, d.Reason = v1alpha2.PhaseCreating, "the control plane is being provisioned"
 		return d, false, false
-	case o.StatusVersion != o.SpecVersion:
+	case StageUpgrading:
 		d.Phase, d.Reason = v1alpha2.PhaseUpgrading, fmt.Sprintf("the control plane is upgrading from %s to %s", o.StatusVersion, o.SpecVersion)
 		return d, false, false
-	case o.SpecVersion == desired:
+	case StageUpToDate:
 		d.Phase = v1alpha2.PhaseUpToDate
 		return d, true, false
-	case len(plan.Workers) > 0 && plan.Workers[0] == o.SpecVersion:
+	case StageWaitingForWorkers:
 		d.Phase = v1alpha2.PhasePending
 		d.Reason = fmt.Sprintf("waiting for the workers to upgrade to %s before the control plane continues to %s", o.SpecVersion, desired)
 		return d, false, true
-	case len(poolsUpgrading) > 0:
+	case StageWaitingForPools:
 		d.Phase = v1alpha2.PhasePending
 		d.Reason = fmt.Sprintf("waiting for %s to finish upgrading before the control plane upgrades to %s", strings.Join(poolsUpgrading, ", "), nextOr(plan.ControlPlane, desired))
 		return d, false, false
 	}
 	next := nextOr(plan.ControlPlane, desired)
+	if held != "" {
+		d.Phase, d.Reason = v1alpha2.PhasePending, fmt.Sprintf("the upgrade to %s is held: %s", next, held)
+		return d, false, false
+	}
 	d.Version, d.Phase = next, v1alpha2.PhaseUpgrading
 	d.Reason = fmt.Sprintf("the control plane starts upgrading from %s to %s", o.SpecVersion, next)
 	if len(plan.ControlPlane) > 1 {
@@ -198,6 +274,11 @@ func sequencePool(name, desired string, o PartObserved, annotations map[string]s
 	d := Decision{Name: name, Version: desired}
 	if !o.Exists {
 		d.Phase, d.Reason = v1alpha2.PhaseCreating, "being created"
+		if r.gate.Workers != "" {
+			d.Phase, d.CreatePending = v1alpha2.PhasePending, true
+			d.Reason = "creation held: " + r.gate.Workers
+			return d, hold
+		}
 		if !r.ControlPlaneStable {
 			d.Phase, d.CreatePending = v1alpha2.PhasePending, true
 			d.Reason = "waiting for the control plane to be stable before creating it"
@@ -220,8 +301,12 @@ func sequencePool(name, desired string, o PartObserved, annotations map[string]s
 		d.Phase, d.Reason = v1alpha2.PhaseHeld, fmt.Sprintf("upgrade held by the %s annotation", contract.HoldUpgradeSequenceAnnotation)
 	case holdBefore:
 		d.Phase, d.Reason = v1alpha2.PhaseHeld, fmt.Sprintf("upgrade held: an earlier pool carries the %s annotation", contract.HoldUpgradeSequenceAnnotation)
+	case r.gate.Workers != "":
+		d.Phase, d.Reason = v1alpha2.PhasePending, "upgrade held: "+r.gate.Workers
 	case len(*upgrading) >= r.Concurrency:
 		d.Phase, d.Reason = v1alpha2.PhasePending, fmt.Sprintf("upgrade concurrency limit %d reached (%s upgrading)", r.Concurrency, strings.Join(*upgrading, ", "))
+	case !r.ControlPlaneStable && !r.WaitingForWorkers && r.gate.ControlPlane != "":
+		d.Phase, d.Reason = v1alpha2.PhasePending, "waiting for the control plane, whose upgrade is held: "+r.gate.ControlPlane
 	case !r.ControlPlaneStable && !r.WaitingForWorkers:
 		d.Phase, d.Reason = v1alpha2.PhasePending, "waiting for the control plane to finish upgrading"
 	case next == o.SpecVersion:

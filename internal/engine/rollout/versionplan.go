@@ -175,7 +175,7 @@ func PlanVersionsFor(ctx context.Context, class *v1alpha2.TopologyClass, t *v1al
 	if class != nil {
 		versions = class.Spec.KubernetesVersions
 	}
-	workers := minWorkersVersion(obs)
+	workers := MinWorkersVersion(obs)
 	var plan VersionPlan
 	var err error
 	if ext := UpgradePlanExtension(class); ext != "" && planner != nil {
@@ -201,8 +201,8 @@ func PlanVersionsFor(ctx context.Context, class *v1alpha2.TopologyClass, t *v1al
 	return plan, err
 }
 
-// minWorkersVersion is the oldest spec version of any existing pool, or "".
-func minWorkersVersion(obs *Observed) string {
+// MinWorkersVersion is the oldest spec version of any existing pool, or "".
+func MinWorkersVersion(obs *Observed) string {
 	var versions []string
 	for _, parts := range []map[string]PartObserved{obs.MachineDeployments, obs.MachinePools} {
 		for _, name := range slices.Sorted(maps.Keys(parts)) {
