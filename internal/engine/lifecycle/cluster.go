@@ -1,0 +1,110 @@
+package lifecycle
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// BeforeCreate calls BeforeClusterCreate for a topology none of whose
+// objects exists yet. hold is true while it blocks; otherwise pending owes
+// AfterControlPlaneInitialized, to be written before anything is created.
+func BeforeCreate(ctx context.Context, c Caller, t *v1alpha2.Topology, answers *Answers) (hold bool, pending Pending, err error) {
+	pending = PendingOf(t.Annotations)
+	a, err := call(ctx, c, answers, Request{Hook: BeforeClusterCreate, Topology: t})
+	if err != nil || a.Blocking() {
+		return err == nil, pending, err
+	}
+	return false, pending.With(AfterControlPlaneInitialized), nil
+}
+
+// AfterInput is what the hooks called after the objects are written are
+// decided from.
+type AfterInput struct {
+	// Caller calls the hooks.
+	Caller Caller
+	// Topology is the cluster's Topology; Cluster its Cluster.
+	Topology *v1alpha2.Topology
+	Cluster  *unstructured.Unstructured
+	// Pending are the hooks owed now.
+	Pending Pending
+	// Rollout is this reconcile's sequencing decision.
+	Rollout *rollout.Rollout
+}
+
+// After calls AfterControlPlaneInitialized once the Cluster says its control
+// plane is initialized, and AfterClusterUpgrade once an upgrade has settled:
+// every part at the topology's version and stable, and the control plane's
+// and workers' own After hooks answered. It returns the hooks still owed.
+func After(ctx context.Context, in AfterInput, answers *Answers) (Pending, error) {
+	pending := in.Pending
+	if pending.Has(AfterControlPlaneInitialized) && ControlPlaneInitialized(in.Cluster) {
+		// Not a blocking hook: any answer but a failure discharges it.
+		if _, err := call(ctx, in.Caller, answers, Request{Hook: AfterControlPlaneInitialized, Topology: in.Topology, Cluster: in.Cluster}); err != nil {
+			return pending, err
+		}
+		pending = pending.Without(AfterControlPlaneInitialized)
+	}
+	if !pending.Has(AfterClusterUpgrade) || pending.Has(AfterControlPlaneUpgrade) || pending.Has(AfterWorkersUpgrade) || !Settled(in.Rollout) {
+		return pending, nil
+	}
+	a, err := call(ctx, in.Caller, answers, Request{Hook: AfterClusterUpgrade, Topology: in.Topology, Cluster: in.Cluster, Version: in.Topology.Spec.Version})
+	if err != nil || a.Blocking() {
+		return pending, err
+	}
+	return pending.Without(AfterClusterUpgrade), nil
+}
+
+// Settled reports whether nothing of r is still to move: the control plane
+// and every pool up to date, none waiting, deferred, held or to be created.
+func Settled(r *rollout.Rollout) bool {
+	if r == nil || r.ControlPlane.Phase != v1alpha2.PhaseUpToDate {
+		return false
+	}
+	for _, d := range append(append([]rollout.Decision{}, r.MachineDeployments...), r.MachinePools...) {
+		if d.Phase != v1alpha2.PhaseUpToDate {
+			return false
+		}
+	}
+	return true
+}
+
+// ControlPlaneInitialized reads the Cluster's ControlPlaneInitialized
+// condition, in either core API version's status.
+func ControlPlaneInitialized(cluster *unstructured.Unstructured) bool {
+	if cluster == nil {
+		return false
+	}
+	if ok, found, _ := unstructured.NestedBool(cluster.Object, "status", "initialization", "controlPlaneInitialized"); found && ok {
+		return true
+	}
+	conditions, _, _ := unstructured.NestedSlice(cluster.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, _ := c.(map[string]any)
+		if m["type"] == "ControlPlaneInitialized" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// BeforeDelete calls BeforeClusterDelete for a Topology being deleted whose
+// Cluster exists, unless an earlier answer let the deletion go on. hold is
+// true while it blocks; ok is true when the OkToDeleteAnnotation is to be
+// written.
+func BeforeDelete(ctx context.Context, c Caller, t *v1alpha2.Topology, cluster *unstructured.Unstructured, answers *Answers) (hold, ok bool, err error) {
+	if _, done := t.Annotations[OkToDeleteAnnotation]; done {
+		return false, false, nil
+	}
+	a, err := call(ctx, c, answers, Request{Hook: BeforeClusterDelete, Topology: t, Cluster: cluster})
+	if err != nil {
+		return false, false, err
+	}
+	if a.Blocking() {
+		return true, false, nil
+	}
+	return false, true, nil
+}

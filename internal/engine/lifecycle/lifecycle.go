@@ -1,0 +1,261 @@
+// Package lifecycle decides, without a client, when the Runtime SDK's
+// lifecycle hooks are due and what their answers hold back, as Cluster API
+// v1.14's topology controller does with its RuntimeSDK gate on: the hooks of
+// creation (BeforeClusterCreate, AfterControlPlaneInitialized), of each
+// upgrade and each step of a chained one, and of deletion
+// (BeforeClusterDelete). A Caller (internal/extension) makes the calls; the
+// agent keeps the hooks still owed in the pending-hooks annotation.
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// The lifecycle hooks, named as the Runtime SDK names them.
+const (
+	BeforeClusterCreate          = "BeforeClusterCreate"
+	AfterControlPlaneInitialized = "AfterControlPlaneInitialized"
+	BeforeClusterUpgrade         = "BeforeClusterUpgrade"
+	BeforeControlPlaneUpgrade    = "BeforeControlPlaneUpgrade"
+	AfterControlPlaneUpgrade     = "AfterControlPlaneUpgrade"
+	BeforeWorkersUpgrade         = "BeforeWorkersUpgrade"
+	AfterWorkersUpgrade          = "AfterWorkersUpgrade"
+	AfterClusterUpgrade          = "AfterClusterUpgrade"
+	BeforeClusterDelete          = "BeforeClusterDelete"
+)
+
+// Hooks are the nine lifecycle hooks in the order a cluster's life meets them.
+var Hooks = []string{
+	BeforeClusterCreate, AfterControlPlaneInitialized,
+	BeforeClusterUpgrade, BeforeControlPlaneUpgrade, AfterControlPlaneUpgrade,
+	BeforeWorkersUpgrade, AfterWorkersUpgrade, AfterClusterUpgrade,
+	BeforeClusterDelete,
+}
+
+// IsLifecycleHook reports whether hook is one of Hooks.
+func IsLifecycleHook(hook string) bool { return slices.Contains(Hooks, hook) }
+
+// Annotations the bookkeeping uses, with upstream's names and formats. The
+// agent keeps them on the Topology, the object the user owns, where upstream
+// keeps them on its Cluster.
+const (
+	// PendingHooksAnnotation lists, comma separated and sorted, the hooks
+	// owed after an operation started: a restarted agent calls each once.
+	PendingHooksAnnotation = "runtime.cluster.x-k8s.io/pending-hooks"
+	// OkToDeleteAnnotation says BeforeClusterDelete let the deletion go on.
+	OkToDeleteAnnotation = "runtime.cluster.x-k8s.io/ok-to-delete"
+	// BeforeUpgradeHookAnnotationPrefix starts annotations that hold an
+	// upgrade as a blocking BeforeClusterUpgrade answer would, without an
+	// extension: upstream's "before-upgrade.hook.cluster.cluster.x-k8s.io/".
+	BeforeUpgradeHookAnnotationPrefix = "before-upgrade.hook.cluster.cluster.x-k8s.io"
+)
+
+// Pending is the set of hooks owed, as the annotation lists them.
+type Pending []string
+
+// PendingOf reads the annotation from annotations.
+func PendingOf(annotations map[string]string) Pending {
+	var p Pending
+	for _, h := range strings.Split(annotations[PendingHooksAnnotation], ",") {
+		if h = strings.TrimSpace(h); h != "" && !slices.Contains(p, h) {
+			p = append(p, h)
+		}
+	}
+	slices.Sort(p)
+	return p
+}
+
+// Has reports whether hook is owed.
+func (p Pending) Has(hook string) bool { return slices.Contains(p, hook) }
+
+// With is p and hooks.
+func (p Pending) With(hooks ...string) Pending {
+	out := slices.Clone(p)
+	for _, h := range hooks {
+		if !out.Has(h) {
+			out = append(out, h)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Without is p less hooks.
+func (p Pending) Without(hooks ...string) Pending {
+	var out Pending
+	for _, h := range p {
+		if !slices.Contains(hooks, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// String is the annotation's value; empty when nothing is owed.
+func (p Pending) String() string { return strings.Join(p, ",") }
+
+// Equal reports whether p and o owe the same hooks.
+func (p Pending) Equal(o Pending) bool { return p.String() == o.String() }
+
+// Request is one hook call: which hook, and the versions and steps the
+// hook's request carries (upstream's field names in comments).
+type Request struct {
+	// Hook is the hook called.
+	Hook string
+	// Topology is the cluster's Topology; Cluster its Cluster API Cluster,
+	// nil before it exists.
+	Topology *v1alpha2.Topology
+	Cluster  *unstructured.Unstructured
+	// From and To are fromKubernetesVersion and toKubernetesVersion
+	// (BeforeClusterUpgrade, BeforeControlPlaneUpgrade, BeforeWorkersUpgrade).
+	From, To string
+	// Version is kubernetesVersion (the After… upgrade hooks).
+	Version string
+	// ControlPlaneSteps and WorkersSteps are controlPlaneUpgrades and
+	// workersUpgrades: the versions still ahead of each.
+	ControlPlaneSteps, WorkersSteps []string
+}
+
+// Answer is what the extensions serving a hook said, aggregated as upstream
+// aggregates them: the lowest non-zero retryAfterSeconds, the messages joined.
+type Answer struct {
+	// Hook is the hook that was called.
+	Hook string
+	// Handlers are those called, as HANDLER.EXTENSION.
+	Handlers []string
+	// RetryAfter is zero when the hook lets the operation go on; otherwise
+	// it holds the operation, and the hook is asked again after it.
+	RetryAfter time.Duration
+	// Message is what the handlers said, joined.
+	Message string
+	// NextCall is when a held hook is asked again; zero when not held.
+	NextCall time.Time
+	// Remembered is true when the answer is a blocking one given earlier
+	// whose retryAfterSeconds has not passed: the hook was not asked again.
+	Remembered bool
+}
+
+// Blocking reports whether the answer holds the operation.
+func (a Answer) Blocking() bool { return a.RetryAfter > 0 }
+
+// Caller calls the extensions serving a hook. The agent's calls the
+// TopologyExtensions whose namespace selector matches the Topology's
+// namespace, each handler in turn, as upstream's runtime client does.
+type Caller interface {
+	// Handlers names the handlers that serve hook for t, in call order.
+	// It fails while the agent has not yet discovered the extensions it
+	// was started with: "none" would skip a hook that one of them serves.
+	Handlers(ctx context.Context, hook string, t *v1alpha2.Topology) ([]string, error)
+	// Call calls them. A handler that answers Failure, or cannot be reached
+	// under failure policy Fail, is an error that names it.
+	Call(ctx context.Context, req Request) (Answer, error)
+}
+
+// Answers are the answers a reconcile got, by hook, as upstream's hook
+// response tracker keeps them, for conditions, status and the requeue.
+type Answers struct {
+	byHook map[string]Answer
+}
+
+// Add records a.
+func (s *Answers) Add(a Answer) {
+	if s.byHook == nil {
+		s.byHook = map[string]Answer{}
+	}
+	s.byHook[a.Hook] = a
+}
+
+// Blocking reports whether hook answered with a hold.
+func (s *Answers) Blocking(hook string) bool {
+	return s != nil && s.byHook[hook].Blocking()
+}
+
+// AnyBlocking reports whether any hook answered with a hold.
+func (s *Answers) AnyBlocking() bool { return s.RetryAfter() > 0 }
+
+// RetryAfter is the soonest a holding hook wants to be asked again; zero
+// when none holds.
+func (s *Answers) RetryAfter() time.Duration {
+	var out time.Duration
+	for _, a := range s.List() {
+		if a.Blocking() && (out == 0 || a.RetryAfter < out) {
+			out = a.RetryAfter
+		}
+	}
+	return out
+}
+
+// List is every answer, in the order of Hooks.
+func (s *Answers) List() []Answer {
+	if s == nil {
+		return nil
+	}
+	var out []Answer
+	for _, h := range Hooks {
+		if a, ok := s.byHook[h]; ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Holding is every answer that holds, in the order of Hooks.
+func (s *Answers) Holding() []Answer {
+	var out []Answer
+	for _, a := range s.List() {
+		if a.Blocking() {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Message says which hooks hold action, in upstream's words ("Following
+// hooks are blocking upgrade: BeforeClusterUpgrade: …"), in the order of
+// Hooks rather than upstream's map order; empty when none holds.
+func (s *Answers) Message(action string) string {
+	var parts []string
+	for _, a := range s.Holding() {
+		if a.Message == "" {
+			parts = append(parts, a.Hook)
+			continue
+		}
+		parts = append(parts, a.Hook+": "+a.Message)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Following hooks are blocking %s: %s", action, strings.Join(parts, "; "))
+}
+
+// BeforeUpgradeAnnotations lists, sorted, the annotations of t that hold
+// its upgrades as a blocking BeforeClusterUpgrade would.
+func BeforeUpgradeAnnotations(annotations map[string]string) []string {
+	var out []string
+	for k := range annotations {
+		if strings.HasPrefix(k, BeforeUpgradeHookAnnotationPrefix+"/") {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// annotationHold is the answer upstream records for upgrades held by
+// annotations: twice the default sync period, since the annotation's removal
+// brings the cluster back anyway.
+func annotationHold(keys []string) Answer {
+	msg := fmt.Sprintf("annotations %s are set", strings.Join(keys, ", "))
+	if len(keys) == 1 {
+		msg = fmt.Sprintf("annotation %s is set", keys[0])
+	}
+	return Answer{Hook: BeforeClusterUpgrade, RetryAfter: 20 * time.Minute, Message: msg}
+}

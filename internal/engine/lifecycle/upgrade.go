@@ -1,0 +1,223 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// UpgradeInput is what the upgrade hooks of one reconcile are decided from.
+type UpgradeInput struct {
+	// Caller calls the hooks.
+	Caller Caller
+	// Topology is the cluster's Topology; Cluster its Cluster, once made.
+	Topology *v1alpha2.Topology
+	Cluster  *unstructured.Unstructured
+	// Pending are the hooks owed before this reconcile.
+	Pending Pending
+	// Observed and Plan are the rollout state and the versions still ahead.
+	Observed *rollout.Observed
+	Plan     rollout.VersionPlan
+}
+
+// Upgrade is what the upgrade hooks decided in one reconcile.
+type Upgrade struct {
+	// Gate holds back what a hook's answer holds.
+	Gate rollout.Gate
+	// Pending are the hooks owed from now on: the agent writes them before
+	// it writes anything else, so that an upgrade it starts is never
+	// without the hooks owed at its end.
+	Pending Pending
+	// AfterControlPlane are owed once the control plane has taken the
+	// version it is given now, and only then (Cluster API #14171): written
+	// after the control plane, so that a failed write owes nothing.
+	AfterControlPlane []string
+}
+
+// DecideUpgrade calls the upgrade hooks due now, in upstream's order: after
+// the control plane's last step AfterControlPlaneUpgrade, then
+// BeforeWorkersUpgrade where the workers take that step; once the workers
+// are done AfterWorkersUpgrade; then, before the control plane takes a new
+// version, BeforeClusterUpgrade (only at the start of an upgrade) and
+// BeforeControlPlaneUpgrade. A blocking answer stops the sequence there.
+func DecideUpgrade(ctx context.Context, in UpgradeInput, answers *Answers) (Upgrade, error) {
+	out := Upgrade{Pending: in.Pending}
+	t, obs := in.Topology, in.Observed
+	if obs == nil {
+		return out, nil
+	}
+	desired, cp := t.Spec.Version, obs.ControlPlane
+	mds, mps := rollout.PoolsUpgrading(t, obs)
+	stage := rollout.ControlPlaneStageOf(desired, cp, append(mds, mps...), in.Plan)
+	req := func(hook string) Request {
+		return Request{Hook: hook, Topology: t, Cluster: in.Cluster, ControlPlaneSteps: in.Plan.ControlPlane, WorkersSteps: in.Plan.Workers}
+	}
+	switch stage {
+	case rollout.StageCreating, rollout.StageProvisioning:
+		return out, nil
+	case rollout.StageUpgrading:
+		// The control plane took a version but the hooks owed after it were
+		// not written (the agent stopped between the two): owe them now.
+		if !out.Pending.Has(AfterControlPlaneUpgrade) {
+			out.Pending = out.Pending.With(owedAfterStep(in.Plan, cp.SpecVersion)...)
+		}
+		return out, nil
+	}
+
+	if out.Pending.Has(AfterControlPlaneUpgrade) {
+		r := req(AfterControlPlaneUpgrade)
+		r.Version = cp.SpecVersion
+		a, err := call(ctx, in.Caller, answers, r)
+		if err != nil {
+			return out, err
+		}
+		if a.Blocking() {
+			out.Gate = holdBoth(a)
+			return out, nil
+		}
+		out.Pending = out.Pending.Without(AfterControlPlaneUpgrade)
+	}
+	if out.Pending.Has(BeforeWorkersUpgrade) {
+		r := req(BeforeWorkersUpgrade)
+		r.From, r.To = rollout.MinWorkersVersion(obs), cp.SpecVersion
+		a, err := call(ctx, in.Caller, answers, r)
+		if err != nil {
+			return out, err
+		}
+		if a.Blocking() {
+			out.Gate = holdBoth(a)
+			return out, nil
+		}
+		out.Pending = out.Pending.Without(BeforeWorkersUpgrade)
+	}
+	if stage == rollout.StageWaitingForWorkers || stage == rollout.StageWaitingForPools {
+		return out, nil
+	}
+	if out.Pending.Has(AfterWorkersUpgrade) {
+		r := req(AfterWorkersUpgrade)
+		r.Version = cp.SpecVersion
+		a, err := call(ctx, in.Caller, answers, r)
+		if err != nil {
+			return out, err
+		}
+		if a.Blocking() {
+			out.Gate.ControlPlane = heldBy(a)
+			return out, nil
+		}
+		out.Pending = out.Pending.Without(AfterWorkersUpgrade)
+	}
+	if stage == rollout.StageUpToDate {
+		return out, nil
+	}
+
+	// The control plane is free to take its next version.
+	if !out.Pending.Has(AfterClusterUpgrade) {
+		if keys := BeforeUpgradeAnnotations(mergedAnnotations(t, in.Cluster)); len(keys) > 0 {
+			a := annotationHold(keys)
+			answers.Add(a)
+			out.Gate.ControlPlane = heldBy(a)
+			return out, nil
+		}
+		r := req(BeforeClusterUpgrade)
+		r.From, r.To = cp.SpecVersion, desired
+		a, err := call(ctx, in.Caller, answers, r)
+		if err != nil {
+			return out, err
+		}
+		if a.Blocking() {
+			out.Gate.ControlPlane = heldBy(a)
+			return out, nil
+		}
+		// The upgrade has started: AfterClusterUpgrade is owed at its end,
+		// and BeforeClusterUpgrade is not asked again until then.
+		out.Pending = out.Pending.With(AfterClusterUpgrade)
+	}
+	next := desired
+	if len(in.Plan.ControlPlane) > 0 {
+		next = in.Plan.ControlPlane[0]
+	}
+	r := req(BeforeControlPlaneUpgrade)
+	r.From, r.To = cp.SpecVersion, next
+	a, err := call(ctx, in.Caller, answers, r)
+	if err != nil {
+		return out, err
+	}
+	if a.Blocking() {
+		out.Gate.ControlPlane = heldBy(a)
+		return out, nil
+	}
+	out.AfterControlPlane = owedAfterStep(in.Plan, next)
+	return out, nil
+}
+
+// owedAfterStep are the hooks a control plane step to version owes:
+// AfterControlPlaneUpgrade, and the workers' two where they take that step.
+func owedAfterStep(plan rollout.VersionPlan, version string) []string {
+	owed := []string{AfterControlPlaneUpgrade}
+	if len(plan.Workers) > 0 && plan.Workers[0] == version {
+		owed = append(owed, BeforeWorkersUpgrade, AfterWorkersUpgrade)
+	}
+	return owed
+}
+
+// holdBoth keeps the control plane and the workers where they are: what
+// upstream does while AfterControlPlaneUpgrade or BeforeWorkersUpgrade holds.
+func holdBoth(a Answer) rollout.Gate {
+	return rollout.Gate{ControlPlane: heldBy(a), Workers: heldBy(a)}
+}
+
+// heldBy says which hook holds, for the parts' reasons.
+func heldBy(a Answer) string {
+	s := fmt.Sprintf("hook %s is blocking", a.Hook)
+	if a.Message != "" {
+		s += ": " + a.Message
+	}
+	return s
+}
+
+// mergedAnnotations are the Topology's annotations, and the Cluster's for
+// a cluster adopted from upstream, whose users set them there.
+func mergedAnnotations(t *v1alpha2.Topology, cluster *unstructured.Unstructured) map[string]string {
+	out := map[string]string{}
+	if cluster != nil {
+		for k, v := range cluster.GetAnnotations() {
+			out[k] = v
+		}
+	}
+	for k, v := range t.Annotations {
+		out[k] = v
+	}
+	return out
+}
+
+// call asks the handlers of req.Hook, if any serve it, and records the
+// answer. With none, the hook is as good as answered and nothing holds.
+func call(ctx context.Context, c Caller, answers *Answers, req Request) (Answer, error) {
+	handlers, err := c.Handlers(ctx, req.Hook, req.Topology)
+	if err != nil {
+		return Answer{Hook: req.Hook}, &CallError{Hook: req.Hook, Err: err}
+	}
+	if len(handlers) == 0 {
+		return Answer{Hook: req.Hook}, nil
+	}
+	a, err := c.Call(ctx, req)
+	if err != nil {
+		return a, &CallError{Hook: req.Hook, Err: err}
+	}
+	answers.Add(a)
+	return a, nil
+}
+
+// CallError is a hook that could not be called or answered with a failure:
+// what it guards waits, as under upstream's failure policy Fail.
+type CallError struct {
+	Hook string
+	Err  error
+}
+
+func (e *CallError) Error() string { return fmt.Sprintf("lifecycle hook %s: %v", e.Hook, e.Err) }
+func (e *CallError) Unwrap() error { return e.Err }
