@@ -266,7 +266,7 @@ func TestTransformTrimsUnread(t *testing.T) {
 		  "status":{"phase":"Provisioned","initialization":{"infrastructureProvisioned":true,"controlPlaneInitialized":true},"controlPlane":{"replicas":3},
 		    "conditions":[{"type":"Available","status":"True"},{"type":"RemoteConnectionProbe","status":"True"},{"type":"ScalingUp","status":"False"}]}}`,
 		`{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"Cluster","metadata":{"name":"c"},"spec":{"paused":false},
-		  "status":{"phase":"Provisioned","initialization":{"infrastructureProvisioned":true},"conditions":[{"type":"Available","status":"True"}]}}`,
+		  "status":{"phase":"Provisioned","initialization":{"controlPlaneInitialized":true,"infrastructureProvisioned":true},"conditions":[{"type":"Available","status":"True"}]}}`,
 	}, {
 		"a ClusterClass keeps its status: its variables are read from it",
 		`{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"ClusterClass","metadata":{"name":"cc"},"status":{"variables":[{"name":"v"}],"conditions":[{"type":"VariablesReady","status":"True"}]}}`,

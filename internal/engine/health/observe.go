@@ -17,6 +17,9 @@ var StatusRead = [][]string{
 	{"conditions"}, {"v1beta2", "conditions"},
 	{"phase"}, {"nodeRef"},
 	{"initialization", "provisioned"}, {"ready"}, {"initialization", "infrastructureProvisioned"}, {"infrastructureReady"},
+	// A Machine's kubelet version says it is upgraded; a Cluster's
+	// initialized control plane makes AfterControlPlaneInitialized due.
+	{"nodeInfo", "kubeletVersion"}, {"initialization", "controlPlaneInitialized"},
 }
 
 // ConditionsRead are the condition types the engine reads (see Conditions):
@@ -27,6 +30,7 @@ var StatusRead = [][]string{
 var ConditionsRead = []string{
 	"Available", "EtcdClusterHealthy", "ControlPlaneComponentsHealthy", "CertificatesAvailable", "Remediating",
 	"HealthCheckSucceeded", "Ready", "InfrastructureReady", "BootstrapConfigReady", "BootstrapReady", "TopologyReconciled",
+	"ControlPlaneInitialized",
 }
 
 // ObserveState reads the rollout state of existing objects per the Cluster API
@@ -134,8 +138,9 @@ func nestedInt32(o *unstructured.Unstructured, path ...string) int32 {
 const MachineDeploymentNameOfMachine = "cluster.x-k8s.io/deployment-name"
 
 // WithMachines refines o, what the contracts' status says, with the Machines
-// themselves: a MachineDeployment is upgrading while any of its Machines
-// runs another version than its spec, whatever its counters say yet; and
+// themselves: a MachineDeployment is upgrading while, and only while, any of
+// its Machines runs another version than its spec, whatever its counters
+// say; and
 // each part's Machines that are not ready are its problems.
 func WithMachines(o *rollout.Observed, s *contract.State, machines []*unstructured.Unstructured) *rollout.Observed {
 	if cp := s.ControlPlane.Object; cp != nil {
@@ -153,12 +158,19 @@ func WithMachines(o *rollout.Observed, s *contract.State, machines []*unstructur
 		}
 		part := o.MachineDeployments[name]
 		var mine []*unstructured.Unstructured
+		// Upgrading is read from the Machines alone, as upstream reads it: a
+		// Machine at another version than the spec's, by its spec or by its
+		// kubelet. The counters in status lag the Machines by a few updates,
+		// and every chained step would wait them out.
+		part.Upgrading = false
 		for _, m := range machines {
 			if m.GetLabels()[MachineDeploymentNameOfMachine] != w.Object.GetName() {
 				continue
 			}
 			mine = append(mine, m)
-			if v, _, _ := unstructured.NestedString(m.Object, "spec", "version"); v != "" && v != part.SpecVersion {
+			v, _, _ := unstructured.NestedString(m.Object, "spec", "version")
+			kubelet, _, _ := unstructured.NestedString(m.Object, "status", "nodeInfo", "kubeletVersion")
+			if (v != "" && v != part.SpecVersion) || (kubelet != "" && kubelet != part.SpecVersion) {
 				part.Upgrading = true
 			}
 		}
