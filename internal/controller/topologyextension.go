@@ -8,11 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -40,6 +42,9 @@ type TopologyExtensionReconciler struct {
 	Client client.Client
 	// Extensions calls extension servers and holds the registry.
 	Extensions *extension.Client
+	// APIReader lists the TopologyExtensions at start, before the cache
+	// may have them; nil reads through Client.
+	APIReader client.Reader
 }
 
 // Reconcile runs discovery and writes status.handlers and the Discovered
@@ -60,13 +65,8 @@ func (r *TopologyExtensionReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	before := ext.Status.DeepCopy()
 	cond := metav1.Condition{Type: DiscoveredCondition, Status: metav1.ConditionTrue, Reason: ReasonDiscovered, ObservedGeneration: ext.Generation}
 	result := ctrl.Result{RequeueAfter: rediscoverAfterSuccess}
-	handlers, err := r.Extensions.Discover(ctx, ext.Name, ext.Spec.ClientConfig)
-	if err == nil {
-		err = r.Extensions.Registry.Set(ext.Name, ext.Spec.ClientConfig, handlers)
-	}
+	handlers, err := r.discover(ctx, ext)
 	if err != nil {
-		r.Extensions.Registry.Remove(ext.Name)
-		handlers = nil
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonDiscoveryFailed
 		cond.Message = err.Error() + "; check spec.clientConfig and that the extension server is running"
 		result.RequeueAfter = rediscoverAfterFailure
@@ -83,6 +83,61 @@ func (r *TopologyExtensionReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, fmt.Errorf("writing status of TopologyExtension %s: %w", ext.Name, client.IgnoreNotFound(err))
 	}
 	return result, nil
+}
+
+// discover asks the extension for its handlers and registers them. When it
+// cannot be discovered, the handlers last known (registered, or named in its
+// status by an earlier agent) stay registered, as upstream keeps them: a
+// lifecycle hook of a server that is down then fails and holds what it
+// guards, rather than being skipped as if nobody served it. It returns the
+// handlers registered.
+func (r *TopologyExtensionReconciler) discover(ctx context.Context, ext *v1alpha2.TopologyExtension) ([]v1alpha2.ExtensionHandler, error) {
+	handlers, err := r.Extensions.Discover(ctx, ext.Name, ext.Spec.ClientConfig)
+	if err == nil {
+		if err = r.Extensions.Registry.Set(ext.Name, ext.Spec, handlers); err == nil {
+			return handlers, nil
+		}
+	}
+	known, ok := r.Extensions.Registry.Handlers(ext.Name)
+	if !ok {
+		for _, h := range ext.Status.Handlers {
+			h.Name, _, _ = extension.SplitName(h.Name)
+			known = append(known, h)
+		}
+	}
+	if len(known) == 0 || r.Extensions.Registry.Set(ext.Name, ext.Spec, known) != nil {
+		r.Extensions.Registry.Remove(ext.Name)
+		return nil, err
+	}
+	return known, err
+}
+
+// WarmUp discovers every TopologyExtension there is before the registry is
+// marked ready, as upstream warms its registry up before calling any hook:
+// a Topology reconciled first must not take "not registered yet" for "no
+// extension serves this hook". An extension that cannot be discovered is
+// registered with the handlers its status names; its calls fail until it
+// answers.
+func (r *TopologyExtensionReconciler) WarmUp(ctx context.Context) error {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	list := &v1alpha2.TopologyExtensionList{}
+	if err := reader.List(ctx, list); err != nil {
+		return fmt.Errorf("listing TopologyExtensions to discover them: %w", err)
+	}
+	for i := range list.Items {
+		ext := &list.Items[i]
+		if !ext.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if _, err := r.discover(ctx, ext); err != nil {
+			ctrl.LoggerFrom(ctx).Info("TopologyExtension could not be discovered; its last known handlers are registered", "extension", ext.Name, "error", err.Error())
+		}
+	}
+	r.Extensions.Registry.MarkReady()
+	return nil
 }
 
 // responding reports whether the extension's handlers answer the agent's
@@ -118,6 +173,18 @@ func (r *TopologyExtensionReconciler) SetupWithManager(mgr ctrl.Manager, opts co
 		case health <- event.TypedGenericEvent[*v1alpha2.TopologyExtension]{Object: ext}:
 		default: // a full channel already holds a wake-up; the next rediscovery reports it anyway
 		}
+	}
+	warmUp := manager.RunnableFunc(func(ctx context.Context) error {
+		return wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+			if err := r.WarmUp(ctx); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "warming up the extension registry; retrying")
+				return false, nil
+			}
+			return true, nil
+		})
+	})
+	if err := mgr.Add(warmUp); err != nil {
+		return fmt.Errorf("adding the extension registry's warm-up: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha2.TopologyExtension{}).

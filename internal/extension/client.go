@@ -13,12 +13,15 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -29,6 +32,7 @@ import (
 type Registry struct {
 	mu         sync.RWMutex
 	extensions map[string]*server
+	ready      bool
 	// Proxy is the HTTP proxy extension calls go through; nil calls them
 	// directly, whatever HTTPS_PROXY says: an agent does not send cluster
 	// data to a proxy it was not told to use.
@@ -40,6 +44,11 @@ type server struct {
 	config   v1alpha2.ClientConfig
 	handlers []v1alpha2.ExtensionHandler
 	http     *http.Client
+	// namespaces selects the namespaces whose clusters the lifecycle hooks
+	// are called for; nil selects all.
+	namespaces labels.Selector
+	// settings go with every lifecycle hook call.
+	settings map[string]string
 }
 
 // NewRegistry returns an empty registry.
@@ -47,19 +56,53 @@ func NewRegistry() *Registry {
 	return &Registry{extensions: map[string]*server{}}
 }
 
-// Set registers (or replaces) the extension name with its handlers.
-func (r *Registry) Set(name string, config v1alpha2.ClientConfig, handlers []v1alpha2.ExtensionHandler) error {
-	c, err := r.httpFor(name, config)
+// Set registers (or replaces) the extension name, as spec describes it,
+// with its handlers.
+func (r *Registry) Set(name string, spec v1alpha2.TopologyExtensionSpec, handlers []v1alpha2.ExtensionHandler) error {
+	c, err := r.httpFor(name, spec.ClientConfig)
 	if err != nil {
 		return fmt.Errorf("TopologyExtension %s: %w", name, err)
+	}
+	var namespaces labels.Selector
+	if spec.NamespaceSelector != nil {
+		if namespaces, err = metav1.LabelSelectorAsSelector(spec.NamespaceSelector); err != nil {
+			return fmt.Errorf("TopologyExtension %s: spec.namespaceSelector: %w", name, err)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.extensions[name]; ok && old.http != c {
 		old.http.CloseIdleConnections()
 	}
-	r.extensions[name] = &server{config: config, handlers: handlers, http: c}
+	r.extensions[name] = &server{config: spec.ClientConfig, handlers: handlers, http: c, namespaces: namespaces, settings: spec.Settings}
 	return nil
+}
+
+// Handlers are the handlers registered for the extension name, if any.
+func (r *Registry) Handlers(name string) ([]v1alpha2.ExtensionHandler, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s, ok := r.extensions[name]
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(s.handlers), true
+}
+
+// MarkReady says every extension that existed when the agent started has
+// been discovered, or registered with the handlers its status last named:
+// from then on, no handler registered for a hook means none serves it.
+func (r *Registry) MarkReady() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ready = true
+}
+
+// Ready reports whether MarkReady was called.
+func (r *Registry) Ready() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.ready
 }
 
 // httpFor is the registered server's HTTP client when its configuration is
@@ -128,7 +171,7 @@ func (r *Registry) FromStatus(ext *v1alpha2.TopologyExtension) error {
 		h.Name, _, _ = SplitName(h.Name)
 		handlers = append(handlers, h)
 	}
-	return r.Set(ext.Name, ext.Spec.ClientConfig, handlers)
+	return r.Set(ext.Name, ext.Spec, handlers)
 }
 
 // httpClient trusts the extension's CA bundle, or the system's roots when it

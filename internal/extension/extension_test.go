@@ -30,7 +30,7 @@ func registered(t *testing.T) (*fixture.ExtensionServer, *extension.Client) {
 	if strings.Join(names, ",") != "generate=GeneratePatches,validate=ValidateTopology,variables=DiscoverVariables,upgrade-plan=GenerateUpgradePlan" {
 		t.Fatalf("discovered %v", names)
 	}
-	if err := c.Registry.Set("ext", srv.ClientConfig(), handlers); err != nil {
+	if err := c.Registry.Set("ext", v1alpha2.TopologyExtensionSpec{ClientConfig: srv.ClientConfig()}, handlers); err != nil {
 		t.Fatal(err)
 	}
 	return srv, c
@@ -127,14 +127,14 @@ func TestCallErrors(t *testing.T) {
 	// A server that is gone: an error, unless the handler's policy is Ignore.
 	handlers, _ := c.Discover(context.Background(), "ext", srv.ClientConfig())
 	srv.Close()
-	if err := c.Registry.Set("ext", srv.ClientConfig(), handlers); err != nil {
+	if err := c.Registry.Set("ext", v1alpha2.TopologyExtensionSpec{ClientConfig: srv.ClientConfig()}, handlers); err != nil {
 		t.Fatal(err)
 	}
 	if err := extension.NewPatcher(c, classWith(false)).Generate(context.Background(), generatePatch("generate.ext"), patches.ExternalInput{Targets: targets()}); err == nil {
 		t.Error("calling a stopped server succeeded")
 	}
 	handlers[0].FailurePolicy = ptr("Ignore")
-	_ = c.Registry.Set("ext", srv.ClientConfig(), handlers)
+	_ = c.Registry.Set("ext", v1alpha2.TopologyExtensionSpec{ClientConfig: srv.ClientConfig()}, handlers)
 	if err := extension.NewPatcher(c, classWith(false)).Generate(context.Background(), generatePatch("generate.ext"), patches.ExternalInput{Targets: targets()}); err != nil {
 		t.Errorf("with failurePolicy Ignore an unreachable handler is an error: %v", err)
 	}

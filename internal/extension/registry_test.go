@@ -13,17 +13,17 @@ import (
 func TestRegistryKeepsConnections(t *testing.T) {
 	r := NewRegistry()
 	u, other := "https://a.example", "https://b.example"
-	if err := r.Set("ext", v1alpha2.ClientConfig{URL: &u}, nil); err != nil {
+	if err := r.Set("ext", v1alpha2.TopologyExtensionSpec{ClientConfig: v1alpha2.ClientConfig{URL: &u}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	first := r.extensions["ext"].http
-	if err := r.Set("ext", v1alpha2.ClientConfig{URL: &u}, []v1alpha2.ExtensionHandler{{Name: "generate"}}); err != nil {
+	if err := r.Set("ext", v1alpha2.TopologyExtensionSpec{ClientConfig: v1alpha2.ClientConfig{URL: &u}}, []v1alpha2.ExtensionHandler{{Name: "generate"}}); err != nil {
 		t.Fatal(err)
 	}
 	if r.extensions["ext"].http != first || len(r.extensions["ext"].handlers) != 1 {
 		t.Error("the same configuration got a new client, or the handlers were not replaced")
 	}
-	if err := r.Set("ext", v1alpha2.ClientConfig{URL: &other}, nil); err != nil {
+	if err := r.Set("ext", v1alpha2.TopologyExtensionSpec{ClientConfig: v1alpha2.ClientConfig{URL: &other}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if r.extensions["ext"].http == first {

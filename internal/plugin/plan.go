@@ -310,7 +310,7 @@ func (o *PlanOptions) externalPatches(ctx context.Context, class *v1alpha2.Topol
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w; is the extension running at %s?", err, *e.Spec.ClientConfig.URL)
 		}
-		if err := c.Registry.Set(e.Name, e.Spec.ClientConfig, handlers); err != nil {
+		if err := c.Registry.Set(e.Name, e.Spec, handlers); err != nil {
 			return nil, nil, fmt.Errorf("TopologyExtension %s: %w", e.Name, err)
 		}
 	}

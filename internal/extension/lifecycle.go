@@ -1,0 +1,239 @@
+package extension
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// LifecycleRequest is the request of every lifecycle hook: the Cluster and,
+// as the hook has them, the versions and steps of the upgrade.
+type LifecycleRequest struct {
+	metav1.TypeMeta `json:",inline"`
+	Settings        map[string]string `json:"settings,omitempty"`
+	// Cluster is the Cluster API Cluster, without status and managedFields.
+	Cluster               runtime.RawExtension `json:"cluster"`
+	FromKubernetesVersion string               `json:"fromKubernetesVersion,omitempty"`
+	ToKubernetesVersion   string               `json:"toKubernetesVersion,omitempty"`
+	KubernetesVersion     string               `json:"kubernetesVersion,omitempty"`
+	ControlPlaneUpgrades  []UpgradeStep        `json:"controlPlaneUpgrades,omitempty"`
+	WorkersUpgrades       []UpgradeStep        `json:"workersUpgrades,omitempty"`
+}
+
+// LifecycleResponse is a lifecycle hook's answer; retryAfterSeconds above
+// zero holds the operation the hook guards.
+type LifecycleResponse struct {
+	metav1.TypeMeta   `json:",inline"`
+	CommonResponse    `json:",inline"`
+	RetryAfterSeconds int32 `json:"retryAfterSeconds,omitempty"`
+}
+
+// NamespaceLabels reads the labels of a namespace, for extensions' namespace
+// selectors.
+type NamespaceLabels func(ctx context.Context, namespace string) (map[string]string, error)
+
+// Lifecycle calls the lifecycle hooks of the registered extensions for the
+// engine (lifecycle.Caller). It remembers a blocking answer until its
+// retryAfterSeconds pass, as upstream's hook cache does, so a reconcile in
+// between does not ask again.
+type Lifecycle struct {
+	client *Client
+	// namespaceLabels reads a namespace's labels; nil treats every
+	// namespace as unlabelled.
+	namespaceLabels NamespaceLabels
+	now             func() time.Time
+
+	mu   sync.Mutex
+	held map[heldKey]lifecycle.Answer
+}
+
+type heldKey struct{ namespace, name, hook string }
+
+var _ lifecycle.Caller = (*Lifecycle)(nil)
+
+// NewLifecycle returns a caller of lifecycle hooks through client; now may
+// be nil for the wall clock.
+func NewLifecycle(client *Client, namespaceLabels NamespaceLabels, now func() time.Time) *Lifecycle {
+	if now == nil {
+		now = time.Now
+	}
+	return &Lifecycle{client: client, namespaceLabels: namespaceLabels, now: now, held: map[heldKey]lifecycle.Answer{}}
+}
+
+// ErrNotWarmedUp is the error of a hook asked for before the agent has
+// discovered the extensions it started with.
+var ErrNotWarmedUp = errors.New("the agent has not yet discovered the TopologyExtensions it started with; lifecycle hooks are called once it has")
+
+// Handlers names the handlers serving hook for t's namespace, sorted by
+// extension then handler, as HANDLER.EXTENSION.
+func (l *Lifecycle) Handlers(ctx context.Context, hook string, t *v1alpha2.Topology) ([]string, error) {
+	r := l.client.Registry
+	if !r.Ready() {
+		return nil, ErrNotWarmedUp
+	}
+	type candidate struct {
+		name       string
+		namespaces labels.Selector
+	}
+	var candidates []candidate
+	r.mu.RLock()
+	for ext, s := range r.extensions {
+		for _, h := range s.handlers {
+			if h.RequestHook.Hook == hook {
+				candidates = append(candidates, candidate{FullName(h.Name, ext), s.namespaces})
+			}
+		}
+	}
+	r.mu.RUnlock()
+	var out []string
+	var nsLabels map[string]string
+	for _, c := range candidates {
+		if c.namespaces != nil && !c.namespaces.Empty() {
+			if nsLabels == nil {
+				var err error
+				if nsLabels, err = l.labelsOf(ctx, t.Namespace); err != nil {
+					return nil, err
+				}
+			}
+			if !c.namespaces.Matches(labels.Set(nsLabels)) {
+				continue
+			}
+		}
+		out = append(out, c.name)
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		ha, ea, _ := SplitName(a)
+		hb, eb, _ := SplitName(b)
+		if c := strings.Compare(ea, eb); c != 0 {
+			return c
+		}
+		return strings.Compare(ha, hb)
+	})
+	return out, nil
+}
+
+func (l *Lifecycle) labelsOf(ctx context.Context, namespace string) (map[string]string, error) {
+	if l.namespaceLabels == nil {
+		return map[string]string{}, nil
+	}
+	m, err := l.namespaceLabels(ctx, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("reading the labels of namespace %s for the extensions' namespace selectors: %w", namespace, err)
+	}
+	if m == nil {
+		m = map[string]string{}
+	}
+	return m, nil
+}
+
+// Call calls every handler serving req.Hook in turn, stopping at the first
+// that fails, and aggregates their answers. A blocking answer is remembered
+// until its retryAfterSeconds pass; asked again before, Call returns it
+// without a call.
+func (l *Lifecycle) Call(ctx context.Context, req lifecycle.Request) (lifecycle.Answer, error) {
+	key := heldKey{namespace: req.Topology.Namespace, name: req.Topology.Name, hook: req.Hook}
+	if a, ok := l.remembered(key); ok {
+		return a, nil
+	}
+	handlers, err := l.Handlers(ctx, req.Hook, req.Topology)
+	if err != nil {
+		return lifecycle.Answer{Hook: req.Hook}, err
+	}
+	cluster, err := requestCluster(req.Cluster, req.Topology)
+	if err != nil {
+		return lifecycle.Answer{Hook: req.Hook}, err
+	}
+	answer := lifecycle.Answer{Hook: req.Hook, Handlers: handlers}
+	var messages []string
+	for _, h := range handlers {
+		_, ext, _ := SplitName(h)
+		wire := &LifecycleRequest{
+			TypeMeta:              typeMeta(req.Hook + "Request"),
+			Settings:              l.settingsOf(ext),
+			Cluster:               cluster,
+			FromKubernetesVersion: req.From,
+			ToKubernetesVersion:   req.To,
+			KubernetesVersion:     req.Version,
+			ControlPlaneUpgrades:  steps(req.ControlPlaneSteps),
+			WorkersUpgrades:       steps(req.WorkersSteps),
+		}
+		resp := &LifecycleResponse{}
+		if err := l.client.Call(ctx, req.Hook, h, wire, resp); err != nil {
+			return answer, err
+		}
+		if resp.RetryAfterSeconds > 0 {
+			after := time.Duration(resp.RetryAfterSeconds) * time.Second
+			if answer.RetryAfter == 0 || after < answer.RetryAfter {
+				answer.RetryAfter = after
+			}
+		}
+		if resp.Message != "" {
+			messages = append(messages, resp.Message)
+		}
+	}
+	answer.Message = strings.Join(messages, ", ")
+	if answer.Blocking() {
+		answer.NextCall = l.now().Add(answer.RetryAfter)
+		l.mu.Lock()
+		l.held[key] = answer
+		l.mu.Unlock()
+	}
+	return answer, nil
+}
+
+// remembered is a blocking answer for key whose retry time has not come.
+func (l *Lifecycle) remembered(key heldKey) (lifecycle.Answer, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a, ok := l.held[key]
+	if !ok {
+		return a, false
+	}
+	left := a.NextCall.Sub(l.now())
+	if left <= 0 {
+		delete(l.held, key)
+		return a, false
+	}
+	a.RetryAfter, a.Remembered = left, true
+	return a, true
+}
+
+// Forget drops what is remembered of t's hooks, e.g. once it is gone.
+func (l *Lifecycle) Forget(namespace, name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.held {
+		if k.namespace == namespace && k.name == name {
+			delete(l.held, k)
+		}
+	}
+}
+
+func (l *Lifecycle) settingsOf(ext string) map[string]string {
+	r := l.client.Registry
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if s, ok := r.extensions[ext]; ok {
+		return s.settings
+	}
+	return nil
+}
+
+func steps(versions []string) []UpgradeStep {
+	var out []UpgradeStep
+	for _, v := range versions {
+		out = append(out, UpgradeStep{Version: v})
+	}
+	return out
+}
