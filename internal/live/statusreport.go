@@ -124,6 +124,7 @@ func TopologyReport(t *v1alpha2.Topology, agent statusv1.AgentReport, events []s
 		r.Kind = draft.ClusterKind
 	}
 	r.UpgradePlan = t.Status.UpgradePlan
+	r.Hooks = t.Status.Hooks
 	if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition); c != nil {
 		r.Reconciled = &statusv1.ConditionReport{Status: c.Status, Reason: c.Reason, Message: c.Message}
 		if !c.LastTransitionTime.IsZero() {

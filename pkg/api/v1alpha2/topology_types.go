@@ -599,11 +599,56 @@ type TopologyStatus struct {
 	// +optional
 	UpgradePlan *UpgradePlanStatus `json:"upgradePlan,omitempty"`
 
+	// hooks are the Runtime SDK lifecycle hooks that held this topology at its
+	// last reconcile, and those still owed; unset when none holds or is owed.
+	// +optional
+	Hooks *HooksStatus `json:"hooks,omitempty"`
+
 	// conditions: TopologyReconciled with upstream's reasons.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// HooksStatus is where the lifecycle hooks stand for one topology.
+type HooksStatus struct {
+	// pending are the hooks owed after an operation that started, as the
+	// runtime.cluster.x-k8s.io/pending-hooks annotation lists them.
+	// +optional
+	// +listType=atomic
+	Pending []string `json:"pending,omitempty"`
+
+	// holding are the hooks whose last answer holds an operation.
+	// +optional
+	// +listType=map
+	// +listMapKey=hook
+	Holding []HookHold `json:"holding,omitempty"`
+}
+
+// HookHold is one lifecycle hook holding an operation.
+type HookHold struct {
+	// hook is the hook's name, e.g. BeforeClusterUpgrade.
+	// +required
+	Hook string `json:"hook"`
+
+	// handlers asked, as HANDLER.EXTENSION.
+	// +optional
+	// +listType=atomic
+	Handlers []string `json:"handlers,omitempty"`
+
+	// holds says what waits: creation, the upgrade, the control plane, the
+	// workers, the next upgrade or deletion.
+	// +optional
+	Holds string `json:"holds,omitempty"`
+
+	// message is what the handlers said.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// nextCall is when the hook is asked again.
+	// +optional
+	NextCall *metav1.Time `json:"nextCall,omitempty"`
 }
 
 // UpgradePlanStatus lists the versions each part of a topology has still to

@@ -57,6 +57,8 @@ type TopologyReport struct {
 	// UpgradePlan is the chain of versions an upgrade in progress still
 	// goes through, per part.
 	UpgradePlan *v1alpha2.UpgradePlanStatus `json:"upgradePlan,omitempty"`
+	// Hooks are the lifecycle hooks holding the topology and those owed.
+	Hooks *v1alpha2.HooksStatus `json:"hooks,omitempty"`
 	// Stale lists why this status may not describe the cluster now.
 	Stale []string `json:"stale,omitempty"`
 	// Problems sums what needs a human, one line each.

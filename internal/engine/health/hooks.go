@@ -1,0 +1,36 @@
+package health
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// HookLines say, for a human, which lifecycle hook holds what, with the
+// handlers asked, their message and when they are asked again, then the
+// hooks still owed; none when no hook holds or is owed. now is the clock
+// the "in …" is read against; zero leaves it out, for stable output.
+func HookLines(h *v1alpha2.HooksStatus, now time.Time) []string {
+	if h == nil {
+		return nil
+	}
+	var out []string
+	for _, hold := range h.Holding {
+		line := fmt.Sprintf("HELD by hook %s (%s): %s waits", hold.Hook, strings.Join(hold.Handlers, ", "), hold.Holds)
+		if hold.Message != "" {
+			line += " — " + hold.Message
+		}
+		if hold.NextCall != nil && !now.IsZero() {
+			line += fmt.Sprintf("; asked again in %s", HumanDuration(max(0, hold.NextCall.Sub(now))))
+		} else if hold.NextCall != nil {
+			line += "; asked again at " + hold.NextCall.UTC().Format(time.RFC3339)
+		}
+		out = append(out, line)
+	}
+	if len(h.Pending) > 0 {
+		out = append(out, "hooks owed: "+strings.Join(h.Pending, ", "))
+	}
+	return out
+}
