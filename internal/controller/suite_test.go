@@ -97,6 +97,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager) error {
 		Recorder:   mgr.GetEventRecorderFor("kubectl-topology"), //nolint:staticcheck // as the agent: the events API recorder needs a wider role
 		Classes:    classes,
 		Extensions: extensions,
+		Hooks:      extension.NewLifecycle(extensions, nil, nil),
 	}
 	opts := controller.Options{MaxConcurrentReconciles: 2}
 	if err := tr.SetupWithManager(ctx, mgr, opts); err != nil {
@@ -111,7 +112,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager) error {
 	if err := cr.SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
-	er := &TopologyExtensionReconciler{Client: mgr.GetClient(), Extensions: extensions}
+	er := &TopologyExtensionReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Extensions: extensions}
 	return er.SetupWithManager(mgr, opts)
 }
 

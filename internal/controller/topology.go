@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/patches"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
@@ -91,6 +92,8 @@ type TopologyReconciler struct {
 	// CoreVersion is the Cluster API core version the management cluster
 	// stores, read from discovery: the agent reads and writes it.
 	CoreVersion contract.CoreVersion
+	// Hooks calls the Runtime SDK lifecycle hooks; nil calls none.
+	Hooks *extension.Lifecycle
 }
 
 // scope carries one reconcile of one Topology from step to step.
@@ -108,6 +111,10 @@ type scope struct {
 	reason, message string
 	// requeueAfter asks for another look, e.g. while a deletion completes.
 	requeueAfter time.Duration
+	// answers are the lifecycle hooks called this pass and what they said;
+	// evented the hooks an Event was recorded for.
+	answers lifecycle.Answers
+	evented map[string]bool
 }
 
 // Reconcile runs the steps of one Topology reconcile and reports the outcome
@@ -152,10 +159,13 @@ func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error
 		r.getTemplates,
 		r.getCurrentState,
 		r.holdForCluster,
+		r.callBeforeClusterCreate,
 		r.observeRollout,
 		r.computeDesired,
+		r.writeOwedHooks,
 		r.applyDesired,
 		r.deleteUnused,
+		r.callAfterHooks,
 	}
 	for _, step := range steps {
 		cont, err := step(ctx, s)
@@ -163,7 +173,11 @@ func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error
 			return err
 		}
 	}
-	s.reason, s.message = rolloutReason(s.result.Rollout, s.result.Desired.ControlPlane.Object.GetKind())
+	pendingUpgrade := lifecycle.PendingOf(s.topo.Annotations).Has(lifecycle.AfterClusterUpgrade)
+	s.reason, s.message = rolloutReason(s.result.Rollout, s.result.Desired.ControlPlane.Object.GetKind(), &s.answers, pendingUpgrade)
+	if after := s.answers.RetryAfter(); after > 0 && (s.requeueAfter == 0 || after < s.requeueAfter) {
+		s.requeueAfter = after
+	}
 	return nil
 }
 
@@ -294,12 +308,21 @@ func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool
 		Catalog:        s.class.Catalog,
 		External:       r.external(ctx, s.class.Class),
 		UpgradePlanner: r.upgradePlanner(),
+		Hooks:          r.hookCaller(),
 		CoreVersion:    r.CoreVersion,
 		Contracts:      s.contracts,
 	})
+	var hookErr *lifecycle.CallError
+	if errors.As(err, &hookErr) {
+		r.hookEvents(s, err)
+	}
 	if err != nil {
 		return false, err
 	}
+	for _, a := range res.Hooks.Answers.List() {
+		s.answers.Add(a)
+	}
+	r.hookEvents(s, nil)
 	s.result = res
 	s.desired = res.ToApply()
 	return true, nil
@@ -337,6 +360,11 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 		applied, err := r.applyOne(ctx, s, current[key], obj)
 		if err != nil {
 			return fail(err)
+		}
+		if key == contract.KeyOf(s.result.Desired.ControlPlane.Object) {
+			if err := r.oweAfterControlPlane(ctx, s); err != nil {
+				return fail(err)
+			}
 		}
 		if applied != nil {
 			current[key] = applied

@@ -92,6 +92,9 @@ func (r *TopologyReconciler) reconcileDelete(ctx context.Context, topo *v1alpha2
 	switch {
 	case err == nil && desiredstate.OwnedBy(cluster, topo.UID):
 		if cluster.GetDeletionTimestamp().IsZero() {
+			if res, held, err := r.holdDeletion(ctx, topo, cluster); held || err != nil {
+				return res, err
+			}
 			if err := r.Client.Delete(ctx, cluster, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 				return ctrl.Result{}, fmt.Errorf("deleting Cluster %s/%s of Topology %s: %w", cluster.GetNamespace(), cluster.GetName(), topo.Name, err)
 			}
@@ -100,6 +103,9 @@ func (r *TopologyReconciler) reconcileDelete(ctx context.Context, topo *v1alpha2
 		return ctrl.Result{RequeueAfter: deletionPollInterval}, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return ctrl.Result{}, fmt.Errorf("reading Cluster %s/%s: %w", topo.Namespace, topo.Name, err)
+	}
+	if r.Hooks != nil {
+		r.Hooks.Forget(topo.Namespace, topo.Name)
 	}
 	return ctrl.Result{}, r.removeFinalizer(ctx, topo)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -32,6 +33,9 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 	}
 	if s.current != nil {
 		t.Status.Infrastructure = health.InfrastructurePhase(s.current)
+	}
+	if r.Hooks != nil {
+		t.Status.Hooks = hooksStatus(t, &s.answers)
 	}
 	if t.Spec.Paused || s.reason == ReasonClusterPaused {
 		t.Status.State = v1alpha2.StatePaused
@@ -147,10 +151,16 @@ const CreationDeferredMessage = "creation deferred while control plane upgrade i
 // per part; MachineDeploymentsUpgradeDeferred (MachinePools…) when only
 // deferred or held pools keep the upgrade from finishing. cpKind names the
 // control plane as the lines do.
-func rolloutReason(r *rollout.Rollout, cpKind string) (string, string) {
+func rolloutReason(r *rollout.Rollout, cpKind string, answers *lifecycle.Answers, upgradeOwed bool) (string, string) {
 	msg := &strings.Builder{}
 	fmt.Fprintf(msg, "Cluster is upgrading to %s", r.DesiredVersion)
-	busy, cpMoving := false, false
+	// An upgrade whose AfterClusterUpgrade is still owed is not over, and a
+	// hook that holds it comes first, as upstream reports them.
+	busy, cpMoving := upgradeOwed, false
+	if answers.AnyBlocking() {
+		busy = true
+		fmt.Fprintf(msg, "\n  * %s", answers.Message("upgrade"))
+	}
 	switch r.ControlPlane.Phase {
 	case v1alpha2.PhaseUpgrading:
 		busy, cpMoving = true, true
@@ -189,7 +199,7 @@ func rolloutReason(r *rollout.Rollout, cpKind string) (string, string) {
 		}
 		if len(deferred) > 0 {
 			fmt.Fprintf(msg, "\n  * %s upgrade to version %s deferred using defer-upgrade or hold-upgrade-sequence annotations", nameList(set.kind, deferred), r.DesiredVersion)
-			if !cpMoving && len(upgrading) == 0 && len(pending) == 0 && reason == ReasonClusterUpgrading {
+			if !cpMoving && len(upgrading) == 0 && len(pending) == 0 && reason == ReasonClusterUpgrading && !answers.AnyBlocking() {
 				reason = set.deferred
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
@@ -33,6 +34,7 @@ type computation struct {
 	vars     []v1alpha2.ClusterVariable
 	rollout  *rollout.Rollout
 	rotated  map[contract.ObjectKey]string
+	hooks    Hooks
 	desired  *contract.State
 	owner    *metav1.OwnerReference // owner of generated objects
 	shim     *metav1.OwnerReference // upstream dialect: owner of new infra cluster and control plane
@@ -89,7 +91,7 @@ func Compute(ctx context.Context, in Input) (*Result, error) {
 			return nil, err
 		}
 	}
-	return &Result{Desired: c.desired, Variables: c.vars, Rollout: c.rollout, Rotated: c.rotated}, nil
+	return &Result{Desired: c.desired, Variables: c.vars, Rollout: c.rollout, Rotated: c.rotated, Hooks: c.hooks}, nil
 }
 
 func newComputation(in Input) (*computation, error) {
@@ -252,7 +254,16 @@ func (c *computation) sequenceRollout(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("planning the upgrade of Topology %s/%s to %s: %w", c.topo.Namespace, c.topo.Name, c.topo.Spec.Version, err)
 	}
-	c.rollout = rollout.Sequence(c.topo, obs, plan)
+	gate := rollout.Gate{}
+	if c.in.Hooks != nil {
+		in := lifecycle.UpgradeInput{Caller: c.in.Hooks, Topology: c.topo, Cluster: cluster, Pending: lifecycle.PendingOf(c.topo.Annotations), Observed: obs, Plan: plan}
+		up, err := lifecycle.DecideUpgrade(ctx, in, &c.hooks.Answers)
+		if err != nil {
+			return fmt.Errorf("calling the lifecycle hooks of Topology %s/%s: %w", c.topo.Namespace, c.topo.Name, err)
+		}
+		gate, c.hooks.Pending, c.hooks.AfterControlPlane = up.Gate, up.Pending, up.AfterControlPlane
+	}
+	c.rollout = rollout.SequenceGated(c.topo, obs, plan, gate)
 	for _, p := range c.pools {
 		if p.isDeployment() {
 			p.decision = c.rollout.MachineDeployments[p.index]

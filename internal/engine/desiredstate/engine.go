@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
@@ -44,6 +45,10 @@ type Input struct {
 	// UpgradePlanner asks the class's upgrade-plan extension for the chain
 	// of versions; nil offline.
 	UpgradePlanner rollout.UpgradePlanner
+	// Hooks calls the Runtime SDK lifecycle hooks an upgrade is due to
+	// call, and holds back what their answers hold; nil calls none (offline,
+	// and Cluster API's own clusters, whose controller calls them).
+	Hooks lifecycle.Caller
 	// CoreVersion is the Cluster API core version to write objects in; v1beta1 when unset.
 	CoreVersion contract.CoreVersion
 	// Contracts are the provider contracts of the class's kinds, from their
@@ -62,6 +67,18 @@ type Result struct {
 	// Rotated maps each template clone made because its template changed to
 	// the name of the clone it replaces.
 	Rotated map[contract.ObjectKey]string
+	// Hooks is what the lifecycle hooks decided; zero without Input.Hooks.
+	Hooks Hooks
+}
+
+// Hooks is what the upgrade hooks of one computation decided.
+type Hooks struct {
+	// Answers are the hooks called and what they said.
+	Answers lifecycle.Answers
+	// Pending are the hooks owed from now on, to be written before any object.
+	Pending lifecycle.Pending
+	// AfterControlPlane are owed once the control plane is written.
+	AfterControlPlane []string
 }
 
 // Pending is a desired object the agent does not create yet, and why: the
