@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,6 +12,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
@@ -130,6 +132,43 @@ func ownedByUncreated(obj *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// LifecycleHandlers names, per lifecycle hook, the handlers the agent would
+// call for t: those the TopologyExtensions' status lists, whose namespace
+// selector matches t's namespace. nil when none can be read.
+func (ca *Cluster) LifecycleHandlers(ctx context.Context, t *v1alpha2.Topology) (map[string][]string, error) {
+	c := &extension.Client{Registry: extension.NewRegistry(), BestEffort: true}
+	list := &v1alpha2.TopologyExtensionList{}
+	if err := ca.Client.List(ctx, list); err != nil {
+		if apierrors.IsForbidden(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the TopologyExtensions whose lifecycle hooks an upgrade calls: %w", Explain(err, ca))
+	}
+	for i := range list.Items {
+		_ = c.Registry.FromStatus(&list.Items[i])
+	}
+	c.Registry.MarkReady()
+	labels := func(ctx context.Context, namespace string) (map[string]string, error) {
+		ns := &corev1.Namespace{}
+		if err := ca.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+			return nil, err
+		}
+		return ns.Labels, nil
+	}
+	calls := extension.NewLifecycle(c, labels, nil)
+	out := map[string][]string{}
+	for _, hook := range lifecycle.Hooks {
+		handlers, err := calls.Handlers(ctx, hook, t)
+		if err != nil {
+			return nil, err
+		}
+		if len(handlers) > 0 {
+			out[hook] = handlers
+		}
+	}
+	return out, nil
 }
 
 // ExternalPatches runs the class's external patches from here, with the

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui"
+	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -91,7 +92,13 @@ func (o *EditOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := tui.NewEditModel(ctx, tui.Inputs{Topology: t, Loaded: loaded, External: external}, apply, o.ReadOnly)
+	var hooks map[string][]string
+	if !upstream.IsCluster(t) {
+		if hooks, err = ca.LifecycleHandlers(ctx, t); err != nil {
+			return err
+		}
+	}
+	m, err := tui.NewEditModel(ctx, tui.Inputs{Topology: t, Loaded: loaded, External: external, Hooks: hooks}, apply, o.ReadOnly)
 	if err != nil {
 		return err
 	}

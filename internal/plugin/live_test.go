@@ -185,7 +185,7 @@ func TestUpgradePreview(t *testing.T) {
 	topo.Spec.Version = "v1.33.1"
 	topo.Annotations = map[string]string{contract.UpgradeConcurrencyAnnotation: "2"}
 	var buf bytes.Buffer
-	printUpgradePreview(&buf, topo, nil, "v1.34.0")
+	printUpgradePreview(&buf, topo, nil, "v1.34.0", nil)
 	golden(t, "upgrade-preview.txt", buf.String())
 }
 

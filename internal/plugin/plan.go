@@ -22,10 +22,15 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/plan"
+	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -116,6 +121,7 @@ func (o *PlanOptions) runLive(ctx context.Context) error {
 		return err
 	}
 	ca := live.access
+	liveVersion := t.Spec.Version
 	if len(o.Filenames) > 0 {
 		b, err := readBundle(o.Filenames, o.In, o.ErrOut, ca.Namespace, o.Strict)
 		if err != nil {
@@ -148,8 +154,47 @@ func (o *PlanOptions) runLive(ctx context.Context) error {
 	if err := o.print(&bundle.Topology{Topology: t}, p); err != nil {
 		return err
 	}
+	if err := o.printHooks(ctx, ca, t, liveVersion); err != nil {
+		return err
+	}
 	if files != nil {
 		return writeFiles(o.OutputDirectory, files)
+	}
+	return nil
+}
+
+// printHooks lists the lifecycle hooks the agent calls for a proposed
+// version change of t from the live version, in order: under the table, or
+// on standard error beside YAML and JSON, which must stay parseable.
+func (o *PlanOptions) printHooks(ctx context.Context, ca *live.Cluster, t *v1alpha2.Topology, liveVersion string) error {
+	if t.Spec.Version == liveVersion || upstream.IsCluster(t) {
+		return nil
+	}
+	hooks, err := ca.LifecycleHandlers(ctx, t)
+	if err != nil {
+		return err
+	}
+	if len(hooks) == 0 {
+		return nil
+	}
+	core, err := ca.CoreVersion()
+	if err != nil {
+		return err
+	}
+	// The class's kubernetesVersions decide the chain, and so the steps.
+	class, err := (&loader.Loader{Reader: ca.Client, CoreVersion: core}).Class(ctx, t)
+	if err != nil {
+		class = nil
+	}
+	from := t.DeepCopy()
+	from.Spec.Version = liveVersion
+	lines := lifecycle.PreviewLines(rollout.PlanUpgrade(from, class, t.Spec.Version), hooks)
+	w := o.Out
+	if o.Output == "yaml" || o.Output == "json" {
+		w = o.ErrOut
+	}
+	for _, line := range lines {
+		fmt.Fprintln(w, line)
 	}
 	return nil
 }

@@ -294,6 +294,9 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentR
 	if p := t.Status.UpgradePlan; p != nil {
 		fmt.Fprintf(w, "  upgrade plan: control plane %s · workers %s\n", orDash(strings.Join(p.ControlPlane, " → ")), orDash(strings.Join(p.Workers, " → ")))
 	}
+	for _, line := range health.HookLines(t.Status.Hooks, now) {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
 	// Of the two reasons r.Stale gives, only a silent agent is STALE; a change
 	// not seen yet is an ordinary line.
 	if agent.Problem != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
@@ -47,6 +48,8 @@ type UpgradeOptions struct {
 	// class is the Topology's class as the preflight read it; nil when it
 	// does not exist.
 	class *v1alpha2.TopologyClass
+	// hooks are the lifecycle handlers the agent would call, per hook.
+	hooks map[string][]string
 }
 
 // NewUpgradeOptions returns the inputs of `upgrade`, with their defaults.
@@ -122,7 +125,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 				health = "the control plane's health is not checked (--force)"
 			}
 			fmt.Fprintf(o.Out, "Preflight passed: %s → %s is allowed, %s, and the webhooks accept the change.\n", orig.Spec.Version, o.Version, health)
-			printUpgradePreview(o.Out, orig, o.class, o.Version)
+			printUpgradePreview(o.Out, orig, o.class, o.Version, o.hooks)
 		},
 		question: func(orig, _ *v1alpha2.Topology) string {
 			return fmt.Sprintf("Upgrade %s %s/%s from %s to %s?", draft.Kind(orig), orig.Namespace, orig.Name, orig.Spec.Version, o.Version)
@@ -158,6 +161,11 @@ func (o *UpgradeOptions) preflight(ctx context.Context, ca *live.Cluster, orig *
 	if err != nil {
 		return live.Explain(err, ca)
 	}
+	if !upstream.IsCluster(orig) {
+		if o.hooks, err = ca.LifecycleHandlers(ctx, orig); err != nil {
+			return err
+		}
+	}
 	errs, unhealthy := rules.UpgradePreflight(orig, o.class, o.Version, o.now.now())
 	for _, e := range errs {
 		problems = append(problems, e.Detail)
@@ -179,11 +187,12 @@ func (o *UpgradeOptions) preflight(ctx context.Context, ca *live.Cluster, orig *
 	return nil
 }
 
-// printUpgradePreview lists the rollout in order, as the engine plans it.
-func printUpgradePreview(w io.Writer, t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version string) {
+// printUpgradePreview lists the rollout in order, as the engine plans it,
+// and the lifecycle hooks it calls of the handlers hooks names per hook.
+func printUpgradePreview(w io.Writer, t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version string, hooks map[string][]string) {
 	p := rollout.PlanUpgrade(t, class, version)
 	fmt.Fprintf(w, "Rollout of %s %s/%s to %s:\n", draft.Kind(t), t.Namespace, t.Name, version)
-	for _, line := range p.Lines() {
+	for _, line := range append(p.Lines(), lifecycle.PreviewLines(p, hooks)...) {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 }

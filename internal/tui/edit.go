@@ -41,6 +41,9 @@ type Inputs struct {
 	*loader.Loaded
 	// External runs the class's external patches, best effort; nil when it has none.
 	External *extension.Patcher
+	// Hooks name, per lifecycle hook, the handlers the agent calls for the
+	// Topology, for the upgrade preview; nil when none is registered.
+	Hooks map[string][]string
 }
 
 // EditModel is the Topology editor: a form on top, checks and the rollout

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
@@ -118,7 +119,8 @@ func computePreview(ctx context.Context, s snapshot) findings {
 		withStatus := s.in.Topology.DeepCopy()
 		withStatus.Spec = t.Spec
 		withStatus.Spec.Version = s.in.Topology.Spec.Version
-		p.rollout = rollout.PlanUpgrade(withStatus, s.in.Class, t.Spec.Version).Lines()
+		up := rollout.PlanUpgrade(withStatus, s.in.Class, t.Spec.Version)
+		p.rollout = append(up.Lines(), lifecycle.PreviewLines(up, s.in.Hooks)...)
 		return p
 	}
 	for _, r := range plan.Replacements(pl, res.Desired.ControlPlane.Object.GetKind()) {
