@@ -79,11 +79,12 @@ control-plane-bins: $(KUBE_APISERVER) $(KUBE_CM) $(ETCD) $(KUBECTL) ## Build kub
 # Cluster API's own managers, pinned by hack/capi/go.mod: rebuilt only when
 # that module changes, so a warm build is a no-op.
 CAPI_DIR  := hack/capi
-CAPI_BINS := $(BIN)/capi-core $(BIN)/capi-kubeadm-bootstrap $(BIN)/capi-kubeadm-control-plane $(BIN)/capi-docker
+CAPI_BINS := $(BIN)/capi-core $(BIN)/capi-kubeadm-bootstrap $(BIN)/capi-kubeadm-control-plane $(BIN)/capi-docker $(BIN)/capi-test-extension
 CAPI_PKG_capi-core                  := sigs.k8s.io/cluster-api/core
 CAPI_PKG_capi-kubeadm-bootstrap     := sigs.k8s.io/cluster-api/bootstrap/kubeadm
 CAPI_PKG_capi-kubeadm-control-plane := sigs.k8s.io/cluster-api/controlplane/kubeadm
 CAPI_PKG_capi-docker                := sigs.k8s.io/cluster-api/test/infrastructure/docker
+CAPI_PKG_capi-test-extension        := sigs.k8s.io/cluster-api/test/extension
 
 $(CAPI_BINS): $(CAPI_DIR)/go.mod $(CAPI_DIR)/go.sum
 	cd $(CAPI_DIR) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $@ $(CAPI_PKG_$(notdir $@))
