@@ -94,7 +94,10 @@ func DecideUpgrade(ctx context.Context, in UpgradeInput, answers *Answers) (Upgr
 		}
 		out.Pending = out.Pending.Without(BeforeWorkersUpgrade)
 	}
-	if stage == rollout.StageWaitingForWorkers || stage == rollout.StageWaitingForPools {
+	// The workers' step is not over while they still have to take the
+	// control plane's version or are rolling, whether or not the control
+	// plane is at the topology's version already.
+	if (len(in.Plan.Workers) > 0 && in.Plan.Workers[0] == cp.SpecVersion) || len(mds)+len(mps) > 0 {
 		return out, nil
 	}
 	if out.Pending.Has(AfterWorkersUpgrade) {
