@@ -22,7 +22,7 @@ import (
 // agent made twice before the Cluster existed. s.live holds none that Cluster
 // API made for Machines (loader.Objects).
 func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, error) {
-	desired := indexByKey(s.desired)
+	desired := indexByKey(s.desired, s.result.Held())
 	inUse, err := r.machineSetRefs(ctx, s.topo)
 	if err != nil {
 		return false, err

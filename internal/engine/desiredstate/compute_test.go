@@ -2,6 +2,7 @@ package desiredstate_test
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -399,5 +401,70 @@ func TestComputeClusterLeavesTheAgentsMark(t *testing.T) {
 	}
 	if a["team.example.com/owner"] != "platform" {
 		t.Errorf("the Cluster lost the Topology's other annotations: %v", a)
+	}
+}
+
+// TestComputeHoldsAPartPendingItsUpgrade: a control plane that waits to
+// take a new version (here, for a MachineDeployment still rolling) is left
+// as it is, its machine template too, though its class template changed,
+// as upstream leaves it, so that its Machines roll once, with the version;
+// the old template is kept. Once it may take the version, both changes go
+// out together.
+func TestComputeHoldsAPartPendingItsUpgrade(t *testing.T) {
+	w := newWorld(t)
+	w.core = contract.CoreV1Beta2
+	current := written(w.compute(t, nil).Desired, w.topo.Spec.Version)
+	cur := desiredstate.StateFromObjects("dev", "default", current)
+	oldTemplate := cur.ControlPlane.InfrastructureMachineTemplate
+	w.topo.Spec.Version = "v1.34.0"
+	for _, tpl := range w.ex.Templates {
+		if tpl.GetKind() == "DockerMachineTemplate" && tpl.GetName() == "docker-kubeadm-control-plane" {
+			_ = unstructured.SetNestedStringSlice(tpl.Object, []string{"extra:latest"}, "spec", "template", "spec", "preLoadImages")
+		}
+	}
+	computeWith := func(obs *rollout.Observed) *desiredstate.Result {
+		res, err := desiredstate.Compute(context.Background(), desiredstate.Input{
+			Topology: w.topo, Class: w.ex.Class, Templates: contract.NewTemplateIndex(w.ex.Templates...),
+			Current: cur, Observed: obs, Names: names.NewSeeded(7), CoreVersion: w.core,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	at := func(v string) rollout.PartObserved { return rollout.PartObserved{Exists: true, SpecVersion: v, StatusVersion: v} }
+	pools := map[string]rollout.PartObserved{}
+	for name := range cur.MachineDeployments {
+		pools[name] = rollout.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
+	}
+	rolling := maps.Clone(pools)
+	rolling["md-a"] = rollout.PartObserved{Exists: true, SpecVersion: "v1.33.1", Upgrading: true}
+
+	held := computeWith(&rollout.Observed{ControlPlane: at("v1.33.1"), MachineDeployments: rolling})
+	if !held.Rollout.ControlPlane.PendingUpgrade {
+		t.Fatalf("the control plane waits for md-a, yet is not pending its upgrade: %+v", held.Rollout.ControlPlane)
+	}
+	for _, o := range held.ToApply() {
+		if o.GetKind() == "KubeadmControlPlane" || contract.KeyOf(o) == contract.KeyOf(held.Desired.ControlPlane.InfrastructureMachineTemplate) {
+			t.Errorf("%s %s is written while the control plane waits for its upgrade", o.GetKind(), o.GetName())
+		}
+	}
+	kept := false
+	for _, o := range held.Held() {
+		kept = kept || contract.KeyOf(o) == contract.KeyOf(oldTemplate)
+	}
+	if !kept {
+		t.Errorf("the control plane's template %s in use is not kept while the control plane is held", oldTemplate.GetName())
+	}
+
+	free := computeWith(&rollout.Observed{ControlPlane: at("v1.33.1"), MachineDeployments: pools})
+	var wrote []string
+	for _, o := range free.ToApply() {
+		if o.GetKind() == "KubeadmControlPlane" || contract.KeyOf(o) == contract.KeyOf(free.Desired.ControlPlane.InfrastructureMachineTemplate) {
+			wrote = append(wrote, o.GetKind())
+		}
+	}
+	if len(wrote) != 2 || free.Desired.ControlPlane.InfrastructureMachineTemplate.GetName() == oldTemplate.GetName() {
+		t.Errorf("once free, the control plane and its new template go out together: wrote %v, template %s (was %s)", wrote, free.Desired.ControlPlane.InfrastructureMachineTemplate.GetName(), oldTemplate.GetName())
 	}
 }

@@ -91,7 +91,7 @@ func Compute(ctx context.Context, in Input) (*Result, error) {
 			return nil, err
 		}
 	}
-	return &Result{Desired: c.desired, Variables: c.vars, Rollout: c.rollout, Rotated: c.rotated, Hooks: c.hooks}, nil
+	return &Result{Desired: c.desired, Variables: c.vars, Rollout: c.rollout, Rotated: c.rotated, Hooks: c.hooks, current: c.current}, nil
 }
 
 func newComputation(in Input) (*computation, error) {

@@ -69,6 +69,9 @@ type Result struct {
 	Rotated map[contract.ObjectKey]string
 	// Hooks is what the lifecycle hooks decided; zero without Input.Hooks.
 	Hooks Hooks
+
+	// current is the state computed from, for Held.
+	current *contract.State
 }
 
 // Hooks is what the upgrade hooks of one computation decided.
@@ -114,10 +117,73 @@ func (r *Result) Pending() []Pending {
 	return out
 }
 
+// Held lists the existing objects of the parts pending a version upgrade
+// (Decision.PendingUpgrade): a control plane with its machine template, a
+// pool with its templates. Upstream leaves them as they are until the part
+// takes its version, so that a change to its template does not roll its
+// Machines twice; the agent writes none of them, and keeps the templates
+// they use. Health checks are not held, as upstream's are not.
+func (r *Result) Held() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	add := func(objs ...*unstructured.Unstructured) {
+		for _, o := range objs {
+			if o != nil {
+				out = append(out, o)
+			}
+		}
+	}
+	if r.current == nil || r.Rollout == nil {
+		return nil
+	}
+	if r.Rollout.ControlPlane.PendingUpgrade {
+		add(r.current.ControlPlane.Object, r.current.ControlPlane.InfrastructureMachineTemplate)
+	}
+	for _, set := range []struct {
+		decisions []rollout.Decision
+		current   map[string]*contract.WorkerState
+	}{{r.Rollout.MachineDeployments, r.current.MachineDeployments}, {r.Rollout.MachinePools, r.current.MachinePools}} {
+		for _, d := range set.decisions {
+			if w := set.current[d.Name]; d.PendingUpgrade && w != nil {
+				add(w.Object, w.Bootstrap, w.Infrastructure)
+			}
+		}
+	}
+	return out
+}
+
+// heldDesired are the desired objects of the parts Held keeps as they are.
+func (r *Result) heldDesired() map[contract.ObjectKey]bool {
+	out := map[contract.ObjectKey]bool{}
+	mark := func(objs ...*unstructured.Unstructured) {
+		for _, o := range objs {
+			if o != nil {
+				out[contract.KeyOf(o)] = true
+			}
+		}
+	}
+	if r.Rollout == nil {
+		return out
+	}
+	if r.Rollout.ControlPlane.PendingUpgrade {
+		mark(r.Desired.ControlPlane.Object, r.Desired.ControlPlane.InfrastructureMachineTemplate)
+	}
+	for _, set := range []struct {
+		decisions []rollout.Decision
+		desired   map[string]*contract.WorkerState
+	}{{r.Rollout.MachineDeployments, r.Desired.MachineDeployments}, {r.Rollout.MachinePools, r.Desired.MachinePools}} {
+		for _, d := range set.decisions {
+			if w := set.desired[d.Name]; d.PendingUpgrade && w != nil {
+				mark(w.Object, w.Bootstrap, w.Infrastructure)
+			}
+		}
+	}
+	return out
+}
+
 // ToApply is what the agent writes now: every desired object, in dependency
-// order, but those Pending.
+// order, but those Pending and those of the parts Held.
 func (r *Result) ToApply() []*unstructured.Unstructured {
-	pending := map[contract.ObjectKey]bool{}
+	pending := r.heldDesired()
 	for _, p := range r.Pending() {
 		pending[contract.KeyOf(p.Object)] = true
 	}

@@ -56,6 +56,11 @@ type Decision struct {
 	// CreatePending is true for a new pool that must not be created yet because
 	// the control plane is not stable.
 	CreatePending bool
+	// PendingUpgrade is true for an existing part that stays at a version
+	// behind the topology's this pass: upstream then leaves the whole object
+	// as it is, so that another change to it does not roll its Machines a
+	// second time before the version does.
+	PendingUpgrade bool
 }
 
 // Rollout is the sequencing decision for a whole topology.
@@ -133,18 +138,21 @@ func SequenceGated(t *v1alpha2.Topology, obs *Observed, plan VersionPlan, gate G
 	}
 
 	r.ControlPlane, r.ControlPlaneStable, r.WaitingForWorkers = sequenceControlPlane(desired, obs.ControlPlane, append(append([]string{}, mdUpgrading...), mpUpgrading...), plan, gate.ControlPlane)
+	r.ControlPlane.PendingUpgrade = pendingUpgrade(obs.ControlPlane, r.ControlPlane, desired)
 	r.gate = gate
 
 	holdSeen := false
 	for _, md := range mds {
 		d, held := sequencePool(md.Name, desired, obs.MachineDeployments[md.Name], md.Metadata.Annotations, holdSeen, r, &mdUpgrading)
 		holdSeen = holdSeen || held
+		d.PendingUpgrade = pendingUpgrade(obs.MachineDeployments[md.Name], d, desired)
 		r.MachineDeployments = append(r.MachineDeployments, d)
 	}
 	holdSeen = false
 	for _, mp := range mps {
 		d, held := sequencePool(mp.Name, desired, obs.MachinePools[mp.Name], mp.Metadata.Annotations, holdSeen, r, &mpUpgrading)
 		holdSeen = holdSeen || held
+		d.PendingUpgrade = pendingUpgrade(obs.MachinePools[mp.Name], d, desired)
 		r.MachinePools = append(r.MachinePools, d)
 	}
 	return r
@@ -256,6 +264,11 @@ func sequenceControlPlane(desired string, o PartObserved, poolsUpgrading []strin
 		d.Reason += fmt.Sprintf(" (%s pending)", strings.Join(plan.ControlPlane[1:], ", "))
 	}
 	return d, false, false
+}
+
+// pendingUpgrade: the part exists behind desired and keeps its version now.
+func pendingUpgrade(o PartObserved, d Decision, desired string) bool {
+	return o.Exists && o.SpecVersion != desired && d.Version == o.SpecVersion
 }
 
 // nextOr is the first version of plan, or def when the plan is empty.
