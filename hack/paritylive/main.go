@@ -158,6 +158,16 @@ func run() error {
 		}
 		results = append(results, r)
 	}
+	var hooks *parity.HooksResult
+	if len(flag.Args()) == 0 && o.providers == "" {
+		// The lifecycle hooks, with upstream's test extension on both sides.
+		r, err := compareHooks(ctx, c, env)
+		if err != nil {
+			short++
+			failed = append(failed, fmt.Sprintf("lifecycle hooks: the comparison could not be made: %v", err))
+		}
+		hooks = r
+	}
 	fmt.Println("\n== summary")
 	for _, l := range notes {
 		fmt.Println(l)
@@ -185,6 +195,13 @@ func run() error {
 			fmt.Printf("  short of parity: %s\n", strings.Join(p, "; "))
 		}
 	}
+	if hooks != nil {
+		fmt.Printf("%s: %d hook calls, %d holds reached and released on both sides; upgrade with hooks: upstream %v, ours %v\n", hooks.Name, len(hooks.Calls), hooks.Holds, hooks.Upgrade[0].Round(time.Second), hooks.Upgrade[1].Round(time.Second))
+		if len(hooks.Problems) > 0 {
+			short++
+			fmt.Printf("  short of parity: %s\n", strings.Join(hooks.Problems, "; "))
+		}
+	}
 	if o.keep {
 		fmt.Printf("The control plane keeps running: export KUBECONFIG=%s; stop it with go run ./hack/localcluster down -dir %s\n", c.Kubeconfig, o.dir)
 	}
@@ -192,6 +209,21 @@ func run() error {
 		return fmt.Errorf("%d of %d cases short of parity", short, len(o.cases))
 	}
 	return nil
+}
+
+// compareHooks runs the chained in-memory case through its lifecycle
+// hooks with upstream's test extension, started beside the control plane.
+func compareHooks(ctx context.Context, c *localcluster.Cluster, env parity.Env) (*parity.HooksResult, error) {
+	ext, err := c.StartTestExtension(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = ext.Stop() }()
+	r, err := parity.CompareHooks(ctx, env, ext, "testdata/parity/in-memory-chained")
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // providerLeftOut are the provider classes -providers does not compare, and

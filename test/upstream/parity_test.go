@@ -52,3 +52,38 @@ func TestParityWithUpstream(t *testing.T) {
 		t.Logf("%s: %d of %d objects equal, upgrade order %s", r.Name, r.Equal, r.Objects, r.Order)
 	}
 }
+
+// TestHooksParityWithUpstream is `make parity-live`'s lifecycle hooks case,
+// judged: upstream's test extension is registered on both sides (an
+// ExtensionConfig for upstream's topology controller, a TopologyExtension
+// for the agent) behind a recorder, every blocking hook holds until both
+// sides hold at it, and the chained in-memory case goes through creation,
+// its upgrade and deletion. Both must call the same hooks in the same order
+// with the same requests, and ask the same of their control plane and pools
+// at every hold.
+func TestHooksParityWithUpstream(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root, err := localcluster.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext, err := suite.Cluster.StartTestExtension(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ext.Stop() })
+	var report strings.Builder
+	env := parity.Env{K8s: suite.K8s, Plugin: suite.Plugin, Kubeconfig: suite.Kubeconfig, Timeout: 6 * time.Minute, Out: &report}
+	r, err := parity.CompareHooks(ctx, env, ext, filepath.Join(root, "testdata", "parity", "in-memory-chained"))
+	if err != nil {
+		t.Fatalf("the comparison could not be made: %v\n%s", err, report.String())
+	}
+	if len(r.Problems) > 0 {
+		t.Fatalf("%s is short of parity with upstream: %s\n%s", r.Name, strings.Join(r.Problems, "; "), report.String())
+	}
+	if r.Holds < 8 {
+		t.Errorf("only %d holds were reached on both sides; a chained upgrade has at least eight\n%s", r.Holds, report.String())
+	}
+	t.Logf("%s: %d hook calls in the same order, %d holds; upgrade took upstream %v, ours %v", r.Name, len(r.Calls), r.Holds, r.Upgrade[0], r.Upgrade[1])
+}

@@ -70,15 +70,19 @@ const CoreProviderName = "capi-core"
 // no feature gate changed, so the agent is the only topology controller and
 // the providers refuse the template kinds only a ClusterClass uses (a class
 // holds those inline). topologyGate turns ClusterTopology on in every one of
-// them, for the upstream side of a comparison: upstream's own topology
-// controller, and the webhooks that then store those template kinds.
+// them, and RuntimeSDK in core, for the upstream side of a comparison:
+// upstream's own topology controller, the lifecycle hooks it calls, and the
+// webhooks that then store those template kinds.
 func ClusterAPIProviders(topologyGate bool) []Provider {
-	var gates []string
+	var gates, coreGates []string
 	if topologyGate {
 		gates = []string{FeatureGatesFlag + "=ClusterTopology=true"}
+		// RuntimeSDK too in core, whose topology controller then calls the
+		// lifecycle hooks, for the hooks' comparison.
+		coreGates = []string{FeatureGatesFlag + "=ClusterTopology=true,RuntimeSDK=true"}
 	}
 	return []Provider{
-		{Name: CoreProviderName, Label: "cluster-api", Module: "sigs.k8s.io/cluster-api", Path: "core", Args: gates},
+		{Name: CoreProviderName, Label: "cluster-api", Module: "sigs.k8s.io/cluster-api", Path: "core", Args: coreGates},
 		{Name: "capi-kubeadm-bootstrap", Label: "bootstrap-kubeadm", Module: "sigs.k8s.io/cluster-api", Path: "bootstrap/kubeadm", Args: gates},
 		{Name: "capi-kubeadm-control-plane", Label: "control-plane-kubeadm", Module: "sigs.k8s.io/cluster-api", Path: "controlplane/kubeadm", Args: gates},
 		{Name: "capi-docker", Label: "infrastructure-docker", Module: "sigs.k8s.io/cluster-api/test", Path: "infrastructure/docker",

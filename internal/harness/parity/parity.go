@@ -41,6 +41,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 )
@@ -700,6 +701,9 @@ func normalise(o *unstructured.Unstructured, names map[string]string) any {
 	// version (timestamps and all); whether the agent wrote any is judged
 	// apart, from the field managers (SentConversionData).
 	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", contract.ConversionDataAnnotation)
+	// The hooks still owed are bookkeeping upstream keeps on its Cluster and
+	// the agent on the Topology; CompareHooks compares the calls themselves.
+	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", lifecycle.PendingHooksAnnotation)
 	if a, found, _ := unstructured.NestedMap(c.Object, "metadata", "annotations"); found && len(a) == 0 {
 		unstructured.RemoveNestedField(c.Object, "metadata", "annotations")
 	}
