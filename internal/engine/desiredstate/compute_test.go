@@ -432,7 +432,9 @@ func TestComputeHoldsAPartPendingItsUpgrade(t *testing.T) {
 		}
 		return res
 	}
-	at := func(v string) rollout.PartObserved { return rollout.PartObserved{Exists: true, SpecVersion: v, StatusVersion: v} }
+	at := func(v string) rollout.PartObserved {
+		return rollout.PartObserved{Exists: true, SpecVersion: v, StatusVersion: v}
+	}
 	pools := map[string]rollout.PartObserved{}
 	for name := range cur.MachineDeployments {
 		pools[name] = rollout.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
