@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
@@ -388,16 +389,20 @@ func TestComputeChainsAnUpgrade(t *testing.T) {
 }
 
 // TestComputeClusterLeavesTheAgentsMark: a Topology's annotations go to its
-// Cluster, but for the mark the agent sets on the Topology once it made the
-// Cluster: it says something of the Topology, and on the Cluster it would
-// differ from upstream's.
+// Cluster, but for the marks the agent sets on the Topology (it made the
+// Cluster; the lifecycle hooks owed, or let the deletion go on): they say
+// something of the Topology, and on the Cluster they would differ from
+// upstream's.
 func TestComputeClusterLeavesTheAgentsMark(t *testing.T) {
 	w := newWorld(t)
-	w.topo.SetAnnotations(map[string]string{v1alpha2.ClusterMadeAnnotation: w.topo.Name, "team.example.com/owner": "platform"})
+	w.topo.SetAnnotations(map[string]string{v1alpha2.ClusterMadeAnnotation: w.topo.Name, "team.example.com/owner": "platform",
+		lifecycle.PendingHooksAnnotation: lifecycle.AfterControlPlaneInitialized, lifecycle.OkToDeleteAnnotation: ""})
 	res := w.compute(t, nil)
 	a := res.Desired.Cluster.GetAnnotations()
-	if _, ok := a[v1alpha2.ClusterMadeAnnotation]; ok {
-		t.Errorf("the Cluster carries the Topology's %s", v1alpha2.ClusterMadeAnnotation)
+	for _, mark := range []string{v1alpha2.ClusterMadeAnnotation, lifecycle.PendingHooksAnnotation, lifecycle.OkToDeleteAnnotation} {
+		if _, ok := a[mark]; ok {
+			t.Errorf("the Cluster carries the Topology's %s", mark)
+		}
 	}
 	if a["team.example.com/owner"] != "platform" {
 		t.Errorf("the Cluster lost the Topology's other annotations: %v", a)

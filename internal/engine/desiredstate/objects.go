@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/patches"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -88,8 +89,11 @@ func (c *computation) clusterLabels() (map[string]string, map[string]string) {
 	labels[contract.TopologyOwnedLabel] = ""
 	annotations := mergeMaps(c.topo.Annotations)
 	delete(annotations, contract.LastAppliedAnnotation)
-	// The agent's own mark is about the Topology, not for its Cluster.
+	// The agent's own marks are about the Topology, not for its Cluster:
+	// that it made the Cluster, and the lifecycle hooks' bookkeeping.
 	delete(annotations, v1alpha2.ClusterMadeAnnotation)
+	delete(annotations, lifecycle.PendingHooksAnnotation)
+	delete(annotations, lifecycle.OkToDeleteAnnotation)
 	return labels, annotations
 }
 
