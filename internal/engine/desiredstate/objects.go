@@ -590,9 +590,17 @@ func (c *computation) computeCluster(context.Context) error {
 // markUpgradeStep sets, while an upgrade is in progress, the version the
 // control plane is at on the Cluster, and clears it afterwards, as upstream
 // v1.14 does.
+//
+// With the lifecycle hooks (the agent's Hooks), an upgrade is in progress
+// while AfterClusterUpgrade is owed, as upstream reads it with RuntimeSDK
+// on; without them, while versions are left to take.
 func (c *computation) markUpgradeStep(cluster *unstructured.Unstructured) {
 	annotations := cluster.GetAnnotations()
-	if c.rollout.Plan.IsZero() {
+	done := c.rollout.Plan.IsZero()
+	if c.in.Hooks != nil {
+		done = !c.hooks.Pending.Has(lifecycle.AfterClusterUpgrade)
+	}
+	if done {
 		if _, ok := annotations[contract.UpgradeStepAnnotation]; ok {
 			delete(annotations, contract.UpgradeStepAnnotation)
 			cluster.SetAnnotations(annotations)

@@ -245,7 +245,25 @@ func Compare(ctx context.Context, env Env, dir string) (Result, error) {
 		orders[s.label] = seen[i].order(version)
 		fmt.Fprintf(out, "%s: every machine at %s %v after the version change (polled each second)\n", s.label, target, took[i].Round(time.Second))
 	}
-	// Compared again: the upgrade rewrote the templates on both sides.
+	// Compared again once each side's upgrade is over, AfterClusterUpgrade
+	// answered (upstream keeps its upgrade-step mark until then): the
+	// upgrade rewrote the templates on both sides.
+	for _, s := range sides {
+		if err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+			owed, err := owedHooks(ctx, k8s, s)
+			if err != nil || owed != "" {
+				return false, nil //nolint:nilerr // asked again until the timeout
+			}
+			cluster, err := get(ctx, k8s, s.namespace, schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}, s.cluster)
+			if err != nil {
+				return false, nil //nolint:nilerr // asked again until the timeout
+			}
+			_, marked := cluster.GetAnnotations()[contract.UpgradeStepAnnotation]
+			return !marked, nil
+		}); err != nil {
+			return res, fmt.Errorf("%s still owes lifecycle hooks after the upgrade: %w", s.label, err)
+		}
+	}
 	if upGen, err = collect(ctx, k8s, up); err != nil {
 		return res, err
 	}
