@@ -60,12 +60,25 @@ func TestLifecycleHooks(t *testing.T) {
 	suite.Settle(t, ns, name, 4*time.Minute)
 	ext.WaitCalled(t, ns, name, lifecycle.AfterControlPlaneInitialized)
 
-	// Upgrade: BeforeClusterUpgrade holds, also while the extension is down.
+	// The preview lists the hooks the upgrade will call, in order.
 	from, to := "v1.33.1", "v1.34.0"
+	preview := suite.MustTopology(t, "upgrade", name, "-n", ns, "--version", to, "--dry-run")
+	for _, hook := range []string{lifecycle.BeforeClusterUpgrade, lifecycle.BeforeControlPlaneUpgrade, lifecycle.AfterControlPlaneUpgrade, lifecycle.BeforeWorkersUpgrade, lifecycle.AfterWorkersUpgrade, lifecycle.AfterClusterUpgrade} {
+		at := strings.Index(preview, hook+" ")
+		if at < 0 || !strings.Contains(preview[at:], "."+ext.Name+")") {
+			t.Fatalf("upgrade --dry-run does not list %s of %s in order:\n%s", hook, ext.Name, preview)
+		}
+		preview = preview[at:]
+	}
+
+	// Upgrade: BeforeClusterUpgrade holds, also while the extension is down.
 	suite.MustTopology(t, "upgrade", name, "-n", ns, "--version", to, "--yes")
 	bcu := fixture.HookKey(lifecycle.BeforeClusterUpgrade, from, to)
 	ext.WaitAsked(t, ns, name, bcu, 5)
 	waitCondition(t, ns, name, "ClusterUpgrading", "Following hooks are blocking upgrade: BeforeClusterUpgrade")
+	if out := suite.MustTopology(t, "get", name, "-n", ns); !strings.Contains(out, "HeldBy="+lifecycle.BeforeClusterUpgrade) {
+		t.Errorf("get does not say BeforeClusterUpgrade holds the cluster:\n%s", out)
+	}
 	if err := ext.Stop(); err != nil {
 		t.Fatal(err)
 	}

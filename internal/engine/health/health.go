@@ -230,6 +230,12 @@ func TopologyProblems(t *v1alpha2.Topology) []string {
 	if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition); c != nil && c.Status != metav1.ConditionTrue && c.Reason != "Paused" {
 		out = append(out, "Reconciled="+string(c.Status)+"("+c.Reason+")")
 	}
+	if h := t.Status.Hooks; h != nil {
+		// A lifecycle hook holding the topology is why it waits.
+		for _, hold := range h.Holding {
+			out = append(out, "HeldBy="+hold.Hook)
+		}
+	}
 	for _, p := range t.Status.Parts() {
 		if p.State == v1alpha2.StateDegraded {
 			out = append(out, p.Name+" Degraded")
