@@ -110,6 +110,9 @@ func (m *StatusModel) View() string {
 	for _, hold := range health.RolloutHolds(t) {
 		line(m.common.Styles.Warn.Render("  " + hold))
 	}
+	for _, hook := range health.HookLines(t.Status.Hooks, m.Now()) {
+		line(m.common.Styles.Warn.Render("  " + hook))
+	}
 	if m.err != nil {
 		line(m.common.Styles.Error.Render("  " + m.err.Error()))
 	}

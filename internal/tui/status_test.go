@@ -86,3 +86,23 @@ func TestStatusProgressIsAgainstTheDesiredReplicas(t *testing.T) {
 		t.Errorf("the control plane's line lacks %q:\n%s", want, m.View())
 	}
 }
+
+// TestStatusShowsTheHookThatHolds: a lifecycle hook holding the upgrade is
+// named in the live view, with its extension, message and next call.
+func TestStatusShowsTheHookThatHolds(t *testing.T) {
+	topo := rolling()
+	m := NewStatusModel(func(context.Context) (*v1alpha2.Topology, error) { return topo, nil }, time.Millisecond)
+	next := metav1.NewTime(m.Now().Add(25 * time.Second))
+	topo.Status.Hooks = &v1alpha2.HooksStatus{
+		Pending: []string{"AfterClusterUpgrade"},
+		Holding: []v1alpha2.HookHold{{Hook: "BeforeWorkersUpgrade", Handlers: []string{"drain.backup"}, Holds: "the control plane and the workers", Message: "snapshotting etcd", NextCall: &next}},
+	}
+	m.SetSize(140, 30)
+	m.Update(m.Init()())
+	view := m.View()
+	for _, want := range []string{"HELD: hook BeforeWorkersUpgrade (drain.backup) holds the control plane and the workers — snapshotting etcd; asked again in 2", "hooks owed: AfterClusterUpgrade"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the live view lacks %q:\n%s", want, view)
+		}
+	}
+}

@@ -18,7 +18,7 @@ func HookLines(h *v1alpha2.HooksStatus, now time.Time) []string {
 	}
 	var out []string
 	for _, hold := range h.Holding {
-		line := fmt.Sprintf("HELD by hook %s (%s): %s waits", hold.Hook, strings.Join(hold.Handlers, ", "), hold.Holds)
+		line := fmt.Sprintf("HELD: hook %s (%s) holds %s", hold.Hook, strings.Join(hold.Handlers, ", "), hold.Holds)
 		if hold.Message != "" {
 			line += " — " + hold.Message
 		}
