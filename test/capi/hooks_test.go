@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,6 +57,18 @@ func TestLifecycleHooks(t *testing.T) {
 	if h := report.Items[0].Hooks; h == nil || len(h.Holding) != 1 || h.Holding[0].Hook != lifecycle.BeforeClusterCreate || h.Holding[0].Handlers[0] != "before-cluster-create."+ext.Name || h.Holding[0].NextCall == nil {
 		t.Errorf("status -o json does not say BeforeClusterCreate of %s holds, and when it is asked again: %+v", ext.Name, h)
 	}
+	fixture.Eventually(t, time.Minute, "an Event says BeforeClusterCreate holds the creation", func(ctx context.Context) (bool, error) {
+		events := &corev1.EventList{}
+		if err := suite.K8s.List(ctx, events, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "LifecycleHookBlocking" && e.InvolvedObject.Kind == "Topology" && strings.Contains(e.Message, lifecycle.BeforeClusterCreate+" (before-cluster-create."+ext.Name+") holds the creation") {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d events, none about the hold", len(events.Items))
+	})
 	ext.Answer(t, ns, name, lifecycle.BeforeClusterCreate, 0)
 	suite.Settle(t, ns, name, 4*time.Minute)
 	ext.WaitCalled(t, ns, name, lifecycle.AfterControlPlaneInitialized)
