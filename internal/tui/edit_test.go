@@ -450,6 +450,24 @@ func TestEditWarnsOfAControlPlaneAtZero(t *testing.T) {
 	}
 }
 
+// TestEditSaysWhichHookHolds: a lifecycle hook holding the Topology is
+// named beside the preview of a change, which it holds too, and the
+// upgrade's preview lists the hooks the registered extensions serve.
+func TestEditSaysWhichHookHolds(t *testing.T) {
+	in := exampleInputs(t)
+	in.Topology.Status.Hooks = &v1alpha2.HooksStatus{Holding: []v1alpha2.HookHold{{Hook: "AfterClusterUpgrade", Handlers: []string{"after.ops"}, Holds: "the next upgrade", Message: "smoke tests running"}}}
+	in.Hooks = map[string][]string{"BeforeClusterUpgrade": {"before.ops"}, "AfterClusterUpgrade": {"after.ops"}}
+	m := newModel(t, in, &fakeServer{})
+	m.SetSize(200, 80)
+	replace(m, "v1.34.0")
+	view := m.View()
+	for _, want := range []string{"HELD: hook AfterClusterUpgrade (after.ops) holds the next upgrade — smoke tests running", "BeforeClusterUpgrade v1.33.1 → v1.34.0 (before.ops)"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the editor lacks %q:\n%s", want, view)
+		}
+	}
+}
+
 func TestEditUpgradeWaitsForAStableControlPlane(t *testing.T) {
 	in := exampleInputs(t)
 	in.Topology.Status.ControlPlane.Phase = v1alpha2.PhaseCreating

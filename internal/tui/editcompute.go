@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
@@ -74,6 +75,10 @@ func computePreview(ctx context.Context, s snapshot) findings {
 		p.checks = append(append(p.checks, unhealthy...), "only a Ready control plane is upgraded here (`upgrade --force` overrides)")
 	}
 	p.warnings = append(p.warnings, rules.ChangeWarnings(live, t)...)
+	// A lifecycle hook holding the Topology now holds what is applied too.
+	for _, hold := range health.HookLines(s.in.Topology.Status.Hooks, s.now) {
+		p.warnings = append(p.warnings, "the agent reports "+hold)
+	}
 	in := desiredstate.Input{
 		Topology: t, Class: s.in.Class, Templates: s.in.Templates,
 		Current: s.in.Current, Observed: s.in.Observed,
