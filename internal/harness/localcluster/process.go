@@ -55,10 +55,23 @@ func (c *Cluster) startWithEnv(name string, env []string, args ...string) (*comp
 	p := &component{name: name, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	if err := process.WritePID(filepath.Join(c.opts.Dir, name+".pid"), cmd.Process.Pid); err != nil {
+		// A process that exits at once may be gone before it is recorded:
+		// what it said is the error worth reporting, not the pid file's.
+		select {
+		case <-p.exited:
+			return nil, p.exitedWhileStarting()
+		case <-time.After(time.Second):
+		}
 		return nil, err
 	}
 	c.procs = append(c.procs, p)
 	return p, nil
+}
+
+// exitedWhileStarting says the process ended before it was ready, with the
+// end of its log.
+func (p *component) exitedWhileStarting() error {
+	return fmt.Errorf("%s exited while starting; its log is %s:\n%s", p.name, p.logPath, process.Tail(p.logPath, 20))
 }
 
 // waitHTTP polls url until it answers 200, the process exits or time runs out.
@@ -67,7 +80,7 @@ func (p *component) waitHTTP(ctx context.Context, url string, cfg *rest.Config, 
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-p.exited:
-			return false, fmt.Errorf("%s exited while starting; its log is %s:\n%s", p.name, p.logPath, process.Tail(p.logPath, 20))
+			return false, p.exitedWhileStarting()
 		default:
 		}
 		last = healthy(ctx, url, cfg)

@@ -84,7 +84,8 @@ func TestProviderPortTaken(t *testing.T) {
 // TestProvidersStockUnlessComparing: every environment but the upstream side
 // of a comparison runs the providers as clusterctl init installs them, no
 // feature gate changed; the upstream side turns ClusterTopology on in each,
-// since its webhooks refuse a ClusterClass's template kinds otherwise.
+// since its webhooks refuse a ClusterClass's template kinds otherwise, and
+// RuntimeSDK in core, whose topology controller then calls the hooks.
 func TestProvidersStockUnlessComparing(t *testing.T) {
 	stock := ClusterAPIProviders(false)
 	if ok, gate := Stock(stock); !ok {
@@ -95,8 +96,13 @@ func TestProvidersStockUnlessComparing(t *testing.T) {
 		t.Error("the upstream side's providers run with no gate, so upstream's topology controller is off")
 	}
 	for i, p := range upstream {
-		if !slices.Equal(p.Args, []string{"--feature-gates=ClusterTopology=true"}) {
-			t.Errorf("%s runs with %v on the upstream side, want ClusterTopology on and nothing else", p.Name, p.Args)
+		want := []string{"--feature-gates=ClusterTopology=true"}
+		if p.Name == CoreProviderName {
+			// Core's topology controller calls the lifecycle hooks with RuntimeSDK on.
+			want = []string{"--feature-gates=ClusterTopology=true,RuntimeSDK=true"}
+		}
+		if !slices.Equal(p.Args, want) {
+			t.Errorf("%s runs with %v on the upstream side, want %v and nothing else", p.Name, p.Args, want)
 		}
 		if p.Name != stock[i].Name || len(stock[i].Args) != 0 {
 			t.Errorf("stock %s runs with %v, want no flag beyond the defaults", stock[i].Name, stock[i].Args)
