@@ -11,8 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
@@ -82,6 +84,20 @@ func TestLifecycleHooks(t *testing.T) {
 			t.Fatalf("upgrade --dry-run does not list %s of %s in order:\n%s", hook, ext.Name, preview)
 		}
 		preview = preview[at:]
+	}
+
+	// So does a live plan of the Topology at the new version.
+	proposed := topo.DeepCopy()
+	proposed.Spec.Version = to
+	proposed.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: "Topology"}
+	proposed.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: name}
+	doc, err := yaml.Marshal(proposed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned, errOut, err := suite.Topology(string(doc), "plan", name, "-n", ns, "-f", "-")
+	if err != nil || !strings.Contains(planned, "lifecycle hooks called, in order") || !strings.Contains(planned, lifecycle.BeforeClusterUpgrade+" "+from+" → "+to+" (before-cluster-upgrade."+ext.Name+")") {
+		t.Fatalf("plan -f of the new version does not list the hooks: %v\n%s%s", err, planned, errOut)
 	}
 
 	// Upgrade: BeforeClusterUpgrade holds, also while the extension is down.
