@@ -147,7 +147,7 @@ func (l *Lifecycle) Call(ctx context.Context, req lifecycle.Request) (lifecycle.
 		return a, nil
 	}
 	handlers, err := l.Handlers(ctx, req.Hook, req.Topology)
-	if err != nil {
+	if err != nil || len(handlers) == 0 {
 		return lifecycle.Answer{Hook: req.Hook}, err
 	}
 	cluster, err := requestCluster(req.Cluster, req.Topology)

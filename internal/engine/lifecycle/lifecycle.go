@@ -40,9 +40,6 @@ var Hooks = []string{
 	BeforeClusterDelete,
 }
 
-// IsLifecycleHook reports whether hook is one of Hooks.
-func IsLifecycleHook(hook string) bool { return slices.Contains(Hooks, hook) }
-
 // Annotations the bookkeeping uses, with upstream's names and formats. The
 // agent keeps them on the Topology, the object the user owns, where upstream
 // keeps them on its Cluster.
@@ -150,12 +147,11 @@ func (a Answer) Blocking() bool { return a.RetryAfter > 0 }
 // TopologyExtensions whose namespace selector matches the Topology's
 // namespace, each handler in turn, as upstream's runtime client does.
 type Caller interface {
-	// Handlers names the handlers that serve hook for t, in call order.
-	// It fails while the agent has not yet discovered the extensions it
-	// was started with: "none" would skip a hook that one of them serves.
-	Handlers(ctx context.Context, hook string, t *v1alpha2.Topology) ([]string, error)
-	// Call calls them. A handler that answers Failure, or cannot be reached
-	// under failure policy Fail, is an error that names it.
+	// Call calls the handlers serving req.Hook for req.Topology, in order;
+	// with none, it returns an answer naming no handler. It fails while the
+	// agent has not yet discovered the extensions it was started with
+	// ("none" would skip a hook one of them serves), and where a handler
+	// answers Failure or cannot be reached under failure policy Fail.
 	Call(ctx context.Context, req Request) (Answer, error)
 }
 

@@ -23,14 +23,10 @@ type scripted struct {
 	calls  []string
 }
 
-func (s *scripted) Handlers(_ context.Context, hook string, _ *v1alpha2.Topology) ([]string, error) {
-	if _, ok := s.serves[hook]; ok {
-		return []string{"h.ext"}, nil
-	}
-	return nil, nil
-}
-
 func (s *scripted) Call(_ context.Context, req Request) (Answer, error) {
+	if _, ok := s.serves[req.Hook]; !ok {
+		return Answer{Hook: req.Hook}, nil
+	}
 	call := req.Hook
 	switch {
 	case req.From != "" || req.To != "":

@@ -197,21 +197,17 @@ func mergedAnnotations(t *v1alpha2.Topology, cluster *unstructured.Unstructured)
 	return out
 }
 
-// call asks the handlers of req.Hook, if any serve it, and records the
-// answer. With none, the hook is as good as answered and nothing holds.
+// call asks the handlers of req.Hook and records the answer, when any
+// handler serves it. With none, the hook is as good as answered and
+// nothing holds.
 func call(ctx context.Context, c Caller, answers *Answers, req Request) (Answer, error) {
-	handlers, err := c.Handlers(ctx, req.Hook, req.Topology)
-	if err != nil {
-		return Answer{Hook: req.Hook}, &CallError{Hook: req.Hook, Err: err}
-	}
-	if len(handlers) == 0 {
-		return Answer{Hook: req.Hook}, nil
-	}
 	a, err := c.Call(ctx, req)
 	if err != nil {
 		return a, &CallError{Hook: req.Hook, Err: err}
 	}
-	answers.Add(a)
+	if len(a.Handlers) > 0 {
+		answers.Add(a)
+	}
 	return a, nil
 }
 
