@@ -118,7 +118,7 @@ func (r *TopologyReconciler) hookEvents(s *scope, err error) {
 			s.evented = map[string]bool{}
 		}
 		s.evented[a.Hook] = true
-		msg := fmt.Sprintf("%s (%s) holds %s", a.Hook, strings.Join(a.Handlers, ", "), holdsWhat(a.Hook))
+		msg := fmt.Sprintf("%s (%s) holds %s", a.Hook, strings.Join(a.Handlers, ", "), lifecycle.Holds(a.Hook))
 		if a.Message != "" {
 			msg += ": " + a.Message
 		}
@@ -129,32 +129,11 @@ func (r *TopologyReconciler) hookEvents(s *scope, err error) {
 	}
 }
 
-// holdsWhat says what a hook's blocking answer keeps waiting.
-func holdsWhat(hook string) string {
-	switch hook {
-	case lifecycle.BeforeClusterCreate:
-		return "the creation"
-	case lifecycle.BeforeClusterUpgrade:
-		return "the upgrade"
-	case lifecycle.BeforeControlPlaneUpgrade:
-		return "the control plane's upgrade"
-	case lifecycle.AfterControlPlaneUpgrade, lifecycle.BeforeWorkersUpgrade:
-		return "the control plane and the workers"
-	case lifecycle.AfterWorkersUpgrade:
-		return "the control plane's next step"
-	case lifecycle.AfterClusterUpgrade:
-		return "the next upgrade"
-	case lifecycle.BeforeClusterDelete:
-		return "the deletion"
-	}
-	return "nothing"
-}
-
 // hooksStatus is status.hooks: the hooks owed and those holding.
 func hooksStatus(t *v1alpha2.Topology, answers *lifecycle.Answers) *v1alpha2.HooksStatus {
 	out := &v1alpha2.HooksStatus{Pending: lifecycle.PendingOf(t.Annotations)}
 	for _, a := range answers.Holding() {
-		h := v1alpha2.HookHold{Hook: a.Hook, Handlers: a.Handlers, Holds: holdsWhat(a.Hook), Message: a.Message}
+		h := v1alpha2.HookHold{Hook: a.Hook, Handlers: a.Handlers, Holds: lifecycle.Holds(a.Hook), Message: a.Message}
 		if !a.NextCall.IsZero() {
 			next := metav1.NewTime(a.NextCall.Truncate(time.Second))
 			h.NextCall = &next

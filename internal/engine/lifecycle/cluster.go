@@ -15,8 +15,11 @@ import (
 func BeforeCreate(ctx context.Context, c Caller, t *v1alpha2.Topology, answers *Answers) (hold bool, pending Pending, err error) {
 	pending = PendingOf(t.Annotations)
 	a, err := call(ctx, c, answers, Request{Hook: BeforeClusterCreate, Topology: t})
-	if err != nil || a.Blocking() {
-		return err == nil, pending, err
+	switch {
+	case err != nil:
+		return false, pending, err
+	case a.Blocking():
+		return true, pending, nil
 	}
 	return false, pending.With(AfterControlPlaneInitialized), nil
 }
@@ -41,14 +44,14 @@ type AfterInput struct {
 // and workers' own After hooks answered. It returns the hooks still owed.
 func After(ctx context.Context, in AfterInput, answers *Answers) (Pending, error) {
 	pending := in.Pending
-	if pending.Has(AfterControlPlaneInitialized) && ControlPlaneInitialized(in.Cluster) {
+	if pending.Has(AfterControlPlaneInitialized) && controlPlaneInitialized(in.Cluster) {
 		// Not a blocking hook: any answer but a failure discharges it.
 		if _, err := call(ctx, in.Caller, answers, Request{Hook: AfterControlPlaneInitialized, Topology: in.Topology, Cluster: in.Cluster}); err != nil {
 			return pending, err
 		}
 		pending = pending.Without(AfterControlPlaneInitialized)
 	}
-	if !pending.Has(AfterClusterUpgrade) || pending.Has(AfterControlPlaneUpgrade) || pending.Has(AfterWorkersUpgrade) || !Settled(in.Rollout) {
+	if !pending.Has(AfterClusterUpgrade) || pending.Has(AfterControlPlaneUpgrade) || pending.Has(AfterWorkersUpgrade) || !settled(in.Rollout) {
 		return pending, nil
 	}
 	a, err := call(ctx, in.Caller, answers, Request{Hook: AfterClusterUpgrade, Topology: in.Topology, Cluster: in.Cluster, Version: in.Topology.Spec.Version})
@@ -58,9 +61,9 @@ func After(ctx context.Context, in AfterInput, answers *Answers) (Pending, error
 	return pending.Without(AfterClusterUpgrade), nil
 }
 
-// Settled reports whether nothing of r is still to move: the control plane
+// settled reports whether nothing of r is still to move: the control plane
 // and every pool up to date, none waiting, deferred, held or to be created.
-func Settled(r *rollout.Rollout) bool {
+func settled(r *rollout.Rollout) bool {
 	if r == nil || r.ControlPlane.Phase != v1alpha2.PhaseUpToDate {
 		return false
 	}
@@ -72,9 +75,9 @@ func Settled(r *rollout.Rollout) bool {
 	return true
 }
 
-// ControlPlaneInitialized reads the Cluster's ControlPlaneInitialized
+// controlPlaneInitialized reads the Cluster's ControlPlaneInitialized
 // condition, in either core API version's status.
-func ControlPlaneInitialized(cluster *unstructured.Unstructured) bool {
+func controlPlaneInitialized(cluster *unstructured.Unstructured) bool {
 	if cluster == nil {
 		return false
 	}

@@ -53,9 +53,6 @@ func DecideUpgrade(ctx context.Context, in UpgradeInput, answers *Answers) (Upgr
 	desired, cp := t.Spec.Version, obs.ControlPlane
 	mds, mps := rollout.PoolsUpgrading(t, obs)
 	stage := rollout.ControlPlaneStageOf(desired, cp, append(mds, mps...), in.Plan)
-	req := func(hook string) Request {
-		return Request{Hook: hook, Topology: t, Cluster: in.Cluster, ControlPlaneSteps: in.Plan.ControlPlane, WorkersSteps: in.Plan.Workers}
-	}
 	switch stage {
 	case rollout.StageCreating, rollout.StageProvisioning:
 		return out, nil
@@ -67,32 +64,37 @@ func DecideUpgrade(ctx context.Context, in UpgradeInput, answers *Answers) (Upgr
 		}
 		return out, nil
 	}
-
-	if out.Pending.Has(AfterControlPlaneUpgrade) {
-		r := req(AfterControlPlaneUpgrade)
-		r.Version = cp.SpecVersion
+	// ask calls hook with the versions fill sets; held says its answer
+	// holds, and out.Gate then holds what it guards.
+	ask := func(hook string, fill func(*Request)) (held bool, err error) {
+		r := Request{Hook: hook, Topology: t, Cluster: in.Cluster, ControlPlaneSteps: in.Plan.ControlPlane, WorkersSteps: in.Plan.Workers}
+		fill(&r)
 		a, err := call(ctx, in.Caller, answers, r)
-		if err != nil {
-			return out, err
+		if err != nil || !a.Blocking() {
+			return false, err
 		}
-		if a.Blocking() {
-			out.Gate = holdBoth(a)
-			return out, nil
-		}
-		out.Pending = out.Pending.Without(AfterControlPlaneUpgrade)
+		out.Gate = gateOf(a)
+		return true, nil
 	}
-	if out.Pending.Has(BeforeWorkersUpgrade) {
-		r := req(BeforeWorkersUpgrade)
-		r.From, r.To = rollout.MinWorkersVersion(obs), cp.SpecVersion
-		a, err := call(ctx, in.Caller, answers, r)
-		if err != nil {
-			return out, err
+	// discharge asks an owed hook; answered, it is owed no longer. stop
+	// says the sequence ends here, held or failed.
+	discharge := func(hook string, fill func(*Request)) (stop bool, err error) {
+		if !out.Pending.Has(hook) {
+			return false, nil
 		}
-		if a.Blocking() {
-			out.Gate = holdBoth(a)
-			return out, nil
+		held, err := ask(hook, fill)
+		if err == nil && !held {
+			out.Pending = out.Pending.Without(hook)
 		}
-		out.Pending = out.Pending.Without(BeforeWorkersUpgrade)
+		return held || err != nil, err
+	}
+	atControlPlane := func(r *Request) { r.Version = cp.SpecVersion }
+
+	if stop, err := discharge(AfterControlPlaneUpgrade, atControlPlane); stop {
+		return out, err
+	}
+	if stop, err := discharge(BeforeWorkersUpgrade, func(r *Request) { r.From, r.To = rollout.MinWorkersVersion(obs), cp.SpecVersion }); stop {
+		return out, err
 	}
 	// The workers' step is not over while they still have to take the
 	// control plane's version or are rolling, whether or not the control
@@ -100,18 +102,8 @@ func DecideUpgrade(ctx context.Context, in UpgradeInput, answers *Answers) (Upgr
 	if (len(in.Plan.Workers) > 0 && in.Plan.Workers[0] == cp.SpecVersion) || len(mds)+len(mps) > 0 {
 		return out, nil
 	}
-	if out.Pending.Has(AfterWorkersUpgrade) {
-		r := req(AfterWorkersUpgrade)
-		r.Version = cp.SpecVersion
-		a, err := call(ctx, in.Caller, answers, r)
-		if err != nil {
-			return out, err
-		}
-		if a.Blocking() {
-			out.Gate.ControlPlane = heldBy(a)
-			return out, nil
-		}
-		out.Pending = out.Pending.Without(AfterWorkersUpgrade)
+	if stop, err := discharge(AfterWorkersUpgrade, atControlPlane); stop {
+		return out, err
 	}
 	if stage == rollout.StageUpToDate {
 		return out, nil
@@ -122,18 +114,11 @@ func DecideUpgrade(ctx context.Context, in UpgradeInput, answers *Answers) (Upgr
 		if keys := BeforeUpgradeAnnotations(mergedAnnotations(t, in.Cluster)); len(keys) > 0 {
 			a := annotationHold(keys)
 			answers.Add(a)
-			out.Gate.ControlPlane = heldBy(a)
+			out.Gate = gateOf(a)
 			return out, nil
 		}
-		r := req(BeforeClusterUpgrade)
-		r.From, r.To = cp.SpecVersion, desired
-		a, err := call(ctx, in.Caller, answers, r)
-		if err != nil {
+		if held, err := ask(BeforeClusterUpgrade, func(r *Request) { r.From, r.To = cp.SpecVersion, desired }); held || err != nil {
 			return out, err
-		}
-		if a.Blocking() {
-			out.Gate.ControlPlane = heldBy(a)
-			return out, nil
 		}
 		// The upgrade has started: AfterClusterUpgrade is owed at its end,
 		// and BeforeClusterUpgrade is not asked again until then.
@@ -143,15 +128,8 @@ func DecideUpgrade(ctx context.Context, in UpgradeInput, answers *Answers) (Upgr
 	if len(in.Plan.ControlPlane) > 0 {
 		next = in.Plan.ControlPlane[0]
 	}
-	r := req(BeforeControlPlaneUpgrade)
-	r.From, r.To = cp.SpecVersion, next
-	a, err := call(ctx, in.Caller, answers, r)
-	if err != nil {
+	if held, err := ask(BeforeControlPlaneUpgrade, func(r *Request) { r.From, r.To = cp.SpecVersion, next }); held || err != nil {
 		return out, err
-	}
-	if a.Blocking() {
-		out.Gate.ControlPlane = heldBy(a)
-		return out, nil
 	}
 	out.AfterControlPlane = owedAfterStep(in.Plan, next)
 	return out, nil
@@ -167,10 +145,37 @@ func owedAfterStep(plan rollout.VersionPlan, version string) []string {
 	return owed
 }
 
-// holdBoth keeps the control plane and the workers where they are: what
-// upstream does while AfterControlPlaneUpgrade or BeforeWorkersUpgrade holds.
-func holdBoth(a Answer) rollout.Gate {
-	return rollout.Gate{ControlPlane: heldBy(a), Workers: heldBy(a)}
+// gateOf is what a's hold keeps where it is, as upstream keeps it: the
+// control plane always; the workers too while AfterControlPlaneUpgrade or
+// BeforeWorkersUpgrade holds.
+func gateOf(a Answer) rollout.Gate {
+	g := rollout.Gate{ControlPlane: heldBy(a)}
+	if a.Hook == AfterControlPlaneUpgrade || a.Hook == BeforeWorkersUpgrade {
+		g.Workers = g.ControlPlane
+	}
+	return g
+}
+
+// Holds says, for humans, what a blocking answer of hook keeps waiting:
+// status, Events and the docs say it in these words.
+func Holds(hook string) string {
+	switch hook {
+	case BeforeClusterCreate:
+		return "the creation"
+	case BeforeClusterUpgrade:
+		return "the upgrade"
+	case BeforeControlPlaneUpgrade:
+		return "the control plane's upgrade"
+	case AfterControlPlaneUpgrade, BeforeWorkersUpgrade:
+		return "the control plane and the workers"
+	case AfterWorkersUpgrade:
+		return "the control plane's next step"
+	case AfterClusterUpgrade:
+		return "the next upgrade"
+	case BeforeClusterDelete:
+		return "the deletion"
+	}
+	return "nothing"
 }
 
 // heldBy says which hook holds, for the parts' reasons.
