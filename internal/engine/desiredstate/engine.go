@@ -124,6 +124,14 @@ func (r *Result) Pending() []Pending {
 // Machines twice; the agent writes none of them, and keeps the templates
 // they use. Health checks are not held, as upstream's are not.
 func (r *Result) Held() []*unstructured.Unstructured {
+	return r.heldIn(r.current)
+}
+
+// heldIn is, of state, the objects of the parts pending a version upgrade.
+func (r *Result) heldIn(state *contract.State) []*unstructured.Unstructured {
+	if state == nil || r.Rollout == nil {
+		return nil
+	}
 	var out []*unstructured.Unstructured
 	add := func(objs ...*unstructured.Unstructured) {
 		for _, o := range objs {
@@ -132,48 +140,16 @@ func (r *Result) Held() []*unstructured.Unstructured {
 			}
 		}
 	}
-	if r.current == nil || r.Rollout == nil {
-		return nil
-	}
 	if r.Rollout.ControlPlane.PendingUpgrade {
-		add(r.current.ControlPlane.Object, r.current.ControlPlane.InfrastructureMachineTemplate)
+		add(state.ControlPlane.Object, state.ControlPlane.InfrastructureMachineTemplate)
 	}
 	for _, set := range []struct {
 		decisions []rollout.Decision
-		current   map[string]*contract.WorkerState
-	}{{r.Rollout.MachineDeployments, r.current.MachineDeployments}, {r.Rollout.MachinePools, r.current.MachinePools}} {
+		pools     map[string]*contract.WorkerState
+	}{{r.Rollout.MachineDeployments, state.MachineDeployments}, {r.Rollout.MachinePools, state.MachinePools}} {
 		for _, d := range set.decisions {
-			if w := set.current[d.Name]; d.PendingUpgrade && w != nil {
+			if w := set.pools[d.Name]; d.PendingUpgrade && w != nil {
 				add(w.Object, w.Bootstrap, w.Infrastructure)
-			}
-		}
-	}
-	return out
-}
-
-// heldDesired are the desired objects of the parts Held keeps as they are.
-func (r *Result) heldDesired() map[contract.ObjectKey]bool {
-	out := map[contract.ObjectKey]bool{}
-	mark := func(objs ...*unstructured.Unstructured) {
-		for _, o := range objs {
-			if o != nil {
-				out[contract.KeyOf(o)] = true
-			}
-		}
-	}
-	if r.Rollout == nil {
-		return out
-	}
-	if r.Rollout.ControlPlane.PendingUpgrade {
-		mark(r.Desired.ControlPlane.Object, r.Desired.ControlPlane.InfrastructureMachineTemplate)
-	}
-	for _, set := range []struct {
-		decisions []rollout.Decision
-		desired   map[string]*contract.WorkerState
-	}{{r.Rollout.MachineDeployments, r.Desired.MachineDeployments}, {r.Rollout.MachinePools, r.Desired.MachinePools}} {
-		for _, d := range set.decisions {
-			if w := set.desired[d.Name]; d.PendingUpgrade && w != nil {
-				mark(w.Object, w.Bootstrap, w.Infrastructure)
 			}
 		}
 	}
@@ -183,7 +159,10 @@ func (r *Result) heldDesired() map[contract.ObjectKey]bool {
 // ToApply is what the agent writes now: every desired object, in dependency
 // order, but those Pending and those of the parts Held.
 func (r *Result) ToApply() []*unstructured.Unstructured {
-	pending := r.heldDesired()
+	pending := map[contract.ObjectKey]bool{}
+	for _, o := range r.heldIn(r.Desired) {
+		pending[contract.KeyOf(o)] = true
+	}
 	for _, p := range r.Pending() {
 		pending[contract.KeyOf(p.Object)] = true
 	}
