@@ -283,7 +283,9 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 		Classes:        classes,
 		Extensions:     extensions,
 		UpgradePlans:   extension.NewUpgradePlanner(extensions, nil),
-		Hooks:          extension.NewLifecycle(extensions, namespaceLabels(a.mgr.GetAPIReader()), nil),
+		// Uncached: only extensions with a namespace selector ask, and the
+		// agent keeps no cache of namespaces.
+		Hooks: extension.NewLifecycle(extensions, extension.NamespaceLabelsFrom(a.mgr.GetAPIReader()), nil),
 	}
 	copts := controller.Options{MaxConcurrentReconciles: a.opts.Concurrency, SkipNameValidation: &a.opts.SkipNameValidation}
 	if err := tr.SetupWithManager(ctx, a.mgr, copts); err != nil {
@@ -305,18 +307,6 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 	}
 	topologywebhook.Register(a.webhook, a.mgr.GetScheme(), a.mgr.GetClient(), a.mgr.GetAPIReader(), a.mgr.GetClient(), classes)
 	return nil
-}
-
-// namespaceLabels reads a namespace's labels uncached: only extensions with
-// a namespace selector ask, and the agent keeps no cache of namespaces.
-func namespaceLabels(reader client.Reader) extension.NamespaceLabels {
-	return func(ctx context.Context, namespace string) (map[string]string, error) {
-		ns := &corev1.Namespace{}
-		if err := reader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-			return nil, err
-		}
-		return ns.Labels, nil
-	}
 }
 
 // setupWebhooks registers the webhook configurations and the certificate

@@ -9,9 +9,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -42,6 +44,18 @@ type LifecycleResponse struct {
 // NamespaceLabels reads the labels of a namespace, for extensions' namespace
 // selectors.
 type NamespaceLabels func(ctx context.Context, namespace string) (map[string]string, error)
+
+// NamespaceLabelsFrom reads a namespace's labels through reader, as the
+// agent and the plugin both do.
+func NamespaceLabelsFrom(reader client.Reader) NamespaceLabels {
+	return func(ctx context.Context, namespace string) (map[string]string, error) {
+		ns := &corev1.Namespace{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+			return nil, err
+		}
+		return ns.Labels, nil
+	}
+}
 
 // Lifecycle calls the lifecycle hooks of the registered extensions for the
 // engine (lifecycle.Caller). It remembers a blocking answer until its

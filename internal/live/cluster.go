@@ -31,6 +31,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -45,6 +46,8 @@ type Cluster struct {
 	Context   string
 	// Core is the Cluster API Core version the server stores, once asked.
 	Core contract.CoreVersion
+	// extensions are the handlers the agent discovered, once read.
+	extensions *extension.Client
 }
 
 // Scheme holds only the kinds the plugin reads typed, built on first use:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,30 +133,36 @@ func ownedByUncreated(obj *unstructured.Unstructured) bool {
 	return false
 }
 
-// LifecycleHandlers names, per lifecycle hook, the handlers the agent would
-// call for t: those the TopologyExtensions' status lists, whose namespace
-// selector matches t's namespace. nil when none can be read.
-func (ca *Cluster) LifecycleHandlers(ctx context.Context, t *v1alpha2.Topology) (map[string][]string, error) {
+// discovered is a best-effort extension client with the handlers the
+// agent discovered (the TopologyExtensions' status), read once per Cluster:
+// the editor wants them for both external patches and lifecycle hooks. A
+// user who may not list TopologyExtensions gets none.
+func (ca *Cluster) discovered(ctx context.Context) (*extension.Client, error) {
+	if ca.extensions != nil {
+		return ca.extensions, nil
+	}
 	c := &extension.Client{Registry: extension.NewRegistry(), BestEffort: true}
 	list := &v1alpha2.TopologyExtensionList{}
-	if err := ca.Client.List(ctx, list); err != nil {
-		if apierrors.IsForbidden(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading the TopologyExtensions whose lifecycle hooks an upgrade calls: %w", Explain(err, ca))
+	if err := ca.Client.List(ctx, list); err != nil && !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("reading the TopologyExtensions: %w", Explain(err, ca))
 	}
 	for i := range list.Items {
-		_ = c.Registry.FromStatus(&list.Items[i])
+		_ = c.Registry.FromStatus(&list.Items[i]) // one that cannot be used is skipped by name when called
 	}
 	c.Registry.MarkReady()
-	labels := func(ctx context.Context, namespace string) (map[string]string, error) {
-		ns := &corev1.Namespace{}
-		if err := ca.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-			return nil, err
-		}
-		return ns.Labels, nil
+	ca.extensions = c
+	return c, nil
+}
+
+// LifecycleHandlers names, per lifecycle hook, the handlers the agent would
+// call for t: those the TopologyExtensions' status lists, whose namespace
+// selector matches t's namespace.
+func (ca *Cluster) LifecycleHandlers(ctx context.Context, t *v1alpha2.Topology) (map[string][]string, error) {
+	c, err := ca.discovered(ctx)
+	if err != nil {
+		return nil, err
 	}
-	calls := extension.NewLifecycle(c, labels, nil)
+	calls := extension.NewLifecycle(c, extension.NamespaceLabelsFrom(ca.Client), nil)
 	out := map[string][]string{}
 	for _, hook := range lifecycle.Hooks {
 		handlers, err := calls.Handlers(ctx, hook, t)
@@ -179,13 +184,9 @@ func (ca *Cluster) ExternalPatches(ctx context.Context, class *v1alpha2.Topology
 	if !contract.HasExternalPatches(class) {
 		return nil, nil
 	}
-	c := &extension.Client{Registry: extension.NewRegistry(), BestEffort: true}
-	list := &v1alpha2.TopologyExtensionList{}
-	if err := ca.Client.List(ctx, list); err != nil && !apierrors.IsForbidden(err) {
-		return nil, fmt.Errorf("reading the TopologyExtensions of TopologyClass %s's external patches: %w", class.Name, Explain(err, ca))
-	}
-	for i := range list.Items {
-		_ = c.Registry.FromStatus(&list.Items[i]) // one that cannot be used is skipped by name when called
+	c, err := ca.discovered(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("TopologyClass %s's external patches: %w", class.Name, err)
 	}
 	return extension.NewPatcher(c, class), nil
 }
