@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -51,41 +52,28 @@ func CompareHooks(ctx context.Context, env Env, ext *localcluster.Extension, dir
 	name := filepath.Base(filepath.Clean(dir)) + "-hooks"
 	res := HooksResult{Name: name}
 	fmt.Fprintf(out, "\n== %s (lifecycle hooks)\n", name)
-	up := side{label: "upstream", namespace: "parity-" + name + "-upstream", upstream: true}
-	ours := side{label: "ours", namespace: "parity-" + name + "-ours"}
-	upObjs, ourObjs, err := caseObjects(ctx, env, dir, ours.namespace)
+	c, err := loadCase(ctx, env, dir, name)
 	if err != nil {
 		return res, err
 	}
-	version, want := "", int64(0)
-	for _, o := range upObjs {
-		if o.GetKind() == "Cluster" {
-			up.cluster, ours.cluster = o.GetName(), o.GetName()
-			version, _, _ = unstructured.NestedString(o.Object, "spec", "topology", "version")
-			want = machinesAsked(o)
-		}
-	}
-	target := nextMinor(version)
-	if data, err := os.ReadFile(filepath.Join(dir, "upgrade")); err == nil {
-		target = strings.TrimSpace(string(data))
-	}
+	up, ours, version, want, target := c.up, c.ours, c.version, c.want, c.target
 	rec, err := newRecorder(ext.URL, ext.CABundle)
 	if err != nil {
 		return res, err
 	}
 	defer rec.Close()
+	if err := createNamespaces(ctx, k8s, up, ours); err != nil {
+		return res, err
+	}
 	for _, s := range []side{up, ours} {
-		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return res, err
-		}
 		if err := register(ctx, k8s, s, rec); err != nil {
 			return res, err
 		}
 	}
-	if err := create(ctx, k8s, up.namespace, upObjs); err != nil {
+	if err := create(ctx, k8s, up.namespace, c.upObjs); err != nil {
 		return res, err
 	}
-	if err := create(ctx, k8s, ours.namespace, ourObjs); err != nil {
+	if err := create(ctx, k8s, ours.namespace, c.ourObjs); err != nil {
 		return res, err
 	}
 
@@ -150,43 +138,78 @@ func CompareHooks(ctx context.Context, env Env, ext *localcluster.Extension, dir
 	return res, nil
 }
 
-// caseObjects reads the case's upstream objects and converts them to ours
-// in namespace ours.
-func caseObjects(ctx context.Context, env Env, dir, ours string) (up, converted []*unstructured.Unstructured, err error) {
+// parityCase is a case as both sides take it: upstream's objects and ours
+// converted from them, into a namespace of each side.
+type parityCase struct {
+	up, ours        side
+	upObjs, ourObjs []*unstructured.Unstructured
+	version, target string // the Cluster's version, and the one to upgrade to
+	want            int64  // machines the topology asks for
+}
+
+// loadCase reads the case in dir (its YAML files and an optional file
+// named upgrade holding the version to upgrade to) and converts it to ours
+// with the plugin, for sides named after name.
+func loadCase(ctx context.Context, env Env, dir, name string) (*parityCase, error) {
+	c := &parityCase{
+		up:   side{label: "upstream", namespace: "parity-" + name + "-upstream", upstream: true},
+		ours: side{label: "ours", namespace: "parity-" + name + "-ours"},
+	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
-		return nil, nil, fmt.Errorf("no YAML files in %s", dir)
+		return nil, fmt.Errorf("no YAML files in %s", dir)
 	}
 	var docs []byte
-	args := []string{"convert", "-n", ours}
+	args := []string{"convert", "-n", c.ours.namespace}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		docs = append(append(docs, data...), []byte("\n---\n")...)
 		args = append(args, "-f", f)
 	}
-	if up, err = Decode(docs); err != nil {
-		return nil, nil, err
+	if c.upObjs, err = Decode(docs); err != nil {
+		return nil, err
 	}
-	text, err := RunPlugin(env.Plugin, env.Kubeconfig, args...)
+	converted, err := RunPlugin(env.Plugin, env.Kubeconfig, args...)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	converted, err = Decode([]byte(text))
-	return up, converted, err
+	if c.ourObjs, err = Decode([]byte(converted)); err != nil {
+		return nil, err
+	}
+	for _, o := range c.upObjs {
+		if o.GetKind() != "Cluster" {
+			continue
+		}
+		c.up.cluster, c.ours.cluster = o.GetName(), o.GetName()
+		c.version, _, _ = unstructured.NestedString(o.Object, "spec", "topology", "version")
+		c.want, _, _ = unstructured.NestedInt64(o.Object, "spec", "topology", "controlPlane", "replicas")
+		mds, _, _ := unstructured.NestedSlice(o.Object, "spec", "topology", "workers", "machineDeployments")
+		for _, md := range mds {
+			n, _, _ := unstructured.NestedInt64(md.(map[string]any), "replicas")
+			c.want += n
+		}
+	}
+	if c.up.cluster == "" {
+		return nil, fmt.Errorf("%s has no Cluster", dir)
+	}
+	c.target = nextMinor(c.version)
+	if data, err := os.ReadFile(filepath.Join(dir, "upgrade")); err == nil {
+		c.target = strings.TrimSpace(string(data))
+	}
+	return c, nil
 }
 
-// machinesAsked is how many machines a Cluster's topology asks for.
-func machinesAsked(cluster *unstructured.Unstructured) int64 {
-	n, _, _ := unstructured.NestedInt64(cluster.Object, "spec", "topology", "controlPlane", "replicas")
-	mds, _, _ := unstructured.NestedSlice(cluster.Object, "spec", "topology", "workers", "machineDeployments")
-	for _, md := range mds {
-		r, _, _ := unstructured.NestedInt64(md.(map[string]any), "replicas")
-		n += r
+// createNamespaces creates each side's namespace, unless it exists.
+func createNamespaces(ctx context.Context, k8s client.Client, sides ...side) error {
+	for _, s := range sides {
+		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
 	}
-	return n
+	return nil
 }
 
 // extensionName is the registration of the test extension for side s, and
@@ -231,7 +254,7 @@ type driver struct {
 	k8s      client.Client
 	rec      *recorder
 	up, ours side
-	out      interface{ Write([]byte) (int, error) }
+	out      io.Writer
 	released map[string]map[string]bool
 	res      *HooksResult
 }
@@ -336,13 +359,18 @@ func allAt(ctx context.Context, k8s client.Client, s side, want int64, version s
 	if err != nil {
 		return false, err
 	}
+	return runningAt(ms, version) == want && int64(len(ms)) == want, nil
+}
+
+// runningAt counts the machines of ms running version.
+func runningAt(ms []machine, version string) int64 {
 	running := int64(0)
 	for _, m := range ms {
 		if m.version == version && m.phase == "Running" {
 			running++
 		}
 	}
-	return running == want && int64(len(ms)) == want, nil
+	return running
 }
 
 // owedHooks is the pending-hooks annotation of side: on upstream's Cluster,

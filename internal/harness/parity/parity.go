@@ -29,9 +29,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -97,63 +94,17 @@ type side struct {
 // templates and Cluster; an optional file named upgrade holds the version
 // to upgrade both sides to.
 func Compare(ctx context.Context, env Env, dir string) (Result, error) {
-	k8s, plugin, kubeconfig, timeout, out := env.K8s, env.Plugin, env.Kubeconfig, env.Timeout, env.Out
+	k8s, timeout, out := env.K8s, env.Timeout, env.Out
 	name := filepath.Base(filepath.Clean(dir))
 	res := Result{Name: name, Order: "not compared"}
 	fmt.Fprintf(out, "\n== %s\n", name)
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return res, fmt.Errorf("no YAML files in %s", dir)
-	}
-	up := side{label: "upstream", namespace: "parity-" + name + "-upstream", upstream: true}
-	ours := side{label: "ours", namespace: "parity-" + name + "-ours"}
-	for _, s := range []side{up, ours} {
-		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return res, err
-		}
-	}
-	var upstreamDocs []byte
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return res, err
-		}
-		upstreamDocs = append(append(upstreamDocs, data...), []byte("\n---\n")...)
-	}
-	upObjs, err := Decode(upstreamDocs)
+	c, err := loadCase(ctx, env, dir, name)
 	if err != nil {
 		return res, err
 	}
-	args := []string{"convert", "-n", ours.namespace}
-	for _, f := range files {
-		args = append(args, "-f", f)
-	}
-	converted, err := RunPlugin(plugin, kubeconfig, args...)
-	if err != nil {
+	up, ours, upObjs, ourObjs, version, want := c.up, c.ours, c.upObjs, c.ourObjs, c.version, c.want
+	if err := createNamespaces(ctx, k8s, up, ours); err != nil {
 		return res, err
-	}
-	ourObjs, err := Decode([]byte(converted))
-	if err != nil {
-		return res, err
-	}
-	var version string
-	var want int64 // machines the topology asks for
-	for _, o := range upObjs {
-		if o.GetKind() != "Cluster" {
-			continue
-		}
-		up.cluster, ours.cluster = o.GetName(), o.GetName()
-		version, _, _ = unstructured.NestedString(o.Object, "spec", "topology", "version")
-		n, _, _ := unstructured.NestedInt64(o.Object, "spec", "topology", "controlPlane", "replicas")
-		want += n
-		mds, _, _ := unstructured.NestedSlice(o.Object, "spec", "topology", "workers", "machineDeployments")
-		for _, md := range mds {
-			n, _, _ := unstructured.NestedInt64(md.(map[string]any), "replicas")
-			want += n
-		}
-	}
-	if up.cluster == "" {
-		return res, fmt.Errorf("%s has no Cluster", dir)
 	}
 	if err := create(ctx, k8s, up.namespace, upObjs); err != nil {
 		return res, err
@@ -211,10 +162,7 @@ func Compare(ctx context.Context, env Env, dir string) (Result, error) {
 	fmt.Fprintln(out, "Both provisioned:")
 	res.SentConversionData = sentConversionData(out, ourGen)
 	res.Equal, res.Objects, res.Differing = compareObjects(out, ourGen, upGen)
-	target := nextMinor(version)
-	if data, err := os.ReadFile(filepath.Join(dir, "upgrade")); err == nil {
-		target = strings.TrimSpace(string(data))
-	}
+	target := c.target
 	fmt.Fprintf(out, "Upgrading both to %s...\n", target)
 	if err := setVersion(ctx, k8s, up, ours, target, timeout); err != nil {
 		return res, err
@@ -848,12 +796,7 @@ func waitMachines(ctx context.Context, k8s client.Client, out io.Writer, s side,
 			return false, nil
 		}
 		seen.add(ms)
-		running := int64(0)
-		for _, m := range ms {
-			if m.version == version && m.phase == "Running" {
-				running++
-			}
-		}
+		running := runningAt(ms, version)
 		last = fmt.Sprintf("%d of %d machines running %s, %d in all", running, want, version, len(ms))
 		return running == want && int64(len(ms)) == want, nil
 	})
