@@ -23,7 +23,7 @@ spec:
       - name: manager
         image: gcr.io/k8s-staging-cluster-api/cluster-api-controller:main
         imagePullPolicy: Always
-        args: ["--feature-gates=ClusterTopology=${CLUSTER_TOPOLOGY:=false},RuntimeSDK=${EXP_RUNTIME_SDK:=false}"]
+        args: ["--feature-gates=ClusterTopology=${CLUSTER_TOPOLOGY:=false},RuntimeSDK=${EXP_RUNTIME_SDK:=false}", "--diagnostics-address=${CAPI_DIAGNOSTICS_ADDRESS:=:8443}"]
 ---
 apiVersion: cert-manager.io/v1
 kind: Certificate
@@ -58,11 +58,12 @@ spec:
 `
 
 func TestComponentsWithoutCertManager(t *testing.T) {
-	text, err := substitute(components, map[string]string{"EXP_RUNTIME_SDK": "true"})
+	// A value given wins over the default; the gates keep their defaults.
+	text, err := substitute(components, map[string]string{"CAPI_DIAGNOSTICS_ADDRESS": ":9443"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text, "ClusterTopology=false,RuntimeSDK=true") {
+	if !strings.Contains(text, "ClusterTopology=false,RuntimeSDK=false") || !strings.Contains(text, "--diagnostics-address=:9443") {
 		t.Errorf("variables not filled in by value, then default:\n%s", text)
 	}
 	objs, err := decode(text)

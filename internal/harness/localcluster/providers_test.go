@@ -133,7 +133,7 @@ func TestSuitesWithProvidersTakeTurns(t *testing.T) {
 }
 
 // TestOnlyTheUpstreamSideTurnsTheGateOn: the code that starts providers with
-// ClusterTopology on is the upstream side of a comparison and nothing else —
+// ClusterTopology (or RuntimeSDK) on is the upstream side of a comparison and nothing else —
 // test/upstream and hack/paritylive; test/scale and hack/localcluster choose
 // by a side or a flag whose default is stock.
 func TestOnlyTheUpstreamSideTurnsTheGateOn(t *testing.T) {
@@ -142,7 +142,7 @@ func TestOnlyTheUpstreamSideTurnsTheGateOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	allowed := map[string]bool{"test/upstream/suite_test.go": true, "hack/paritylive/main.go": true}
-	gateOn := []string{"TopologyGate: true", "ClusterAPIProviders(true)", "StartWithProvidersForTests(ctx, true)", "ClusterTopology=true"}
+	gateOn := []string{"TopologyGate: true", "ClusterAPIProviders(true)", "StartWithProvidersForTests(ctx, true)", "ClusterTopology=true", "RuntimeSDK=true"}
 	var found []string
 	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
