@@ -161,12 +161,9 @@ func validateVersionChange(old, t *v1alpha2.Topology, class *v1alpha2.TopologyCl
 	if old == nil {
 		return nil
 	}
-	vc := rules.VersionChange{
-		Old: old.Spec.Version, New: t.Spec.Version,
-		Rollout: rollout.RolloutFromStatus(&old.Status),
-		Unsafe:  rollout.UnsafeVersionChange(t),
-	}.ForClass(class)
-	return rules.ValidateVersionChange(vc)
+	vc := rules.VersionChangeOf(old, t.Spec.Version)
+	vc.Unsafe = rollout.UnsafeVersionChange(t)
+	return rules.ValidateVersionChange(vc.ForClass(class))
 }
 
 // rebase checks a switch of class ("rebase", upstream calls it): both

@@ -138,6 +138,14 @@ func TestLifecycleHooks(t *testing.T) {
 	for _, step := range steps {
 		ext.WaitAsked(t, ns, name, step.key, 5)
 		assertVersions(t, ns, step.controlPlane, step.pool)
+		if strings.HasPrefix(step.key, lifecycle.AfterClusterUpgrade) {
+			// No new upgrade while the last one's AfterClusterUpgrade holds:
+			// the webhook refuses it, as upstream's refuses it.
+			err := fixture.ChangeTopology(ctx, suite.K8s, client.ObjectKey{Namespace: ns, Name: name}, func(topo *v1alpha2.Topology) { topo.Spec.Version = "v1.35.0" })
+			if err == nil || !strings.Contains(err.Error(), "while the AfterClusterUpgrade hook") {
+				t.Fatalf("a new version while AfterClusterUpgrade holds: %v, want the webhook's refusal", err)
+			}
+		}
 		ext.Answer(t, ns, name, step.key, 0)
 		ext.WaitAsked(t, ns, name, step.key, 0)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/patches"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
@@ -467,6 +468,9 @@ type VersionChange struct {
 	Rollout *rollout.Rollout
 	// Unsafe skips the checks: the topology carries UnsafeVersionCheckAnnotation.
 	Unsafe bool
+	// UpgradeOwed is true while the last upgrade's AfterClusterUpgrade is
+	// still owed: upstream's webhook refuses a new version until it answers.
+	UpgradeOwed bool
 	// ClassVersions are the class's kubernetesVersions: where it lists
 	// them, an upgrade may be chained over several minors through them.
 	ClassVersions []string
@@ -474,6 +478,17 @@ type VersionChange struct {
 	// one, the extension decides how many minors an upgrade may move, as
 	// upstream leaves it to the extension's own Cluster webhook.
 	PlanExtension string
+}
+
+// VersionChangeOf is the change of old's version to version, with what
+// old's status and annotations say of the rollout and hooks in flight;
+// Unsafe and the class's rules are the caller's to add.
+func VersionChangeOf(old *v1alpha2.Topology, version string) VersionChange {
+	return VersionChange{
+		Old: old.Spec.Version, New: version,
+		Rollout:     rollout.RolloutFromStatus(&old.Status),
+		UpgradeOwed: lifecycle.PendingOf(old.Annotations).Has(lifecycle.AfterClusterUpgrade),
+	}
 }
 
 // ForClass takes the class's rules for chaining into vc; class may be nil.
@@ -500,6 +515,9 @@ func ValidateVersionChange(vc VersionChange) field.ErrorList {
 	}
 	if vc.Unsafe {
 		return nil
+	}
+	if vc.UpgradeOwed {
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("cannot change the version while the %s hook of the upgrade to %s still holds; wait until it answers (`kubectl topology status` names it)", lifecycle.AfterClusterUpgrade, vc.Old))}
 	}
 	oldV, err1 := rollout.ParseVersion(vc.Old)
 	newV, err2 := rollout.ParseVersion(vc.New)
@@ -552,10 +570,9 @@ func inFlight(r *rollout.Rollout) string {
 // other would refuse. class is t's class, nil where it cannot be read: its
 // kubernetesVersions decide whether the upgrade may be chained.
 func UpgradePreflight(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version string, now time.Time) (errs field.ErrorList, unhealthy []string) {
-	vc := VersionChange{
-		Old: t.Spec.Version, New: version,
-		Rollout: rollout.RolloutFromStatus(&t.Status), Unsafe: rollout.UnsafeVersionChange(t),
-	}.ForClass(class)
+	vc := VersionChangeOf(t, version)
+	vc.Unsafe = rollout.UnsafeVersionChange(t)
+	vc = vc.ForClass(class)
 	errs = ValidateVersionChange(vc)
 	if t.Spec.Version == version {
 		return errs, nil

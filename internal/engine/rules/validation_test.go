@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/variables"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -341,6 +342,10 @@ func TestValidateVersionChange(t *testing.T) {
 		{"minor upgrade", VersionChange{Old: "v1.32.3", New: "v1.33.0", Rollout: settled}, ""},
 		{"unchanged while upgrading", VersionChange{Old: "v1.32.0", New: "v1.32.0", Rollout: upgrading}, ""},
 		{"downgrade", VersionChange{Old: "v1.33.0", New: "v1.32.9"}, "downgrading from v1.33.0 to v1.32.9"},
+		{"while AfterClusterUpgrade holds", VersionChangeOf(&v1alpha2.Topology{
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{lifecycle.PendingHooksAnnotation: lifecycle.AfterClusterUpgrade}},
+			Spec:       v1alpha2.TopologySpec{Version: "v1.33.0"},
+		}, "v1.34.0"), "cannot change the version while the AfterClusterUpgrade hook of the upgrade to v1.33.0 still holds"},
 		{"skip a minor", VersionChange{Old: "v1.31.0", New: "v1.33.0"}, "skips a minor version; upgrade to v1.32 first"},
 		{"major change", VersionChange{Old: "v1.33.0", New: "v2.0.0"}, "major version"},
 		{"chained through the class's versions", VersionChange{Old: "v1.31.0", New: "v1.33.0", Rollout: settled, ClassVersions: []string{"v1.31.0", "v1.32.1", "v1.33.0"}}, ""},
