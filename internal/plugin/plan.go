@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -182,9 +183,13 @@ func (o *PlanOptions) printHooks(ctx context.Context, ca *live.Cluster, t *v1alp
 		return err
 	}
 	// The class's kubernetesVersions decide the chain, and so the steps.
+	var missing *loader.NotFoundError
 	class, err := (&loader.Loader{Reader: ca.Client, CoreVersion: core}).Class(ctx, t)
+	if errors.As(err, &missing) {
+		class, err = nil, nil // without it, the preview takes the one step asked for
+	}
 	if err != nil {
-		class = nil
+		return live.Explain(err, ca)
 	}
 	from := t.DeepCopy()
 	from.Spec.Version = liveVersion
