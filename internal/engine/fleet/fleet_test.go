@@ -1,0 +1,303 @@
+package fleet
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+var t0 = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC) // a Thursday
+
+func refs(n int) []v1alpha2.RolloutClusterRef {
+	var out []v1alpha2.RolloutClusterRef
+	for i := n; i >= 1; i-- { // reversed: Assign sorts
+		out = append(out, v1alpha2.RolloutClusterRef{Kind: v1alpha2.RolloutKindTopology, Namespace: "fleet", Name: fmt.Sprintf("c%d", i)})
+	}
+	return out
+}
+
+func waves(sizes ...string) []v1alpha2.RolloutWave {
+	var out []v1alpha2.RolloutWave
+	for _, s := range sizes {
+		out = append(out, v1alpha2.RolloutWave{Clusters: intstr.Parse(s)})
+	}
+	return out
+}
+
+func TestWaveSizesResolveCountsAndPercentagesOfTheFleet(t *testing.T) {
+	for _, tc := range []struct {
+		waves []string
+		n     int
+		want  string
+		err   string
+	}{
+		{waves: []string{"1", "2", "100%"}, n: 7, want: "[1 2 4]"},
+		{waves: []string{"10%", "50%", "100%"}, n: 7, want: "[1 4 2]"},
+		{waves: []string{"1", "100%"}, n: 1, want: "[1 0]"},
+		{waves: []string{"1", "2"}, n: 7, err: "the waves cover 3 of the 7 clusters"},
+		{waves: []string{"0", "100%"}, n: 7, err: "at least one cluster"},
+		{waves: []string{"half"}, n: 7, err: "must be a count"},
+	} {
+		sizes, errs := WaveSizes(waves(tc.waves...), tc.n)
+		if tc.err != "" {
+			if errs.ToAggregate() == nil || !strings.Contains(errs.ToAggregate().Error(), tc.err) {
+				t.Errorf("%v over %d: got %v, want an error with %q", tc.waves, tc.n, errs, tc.err)
+			}
+			continue
+		}
+		if got := fmt.Sprint(sizes); got != tc.want || len(errs) > 0 {
+			t.Errorf("%v over %d: got %s %v, want %s", tc.waves, tc.n, got, errs, tc.want)
+		}
+	}
+}
+
+func TestAssignOrdersClustersByNamespaceAndNameIntoWaves(t *testing.T) {
+	clusters, ws, errs := Assign(refs(4), waves("1", "100%"))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var got []string
+	for _, c := range clusters {
+		got = append(got, fmt.Sprintf("%s:%d", c.Name, c.Wave))
+	}
+	if strings.Join(got, " ") != "c1:1 c2:2 c3:2 c4:2" || len(ws) != 2 || ws[1].Clusters != 3 {
+		t.Errorf("got %v waves %+v", got, ws)
+	}
+}
+
+func TestWindowsOpenOnTheirDaysAndAcrossMidnight(t *testing.T) {
+	nightly := []v1alpha2.MaintenanceWindow{{Days: []string{"Thu"}, Start: "22:00", End: "02:00"}}
+	for _, tc := range []struct {
+		at   time.Time
+		want bool
+	}{
+		{time.Date(2026, 11, 26, 23, 0, 0, 0, time.UTC), true},  // Thursday night
+		{time.Date(2026, 11, 27, 1, 59, 0, 0, time.UTC), true},  // Friday early: Thursday's window
+		{time.Date(2026, 11, 27, 2, 0, 0, 0, time.UTC), false},  // closed
+		{time.Date(2026, 11, 27, 23, 0, 0, 0, time.UTC), false}, // Friday night: not its day
+	} {
+		if got := InWindow(nightly, tc.at); got != tc.want {
+			t.Errorf("at %s: open %v, want %v", tc.at, got, tc.want)
+		}
+	}
+	if next := NextWindow(nightly, t0); !next.Equal(time.Date(2026, 11, 26, 22, 0, 0, 0, time.UTC)) {
+		t.Errorf("next window after %s is %s", t0, next)
+	}
+	if errs := ValidateWindows([]v1alpha2.MaintenanceWindow{{Days: []string{"Funday"}, Start: "25:00", End: "01:00"}}); len(errs) != 2 {
+		t.Errorf("want the day and the start refused, got %v", errs)
+	}
+}
+
+// fleetRollout is a rollout of n clusters to v1.35.0 in the given waves.
+func fleetRollout(t *testing.T, n int, maxInFlight int32, soak time.Duration, ws ...string) *v1alpha2.TopologyRollout {
+	t.Helper()
+	r := &v1alpha2.TopologyRollout{Spec: v1alpha2.TopologyRolloutSpec{
+		Change:   v1alpha2.RolloutChange{Version: "v1.35.0"},
+		Strategy: v1alpha2.RolloutStrategy{Waves: waves(ws...), MaxInFlight: maxInFlight, Soak: metav1.Duration{Duration: soak}},
+	}}
+	clusters, wavesStatus, errs := Assign(refs(n), r.Spec.Strategy.Waves)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	r.Status.Clusters, r.Status.Waves = clusters, wavesStatus
+	return r
+}
+
+// world is the clusters as a test makes them look.
+type world map[string]Observation
+
+func (w world) set(name string, version string, settled bool, problems ...string) {
+	w["Topology/fleet/"+name] = Observation{Found: true, Has: v1alpha2.RolloutChange{Version: version}, Settled: settled, Problems: problems}
+}
+
+func newWorld(n int) world {
+	w := world{}
+	for i := 1; i <= n; i++ {
+		w.set(fmt.Sprintf("c%d", i), "v1.34.2", true)
+	}
+	return w
+}
+
+// pass runs Step and, as the controller does, starts every candidate and
+// writes the change; it returns the names started.
+func pass(r *v1alpha2.TopologyRollout, w world, now time.Time) (Pass, []string) {
+	p := Step(r, w, now)
+	var started []string
+	for _, i := range p.Start {
+		c := p.Status.Clusters[i]
+		Start(p.Status, i, w[c.Key()].Has, now)
+		started = append(started, c.Name)
+		w.set(c.Name, "v1.35.0", false, "control plane: RollingOut")
+	}
+	Summarize(r, p.Status, now)
+	r.Status = *p.Status
+	return p, started
+}
+
+func phases(r *v1alpha2.TopologyRollout) string {
+	var out []string
+	for _, c := range r.Status.Clusters {
+		out = append(out, c.Name+"="+string(c.Phase))
+	}
+	return strings.Join(out, " ")
+}
+
+func TestTheCanaryFinishesItsSoakBeforeTheNextWaveStarts(t *testing.T) {
+	r := fleetRollout(t, 4, 2, 10*time.Minute, "1", "100%")
+	w := newWorld(4)
+	if _, started := pass(r, w, t0); fmt.Sprint(started) != "[c1]" {
+		t.Fatalf("first pass started %v, want the canary c1 alone", started)
+	}
+	w.set("c1", "v1.35.0", true)
+	pass(r, w, t0.Add(time.Minute))
+	if r.Status.Clusters[0].Phase != v1alpha2.ClusterSoaking {
+		t.Fatalf("settled canary: %s", phases(r))
+	}
+	if _, started := pass(r, w, t0.Add(5*time.Minute)); len(started) != 0 {
+		t.Fatalf("wave 2 started during the canary's soak: %v", started)
+	}
+	_, started := pass(r, w, t0.Add(11*time.Minute))
+	if r.Status.Clusters[0].Phase != v1alpha2.ClusterSucceeded || fmt.Sprint(started) != "[c2 c3]" {
+		t.Fatalf("after the soak: %s, started %v; want c1 Succeeded and two of wave 2 started (maxInFlight 2)", phases(r), started)
+	}
+	if r.Status.Wave != 2 || r.Status.InFlight != 2 || r.Status.Waves[0].CompletedAt == nil || r.Status.Waves[1].StartedAt == nil {
+		t.Errorf("status: wave %d inFlight %d waves %+v", r.Status.Wave, r.Status.InFlight, r.Status.Waves)
+	}
+}
+
+func TestAFailureBeyondTheBudgetHaltsAndRetryGoesOn(t *testing.T) {
+	r := fleetRollout(t, 3, 1, 5*time.Minute, "1", "100%")
+	w := newWorld(3)
+	pass(r, w, t0)
+	w.set("c1", "v1.35.0", true)
+	pass(r, w, t0.Add(time.Minute)) // soaking
+	pass(r, w, t0.Add(7*time.Minute))
+	if r.Status.Clusters[0].Phase != v1alpha2.ClusterSucceeded || r.Status.Clusters[1].Phase != v1alpha2.ClusterInProgress {
+		t.Fatalf("%s", phases(r))
+	}
+	w.set("c2", "v1.35.0", true)
+	pass(r, w, t0.Add(8*time.Minute))
+	w.set("c2", "v1.35.0", false, "md-0: Degraded")
+	p, started := pass(r, w, t0.Add(9*time.Minute))
+	c2 := r.Status.Clusters[1]
+	if c2.Phase != v1alpha2.ClusterFailed || c2.Reason != ReasonHealthGate || !strings.Contains(c2.Message, "md-0: Degraded") {
+		t.Fatalf("c2: %+v", c2)
+	}
+	if r.Status.Phase != v1alpha2.RolloutHalted || len(started) != 0 || !strings.Contains(r.Status.Message, "Topology/fleet/c2") {
+		t.Fatalf("phase %s %q, started %v", r.Status.Phase, r.Status.Message, started)
+	}
+	if len(p.Events) == 0 || !p.Events[0].Warning {
+		t.Errorf("want a warning event, got %+v", p.Events)
+	}
+	// Fixed; retried.
+	w.set("c2", "v1.35.0", true)
+	r.Spec.Retry = []v1alpha2.RolloutRetry{{RolloutClusterRef: c2.RolloutClusterRef, Attempt: 2}}
+	pass(r, w, t0.Add(10*time.Minute))
+	if c := r.Status.Clusters[1]; c.Phase != v1alpha2.ClusterInProgress || c.Attempt != 2 || r.Status.Phase != v1alpha2.RolloutProgressing {
+		t.Fatalf("after retry: %+v, rollout %s", c, r.Status.Phase)
+	}
+	for i := 11; i < 60; i += 3 {
+		w.set("c2", "v1.35.0", true)
+		if r.Status.Clusters[2].Phase == v1alpha2.ClusterInProgress {
+			w.set("c3", "v1.35.0", true)
+		}
+		pass(r, w, t0.Add(time.Duration(i)*time.Minute))
+	}
+	if r.Status.Phase != v1alpha2.RolloutCompleted || r.Status.Succeeded != 3 || r.Status.CompletedAt == nil {
+		t.Fatalf("want Completed with 3 succeeded: %s %s", r.Status.Phase, phases(r))
+	}
+}
+
+func TestAStartedClusterWhoseWriteWasLostIsWrittenNotRestarted(t *testing.T) {
+	r := fleetRollout(t, 2, 1, 0, "1", "100%")
+	w := newWorld(2)
+	p := Step(r, w, t0)
+	Start(p.Status, p.Start[0], w["Topology/fleet/c1"].Has, t0)
+	r.Status = *p.Status // the status was written; the agent died before the change
+	p = Step(r, w, t0.Add(time.Second))
+	if fmt.Sprint(p.Apply) != "[0]" || len(p.Start) != 0 || p.Status.Clusters[0].Attempt != 1 {
+		t.Fatalf("apply %v start %v attempt %d: want c1 written once more, nothing started", p.Apply, p.Start, p.Status.Clusters[0].Attempt)
+	}
+}
+
+func TestAClusterEditedByHandIsReportedNotOverwritten(t *testing.T) {
+	r := fleetRollout(t, 2, 1, 0, "1", "100%")
+	w := newWorld(2)
+	pass(r, w, t0)
+	r.Status.Clusters[0].Applied = true
+	w.set("c1", "v1.34.3", false) // someone set another version
+	p, _ := pass(r, w, t0.Add(time.Minute))
+	c := r.Status.Clusters[0]
+	if c.Phase != v1alpha2.ClusterFailed || c.Reason != ReasonEditedByHand || !strings.Contains(c.Message, "version is v1.34.3 (the rollout sets v1.35.0)") || len(p.Apply) != 0 {
+		t.Fatalf("%+v apply %v", c, p.Apply)
+	}
+}
+
+func TestPausedHeldAbortedAndWindowsStartNothing(t *testing.T) {
+	r := fleetRollout(t, 2, 1, 0, "1", "100%")
+	w := newWorld(2)
+	r.Spec.Paused = true
+	if p, _ := pass(r, w, t0); len(p.Start) != 0 || r.Status.Phase != v1alpha2.RolloutPaused {
+		t.Fatalf("paused: start %v phase %s", p.Start, r.Status.Phase)
+	}
+	r.Spec.Paused = false
+	w["Topology/fleet/c1"] = Observation{Found: true, Has: v1alpha2.RolloutChange{Version: "v1.34.2"}, Hold: "Topology fleet/c1 is paused"}
+	if p, _ := pass(r, w, t0); len(p.Start) != 0 || r.Status.Clusters[0].Reason != ReasonHeld {
+		t.Fatalf("held: start %v %+v", p.Start, r.Status.Clusters[0])
+	}
+	w.set("c1", "v1.34.2", true)
+	r.Spec.Strategy.Windows = []v1alpha2.MaintenanceWindow{{Start: "22:00", End: "23:00"}}
+	if p, _ := pass(r, w, t0); len(p.Start) != 0 || r.Status.Phase != v1alpha2.RolloutWaitingForWindow || p.Requeue != 12*time.Hour {
+		t.Fatalf("outside the window: start %v phase %s requeue %s", p.Start, r.Status.Phase, p.Requeue)
+	}
+	if _, started := pass(r, w, t0.Add(12*time.Hour)); fmt.Sprint(started) != "[c1]" {
+		t.Fatalf("in the window: started %v", started)
+	}
+	r.Spec.Aborted = true
+	w.set("c1", "v1.35.0", true)
+	if p, _ := pass(r, w, t0.Add(13*time.Hour)); len(p.Start) != 0 || r.Status.Phase != v1alpha2.RolloutAborted || r.Status.Clusters[0].Phase != v1alpha2.ClusterInProgress {
+		t.Fatalf("aborted: start %v phase %s %s", p.Start, r.Status.Phase, phases(r))
+	}
+}
+
+func TestSkipFinishesAClusterAndTheWaveMovesOn(t *testing.T) {
+	r := fleetRollout(t, 2, 1, 0, "1", "100%")
+	w := newWorld(2)
+	r.Spec.Skip = []v1alpha2.RolloutClusterRef{r.Status.Clusters[0].RolloutClusterRef}
+	if _, started := pass(r, w, t0); fmt.Sprint(started) != "[c2]" || r.Status.Clusters[0].Phase != v1alpha2.ClusterSkipped {
+		t.Fatalf("started %v: %s", started, phases(r))
+	}
+}
+
+func TestATimedOutClusterFailsWithItsProblems(t *testing.T) {
+	r := fleetRollout(t, 1, 1, 0, "1")
+	r.Spec.Strategy.ClusterTimeout = metav1.Duration{Duration: 10 * time.Minute}
+	w := newWorld(1)
+	pass(r, w, t0)
+	w.set("c1", "v1.35.0", false, "control plane: RollingOut, 1/3 machines")
+	pass(r, w, t0.Add(11*time.Minute))
+	if c := r.Status.Clusters[0]; c.Phase != v1alpha2.ClusterFailed || c.Reason != ReasonTimeout || !strings.Contains(c.Message, "1/3 machines") {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func TestChangeMatchesVariablesAsJSON(t *testing.T) {
+	change := v1alpha2.RolloutChange{Version: "v1.35.0", Variables: []v1alpha2.ClusterVariable{{Name: "a", Value: jsonOf(`{"x": 1, "y": 2}`)}}}
+	topo := &v1alpha2.Topology{Spec: v1alpha2.TopologySpec{Version: "v1.34.0", Variables: []v1alpha2.ClusterVariable{{Name: "a", Value: jsonOf(`{"y":2,"x":1}`)}, {Name: "b", Value: jsonOf(`1`)}}}}
+	if Matches(change, Has(change, topo)) {
+		t.Fatal("the version differs")
+	}
+	Apply(change, topo)
+	if !Matches(change, Has(change, topo)) || len(topo.Spec.Variables) != 2 || topo.Spec.Version != "v1.35.0" {
+		t.Fatalf("after Apply: %+v", topo.Spec)
+	}
+}
+
+func jsonOf(s string) apiextensionsv1.JSON { return apiextensionsv1.JSON{Raw: []byte(s)} }

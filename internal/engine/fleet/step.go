@@ -1,0 +1,387 @@
+package fleet
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// DefaultClusterTimeout bounds a cluster's change when the strategy does not.
+const DefaultClusterTimeout = time.Hour
+
+// poll is how often a rollout with clusters in flight looks again, besides
+// the watches: a soak ends, a cluster times out.
+const poll = 5 * time.Second
+
+// Reasons a cluster's status gives.
+const (
+	ReasonMissing      = "Missing"
+	ReasonEditedByHand = "EditedByHand"
+	ReasonTimeout      = "Timeout"
+	ReasonHealthGate   = "HealthGate"
+	ReasonPreflight    = "Preflight"
+	ReasonHeld         = "Held"
+	ReasonSkipped      = "Skipped"
+	ReasonRetry        = "Retry"
+	ReasonWindow       = "OutsideWindow"
+	ReasonApplyFailed  = "ApplyFailed"
+)
+
+// Observation is what the rollout controller read of one cluster this pass.
+type Observation struct {
+	// Found is false when the cluster is gone.
+	Found bool
+	// Hold says why the cluster must not start now (it is paused, or held
+	// by annotation); "" when nothing holds it.
+	Hold string
+	// Has is what its spec has of the fields the change sets (Has).
+	Has v1alpha2.RolloutChange
+	// Settled: its latest spec is reconciled and every part is Ready,
+	// nothing Degraded — the health view `status` shows.
+	Settled bool
+	// Problems say why it is not settled, for humans.
+	Problems []string
+}
+
+// Event is what a pass tells about a cluster, for the rollout's Events.
+type Event struct {
+	Warning bool
+	Reason  string
+	Message string
+}
+
+// Pass is what one look at a rollout decided.
+type Pass struct {
+	// Status is the rollout's status after this pass.
+	Status *v1alpha2.TopologyRolloutStatus
+	// Start are the clusters (indexes into Status.Clusters) that may start
+	// now, in order: the controller preflights each, then calls Start or
+	// Fail, and writes the status before it changes any cluster.
+	Start []int
+	// Apply are clusters in progress whose change is not written yet: the
+	// status says they started, the write did not happen (or not yet).
+	Apply []int
+	// Requeue is when to look again, 0 when nothing is waited for.
+	Requeue time.Duration
+	// Events happened in this pass.
+	Events []Event
+}
+
+func finished(p v1alpha2.ClusterRolloutPhase) bool {
+	return p == v1alpha2.ClusterSucceeded || p == v1alpha2.ClusterFailed || p == v1alpha2.ClusterSkipped
+}
+
+func inFlight(p v1alpha2.ClusterRolloutPhase) bool {
+	return p == v1alpha2.ClusterInProgress || p == v1alpha2.ClusterSoaking
+}
+
+// Step looks at rollout r once: what skip and retry ask, how each cluster in
+// flight has moved since (obs, by RolloutClusterRef.Key), which may start,
+// and the phase of the whole. r's status must hold its clusters (Assign).
+func Step(r *v1alpha2.TopologyRollout, obs map[string]Observation, now time.Time) Pass {
+	st := r.Status.DeepCopy()
+	pass := Pass{Status: st}
+	at := metav1.NewTime(now)
+	if r.Spec.Aborted {
+		Summarize(r, st, now)
+		return pass
+	}
+	pass.requests(r, at)
+	timeout := r.Spec.Strategy.ClusterTimeout.Duration
+	if timeout == 0 {
+		timeout = DefaultClusterTimeout
+	}
+	for i := range st.Clusters {
+		c := &st.Clusters[i]
+		if !inFlight(c.Phase) {
+			continue
+		}
+		o, ok := obs[c.Key()]
+		if !ok || !o.Found {
+			pass.fail(i, ReasonMissing, "the cluster is gone", at)
+			continue
+		}
+		pass.follow(r, i, o, timeout, now)
+	}
+	Summarize(r, st, now)
+	pass.candidates(r, obs, now)
+	Summarize(r, st, now)
+	return pass
+}
+
+// requests applies spec.skip and spec.retry.
+func (p *Pass) requests(r *v1alpha2.TopologyRollout, at metav1.Time) {
+	for i := range p.Status.Clusters {
+		c := &p.Status.Clusters[i]
+		if slices.Contains(r.Spec.Skip, c.RolloutClusterRef) && c.Phase != v1alpha2.ClusterSucceeded && c.Phase != v1alpha2.ClusterSkipped {
+			msg := "skipped on request"
+			if inFlight(c.Phase) {
+				msg += "; its change was written and is left as it is"
+			}
+			c.Phase, c.Reason, c.Message, c.CompletedAt = v1alpha2.ClusterSkipped, ReasonSkipped, msg, &at
+			p.event(false, ReasonSkipped, "%s skipped on request", c.Key())
+			continue
+		}
+		if c.Phase != v1alpha2.ClusterFailed {
+			continue
+		}
+		for _, rt := range r.Spec.Retry {
+			if rt.RolloutClusterRef == c.RolloutClusterRef && c.Attempt < rt.Attempt {
+				c.Phase, c.Reason, c.Message = v1alpha2.ClusterPending, ReasonRetry, fmt.Sprintf("attempt %d requested after: %s", rt.Attempt, c.Message)
+				c.Applied, c.From, c.StartedAt, c.SoakStartedAt, c.CompletedAt = false, nil, nil, nil, nil
+				p.event(false, ReasonRetry, "%s will be tried again (attempt %d)", c.Key(), rt.Attempt)
+			}
+		}
+	}
+}
+
+// follow moves a cluster in flight on from what is observed of it.
+func (p *Pass) follow(r *v1alpha2.TopologyRollout, i int, o Observation, timeout time.Duration, now time.Time) {
+	c := &p.Status.Clusters[i]
+	at := metav1.NewTime(now)
+	matches := Matches(r.Spec.Change, o.Has)
+	if !matches {
+		if c.Phase == v1alpha2.ClusterInProgress && !c.Applied && c.From != nil && Matches(*c.From, o.Has) {
+			// Started, and the write did not happen: write it now.
+			p.Apply = append(p.Apply, i)
+			p.requeue(poll)
+			return
+		}
+		p.fail(i, ReasonEditedByHand, "changed by hand during the rollout: "+strings.Join(Differences(r.Spec.Change, o.Has), "; ")+"; the rollout does not overwrite it (retry to set it again, or skip the cluster)", at)
+		return
+	}
+	c.Applied = true
+	switch c.Phase {
+	case v1alpha2.ClusterInProgress:
+		switch {
+		case o.Settled:
+			c.Phase, c.Reason, c.Message, c.SoakStartedAt = v1alpha2.ClusterSoaking, "", "", &at
+			p.event(false, "Soaking", "%s settled; soaking for %s", c.Key(), r.Spec.Strategy.Soak.Duration)
+			p.soak(r, c, now)
+		case c.StartedAt != nil && now.Sub(c.StartedAt.Time) > timeout:
+			p.fail(i, ReasonTimeout, fmt.Sprintf("not settled %s after it started: %s", timeout, problemsText(o.Problems)), at)
+		default:
+			c.Message = problemsText(o.Problems)
+			p.requeue(poll)
+		}
+	case v1alpha2.ClusterSoaking:
+		if !o.Settled {
+			p.fail(i, ReasonHealthGate, "unhealthy during the soak: "+problemsText(o.Problems), at)
+			return
+		}
+		p.soak(r, c, now)
+	}
+}
+
+// soak ends a healthy soak that has lasted long enough.
+func (p *Pass) soak(r *v1alpha2.TopologyRollout, c *v1alpha2.RolloutClusterStatus, now time.Time) {
+	left := r.Spec.Strategy.Soak.Duration - now.Sub(c.SoakStartedAt.Time)
+	if left > 0 {
+		p.requeue(min(left, poll))
+		return
+	}
+	at := metav1.NewTime(now)
+	c.Phase, c.Reason, c.Message, c.CompletedAt = v1alpha2.ClusterSucceeded, "", "", &at
+	p.event(false, "Succeeded", "%s succeeded", c.Key())
+}
+
+// candidates lists the clusters of the current wave that may start now.
+func (p *Pass) candidates(r *v1alpha2.TopologyRollout, obs map[string]Observation, now time.Time) {
+	st := p.Status
+	if r.Spec.Paused || st.Phase == v1alpha2.RolloutHalted || st.Wave == 0 {
+		return
+	}
+	room := int(MaxInFlight(r)) - int(st.InFlight)
+	windowOpen := InWindow(r.Spec.Strategy.Windows, now)
+	for i := range st.Clusters {
+		c := &st.Clusters[i]
+		if c.Wave != st.Wave || (c.Phase != v1alpha2.ClusterPending && c.Phase != v1alpha2.ClusterWaitingForWindow) {
+			continue
+		}
+		if !windowOpen {
+			next := NextWindow(r.Spec.Strategy.Windows, now)
+			c.Phase, c.Reason, c.Message = v1alpha2.ClusterWaitingForWindow, ReasonWindow, "the next maintenance window opens at "+next.Format(time.RFC3339)
+			if !next.IsZero() {
+				p.requeue(next.Sub(now))
+			}
+			continue
+		}
+		o := obs[c.Key()]
+		switch {
+		case !o.Found:
+			p.fail(i, ReasonMissing, "the cluster is gone", metav1.NewTime(now))
+			continue
+		case o.Hold != "":
+			c.Phase, c.Reason, c.Message = v1alpha2.ClusterPending, ReasonHeld, o.Hold
+			p.requeue(poll)
+			continue
+		}
+		if room <= 0 {
+			c.Phase, c.Reason, c.Message = v1alpha2.ClusterPending, "", ""
+			continue
+		}
+		p.Start = append(p.Start, i)
+		room--
+	}
+}
+
+// MaxInFlight is the strategy's clusters in flight at once, 1 when unset.
+func MaxInFlight(r *v1alpha2.TopologyRollout) int32 {
+	return max(r.Spec.Strategy.MaxInFlight, 1)
+}
+
+// Start records that cluster i starts now with has (Has) before the change:
+// the controller writes this to the rollout's status before the change to
+// the cluster, so a restart finds it in flight and neither starts another
+// cluster in its place nor changes it twice.
+func Start(st *v1alpha2.TopologyRolloutStatus, i int, has v1alpha2.RolloutChange, now time.Time) {
+	at := metav1.NewTime(now)
+	c := &st.Clusters[i]
+	c.Phase, c.Reason, c.Message = v1alpha2.ClusterInProgress, "", ""
+	c.Attempt++
+	c.From, c.Applied, c.StartedAt, c.SoakStartedAt, c.CompletedAt = has.DeepCopy(), false, &at, nil, nil
+}
+
+// Fail records that cluster i failed now, with why.
+func Fail(st *v1alpha2.TopologyRolloutStatus, i int, reason, message string, now time.Time) {
+	at := metav1.NewTime(now)
+	c := &st.Clusters[i]
+	c.Phase, c.Reason, c.Message, c.CompletedAt = v1alpha2.ClusterFailed, reason, message, &at
+}
+
+func (p *Pass) fail(i int, reason, message string, at metav1.Time) {
+	Fail(p.Status, i, reason, message, at.Time)
+	p.event(true, reason, "%s failed: %s", p.Status.Clusters[i].Key(), message)
+}
+
+func (p *Pass) event(warning bool, reason, format string, args ...any) {
+	p.Events = append(p.Events, Event{Warning: warning, Reason: reason, Message: fmt.Sprintf(format, args...)})
+}
+
+func (p *Pass) requeue(d time.Duration) {
+	if d > 0 && (p.Requeue == 0 || d < p.Requeue) {
+		p.Requeue = d
+	}
+}
+
+func problemsText(problems []string) string {
+	if len(problems) == 0 {
+		return "waiting for its rollout to settle"
+	}
+	return strings.Join(problems, "; ")
+}
+
+// Halted tells whether more clusters failed than the budget allows.
+func Halted(r *v1alpha2.TopologyRollout, st *v1alpha2.TopologyRolloutStatus) bool {
+	failed := 0
+	for _, c := range st.Clusters {
+		if c.Phase == v1alpha2.ClusterFailed {
+			failed++
+		}
+	}
+	return failed > int(r.Spec.Strategy.FailureBudget)
+}
+
+// Summarize recomputes what follows from the clusters' phases: the counts,
+// the current wave, each wave's times, the rollout's phase, message and
+// conditions.
+func Summarize(r *v1alpha2.TopologyRollout, st *v1alpha2.TopologyRolloutStatus, now time.Time) {
+	at := metav1.NewTime(now)
+	st.ObservedGeneration = r.Generation
+	st.Total, st.Succeeded, st.Failed, st.Skipped, st.InFlight = int32(len(st.Clusters)), 0, 0, 0, 0
+	st.Wave = 0
+	var waiting, windowWaiting int
+	for _, c := range st.Clusters {
+		switch c.Phase {
+		case v1alpha2.ClusterSucceeded:
+			st.Succeeded++
+		case v1alpha2.ClusterFailed:
+			st.Failed++
+		case v1alpha2.ClusterSkipped:
+			st.Skipped++
+		case v1alpha2.ClusterInProgress, v1alpha2.ClusterSoaking:
+			st.InFlight++
+		case v1alpha2.ClusterWaitingForWindow:
+			windowWaiting++
+		default:
+			waiting++
+		}
+		if !finished(c.Phase) && (st.Wave == 0 || c.Wave < st.Wave) {
+			st.Wave = c.Wave
+		}
+		if c.StartedAt != nil && (st.StartedAt == nil || c.StartedAt.Before(st.StartedAt)) {
+			st.StartedAt = c.StartedAt.DeepCopy()
+		}
+	}
+	for w := range st.Waves {
+		summarizeWave(st, &st.Waves[w])
+	}
+	unfinished := int(st.InFlight) + waiting + windowWaiting
+	switch {
+	case r.Spec.Aborted:
+		st.Phase, st.Message = v1alpha2.RolloutAborted, fmt.Sprintf("aborted: no cluster starts again; %d succeeded, %d failed, %d in flight were left as they are", st.Succeeded, st.Failed, st.InFlight)
+	case Halted(r, st):
+		st.Phase, st.Message = v1alpha2.RolloutHalted, fmt.Sprintf("%d cluster(s) failed, more than the failure budget of %d: retry or skip them to go on (%s)", st.Failed, r.Spec.Strategy.FailureBudget, strings.Join(failedNames(st), ", "))
+	case unfinished == 0:
+		st.Phase, st.Message = v1alpha2.RolloutCompleted, fmt.Sprintf("%d succeeded, %d failed, %d skipped", st.Succeeded, st.Failed, st.Skipped)
+	case r.Spec.Paused:
+		st.Phase, st.Message = v1alpha2.RolloutPaused, fmt.Sprintf("paused: %d in flight finish, none starts", st.InFlight)
+	case st.InFlight == 0 && windowWaiting > 0:
+		st.Phase, st.Message = v1alpha2.RolloutWaitingForWindow, "waiting for a maintenance window"
+	default:
+		st.Phase, st.Message = v1alpha2.RolloutProgressing, fmt.Sprintf("wave %d of %d: %d in flight, %d succeeded of %d", st.Wave, len(st.Waves), st.InFlight, st.Succeeded, st.Total)
+	}
+	if (st.Phase == v1alpha2.RolloutCompleted || st.Phase == v1alpha2.RolloutAborted) && st.CompletedAt == nil {
+		st.CompletedAt = &at
+	}
+	if st.Phase != v1alpha2.RolloutCompleted && st.Phase != v1alpha2.RolloutAborted {
+		st.CompletedAt = nil
+	}
+	progressing := metav1.Condition{Type: "Progressing", Status: metav1.ConditionTrue, Reason: string(st.Phase), Message: st.Message, ObservedGeneration: r.Generation}
+	if st.Phase != v1alpha2.RolloutProgressing && st.Phase != v1alpha2.RolloutWaitingForWindow {
+		progressing.Status = metav1.ConditionFalse
+	}
+	completed := metav1.Condition{Type: "Completed", Status: metav1.ConditionFalse, Reason: string(st.Phase), Message: st.Message, ObservedGeneration: r.Generation}
+	if st.Phase == v1alpha2.RolloutCompleted {
+		completed.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&st.Conditions, progressing)
+	meta.SetStatusCondition(&st.Conditions, completed)
+}
+
+func summarizeWave(st *v1alpha2.TopologyRolloutStatus, w *v1alpha2.RolloutWaveStatus) {
+	w.StartedAt, w.CompletedAt = nil, nil
+	done := true
+	for _, c := range st.Clusters {
+		if c.Wave != w.Number {
+			continue
+		}
+		if c.StartedAt != nil && (w.StartedAt == nil || c.StartedAt.Before(w.StartedAt)) {
+			w.StartedAt = c.StartedAt.DeepCopy()
+		}
+		if !finished(c.Phase) {
+			done = false
+		} else if c.CompletedAt != nil && (w.CompletedAt == nil || w.CompletedAt.Before(c.CompletedAt)) {
+			w.CompletedAt = c.CompletedAt.DeepCopy()
+		}
+	}
+	if !done {
+		w.CompletedAt = nil
+	}
+}
+
+func failedNames(st *v1alpha2.TopologyRolloutStatus) []string {
+	var out []string
+	for _, c := range st.Clusters {
+		if c.Phase == v1alpha2.ClusterFailed {
+			out = append(out, c.Key())
+		}
+	}
+	return out
+}
