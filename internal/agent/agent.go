@@ -301,11 +301,19 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 	if err := cr.SetupWithManager(a.mgr, copts); err != nil {
 		return err
 	}
+	rr := &topologycontroller.TopologyRolloutReconciler{
+		Client:      a.mgr.GetClient(),
+		CoreVersion: core,
+		Recorder:    a.mgr.GetEventRecorderFor("kubectl-topology"), //nolint:staticcheck // as the Topology controller's
+	}
+	if err := rr.SetupWithManager(ctx, a.mgr, copts); err != nil {
+		return err
+	}
 	er := &topologycontroller.TopologyExtensionReconciler{Client: a.mgr.GetClient(), APIReader: a.mgr.GetAPIReader(), Extensions: extensions}
 	if err := er.SetupWithManager(a.mgr, copts); err != nil {
 		return err
 	}
-	topologywebhook.Register(a.webhook, a.mgr.GetScheme(), a.mgr.GetClient(), a.mgr.GetAPIReader(), a.mgr.GetClient(), classes)
+	topologywebhook.Register(a.webhook, a.mgr.GetScheme(), a.mgr.GetClient(), a.mgr.GetAPIReader(), a.mgr.GetClient(), classes, core)
 	return nil
 }
 

@@ -127,12 +127,14 @@ func components(image string) []runtime.Object {
 		TypeMeta:   tm("rbac.authorization.k8s.io/v1", "ClusterRole"),
 		ObjectMeta: metav1.ObjectMeta{Name: "topology-manager-rules", Labels: labels(map[string]string{AggregateLabel: "true"})},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"topology.kubectl-topology.io"}, Resources: []string{"topologies", "topologyclasses", "topologyextensions"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-			{APIGroups: []string{"topology.kubectl-topology.io"}, Resources: []string{"topologies/status", "topologyclasses/status", "topologyextensions/status", "topologies/finalizers"}, Verbs: []string{"get", "update", "patch"}},
+			{APIGroups: []string{"topology.kubectl-topology.io"}, Resources: []string{"topologies", "topologyclasses", "topologyextensions", "topologyrollouts"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+			{APIGroups: []string{"topology.kubectl-topology.io"}, Resources: []string{"topologies/status", "topologyclasses/status", "topologyextensions/status", "topologyrollouts/status", "topologies/finalizers"}, Verbs: []string{"get", "update", "patch"}},
 			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters", "machinedeployments", "machinepools", "machinehealthchecks"}, Verbs: rw},
 			// The one condition the agent mirrors onto a Cluster, as upstream's topology controller does.
 			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters/status"}, Verbs: []string{"get", "patch"}},
 			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"machines", "machinesets"}, Verbs: ro},
+			// A fleet rollout reads an upstream Cluster's class to preflight and summarise it.
+			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusterclasses"}, Verbs: ro},
 			// CRDs are read for their contract labels; only its own may be
 			// changed. Kubernetes cannot limit create by name.
 			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch", "create"}},
@@ -268,6 +270,7 @@ var CRDNames = []string{
 	"topologies.topology.kubectl-topology.io",
 	"topologyclasses.topology.kubectl-topology.io",
 	"topologyextensions.topology.kubectl-topology.io",
+	"topologyrollouts.topology.kubectl-topology.io",
 }
 
 // Names of the webhook configurations the agent registers.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
+	"github.com/kubectl-topology/kubectl-topology/internal/membership"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -131,10 +132,20 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	// Which controller reconciles each is worth a column once upstream's
 	// Clusters are among them.
 	withController := slices.ContainsFunc(items, func(t v1alpha2.Topology) bool { return upstream.IsCluster(&t) })
+	// The fleet rollout each is in is worth a column while one is.
+	inRollout := o.rolloutsOf(ctx, items)
+	var extraCols []string
+	if len(inRollout) > 0 {
+		extraCols = []string{"ROLLOUT"}
+	}
 	tw := printers.GetNewTabWriter(o.Out)
-	printHeader(tw, o.AllNamespaces, wide, withController)
+	printHeader(tw, o.AllNamespaces, wide, withController, extraCols...)
 	for i := range items {
-		printRow(tw, &items[i], o.AllNamespaces, wide, withController, o.now)
+		var extra []string
+		if len(inRollout) > 0 {
+			extra = []string{orDash(inRollout[membership.RefOf(&items[i]).Key()])}
+		}
+		printRow(tw, &items[i], o.AllNamespaces, wide, withController, o.now, extra...)
 	}
 	if err := tw.Flush(); err != nil || !o.Watch {
 		return err
@@ -231,11 +242,31 @@ func printTable(w io.Writer, items []v1alpha2.Topology, withNamespace, wide bool
 	return tw.Flush()
 }
 
-func printHeader(w io.Writer, withNamespace, wide, withController bool) {
+// rolloutsOf names, per cluster (RolloutClusterRef.Key), the active fleet
+// rollout it is in and its phase there; none when rollouts cannot be read.
+func (o *GetOptions) rolloutsOf(ctx context.Context, items []v1alpha2.Topology) map[string]string {
+	list := &v1alpha2.TopologyRolloutList{}
+	if err := o.access.Client.List(ctx, list); err != nil || len(list.Items) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for i := range items {
+		ref := membership.RefOf(&items[i])
+		if name := rolloutOf(list.Items, ref); name != "" {
+			out[ref.Key()] = name
+		}
+	}
+	return out
+}
+
+// printHeader writes the table's header; extra columns follow AGE (and
+// MANAGED BY).
+func printHeader(w io.Writer, withNamespace, wide, withController bool, extra ...string) {
 	cols := []string{"NAME", "CLASS", "VERSION", "CONTROL PLANE", "WORKERS", "STATE", "PROBLEMS", "AGE"}
 	if withController {
 		cols = append(cols, "MANAGED BY")
 	}
+	cols = append(cols, extra...)
 	if withNamespace {
 		cols = append([]string{"NAMESPACE"}, cols...)
 	}
@@ -245,7 +276,7 @@ func printHeader(w io.Writer, withNamespace, wide, withController bool) {
 	fmt.Fprintln(w, strings.Join(cols, "\t"))
 }
 
-func printRow(w io.Writer, t *v1alpha2.Topology, withNamespace, wide, withController bool, now clock) {
+func printRow(w io.Writer, t *v1alpha2.Topology, withNamespace, wide, withController bool, now clock, extra ...string) {
 	state := health.TopologyState(t)
 	if state == "" {
 		state = v1alpha2.StateWaiting
@@ -254,6 +285,7 @@ func printRow(w io.Writer, t *v1alpha2.Topology, withNamespace, wide, withContro
 	if withController {
 		row = append(row, managedBy(t))
 	}
+	row = append(row, extra...)
 	if withNamespace {
 		row = append([]string{t.Namespace}, row...)
 	}

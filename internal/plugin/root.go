@@ -52,6 +52,7 @@ Install the agent, then watch and upgrade clusters:
 		NewCmdPause(flags, streams, false),
 		NewCmdGenerate(flags, streams),
 		NewCmdEdit(flags, streams),
+		NewCmdRollout(flags, streams),
 		NewCmdAdopt(flags, streams),
 		NewCmdInstall(flags, streams),
 		NewCmdGrant(flags, streams),

@@ -126,10 +126,14 @@ func (o *StatusOptions) Complete(args []string) error {
 	if len(args) == 1 {
 		o.Name = args[0]
 	}
-	if f, ok := o.Out.(interface{ Fd() uintptr }); ok {
-		o.terminal = term.IsTerminal(int(f.Fd()))
-	}
+	o.terminal = isTerminal(o.Out)
 	return nil
+}
+
+// isTerminal tells whether w is a terminal, where a watch is a live view.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // Validate checks the flags.

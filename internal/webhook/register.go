@@ -14,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/membership"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -23,6 +25,7 @@ const (
 	TopologyDefaultPath         = "/mutate-topology-kubectl-topology-io-v1alpha2-topology"
 	TopologyValidatePath        = "/validate-topology-kubectl-topology-io-v1alpha2-topology"
 	TopologyClassValidatePath   = "/validate-topology-kubectl-topology-io-v1alpha2-topologyclass"
+	TopologyRolloutValidatePath = "/validate-topology-kubectl-topology-io-v1alpha2-topologyrollout"
 	MutatingConfigurationName   = components.MutatingWebhookName
 	ValidatingConfigurationName = components.ValidatingWebhookName
 )
@@ -33,7 +36,7 @@ const (
 // not have yet, so that a class created just before its Topology is used,
 // and for a template a class references, which writer then asks the
 // cluster whether it would store (a dry run).
-func Register(srv webhook.Server, scheme *runtime.Scheme, cached, uncached client.Reader, writer client.Client, classes *rules.ClassCache) {
+func Register(srv webhook.Server, scheme *runtime.Scheme, cached, uncached client.Reader, writer client.Client, classes *rules.ClassCache, core contract.CoreVersion) {
 	r := classReader{cached: cached, uncached: uncached}
 	t := &Topology{classes: r, Classes: classes}
 	topology := v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyKind).GroupKind()
@@ -41,6 +44,8 @@ func Register(srv webhook.Server, scheme *runtime.Scheme, cached, uncached clien
 	srv.Register(TopologyDefaultPath, guarded(admission.WithDefaulter[*v1alpha2.Topology](scheme, t), topology, typeOfTopology, true))
 	srv.Register(TopologyValidatePath, guarded(admission.WithValidator[*v1alpha2.Topology](scheme, t), topology, typeOfTopology, false))
 	srv.Register(TopologyClassValidatePath, guarded(admission.WithValidator[*v1alpha2.TopologyClass](scheme, &TopologyClass{Client: cached, Templates: &TemplateStore{Reader: uncached, Writer: writer}}), class, reflect.TypeFor[v1alpha2.TopologyClass](), false))
+	rollout := v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyRolloutKind).GroupKind()
+	srv.Register(TopologyRolloutValidatePath, guarded(admission.WithValidator[*v1alpha2.TopologyRollout](scheme, &TopologyRollout{Members: membership.Reader{Client: writer, CoreVersion: core}}), rollout, reflect.TypeFor[v1alpha2.TopologyRollout](), false))
 }
 
 var typeOfTopology = reflect.TypeFor[v1alpha2.Topology]()
@@ -63,6 +68,8 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 	never := admissionregistrationv1.NeverReinvocationPolicy
 	scope := admissionregistrationv1.AllScopes
 	timeout := int32(5)
+	// A rollout's admission reads every cluster it selects and their classes.
+	rolloutTimeout := int32(15)
 	rule := func(resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
 		return []admissionregistrationv1.RuleWithOperations{{
 			Operations: ops,
@@ -103,6 +110,13 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 			ClientConfig:  clientConfig(TopologyClassValidatePath),
 			Rules:         rule("topologyclasses", admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete),
 			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: &timeout, MatchPolicy: &equivalent,
+			NamespaceSelector: &metav1.LabelSelector{}, ObjectSelector: &metav1.LabelSelector{},
+			AdmissionReviewVersions: []string{"v1"},
+		}, {
+			Name:          "validate.topologyrollout.topology.kubectl-topology.io",
+			ClientConfig:  clientConfig(TopologyRolloutValidatePath),
+			Rules:         rule("topologyrollouts", admissionregistrationv1.Create, admissionregistrationv1.Update),
+			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: &rolloutTimeout, MatchPolicy: &equivalent,
 			NamespaceSelector: &metav1.LabelSelector{}, ObjectSelector: &metav1.LabelSelector{},
 			AdmissionReviewVersions: []string{"v1"},
 		}},

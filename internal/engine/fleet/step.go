@@ -212,8 +212,12 @@ func (p *Pass) candidates(r *v1alpha2.TopologyRollout, obs map[string]Observatio
 			}
 			continue
 		}
-		o := obs[c.Key()]
+		o, ok := obs[c.Key()]
 		switch {
+		case !ok:
+			// Not read in this pass (its wave was not current when it began).
+			p.requeue(time.Second)
+			continue
 		case !o.Found:
 			p.fail(i, ReasonMissing, "the cluster is gone", metav1.NewTime(now))
 			continue
@@ -384,4 +388,17 @@ func failedNames(st *v1alpha2.TopologyRolloutStatus) []string {
 		}
 	}
 	return out
+}
+
+// Ended tells whether a rollout has stopped moving as of its latest spec:
+// completed, halted or aborted. Watches stop there.
+func Ended(r *v1alpha2.TopologyRollout) bool {
+	if r.Status.ObservedGeneration != r.Generation {
+		return false
+	}
+	switch r.Status.Phase {
+	case v1alpha2.RolloutCompleted, v1alpha2.RolloutHalted, v1alpha2.RolloutAborted:
+		return true
+	}
+	return false
 }

@@ -206,3 +206,15 @@ func (p *UpgradePlan) chainedTo(s UpgradeStep) string {
 	}
 	return fmt.Sprintf(" %s → %s", s.From, s.To)
 }
+
+// MachinesReplaced is how many Machines the whole rollout replaces, as far
+// as known: each part's, at each step it moves in.
+func (p *UpgradePlan) MachinesReplaced() int64 {
+	var n int64
+	for _, s := range p.Steps {
+		for _, part := range s.Parts {
+			n += int64(part.MachinesReplaced)
+		}
+	}
+	return n
+}

@@ -381,6 +381,10 @@ const (
 	RolloutKindCluster  = "Cluster"
 )
 
+// RolloutHoldAnnotation on a Topology or Cluster keeps fleet rollouts from
+// starting it; its value says why.
+const RolloutHoldAnnotation = "topology.kubectl-topology.io/rollout-hold"
+
 // TopologyRolloutKind is the kind name of TopologyRollout.
 const TopologyRolloutKind = "TopologyRollout"
 

@@ -1,0 +1,113 @@
+package fleet
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// StrategyText says how a rollout moves, in one line.
+func StrategyText(r *v1alpha2.TopologyRollout) string {
+	s := r.Spec.Strategy
+	var waves []string
+	for _, w := range Waves(s) {
+		waves = append(waves, w.Clusters.String())
+	}
+	timeout := s.ClusterTimeout.Duration
+	if timeout == 0 {
+		timeout = DefaultClusterTimeout
+	}
+	parts := []string{
+		"waves " + strings.Join(waves, ", "),
+		fmt.Sprintf("%d in flight at most", MaxInFlight(r)),
+		"soak " + health.HumanDuration(s.Soak.Duration),
+		"timeout " + health.HumanDuration(timeout),
+		fmt.Sprintf("failure budget %d", s.FailureBudget),
+	}
+	for _, w := range s.Windows {
+		days := "daily"
+		if len(w.Days) > 0 {
+			days = strings.Join(w.Days, ",")
+		}
+		parts = append(parts, fmt.Sprintf("window %s %s-%s UTC", days, w.Start, w.End))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// HeaderLines are what a status view says of a whole rollout before its
+// waves and clusters. A zero now leaves out ages.
+func HeaderLines(r *v1alpha2.TopologyRollout, now time.Time) []string {
+	st := r.Status
+	phase := string(st.Phase)
+	if phase == "" {
+		phase = string(v1alpha2.RolloutPending)
+	}
+	lines := []string{
+		fmt.Sprintf("TopologyRollout %s: %s", r.Name, Describe(r.Spec.Change)),
+		fmt.Sprintf("Phase: %s — %s", phase, orText(st.Message, "the agent has not started it yet")),
+		"Strategy: " + StrategyText(r),
+	}
+	if r.Spec.Paused && st.Phase != v1alpha2.RolloutPaused {
+		lines = append(lines, "Paused: clusters in flight finish, none starts")
+	}
+	if st.StartedAt != nil && !now.IsZero() {
+		lines = append(lines, fmt.Sprintf("Started %s ago; %d succeeded, %d failed, %d skipped, %d in flight of %d", health.HumanDuration(now.Sub(st.StartedAt.Time)), st.Succeeded, st.Failed, st.Skipped, st.InFlight, st.Total))
+	} else {
+		lines = append(lines, fmt.Sprintf("%d succeeded, %d failed, %d skipped, %d in flight of %d", st.Succeeded, st.Failed, st.Skipped, st.InFlight, st.Total))
+	}
+	return lines
+}
+
+func orText(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
+
+// WaveCells are one wave's columns: number, clusters, state, started, completed.
+func WaveCells(r *v1alpha2.TopologyRollout, w v1alpha2.RolloutWaveStatus, now time.Time) []string {
+	state := "Pending"
+	switch {
+	case w.CompletedAt != nil:
+		state = "Completed"
+	case w.StartedAt != nil:
+		state = "InProgress"
+	}
+	if w.Number == r.Status.Wave && w.CompletedAt == nil {
+		state += " (current)"
+	}
+	return []string{fmt.Sprint(w.Number), fmt.Sprint(w.Clusters), state, ago(w.StartedAt, now), ago(w.CompletedAt, now)}
+}
+
+// ClusterCells are one cluster's columns: wave, kind/namespace/name, phase,
+// attempt, since and why.
+func ClusterCells(c v1alpha2.RolloutClusterStatus, now time.Time) []string {
+	since := c.CompletedAt
+	switch c.Phase {
+	case v1alpha2.ClusterInProgress:
+		since = c.StartedAt
+	case v1alpha2.ClusterSoaking:
+		since = c.SoakStartedAt
+	}
+	why := c.Message
+	if c.Reason != "" && c.Message != "" {
+		why = c.Reason + ": " + c.Message
+	}
+	return []string{fmt.Sprint(c.Wave), strings.ToLower(c.Kind) + "/" + c.Namespace + "/" + c.Name, string(c.Phase), fmt.Sprint(c.Attempt), ago(since, now), why}
+}
+
+func ago(t *metav1.Time, now time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	if now.IsZero() {
+		return t.UTC().Format(time.RFC3339)
+	}
+	return health.HumanDuration(now.Sub(t.Time)) + " ago"
+}

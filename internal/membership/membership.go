@@ -1,0 +1,292 @@
+// Package membership reads the clusters a TopologyRollout selects —
+// Topologies and upstream Clusters with spec.topology, each seen as a
+// Topology — and what the fleet engine needs of each: what it has now, what
+// holds it, whether its rollout has settled, and whether the change would be
+// accepted. The agent's rollout controller, its webhook and the plugin's dry
+// run read through it, so all three see the same fleet.
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// Reader reads a fleet's clusters.
+type Reader struct {
+	// Client reads (the agent's cache or the plugin's direct client) and,
+	// for Preflight and Write, writes.
+	Client client.Client
+	// CoreVersion is Cluster API's stored version; "" when Cluster API is
+	// not installed: then there are no upstream Clusters.
+	CoreVersion contract.CoreVersion
+}
+
+// RefOf is how a rollout names t.
+func RefOf(t *v1alpha2.Topology) v1alpha2.RolloutClusterRef {
+	kind := v1alpha2.RolloutKindTopology
+	if upstream.IsCluster(t) {
+		kind = v1alpha2.RolloutKindCluster
+	}
+	return v1alpha2.RolloutClusterRef{Kind: kind, Namespace: t.Namespace, Name: t.Name}
+}
+
+// wants tells whether targets include kind.
+func wants(targets v1alpha2.RolloutTargets, kind string) bool {
+	return len(targets.Kinds) == 0 || slices.Contains(targets.Kinds, kind)
+}
+
+// List reads the clusters targets select, ordered by namespace and name. A
+// cluster being deleted is not selected.
+func (r Reader) List(ctx context.Context, targets v1alpha2.RolloutTargets) ([]*v1alpha2.Topology, error) {
+	sel, err := metav1.LabelSelectorAsSelector(&targets.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.targets.selector: %w", err)
+	}
+	var out []*v1alpha2.Topology
+	keep := func(t *v1alpha2.Topology) {
+		if t.DeletionTimestamp.IsZero() && (targets.Class == "" || t.Spec.ClassRef.Name == targets.Class) &&
+			(len(targets.Namespaces) == 0 || slices.Contains(targets.Namespaces, t.Namespace)) {
+			out = append(out, t)
+		}
+	}
+	if wants(targets, v1alpha2.RolloutKindTopology) {
+		list := &v1alpha2.TopologyList{}
+		if err := r.Client.List(ctx, list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return nil, fmt.Errorf("listing Topologies: %w", err)
+		}
+		for i := range list.Items {
+			keep(&list.Items[i])
+		}
+	}
+	if wants(targets, v1alpha2.RolloutKindCluster) && r.CoreVersion != "" {
+		clusters, err := r.clusters(ctx, sel)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range clusters {
+			keep(t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *v1alpha2.Topology) int {
+		return strings.Compare(a.Namespace+"/"+a.Name+"/"+a.Kind, b.Namespace+"/"+b.Name+"/"+b.Kind)
+	})
+	return out, nil
+}
+
+func (r Reader) clusters(ctx context.Context, sel labels.Selector) ([]*v1alpha2.Topology, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(r.CoreVersion.APIVersion())
+	list.SetKind("ClusterList")
+	if err := r.Client.List(ctx, list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listing Clusters: %w", err)
+	}
+	var out []*v1alpha2.Topology
+	for i := range list.Items {
+		u := &list.Items[i]
+		// A Topology's own Cluster is the Topology's: the agent changes it.
+		if !upstream.HasTopology(u) || ownedByTopology(u) {
+			continue
+		}
+		t, err := upstream.FromCluster(u)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func ownedByTopology(u *unstructured.Unstructured) bool {
+	return slices.ContainsFunc(u.GetOwnerReferences(), func(o metav1.OwnerReference) bool {
+		return o.Kind == v1alpha2.TopologyKind && strings.HasPrefix(o.APIVersion, v1alpha2.GroupVersion.Group+"/")
+	})
+}
+
+// Get reads the cluster ref names; nil when it is gone.
+func (r Reader) Get(ctx context.Context, ref v1alpha2.RolloutClusterRef) (*v1alpha2.Topology, error) {
+	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+	if ref.Kind == v1alpha2.RolloutKindTopology {
+		t := &v1alpha2.Topology{}
+		if err := r.Client.Get(ctx, key, t); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		return t, nil
+	}
+	if r.CoreVersion == "" {
+		return nil, nil
+	}
+	u := upstream.NewCluster(r.CoreVersion)
+	if err := r.Client.Get(ctx, key, u); err != nil {
+		return nil, upstream.IgnoreMissing(err)
+	}
+	if !upstream.HasTopology(u) {
+		return nil, nil
+	}
+	return upstream.FromCluster(u)
+}
+
+// Summarize fills an upstream Cluster's rollout summary from the objects
+// upstream's controller made, as `status` does; a Topology's the agent
+// wrote already.
+func (r Reader) Summarize(ctx context.Context, t *v1alpha2.Topology) error {
+	if !upstream.IsCluster(t) {
+		return nil
+	}
+	l, err := r.loader(nil).Load(ctx, t)
+	if err != nil {
+		return fmt.Errorf("reading the rollout of Cluster %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	return upstream.Summarize(ctx, t, l)
+}
+
+func (r Reader) loader(class *v1alpha2.TopologyClass) *loader.Loader {
+	return &loader.Loader{Reader: r.Client, CoreVersion: r.CoreVersion, Mapper: r.Client.RESTMapper(), GivenClass: class}
+}
+
+// Hold says why t must not start now: it is being deleted, paused, its
+// Cluster paused (as clusterctl move pauses it), or held by the
+// rollout-hold annotation; "" when nothing holds it.
+func Hold(t *v1alpha2.Topology) string {
+	ref := RefOf(t)
+	what := ref.Kind + " " + t.Namespace + "/" + t.Name
+	switch {
+	case !t.DeletionTimestamp.IsZero():
+		return what + " is being deleted"
+	case t.Spec.Paused:
+		return what + " is paused (spec.paused): it starts when it is resumed, or skip it"
+	case hasKey(t.Annotations, contract.PausedAnnotation):
+		return what + " is paused (annotation " + contract.PausedAnnotation + ")"
+	case hasKey(t.Annotations, v1alpha2.RolloutHoldAnnotation):
+		why := t.Annotations[v1alpha2.RolloutHoldAnnotation]
+		if why == "" {
+			why = "no reason given"
+		}
+		return fmt.Sprintf("%s is held by annotation %s (%s): it starts when the annotation is removed, or skip it", what, v1alpha2.RolloutHoldAnnotation, why)
+	}
+	return ""
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// Observe is what the fleet engine needs of t now, its rollout summarised.
+func (r Reader) Observe(ctx context.Context, change v1alpha2.RolloutChange, t *v1alpha2.Topology, now time.Time) fleet.Observation {
+	if t == nil {
+		return fleet.Observation{Found: false}
+	}
+	o := fleet.Observation{Found: true, Hold: Hold(t), Has: fleet.Has(change, t)}
+	if err := r.Summarize(ctx, t); err != nil {
+		o.Problems = []string{err.Error()}
+		return o
+	}
+	o.Settled = health.RolloutSettled(t)
+	if !o.Settled {
+		o.Problems = append(health.RolloutHolds(t), health.PartsNotReady(t, time.Time{})...)
+		for _, p := range health.TopologyProblems(t) {
+			if !slices.Contains(o.Problems, p) {
+				o.Problems = append(o.Problems, p)
+			}
+		}
+	}
+	return o
+}
+
+// Store is where a change of t is written: the Topology, or the upstream
+// Cluster's spec.topology.
+func (r Reader) Store(t *v1alpha2.Topology) draft.Store {
+	if upstream.IsCluster(t) {
+		return upstream.Store{Client: r.Client, CoreVersion: r.CoreVersion}
+	}
+	return draft.TopologyStore{Client: r.Client}
+}
+
+// PreflightError is every reason a cluster may not start, for its status.
+type PreflightError struct{ Problems []string }
+
+func (e *PreflightError) Error() string { return strings.Join(e.Problems, "; ") }
+
+// Preflight checks, before a cluster is touched, what `upgrade` checks: the
+// version rules the webhook enforces with the class's versions, the agent
+// having seen the latest change, the control plane Ready; for a class
+// change, that the class exists and is compatible; and then the change as a
+// server-side dry run, so every webhook answers. t must be summarised.
+func (r Reader) Preflight(ctx context.Context, change v1alpha2.RolloutChange, t *v1alpha2.Topology, now time.Time) error {
+	edited := t.DeepCopy()
+	fleet.Apply(change, edited)
+	var problems []string
+	class, err := r.loader(nil).Class(ctx, t)
+	if err != nil {
+		return &PreflightError{Problems: []string{"reading its class: " + err.Error()}}
+	}
+	if change.Version != "" && change.Version != t.Spec.Version {
+		target := class
+		if change.Class != "" {
+			target = nil // the new class's versions are judged below, by the webhook's dry run
+		}
+		errs, unhealthy := rules.UpgradePreflight(t, target, change.Version, now)
+		for _, e := range errs {
+			problems = append(problems, e.Detail)
+		}
+		problems = append(problems, unhealthy...)
+	}
+	if change.Class != "" && change.Class != t.Spec.ClassRef.Name {
+		desired, err := r.loader(nil).Class(ctx, edited)
+		var missing *loader.NotFoundError
+		switch {
+		case errors.As(err, &missing):
+			problems = append(problems, fmt.Sprintf("class %s does not exist in namespace %s", change.Class, t.GetClassKey().Namespace))
+		case err != nil:
+			problems = append(problems, "reading class "+change.Class+": "+err.Error())
+		default:
+			for _, e := range rules.ClassesCompatible(class, desired) {
+				problems = append(problems, fmt.Sprintf("rebasing onto %s: %s: %s", change.Class, e.Field, e.Detail))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return &PreflightError{Problems: problems}
+	}
+	if err := draft.DryRun(ctx, r.Store(t), t, edited); err != nil {
+		return &PreflightError{Problems: []string{"the API server refuses the change: " + health.OneLine(err.Error())}}
+	}
+	return nil
+}
+
+// Write sets change on t, guarded by the resourceVersion t was read at.
+func (r Reader) Write(ctx context.Context, change v1alpha2.RolloutChange, t *v1alpha2.Topology) error {
+	edited := t.DeepCopy()
+	fleet.Apply(change, edited)
+	_, err := r.Store(t).Update(ctx, t, edited, false)
+	return err
+}
+
+// Class reads t's class: its TopologyClass, or an upstream Cluster's
+// ClusterClass as one.
+func (r Reader) Class(ctx context.Context, t *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) {
+	return r.loader(nil).Class(ctx, t)
+}

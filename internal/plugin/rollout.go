@@ -1,0 +1,709 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/spf13/cobra"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+	"github.com/kubectl-topology/kubectl-topology/internal/membership"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/rolloutview"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// NewCmdRollout returns `rollout` and its subcommands: a change carried
+// across a fleet in waves by the agent.
+func NewCmdRollout(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rollout",
+		Short: "Roll a version, class or variable change across many clusters in waves: a canary, a soak, health gates and a stop",
+		Long: `A TopologyRollout carries one change across the Topologies and upstream
+Clusters a label selector picks, in waves: the first wave is the canary, each
+cluster soaks healthy (every part Ready, nothing Degraded) before it counts,
+at most --max-in-flight clusters move at once, and the rollout stops when
+more clusters fail than its failure budget. The agent carries it out, so it
+does not depend on this terminal staying open.`,
+		Example: `  kubectl topology rollout create to-1-35 -l env=prod --version v1.35.0 --waves 1,10%,100% --max-in-flight 2 --soak 10m --dry-run
+  kubectl topology rollout status to-1-35 --watch
+  kubectl topology rollout retry to-1-35 topology/prod-7 -n team-a`,
+	}
+	cmd.AddCommand(
+		NewCmdRolloutCreate(flags, streams),
+		NewCmdRolloutStatus(flags, streams),
+		NewCmdRolloutControl(flags, streams, controlPause),
+		NewCmdRolloutControl(flags, streams, controlResume),
+		NewCmdRolloutControl(flags, streams, controlAbort),
+		NewCmdRolloutCluster(flags, streams, true),
+		NewCmdRolloutCluster(flags, streams, false),
+	)
+	return cmd
+}
+
+// RolloutCreateOptions are the inputs of `rollout create`.
+type RolloutCreateOptions struct {
+	liveFlags
+	genericiooptions.IOStreams
+
+	Name, File string
+	// Targets.
+	Selector, OfClass  string
+	Kinds, Namespaces  []string
+	Version, Class     string
+	Set, Windows       []string
+	Waves              string
+	MaxInFlight        int32
+	FailureBudget      int32
+	Soak, Timeout      time.Duration
+	DryRun, Yes, Quiet bool
+
+	rollout *v1alpha2.TopologyRollout
+}
+
+// NewRolloutCreateOptions returns the inputs of `rollout create`, with their defaults.
+func NewRolloutCreateOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RolloutCreateOptions {
+	return &RolloutCreateOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, MaxInFlight: 1}
+}
+
+// NewCmdRolloutCreate returns `rollout create`.
+func NewCmdRolloutCreate(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewRolloutCreateOptions(flags, streams)
+	cmd := &cobra.Command{
+		Use:   "create NAME -l SELECTOR (--version V | --class C | --set NAME=VALUE) [--waves 1,2,100%] [--dry-run] | create -f FILE",
+		Short: "Check a fleet rollout against every cluster it selects, preview it per wave and cluster, and create it",
+		Long: `Create checks the rollout as the agent's webhook does — the selector matches
+clusters, the waves cover them, each cluster's class allows the version or
+class, no cluster is in another rollout — then shows, per wave and cluster,
+what changes and how many Machines are replaced, and the fleet's total.
+--dry-run stops there. Each cluster is preflighted again by the agent right
+before it starts, as ` + "`upgrade`" + ` does.`,
+		Example: `  kubectl topology rollout create to-1-35 -l env=prod --version v1.35.0 --waves 1,2,100% --max-in-flight 2 --soak 10m
+  kubectl topology rollout create rebase -l team=a --class quick-start-v2 --dry-run
+  kubectl topology rollout create nightly -l env=dev --set logLevel=debug --window "Mon,Tue,Wed,Thu,Fri 01:00-05:00"
+  kubectl topology rollout create -f rollout.yaml`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: runE(o),
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.File, "filename", "f", "", "Create the TopologyRollout in this file instead of from flags")
+	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector over Topologies and Clusters, e.g. env=prod,tier!=canary (required; \"\" is refused: use --selector-all... by giving a label every cluster has)")
+	f.StringSliceVar(&o.Kinds, "kinds", nil, "Only these kinds: Topology, Cluster (upstream Clusters with spec.topology); both when unset")
+	f.StringVar(&o.OfClass, "of-class", "", "Only clusters of this class")
+	f.StringSliceVar(&o.Namespaces, "target-namespaces", nil, "Only clusters in these namespaces; all when unset")
+	f.StringVar(&o.Version, "version", "", "Kubernetes version to move every cluster to, e.g. v1.35.0")
+	f.StringVar(&o.Class, "class", "", "Class to rebase every cluster onto (in its class's namespace)")
+	f.StringArrayVar(&o.Set, "set", nil, "Variable to set on every cluster, NAME=VALUE (VALUE as JSON where it parses); repeatable")
+	f.StringVar(&o.Waves, "waves", "1,100%", "Wave sizes in order, each a count or a percentage of the fleet; the first is the canary")
+	f.Int32Var(&o.MaxInFlight, "max-in-flight", 1, "Clusters changing or soaking at once")
+	f.DurationVar(&o.Soak, "soak", 0, "How long each cluster must stay healthy after its change settles before it counts")
+	f.DurationVar(&o.Timeout, "cluster-timeout", 0, "Fail a cluster whose change has not settled this long after it started (default 1h)")
+	f.Int32Var(&o.FailureBudget, "failure-budget", 0, "Clusters that may fail before the rollout stops starting clusters")
+	f.StringArrayVar(&o.Windows, "window", nil, `Maintenance window in UTC, "[DAYS ]HH:MM-HH:MM" such as "Sat,Sun 02:00-06:00"; repeatable; any time when unset`)
+	f.BoolVar(&o.DryRun, "dry-run", false, "Check and preview only; create nothing")
+	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "Print the waves and the fleet's total, not a line per cluster")
+	return cmd
+}
+
+// Complete builds the TopologyRollout from the file or the flags.
+func (o *RolloutCreateOptions) Complete(args []string) error {
+	if len(args) == 1 {
+		o.Name = args[0]
+	}
+	if o.File != "" {
+		data, err := os.ReadFile(o.File)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", o.File, err)
+		}
+		ro := &v1alpha2.TopologyRollout{}
+		if err := yaml.UnmarshalStrict(data, ro); err != nil {
+			return fmt.Errorf("%s is not a TopologyRollout: %w", o.File, err)
+		}
+		if o.Name != "" {
+			ro.Name = o.Name
+		}
+		ro.APIVersion, ro.Kind = v1alpha2.GroupVersion.String(), v1alpha2.TopologyRolloutKind
+		o.rollout = ro
+		return nil
+	}
+	sel, err := metav1.ParseToLabelSelector(o.Selector)
+	if err != nil {
+		return fmt.Errorf("--selector %q: %w", o.Selector, err)
+	}
+	ro := &v1alpha2.TopologyRollout{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: v1alpha2.TopologyRolloutKind},
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name},
+		Spec: v1alpha2.TopologyRolloutSpec{
+			Change:  v1alpha2.RolloutChange{Version: o.Version, Class: o.Class},
+			Targets: v1alpha2.RolloutTargets{Selector: *sel, Kinds: canonicalKinds(o.Kinds), Class: o.OfClass, Namespaces: o.Namespaces},
+			Strategy: v1alpha2.RolloutStrategy{
+				MaxInFlight: o.MaxInFlight, FailureBudget: o.FailureBudget,
+				Soak: metav1.Duration{Duration: o.Soak}, ClusterTimeout: metav1.Duration{Duration: o.Timeout},
+			},
+		},
+	}
+	for _, kv := range o.Set {
+		name, raw, err := parseVariable(kv)
+		if err != nil {
+			return fmt.Errorf("--set %w", err)
+		}
+		ro.Spec.Change.Variables = append(ro.Spec.Change.Variables, v1alpha2.ClusterVariable{Name: name, Value: apiextensionsv1.JSON{Raw: raw}})
+	}
+	for _, w := range strings.Split(o.Waves, ",") {
+		ro.Spec.Strategy.Waves = append(ro.Spec.Strategy.Waves, v1alpha2.RolloutWave{Clusters: intstr.Parse(strings.TrimSpace(w))})
+	}
+	for _, w := range o.Windows {
+		win, err := parseWindow(w)
+		if err != nil {
+			return err
+		}
+		ro.Spec.Strategy.Windows = append(ro.Spec.Strategy.Windows, win)
+	}
+	o.rollout = ro
+	return nil
+}
+
+// canonicalKinds spells kinds as the API does, whatever case was typed.
+func canonicalKinds(kinds []string) []string {
+	var out []string
+	for _, k := range kinds {
+		switch strings.ToLower(k) {
+		case "topology", "topologies":
+			out = append(out, v1alpha2.RolloutKindTopology)
+		case "cluster", "clusters":
+			out = append(out, v1alpha2.RolloutKindCluster)
+		default:
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// parseWindow reads "[DAYS ]HH:MM-HH:MM".
+func parseWindow(s string) (v1alpha2.MaintenanceWindow, error) {
+	var w v1alpha2.MaintenanceWindow
+	fields := strings.Fields(s)
+	hours := fields[len(fields)-1:]
+	if len(fields) == 2 {
+		w.Days = strings.Split(fields[0], ",")
+	}
+	start, end, ok := strings.Cut(hours[0], "-")
+	if len(fields) > 2 || !ok {
+		return w, fmt.Errorf(`--window %q: give "[DAYS ]HH:MM-HH:MM" such as "Sat,Sun 02:00-06:00"`, s)
+	}
+	w.Start, w.End = start, end
+	return w, nil
+}
+
+// Validate refuses a rollout that says nothing to do or nowhere to do it.
+func (o *RolloutCreateOptions) Validate() error {
+	ro := o.rollout
+	switch {
+	case ro.Name == "":
+		return errors.New("give the rollout a NAME, e.g. `kubectl topology rollout create to-1-35 ...`")
+	case fleet.Empty(ro.Spec.Change):
+		return errors.New("nothing to roll out: give --version, --class and/or --set NAME=VALUE")
+	case o.File == "" && o.Selector == "":
+		return errors.New("--selector is required: the labels of the clusters to change, e.g. -l env=prod")
+	case ro.Spec.Strategy.MaxInFlight < 1:
+		return fmt.Errorf("--max-in-flight must be at least 1, got %d", ro.Spec.Strategy.MaxInFlight)
+	case ro.Spec.Strategy.FailureBudget < 0:
+		return fmt.Errorf("--failure-budget must be 0 or more, got %d", ro.Spec.Strategy.FailureBudget)
+	}
+	if _, errs := fleet.WaveSizes(fleet.Waves(ro.Spec.Strategy), 1); len(errs) > 0 && !strings.Contains(errs.ToAggregate().Error(), "cover") {
+		return fmt.Errorf("--waves %q: %s", o.Waves, errs.ToAggregate().Error())
+	}
+	if errs := fleet.ValidateWindows(ro.Spec.Strategy.Windows); len(errs) > 0 {
+		return fmt.Errorf("--window: %s", errs.ToAggregate().Error())
+	}
+	return nil
+}
+
+// Run checks the rollout as the webhook does, previews it, asks, and creates it.
+func (o *RolloutCreateOptions) Run(ctx context.Context) error {
+	if err := o.connectOnce(); err != nil {
+		return err
+	}
+	ro := o.rollout
+	core, _ := o.access.CoreVersion() // no Cluster API: Topologies only
+	m := membership.Reader{Client: o.access.Client, CoreVersion: core}
+	selected, errs := m.Admit(ctx, ro)
+	if len(errs) > 0 {
+		return refusal(ro, errs)
+	}
+	preview, err := previewRollout(ctx, m, o.access, ro, selected)
+	if err != nil {
+		return err
+	}
+	preview.print(o.Out, ro, o.Quiet)
+	if o.DryRun {
+		fmt.Fprintln(o.Out, "Dry run: nothing was created.")
+		return nil
+	}
+	if !o.Yes && !confirm(o.In, o.Out, fmt.Sprintf("Create TopologyRollout %s over %d cluster(s)?", ro.Name, len(selected))) {
+		fmt.Fprintln(o.Out, "Nothing was created.")
+		return nil
+	}
+	if err := o.access.Client.Create(ctx, ro); err != nil {
+		return fmt.Errorf("creating TopologyRollout %s: %w", ro.Name, err)
+	}
+	fmt.Fprintf(o.Out, "TopologyRollout %s created: the agent starts wave 1.\nFollow it with: kubectl topology rollout status %s --watch\n", ro.Name, ro.Name)
+	return nil
+}
+
+// refusal says every reason a rollout is refused, one per line.
+func refusal(ro *v1alpha2.TopologyRollout, errs field.ErrorList) error {
+	msg := fmt.Sprintf("TopologyRollout %s is refused; nothing was created:", ro.Name)
+	for _, e := range errs {
+		msg += fmt.Sprintf("\n  - %s: %s", e.Field, e.ErrorBody())
+	}
+	return errors.New(msg)
+}
+
+// RolloutStatusOptions are the inputs of `rollout status`.
+type RolloutStatusOptions struct {
+	liveFlags
+	genericiooptions.IOStreams
+
+	Name     string
+	Watch    bool
+	Output   string
+	Interval time.Duration
+	Timeout  time.Duration
+
+	now      clock
+	terminal bool
+}
+
+// NewRolloutStatusOptions returns the inputs of `rollout status`, with their defaults.
+func NewRolloutStatusOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RolloutStatusOptions {
+	return &RolloutStatusOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Interval: 2 * time.Second}
+}
+
+// NewCmdRolloutStatus returns `rollout status`.
+func NewCmdRolloutStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewRolloutStatusOptions(flags, streams)
+	cmd := &cobra.Command{
+		Use:   "status NAME [--watch [--timeout D]] [-o json|yaml]",
+		Short: "Show a fleet rollout per wave and per cluster: phase, attempts, times, and why a cluster waits or failed",
+		Example: `  kubectl topology rollout status to-1-35
+  kubectl topology rollout status to-1-35 --watch
+  kubectl topology rollout status to-1-35 -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: runE(o),
+	}
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the rollout until it completes, halts or is aborted (a live view in a terminal)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "json or yaml: the TopologyRollout as stored, for automation")
+	cmd.Flags().DurationVar(&o.Interval, "interval", o.Interval, "With --watch: time between reads")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "With --watch: give up and exit 1 after this long (0: wait on); the rollout goes on")
+	return cmd
+}
+
+// Complete takes the rollout's name and whether the output is a terminal.
+func (o *RolloutStatusOptions) Complete(args []string) error {
+	o.Name = args[0]
+	o.terminal = isTerminal(o.Out)
+	return nil
+}
+
+// Validate checks the flags.
+func (o *RolloutStatusOptions) Validate() error {
+	if o.Output != "" && o.Output != "json" && o.Output != "yaml" {
+		return fmt.Errorf("--output %q: give json or yaml", o.Output)
+	}
+	if o.Output != "" && o.Watch {
+		return errors.New("--watch and --output do not go together: --output prints the rollout once")
+	}
+	if o.Interval <= 0 {
+		return fmt.Errorf("--interval must be positive, got %s", o.Interval)
+	}
+	return validateFollowTimeout(o.Timeout, o.Watch, "--watch")
+}
+
+func (o *RolloutStatusOptions) read(ctx context.Context) (*v1alpha2.TopologyRollout, error) {
+	if err := o.connectOnce(); err != nil {
+		return nil, err
+	}
+	ro := &v1alpha2.TopologyRollout{}
+	if err := o.access.Client.Get(ctx, keyOf(o.Name), ro); err != nil {
+		return nil, fmt.Errorf("reading TopologyRollout %s: %w", o.Name, live.Explain(err, o.access))
+	}
+	return ro, nil
+}
+
+// Run prints the rollout once, or follows it.
+func (o *RolloutStatusOptions) Run(ctx context.Context) error {
+	ro, err := o.read(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.Output == "json":
+		return (&printers.JSONPrinter{}).PrintObj(ro, o.Out)
+	case o.Output == "yaml":
+		return (&printers.YAMLPrinter{}).PrintObj(ro, o.Out)
+	case !o.Watch:
+		renderRollout(o.Out, ro, o.now.now())
+		return nil
+	}
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	if o.terminal {
+		return o.watchTerminal(ctx)
+	}
+	return o.watchLines(ctx, ro)
+}
+
+// watchLines prints the rollout each time it changes, without ages (which
+// would make every read a change), until it ends.
+func (o *RolloutStatusOptions) watchLines(ctx context.Context, ro *v1alpha2.TopologyRollout) error {
+	last := ""
+	for {
+		var b strings.Builder
+		renderRollout(&b, ro, time.Time{})
+		if b.String() != last {
+			if last != "" {
+				fmt.Fprintln(o.Out)
+			}
+			fmt.Fprint(o.Out, b.String())
+			last = b.String()
+		}
+		if done, err := rolloutEnded(ro); done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("TopologyRollout %s has not ended after %s: %s (it goes on)", ro.Name, o.Timeout, ro.Status.Message)
+		case <-time.After(o.Interval):
+		}
+		next, err := o.read(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				continue
+			}
+			return err
+		}
+		ro = next
+	}
+}
+
+// rolloutEnded tells whether a watch stops at ro: completed (exit 0),
+// aborted or halted (exit 1, with why).
+func rolloutEnded(ro *v1alpha2.TopologyRollout) (bool, error) {
+	switch {
+	case !fleet.Ended(ro):
+		return false, nil
+	case ro.Status.Phase == v1alpha2.RolloutCompleted:
+		return true, nil
+	}
+	return true, fmt.Errorf("TopologyRollout %s is %s: %s", ro.Name, ro.Status.Phase, ro.Status.Message)
+}
+
+// renderRollout prints a rollout: the whole, its waves, its clusters.
+func renderRollout(w io.Writer, ro *v1alpha2.TopologyRollout, now time.Time) {
+	for _, line := range fleet.HeaderLines(ro, now) {
+		fmt.Fprintln(w, line)
+	}
+	if len(ro.Status.Waves) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := printers.GetNewTabWriter(w)
+	fmt.Fprintln(tw, "WAVE\tCLUSTERS\tSTATE\tSTARTED\tCOMPLETED")
+	for _, wave := range ro.Status.Waves {
+		fmt.Fprintln(tw, strings.Join(fleet.WaveCells(ro, wave, now), "\t"))
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	tw = printers.GetNewTabWriter(w)
+	fmt.Fprintln(tw, "WAVE\tCLUSTER\tPHASE\tATTEMPT\tSINCE\tREASON")
+	for _, c := range ro.Status.Clusters {
+		fmt.Fprintln(tw, strings.Join(fleet.ClusterCells(c, now), "\t"))
+	}
+	_ = tw.Flush()
+}
+
+// Controls of a whole rollout.
+const (
+	controlPause  = "pause"
+	controlResume = "resume"
+	controlAbort  = "abort"
+)
+
+// RolloutControlOptions are the inputs of `rollout pause|resume|abort`.
+type RolloutControlOptions struct {
+	liveFlags
+	genericiooptions.IOStreams
+	Name, Action string
+	Yes          bool
+}
+
+// NewRolloutControlOptions returns the inputs of `rollout pause|resume|abort`.
+func NewRolloutControlOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, action string) *RolloutControlOptions {
+	return &RolloutControlOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Action: action}
+}
+
+// NewCmdRolloutControl returns `rollout pause`, `resume` or `abort`.
+func NewCmdRolloutControl(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, action string) *cobra.Command {
+	o := NewRolloutControlOptions(flags, streams, action)
+	short := map[string]string{
+		controlPause:  "Pause a fleet rollout: clusters in flight finish, none starts",
+		controlResume: "Resume a paused fleet rollout",
+		controlAbort:  "Abort a fleet rollout for good: no cluster starts again, each stays as it is",
+	}[action]
+	cmd := &cobra.Command{Use: action + " NAME", Short: short, Args: cobra.ExactArgs(1), RunE: runE(o)}
+	if action == controlAbort {
+		cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation")
+	}
+	return cmd
+}
+
+// Complete takes the rollout's name.
+func (o *RolloutControlOptions) Complete(args []string) error {
+	o.Name = args[0]
+	return nil
+}
+
+// Validate has nothing to check.
+func (o *RolloutControlOptions) Validate() error { return nil }
+
+// Run sets spec.paused or spec.aborted, guarded by the version read.
+func (o *RolloutControlOptions) Run(ctx context.Context) error {
+	return updateRollout(ctx, &o.liveFlags, o.Name, func(ro *v1alpha2.TopologyRollout) (string, error) {
+		switch o.Action {
+		case controlPause:
+			if ro.Spec.Paused {
+				return fmt.Sprintf("TopologyRollout %s is paused already.", ro.Name), nil
+			}
+			ro.Spec.Paused = true
+			return fmt.Sprintf("TopologyRollout %s paused: the %d cluster(s) in flight finish, none starts until `kubectl topology rollout resume %s`.", ro.Name, ro.Status.InFlight, ro.Name), nil
+		case controlResume:
+			if ro.Spec.Aborted {
+				return "", fmt.Errorf("TopologyRollout %s was aborted and cannot be resumed: create another", ro.Name)
+			}
+			msg := fmt.Sprintf("TopologyRollout %s resumed.", ro.Name)
+			if !ro.Spec.Paused {
+				msg = fmt.Sprintf("TopologyRollout %s is not paused.", ro.Name)
+			}
+			if fleet.Halted(ro, &ro.Status) {
+				msg += fmt.Sprintf(" It is halted: %d cluster(s) failed, more than its failure budget; retry or skip them (`kubectl topology rollout status %s` names them).", ro.Status.Failed, ro.Name)
+			}
+			ro.Spec.Paused = false
+			return msg, nil
+		default:
+			if ro.Spec.Aborted {
+				return fmt.Sprintf("TopologyRollout %s is aborted already.", ro.Name), nil
+			}
+			if !o.Yes && !confirm(o.In, o.Out, fmt.Sprintf("Abort TopologyRollout %s for good (%d succeeded, %d in flight are left as they are)?", ro.Name, ro.Status.Succeeded, ro.Status.InFlight)) {
+				return "", errNotConfirmed
+			}
+			ro.Spec.Aborted = true
+			return fmt.Sprintf("TopologyRollout %s aborted: no cluster starts again; each is left as it is.", ro.Name), nil
+		}
+	}, o.Out)
+}
+
+var errNotConfirmed = errors.New("not confirmed; nothing was changed")
+
+// RolloutClusterOptions are the inputs of `rollout retry|skip NAME CLUSTER`.
+type RolloutClusterOptions struct {
+	liveFlags
+	genericiooptions.IOStreams
+	Name, Cluster string
+	Retry         bool
+}
+
+// NewRolloutClusterOptions returns the inputs of `rollout retry` (retry) or `rollout skip`.
+func NewRolloutClusterOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, retry bool) *RolloutClusterOptions {
+	return &RolloutClusterOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Retry: retry}
+}
+
+// NewCmdRolloutCluster returns `rollout retry`, or `rollout skip` when retry is false.
+func NewCmdRolloutCluster(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, retry bool) *cobra.Command {
+	o := NewRolloutClusterOptions(flags, streams, retry)
+	use, short := "retry NAME CLUSTER", "Start a failed cluster of a fleet rollout again"
+	if !retry {
+		use, short = "skip NAME CLUSTER", "Leave one cluster out of a fleet rollout (a changed cluster stays changed)"
+	}
+	return &cobra.Command{
+		Use: use, Short: short, Args: cobra.ExactArgs(2), RunE: runE(o),
+		Example: "  kubectl topology rollout " + strings.Fields(use)[0] + " to-1-35 topology/prod-7 -n team-a\n  kubectl topology rollout " + strings.Fields(use)[0] + " to-1-35 team-a/prod-7",
+	}
+}
+
+// Complete takes the rollout and the cluster.
+func (o *RolloutClusterOptions) Complete(args []string) error {
+	o.Name, o.Cluster = args[0], args[1]
+	return nil
+}
+
+// Validate checks the cluster reference's form.
+func (o *RolloutClusterOptions) Validate() error {
+	if strings.Count(o.Cluster, "/") > 2 {
+		return fmt.Errorf("%q: give CLUSTER as NAME, NAMESPACE/NAME, topology/NAME or cluster/NAME", o.Cluster)
+	}
+	return nil
+}
+
+// Run adds the cluster to spec.retry or spec.skip.
+func (o *RolloutClusterOptions) Run(ctx context.Context) error {
+	return updateRollout(ctx, &o.liveFlags, o.Name, func(ro *v1alpha2.TopologyRollout) (string, error) {
+		c, err := findRolloutCluster(ro, o.Cluster, o.access.Namespace, o.configFlags.Namespace != nil && *o.configFlags.Namespace != "")
+		if err != nil {
+			return "", err
+		}
+		if !o.Retry {
+			if c.Phase == v1alpha2.ClusterSucceeded || c.Phase == v1alpha2.ClusterSkipped {
+				return "", fmt.Errorf("%s is %s in TopologyRollout %s: nothing to skip", c.Key(), c.Phase, ro.Name)
+			}
+			ro.Spec.Skip = append(ro.Spec.Skip, c.RolloutClusterRef)
+			return fmt.Sprintf("%s is skipped by TopologyRollout %s.", c.Key(), ro.Name), nil
+		}
+		if c.Phase != v1alpha2.ClusterFailed {
+			return "", fmt.Errorf("%s is %s in TopologyRollout %s: only a Failed cluster can be retried", c.Key(), c.Phase, ro.Name)
+		}
+		attempt := c.Attempt + 1
+		ro.Spec.Retry = append(ro.Spec.Retry, v1alpha2.RolloutRetry{RolloutClusterRef: c.RolloutClusterRef, Attempt: attempt})
+		msg := fmt.Sprintf("%s will be tried again (attempt %d) by TopologyRollout %s.", c.Key(), attempt, ro.Name)
+		if ro.Spec.Paused {
+			msg += fmt.Sprintf(" The rollout is paused: `kubectl topology rollout resume %s` starts it.", ro.Name)
+		}
+		return msg, nil
+	}, o.Out)
+}
+
+// findRolloutCluster finds ref among the rollout's clusters: NAME,
+// NAMESPACE/NAME, topology/NAME or cluster/NAME, the namespace from -n when
+// not given. A bare NAME without -n may match in any namespace, once.
+func findRolloutCluster(ro *v1alpha2.TopologyRollout, ref, namespace string, namespaceGiven bool) (v1alpha2.RolloutClusterStatus, error) {
+	kind, ns, name := "", "", ref
+	if before, after, ok := strings.Cut(ref, "/"); ok {
+		switch strings.ToLower(before) {
+		case "topology", "topologies":
+			kind, name = v1alpha2.RolloutKindTopology, after
+		case "cluster", "clusters":
+			kind, name = v1alpha2.RolloutKindCluster, after
+		default:
+			ns, name = before, after
+		}
+	}
+	if ns == "" && namespaceGiven {
+		ns = namespace
+	}
+	var found []v1alpha2.RolloutClusterStatus
+	for _, c := range ro.Status.Clusters {
+		if c.Name == name && (ns == "" || c.Namespace == ns) && (kind == "" || c.Kind == kind) {
+			found = append(found, c)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return v1alpha2.RolloutClusterStatus{}, fmt.Errorf("TopologyRollout %s has no cluster %q; `kubectl topology rollout status %s` lists them", ro.Name, ref, ro.Name)
+	case 1:
+		return found[0], nil
+	}
+	var keys []string
+	for _, c := range found {
+		keys = append(keys, c.Key())
+	}
+	return v1alpha2.RolloutClusterStatus{}, fmt.Errorf("%q names %d clusters of TopologyRollout %s (%s): give NAMESPACE/NAME or KIND/NAME with -n", ref, len(found), ro.Name, strings.Join(keys, ", "))
+}
+
+// updateRollout reads a rollout, edits it and writes it guarded by the
+// version read, again from a newer version after a conflict (the agent
+// writes status often); it prints what edit says.
+func updateRollout(ctx context.Context, l *liveFlags, name string, edit func(*v1alpha2.TopologyRollout) (string, error), out io.Writer) error {
+	if err := l.connectOnce(); err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		ro := &v1alpha2.TopologyRollout{}
+		if err := l.access.Client.Get(ctx, keyOf(name), ro); err != nil {
+			return fmt.Errorf("reading TopologyRollout %s: %w", name, live.Explain(err, l.access))
+		}
+		before := ro.DeepCopy()
+		msg, err := edit(ro)
+		if err != nil {
+			return err
+		}
+		if equalSpec(before, ro) {
+			fmt.Fprintln(out, msg)
+			return nil
+		}
+		err = l.access.Client.Update(ctx, ro)
+		if isConflict(err) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("updating TopologyRollout %s; nothing was changed: %w", name, live.Explain(err, l.access))
+		}
+		fmt.Fprintln(out, msg)
+		return nil
+	}
+}
+
+// rolloutOf names the rollout and phase a cluster is in, for `get`: the
+// active rollout that has not finished with it, or "".
+func rolloutOf(rollouts []v1alpha2.TopologyRollout, ref v1alpha2.RolloutClusterRef) string {
+	for i := range rollouts {
+		ro := &rollouts[i]
+		if !membership.Active(ro) {
+			continue
+		}
+		for _, c := range ro.Status.Clusters {
+			if c.RolloutClusterRef == ref {
+				return ro.Name + ":" + string(c.Phase)
+			}
+		}
+	}
+	return ""
+}
+
+// keyOf is the key of a cluster-scoped object.
+func keyOf(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
+
+func equalSpec(a, b *v1alpha2.TopologyRollout) bool {
+	return apiequality.Semantic.DeepEqual(a.Spec, b.Spec)
+}
+
+func isConflict(err error) bool { return apierrors.IsConflict(err) }
+
+// watchTerminal follows the rollout in the live fleet view.
+func (o *RolloutStatusOptions) watchTerminal(ctx context.Context) error {
+	m := rolloutview.New(o.read, o.Interval)
+	_, err := tea.NewProgram(m, tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithContext(ctx)).Run()
+	last := m.Rollout()
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && last != nil:
+		return fmt.Errorf("TopologyRollout %s has not ended after %s: %s (it goes on)", last.Name, o.Timeout, last.Status.Message)
+	case errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil:
+		return nil // interrupted: the rollout goes on without us
+	case err != nil:
+		return err
+	case m.Ended && last != nil:
+		_, ended := rolloutEnded(last)
+		return ended
+	}
+	return nil
+}
