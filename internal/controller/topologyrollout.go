@@ -101,7 +101,7 @@ func (r *TopologyRolloutReconciler) begin(ctx context.Context, ro *v1alpha2.Topo
 	if err := r.writeStatus(ctx, orig, ro); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{Requeue: true}, nil
+	return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 }
 
 // step observes the clusters the engine needs, runs one pass, preflights
@@ -131,12 +131,13 @@ func (r *TopologyRolloutReconciler) step(ctx context.Context, ro *v1alpha2.Topol
 		}
 		c := st.Clusters[i]
 		t := read[c.Key()]
+		rolloutRequests.WithLabelValues(requestPreflight).Inc()
 		if err := m.Preflight(ctx, ro.Spec.Change, t, now); err != nil {
 			var pf *membership.PreflightError
 			if !errors.As(err, &pf) {
 				return ctrl.Result{}, err
 			}
-			fleet.Fail(st, i, fleet.ReasonPreflight, "preflight failed; nothing was changed: "+pf.Error(), now)
+			fleet.Refused(st, i, "preflight failed; nothing was changed: "+pf.Error(), now)
 			pass.Events = append(pass.Events, fleet.Event{Warning: true, Reason: fleet.ReasonPreflight, Message: fmt.Sprintf("%s failed preflight: %s", c.Key(), pf.Error())})
 			continue
 		}
@@ -202,6 +203,7 @@ func (r *TopologyRolloutReconciler) write(ctx context.Context, ro *v1alpha2.Topo
 	if fleet.Matches(ro.Spec.Change, has) || (c.From != nil && !fleet.Matches(*c.From, has)) {
 		return nil
 	}
+	rolloutRequests.WithLabelValues(requestChange).Inc()
 	err := r.members().Write(ctx, ro.Spec.Change, t)
 	if apierrors.IsConflict(err) {
 		// Changed since it was read: the next pass reads it again and
@@ -220,6 +222,7 @@ func (r *TopologyRolloutReconciler) writeStatus(ctx context.Context, orig, ro *v
 	}
 	// Guarded by the resourceVersion read: a second writer (an agent
 	// before a restart) makes this one read again rather than overwrite.
+	rolloutRequests.WithLabelValues(requestStatus).Inc()
 	if err := r.Client.Status().Update(ctx, ro); err != nil {
 		return fmt.Errorf("writing status of TopologyRollout %s: %w", ro.Name, err)
 	}

@@ -80,10 +80,25 @@ func (r Reader) allowed(ctx context.Context, change v1alpha2.RolloutChange, sele
 		}
 		byField[path] = append(byField[path], msg)
 	}
+	// A fleet shares a few classes: each is read once.
+	type read struct {
+		class *v1alpha2.TopologyClass
+		err   error
+	}
+	classes := map[string]read{}
 	l := r.loader(nil)
+	classOf := func(t *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) {
+		key := RefOf(t).Kind + "/" + t.GetClassKey().String()
+		if c, ok := classes[key]; ok {
+			return c.class, c.err
+		}
+		c, err := l.Class(ctx, t)
+		classes[key] = read{c, err}
+		return c, err
+	}
 	for _, t := range selected {
 		what := RefOf(t).Key()
-		class, err := l.Class(ctx, t)
+		class, err := classOf(t)
 		if err != nil {
 			note("spec.targets", fmt.Sprintf("%s: its class cannot be read: %v", what, err))
 			continue
@@ -92,7 +107,7 @@ func (r Reader) allowed(ctx context.Context, change v1alpha2.RolloutChange, sele
 		if change.Class != "" && change.Class != t.Spec.ClassRef.Name {
 			edited := t.DeepCopy()
 			fleet.Apply(change, edited)
-			desired, err := l.Class(ctx, edited)
+			desired, err := classOf(edited)
 			var missing *loader.NotFoundError
 			switch {
 			case errors.As(err, &missing):

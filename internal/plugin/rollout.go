@@ -355,6 +355,8 @@ func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Read typed, the object has no kind; printed, it must.
+	ro.SetGroupVersionKind(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyRolloutKind))
 	switch {
 	case o.Output == "json":
 		return (&printers.JSONPrinter{}).PrintObj(ro, o.Out)

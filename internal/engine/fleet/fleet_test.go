@@ -190,7 +190,7 @@ func TestAFailureBeyondTheBudgetHaltsAndRetryGoesOn(t *testing.T) {
 	if c2.Phase != v1alpha2.ClusterFailed || c2.Reason != ReasonHealthGate || !strings.Contains(c2.Message, "md-0: Degraded") {
 		t.Fatalf("c2: %+v", c2)
 	}
-	if r.Status.Phase != v1alpha2.RolloutHalted || len(started) != 0 || !strings.Contains(r.Status.Message, "Topology/fleet/c2") {
+	if r.Status.Phase != v1alpha2.RolloutHalted || r.Status.Wave != 2 || len(started) != 0 || !strings.Contains(r.Status.Message, "Topology/fleet/c2") {
 		t.Fatalf("phase %s %q, started %v", r.Status.Phase, r.Status.Message, started)
 	}
 	if len(p.Events) == 0 || !p.Events[0].Warning {
@@ -301,3 +301,19 @@ func TestChangeMatchesVariablesAsJSON(t *testing.T) {
 }
 
 func jsonOf(s string) apiextensionsv1.JSON { return apiextensionsv1.JSON{Raw: []byte(s)} }
+
+func TestARefusedPreflightCountsAsAnAttemptThatRetryGoesPast(t *testing.T) {
+	r := fleetRollout(t, 2, 1, 0, "1", "100%")
+	w := newWorld(2)
+	p := Step(r, w, t0)
+	Refused(p.Status, p.Start[0], "change freeze", t0)
+	Summarize(r, p.Status, t0)
+	r.Status = *p.Status
+	if c := r.Status.Clusters[0]; c.Phase != v1alpha2.ClusterFailed || c.Reason != ReasonPreflight || c.Attempt != 1 || r.Status.Phase != v1alpha2.RolloutHalted {
+		t.Fatalf("%+v, rollout %s", c, r.Status.Phase)
+	}
+	r.Spec.Retry = []v1alpha2.RolloutRetry{{RolloutClusterRef: r.Status.Clusters[0].RolloutClusterRef, Attempt: 2}}
+	if _, started := pass(r, w, t0.Add(time.Minute)); fmt.Sprint(started) != "[c1]" || r.Status.Clusters[0].Attempt != 2 {
+		t.Fatalf("after retry: started %v, %+v", started, r.Status.Clusters[0])
+	}
+}

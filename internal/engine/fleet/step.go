@@ -259,6 +259,14 @@ func Fail(st *v1alpha2.TopologyRolloutStatus, i int, reason, message string, now
 	c.Phase, c.Reason, c.Message, c.CompletedAt = v1alpha2.ClusterFailed, reason, message, &at
 }
 
+// Refused records that cluster i failed its preflight now: an attempt
+// that changed nothing, which a retry counts past.
+func Refused(st *v1alpha2.TopologyRolloutStatus, i int, message string, now time.Time) {
+	st.Clusters[i].Attempt++
+	st.Clusters[i].From, st.Clusters[i].Applied, st.Clusters[i].StartedAt = nil, false, nil
+	Fail(st, i, ReasonPreflight, message, now)
+}
+
 func (p *Pass) fail(i int, reason, message string, at metav1.Time) {
 	Fail(p.Status, i, reason, message, at.Time)
 	p.event(true, reason, "%s failed: %s", p.Status.Clusters[i].Key(), message)
@@ -331,6 +339,8 @@ func Summarize(r *v1alpha2.TopologyRollout, st *v1alpha2.TopologyRolloutStatus, 
 	case r.Spec.Aborted:
 		st.Phase, st.Message = v1alpha2.RolloutAborted, fmt.Sprintf("aborted: no cluster starts again; %d succeeded, %d failed, %d in flight were left as they are", st.Succeeded, st.Failed, st.InFlight)
 	case Halted(r, st):
+		// Halted, the wave to show is where it stopped: the first failure's.
+		st.Wave = firstFailedWave(st)
 		st.Phase, st.Message = v1alpha2.RolloutHalted, fmt.Sprintf("%d cluster(s) failed, more than the failure budget of %d: retry or skip them to go on (%s)", st.Failed, r.Spec.Strategy.FailureBudget, strings.Join(failedNames(st), ", "))
 	case unfinished == 0:
 		st.Phase, st.Message = v1alpha2.RolloutCompleted, fmt.Sprintf("%d succeeded, %d failed, %d skipped", st.Succeeded, st.Failed, st.Skipped)
@@ -378,6 +388,16 @@ func summarizeWave(st *v1alpha2.TopologyRolloutStatus, w *v1alpha2.RolloutWaveSt
 	if !done {
 		w.CompletedAt = nil
 	}
+}
+
+func firstFailedWave(st *v1alpha2.TopologyRolloutStatus) int32 {
+	wave := int32(0)
+	for _, c := range st.Clusters {
+		if c.Phase == v1alpha2.ClusterFailed && (wave == 0 || c.Wave < wave) {
+			wave = c.Wave
+		}
+	}
+	return wave
 }
 
 func failedNames(st *v1alpha2.TopologyRolloutStatus) []string {

@@ -82,6 +82,11 @@ type Options struct {
 	// returns, the agent's heap once it is idle, and 30 s of the agent's CPU
 	// from its readiness after the restart.
 	Profile bool
+	// RolloutVersion, when set, ends our side with a TopologyRollout of
+	// every cluster to this version, RolloutInFlight at once (providers
+	// must run: a cluster counts once its machines run the version).
+	RolloutVersion  string
+	RolloutInFlight int
 	// Log receives progress.
 	Log io.Writer
 }
@@ -126,6 +131,11 @@ type Measurement struct {
 	// field manager changed during that resync; unlike ResyncWrites it leaves
 	// out the core manager's other controllers upstream.
 	ResyncChanged int
+	// RolloutTime is how long a TopologyRollout of all N took (ours only,
+	// with RolloutVersion); RolloutRequests the agent's API requests during
+	// it, RolloutControllerRequests the rollout controller's own.
+	RolloutTime                                time.Duration
+	RolloutRequests, RolloutControllerRequests float64
 }
 
 // Field managers of the two topology controllers.
@@ -396,6 +406,11 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 	}
 	if m.ResyncChanged, err = changedSince(ctx, k8s, t.cfg, ns, manager, restarted); err != nil {
 		return m, err
+	}
+	if opts.RolloutVersion != "" && side == Ours && !opts.IdleProviders {
+		if err := measureRollout(ctx, opts, t, &m); err != nil {
+			return m, err
+		}
 	}
 	return m, nil
 }
@@ -949,6 +964,11 @@ func Table(w io.Writer, class string, ours, upstream Measurement) {
 	row("no-op resync after a restart: time to idle", true, true, secs, func(m Measurement) float64 { return m.Resync.Seconds() })
 	row("no-op resync after a restart: writes, measured process", true, false, count, func(m Measurement) float64 { return m.ResyncWrites })
 	row("no-op resync: objects the topology controller changed", true, false, count, func(m Measurement) float64 { return float64(m.ResyncChanged) })
+	if ours.RolloutTime > 0 {
+		fmt.Fprintf(w, "  %-54s %14s\n", "fleet rollout of all N to the next minor: time", ours.RolloutTime.Round(time.Second))
+		fmt.Fprintf(w, "  %-54s %14s\n", "  the agent's API requests per cluster", perCluster(perN(ours.RolloutRequests, ours)))
+		fmt.Fprintf(w, "  %-54s %14s\n", "  the rollout controller's own per cluster", perCluster(perN(ours.RolloutControllerRequests, ours)))
+	}
 	fmt.Fprintln(w, "  The core manager runs beside the agent with ClusterTopology off; upstream, its topology controller is one of its")
 	fmt.Fprintln(w, "  controllers, so its requests, memory, CPU and resync writes include those of its other controllers too.")
 }

@@ -1,0 +1,97 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// inMemoryFleet is n copies of examples/in-memory's Topology (three control
+// plane machines, pools of 2 and 1) and its class, read as the plugin reads them.
+func inMemoryFleet(tb testing.TB, n int) ([]*v1alpha2.Topology, *v1alpha2.TopologyClass) {
+	tb.Helper()
+	read := func(path string) []byte {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return data
+	}
+	topo := &v1alpha2.Topology{}
+	if err := yaml.Unmarshal(read("../../examples/in-memory/topology.yaml"), topo); err != nil {
+		tb.Fatal(err)
+	}
+	class := &v1alpha2.TopologyClass{}
+	for _, doc := range strings.Split(string(read("../../examples/in-memory/class.yaml")), "\n---") {
+		if strings.Contains(doc, "kind: TopologyClass") {
+			if err := yaml.Unmarshal([]byte(doc), class); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	out := make([]*v1alpha2.Topology, n)
+	for i := range out {
+		t := topo.DeepCopy()
+		t.Name, t.Namespace = fmt.Sprintf("c-%04d", i), fmt.Sprintf("team-%d", i%10)
+		out[i] = t
+	}
+	return out, class
+}
+
+func versionRollout() *v1alpha2.TopologyRollout {
+	ro := &v1alpha2.TopologyRollout{Spec: v1alpha2.TopologyRolloutSpec{Change: v1alpha2.RolloutChange{Version: "v1.34.0"}}}
+	ro.Name = "to-134"
+	for _, w := range []string{"1", "10%", "100%"} {
+		ro.Spec.Strategy.Waves = append(ro.Spec.Strategy.Waves, v1alpha2.RolloutWave{Clusters: intstr.Parse(w)})
+	}
+	return ro
+}
+
+func TestRolloutPreviewCountsEachWavesMachines(t *testing.T) {
+	fleet, class := inMemoryFleet(t, 20)
+	fleet[5].Spec.Version = "v1.34.0" // already there: nothing changes
+	classOf := func(context.Context, *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) { return class, nil }
+	p, err := buildPreview(context.Background(), versionRollout(), fleet, classOf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	p.print(&out, versionRollout(), false)
+	for _, want := range []string{
+		"TopologyRollout to-134: version v1.34.0 over 20 cluster(s)",
+		"Wave 1 (canary): 1 cluster(s), 6 machine(s) replaced",
+		"Wave 2: 2 cluster(s), 12 machine(s) replaced",
+		"Wave 3: 17 cluster(s), 96 machine(s) replaced",
+		"topology/team-0/c-0000: version is v1.33.1 (the rollout sets v1.34.0); 6 machine(s) replaced",
+		"topology/team-5/c-0005: already as the rollout sets it; nothing changes",
+		"Fleet: 20 cluster(s) in 3 wave(s), 114 machine(s) replaced in all.",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the preview lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// BenchmarkRolloutDryRun1000 is `rollout create --dry-run`'s work over
+// 1,000 clusters once they are read: the waves, each cluster's upgrade
+// plan and Machines replaced, and the printed preview.
+func BenchmarkRolloutDryRun1000(b *testing.B) {
+	fleet, class := inMemoryFleet(b, 1000)
+	classOf := func(context.Context, *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) { return class, nil }
+	ro := versionRollout()
+	for b.Loop() {
+		p, err := buildPreview(context.Background(), ro, fleet, classOf, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.print(io.Discard, ro, false)
+	}
+}

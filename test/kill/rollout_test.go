@@ -1,0 +1,122 @@
+package kill
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+)
+
+// TestAgentKilledDuringAFleetRollout kills the agent (SIGKILL) while a
+// fleet rollout's canary is changing and again while a cluster soaks: the
+// restarted agent resumes the rollout from its status, and it completes
+// with each cluster changed exactly once (one generation more, one
+// attempt), the second wave started only after the canary succeeded, and
+// never two clusters in flight. Not in parallel: the other tests share the
+// agent.
+func TestAgentKilledDuringAFleetRollout(t *testing.T) {
+	ctx := context.Background()
+	names := []string{"c1", "c2", "c3"}
+	ns, _ := suite.InMemoryFleet(t, "fleet-killed", names...)
+	generation := map[string]int64{}
+	for _, n := range names {
+		suite.Settle(t, ns, n, 5*time.Minute)
+		topo := &v1alpha2.Topology{}
+		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, topo); err != nil {
+			t.Fatal(err)
+		}
+		generation[n] = topo.Generation
+	}
+	name := "killed-" + ns
+	suite.MustTopology(t, "rollout", "create", name, "-l", "fleet="+ns, "--version", "v1.34.0",
+		"--waves", "1,100%", "--max-in-flight", "1", "--soak", "20s", "--yes")
+	t.Cleanup(func() {
+		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
+
+	phaseOf := func(ro *v1alpha2.TopologyRollout, cluster string) v1alpha2.ClusterRolloutPhase {
+		for _, c := range ro.Status.Clusters {
+			if c.Name == cluster {
+				return c.Phase
+			}
+		}
+		return ""
+	}
+	maxInFlight := int32(0)
+	await := func(what string, cond func(*v1alpha2.TopologyRollout) bool) {
+		t.Helper()
+		fixture.EventuallyEvery(t, 200*time.Millisecond, 8*time.Minute, what, func(ctx context.Context) (bool, error) {
+			ro := &v1alpha2.TopologyRollout{}
+			if err := suite.K8s.Get(ctx, client.ObjectKey{Name: name}, ro); err != nil {
+				return false, err
+			}
+			maxInFlight = max(maxInFlight, ro.Status.InFlight)
+			return cond(ro), fmt.Errorf("phase %s: %s", ro.Status.Phase, ro.Status.Message)
+		})
+	}
+	await("the canary c1 is changing", func(ro *v1alpha2.TopologyRollout) bool {
+		return phaseOf(ro, "c1") == v1alpha2.ClusterInProgress
+	})
+	killAgent(t)
+	await("c2 soaks", func(ro *v1alpha2.TopologyRollout) bool {
+		return phaseOf(ro, "c2") == v1alpha2.ClusterSoaking
+	})
+	killAgent(t)
+	await("the rollout completed", func(ro *v1alpha2.TopologyRollout) bool {
+		return ro.Status.Phase == v1alpha2.RolloutCompleted
+	})
+	if maxInFlight > 1 {
+		t.Errorf("%d clusters were in flight at once; at most 1", maxInFlight)
+	}
+	ro := &v1alpha2.TopologyRollout{}
+	if err := suite.K8s.Get(ctx, client.ObjectKey{Name: name}, ro); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range ro.Status.Clusters {
+		if c.Phase != v1alpha2.ClusterSucceeded || c.Attempt != 1 {
+			t.Errorf("%s: %s after %d attempt(s), want Succeeded after 1", c.Key(), c.Phase, c.Attempt)
+		}
+	}
+	canary, wave2 := ro.Status.Waves[0], ro.Status.Waves[1]
+	if canary.CompletedAt == nil || wave2.StartedAt == nil || wave2.StartedAt.Before(canary.CompletedAt) {
+		t.Errorf("wave 2 started (%v) before the canary completed (%v)", wave2.StartedAt, canary.CompletedAt)
+	}
+	for _, n := range names {
+		topo := &v1alpha2.Topology{}
+		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, topo); err != nil {
+			t.Fatal(err)
+		}
+		if topo.Spec.Version != "v1.34.0" || topo.Generation != generation[n]+1 {
+			t.Errorf("%s: version %s at generation %d; want v1.34.0 written once, at generation %d", n, topo.Spec.Version, topo.Generation, generation[n]+1)
+		}
+	}
+	ms, err := suite.Machines(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		cp, workers := 0, 0
+		for _, m := range ms {
+			if m.Cluster != n {
+				continue
+			}
+			if m.Version != "v1.34.0" || m.Phase != "Running" {
+				t.Errorf("%s: machine %s runs %s (%s)", n, m.Name, m.Version, m.Phase)
+			}
+			if m.ControlPlane {
+				cp++
+			} else {
+				workers++
+			}
+		}
+		if cp != 1 || workers != 1 {
+			t.Errorf("%s: %d control plane and %d worker machines, want 1 and 1", n, cp, workers)
+		}
+	}
+}
