@@ -7,7 +7,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
@@ -94,4 +96,33 @@ func BenchmarkRolloutDryRun1000(b *testing.B) {
 		}
 		p.print(io.Discard, ro, false)
 	}
+}
+
+// TestRolloutStatusText is `rollout status` as printed: the rollout, its
+// waves and each cluster with its phase, attempts, age and reason.
+func TestRolloutStatusText(t *testing.T) {
+	now := metav1.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	ago := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(-d)); return &t }
+	ro := versionRollout()
+	ro.Spec.Strategy.MaxInFlight, ro.Spec.Strategy.Soak = 2, metav1.Duration{Duration: 10 * time.Minute}
+	ref := func(name string) v1alpha2.RolloutClusterRef {
+		return v1alpha2.RolloutClusterRef{Kind: v1alpha2.RolloutKindTopology, Namespace: "prod", Name: name}
+	}
+	ro.Status = v1alpha2.TopologyRolloutStatus{
+		Phase: v1alpha2.RolloutHalted, Message: "1 cluster(s) failed, more than the failure budget of 0: retry or skip them to go on (Topology/prod/b)",
+		Wave: 2, Total: 3, Succeeded: 1, Failed: 1, StartedAt: ago(40 * time.Minute),
+		Waves: []v1alpha2.RolloutWaveStatus{
+			{Number: 1, Clusters: 1, StartedAt: ago(40 * time.Minute), CompletedAt: ago(25 * time.Minute)},
+			{Number: 2, Clusters: 1, StartedAt: ago(24 * time.Minute), CompletedAt: ago(24 * time.Minute)},
+			{Number: 3, Clusters: 1},
+		},
+		Clusters: []v1alpha2.RolloutClusterStatus{
+			{RolloutClusterRef: ref("a"), Wave: 1, Phase: v1alpha2.ClusterSucceeded, Attempt: 1, StartedAt: ago(40 * time.Minute), CompletedAt: ago(25 * time.Minute)},
+			{RolloutClusterRef: ref("b"), Wave: 2, Phase: v1alpha2.ClusterFailed, Attempt: 1, Reason: "Preflight", Message: "preflight failed; nothing was changed: change freeze on b", CompletedAt: ago(24 * time.Minute)},
+			{RolloutClusterRef: ref("c"), Wave: 3, Phase: v1alpha2.ClusterPending},
+		},
+	}
+	var out strings.Builder
+	renderRollout(&out, ro, now.Time)
+	golden(t, "rollout-status.txt", out.String())
 }

@@ -48,6 +48,16 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 		t.Errorf("waves that do not cover the fleet: %v\n%s", err, errOut)
 	}
 
+	for args, want := range map[string]string{
+		"--version v1.32.0": "spec.change.version: Forbidden: Topology/" + ns + "/c1: downgrading from v1.33.1 to v1.32.0 is not supported",
+		"--class nope":      "spec.change.class: Forbidden: Topology/" + ns + "/c1: class nope does not exist in namespace " + ns,
+	} {
+		_, errOut, err = suite.Topology("", append([]string{"rollout", "create", name, "-l", selector, "--yes"}, strings.Fields(args)...)...)
+		if err == nil || !strings.Contains(errOut, want) {
+			t.Errorf("rollout create %s: %v\n%s", args, err, errOut)
+		}
+	}
+
 	// The freeze on c2: its version may not change, dry runs included.
 	freeze := freezePolicy(t, ns, "c2")
 	fixture.Eventually(t, time.Minute, "the admission policy refuses c2's version change", func(ctx context.Context) (bool, error) {

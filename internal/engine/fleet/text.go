@@ -79,7 +79,19 @@ func WaveCells(r *v1alpha2.TopologyRollout, w v1alpha2.RolloutWaveStatus, now ti
 	case w.StartedAt != nil:
 		state = "InProgress"
 	}
-	if w.Number == r.Status.Wave && w.CompletedAt == nil {
+	failed := 0
+	for _, c := range r.Status.Clusters {
+		if c.Wave == w.Number && c.Phase == v1alpha2.ClusterFailed {
+			failed++
+		}
+	}
+	if failed > 0 {
+		state += fmt.Sprintf(", %d failed", failed)
+	}
+	switch {
+	case w.Number == r.Status.Wave && r.Status.Phase == v1alpha2.RolloutHalted:
+		state += " (halted here)"
+	case w.Number == r.Status.Wave && w.CompletedAt == nil:
 		state += " (current)"
 	}
 	return []string{fmt.Sprint(w.Number), fmt.Sprint(w.Clusters), state, ago(w.StartedAt, now), ago(w.CompletedAt, now)}
