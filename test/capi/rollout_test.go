@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
@@ -58,6 +59,15 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 		}
 	}
 
+	// The agent's webhook refuses the same, whatever the client.
+	bad := &v1alpha2.TopologyRollout{ObjectMeta: objectMeta("bad-" + ns), Spec: v1alpha2.TopologyRolloutSpec{
+		Change:  v1alpha2.RolloutChange{Version: "v1.34.0"},
+		Targets: v1alpha2.RolloutTargets{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "none-" + ns}}},
+	}}
+	if err := suite.K8s.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "matches no cluster") {
+		t.Errorf("the webhook let a rollout that selects nothing through: %v", err)
+	}
+
 	// The freeze on c2: its version may not change, dry runs included.
 	freeze := freezePolicy(t, ns, "c2")
 	fixture.Eventually(t, time.Minute, "the admission policy refuses c2's version change", func(ctx context.Context) (bool, error) {
@@ -83,6 +93,19 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 	t.Cleanup(func() {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)})
 	})
+
+	// What a rollout changes cannot change once it exists.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error { // the agent writes its status meanwhile
+		live := &v1alpha2.TopologyRollout{}
+		if err := suite.K8s.Get(ctx, client.ObjectKey{Name: name}, live); err != nil {
+			return err
+		}
+		live.Spec.Change.Version = "v1.35.0"
+		return suite.K8s.Update(ctx, live)
+	})
+	if err == nil || !strings.Contains(err.Error(), "spec.change: Forbidden") {
+		t.Errorf("changing a rollout's change: %v", err)
+	}
 
 	// A second rollout over the same clusters is refused while this one runs.
 	_, errOut, err = suite.Topology("", "rollout", "create", "second-"+ns, "-l", selector, "--version", "v1.34.0", "--yes")
