@@ -104,7 +104,7 @@ before it starts, as ` + "`upgrade`" + ` does.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.File, "filename", "f", "", "Create the TopologyRollout in this file instead of from flags")
-	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector over Topologies and Clusters, e.g. env=prod,tier!=canary (required; \"\" is refused: use --selector-all... by giving a label every cluster has)")
+	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector over Topologies and Clusters, e.g. env=prod,tier!=canary (required)")
 	f.StringSliceVar(&o.Kinds, "kinds", nil, "Only these kinds: Topology, Cluster (upstream Clusters with spec.topology); both when unset")
 	f.StringVar(&o.OfClass, "of-class", "", "Only clusters of this class")
 	f.StringSliceVar(&o.Namespaces, "target-namespaces", nil, "Only clusters in these namespaces; all when unset")
