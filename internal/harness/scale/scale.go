@@ -29,10 +29,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,6 +44,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/internal/webhook"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // Sides of the comparison.
@@ -278,7 +281,15 @@ func newTarget(kubeconfig, ns string) (*target, error) {
 	}
 	// The creates are the load: as fast as the API server takes them.
 	cfg.QPS, cfg.Burst = 1000, 1000
-	k8s, err := client.NewWithWatch(cfg, client.Options{})
+	// client-go's kinds and ours: a rollout is created typed.
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha2.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	k8s, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}
