@@ -16,7 +16,7 @@ func TestReadCRDsFS(t *testing.T) {
 	for _, c := range crds {
 		names = append(names, c.Name)
 	}
-	want := []string{"topologies.topology.kubectl-topology.io", "topologyclasses.topology.kubectl-topology.io", "topologyextensions.topology.kubectl-topology.io"}
+	want := []string{"topologies.topology.kubectl-topology.io", "topologyclasses.topology.kubectl-topology.io", "topologyextensions.topology.kubectl-topology.io", "topologyrollouts.topology.kubectl-topology.io"}
 	if len(names) != len(want) {
 		t.Fatalf("CRDs %v, want %v", names, want)
 	}
