@@ -6,8 +6,10 @@ import (
 )
 
 // +kubebuilder:object:root=true
-// A rollout is cluster-scoped: a fleet spans namespaces.
-// +kubebuilder:metadata:labels={"clusterctl.cluster.x-k8s.io=","cluster.x-k8s.io/provider=addon-kubectl-topology","clusterctl.cluster.x-k8s.io/move="}
+// A rollout is cluster-scoped: a fleet spans namespaces. clusterctl move
+// leaves it behind: its status is the source cluster's fleet, and the
+// target's webhook would refuse it before the clusters arrive.
+// +kubebuilder:metadata:labels={"cluster.x-k8s.io/provider=addon-kubectl-topology"}
 // +kubebuilder:resource:path=topologyrollouts,scope=Cluster,shortName=tr,categories=cluster-api;kubectl-topology
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Phase",type="string",JSONPath=".status.phase"
