@@ -194,10 +194,7 @@ func (ca *Cluster) CoreVersion() (contract.CoreVersion, error) {
 // Store is where an edit of t is written: the Topology, or the upstream
 // Cluster's spec.topology.
 func (ca *Cluster) Store(t *v1alpha2.Topology) draft.Store {
-	if upstream.IsCluster(t) {
-		return upstream.Store{Client: ca.Client, CoreVersion: ca.Core}
-	}
-	return draft.TopologyStore{Client: ca.Client}
+	return upstream.StoreFor(ca.Client, ca.Core, t)
 }
 
 // Kinds a reference can name, as kubectl spells them.
@@ -206,6 +203,19 @@ var (
 	clusterKinds  = []string{"cluster", "clusters", "cluster.cluster.x-k8s.io", "clusters.cluster.x-k8s.io"}
 )
 
+// KindOf is the kind a reference's KIND/ part names, as kubectl spells
+// it: Topology or Cluster (an upstream Cluster with spec.topology), or
+// false for anything else.
+func KindOf(kind string) (string, bool) {
+	switch k := strings.ToLower(kind); {
+	case slices.Contains(topologyKinds, k):
+		return v1alpha2.TopologyKind, true
+	case slices.Contains(clusterKinds, k):
+		return draft.ClusterKind, true
+	}
+	return "", false
+}
+
 // Resolve reads what ref names: topology/NAME, cluster/NAME (an upstream
 // Cluster with spec.topology), or a bare NAME that only one of the two has.
 func (ca *Cluster) Resolve(ctx context.Context, namespace, ref string) (*v1alpha2.Topology, error) {
@@ -213,12 +223,13 @@ func (ca *Cluster) Resolve(ctx context.Context, namespace, ref string) (*v1alpha
 	if !found {
 		return ca.FindByName(ctx, namespace, ref)
 	}
-	switch k := strings.ToLower(kind); {
+	known, _ := KindOf(kind)
+	switch {
 	case name == "" || strings.Contains(name, "/"):
 		return nil, fmt.Errorf("%q is not a reference: give NAME, topology/NAME or cluster/NAME", ref)
-	case slices.Contains(topologyKinds, k):
+	case known == v1alpha2.TopologyKind:
 		return ca.Topology(ctx, namespace, name)
-	case slices.Contains(clusterKinds, k):
+	case known == draft.ClusterKind:
 		return ca.UpstreamCluster(ctx, namespace, name)
 	default:
 		return nil, fmt.Errorf("%q: kubectl topology works on topology/NAME and cluster/NAME (a Cluster with spec.topology), not %q", ref, kind)

@@ -118,6 +118,15 @@ func planVersions(u *unstructured.Unstructured, part string) []string {
 	return out
 }
 
+// StoreFor is where an edit of t is written: the Topology, or an upstream
+// Cluster's spec.topology.
+func StoreFor(c client.Client, core contract.CoreVersion, t *v1alpha2.Topology) draft.Store {
+	if IsCluster(t) {
+		return Store{Client: c, CoreVersion: core}
+	}
+	return draft.TopologyStore{Client: c}
+}
+
 // Store writes edits of Clusters with spec.topology. Clusters are read in
 // CoreVersion; edits are written only to v1beta2 Clusters, whose topology
 // has the shape of a Topology's spec.
