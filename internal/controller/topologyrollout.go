@@ -124,6 +124,7 @@ func (r *TopologyRolloutReconciler) step(ctx context.Context, ro *v1alpha2.Topol
 	}
 	pass := fleet.Step(ro, obs, now)
 	st := pass.Status
+	classes := m.Classes()
 	var started []int
 	for _, i := range pass.Start {
 		if fleet.Halted(ro, st) {
@@ -132,7 +133,7 @@ func (r *TopologyRolloutReconciler) step(ctx context.Context, ro *v1alpha2.Topol
 		c := st.Clusters[i]
 		t := read[c.Key()]
 		rolloutRequests.WithLabelValues(requestPreflight).Inc()
-		if err := m.Preflight(ctx, ro.Spec.Change, t, now); err != nil {
+		if err := m.Preflight(ctx, classes, ro.Spec.Change, t, now); err != nil {
 			var pf *membership.PreflightError
 			if !errors.As(err, &pf) {
 				return ctrl.Result{}, err
@@ -237,7 +238,7 @@ func rolloutClusterKeys(o client.Object) []string {
 	}
 	var keys []string
 	for _, c := range ro.Status.Clusters {
-		if c.Phase != v1alpha2.ClusterSucceeded && c.Phase != v1alpha2.ClusterSkipped {
+		if fleet.Holds(c) {
 			keys = append(keys, c.Key())
 		}
 	}

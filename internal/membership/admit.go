@@ -2,9 +2,7 @@ package membership
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
-	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -23,22 +20,17 @@ const maxNamed = 10
 // a change that sets nothing, windows that are not times, a selector that
 // matches nothing, waves that do not cover the fleet, a version or class
 // the selected clusters' classes do not allow, and a cluster already in
-// another rollout that has not finished. It returns the clusters selected.
+// another rollout that has not finished. It returns the clusters selected;
+// their classes stay in classes for the caller (`rollout create`'s preview).
 // The webhook refuses a new rollout with it, and `rollout create` checks
 // with it before its preview.
-func (r Reader) Admit(ctx context.Context, ro *v1alpha2.TopologyRollout) ([]*v1alpha2.Topology, field.ErrorList) {
+func (r Reader) Admit(ctx context.Context, ro *v1alpha2.TopologyRollout, classes *Classes) ([]*v1alpha2.Topology, field.ErrorList) {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	if fleet.Empty(ro.Spec.Change) {
 		errs = append(errs, field.Required(spec.Child("change"), "set a version, a class or variables to roll out"))
 	}
-	errs = append(errs, fleet.ValidateWindows(ro.Spec.Strategy.Windows)...)
-	if ro.Spec.Strategy.Soak.Duration < 0 {
-		errs = append(errs, field.Invalid(spec.Child("strategy", "soak"), ro.Spec.Strategy.Soak.Duration.String(), "must not be negative"))
-	}
-	if ro.Spec.Strategy.ClusterTimeout.Duration < 0 {
-		errs = append(errs, field.Invalid(spec.Child("strategy", "clusterTimeout"), ro.Spec.Strategy.ClusterTimeout.Duration.String(), "must not be negative"))
-	}
+	errs = append(errs, fleet.ValidateStrategy(ro.Spec.Strategy)...)
 	selected, err := r.List(ctx, ro.Spec.Targets)
 	if err != nil {
 		return nil, append(errs, field.Invalid(spec.Child("targets", "selector"), ro.Spec.Targets.Selector.String(), err.Error()))
@@ -48,7 +40,7 @@ func (r Reader) Admit(ctx context.Context, ro *v1alpha2.TopologyRollout) ([]*v1a
 	}
 	_, waveErrs := fleet.WaveSizes(fleet.Waves(ro.Spec.Strategy), len(selected))
 	errs = append(errs, waveErrs...)
-	errs = append(errs, r.allowed(ctx, ro.Spec.Change, selected)...)
+	errs = append(errs, allowed(ctx, classes, ro.Spec.Change, selected)...)
 	errs = append(errs, r.busy(ctx, ro, selected)...)
 	return selected, errs
 }
@@ -67,11 +59,12 @@ func targetsText(t v1alpha2.RolloutTargets) string {
 	return s
 }
 
-// allowed checks the version and class against each cluster's class: the
-// version rules the webhook enforces on each cluster (downgrades, skipped
-// minors, the class's versions), the class existing and compatible. What
-// depends on the moment (a rollout in flight, health) is the preflight's.
-func (r Reader) allowed(ctx context.Context, change v1alpha2.RolloutChange, selected []*v1alpha2.Topology) field.ErrorList {
+// allowed checks the class and version against each cluster's class, one
+// refusal per field naming every cluster: the rebase (rebaseProblems) and
+// the version rules the webhook enforces on each cluster (downgrades,
+// skipped minors, the class's versions). What depends on the moment (a
+// rollout in flight, health) is the preflight's.
+func allowed(ctx context.Context, classes *Classes, change v1alpha2.RolloutChange, selected []*v1alpha2.Topology) field.ErrorList {
 	byField := map[string][]string{}
 	var order []string
 	note := func(path, msg string) {
@@ -80,66 +73,25 @@ func (r Reader) allowed(ctx context.Context, change v1alpha2.RolloutChange, sele
 		}
 		byField[path] = append(byField[path], msg)
 	}
-	// A fleet shares a few classes: each is read once.
-	type read struct {
-		class *v1alpha2.TopologyClass
-		err   error
-	}
-	classes := map[string]read{}
-	l := r.loader(nil)
-	classOf := func(t *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) {
-		key := RefOf(t).Kind + "/" + t.GetClassKey().String()
-		if c, ok := classes[key]; ok {
-			return c.class, c.err
-		}
-		c, err := l.Class(ctx, t)
-		classes[key] = read{c, err}
-		return c, err
-	}
 	for _, t := range selected {
 		what := RefOf(t).Key()
-		class, err := classOf(t)
-		if err != nil {
-			note("spec.targets", fmt.Sprintf("%s: its class cannot be read: %v", what, err))
+		target, problems := rebaseProblems(ctx, classes, change, t)
+		for _, p := range problems {
+			note(p.field, what+": "+p.message)
+		}
+		if target == nil || change.Version == "" {
 			continue
 		}
-		target := class
-		if change.Class != "" && change.Class != t.Spec.ClassRef.Name {
-			edited := t.DeepCopy()
-			fleet.Apply(change, edited)
-			desired, err := classOf(edited)
-			var missing *loader.NotFoundError
-			switch {
-			case errors.As(err, &missing):
-				note("spec.change.class", fmt.Sprintf("%s: class %s does not exist in namespace %s", what, change.Class, t.GetClassKey().Namespace))
-				continue
-			case err != nil:
-				note("spec.change.class", fmt.Sprintf("%s: reading class %s: %v", what, change.Class, err))
-				continue
-			}
-			for _, e := range rules.ClassesCompatible(class, desired) {
-				note("spec.change.class", fmt.Sprintf("%s: %s: %s", what, e.Field, e.Detail))
-			}
-			target = desired
-		}
-		if change.Version != "" {
-			vc := rules.VersionChange{Old: t.Spec.Version, New: change.Version}.ForClass(target)
-			for _, e := range rules.ValidateVersionChange(vc) {
-				note("spec.change.version", fmt.Sprintf("%s: %s", what, e.Detail))
-			}
+		for _, e := range rules.ValidateVersionChange(rules.VersionChange{Old: t.Spec.Version, New: change.Version}.ForClass(target)) {
+			note("spec.change.version", what+": "+e.Detail)
 		}
 	}
 	var errs field.ErrorList
 	for _, path := range order {
-		msgs := byField[path]
-		errs = append(errs, field.Forbidden(fieldPath(path), namedList(msgs)))
+		parts := strings.Split(path, ".")
+		errs = append(errs, field.Forbidden(field.NewPath(parts[0], parts[1:]...), namedList(byField[path])))
 	}
 	return errs
-}
-
-func fieldPath(dotted string) *field.Path {
-	parts := strings.Split(dotted, ".")
-	return field.NewPath(parts[0], parts[1:]...)
 }
 
 // namedList joins messages, naming at most maxNamed.
@@ -150,26 +102,27 @@ func namedList(msgs []string) string {
 	return strings.Join(msgs[:maxNamed], "; ") + fmt.Sprintf("; and %d more", len(msgs)-maxNamed)
 }
 
-// busy names each selected cluster another unfinished rollout holds.
+// busy names each selected cluster another active rollout holds.
 func (r Reader) busy(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []*v1alpha2.Topology) field.ErrorList {
 	list := &v1alpha2.TopologyRolloutList{}
 	if err := r.Client.List(ctx, list); err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("spec", "targets"), fmt.Errorf("listing TopologyRollouts: %w", err))}
 	}
+	others := make([]v1alpha2.TopologyRollout, 0, len(list.Items))
+	for _, other := range list.Items {
+		if other.Name != ro.Name {
+			others = append(others, other)
+		}
+	}
+	held, err := r.holding(ctx, others)
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("spec", "targets"), err)}
+	}
 	var msgs []string
-	for i := range list.Items {
-		other := &list.Items[i]
-		if other.Name == ro.Name || !Active(other) {
-			continue
-		}
-		held, err := r.Holds(ctx, other)
-		if err != nil {
-			return field.ErrorList{field.InternalError(field.NewPath("spec", "targets"), err)}
-		}
-		for _, t := range selected {
-			if key := RefOf(t).Key(); slices.Contains(held, key) {
-				msgs = append(msgs, fmt.Sprintf("%s is already in TopologyRollout %s (%s)", key, other.Name, orPending(other.Status.Phase)))
-			}
+	for _, t := range selected {
+		key := RefOf(t).Key()
+		if h, ok := held[key]; ok {
+			msgs = append(msgs, fmt.Sprintf("%s is already in TopologyRollout %s (%s)", key, h.Rollout, h.Phase))
 		}
 	}
 	if len(msgs) == 0 {
@@ -178,40 +131,24 @@ func (r Reader) busy(ctx context.Context, ro *v1alpha2.TopologyRollout, selected
 	return field.ErrorList{field.Forbidden(field.NewPath("spec", "targets"), namedList(msgs)+": wait until it completes, abort it, or leave these clusters out")}
 }
 
-func orPending(p v1alpha2.FleetRolloutPhase) string {
-	if p == "" {
-		return string(v1alpha2.RolloutPending)
-	}
-	return string(p)
-}
-
-// Active tells whether a rollout may still change clusters: not aborted and
-// not completed.
-func Active(ro *v1alpha2.TopologyRollout) bool {
-	return !ro.Spec.Aborted && ro.Status.Phase != v1alpha2.RolloutCompleted && ro.Status.Phase != v1alpha2.RolloutAborted
-}
-
-// Holds are the clusters an active rollout has not finished with: from its
-// status once it started, from its targets before.
-func (r Reader) Holds(ctx context.Context, ro *v1alpha2.TopologyRollout) ([]string, error) {
-	if len(ro.Status.Clusters) > 0 {
-		var out []string
-		for _, c := range ro.Status.Clusters {
-			if c.Phase != v1alpha2.ClusterSucceeded && c.Phase != v1alpha2.ClusterSkipped {
-				out = append(out, c.Key())
-			}
+// holding is fleet.Holding, with the clusters an active rollout that has
+// not started yet selects: it holds them from its creation on.
+func (r Reader) holding(ctx context.Context, rollouts []v1alpha2.TopologyRollout) (map[string]fleet.Hold, error) {
+	held := fleet.Holding(rollouts)
+	for i := range rollouts {
+		ro := &rollouts[i]
+		if !fleet.Active(ro) || len(ro.Status.Clusters) > 0 {
+			continue
 		}
-		return out, nil
+		selected, err := r.List(ctx, ro.Spec.Targets)
+		if err != nil {
+			return nil, fmt.Errorf("TopologyRollout %s: %w", ro.Name, err)
+		}
+		for _, t := range selected {
+			held[RefOf(t).Key()] = fleet.Hold{Rollout: ro.Name, Phase: v1alpha2.ClusterPending}
+		}
 	}
-	selected, err := r.List(ctx, ro.Spec.Targets)
-	if err != nil {
-		return nil, fmt.Errorf("TopologyRollout %s: %w", ro.Name, err)
-	}
-	out := make([]string, 0, len(selected))
-	for _, t := range selected {
-		out = append(out, RefOf(t).Key())
-	}
-	return out, nil
+	return held, nil
 }
 
 // AdmitUpdate refuses what may not change once a rollout exists: its change
@@ -232,20 +169,25 @@ func AdmitUpdate(old, ro *v1alpha2.TopologyRollout) field.ErrorList {
 	if old.Spec.Aborted && !ro.Spec.Aborted {
 		errs = append(errs, field.Forbidden(spec.Child("aborted"), "an aborted rollout cannot be resumed: create another"))
 	}
-	errs = append(errs, fleet.ValidateWindows(ro.Spec.Strategy.Windows)...)
+	errs = append(errs, fleet.ValidateStrategy(ro.Spec.Strategy)...)
 	if len(ro.Status.Clusters) == 0 {
 		return errs
 	}
 	has := func(ref v1alpha2.RolloutClusterRef) bool {
-		return slices.ContainsFunc(ro.Status.Clusters, func(c v1alpha2.RolloutClusterStatus) bool { return c.RolloutClusterRef == ref })
+		for _, c := range ro.Status.Clusters {
+			if c.RolloutClusterRef == ref {
+				return true
+			}
+		}
+		return false
 	}
 	for i, ref := range ro.Spec.Skip {
-		if !has(ref) && !slices.Contains(old.Spec.Skip, ref) {
+		if !has(ref) {
 			errs = append(errs, field.NotFound(spec.Child("skip").Index(i), ref.Key()))
 		}
 	}
 	for i, rt := range ro.Spec.Retry {
-		if !has(rt.RolloutClusterRef) && !slices.Contains(old.Spec.Retry, rt) {
+		if !has(rt.RolloutClusterRef) {
 			errs = append(errs, field.NotFound(spec.Child("retry").Index(i), rt.Key()))
 		}
 	}

@@ -87,9 +87,7 @@ func (r Reader) List(ctx context.Context, targets v1alpha2.RolloutTargets) ([]*v
 			keep(t)
 		}
 	}
-	slices.SortFunc(out, func(a, b *v1alpha2.Topology) int {
-		return strings.Compare(a.Namespace+"/"+a.Name+"/"+a.Kind, b.Namespace+"/"+b.Name+"/"+b.Kind)
-	})
+	slices.SortFunc(out, func(a, b *v1alpha2.Topology) int { return fleet.CompareRefs(RefOf(a), RefOf(b)) })
 	return out, nil
 }
 
@@ -155,15 +153,15 @@ func (r Reader) Summarize(ctx context.Context, t *v1alpha2.Topology) error {
 	if !upstream.IsCluster(t) {
 		return nil
 	}
-	l, err := r.loader(nil).Load(ctx, t)
+	l, err := r.loader().Load(ctx, t)
 	if err != nil {
 		return fmt.Errorf("reading the rollout of Cluster %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	return upstream.Summarize(ctx, t, l)
 }
 
-func (r Reader) loader(class *v1alpha2.TopologyClass) *loader.Loader {
-	return &loader.Loader{Reader: r.Client, CoreVersion: r.CoreVersion, Mapper: r.Client.RESTMapper(), GivenClass: class}
+func (r Reader) loader() *loader.Loader {
+	return &loader.Loader{Reader: r.Client, CoreVersion: r.CoreVersion, Mapper: r.Client.RESTMapper()}
 }
 
 // Hold says why t must not start now: it is being deleted, paused, its
@@ -216,77 +214,105 @@ func (r Reader) Observe(ctx context.Context, change v1alpha2.RolloutChange, t *v
 	return o
 }
 
-// Store is where a change of t is written: the Topology, or the upstream
-// Cluster's spec.topology.
-func (r Reader) Store(t *v1alpha2.Topology) draft.Store {
-	if upstream.IsCluster(t) {
-		return upstream.Store{Client: r.Client, CoreVersion: r.CoreVersion}
-	}
-	return draft.TopologyStore{Client: r.Client}
-}
-
 // PreflightError is every reason a cluster may not start, for its status.
 type PreflightError struct{ Problems []string }
 
 func (e *PreflightError) Error() string { return strings.Join(e.Problems, "; ") }
 
-// Preflight checks, before a cluster is touched, what `upgrade` checks: the
-// version rules the webhook enforces with the class's versions, the agent
-// having seen the latest change, the control plane Ready; for a class
-// change, that the class exists and is compatible; and then the change as a
-// server-side dry run, so every webhook answers. t must be summarised.
-func (r Reader) Preflight(ctx context.Context, change v1alpha2.RolloutChange, t *v1alpha2.Topology, now time.Time) error {
-	edited := t.DeepCopy()
-	fleet.Apply(change, edited)
+// Preflight checks, before a cluster is touched, what `upgrade` checks
+// (rules.UpgradePreflight: the version rules the webhook enforces with the
+// class's versions, the agent having seen the latest change, the control
+// plane Ready), for a rebase that the class exists and is compatible, and
+// then the change as a server-side dry run, so every webhook and admission
+// policy answers. t must be summarised.
+func (r Reader) Preflight(ctx context.Context, classes *Classes, change v1alpha2.RolloutChange, t *v1alpha2.Topology, now time.Time) error {
+	target, found := rebaseProblems(ctx, classes, change, t)
 	var problems []string
-	class, err := r.loader(nil).Class(ctx, t)
-	if err != nil {
-		return &PreflightError{Problems: []string{"reading its class: " + err.Error()}}
+	for _, p := range found {
+		problems = append(problems, p.message)
 	}
-	if change.Version != "" && change.Version != t.Spec.Version {
-		target := class
-		if change.Class != "" {
-			target = nil // the new class's versions are judged below, by the webhook's dry run
-		}
+	if target != nil && change.Version != "" && change.Version != t.Spec.Version {
 		errs, unhealthy := rules.UpgradePreflight(t, target, change.Version, now)
 		for _, e := range errs {
 			problems = append(problems, e.Detail)
 		}
 		problems = append(problems, unhealthy...)
 	}
-	if change.Class != "" && change.Class != t.Spec.ClassRef.Name {
-		desired, err := r.loader(nil).Class(ctx, edited)
-		var missing *loader.NotFoundError
-		switch {
-		case errors.As(err, &missing):
-			problems = append(problems, fmt.Sprintf("class %s does not exist in namespace %s", change.Class, t.GetClassKey().Namespace))
-		case err != nil:
-			problems = append(problems, "reading class "+change.Class+": "+err.Error())
-		default:
-			for _, e := range rules.ClassesCompatible(class, desired) {
-				problems = append(problems, fmt.Sprintf("rebasing onto %s: %s: %s", change.Class, e.Field, e.Detail))
-			}
-		}
-	}
 	if len(problems) > 0 {
 		return &PreflightError{Problems: problems}
 	}
-	if err := draft.DryRun(ctx, r.Store(t), t, edited); err != nil {
+	edited := t.DeepCopy()
+	fleet.Apply(change, edited)
+	if err := draft.DryRun(ctx, upstream.StoreFor(r.Client, r.CoreVersion, t), t, edited); err != nil {
 		return &PreflightError{Problems: []string{"the API server refuses the change: " + health.OneLine(err.Error())}}
 	}
 	return nil
+}
+
+// problem is one reason a change is refused, with the field it is about.
+type problem struct{ field, message string }
+
+// rebaseProblems reads t's class and, for a rebase, the class the change
+// lands it on, and says what refuses the rebase: that class missing, or not
+// compatible. It returns the class t lands on, nil where it cannot be read.
+func rebaseProblems(ctx context.Context, classes *Classes, change v1alpha2.RolloutChange, t *v1alpha2.Topology) (*v1alpha2.TopologyClass, []problem) {
+	class, err := classes.Of(ctx, t)
+	if err != nil {
+		return nil, []problem{{"spec.targets", "its class cannot be read: " + err.Error()}}
+	}
+	if change.Class == "" || change.Class == t.Spec.ClassRef.Name {
+		return class, nil
+	}
+	edited := t.DeepCopy()
+	fleet.Apply(change, edited)
+	desired, err := classes.Of(ctx, edited)
+	var missing *loader.NotFoundError
+	switch {
+	case errors.As(err, &missing):
+		return nil, []problem{{"spec.change.class", fmt.Sprintf("class %s does not exist in namespace %s", change.Class, t.GetClassKey().Namespace)}}
+	case err != nil:
+		return nil, []problem{{"spec.change.class", fmt.Sprintf("reading class %s: %v", change.Class, err)}}
+	}
+	var out []problem
+	for _, e := range rules.ClassesCompatible(class, desired) {
+		out = append(out, problem{"spec.change.class", fmt.Sprintf("rebasing onto %s: %s: %s", change.Class, e.Field, e.Detail)})
+	}
+	return desired, out
+}
+
+// Classes reads the classes of a fleet's clusters, each once: a fleet
+// shares a few classes.
+type Classes struct {
+	loader *loader.Loader
+	read   map[string]classRead
+}
+
+type classRead struct {
+	class *v1alpha2.TopologyClass
+	err   error
+}
+
+// Classes returns an empty memo of the classes r reads.
+func (r Reader) Classes() *Classes {
+	return &Classes{loader: r.loader(), read: map[string]classRead{}}
+}
+
+// Of is t's class: its TopologyClass, or an upstream Cluster's ClusterClass
+// as one. The class is shared: callers do not change it.
+func (c *Classes) Of(ctx context.Context, t *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) {
+	key := RefOf(t).Kind + "/" + t.GetClassKey().String()
+	if got, ok := c.read[key]; ok {
+		return got.class, got.err
+	}
+	class, err := c.loader.Class(ctx, t)
+	c.read[key] = classRead{class, err}
+	return class, err
 }
 
 // Write sets change on t, guarded by the resourceVersion t was read at.
 func (r Reader) Write(ctx context.Context, change v1alpha2.RolloutChange, t *v1alpha2.Topology) error {
 	edited := t.DeepCopy()
 	fleet.Apply(change, edited)
-	_, err := r.Store(t).Update(ctx, t, edited, false)
+	_, err := upstream.StoreFor(r.Client, r.CoreVersion, t).Update(ctx, t, edited, false)
 	return err
-}
-
-// Class reads t's class: its TopologyClass, or an upstream Cluster's
-// ClusterClass as one.
-func (r Reader) Class(ctx context.Context, t *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) {
-	return r.loader(nil).Class(ctx, t)
 }

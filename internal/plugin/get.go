@@ -17,6 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/membership"
@@ -242,18 +243,20 @@ func printTable(w io.Writer, items []v1alpha2.Topology, withNamespace, wide bool
 	return tw.Flush()
 }
 
-// rolloutsOf names, per cluster (RolloutClusterRef.Key), the active fleet
-// rollout it is in and its phase there; none when rollouts cannot be read.
+// rolloutsOf names, per listed cluster (RolloutClusterRef.Key), the active
+// fleet rollout that holds it and its phase there; none when rollouts
+// cannot be read.
 func (o *GetOptions) rolloutsOf(ctx context.Context, items []v1alpha2.Topology) map[string]string {
 	list := &v1alpha2.TopologyRolloutList{}
 	if err := o.access.Client.List(ctx, list); err != nil || len(list.Items) == 0 {
 		return nil
 	}
+	held := fleet.Holding(list.Items)
 	out := map[string]string{}
 	for i := range items {
-		ref := membership.RefOf(&items[i])
-		if name := rolloutOf(list.Items, ref); name != "" {
-			out[ref.Key()] = name
+		key := membership.RefOf(&items[i]).Key()
+		if h, ok := held[key]; ok {
+			out[key] = h.Rollout + ":" + string(h.Phase)
 		}
 	}
 	return out

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -185,14 +185,10 @@ func (o *RolloutCreateOptions) Complete(args []string) error {
 func canonicalKinds(kinds []string) []string {
 	var out []string
 	for _, k := range kinds {
-		switch strings.ToLower(k) {
-		case "topology", "topologies":
-			out = append(out, v1alpha2.RolloutKindTopology)
-		case "cluster", "clusters":
-			out = append(out, v1alpha2.RolloutKindCluster)
-		default:
-			out = append(out, k)
+		if known, ok := live.KindOf(k); ok {
+			k = known
 		}
+		out = append(out, k)
 	}
 	return out
 }
@@ -228,11 +224,10 @@ func (o *RolloutCreateOptions) Validate() error {
 	case ro.Spec.Strategy.FailureBudget < 0:
 		return fmt.Errorf("--failure-budget must be 0 or more, got %d", ro.Spec.Strategy.FailureBudget)
 	}
-	if _, errs := fleet.WaveSizes(fleet.Waves(ro.Spec.Strategy), 1); len(errs) > 0 && !strings.Contains(errs.ToAggregate().Error(), "cover") {
-		return fmt.Errorf("--waves %q: %s", o.Waves, errs.ToAggregate().Error())
-	}
-	if errs := fleet.ValidateWindows(ro.Spec.Strategy.Windows); len(errs) > 0 {
-		return fmt.Errorf("--window: %s", errs.ToAggregate().Error())
+	// The flags' or the file's strategy, named by its field (--waves is
+	// spec.strategy.waves, --window spec.strategy.windows).
+	if errs := fleet.ValidateStrategy(ro.Spec.Strategy); len(errs) > 0 {
+		return refusal(ro, errs)
 	}
 	return nil
 }
@@ -245,11 +240,12 @@ func (o *RolloutCreateOptions) Run(ctx context.Context) error {
 	ro := o.rollout
 	core, _ := o.access.CoreVersion() // no Cluster API: Topologies only
 	m := membership.Reader{Client: o.access.Client, CoreVersion: core}
-	selected, errs := m.Admit(ctx, ro)
+	classes := m.Classes()
+	selected, errs := m.Admit(ctx, ro, classes)
 	if len(errs) > 0 {
 		return refusal(ro, errs)
 	}
-	preview, err := previewRollout(ctx, m, o.access, ro, selected)
+	preview, err := previewRollout(ctx, m, classes, o.access, ro, selected)
 	if err != nil {
 		return err
 	}
@@ -343,7 +339,7 @@ func (o *RolloutStatusOptions) read(ctx context.Context) (*v1alpha2.TopologyRoll
 		return nil, err
 	}
 	ro := &v1alpha2.TopologyRollout{}
-	if err := o.access.Client.Get(ctx, keyOf(o.Name), ro); err != nil {
+	if err := o.access.Client.Get(ctx, client.ObjectKey{Name: o.Name}, ro); err != nil {
 		return nil, fmt.Errorf("reading TopologyRollout %s: %w", o.Name, live.Explain(err, o.access))
 	}
 	return ro, nil
@@ -371,43 +367,22 @@ func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	if o.terminal {
-		return o.watchTerminal(ctx)
-	}
-	return o.watchLines(ctx, ro)
-}
-
-// watchLines prints the rollout each time it changes, without ages (which
-// would make every read a change), until it ends.
-func (o *RolloutStatusOptions) watchLines(ctx context.Context, ro *v1alpha2.TopologyRollout) error {
-	last := ""
-	for {
-		var b strings.Builder
-		renderRollout(&b, ro, time.Time{})
-		if b.String() != last {
-			if last != "" {
-				fmt.Fprintln(o.Out)
-			}
-			fmt.Fprint(o.Out, b.String())
-			last = b.String()
-		}
-		if done, err := rolloutEnded(ro); done {
-			return err
-		}
-		select {
-		case <-ctx.Done():
+	f := follower[*v1alpha2.TopologyRollout]{
+		read: o.read,
+		render: func(w io.Writer, ro *v1alpha2.TopologyRollout) error {
+			renderRollout(w, ro, time.Time{})
+			return nil
+		},
+		done: rolloutEnded,
+		gaveUp: func(ro *v1alpha2.TopologyRollout) error {
 			return fmt.Errorf("TopologyRollout %s has not ended after %s: %s (it goes on)", ro.Name, o.Timeout, ro.Status.Message)
-		case <-time.After(o.Interval):
-		}
-		next, err := o.read(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				continue
-			}
-			return err
-		}
-		ro = next
+		},
 	}
+	if o.terminal {
+		m := rolloutview.New(o.read, o.Interval)
+		return followLive(ctx, o.IOStreams, m, m.Model, ro, f)
+	}
+	return follow(ctx, o.Out, o.Interval, ro, f)
 }
 
 // rolloutEnded tells whether a watch stops at ro: completed (exit 0),
@@ -492,6 +467,7 @@ func (o *RolloutControlOptions) Validate() error { return nil }
 
 // Run sets spec.paused or spec.aborted, guarded by the version read.
 func (o *RolloutControlOptions) Run(ctx context.Context) error {
+	asked := false
 	return updateRollout(ctx, &o.liveFlags, o.Name, func(ro *v1alpha2.TopologyRollout) (string, error) {
 		switch o.Action {
 		case controlPause:
@@ -517,9 +493,11 @@ func (o *RolloutControlOptions) Run(ctx context.Context) error {
 			if ro.Spec.Aborted {
 				return fmt.Sprintf("TopologyRollout %s is aborted already.", ro.Name), nil
 			}
-			if !o.Yes && !confirm(o.In, o.Out, fmt.Sprintf("Abort TopologyRollout %s for good (%d succeeded, %d in flight are left as they are)?", ro.Name, ro.Status.Succeeded, ro.Status.InFlight)) {
+			// Asked once: a conflict reads the rollout again, the answer stands.
+			if !o.Yes && !asked && !confirm(o.In, o.Out, fmt.Sprintf("Abort TopologyRollout %s for good (%d succeeded, %d in flight are left as they are)?", ro.Name, ro.Status.Succeeded, ro.Status.InFlight)) {
 				return "", errNotConfirmed
 			}
+			asked = true
 			ro.Spec.Aborted = true
 			return fmt.Sprintf("TopologyRollout %s aborted: no cluster starts again; each is left as it is.", ro.Name), nil
 		}
@@ -601,12 +579,9 @@ func (o *RolloutClusterOptions) Run(ctx context.Context) error {
 func findRolloutCluster(ro *v1alpha2.TopologyRollout, ref, namespace string, namespaceGiven bool) (v1alpha2.RolloutClusterStatus, error) {
 	kind, ns, name := "", "", ref
 	if before, after, ok := strings.Cut(ref, "/"); ok {
-		switch strings.ToLower(before) {
-		case "topology", "topologies":
-			kind, name = v1alpha2.RolloutKindTopology, after
-		case "cluster", "clusters":
-			kind, name = v1alpha2.RolloutKindCluster, after
-		default:
+		if known, isKind := live.KindOf(before); isKind {
+			kind, name = known, after
+		} else {
 			ns, name = before, after
 		}
 	}
@@ -639,73 +614,25 @@ func updateRollout(ctx context.Context, l *liveFlags, name string, edit func(*v1
 	if err := l.connectOnce(); err != nil {
 		return err
 	}
-	for attempt := 1; ; attempt++ {
+	msg := ""
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		ro := &v1alpha2.TopologyRollout{}
-		if err := l.access.Client.Get(ctx, keyOf(name), ro); err != nil {
+		if err := l.access.Client.Get(ctx, client.ObjectKey{Name: name}, ro); err != nil {
 			return fmt.Errorf("reading TopologyRollout %s: %w", name, live.Explain(err, l.access))
 		}
-		before := ro.DeepCopy()
-		msg, err := edit(ro)
-		if err != nil {
+		before := ro.Spec.DeepCopy()
+		var err error
+		if msg, err = edit(ro); err != nil || apiequality.Semantic.DeepEqual(*before, ro.Spec) {
 			return err
 		}
-		if equalSpec(before, ro) {
-			fmt.Fprintln(out, msg)
-			return nil
-		}
-		err = l.access.Client.Update(ctx, ro)
-		if isConflict(err) && attempt < maxAttempts {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("updating TopologyRollout %s; nothing was changed: %w", name, live.Explain(err, l.access))
-		}
-		fmt.Fprintln(out, msg)
-		return nil
+		return l.access.Client.Update(ctx, ro)
+	})
+	if apierrors.IsConflict(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		return fmt.Errorf("updating TopologyRollout %s; nothing was changed: %w", name, live.Explain(err, l.access))
 	}
-}
-
-// rolloutOf names the rollout and phase a cluster is in, for `get`: the
-// active rollout that has not finished with it, or "".
-func rolloutOf(rollouts []v1alpha2.TopologyRollout, ref v1alpha2.RolloutClusterRef) string {
-	for i := range rollouts {
-		ro := &rollouts[i]
-		if !membership.Active(ro) {
-			continue
-		}
-		for _, c := range ro.Status.Clusters {
-			if c.RolloutClusterRef == ref {
-				return ro.Name + ":" + string(c.Phase)
-			}
-		}
-	}
-	return ""
-}
-
-// keyOf is the key of a cluster-scoped object.
-func keyOf(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
-
-func equalSpec(a, b *v1alpha2.TopologyRollout) bool {
-	return apiequality.Semantic.DeepEqual(a.Spec, b.Spec)
-}
-
-func isConflict(err error) bool { return apierrors.IsConflict(err) }
-
-// watchTerminal follows the rollout in the live fleet view.
-func (o *RolloutStatusOptions) watchTerminal(ctx context.Context) error {
-	m := rolloutview.New(o.read, o.Interval)
-	_, err := tea.NewProgram(m, tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithContext(ctx)).Run()
-	last := m.Rollout()
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded) && last != nil:
-		return fmt.Errorf("TopologyRollout %s has not ended after %s: %s (it goes on)", last.Name, o.Timeout, last.Status.Message)
-	case errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil:
-		return nil // interrupted: the rollout goes on without us
-	case err != nil:
+	if err != nil {
 		return err
-	case m.Ended && last != nil:
-		_, ended := rolloutEnded(last)
-		return ended
 	}
+	fmt.Fprintln(out, msg)
 	return nil
 }

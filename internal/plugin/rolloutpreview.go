@@ -32,54 +32,42 @@ type clusterPreview struct {
 	// changes say what the rollout sets that differs; none when the
 	// cluster already is that way.
 	changes []string
-	// machines replaced, and by what.
+	// machines replaced.
 	machines int64
-	detail   []string
 }
 
-// classSource gives each cluster's class, read once per class.
+// classSource gives each cluster's class.
 type classSource func(ctx context.Context, t *v1alpha2.Topology) (*v1alpha2.TopologyClass, error)
 
 // replacementSource is the live plan's Machines replaced for a change other
 // than the version alone: the desired state with the change, dry run.
-type replacementSource func(ctx context.Context, t, edited *v1alpha2.Topology) (int64, []string, error)
+type replacementSource func(ctx context.Context, edited *v1alpha2.Topology) (int64, error)
 
-// previewRollout previews ro over the clusters selected, reading classes
-// and, for a class or variable change, each cluster's live plan.
-func previewRollout(ctx context.Context, m membership.Reader, ca *live.Cluster, ro *v1alpha2.TopologyRollout, selected []*v1alpha2.Topology) (*rolloutPreview, error) {
-	classes := map[string]*v1alpha2.TopologyClass{}
-	classOf := func(ctx context.Context, t *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) {
-		key := membership.RefOf(t).Kind + "/" + t.GetClassKey().String()
-		if c, ok := classes[key]; ok {
-			return c, nil
-		}
-		c, err := m.Class(ctx, t)
-		classes[key] = c
-		return c, err
-	}
-	replaced := func(ctx context.Context, t, edited *v1alpha2.Topology) (int64, []string, error) {
-		desired, err := m.Class(ctx, edited)
+// previewRollout previews ro over the clusters selected, with the classes
+// admission read and, for a class or variable change, each cluster's live
+// plan.
+func previewRollout(ctx context.Context, m membership.Reader, classes *membership.Classes, ca *live.Cluster, ro *v1alpha2.TopologyRollout, selected []*v1alpha2.Topology) (*rolloutPreview, error) {
+	replaced := func(ctx context.Context, edited *v1alpha2.Topology) (int64, error) {
+		desired, err := classes.Of(ctx, edited)
 		if err != nil {
-			return 0, nil, err
+			return 0, err
 		}
 		p, state, _, err := ca.PlanWith(ctx, edited, desired)
 		if err != nil {
-			return 0, nil, err
+			return 0, err
 		}
 		var n int64
-		var lines []string
 		for _, r := range plan.Replacements(p, state.ControlPlane.Object.GetKind()) {
 			n += r.Machines
-			lines = append(lines, r.String())
 		}
-		return n, lines, nil
+		return n, nil
 	}
 	for _, t := range selected {
 		if err := m.Summarize(ctx, t); err != nil {
 			return nil, err
 		}
 	}
-	return buildPreview(ctx, ro, selected, classOf, replaced)
+	return buildPreview(ctx, ro, selected, classes.Of, replaced)
 }
 
 // buildPreview puts the clusters in their waves as the agent will and
@@ -112,16 +100,15 @@ func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []
 				if err != nil {
 					return nil, fmt.Errorf("%s: reading its class: %w", c.Key(), err)
 				}
-				p := rollout.PlanUpgrade(t, class, change.Version)
-				cp.machines, cp.detail = p.MachinesReplaced(), p.Lines()
+				cp.machines = rollout.PlanUpgrade(t, class, change.Version).MachinesReplaced()
 			} else {
 				edited := t.DeepCopy()
 				fleet.Apply(change, edited)
-				n, lines, err := replaced(ctx, t, edited)
+				n, err := replaced(ctx, edited)
 				if err != nil {
 					return nil, fmt.Errorf("%s: previewing the change: %w", c.Key(), err)
 				}
-				cp.machines, cp.detail = n, lines
+				cp.machines = n
 			}
 		}
 		wp := &out.waves[c.Wave-1]

@@ -1,17 +1,14 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -193,62 +190,25 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
+	f := follower[*v1alpha2.Topology]{
+		read: func(ctx context.Context) (*v1alpha2.Topology, error) { return o.readTopology(ctx, o.Name) },
+		render: func(w io.Writer, t *v1alpha2.Topology) error {
+			agent := o.agentFor(ctx, t, o.now.now())
+			if agent.Problem != "" {
+				// Without its age, which would make every read a new block.
+				agent.Problem = live.AgentSilent
+			}
+			return renderStatusReport(w, t, agent, live.TopologyReport(t, agent, nil), time.Time{})
+		},
+		done:   func(t *v1alpha2.Topology) (bool, error) { return health.RolloutSettled(t), nil },
+		gaveUp: o.unsettled,
+	}
 	if o.terminal {
 		// In a terminal: the editor's components, redrawn in place.
-		fetch := func(ctx context.Context) (*v1alpha2.Topology, error) {
-			return o.readTopology(ctx, o.Name)
-		}
-		m := tui.NewStatusModel(fetch, o.Interval)
-		_, err := tea.NewProgram(m, tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithContext(ctx)).Run()
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			if last := m.Topology(); last != nil {
-				t = last
-			}
-			return o.unsettled(t)
-		}
-		if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
-			return nil // interrupted: the rollout goes on without us
-		}
-		return err
+		m := tui.NewStatusModel(f.read, o.Interval)
+		return followLive(ctx, o.IOStreams, m, m.Model, t, f)
 	}
-	last := ""
-	for {
-		var buf bytes.Buffer
-		agent := o.agentFor(ctx, t, o.now.now())
-		if agent.Problem != "" {
-			// Without its age, which would make every read a new block.
-			agent.Problem = live.AgentSilent
-		}
-		if err := renderStatusReport(&buf, t, agent, live.TopologyReport(t, agent, nil), time.Time{}); err != nil {
-			return err
-		}
-		if buf.String() != last {
-			if last != "" {
-				fmt.Fprintln(o.Out)
-			}
-			_, _ = o.Out.Write(buf.Bytes())
-			last = buf.String()
-		}
-		if health.RolloutSettled(t) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return o.unsettled(t)
-			}
-			return nil
-		case <-time.After(o.Interval):
-		}
-		next, err := o.readTopology(ctx, o.Name)
-		if err != nil {
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return o.unsettled(t)
-			}
-			return err
-		}
-		t = next
-	}
+	return follow(ctx, o.Out, o.Interval, t, f)
 }
 
 // agentFor is the agent's report where t is the agent's to reconcile; an

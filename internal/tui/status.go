@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/progress"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
@@ -14,7 +13,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui/keymap"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/watch"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -25,15 +24,9 @@ type Fetcher func(ctx context.Context) (*v1alpha2.Topology, error)
 // pool, with phases, why a part waits and progress bars, in the editor's
 // styles. It quits when the rollout settles.
 type StatusModel struct {
-	fetch    Fetcher
-	interval time.Duration
-	common   *common.Common
-	keys     keymap.Watch
-	bar      progress.Model
-	t        *v1alpha2.Topology
-	err      error
-	// Done is true once the rollout settled.
-	Done bool
+	*watch.Model[*v1alpha2.Topology]
+	common *common.Common
+	bar    progress.Model
 	// Now is the clock problem durations are read against.
 	Now func() time.Time
 }
@@ -41,52 +34,22 @@ type StatusModel struct {
 // NewStatusModel watches through fetch, reading every interval.
 func NewStatusModel(fetch Fetcher, interval time.Duration) *StatusModel {
 	bar := progress.New(progress.WithoutPercentage(), progress.WithWidth(12), progress.WithSolidFill("2"))
-	return &StatusModel{fetch: fetch, interval: interval, common: common.New(), keys: keymap.DefaultWatch(), bar: bar, Now: time.Now}
-}
-
-type topologyMsg struct {
-	t   *v1alpha2.Topology
-	err error
-}
-
-func (m *StatusModel) read() tea.Msg {
-	t, err := m.fetch(context.Background())
-	return topologyMsg{t: t, err: err}
+	return &StatusModel{Model: watch.New(fetch, interval, health.RolloutSettled), common: common.New(), bar: bar, Now: time.Now}
 }
 
 // Topology is the latest Topology read; nil before the first read.
-func (m *StatusModel) Topology() *v1alpha2.Topology { return m.t }
-
-// Init implements tea.Model.
-func (m *StatusModel) Init() tea.Cmd { return m.read }
+func (m *StatusModel) Topology() *v1alpha2.Topology { return m.Last }
 
 // SetSize fits the view to the terminal.
 func (m *StatusModel) SetSize(w, h int) { m.common.SetSize(w, h) }
 
-// ShortHelp is the live view's help line.
-func (m *StatusModel) ShortHelp() []key.Binding { return m.keys.ShortHelp() }
-
-// FullHelp is the live view's full help.
-func (m *StatusModel) FullHelp() [][]key.Binding { return m.keys.FullHelp() }
-
 // Update implements tea.Model.
 func (m *StatusModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		m.SetSize(msg.Width, msg.Height)
-	case tea.KeyMsg:
-		if key.Matches(msg, m.keys.Quit) {
-			return m, tea.Quit
-		}
-	case topologyMsg:
-		m.t, m.err = msg.t, msg.err
-		if m.t != nil && health.RolloutSettled(m.t) {
-			m.Done = true
-			return m, tea.Quit
-		}
-		return m, tea.Tick(m.interval, func(time.Time) tea.Msg { return m.read() })
+	if size, ok := msg.(tea.WindowSizeMsg); ok {
+		m.SetSize(size.Width, size.Height)
+		return m, nil
 	}
-	return m, nil
+	return m, m.Model.Update(msg)
 }
 
 // View implements tea.Model.
@@ -96,15 +59,15 @@ func (m *StatusModel) View() string {
 		b.WriteString(ansi.Truncate(s, m.common.Width, "…"))
 		b.WriteByte('\n')
 	}
-	if m.t == nil {
-		if m.err != nil {
-			line(m.common.Styles.Error.Render(m.err.Error()))
+	if m.Last == nil {
+		if m.Err != nil {
+			line(m.common.Styles.Error.Render(m.Err.Error()))
 		} else {
 			line("reading the Topology...")
 		}
 		return b.String()
 	}
-	t := m.t
+	t := m.Last
 	line(m.common.Styles.Title.Render(fmt.Sprintf("%s %s/%s (class %s)", draft.Kind(t), t.Namespace, t.Name, t.Spec.ClassRef.Name)))
 	line(fmt.Sprintf("  version %s · %s · infrastructure %s", t.Spec.Version, m.state(health.TopologyState(t)), orDash(string(t.Status.Infrastructure))))
 	for _, hold := range health.RolloutHolds(t) {
@@ -113,8 +76,8 @@ func (m *StatusModel) View() string {
 	for _, hook := range health.HookLines(t.Status.Hooks, m.Now()) {
 		line(m.common.Styles.Warn.Render("  " + hook))
 	}
-	if m.err != nil {
-		line(m.common.Styles.Error.Render("  " + m.err.Error()))
+	if m.Err != nil {
+		line(m.common.Styles.Error.Render("  " + m.Err.Error()))
 	}
 	parts := t.Status.Parts()
 	nameWidth := 0

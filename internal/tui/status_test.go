@@ -67,7 +67,7 @@ func TestStatusWatchView(t *testing.T) {
 		t.Fatal("a rollout in flight ended the watch")
 	}
 	goldenView(t, m.View())
-	_, cmd = m.Update(m.read())
+	_, cmd = m.Update(m.Fetch())
 	if !m.Done || cmd == nil || !strings.Contains(m.View(), "Rollout settled") {
 		t.Errorf("a settled rollout did not end the watch: done %v\n%s", m.Done, m.View())
 	}

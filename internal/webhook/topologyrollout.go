@@ -22,7 +22,7 @@ var _ admission.Validator[*v1alpha2.TopologyRollout] = &TopologyRollout{}
 
 // ValidateCreate checks the rollout against the fleet it selects.
 func (w *TopologyRollout) ValidateCreate(ctx context.Context, ro *v1alpha2.TopologyRollout) (admission.Warnings, error) {
-	if _, errs := w.Members.Admit(ctx, ro); len(errs) > 0 {
+	if _, errs := w.Members.Admit(ctx, ro, w.Members.Classes()); len(errs) > 0 {
 		return nil, invalidRollout(ro, errs)
 	}
 	return nil, nil

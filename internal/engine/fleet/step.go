@@ -422,3 +422,41 @@ func Ended(r *v1alpha2.TopologyRollout) bool {
 	}
 	return false
 }
+
+// Active tells whether a rollout may still change clusters: not aborted
+// and not completed.
+func Active(r *v1alpha2.TopologyRollout) bool {
+	return !r.Spec.Aborted && r.Status.Phase != v1alpha2.RolloutCompleted && r.Status.Phase != v1alpha2.RolloutAborted
+}
+
+// Hold is the rollout a cluster is in and the cluster's phase there.
+type Hold struct {
+	Rollout string
+	Phase   v1alpha2.ClusterRolloutPhase
+}
+
+// Holding maps each cluster (RolloutClusterRef.Key) that an active rollout
+// has started with and not finished with to that rollout. A rollout that
+// has not started yet holds the clusters its targets select, which only a
+// reader of the fleet can say.
+func Holding(rollouts []v1alpha2.TopologyRollout) map[string]Hold {
+	out := map[string]Hold{}
+	for i := range rollouts {
+		r := &rollouts[i]
+		if !Active(r) {
+			continue
+		}
+		for _, c := range r.Status.Clusters {
+			if Holds(c) {
+				out[c.Key()] = Hold{Rollout: r.Name, Phase: c.Phase}
+			}
+		}
+	}
+	return out
+}
+
+// Holds tells whether a rollout still holds cluster c: it has neither
+// succeeded nor been skipped (a failed cluster may be retried).
+func Holds(c v1alpha2.RolloutClusterStatus) bool {
+	return c.Phase != v1alpha2.ClusterSucceeded && c.Phase != v1alpha2.ClusterSkipped
+}

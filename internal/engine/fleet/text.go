@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -39,28 +40,39 @@ func StrategyText(r *v1alpha2.TopologyRollout) string {
 	return strings.Join(parts, "; ")
 }
 
-// HeaderLines are what a status view says of a whole rollout before its
-// waves and clusters. A zero now leaves out ages.
-func HeaderLines(r *v1alpha2.TopologyRollout, now time.Time) []string {
+// Header is what a status view says of a whole rollout before its waves
+// and clusters: a title, the phase and why, then details.
+type Header struct {
+	Title   string
+	Phase   v1alpha2.FleetRolloutPhase
+	Message string
+	Details []string
+}
+
+// HeaderOf is r's header. A zero now leaves out ages.
+func HeaderOf(r *v1alpha2.TopologyRollout, now time.Time) Header {
 	st := r.Status
-	phase := string(st.Phase)
-	if phase == "" {
-		phase = string(v1alpha2.RolloutPending)
-	}
-	lines := []string{
-		fmt.Sprintf("TopologyRollout %s: %s", r.Name, Describe(r.Spec.Change)),
-		fmt.Sprintf("Phase: %s — %s", phase, orText(st.Message, "the agent has not started it yet")),
-		"Strategy: " + StrategyText(r),
+	h := Header{
+		Title:   fmt.Sprintf("TopologyRollout %s: %s", r.Name, Describe(r.Spec.Change)),
+		Phase:   cmp.Or(st.Phase, v1alpha2.RolloutPending),
+		Message: orText(st.Message, "the agent has not started it yet"),
+		Details: []string{"Strategy: " + StrategyText(r)},
 	}
 	if r.Spec.Paused && st.Phase != v1alpha2.RolloutPaused {
-		lines = append(lines, "Paused: clusters in flight finish, none starts")
+		h.Details = append(h.Details, "Paused: clusters in flight finish, none starts")
 	}
+	counts := fmt.Sprintf("%d succeeded, %d failed, %d skipped, %d in flight of %d", st.Succeeded, st.Failed, st.Skipped, st.InFlight, st.Total)
 	if st.StartedAt != nil && !now.IsZero() {
-		lines = append(lines, fmt.Sprintf("Started %s ago; %d succeeded, %d failed, %d skipped, %d in flight of %d", health.HumanDuration(now.Sub(st.StartedAt.Time)), st.Succeeded, st.Failed, st.Skipped, st.InFlight, st.Total))
-	} else {
-		lines = append(lines, fmt.Sprintf("%d succeeded, %d failed, %d skipped, %d in flight of %d", st.Succeeded, st.Failed, st.Skipped, st.InFlight, st.Total))
+		counts = fmt.Sprintf("Started %s ago; %s", health.HumanDuration(now.Sub(st.StartedAt.Time)), counts)
 	}
-	return lines
+	h.Details = append(h.Details, counts)
+	return h
+}
+
+// HeaderLines are r's header as lines of text.
+func HeaderLines(r *v1alpha2.TopologyRollout, now time.Time) []string {
+	h := HeaderOf(r, now)
+	return append([]string{h.Title, fmt.Sprintf("Phase: %s — %s", h.Phase, h.Message)}, h.Details...)
 }
 
 func orText(s, fallback string) string {

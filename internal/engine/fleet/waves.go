@@ -25,33 +25,58 @@ func Waves(s v1alpha2.RolloutStrategy) []v1alpha2.RolloutWave {
 	return s.Waves
 }
 
+var wavesPath = field.NewPath("spec", "strategy", "waves")
+
+// ValidateStrategy refuses, naming the field, what no fleet makes right: a
+// wave that is neither a positive count nor a percentage, windows that are
+// not times, a negative soak or timeout. Whether the waves cover a fleet is
+// WaveSizes'.
+func ValidateStrategy(s v1alpha2.RolloutStrategy) field.ErrorList {
+	var errs field.ErrorList
+	for i, w := range s.Waves {
+		if _, err := intstr.GetScaledValueFromIntOrPercent(&w.Clusters, 100, true); err != nil {
+			errs = append(errs, field.Invalid(wavesPath.Index(i).Child("clusters"), w.Clusters.String(), "must be a count such as 2 or a percentage such as 50%"))
+			continue
+		}
+		if (w.Clusters.Type == intstr.Int && w.Clusters.IntVal < 1) || (w.Clusters.Type == intstr.String && w.Clusters.StrVal == "0%") {
+			errs = append(errs, field.Invalid(wavesPath.Index(i).Child("clusters"), w.Clusters.String(), "a wave must hold at least one cluster"))
+		}
+	}
+	errs = append(errs, ValidateWindows(s.Windows)...)
+	strategy := field.NewPath("spec", "strategy")
+	if s.Soak.Duration < 0 {
+		errs = append(errs, field.Invalid(strategy.Child("soak"), s.Soak.Duration.String(), "must not be negative"))
+	}
+	if s.ClusterTimeout.Duration < 0 {
+		errs = append(errs, field.Invalid(strategy.Child("clusterTimeout"), s.ClusterTimeout.Duration.String(), "must not be negative"))
+	}
+	return errs
+}
+
 // WaveSizes resolves each wave of a fleet of n clusters to a count: a
 // percentage is of the whole fleet, rounded up; a wave takes no more than
-// is left, and the last waves may be empty. It refuses a wave that is
-// neither a positive count nor a percentage, and waves that leave
-// clusters out, naming spec.strategy.waves.
+// is left, and the last waves may be empty. It refuses waves ValidateStrategy
+// refuses, and waves that leave clusters out, naming spec.strategy.waves.
 func WaveSizes(waves []v1alpha2.RolloutWave, n int) ([]int, field.ErrorList) {
-	p := field.NewPath("spec", "strategy", "waves")
-	var errs field.ErrorList
+	if errs := ValidateStrategy(v1alpha2.RolloutStrategy{Waves: waves}); len(errs) > 0 {
+		return nil, errs
+	}
 	sizes := make([]int, len(waves))
 	left := n
 	for i, w := range waves {
-		size, err := intstr.GetScaledValueFromIntOrPercent(&w.Clusters, n, true)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(p.Index(i).Child("clusters"), w.Clusters.String(), "must be a count such as 2 or a percentage such as 50%"))
-			continue
-		case w.Clusters.Type == intstr.Int && size < 1, w.Clusters.Type == intstr.String && w.Clusters.StrVal == "0%":
-			errs = append(errs, field.Invalid(p.Index(i).Child("clusters"), w.Clusters.String(), "a wave must hold at least one cluster"))
-			continue
-		}
+		size, _ := intstr.GetScaledValueFromIntOrPercent(&w.Clusters, n, true)
 		sizes[i] = min(size, left)
 		left -= sizes[i]
 	}
-	if len(errs) == 0 && left > 0 {
-		errs = append(errs, field.Invalid(p, len(waves), fmt.Sprintf("the waves cover %d of the %d clusters selected: make the last wave \"100%%\" or add a wave", n-left, n)))
+	if left > 0 {
+		return nil, field.ErrorList{field.Invalid(wavesPath, len(waves), fmt.Sprintf("the waves cover %d of the %d clusters selected: make the last wave \"100%%\" or add a wave", n-left, n))}
 	}
-	return sizes, errs
+	return sizes, nil
+}
+
+// CompareRefs orders clusters as a rollout does: by namespace, name, kind.
+func CompareRefs(a, b v1alpha2.RolloutClusterRef) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))
 }
 
 // Assign puts the members into waves: ordered by namespace, name and kind,
@@ -59,9 +84,7 @@ func WaveSizes(waves []v1alpha2.RolloutWave, n int) ([]int, field.ErrorList) {
 // dry run and the agent put each cluster in the same wave.
 func Assign(members []v1alpha2.RolloutClusterRef, waves []v1alpha2.RolloutWave) ([]v1alpha2.RolloutClusterStatus, []v1alpha2.RolloutWaveStatus, field.ErrorList) {
 	sorted := slices.Clone(members)
-	slices.SortFunc(sorted, func(a, b v1alpha2.RolloutClusterRef) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))
-	})
+	slices.SortFunc(sorted, CompareRefs)
 	sizes, errs := WaveSizes(waves, len(sorted))
 	if len(errs) > 0 {
 		return nil, nil, errs

@@ -9,87 +9,44 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/progress"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui/keymap"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/watch"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
-// Fetcher reads the rollout being watched.
-type Fetcher func(ctx context.Context) (*v1alpha2.TopologyRollout, error)
-
-// Model follows one TopologyRollout.
+// Model follows one TopologyRollout until it ends (fleet.Ended).
 type Model struct {
-	fetch    Fetcher
-	interval time.Duration
-	common   *common.Common
-	keys     keymap.Watch
-	bar      progress.Model
-	ro       *v1alpha2.TopologyRollout
-	err      error
-	// Ended is true once the rollout completed, halted or was aborted.
-	Ended bool
+	*watch.Model[*v1alpha2.TopologyRollout]
+	common *common.Common
+	bar    progress.Model
 	// Now is the clock ages are read against.
 	Now func() time.Time
 }
 
 // New watches through fetch, reading every interval.
-func New(fetch Fetcher, interval time.Duration) *Model {
+func New(fetch func(context.Context) (*v1alpha2.TopologyRollout, error), interval time.Duration) *Model {
 	bar := progress.New(progress.WithoutPercentage(), progress.WithWidth(16), progress.WithSolidFill("2"))
-	return &Model{fetch: fetch, interval: interval, common: common.New(), keys: keymap.DefaultWatch(), bar: bar, Now: time.Now}
-}
-
-type rolloutMsg struct {
-	ro  *v1alpha2.TopologyRollout
-	err error
-}
-
-func (m *Model) read() tea.Msg {
-	ro, err := m.fetch(context.Background())
-	return rolloutMsg{ro: ro, err: err}
+	return &Model{Model: watch.New(fetch, interval, fleet.Ended), common: common.New(), bar: bar, Now: time.Now}
 }
 
 // Rollout is the latest rollout read; nil before the first read.
-func (m *Model) Rollout() *v1alpha2.TopologyRollout { return m.ro }
-
-// Init implements tea.Model.
-func (m *Model) Init() tea.Cmd { return m.read }
+func (m *Model) Rollout() *v1alpha2.TopologyRollout { return m.Last }
 
 // SetSize fits the view to the terminal.
 func (m *Model) SetSize(w, h int) { m.common.SetSize(w, h) }
 
-// ShortHelp is the view's help line.
-func (m *Model) ShortHelp() []key.Binding { return m.keys.ShortHelp() }
-
-// FullHelp is the view's full help.
-func (m *Model) FullHelp() [][]key.Binding { return m.keys.FullHelp() }
-
 // Update implements tea.Model.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		m.SetSize(msg.Width, msg.Height)
-	case tea.KeyMsg:
-		if key.Matches(msg, m.keys.Quit) {
-			return m, tea.Quit
-		}
-	case rolloutMsg:
-		if msg.ro != nil {
-			m.ro = msg.ro
-		}
-		m.err = msg.err
-		if m.ro != nil && fleet.Ended(m.ro) {
-			m.Ended = true
-			return m, tea.Quit
-		}
-		return m, tea.Tick(m.interval, func(time.Time) tea.Msg { return m.read() })
+	if size, ok := msg.(tea.WindowSizeMsg); ok {
+		m.SetSize(size.Width, size.Height)
+		return m, nil
 	}
-	return m, nil
+	return m, m.Model.Update(msg)
 }
 
 // View implements tea.Model.
@@ -100,23 +57,23 @@ func (m *Model) View() string {
 		b.WriteByte('\n')
 	}
 	st := m.common.Styles
-	if m.ro == nil {
-		if m.err != nil {
-			line(st.Error.Render(m.err.Error()))
+	if m.Last == nil {
+		if m.Err != nil {
+			line(st.Error.Render(m.Err.Error()))
 		} else {
 			line("reading the TopologyRollout...")
 		}
 		return b.String()
 	}
-	ro, now := m.ro, m.Now()
-	header := fleet.HeaderLines(ro, now)
-	line(st.Title.Render(header[0]))
-	line("  " + m.phase(ro.Status.Phase) + strings.TrimPrefix(header[1], "Phase: "+string(ro.Status.Phase)))
-	for _, h := range header[2:] {
+	ro, now := m.Last, m.Now()
+	header := fleet.HeaderOf(ro, now)
+	line(st.Title.Render(header.Title))
+	line("  " + m.phase(header.Phase) + " — " + header.Message)
+	for _, h := range header.Details {
 		line(st.Hint.Render("  " + h))
 	}
-	if m.err != nil {
-		line(st.Error.Render("  " + m.err.Error()))
+	if m.Err != nil {
+		line(st.Error.Render("  " + m.Err.Error()))
 	}
 	for _, w := range ro.Status.Waves {
 		done := 0
@@ -146,8 +103,8 @@ func (m *Model) View() string {
 			}
 		}
 	}
-	if m.Ended {
-		line(m.phase(ro.Status.Phase) + ": " + ro.Status.Message)
+	if m.Done {
+		line(m.phase(header.Phase) + ": " + header.Message)
 	} else {
 		line(st.Help.Render("following the rollout… q quits (the rollout goes on)"))
 	}
@@ -161,8 +118,8 @@ func (m *Model) phase(p v1alpha2.FleetRolloutPhase) string {
 		return st.OK.Render(string(p))
 	case v1alpha2.RolloutHalted, v1alpha2.RolloutAborted:
 		return st.Error.Render(string(p))
-	case "":
-		return st.Hint.Render(string(v1alpha2.RolloutPending))
+	case v1alpha2.RolloutPending:
+		return st.Hint.Render(string(p))
 	}
 	return st.Warn.Render(string(p))
 }

@@ -56,7 +56,7 @@ func TestRolloutViewShowsWavesAndWhyEachClusterWaits(t *testing.T) {
 	m := New(func(context.Context) (*v1alpha2.TopologyRollout, error) { return ro, nil }, time.Millisecond)
 	m.Now = func() time.Time { return now }
 	m.SetSize(110, 30)
-	if _, cmd := m.Update(m.Init()()); m.Ended || cmd == nil {
+	if _, cmd := m.Update(m.Init()()); m.Done || cmd == nil {
 		t.Fatal("a progressing rollout ended the watch")
 	}
 	golden.RequireEqual(t, []byte(m.View()))
@@ -78,7 +78,7 @@ func TestRolloutViewQuitsWhenTheRolloutEnds(t *testing.T) {
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(110, 30))
 	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 	final := tm.FinalModel(t).(*Model)
-	if !final.Ended || !strings.Contains(final.View(), "Completed: 3 succeeded, 1 failed") {
-		t.Errorf("ended %v:\n%s", final.Ended, final.View())
+	if !final.Done || !strings.Contains(final.View(), "Completed: 3 succeeded, 1 failed") {
+		t.Errorf("ended %v:\n%s", final.Done, final.View())
 	}
 }

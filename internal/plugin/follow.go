@@ -1,0 +1,93 @@
+package plugin
+
+import (
+	"context"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/watch"
+)
+
+// follower is what a watch outside a terminal needs of the thing it
+// follows: a read, how it prints (without ages, which would make every read
+// a change), whether it is over, and what to say when the time runs out.
+type follower[T any] struct {
+	read   func(context.Context) (T, error)
+	render func(io.Writer, T) error
+	// done says whether the watch ends at v, and with what error.
+	done func(v T) (bool, error)
+	// gaveUp is the error when the watch's deadline passes at v.
+	gaveUp func(v T) error
+}
+
+// follow prints v, then reads again every interval and prints each time
+// what it prints changes, until done says so or ctx ends: a deadline ends
+// it with gaveUp, an interruption without an error.
+func follow[T any](ctx context.Context, out io.Writer, interval time.Duration, v T, f follower[T]) error {
+	last := ""
+	for {
+		var b strings.Builder
+		if err := f.render(&b, v); err != nil {
+			return err
+		}
+		if b.String() != last {
+			if last != "" {
+				fmt.Fprintln(out)
+			}
+			_, _ = io.WriteString(out, b.String())
+			last = b.String()
+		}
+		if done, err := f.done(v); done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return stopped(ctx, v, f)
+		case <-time.After(interval):
+		}
+		next, err := f.read(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return stopped(ctx, v, f)
+			}
+			return err
+		}
+		v = next
+	}
+}
+
+// followLive runs a live view m over the watch w in a terminal and ends as
+// follow does: with gaveUp at the deadline, nothing when interrupted or
+// quit, and what done says once w is done.
+func followLive[T any](ctx context.Context, streams genericiooptions.IOStreams, m tea.Model, w *watch.Model[T], v T, f follower[T]) error {
+	_, err := tea.NewProgram(m, tea.WithInput(streams.In), tea.WithOutput(streams.Out), tea.WithContext(ctx)).Run()
+	if w.HasValue {
+		v = w.Last
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return f.gaveUp(v)
+	case errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil:
+		return nil // interrupted: the rollout goes on without us
+	case err != nil:
+		return err
+	case w.Done:
+		_, err := f.done(v)
+		return err
+	}
+	return nil
+}
+
+func stopped[T any](ctx context.Context, v T, f follower[T]) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return f.gaveUp(v)
+	}
+	return nil
+}
