@@ -109,18 +109,9 @@ func (r *TopologyRolloutReconciler) begin(ctx context.Context, ro *v1alpha2.Topo
 func (r *TopologyRolloutReconciler) step(ctx context.Context, ro *v1alpha2.TopologyRollout) (ctrl.Result, error) {
 	now := r.now()
 	m := r.members()
-	read := map[string]*v1alpha2.Topology{}
-	obs := map[string]fleet.Observation{}
-	for _, c := range ro.Status.Clusters {
-		if !observed(ro, c) {
-			continue
-		}
-		t, err := m.Get(ctx, c.RolloutClusterRef)
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("TopologyRollout %s: reading %s: %w", ro.Name, c.Key(), err)
-		}
-		read[c.Key()] = t
-		obs[c.Key()] = m.Observe(ctx, ro.Spec.Change, t, now)
+	read, obs, err := r.observe(ctx, m, ro, now)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	pass := fleet.Step(ro, obs, now)
 	st := pass.Status
@@ -161,18 +152,22 @@ func (r *TopologyRolloutReconciler) step(ctx context.Context, ro *v1alpha2.Topol
 		}
 		r.Recorder.Event(ro, kind, e.Reason, e.Message)
 	}
+	// Applied is marked by the next pass, once the cache shows the change:
+	// marked now, a cache still behind would read as an edit by hand.
 	written := ro.DeepCopy()
+	failed := false
 	for _, i := range append(started, pass.Apply...) {
 		if err := r.write(ctx, ro, i, read[ro.Status.Clusters[i].Key()]); err != nil {
 			fleet.Fail(&ro.Status, i, fleet.ReasonApplyFailed, err.Error(), now)
 			r.Recorder.Eventf(ro, "Warning", fleet.ReasonApplyFailed, "%s: %s", ro.Status.Clusters[i].Key(), err.Error())
-			continue
+			failed = true
 		}
-		ro.Status.Clusters[i].Applied = true
 	}
-	fleet.Summarize(ro, &ro.Status, now)
-	if err := r.writeStatus(ctx, written, ro); err != nil {
-		return ctrl.Result{}, err
+	if failed {
+		fleet.Summarize(ro, &ro.Status, now)
+		if err := r.writeStatus(ctx, written, ro); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	result := ctrl.Result{RequeueAfter: pass.Requeue}
 	if len(started) > 0 || ro.Status.Wave != orig.Status.Wave {
@@ -181,16 +176,41 @@ func (r *TopologyRolloutReconciler) step(ctx context.Context, ro *v1alpha2.Topol
 	return result, nil
 }
 
-// observed tells whether a pass needs to read cluster c: in flight, or
-// waiting in the current wave (or, at a wave's end, the next one).
-func observed(ro *v1alpha2.TopologyRollout, c v1alpha2.RolloutClusterStatus) bool {
-	switch c.Phase {
-	case v1alpha2.ClusterInProgress, v1alpha2.ClusterSoaking:
-		return true
-	case v1alpha2.ClusterPending, v1alpha2.ClusterWaitingForWindow:
-		return c.Wave <= ro.Status.Wave+1
+// observe reads what a pass needs and no more: every cluster in flight,
+// and the waiting clusters of the current wave in order until there are as
+// many free of holds as there is room in flight. A cluster the pass could
+// start but did not read waits for the next pass (fleet.Step requeues).
+func (r *TopologyRolloutReconciler) observe(ctx context.Context, m membership.Reader, ro *v1alpha2.TopologyRollout, now time.Time) (map[string]*v1alpha2.Topology, map[string]fleet.Observation, error) {
+	read := map[string]*v1alpha2.Topology{}
+	obs := map[string]fleet.Observation{}
+	look := func(c v1alpha2.RolloutClusterStatus) (fleet.Observation, error) {
+		t, err := m.Get(ctx, c.RolloutClusterRef)
+		if err != nil {
+			return fleet.Observation{}, fmt.Errorf("TopologyRollout %s: reading %s: %w", ro.Name, c.Key(), err)
+		}
+		read[c.Key()] = t
+		obs[c.Key()] = m.Observe(ctx, ro.Spec.Change, t, now)
+		return obs[c.Key()], nil
 	}
-	return false
+	room := int(fleet.MaxInFlight(ro) - ro.Status.InFlight)
+	wave := max(ro.Status.Wave, 1)
+	for _, c := range ro.Status.Clusters {
+		switch {
+		case c.Phase == v1alpha2.ClusterInProgress || c.Phase == v1alpha2.ClusterSoaking:
+			if _, err := look(c); err != nil {
+				return nil, nil, err
+			}
+		case room > 0 && c.Wave == wave && (c.Phase == v1alpha2.ClusterPending || c.Phase == v1alpha2.ClusterWaitingForWindow):
+			o, err := look(c)
+			if err != nil {
+				return nil, nil, err
+			}
+			if o.Found && o.Hold == "" {
+				room--
+			}
+		}
+	}
+	return read, obs, nil
 }
 
 // write sets the change on a started cluster, unless it no longer is as it

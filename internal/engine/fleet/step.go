@@ -212,10 +212,13 @@ func (p *Pass) candidates(r *v1alpha2.TopologyRollout, obs map[string]Observatio
 			}
 			continue
 		}
+		if room <= 0 {
+			break
+		}
 		o, ok := obs[c.Key()]
 		switch {
 		case !ok:
-			// Not read in this pass (its wave was not current when it began).
+			// Not read in this pass: room came free in it, or its wave began.
 			p.requeue(time.Second)
 			continue
 		case !o.Found:
@@ -224,10 +227,6 @@ func (p *Pass) candidates(r *v1alpha2.TopologyRollout, obs map[string]Observatio
 		case o.Hold != "":
 			c.Phase, c.Reason, c.Message = v1alpha2.ClusterPending, ReasonHeld, o.Hold
 			p.requeue(poll)
-			continue
-		}
-		if room <= 0 {
-			c.Phase, c.Reason, c.Message = v1alpha2.ClusterPending, "", ""
 			continue
 		}
 		p.Start = append(p.Start, i)
