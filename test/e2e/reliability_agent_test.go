@@ -27,6 +27,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
+	topologywebhook "github.com/kubectl-topology/kubectl-topology/internal/webhook"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -235,7 +236,11 @@ func TestWebhookRegistrationsAreRestored(t *testing.T) {
 				return false, fmt.Errorf("%s has no CA bundle", w.Name)
 			}
 		}
-		return len(v.Webhooks) == 2, nil
+		// Every webhook the agent registers: Topology, TopologyClass, TopologyRollout.
+		_, want := topologywebhook.Configurations(func(string) admissionregistrationv1.WebhookClientConfig {
+			return admissionregistrationv1.WebhookClientConfig{}
+		})
+		return len(v.Webhooks) == len(want.Webhooks), fmt.Errorf("%d webhooks registered, want %d", len(v.Webhooks), len(want.Webhooks))
 	})
 	restored("a bad Topology is refused again", func() (bool, error) {
 		topo := ex.Topology.DeepCopy()
