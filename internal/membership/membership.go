@@ -25,6 +25,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
@@ -175,8 +176,10 @@ func Hold(t *v1alpha2.Topology) string {
 		return what + " is being deleted"
 	case t.Spec.Paused:
 		return what + " is paused (spec.paused): it starts when it is resumed, or skip it"
-	case hasKey(t.Annotations, contract.PausedAnnotation):
+	case upstream.IsCluster(t) && hasKey(t.Annotations, contract.PausedAnnotation):
 		return what + " is paused (annotation " + contract.PausedAnnotation + ")"
+	case clusterHeld(t) != "":
+		return what + " waits: " + clusterHeld(t)
 	case hasKey(t.Annotations, v1alpha2.RolloutHoldAnnotation):
 		why := t.Annotations[v1alpha2.RolloutHoldAnnotation]
 		if why == "" {
@@ -185,6 +188,20 @@ func Hold(t *v1alpha2.Topology) string {
 		return fmt.Sprintf("%s is held by annotation %s (%s): it starts when the annotation is removed, or skip it", what, v1alpha2.RolloutHoldAnnotation, why)
 	}
 	return ""
+}
+
+// clusterHeld is why the agent changes nothing of a Topology's Cluster now
+// (rollout.Hold: paused by clusterctl move, or gone after a move), as its
+// TopologyReconciled condition says it; "" when nothing holds it.
+func clusterHeld(t *v1alpha2.Topology) string {
+	if upstream.IsCluster(t) {
+		return ""
+	}
+	c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition)
+	if c == nil || (c.Reason != rollout.HoldClusterPaused && c.Reason != rollout.HoldClusterMissing) {
+		return ""
+	}
+	return c.Message
 }
 
 func hasKey(m map[string]string, k string) bool {
