@@ -1,8 +1,10 @@
 package localcluster
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -145,9 +147,18 @@ func TestStopDirStopsAComponentRestartedByHand(t *testing.T) {
 	dir := t.TempDir()
 	stray := helperProcess("--kubeconfig=" + filepath.Join(dir, "kubeconfig"))
 	bystander := helperProcess(dir)
+	// Until exec completes a child's /proc cmdline is still this test's, so
+	// each helper says it runs before Strays looks.
 	for _, c := range []*exec.Cmd{stray, bystander} {
+		out, err := c.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
+		}
+		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "running\n" {
+			t.Fatalf("helper %d said %q (%v), want it to say it runs", c.Process.Pid, line, err)
 		}
 	}
 	strayDone, bystanderDone := make(chan error, 1), make(chan error, 1)
@@ -187,6 +198,7 @@ func TestHelperProcess(*testing.T) {
 	if os.Getenv("LOCALCLUSTER_HELPER_PROCESS") != "1" {
 		return
 	}
+	fmt.Println("running")
 	time.Sleep(5 * time.Minute)
 	os.Exit(0)
 }
