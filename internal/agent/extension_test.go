@@ -51,9 +51,17 @@ func TestExternalPatches(t *testing.T) {
 	bad := ex.Topology.DeepCopy()
 	bad.Name = "bad-image"
 	bad.Spec.Variables = append(bad.Spec.Variables, v1alpha2.ClusterVariable{Name: "image", Value: apiextensionsv1.JSON{Raw: []byte("42")}})
-	if err := k8s.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "spec.variables[image].value: Invalid value") {
-		t.Errorf("an image that is not a string, against the discovered schema: %v", err)
-	}
+	// The webhook reads the class from the agent's cache, which may lag the
+	// status just read; until it has caught up it answers that image is not
+	// defined. Once it refuses the value, Topologies created after are
+	// defaulted from the discovered variable too.
+	eventually(t, "the webhook refuses an image that is not a string, against the discovered schema", func() (bool, error) {
+		err := k8s.Create(ctx, bad.DeepCopy())
+		if err == nil {
+			t.Fatal("the webhook let an image that is not a string through")
+		}
+		return strings.Contains(err.Error(), "spec.variables[image].value: Invalid value"), err
+	})
 	if err := k8s.Create(ctx, ex.Topology.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
