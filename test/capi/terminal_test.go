@@ -1,6 +1,7 @@
 package capi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -8,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/controller"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -34,6 +39,16 @@ func TestEditAndFollowInTerminal(t *testing.T) {
 		t.Error("the editor drew no colour on a 256-colour terminal; the NO_COLOR check below would prove nothing")
 	}
 
+	// The watch below lasts 2 s; on a loaded machine the agent may take longer
+	// than that to take the edit up, and then there is no rollout to show yet.
+	fixture.Eventually(t, 2*time.Minute, "the agent reconciles the edited generation", func(ctx context.Context) (bool, error) {
+		topo := &v1alpha2.Topology{}
+		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
+		return c != nil && c.ObservedGeneration == topo.Generation, fmt.Errorf("generation %d, condition %+v", topo.Generation, c)
+	})
 	status := suite.Terminal(t, 120, nil, "status", "dev", "-n", ns, "--watch", "--interval", "200ms", "--timeout", "2s")
 	status.WaitFor("v1.33.1 → v1.34.0")
 	status.WaitFor("Topology " + ns + "/dev did not settle within 2s")
