@@ -73,6 +73,7 @@ type RolloutCreateOptions struct {
 	MaxInFlight        int32
 	FailureBudget      int32
 	Soak, Timeout      time.Duration
+	HealthTolerance    time.Duration
 	DryRun, Yes, Quiet bool
 
 	rollout *v1alpha2.TopologyRollout
@@ -114,6 +115,7 @@ before it starts, as ` + "`upgrade`" + ` does.`,
 	f.StringVar(&o.Waves, "waves", "1,100%", "Wave sizes in order, each a count or a percentage of the fleet; the first is the canary")
 	f.Int32Var(&o.MaxInFlight, "max-in-flight", 1, "Clusters changing or soaking at once")
 	f.DurationVar(&o.Soak, "soak", 0, "How long each cluster must stay healthy after its change settles before it counts")
+	f.DurationVar(&o.HealthTolerance, "health-tolerance", 0, "How long a soaking cluster may read unhealthy before it fails; a shorter spell starts its soak over (default 1m)")
 	f.DurationVar(&o.Timeout, "cluster-timeout", 0, "Fail a cluster whose change has not settled this long after it started (default 1h)")
 	f.Int32Var(&o.FailureBudget, "failure-budget", 0, "Clusters that may fail before the rollout stops starting clusters")
 	f.StringArrayVar(&o.Windows, "window", nil, `Maintenance window in UTC, "[DAYS ]HH:MM-HH:MM" such as "Sat,Sun 02:00-06:00"; repeatable; any time when unset`)
@@ -157,6 +159,7 @@ func (o *RolloutCreateOptions) Complete(args []string) error {
 			Strategy: v1alpha2.RolloutStrategy{
 				MaxInFlight: o.MaxInFlight, FailureBudget: o.FailureBudget,
 				Soak: metav1.Duration{Duration: o.Soak}, ClusterTimeout: metav1.Duration{Duration: o.Timeout},
+				HealthTolerance: metav1.Duration{Duration: o.HealthTolerance},
 			},
 		},
 	}

@@ -185,7 +185,11 @@ func TestAFailureBeyondTheBudgetHaltsAndRetryGoesOn(t *testing.T) {
 	w.set("c2", "v1.35.0", true)
 	pass(r, w, t0.Add(8*time.Minute))
 	w.set("c2", "v1.35.0", false, "md-0: Degraded")
-	p, started := pass(r, w, t0.Add(9*time.Minute))
+	pass(r, w, t0.Add(9*time.Minute))
+	if c := r.Status.Clusters[1]; c.Phase != v1alpha2.ClusterSoaking || c.UnhealthySince == nil || !strings.Contains(c.Message, "md-0: Degraded") {
+		t.Fatalf("c2, unhealthy for less than the tolerance: %+v", c)
+	}
+	p, started := pass(r, w, t0.Add(10*time.Minute))
 	c2 := r.Status.Clusters[1]
 	if c2.Phase != v1alpha2.ClusterFailed || c2.Reason != ReasonHealthGate || !strings.Contains(c2.Message, "md-0: Degraded") {
 		t.Fatalf("c2: %+v", c2)
@@ -199,7 +203,7 @@ func TestAFailureBeyondTheBudgetHaltsAndRetryGoesOn(t *testing.T) {
 	// Fixed; retried.
 	w.set("c2", "v1.35.0", true)
 	r.Spec.Retry = []v1alpha2.RolloutRetry{{RolloutClusterRef: c2.RolloutClusterRef, Attempt: 2}}
-	pass(r, w, t0.Add(10*time.Minute))
+	pass(r, w, t0.Add(10*time.Minute+30*time.Second))
 	if c := r.Status.Clusters[1]; c.Phase != v1alpha2.ClusterInProgress || c.Attempt != 2 || r.Status.Phase != v1alpha2.RolloutProgressing {
 		t.Fatalf("after retry: %+v, rollout %s", c, r.Status.Phase)
 	}
@@ -212,6 +216,50 @@ func TestAFailureBeyondTheBudgetHaltsAndRetryGoesOn(t *testing.T) {
 	}
 	if r.Status.Phase != v1alpha2.RolloutCompleted || r.Status.Succeeded != 3 || r.Status.CompletedAt == nil {
 		t.Fatalf("want Completed with 3 succeeded: %s %s", r.Status.Phase, phases(r))
+	}
+}
+
+func TestAShortUnhealthySpellStartsTheSoakOver(t *testing.T) {
+	r := fleetRollout(t, 1, 1, 5*time.Minute, "1")
+	w := newWorld(1)
+	pass(r, w, t0)
+	w.set("c1", "v1.35.0", true)
+	pass(r, w, t0.Add(time.Minute)) // soaking from 1m
+	w.set("c1", "v1.35.0", false, "control plane: NotReady")
+	pass(r, w, t0.Add(3*time.Minute))
+	w.set("c1", "v1.35.0", true)
+	p, _ := pass(r, w, t0.Add(3*time.Minute+30*time.Second))
+	c := r.Status.Clusters[0]
+	if c.Phase != v1alpha2.ClusterSoaking || c.UnhealthySince != nil || !c.SoakStartedAt.Time.Equal(t0.Add(3*time.Minute+30*time.Second)) {
+		t.Fatalf("after a 30s spell: %+v, want soaking again from 3m30s", c)
+	}
+	if len(p.Events) != 1 || p.Events[0].Reason != "Recovered" {
+		t.Errorf("events %+v, want Recovered", p.Events)
+	}
+	pass(r, w, t0.Add(7*time.Minute)) // a soak from 1m would have ended at 6m
+	if c := r.Status.Clusters[0]; c.Phase != v1alpha2.ClusterSoaking {
+		t.Fatalf("at 7m: %s, want still soaking: the soak started over at 3m30s", c.Phase)
+	}
+	pass(r, w, t0.Add(8*time.Minute+31*time.Second))
+	if c := r.Status.Clusters[0]; c.Phase != v1alpha2.ClusterSucceeded || r.Status.Phase != v1alpha2.RolloutCompleted {
+		t.Fatalf("after a whole soak of health: %s, rollout %s", c.Phase, r.Status.Phase)
+	}
+}
+
+func TestAClusterThatKeepsTurningUnhealthyTimesOut(t *testing.T) {
+	r := fleetRollout(t, 1, 1, 5*time.Minute, "1")
+	r.Spec.Strategy.ClusterTimeout = metav1.Duration{Duration: 10 * time.Minute}
+	w := newWorld(1)
+	pass(r, w, t0)
+	for m := time.Minute; m < 20*time.Minute && r.Status.Clusters[0].Phase != v1alpha2.ClusterFailed; m += time.Minute {
+		w.set("c1", "v1.35.0", true)
+		pass(r, w, t0.Add(m))
+		w.set("c1", "v1.35.0", false, "md-0: Degraded")
+		pass(r, w, t0.Add(m+30*time.Second))
+	}
+	c := r.Status.Clusters[0]
+	if c.Phase != v1alpha2.ClusterFailed || c.Reason != ReasonTimeout || !c.CompletedAt.After(t0.Add(15*time.Minute)) {
+		t.Fatalf("a cluster unhealthy half of every minute: %+v, want Failed on Timeout after the timeout and a soak", c)
 	}
 }
 

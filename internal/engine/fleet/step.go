@@ -15,6 +15,11 @@ import (
 // DefaultClusterTimeout bounds a cluster's change when the strategy does not.
 const DefaultClusterTimeout = time.Hour
 
+// DefaultHealthTolerance is how long a soaking cluster may read unhealthy
+// when the strategy does not say: longer than a reconcile retried after a
+// conflict, shorter than anyone would let a broken cluster soak.
+const DefaultHealthTolerance = time.Minute
+
 // poll is how often a rollout with clusters in flight looks again, besides
 // the watches: a soak ends, a cluster times out.
 const poll = 5 * time.Second
@@ -134,7 +139,7 @@ func (p *Pass) requests(r *v1alpha2.TopologyRollout, at metav1.Time) {
 		for _, rt := range r.Spec.Retry {
 			if rt.RolloutClusterRef == c.RolloutClusterRef && c.Attempt < rt.Attempt {
 				c.Phase, c.Reason, c.Message = v1alpha2.ClusterPending, ReasonRetry, fmt.Sprintf("attempt %d requested after: %s", rt.Attempt, c.Message)
-				c.Applied, c.From, c.StartedAt, c.SoakStartedAt, c.CompletedAt = false, nil, nil, nil, nil
+				c.Applied, c.From, c.StartedAt, c.SoakStartedAt, c.UnhealthySince, c.CompletedAt = false, nil, nil, nil, nil, nil
 				p.event(false, ReasonRetry, "%s will be tried again (attempt %d)", c.Key(), rt.Attempt)
 			}
 		}
@@ -171,12 +176,43 @@ func (p *Pass) follow(r *v1alpha2.TopologyRollout, i int, o Observation, timeout
 			p.requeue(poll)
 		}
 	case v1alpha2.ClusterSoaking:
-		if !o.Settled {
-			p.fail(i, ReasonHealthGate, "unhealthy during the soak: "+problemsText(o.Problems), at)
+		p.soaking(r, i, o, timeout, now)
+	}
+}
+
+// soaking follows a soaking cluster: unhealthy for longer than the
+// tolerance fails the health gate; a shorter spell starts the soak over, so
+// that a cluster succeeds only after a whole soak of health. A cluster that
+// keeps going unhealthy fails once its timeout and a soak have passed.
+func (p *Pass) soaking(r *v1alpha2.TopologyRollout, i int, o Observation, timeout time.Duration, now time.Time) {
+	c := &p.Status.Clusters[i]
+	at := metav1.NewTime(now)
+	tolerance := r.Spec.Strategy.HealthTolerance.Duration
+	if tolerance == 0 {
+		tolerance = DefaultHealthTolerance
+	}
+	if !o.Settled {
+		if c.UnhealthySince == nil {
+			c.UnhealthySince = &at
+			p.event(true, "Unhealthy", "%s unhealthy during the soak: %s", c.Key(), problemsText(o.Problems))
+		}
+		if spell := now.Sub(c.UnhealthySince.Time); spell >= tolerance {
+			p.fail(i, ReasonHealthGate, fmt.Sprintf("unhealthy for %s during the soak: %s", spell.Round(time.Second), problemsText(o.Problems)), at)
 			return
 		}
-		p.soak(r, c, now)
+		c.Message = "unhealthy, the soak starts over if it recovers: " + problemsText(o.Problems)
+		p.requeue(min(poll, tolerance-now.Sub(c.UnhealthySince.Time)))
+		return
 	}
+	if c.UnhealthySince != nil {
+		c.UnhealthySince, c.SoakStartedAt, c.Message = nil, &at, ""
+		p.event(false, "Recovered", "%s healthy again; its soak starts over", c.Key())
+	}
+	if c.StartedAt != nil && now.Sub(c.StartedAt.Time) > timeout+r.Spec.Strategy.Soak.Duration && now.Sub(c.SoakStartedAt.Time) < r.Spec.Strategy.Soak.Duration {
+		p.fail(i, ReasonTimeout, fmt.Sprintf("not through a healthy soak %s after it started", timeout+r.Spec.Strategy.Soak.Duration), at)
+		return
+	}
+	p.soak(r, c, now)
 }
 
 // soak ends a healthy soak that has lasted long enough.

@@ -23,10 +23,15 @@ func StrategyText(r *v1alpha2.TopologyRollout) string {
 	if timeout == 0 {
 		timeout = DefaultClusterTimeout
 	}
+	tolerance := s.HealthTolerance.Duration
+	if tolerance == 0 {
+		tolerance = DefaultHealthTolerance
+	}
 	parts := []string{
 		"waves " + strings.Join(waves, ", "),
 		fmt.Sprintf("%d in flight at most", MaxInFlight(r)),
 		"soak " + health.HumanDuration(s.Soak.Duration),
+		"health tolerance " + health.HumanDuration(tolerance),
 		"timeout " + health.HumanDuration(timeout),
 		fmt.Sprintf("failure budget %d", s.FailureBudget),
 	}

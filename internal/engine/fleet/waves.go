@@ -47,6 +47,9 @@ func ValidateStrategy(s v1alpha2.RolloutStrategy) field.ErrorList {
 	if s.Soak.Duration < 0 {
 		errs = append(errs, field.Invalid(strategy.Child("soak"), s.Soak.Duration.String(), "must not be negative"))
 	}
+	if s.HealthTolerance.Duration < 0 {
+		errs = append(errs, field.Invalid(strategy.Child("healthTolerance"), s.HealthTolerance.Duration.String(), "must not be negative"))
+	}
 	if s.ClusterTimeout.Duration < 0 {
 		errs = append(errs, field.Invalid(strategy.Child("clusterTimeout"), s.ClusterTimeout.Duration.String(), "must not be negative"))
 	}

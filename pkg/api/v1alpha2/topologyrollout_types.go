@@ -153,6 +153,13 @@ type RolloutStrategy struct {
 	// +optional
 	Soak metav1.Duration `json:"soak,omitempty,omitzero"`
 
+	// healthTolerance is how long a soaking cluster may read unhealthy
+	// before it fails the health gate; one minute when unset. A shorter
+	// spell (a reconcile retried after a conflict, a probe that timed out)
+	// fails nothing, and the soak starts over once it is healthy again.
+	// +optional
+	HealthTolerance metav1.Duration `json:"healthTolerance,omitempty,omitzero"`
+
 	// clusterTimeout fails a cluster whose change has not settled this long
 	// after it started; one hour when unset.
 	// +optional
@@ -373,6 +380,10 @@ type RolloutClusterStatus struct {
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// +optional
 	SoakStartedAt *metav1.Time `json:"soakStartedAt,omitempty"`
+	// unhealthySince is when a soaking cluster last turned unhealthy; unset
+	// while it is healthy.
+	// +optional
+	UnhealthySince *metav1.Time `json:"unhealthySince,omitempty"`
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 }

@@ -1602,6 +1602,10 @@ func (in *RolloutClusterStatus) DeepCopyInto(out *RolloutClusterStatus) {
 		in, out := &in.SoakStartedAt, &out.SoakStartedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.UnhealthySince != nil {
+		in, out := &in.UnhealthySince, &out.UnhealthySince
+		*out = (*in).DeepCopy()
+	}
 	if in.CompletedAt != nil {
 		in, out := &in.CompletedAt, &out.CompletedAt
 		*out = (*in).DeepCopy()
@@ -1643,6 +1647,7 @@ func (in *RolloutStrategy) DeepCopyInto(out *RolloutStrategy) {
 		copy(*out, *in)
 	}
 	out.Soak = in.Soak
+	out.HealthTolerance = in.HealthTolerance
 	out.ClusterTimeout = in.ClusterTimeout
 	if in.Windows != nil {
 		in, out := &in.Windows, &out.Windows
