@@ -3,6 +3,7 @@ package capi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,12 +19,12 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
-// TestFleetRolloutWavesFailureRetryAndRebase rolls four Topologies of one
-// class to the next minor with `kubectl topology rollout`, in waves of 1, 1
-// and the rest, at most two in flight, with a soak. The second wave's only
+// TestFleetRolloutWavesFailureRetryAndRebase rolls six Topologies of one
+// class to the next minor with `kubectl topology rollout`, in waves of 1, 2
+// and the rest, at most two in flight, with a soak. The second wave's first
 // cluster is refused by an admission policy, so its preflight fails: the
-// rollout halts at wave 2 with the reason and the third wave is not
-// touched. With the policy gone, `retry` and `resume` finish it, and the
+// rollout halts at wave 2 with the reason, before its other cluster, and
+// the third wave is not touched. With the policy gone, `retry` and `resume` finish it, and the
 // Machines' creation times show the canary done before wave 2 began and
 // never more than two clusters rolling at once. A second rollout then
 // rebases two of them onto a class whose worker template differs: workers
@@ -31,7 +32,7 @@ import (
 func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	names := []string{"c1", "c2", "c3", "c4"}
+	names := []string{"c1", "c2", "c3", "c4", "c5", "c6"}
 	ns, ex := suite.InMemoryFleet(t, "fleet", names...)
 	selector := "fleet=" + ns
 	for _, name := range names {
@@ -45,7 +46,7 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 		t.Errorf("a selector matching nothing: %v\n%s", err, errOut)
 	}
 	_, errOut, err = suite.Topology("", "rollout", "create", name, "-l", selector, "--version", "v1.34.0", "--waves", "1,1", "--yes")
-	if err == nil || !strings.Contains(errOut, "the waves cover 2 of the 4 clusters selected") {
+	if err == nil || !strings.Contains(errOut, "the waves cover 2 of the 6 clusters selected") {
 		t.Errorf("waves that do not cover the fleet: %v\n%s", err, errOut)
 	}
 
@@ -76,12 +77,13 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 	})
 
 	preview := suite.MustTopology(t, "rollout", "create", name, "-l", selector, "--version", "v1.34.0",
-		"--waves", "1,1,100%", "--max-in-flight", "2", "--soak", "10s", "--cluster-timeout", "6m", "--dry-run")
+		"--waves", "1,2,100%", "--max-in-flight", "2", "--soak", "10s", "--cluster-timeout", "6m", "--dry-run")
 	for _, want := range []string{
 		"Wave 1 (canary): 1 cluster(s), 2 machine(s) replaced",
 		"topology/" + ns + "/c1: version is v1.33.1 (the rollout sets v1.34.0); 2 machine(s) replaced",
-		"Wave 3: 2 cluster(s), 4 machine(s) replaced",
-		"Fleet: 4 cluster(s) in 3 wave(s), 8 machine(s) replaced in all.",
+		"Wave 2: 2 cluster(s), 4 machine(s) replaced",
+		"Wave 3: 3 cluster(s), 6 machine(s) replaced",
+		"Fleet: 6 cluster(s) in 3 wave(s), 12 machine(s) replaced in all.",
 		"Dry run: nothing was created.",
 	} {
 		if !strings.Contains(preview, want) {
@@ -89,7 +91,7 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 		}
 	}
 	suite.MustTopology(t, "rollout", "create", name, "-l", selector, "--version", "v1.34.0",
-		"--waves", "1,1,100%", "--max-in-flight", "2", "--soak", "10s", "--cluster-timeout", "6m", "--yes")
+		"--waves", "1,2,100%", "--max-in-flight", "2", "--soak", "10s", "--cluster-timeout", "6m", "--yes")
 	t.Cleanup(func() {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)})
 	})
@@ -122,13 +124,18 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 	if c := clusterOf(ro, "c1"); c.Phase != v1alpha2.ClusterSucceeded {
 		t.Errorf("the canary c1: %+v", c)
 	}
+	// Preflight goes in the wave's order and the halt stops the pass: c3, in
+	// c2's wave, was not started either.
+	if c := clusterOf(ro, "c3"); c.Phase != v1alpha2.ClusterPending || c.Attempt != 0 {
+		t.Errorf("c3, after c2 in wave 2: %+v", c)
+	}
 	status := suite.MustTopology(t, "rollout", "status", name)
 	if !strings.Contains(status, "Phase: Halted") || !strings.Contains(status, "Preflight: preflight failed; nothing was changed") {
 		t.Errorf("rollout status of the halted rollout:\n%s", status)
 	}
-	// The wave after it was not touched, and nothing changes it now.
-	fixture.AfterPasses(t, suite.K8s, client.ObjectKey{Namespace: ns, Name: "c3"}, 2)
-	for _, n := range []string{"c2", "c3", "c4"} {
+	// Nothing after it was touched, and nothing changes it now.
+	fixture.AfterPasses(t, suite.K8s, client.ObjectKey{Namespace: ns, Name: "c4"}, 2)
+	for _, n := range names[1:] {
 		topo := &v1alpha2.Topology{}
 		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, topo); err != nil || topo.Spec.Version != "v1.33.1" {
 			t.Errorf("%s after the halt: version %s (%v), want v1.33.1 untouched", n, topo.Spec.Version, err)
@@ -156,7 +163,7 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 	ro = waitRollout(t, name, 10*time.Minute, "completed", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutCompleted
 	})
-	if ro.Status.Succeeded != 4 || clusterOf(ro, "c2").Attempt != 2 {
+	if ro.Status.Succeeded != 6 || clusterOf(ro, "c2").Attempt != 2 {
 		t.Errorf("completed with %d succeeded, c2 attempt %d: %+v", ro.Status.Succeeded, clusterOf(ro, "c2").Attempt, ro.Status.Clusters)
 	}
 	// -o json is the stored object, for automation.
@@ -175,7 +182,7 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 			t.Errorf("%s: %d of %d machines run v1.34.0, want 2 of 2", n, running, all)
 		}
 	}
-	for _, later := range []string{"c2", "c3", "c4"} {
+	for _, later := range names[1:] {
 		if !windows["c1"].End.Before(windows[later].Start) {
 			t.Errorf("the canary's machines were still being created (until %s) when %s's began (%s)", windows["c1"].End, later, windows[later].Start)
 		}
@@ -183,8 +190,12 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 	if most := fixture.MostAtOnce(windows); most > 2 {
 		t.Errorf("%d clusters were rolling at once; at most 2 in flight: %+v", most, windows)
 	}
-	if !windows["c2"].End.Before(windows["c3"].Start) || !windows["c2"].End.Before(windows["c4"].Start) {
-		t.Errorf("wave 3 began before wave 2's c2 finished: %+v", windows)
+	for _, wave2 := range []string{"c2", "c3"} {
+		for _, wave3 := range []string{"c4", "c5", "c6"} {
+			if !windows[wave2].End.Before(windows[wave3].Start) {
+				t.Errorf("wave 3's %s began before wave 2's %s finished: %+v", wave3, wave2, windows)
+			}
+		}
 	}
 
 	// Rebase c1 and c2 onto a class whose worker template differs.
@@ -314,11 +325,7 @@ func waitRollout(t *testing.T, name string, timeout time.Duration, what string, 
 		if err := suite.K8s.Get(ctx, client.ObjectKey{Name: name}, ro); err != nil {
 			return false, err
 		}
-		var phases []string
-		for _, c := range ro.Status.Clusters {
-			phases = append(phases, fmt.Sprintf("%s=%s(%s)", c.Name, c.Phase, c.Message))
-		}
-		return done(ro), fmt.Errorf("phase %s: %s; %s", ro.Status.Phase, ro.Status.Message, strings.Join(phases, ", "))
+		return done(ro), errors.New(fixture.RolloutProgress(ro))
 	})
 	return ro
 }

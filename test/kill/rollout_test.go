@@ -2,7 +2,7 @@ package kill
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"testing"
 	"time"
 
@@ -57,7 +57,7 @@ func TestAgentKilledDuringAFleetRollout(t *testing.T) {
 				return false, err
 			}
 			maxInFlight = max(maxInFlight, ro.Status.InFlight)
-			return cond(ro), fmt.Errorf("phase %s: %s", ro.Status.Phase, ro.Status.Message)
+			return cond(ro), errors.New(fixture.RolloutProgress(ro))
 		})
 	}
 	await("the canary c1 is changing", func(ro *v1alpha2.TopologyRollout) bool {
