@@ -67,7 +67,9 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 	equivalent := admissionregistrationv1.Equivalent
 	never := admissionregistrationv1.NeverReinvocationPolicy
 	scope := admissionregistrationv1.AllScopes
-	timeout := int32(5)
+	// Kubernetes' default, as Cluster API's webhooks use: on a loaded
+	// management cluster 5 s refused classes and Topologies for a slow answer.
+	timeout := int32(10)
 	// A rollout's admission reads every cluster it selects and their classes.
 	rolloutTimeout := int32(15)
 	rule := func(resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
