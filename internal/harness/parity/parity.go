@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -352,7 +353,14 @@ func create(ctx context.Context, k8s client.Client, ns string, objs []*unstructu
 				_ = unstructured.SetNestedField(o.Object, ns, path...)
 			}
 		}
-		if err := k8s.Create(ctx, o); err != nil {
+		// A webhook that answers too slowly on a loaded machine fails the
+		// create with an internal error; a client asks again, as here.
+		var err error
+		_ = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 6}, func(ctx context.Context) (bool, error) {
+			err = k8s.Create(ctx, o)
+			return !apierrors.IsInternalError(err), nil
+		})
+		if err != nil {
 			return fmt.Errorf("creating %s %s/%s: %w", o.GetKind(), ns, o.GetName(), err)
 		}
 	}

@@ -80,6 +80,16 @@ func CompareRollout(ctx context.Context, env Env, dir, name string) (RolloutResu
 		if err := waitMachines(ctx, k8s, out, s, c.want, c.version, timeout, nil); err != nil {
 			return res, fmt.Errorf("%s never provisioned: %w", s.label, err)
 		}
+		// Machines at the version can still be coming up; the rollout's
+		// preflight refuses a control plane that is not Ready, so wait
+		// until status says the cluster has settled.
+		ref := s.cluster
+		if s.upstream {
+			ref = "cluster/" + s.cluster
+		}
+		if _, err := RunPlugin(env.Plugin, env.Kubeconfig, "status", ref, "-n", s.namespace, "--watch", "--interval", "2s", "--timeout", timeout.String()); err != nil {
+			return res, fmt.Errorf("%s never settled: %w", s.label, err)
+		}
 	}
 	rollout := "parity-" + name
 	created, err := RunPlugin(env.Plugin, env.Kubeconfig, "rollout", "create", rollout, "-l", label+"="+name,
