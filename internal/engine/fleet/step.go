@@ -98,10 +98,7 @@ func Step(r *v1alpha2.TopologyRollout, obs map[string]Observation, now time.Time
 		return pass
 	}
 	pass.requests(r, at)
-	timeout := r.Spec.Strategy.ClusterTimeout.Duration
-	if timeout == 0 {
-		timeout = DefaultClusterTimeout
-	}
+	timeout := ClusterTimeout(r)
 	for i := range st.Clusters {
 		c := &st.Clusters[i]
 		if !inFlight(c.Phase) {
@@ -187,10 +184,7 @@ func (p *Pass) follow(r *v1alpha2.TopologyRollout, i int, o Observation, timeout
 func (p *Pass) soaking(r *v1alpha2.TopologyRollout, i int, o Observation, timeout time.Duration, now time.Time) {
 	c := &p.Status.Clusters[i]
 	at := metav1.NewTime(now)
-	tolerance := r.Spec.Strategy.HealthTolerance.Duration
-	if tolerance == 0 {
-		tolerance = DefaultHealthTolerance
-	}
+	tolerance := HealthTolerance(r)
 	if !o.Settled {
 		if c.UnhealthySince == nil {
 			c.UnhealthySince = &at
@@ -268,6 +262,22 @@ func (p *Pass) candidates(r *v1alpha2.TopologyRollout, obs map[string]Observatio
 		p.Start = append(p.Start, i)
 		room--
 	}
+}
+
+// ClusterTimeout is r's clusterTimeout, DefaultClusterTimeout when unset.
+func ClusterTimeout(r *v1alpha2.TopologyRollout) time.Duration {
+	if d := r.Spec.Strategy.ClusterTimeout.Duration; d != 0 {
+		return d
+	}
+	return DefaultClusterTimeout
+}
+
+// HealthTolerance is r's healthTolerance, DefaultHealthTolerance when unset.
+func HealthTolerance(r *v1alpha2.TopologyRollout) time.Duration {
+	if d := r.Spec.Strategy.HealthTolerance.Duration; d != 0 {
+		return d
+	}
+	return DefaultHealthTolerance
 }
 
 // MaxInFlight is the strategy's clusters in flight at once, 1 when unset.

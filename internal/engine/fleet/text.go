@@ -19,20 +19,12 @@ func StrategyText(r *v1alpha2.TopologyRollout) string {
 	for _, w := range Waves(s) {
 		waves = append(waves, w.Clusters.String())
 	}
-	timeout := s.ClusterTimeout.Duration
-	if timeout == 0 {
-		timeout = DefaultClusterTimeout
-	}
-	tolerance := s.HealthTolerance.Duration
-	if tolerance == 0 {
-		tolerance = DefaultHealthTolerance
-	}
 	parts := []string{
 		"waves " + strings.Join(waves, ", "),
 		fmt.Sprintf("%d in flight at most", MaxInFlight(r)),
 		"soak " + health.HumanDuration(s.Soak.Duration),
-		"health tolerance " + health.HumanDuration(tolerance),
-		"timeout " + health.HumanDuration(timeout),
+		"health tolerance " + health.HumanDuration(HealthTolerance(r)),
+		"timeout " + health.HumanDuration(ClusterTimeout(r)),
 		fmt.Sprintf("failure budget %d", s.FailureBudget),
 	}
 	for _, w := range s.Windows {
