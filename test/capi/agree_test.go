@@ -7,12 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/controller"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -85,10 +83,10 @@ func TestPlanEditorAndAgentAgree(t *testing.T) {
 		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
 			return false, err
 		}
-		c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
+		c, current := fixture.Reconciled(topo)
 		md, err := pool(ctx, ns, "md-b")
 		// The agent has reconciled the generation that added md-b and did not make it.
-		return c != nil && c.ObservedGeneration == topo.Generation && md == nil, fmt.Errorf("condition %+v, md-b %v (%v)", c, md != nil, err)
+		return current && md == nil, fmt.Errorf("condition %+v, md-b %v (%v)", c, md != nil, err)
 	})
 	out := suite.MustTopology(t, "plan", "dev", "-n", ns)
 	if !strings.Contains(out, "pending (MachineDeployment md-b: waiting for the control plane") || strings.Contains(out, "created") {

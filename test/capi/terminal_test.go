@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/controller"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -46,8 +44,8 @@ func TestEditAndFollowInTerminal(t *testing.T) {
 		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, topo); err != nil {
 			return false, err
 		}
-		c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
-		return c != nil && c.ObservedGeneration == topo.Generation, fmt.Errorf("generation %d, condition %+v", topo.Generation, c)
+		c, current := fixture.Reconciled(topo)
+		return current, fmt.Errorf("generation %d, condition %+v", topo.Generation, c)
 	})
 	status := suite.Terminal(t, 120, nil, "status", "dev", "-n", ns, "--watch", "--interval", "200ms", "--timeout", "2s")
 	status.WaitFor("v1.33.1 → v1.34.0")

@@ -414,8 +414,8 @@ func TestSlowExtensionDoesNotStallTheFleet(t *testing.T) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(unrelated), got); err != nil {
 			return false, err
 		}
-		c := meta.FindStatusCondition(got.Status.Conditions, controller.ReconciledCondition)
-		return c != nil && c.ObservedGeneration == got.Generation && c.Reason != controller.ReasonFailed, fmt.Errorf("condition %+v", c)
+		c, current := fixture.Reconciled(got)
+		return current && c.Reason != controller.ReasonFailed, fmt.Errorf("condition %+v", c)
 	})
 	if n := slow.InFlight(); n == 0 || n > 2 {
 		t.Errorf("%d calls to the slow extension under way, want 1 or 2 (half the 4 workers at most)", n)

@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -42,8 +42,7 @@ func TestRestartWritesNothing(t *testing.T) {
 		}
 		done := 0
 		for _, topo := range list.Items {
-			c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
-			if c != nil && c.ObservedGeneration == topo.Generation && c.Reason == controller.ReasonSucceeded {
+			if c, current := fixture.Reconciled(&topo); current && c.Reason == controller.ReasonSucceeded {
 				done++
 			}
 		}

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
@@ -147,8 +146,7 @@ func waitAllReconciled(b *testing.B, ns string, n int) {
 		}
 		done := 0
 		for _, t := range list.Items {
-			c := meta.FindStatusCondition(t.Status.Conditions, controller.ReconciledCondition)
-			if c != nil && c.ObservedGeneration == t.Generation && c.Reason == controller.ReasonSucceeded && len(t.OwnerReferences) == 0 {
+			if c, current := fixture.Reconciled(&t); current && c.Reason == controller.ReasonSucceeded && len(t.OwnerReferences) == 0 {
 				done++
 			}
 		}

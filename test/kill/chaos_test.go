@@ -9,7 +9,6 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,12 +55,12 @@ func TestChaosKillsConverge(t *testing.T) {
 			if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, topo); err != nil {
 				return false, err
 			}
-			c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
+			c, current := fixture.Reconciled(topo)
 			f, counts, err := inspect(ctx, fixture.Example{Topology: topo, Class: ex.Class, Templates: ex.Templates})
 			if err != nil {
 				return false, err
 			}
-			ok := c != nil && c.Reason == controller.ReasonSucceeded && c.ObservedGeneration == topo.Generation && f == chaosFindings{}
+			ok := current && c.Reason == controller.ReasonSucceeded && f == chaosFindings{}
 			return ok, fmt.Errorf("condition %+v, objects %s, %+v", c, counts, f)
 		})
 		topo := &v1alpha2.Topology{}
