@@ -49,6 +49,12 @@ type Options struct {
 	// the two share, and no managers of its own until PivotProviders moves
 	// them here. Providers is then ignored.
 	PivotFrom *Cluster
+	// GOGC, when not 0 and the environment sets none, is every component's
+	// GOGC. The test suites give 200: under Cluster API's status writes the
+	// API server spent about a third of its CPU collecting garbage (a CPU
+	// profile, 2026-11-27), and with suites side by side on two cores CPU is
+	// what runs out, not memory. Measurements (bench-scale) leave Go's default.
+	GOGC int
 }
 
 // Cluster is a running local control plane.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -43,8 +44,9 @@ func (c *Cluster) startWithEnv(name string, env []string, args ...string) (*comp
 	defer logFile.Close()
 	cmd := exec.Command(filepath.Join(c.opts.BinDir, name), args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if len(env) > 0 {
-		cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(os.Environ(), env...)
+	if c.opts.GOGC != 0 && os.Getenv("GOGC") == "" {
+		cmd.Env = append(cmd.Env, "GOGC="+strconv.Itoa(c.opts.GOGC))
 	}
 	// Detached, the control plane outlives make local-up and is out of the
 	// way of terminal signals meant for a test run.

@@ -8,6 +8,9 @@ import (
 	"syscall"
 )
 
+// SuiteGOGC is the test suites' Options.GOGC.
+const SuiteGOGC = 200
+
 // BinDirEnv names the directory of the control-plane binaries for tests;
 // `make test` sets it. Without it, bin/ at the module root is used.
 const BinDirEnv = "TOPOLOGY_BIN_DIR"
@@ -106,7 +109,7 @@ func startForTests(ctx context.Context, providers []Provider) (*Cluster, error) 
 		unlock(lock)
 		return nil, err
 	}
-	c, err := Start(ctx, Options{Dir: dir, BinDir: bin, CRDDirs: crdDirs, Providers: providers})
+	c, err := Start(ctx, Options{Dir: dir, BinDir: bin, CRDDirs: crdDirs, Providers: providers, GOGC: SuiteGOGC})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		unlock(lock)
