@@ -18,7 +18,7 @@ export DOCKER_HOST=${DOCKER_HOST:-$("$root/hack/kind/dockerd.sh" host)}
 suite=bookworm
 repo=kubectl-topology-kind
 
-log() { echo "kind images: $*" >&2; }
+log() { echo "kind images: $(date -u +%T) $*" >&2; }
 
 # mirror is the Debian mirror this machine's apt uses.
 mirror() {
@@ -133,13 +133,17 @@ node_binaries() {
 	local cmd
 	for cmd in kubelet kubeadm kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
 		if [[ ! -x $bin/$cmd || $kmod/go.mod -nt $bin/$cmd ]]; then
+			if reuse "$cmd" "$kube_version"; then continue; fi
 			log "building $cmd $kube_version"
 			(cd "$kmod" && GONOSUMDB=k8s.io/kubernetes CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin/$cmd" "k8s.io/kubernetes/cmd/$cmd")
 		fi
 	done
 	if [[ ! -x $bin/etcd || $kmod/go.mod -nt $bin/etcd ]]; then
-		log "building etcd"
-		(cd "$kmod" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$bin/etcd" go.etcd.io/etcd/server/v3)
+		local etcd_version; etcd_version=$(cd "$kmod" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+		if ! reuse etcd "${etcd_version#v}"; then
+			log "building etcd"
+			(cd "$kmod" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$bin/etcd" go.etcd.io/etcd/server/v3)
+		fi
 	fi
 	if [[ ! -x $bin/crictl || $root/hack/kind/crictl/go.mod -nt $bin/crictl ]]; then
 		log "building crictl"
@@ -158,6 +162,21 @@ node_binaries() {
 		log "building pause"
 		gcc -Os -static -o "$bin/pause" "$root/hack/kind/pause.c"
 	fi
+}
+
+# reuse copies bin/NAME into $bin when make control-plane-bins built it
+# from the same release, built the same way (static, trimmed, stripped):
+# building it again would cost minutes of both cores for the same program.
+reuse() { # name version
+	local have=$root/bin/$1 out
+	[[ -x $have ]] || return 1
+	case $1 in
+	kubectl) out=$("$have" version --client 2>/dev/null | head -1) ;;
+	*) out=$("$have" --version 2>/dev/null | head -1) ;;
+	esac
+	[[ $out == *" $2" ]] || return 1
+	log "using bin/$1 ($out)"
+	cp "$have" "$bin/$1"
 }
 
 # component_image builds a one-binary image of a control-plane component,

@@ -6,6 +6,9 @@
 # webhooks with working certificates; the agent's from make provider-repo).
 #
 #   hack/kind/up.sh     # idempotent; prints the kubeconfig's path (.kind/kubeconfig)
+#   hack/kind/up.sh images  # only the images (node per release, load balancer,
+#                           # providers, agent), so that make test builds them
+#                           # while the Go suites run
 #   hack/kind/down.sh   # removes the cluster and every container and network it made
 set -euo pipefail
 
@@ -20,6 +23,7 @@ main() {
 	# Two releases of the agent's provider repository, the same image under
 	# each tag: init installs the first, test/kind upgrades to the second.
 	agent_releases=(v0.1.0 v0.1.1)
+	agent_image=kubectl-topology/agent:kind-$(cd "$root" && git describe --tags --always --dirty 2>/dev/null || echo dev)
 	export DOCKER_HOST
 	DOCKER_HOST=$("$root/hack/kind/dockerd.sh" start)
 	kind=$root/bin/kind
@@ -27,23 +31,15 @@ main() {
 	if [[ ! -x $kind || $root/hack/kind/tools/go.mod -nt $kind ]]; then
 		(cd "$root/hack/kind/tools" && GOBIN=$root/bin go install sigs.k8s.io/kind)
 	fi
-	# A node image per Kubernetes release pinned under hack/kind/kubernetes*/:
-	# the first is the management cluster's, the others are what workload
-	# clusters upgrade to. The Docker provider makes its machines from
-	# kindest/node:VERSION.
-	local node v mod
-	for mod in "$root"/hack/kind/kubernetes*/; do
-		v=$(cd "$mod" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
-		local image; image=$(KUBE_VERSION=$v "$root/hack/kind/images.sh" node)
-		docker tag "$image" "kindest/node:$v"
-		if [[ $v == "$kube_version" ]]; then node=$image; fi
-	done
-	"$root/hack/kind/images.sh" lb >/dev/null
+	local node
+	node=$(build_images)
+	if [[ ${1:-} == images ]]; then return; fi
 	kubeconfig=$state/kubeconfig
 	if ! "$kind" get clusters 2>/dev/null | grep -qx "$name"; then
 		step "creating kind cluster $name from $node"
+		# make test runs this beside the Go suites: on two cores the node takes longer than alone.
 		sed -e "s#\${DOCKER_SOCK}#$state/docker.sock#" -e "s#\${BRIDGE_CONF}#$root/hack/kind/10-bridge.conflist#" "$root/hack/kind/cluster.yaml" >"$state/cluster.yaml"
-		"$kind" create cluster --name "$name" --image "$node" --config "$state/cluster.yaml" --kubeconfig "$kubeconfig" --wait 2m >&2
+		"$kind" create cluster --name "$name" --image "$node" --config "$state/cluster.yaml" --kubeconfig "$kubeconfig" --wait 5m >&2
 	fi
 	"$kind" export kubeconfig --name "$name" --kubeconfig "$kubeconfig" >/dev/null 2>&1
 	install_with_clusterctl
@@ -51,6 +47,30 @@ main() {
 }
 
 step() { echo "kind up: $*" >&2; }
+
+# build_images builds what the cluster and its machines run, each only when
+# missing, and prints the management cluster's node image: a node image per
+# Kubernetes release pinned under hack/kind/kubernetes*/ (the first is the
+# management cluster's, the others are what workload clusters upgrade to;
+# the Docker provider makes its machines from kindest/node:VERSION), the
+# load balancer, Cluster API's managers and the agent.
+build_images() {
+	local node v mod image
+	for mod in "$root"/hack/kind/kubernetes*/; do
+		v=$(cd "$mod" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+		image=$(KUBE_VERSION=$v "$root/hack/kind/images.sh" node)
+		docker tag "$image" "kindest/node:$v"
+		if [[ $v == "$kube_version" ]]; then node=$image; fi
+	done
+	"$root/hack/kind/images.sh" lb >/dev/null
+	"$root/hack/kind/images.sh" providers >/dev/null
+	if ! docker image inspect "$agent_image" >/dev/null 2>&1 || [[ $agent_image == *-dirty ]]; then
+		step "building the agent image $agent_image, as releases ${agent_releases[*]} of its provider repository"
+		# Untrimmed, as the suites build the agent: the image then costs a link, not a compile.
+		(cd "$root" && make -s image IMAGE="$agent_image" IMAGE_BUILD_FLAGS= >/dev/null)
+	fi
+	echo "$node"
+}
 
 k() { "$kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
@@ -73,10 +93,7 @@ install_with_clusterctl() {
 		"$kind" load docker-image --name "$name" "$image" >/dev/null
 		images+=(-image "$(provider_dir "${line%%=*}")=$image")
 	done < <("$root/hack/kind/images.sh" providers)
-	local agent_image release
-	agent_image=kubectl-topology/agent:kind-$(cd "$root" && git describe --tags --always --dirty 2>/dev/null || echo dev)
-	step "building the agent image $agent_image, as releases ${agent_releases[*]} of its provider repository"
-	(cd "$root" && make -s image IMAGE="$agent_image" >/dev/null)
+	local release
 	for release in "${agent_releases[@]}"; do
 		docker tag "$agent_image" "docker.io/kubectl-topology/agent:$release"
 		"$kind" load docker-image --name "$name" "docker.io/kubectl-topology/agent:$release" >/dev/null
