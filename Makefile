@@ -7,6 +7,10 @@ TOOLS_DIR  := hack/tools
 GO         ?= go
 # k8s.io/kubernetes is not in the checksum database the proxy serves.
 export GONOSUMDB := k8s.io/kubernetes
+# Static, as the release is built (hack/dist.sh): one setting for the builds,
+# the tests, the linters and the kind path's agent image, so that they share
+# compiled packages instead of compiling each twice.
+export CGO_ENABLED ?= 0
 
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUBE_APISERVER := $(BIN)/kube-apiserver
@@ -37,8 +41,9 @@ build: ## Build bin/kubectl-topology and bin/agent.
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/kubectl-topology ./cmd/kubectl-topology
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/agent ./cmd/agent
 
-# make test keeps go test's output here and, when it fails, prints what
-# failed again at the end. The suites with Cluster API's providers (test/capi,
+# make test keeps each part's output here (go-test.log, lint.log,
+# kind-images.log, e2e-kind.log) and, when one fails, prints what failed
+# again at the end. The suites with Cluster API's providers (test/capi,
 # test/kill, test/stock, test/upstream) run each in a network namespace of its own as
 # root, so the in-memory backend's fixed port lets them run side by side;
 # elsewhere they take turns, and one's timeout also covers waiting.
@@ -48,11 +53,8 @@ TEST_LOG_DIR ?= $(CURDIR)/.test
 # controllers, so they all run together on two cores.
 TEST_PARALLEL ?= 5
 
-test: lint control-plane-bins capi-bins clusterctl ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs.
-	@mkdir -p $(TEST_LOG_DIR); TOPOLOGY_BIN_DIR=$(BIN) $(GO) test ./... -count=1 -p $(TEST_PARALLEL) -timeout 45m 2>&1 | tee $(TEST_LOG_DIR)/go-test.log; \
-	status=$${PIPESTATUS[0]}; if [ $$status -ne 0 ]; then hack/test-failures.sh $(TEST_LOG_DIR)/go-test.log; fi; exit $$status
-	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory e2e-kind; \
-	else echo "make test: no Docker engine answers here, so the kind path (make e2e-kind) did not run"; fi
+test: control-plane-bins capi-bins clusterctl ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs (hack/test.sh: lint and the kind images build beside the Go tests).
+	BIN=$(BIN) TEST_LOG_DIR=$(TEST_LOG_DIR) TEST_PARALLEL=$(TEST_PARALLEL) MAKE=$(MAKE) GO=$(GO) hack/test.sh
 
 # The suites that start a control plane (their TestMain does) are left out of
 # unit, so that it needs no control-plane binary.
@@ -66,9 +68,12 @@ $(CONTROLLER_GEN): $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
 	@touch $@
 
 # The control-plane binaries are rebuilt only when the tools module changes; a cold
-# build of kube-apiserver takes minutes, a warm one is a no-op.
-$(KUBE_APISERVER) $(KUBE_CM) $(KUBECTL): $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
-	cd $(TOOLS_DIR) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
+# build of kube-apiserver takes minutes, a warm one is a no-op. One go build
+# makes the three, so that each link runs beside the others' compiles.
+$(KUBE_APISERVER) $(KUBE_CM) $(KUBECTL) &: $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
+	mkdir -p $(BIN)
+	cd $(TOOLS_DIR) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/ $(addprefix k8s.io/kubernetes/cmd/,$(notdir $(KUBE_APISERVER) $(KUBE_CM) $(KUBECTL)))
+	touch $(KUBE_APISERVER) $(KUBE_CM) $(KUBECTL)
 
 $(ETCD): $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
 	cd $(TOOLS_DIR) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $@ go.etcd.io/etcd/server/v3
@@ -102,8 +107,12 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, agent components (clusterctl cont
 	@for f in manifests/crd/*.yaml; do sed -i '/^---$$/d' "$$f"; done
 	$(GO) run ./hack/manifests -out manifests -image $(IMAGE)
 
+# IMAGE_BUILD_FLAGS: the release's image is built trimmed; the kind path's
+# (hack/kind/up.sh) as the suites build the agent, which shares their compile.
+IMAGE_BUILD_FLAGS ?= -trimpath
+
 image: ## Build the agent image with the local Docker engine, from a static binary; nothing is pulled.
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w $(VERSION_LDFLAGS)' -o $(BIN)/image/agent ./cmd/agent
+	CGO_ENABLED=0 $(GO) build $(IMAGE_BUILD_FLAGS) -ldflags '-s -w $(VERSION_LDFLAGS)' -o $(BIN)/image/agent ./cmd/agent
 	cp hack/image/Dockerfile $(BIN)/image/Dockerfile
 	docker build -t $(IMAGE) $(BIN)/image
 
@@ -182,7 +191,10 @@ local-down: ## Stop the local control plane; its data stays in .local/.
 # daemon (hack/kind/dockerd.sh) with images built offline. Needs root.
 KIND_DIR ?= $(CURDIR)/.kind
 
-.PHONY: kind-up kind-down e2e-kind
+.PHONY: kind-images kind-up kind-down e2e-kind
+kind-images: capi-bins ## Only the kind path's images (node per Kubernetes release, load balancer, providers, agent), each built when missing.
+	KIND_STATE=$(KIND_DIR) hack/kind/up.sh images
+
 kind-up: build control-plane-bins capi-bins clusterctl ## A kind management cluster with Cluster API, the Docker provider and the agent in it, installed by clusterctl init (KUBECONFIG=.kind/kubeconfig).
 	KIND_STATE=$(KIND_DIR) hack/kind/up.sh
 

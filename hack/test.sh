@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The body of make test, once the binaries the suites run are built. Three
+# parts run side by side, because each alone leaves the two cores idle part
+# of the time: every Go test; the kind path (its images built, then a kind
+# cluster and its test), which mostly waits on containers; and lint, at the
+# lowest CPU priority. Each part's log is in TEST_LOG_DIR; what failed is
+# printed again at the end, and the exit status is non-zero if any part failed.
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bin=${BIN:-$root/bin}
+logs=${TEST_LOG_DIR:-$root/.test}
+parallel=${TEST_PARALLEL:-5}
+make=${MAKE:-make}
+mkdir -p "$logs"
+
+since() { echo "$(($(date +%s) - start)) s"; }
+
+start=$(date +%s)
+nice -n 19 "$make" --no-print-directory lint >"$logs/lint.log" 2>&1 &
+lint_pid=$!
+kind_pid=
+if docker info >/dev/null 2>&1; then
+	{ "$make" --no-print-directory kind-images && "$make" --no-print-directory e2e-kind; } >"$logs/kind.log" 2>&1 &
+	kind_pid=$!
+	echo "make test: the kind path runs beside the Go tests (log: $logs/kind.log)"
+else
+	echo "make test: no Docker engine answers here, so the kind path (make e2e-kind) does not run"
+fi
+
+TOPOLOGY_BIN_DIR=$bin "${GO:-go}" test ./... -count=1 -p "$parallel" -timeout 45m 2>&1 | tee "$logs/go-test.log"
+go_status=${PIPESTATUS[0]}
+echo "make test: the Go tests ended after $(since) (exit $go_status)"
+failed=0
+if [[ $go_status -ne 0 ]]; then
+	failed=1
+	hack/test-failures.sh "$logs/go-test.log"
+fi
+
+if wait "$lint_pid"; then
+	echo "make test: lint is clean ($logs/lint.log)"
+else
+	failed=1
+	echo "make test: lint failed ($logs/lint.log):"
+	tail -40 "$logs/lint.log"
+fi
+
+if [[ -n $kind_pid ]]; then
+	if wait "$kind_pid"; then
+		echo "make test: the kind path passed, $(since) in ($logs/kind.log):"
+		grep -E '^(--- |ok |PASS)' "$logs/kind.log" || true
+	else
+		failed=1
+		echo "make test: the kind path failed, $(since) in ($logs/kind.log):"
+		tail -60 "$logs/kind.log"
+	fi
+fi
+
+if [[ $failed -ne 0 ]]; then
+	echo "make test: failed after $(since)"
+	exit 1
+fi
+echo "make test: passed, $(since) after the builds"
