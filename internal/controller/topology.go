@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -335,9 +336,10 @@ func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool
 //
 // A clone (a template made for one control plane or pool) is only created
 // once a server-side dry run shows that the object referring to it can be
-// written too, and clones this pass created are deleted again if a later
-// write fails: a Topology the API server keeps refusing must not leave a new
-// template behind on every attempt.
+// written too, and clones this pass created are deleted again if their
+// referrer's write, or a later one before it, fails: a Topology the API
+// server keeps refusing must not leave a new template behind on every
+// attempt. Clones whose referrer was written stay.
 func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, error) {
 	current := indexByKey(s.current.Objects(), s.live)
 	clones := s.result.Desired.ClonesOf()
@@ -361,6 +363,12 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 		if err != nil {
 			return fail(err)
 		}
+		// Written, obj refers to its new clones: deleting them after a later
+		// failure would leave it pointing at nothing, and the next pass would
+		// roll its machines onto clones made again.
+		created = slices.DeleteFunc(created, func(c *unstructured.Unstructured) bool {
+			return contract.KeyOf(clones[contract.KeyOf(c)]) == key
+		})
 		if key == contract.KeyOf(s.result.Desired.ControlPlane.Object) {
 			if err := r.oweAfterControlPlane(ctx, s); err != nil {
 				return fail(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -23,14 +24,10 @@ import (
 // API made for Machines (loader.Objects).
 func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, error) {
 	desired := indexByKey(s.desired, s.result.Held())
-	inUse, err := r.machineSetRefs(ctx, s.topo)
-	if err != nil {
-		return false, err
-	}
 	clusterLevel := contract.ClusterLevelKinds(s.class.Class)
+	var unused []*unstructured.Unstructured
 	for _, o := range s.live {
-		key := contract.KeyOf(o)
-		if _, want := desired[key]; want || inUse[key] || !o.GetDeletionTimestamp().IsZero() {
+		if _, want := desired[contract.KeyOf(o)]; want || !o.GetDeletionTimestamp().IsZero() {
 			continue
 		}
 		if _, owned := o.GetLabels()[contract.TopologyOwnedLabel]; !owned {
@@ -39,6 +36,19 @@ func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, 
 		// An InfrastructureCluster or control plane is only ever removed as a
 		// duplicate the Topology itself still owns; the Cluster's are never touched.
 		if clusterLevel[o.GetKind()] && !desiredstate.OwnedBy(o, s.topo.UID) {
+			continue
+		}
+		unused = append(unused, o)
+	}
+	if len(unused) == 0 {
+		return true, nil
+	}
+	inUse, err := r.referencedNow(ctx, s)
+	if err != nil {
+		return false, err
+	}
+	for _, o := range unused {
+		if inUse[contract.KeyOf(o)] {
 			continue
 		}
 		if err := r.Client.Delete(ctx, o, client.Preconditions{UID: ptr(o.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
@@ -51,21 +61,45 @@ func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, 
 
 func ptr[T any](v T) *T { return &v }
 
-// machineSetRefs lists the templates the cluster's MachineSets still use:
-// Machines of an older MachineSet may still be created from them.
-func (r *TopologyReconciler) machineSetRefs(ctx context.Context, topo *v1alpha2.Topology) (map[contract.ObjectKey]bool, error) {
-	sets, err := r.loader().Labelled(ctx, topo, r.capiGVK(machineSetKind))
-	if err != nil {
-		return nil, err
+// referencedNow is every object the cluster's control plane, pools and
+// MachineSets refer to, as the API server has them. The cache cannot say: its
+// informers catch up kind by kind, so it may hold a pool from before the
+// pass that pointed it at new clones beside those clones themselves, and a
+// MachineSet Cluster API made a moment ago may not be in it yet. A template
+// deleted on that view would leave a pool pointing at nothing.
+func (r *TopologyReconciler) referencedNow(ctx context.Context, s *scope) (map[contract.ObjectKey]bool, error) {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
 	}
+	l := &loader.Loader{Reader: reader, CoreVersion: r.CoreVersion, Mapper: r.Client.RESTMapper()}
 	out := map[contract.ObjectKey]bool{}
-	for _, ms := range sets {
-		for _, path := range [][]string{{"spec", "template", "spec", "infrastructureRef"}, {"spec", "template", "spec", "bootstrap", "configRef"}} {
-			ref, found, _ := unstructured.NestedMap(ms.Object, path...)
-			if !found {
-				continue
+	refer := func(o *unstructured.Unstructured, paths ...[]string) {
+		for _, path := range paths {
+			if ref, found, _ := unstructured.NestedMap(o.Object, path...); found {
+				out[contract.KeyOfReference(ref, s.topo.Namespace)] = true
 			}
-			out[contract.KeyOfReference(ref, topo.Namespace)] = true
+		}
+	}
+	for _, kind := range []string{machineSetKind, "MachineDeployment", "MachinePool"} {
+		objs, err := l.Labelled(ctx, s.topo, r.capiGVK(kind))
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			refer(o, []string{"spec", "template", "spec", "infrastructureRef"}, []string{"spec", "template", "spec", "bootstrap", "configRef"})
+		}
+	}
+	if cp := s.current.ControlPlane.Object; cp != nil {
+		now := &unstructured.Unstructured{}
+		now.SetGroupVersionKind(cp.GroupVersionKind())
+		switch err := reader.Get(ctx, client.ObjectKeyFromObject(cp), now); {
+		case err == nil:
+			if ref := contract.MachineTemplateRef(now); ref != nil {
+				out[contract.KeyOfReference(ref, s.topo.Namespace)] = true
+			}
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading %s %s/%s: %w", cp.GetKind(), cp.GetNamespace(), cp.GetName(), err)
 		}
 	}
 	return out, nil

@@ -13,10 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -310,4 +314,146 @@ func TestCloneFreedByAMachineSetIsDeleted(t *testing.T) {
 		err := k8s.Get(ctx, client.ObjectKeyFromObject(old), old.DeepCopy())
 		return apierrors.IsNotFound(err), fmt.Errorf("getting %s: %v", old.GetName(), err)
 	})
+}
+
+// TestClonesOfAWrittenPoolSurviveALaterRefusal: a first pass writes the
+// MachineDeployments with their new clones and is then refused at the
+// MachinePool. It deletes the MachinePool's clones only: the
+// MachineDeployments keep templates that exist, and later passes leave them
+// as written (generation 1), rather than pointing them at templates made
+// again, which would roll their machines.
+func TestClonesOfAWrittenPoolSurviveALaterRefusal(t *testing.T) {
+	ctx := context.Background()
+	ex := namespaceWithExample(t)
+	refusePools(t, ex.Topology.Namespace)
+	createTemplates(t, ex)
+	create(t, ex.Class)
+	create(t, ex.Topology)
+	var objs []*unstructured.Unstructured
+	fixture.Eventually(t, time.Minute, "the first pass writes both MachineDeployments", func(ctx context.Context) (bool, error) {
+		var err error
+		objs, err = fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
+		return len(ofKind(objs, "MachineDeployment")) == 2, fmt.Errorf("objects %s (%v)", fixture.KindCounts(objs), err)
+	})
+	fixture.AfterPasses(t, k8s, client.ObjectKeyFromObject(ex.Topology), 2)
+	objs, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(ofKind(objs, "MachinePool")); n != 0 {
+		t.Fatalf("%d MachinePools exist: the policy was to refuse them (objects %s)", n, fixture.KindCounts(objs))
+	}
+	exists := map[contract.ObjectKey]bool{}
+	for _, o := range objs {
+		exists[contract.KeyOf(o)] = true
+	}
+	for _, md := range ofKind(objs, "MachineDeployment") {
+		if g := md.GetGeneration(); g != 1 {
+			t.Errorf("MachineDeployment %s is at generation %d after the refused pass, want 1: its templates were replaced", md.GetName(), g)
+		}
+		for _, path := range [][]string{{"spec", "template", "spec", "bootstrap", "configRef"}, {"spec", "template", "spec", "infrastructureRef"}} {
+			ref, _, _ := unstructured.NestedMap(md.Object, path...)
+			if !exists[contract.KeyOfReference(ref, ex.Topology.Namespace)] {
+				t.Errorf("MachineDeployment %s refers to %v %v, which does not exist (objects %s)", md.GetName(), ref["kind"], ref["name"], fixture.KindCounts(objs))
+			}
+		}
+	}
+}
+
+func ofKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// refusePools makes an admission policy refusing every MachinePool write in
+// ns (and a ConfigMap named probe there, to know when it is in force).
+func refusePools(t *testing.T, ns string) {
+	t.Helper()
+	rule := func(group, resource string) map[string]any {
+		return map[string]any{"apiGroups": []any{group}, "apiVersions": []any{"*"}, "operations": []any{"CREATE", "UPDATE"}, "resources": []any{resource}}
+	}
+	policy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+		"metadata": map[string]any{"name": "refuse-pools-" + ns},
+		"spec": map[string]any{
+			"failurePolicy":    "Fail",
+			"matchConstraints": map[string]any{"resourceRules": []any{rule(contract.ClusterAPIGroup, "machinepools"), rule("", "configmaps")}},
+			"validations":      []any{map[string]any{"expression": "object.kind != 'ConfigMap' ? false : object.metadata.name != 'probe'", "message": "pools are refused here"}},
+		},
+	}}
+	binding := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+		"metadata": map[string]any{"name": "refuse-pools-" + ns},
+		"spec": map[string]any{
+			"policyName":        "refuse-pools-" + ns,
+			"validationActions": []any{"Deny"},
+			"matchResources":    map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}},
+		},
+	}}
+	for _, o := range []*unstructured.Unstructured{policy, binding} {
+		create(t, o)
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), o) })
+	}
+	probe := &unstructured.Unstructured{}
+	probe.SetAPIVersion("v1")
+	probe.SetKind("ConfigMap")
+	probe.SetNamespace(ns)
+	probe.SetName("probe")
+	fixture.Eventually(t, time.Minute, "the policy refusing pools is in force", func(ctx context.Context) (bool, error) {
+		err := k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		return err != nil, fmt.Errorf("a dry-run create of ConfigMap probe: %v", err)
+	})
+}
+
+// TestUnusedIsJudgedByTheServerNotTheCache: the cache catches up kind by
+// kind, so a pass may see a MachinePool from before it was pointed at new
+// clones beside those new clones. On that view the new clones look unused;
+// the agent asks the API server what its pools refer to and keeps them.
+func TestUnusedIsJudgedByTheServerNotTheCache(t *testing.T) {
+	ctx := context.Background()
+	ex := generatedExample(t)
+	stale, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := generatedOf(t, ex, "the MachinePool's KubeadmConfig", func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == "KubeadmConfig" && o.GetLabels()[contract.MachinePoolNameLabel] != ""
+	})
+	pool := generatedOf(t, ex, "the MachinePool", func(o *unstructured.Unstructured) bool { return o.GetKind() == "MachinePool" })
+	// What a later pass made: a new clone, and the MachinePool pointed at it.
+	next := &unstructured.Unstructured{Object: map[string]any{"spec": config.Object["spec"]}}
+	next.SetGroupVersionKind(config.GroupVersionKind())
+	next.SetNamespace(config.GetNamespace())
+	next.SetName(config.GetName() + "-next")
+	next.SetLabels(config.GetLabels())
+	create(t, next)
+	patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"bootstrap":{"configRef":{"name":%q}}}}}}`, next.GetName())
+	if err := k8s.Patch(ctx, pool, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	topo := &v1alpha2.Topology{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), topo); err != nil {
+		t.Fatal(err)
+	}
+	// A pass on the stale view: the new clone is live, not desired.
+	s := &scope{
+		topo:    topo,
+		class:   &rules.CompiledClass{Class: ex.Class},
+		current: loader.State(topo, ex.Class, stale),
+		live:    append(slices.Clone(stale), next),
+		desired: stale,
+		result:  &desiredstate.Result{},
+	}
+	r := &TopologyReconciler{Client: k8s, APIReader: k8s, Recorder: record.NewFakeRecorder(10)}
+	if _, err := r.deleteUnused(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(next), next.DeepCopy()); err != nil {
+		t.Errorf("KubeadmConfig %s, which the MachinePool refers to on the server, after a pass on the stale view: %v", next.GetName(), err)
+	}
 }
