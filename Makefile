@@ -53,7 +53,7 @@ TEST_LOG_DIR ?= $(CURDIR)/.test
 # controllers, so they all run together on two cores.
 TEST_PARALLEL ?= 5
 
-test: control-plane-bins capi-bins clusterctl ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs (hack/test.sh: lint and the kind images build beside the Go tests).
+test: control-plane-bins capi-bins clusterctl ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs (hack/test.sh: the kind path and lint run beside the Go tests).
 	BIN=$(BIN) TEST_LOG_DIR=$(TEST_LOG_DIR) TEST_PARALLEL=$(TEST_PARALLEL) MAKE=$(MAKE) GO=$(GO) hack/test.sh
 
 # The suites that start a control plane (their TestMain does) are left out of
