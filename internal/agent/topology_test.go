@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,11 +54,11 @@ func reconciledSaying(t *testing.T, ns, name, reason, says string) *v1alpha2.Top
 	var topo *v1alpha2.Topology
 	eventually(t, fmt.Sprintf("Topology %s/%s is reconciled with reason %s", ns, name, reason), func() (bool, error) {
 		topo = getTopology(t, ns, name)
-		c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
+		c, current := fixture.Reconciled(topo)
 		if c == nil {
 			return false, fmt.Errorf("no condition yet")
 		}
-		if c.ObservedGeneration != topo.Generation || c.Reason != reason || !strings.Contains(c.Message, says) {
+		if !current || c.Reason != reason || !strings.Contains(c.Message, says) {
 			return false, fmt.Errorf("condition %s %s: %s", c.Status, c.Reason, c.Message)
 		}
 		return true, nil

@@ -8,11 +8,11 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -166,9 +166,9 @@ func TestWebhooks(t *testing.T) {
 		}
 		eventually(t, "the agent reconciles dev with its new class", func() (bool, error) {
 			topo := getTopology(t, ns, "dev")
-			c := meta.FindStatusCondition(topo.Status.Conditions, controller.ReconciledCondition)
+			c, current := fixture.Reconciled(topo)
 			// The version moved to v1.35.0 above with no provider to roll it out.
-			return c != nil && c.ObservedGeneration == topo.Generation && c.Reason == controller.ReasonClusterUpgrading, fmt.Errorf("condition %+v", c)
+			return current && c.Reason == controller.ReasonClusterUpgrading, fmt.Errorf("condition %+v", c)
 		})
 		if err := k8s.Delete(ctx, ex.Class.DeepCopy()); err != nil {
 			t.Errorf("the old class is still held after the switch: %v", err)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -150,8 +149,8 @@ func reconciledCondition(t *testing.T, topo *v1alpha2.Topology, status metav1.Co
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(topo), got); err != nil {
 			return false, nil
 		}
-		c := meta.FindStatusCondition(got.Status.Conditions, ReconciledCondition)
-		if c == nil || c.ObservedGeneration != got.Generation {
+		c, current := fixture.Reconciled(got)
+		if !current {
 			return false, nil
 		}
 		last = *c

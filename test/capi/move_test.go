@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -93,8 +92,8 @@ func TestMoveToDirectoryAndBack(t *testing.T) {
 			if err := tk.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, topo); err != nil {
 				return false, err
 			}
-			c := meta.FindStatusCondition(topo.Status.Conditions, v1alpha2.TopologyReconciledCondition)
-			if c == nil || c.ObservedGeneration != topo.Generation {
+			c, current := fixture.Reconciled(topo)
+			if !current {
 				return false, nil
 			}
 			// With no manager here, no status of Cluster API's says the
