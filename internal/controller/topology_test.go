@@ -333,21 +333,21 @@ func TestClonesOfAWrittenPoolSurviveALaterRefusal(t *testing.T) {
 	fixture.Eventually(t, time.Minute, "the first pass writes both MachineDeployments", func(ctx context.Context) (bool, error) {
 		var err error
 		objs, err = fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
-		return len(ofKind(objs, "MachineDeployment")) == 2, fmt.Errorf("objects %s (%v)", fixture.KindCounts(objs), err)
+		return len(fixture.OfKind(objs, "MachineDeployment")) == 2, fmt.Errorf("objects %s (%v)", fixture.KindCounts(objs), err)
 	})
 	fixture.AfterPasses(t, k8s, client.ObjectKeyFromObject(ex.Topology), 2)
 	objs, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(ofKind(objs, "MachinePool")); n != 0 {
+	if n := len(fixture.OfKind(objs, "MachinePool")); n != 0 {
 		t.Fatalf("%d MachinePools exist: the policy was to refuse them (objects %s)", n, fixture.KindCounts(objs))
 	}
 	exists := map[contract.ObjectKey]bool{}
 	for _, o := range objs {
 		exists[contract.KeyOf(o)] = true
 	}
-	for _, md := range ofKind(objs, "MachineDeployment") {
+	for _, md := range fixture.OfKind(objs, "MachineDeployment") {
 		if g := md.GetGeneration(); g != 1 {
 			t.Errorf("MachineDeployment %s is at generation %d after the refused pass, want 1: its templates were replaced", md.GetName(), g)
 		}
@@ -358,16 +358,6 @@ func TestClonesOfAWrittenPoolSurviveALaterRefusal(t *testing.T) {
 			}
 		}
 	}
-}
-
-func ofKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		if o.GetKind() == kind {
-			out = append(out, o)
-		}
-	}
-	return out
 }
 
 // refusePools makes an admission policy refusing every MachinePool write in

@@ -65,16 +65,6 @@ func written(desired *contract.State, version string) []*unstructured.Unstructur
 	return out
 }
 
-func byKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		if o.GetKind() == kind {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
 func TestComputeOwnership(t *testing.T) {
 	w := newWorld(t)
 	first := w.compute(t, nil)
@@ -171,7 +161,7 @@ func TestComputeKeepsTheReferenceVersionsOfTheCluster(t *testing.T) {
 	w := newWorld(t)
 	first := w.compute(t, nil)
 	current := written(first.Desired, w.topo.Spec.Version)
-	for _, o := range byKind(current, "Cluster") {
+	for _, o := range fixture.OfKind(current, "Cluster") {
 		// A provider moved its objects to a newer version; the Cluster says so.
 		_ = unstructured.SetNestedField(o.Object, "infrastructure.cluster.x-k8s.io/v1beta2", "spec", "infrastructureRef", "apiVersion")
 	}
@@ -338,7 +328,7 @@ func TestComputeChainsAnUpgrade(t *testing.T) {
 
 	versions := func(res *desiredstate.Result) (cp string, mds []string, step string) {
 		cp, _, _ = unstructured.NestedString(res.Desired.ControlPlane.Object.Object, "spec", "version")
-		for _, md := range byKind(res.Desired.Objects(), "MachineDeployment") {
+		for _, md := range fixture.OfKind(res.Desired.Objects(), "MachineDeployment") {
 			v, _, _ := unstructured.NestedString(md.Object, "spec", "template", "spec", "version")
 			mds = append(mds, v)
 		}
