@@ -364,31 +364,9 @@ func TestClonesOfAWrittenPoolSurviveALaterRefusal(t *testing.T) {
 // ns (and a ConfigMap named probe there, to know when it is in force).
 func refusePools(t *testing.T, ns string) {
 	t.Helper()
-	rule := func(group, resource string) map[string]any {
-		return map[string]any{"apiGroups": []any{group}, "apiVersions": []any{"*"}, "operations": []any{"CREATE", "UPDATE"}, "resources": []any{resource}}
-	}
-	policy := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-		"metadata": map[string]any{"name": "refuse-pools-" + ns},
-		"spec": map[string]any{
-			"failurePolicy":    "Fail",
-			"matchConstraints": map[string]any{"resourceRules": []any{rule(contract.ClusterAPIGroup, "machinepools"), rule("", "configmaps")}},
-			"validations":      []any{map[string]any{"expression": "object.kind != 'ConfigMap' ? false : object.metadata.name != 'probe'", "message": "pools are refused here"}},
-		},
-	}}
-	binding := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-		"metadata": map[string]any{"name": "refuse-pools-" + ns},
-		"spec": map[string]any{
-			"policyName":        "refuse-pools-" + ns,
-			"validationActions": []any{"Deny"},
-			"matchResources":    map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}},
-		},
-	}}
-	for _, o := range []*unstructured.Unstructured{policy, binding} {
-		create(t, o)
-		t.Cleanup(func() { _ = k8s.Delete(context.Background(), o) })
-	}
+	fixture.AdmissionPolicy(t, k8s, "refuse-pools-"+ns, ns,
+		[]any{fixture.PolicyRule(contract.ClusterAPIGroup, "machinepools", "CREATE", "UPDATE"), fixture.PolicyRule("", "configmaps", "CREATE", "UPDATE")},
+		"object.kind != 'ConfigMap' ? false : object.metadata.name != 'probe'", "pools are refused here")
 	probe := &unstructured.Unstructured{}
 	probe.SetAPIVersion("v1")
 	probe.SetKind("ConfigMap")

@@ -270,40 +270,10 @@ func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: 
 // deletion lifts the freeze.
 func freezePolicy(t *testing.T, ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	ctx := context.Background()
-	policy := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-		"metadata": map[string]any{"name": "freeze-" + ns},
-		"spec": map[string]any{
-			"failurePolicy": "Fail",
-			"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
-				"apiGroups": []any{v1alpha2.GroupVersion.Group}, "apiVersions": []any{"*"},
-				"operations": []any{"UPDATE"}, "resources": []any{"topologies"},
-			}}},
-			"validations": []any{map[string]any{
-				"expression": fmt.Sprintf("object.metadata.name != '%s' || object.spec.version == oldObject.spec.version", name),
-				"message":    "change freeze on " + name,
-			}},
-		},
-	}}
-	binding := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-		"metadata": map[string]any{"name": "freeze-" + ns},
-		"spec": map[string]any{
-			"policyName":        "freeze-" + ns,
-			"validationActions": []any{"Deny"},
-			"matchResources": map[string]any{"namespaceSelector": map[string]any{
-				"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns},
-			}},
-		},
-	}}
-	for _, o := range []*unstructured.Unstructured{policy, binding} {
-		if err := suite.K8s.Create(ctx, o); err != nil {
-			t.Fatalf("creating %s: %v", o.GetKind(), err)
-		}
-		t.Cleanup(func() { _ = suite.K8s.Delete(context.Background(), o) })
-	}
-	return binding
+	return fixture.AdmissionPolicy(t, suite.K8s, "freeze-"+ns, ns,
+		[]any{fixture.PolicyRule(v1alpha2.GroupVersion.Group, "topologies", "UPDATE")},
+		fmt.Sprintf("object.metadata.name != '%s' || object.spec.version == oldObject.spec.version", name),
+		"change freeze on "+name)
 }
 
 // dryRunVersion asks the API server whether Topology ns/name may move to
