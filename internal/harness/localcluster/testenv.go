@@ -152,12 +152,22 @@ func HoldFixedPorts() (release func(), err error) {
 // ports, held until Cleanup (or until this process ends).
 func lockFixedPorts() (*os.File, error) {
 	path := filepath.Join(os.TempDir(), "kubectl-topology-fixed-ports.lock")
+	return LockFile(path, "local control plane: waiting for another test suite's providers to stop")
+}
+
+// LockFile takes the machine-wide lock of the file at path, made if
+// missing, waiting while another process holds it; closing the file
+// releases it. When it has to wait it says so on stderr, with waiting,
+// unless waiting is empty.
+func LockFile(path, waiting string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		fmt.Fprintf(os.Stderr, "local control plane: waiting for another test suite's providers to stop (%s)\n", path)
+		if waiting != "" {
+			fmt.Fprintf(os.Stderr, "%s (%s)\n", waiting, path)
+		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("locking %s: %w", path, err)
