@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
@@ -355,10 +356,8 @@ func create(ctx context.Context, k8s client.Client, ns string, objs []*unstructu
 		}
 		// A webhook that answers too slowly on a loaded machine fails the
 		// create with an internal error; a client asks again, as here.
-		var err error
-		_ = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 6}, func(ctx context.Context) (bool, error) {
-			err = k8s.Create(ctx, o)
-			return !apierrors.IsInternalError(err), nil
+		err := retry.OnError(wait.Backoff{Duration: time.Second, Factor: 2, Steps: 6}, apierrors.IsInternalError, func() error {
+			return k8s.Create(ctx, o)
 		})
 		if err != nil {
 			return fmt.Errorf("creating %s %s/%s: %w", o.GetKind(), ns, o.GetName(), err)
