@@ -161,11 +161,8 @@ func (s *sharedFields) of(tree map[string]any) (*metav1.FieldsV1, map[string]any
 // their Machines are made from, and thousands of Machines for the health of
 // their parts.
 var keptPaths = map[string][][]string{
-	"MachineSet": {
-		{"spec", "template", "spec", "infrastructureRef"},
-		{"spec", "template", "spec", "bootstrap", "configRef"},
-	},
-	"Machine": {{"spec", "version"}},
+	"MachineSet": contract.PoolTemplateRefPaths,
+	"Machine":    {{"spec", "version"}},
 }
 
 // conditionPaths are where, under status, a Cluster API object keeps its

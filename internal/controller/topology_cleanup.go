@@ -13,7 +13,6 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
-	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -68,32 +67,29 @@ func ptr[T any](v T) *T { return &v }
 // MachineSet Cluster API made a moment ago may not be in it yet. A template
 // deleted on that view would leave a pool pointing at nothing.
 func (r *TopologyReconciler) referencedNow(ctx context.Context, s *scope) (map[contract.ObjectKey]bool, error) {
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
+	l := r.loader()
+	if r.APIReader != nil {
+		// Listed by label: the cluster index is the cache's.
+		l.Reader, l.ByCluster = r.APIReader, nil
 	}
-	l := &loader.Loader{Reader: reader, CoreVersion: r.CoreVersion, Mapper: r.Client.RESTMapper()}
 	out := map[contract.ObjectKey]bool{}
-	refer := func(o *unstructured.Unstructured, paths ...[]string) {
-		for _, path := range paths {
-			if ref, found, _ := unstructured.NestedMap(o.Object, path...); found {
-				out[contract.KeyOfReference(ref, s.topo.Namespace)] = true
-			}
-		}
-	}
 	for _, kind := range []string{machineSetKind, "MachineDeployment", "MachinePool"} {
 		objs, err := l.Labelled(ctx, s.topo, r.capiGVK(kind))
 		if err != nil {
 			return nil, err
 		}
 		for _, o := range objs {
-			refer(o, []string{"spec", "template", "spec", "infrastructureRef"}, []string{"spec", "template", "spec", "bootstrap", "configRef"})
+			for _, path := range contract.PoolTemplateRefPaths {
+				if ref, found, _ := unstructured.NestedMap(o.Object, path...); found {
+					out[contract.KeyOfReference(ref, s.topo.Namespace)] = true
+				}
+			}
 		}
 	}
 	if cp := s.current.ControlPlane.Object; cp != nil {
 		now := &unstructured.Unstructured{}
 		now.SetGroupVersionKind(cp.GroupVersionKind())
-		switch err := reader.Get(ctx, client.ObjectKeyFromObject(cp), now); {
+		switch err := l.Reader.Get(ctx, client.ObjectKeyFromObject(cp), now); {
 		case err == nil:
 			if ref := contract.MachineTemplateRef(now); ref != nil {
 				out[contract.KeyOfReference(ref, s.topo.Namespace)] = true

@@ -120,6 +120,14 @@ func MachineTemplatePath(c Contract, field ...string) []string {
 	return append(path, field...)
 }
 
+// PoolTemplateRefPaths are where a MachineDeployment, MachinePool or
+// MachineSet refers to the templates its Machines are made from: the
+// infrastructure one and the bootstrap config one.
+var PoolTemplateRefPaths = [][]string{
+	{"spec", "template", "spec", "infrastructureRef"},
+	{"spec", "template", "spec", "bootstrap", "configRef"},
+}
+
 // MachineTemplateRef is a control plane's reference to its machine template,
 // wherever its contract keeps it; nil when it has none.
 func MachineTemplateRef(cp *unstructured.Unstructured) map[string]any {
