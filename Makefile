@@ -41,8 +41,8 @@ build: ## Build bin/kubectl-topology and bin/agent.
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/kubectl-topology ./cmd/kubectl-topology
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/agent ./cmd/agent
 
-# make test keeps each part's output here (go-test.log, lint.log,
-# kind-images.log, e2e-kind.log) and, when one fails, prints what failed
+# make test keeps each part's output here (go-test.log, lint.log, kind.log,
+# and e2e-kind.log, test/kind's own) and, when one fails, prints what failed
 # again at the end. The suites with Cluster API's providers (test/capi,
 # test/kill, test/stock, test/upstream) run each in a network namespace of its own as
 # root, so the in-memory backend's fixed port lets them run side by side;
