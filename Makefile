@@ -53,7 +53,9 @@ TEST_LOG_DIR ?= $(CURDIR)/.test
 # controllers, so they all run together on two cores.
 TEST_PARALLEL ?= 5
 
-test: control-plane-bins capi-bins clusterctl ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs (hack/test.sh: the kind path and lint run beside the Go tests).
+# hack/test.sh makes control-plane-bins, capi-bins and clusterctl itself,
+# with the kind images that need none of them (kind-images-ahead) beside.
+test: ## Run every test: lint, unit, golden, fuzz seeds, integration on a real local control plane, and the kind path when a Docker engine runs (hack/test.sh: the kind path and lint run beside the Go tests).
 	BIN=$(BIN) TEST_LOG_DIR=$(TEST_LOG_DIR) TEST_PARALLEL=$(TEST_PARALLEL) MAKE=$(MAKE) GO=$(GO) hack/test.sh
 
 # The suites that start a control plane (their TestMain does) are left out of
@@ -191,9 +193,12 @@ local-down: ## Stop the local control plane; its data stays in .local/.
 # daemon (hack/kind/dockerd.sh) with images built offline. Needs root.
 KIND_DIR ?= $(CURDIR)/.kind
 
-.PHONY: kind-images kind-up kind-down e2e-kind
+.PHONY: kind-images kind-images-ahead kind-up kind-down e2e-kind
 kind-images: capi-bins ## Only the kind path's images (node per Kubernetes release, load balancer, providers, agent), each built when missing.
 	KIND_STATE=$(KIND_DIR) hack/kind/up.sh images
+
+kind-images-ahead: ## Only the kind images that need nothing from bin/ (node base, load balancer, nodes of releases control-plane-bins does not build).
+	KIND_STATE=$(KIND_DIR) hack/kind/up.sh images-ahead
 
 kind-up: build control-plane-bins capi-bins clusterctl ## A kind management cluster with Cluster API, the Docker provider and the agent in it, installed by clusterctl init (KUBECONFIG=.kind/kubeconfig).
 	KIND_STATE=$(KIND_DIR) hack/kind/up.sh

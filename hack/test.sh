@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The body of make test, once the binaries the suites run are built. Three
-# parts run side by side, because each alone leaves the two cores idle part
-# of the time: every Go test; the kind path (its images built, then a kind
-# cluster and its test), which mostly waits on containers; and lint, at the
-# lowest CPU priority. Each part's log is in TEST_LOG_DIR; what failed is
-# printed again at the end, and the exit status is non-zero if any part failed.
+# The body of make test. It builds what the suites run (control-plane-bins,
+# capi-bins, clusterctl) while the kind images that need none of that
+# (kind-images-ahead: the node base, the load balancer, the node of the
+# release the workload clusters upgrade to) build beside. Then three parts
+# run side by side, because each alone leaves the two cores idle part of the
+# time: every Go test; the kind path (the rest of its images, a kind cluster
+# and its test), which mostly waits on containers; and lint, at the lowest
+# CPU priority. Each part's log is in TEST_LOG_DIR; what failed is printed
+# again at the end, and the exit status is non-zero if any part failed.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,23 +19,56 @@ make=${MAKE:-make}
 mkdir -p "$logs"
 
 since() { echo "$(($(date +%s) - start)) s"; }
-
 start=$(date +%s)
-nice -n 19 "$make" --no-print-directory lint >"$logs/lint.log" 2>&1 &
-lint_pid=$!
-kind_pid=
+
+# The ahead job runs in a session of its own so that it can be stopped
+# whole (its go builds and docker calls) when the builds fail or make test is interrupted.
+ahead_pid=
+stop_ahead() { if [[ -n $ahead_pid ]]; then kill -- -"$ahead_pid" 2>/dev/null; fi; }
+trap stop_ahead EXIT
+# Jobs started with & ignore the terminal's interrupt: stop them all, then this.
+trap 'trap - INT TERM; stop_ahead; kill -TERM 0; exit 130' INT TERM
 if docker info >/dev/null 2>&1; then
-	{ "$make" --no-print-directory kind-images && "$make" --no-print-directory e2e-kind; } >"$logs/kind.log" 2>&1 &
-	kind_pid=$!
-	echo "make test: the kind path runs beside the Go tests (log: $logs/kind.log)"
+	setsid "$make" --no-print-directory kind-images-ahead >"$logs/kind.log" 2>&1 &
+	ahead_pid=$!
+	echo "make test: the kind images that need no build of ours are built beside the builds (log: $logs/kind.log)"
 else
 	echo "make test: no Docker engine answers here, so the kind path (make e2e-kind) does not run"
 fi
 
-TOPOLOGY_BIN_DIR=$bin "${GO:-go}" test ./... -count=1 -p "$parallel" -timeout 45m 2>&1 | tee "$logs/go-test.log"
-go_status=${PIPESTATUS[0]}
+if ! "$make" --no-print-directory control-plane-bins capi-bins clusterctl; then
+	echo "make test: the builds failed after $(since)"
+	exit 1
+fi
+echo "make test: the builds ended after $(since)"
+
+nice -n 19 "$make" --no-print-directory lint >"$logs/lint.log" 2>&1 &
+lint_pid=$!
+(
+	TOPOLOGY_BIN_DIR=$bin "${GO:-go}" test ./... -count=1 -p "$parallel" -timeout 45m 2>&1 | tee "$logs/go-test.log"
+	exit "${PIPESTATUS[0]}"
+) &
+go_pid=$!
+
+kind_pid=
+if [[ -n $ahead_pid ]]; then
+	if wait "$ahead_pid"; then
+		ahead_pid=
+		echo "make test: the kind path runs beside the Go tests, $(since) in (log: $logs/kind.log)"
+		{ "$make" --no-print-directory kind-images && "$make" --no-print-directory e2e-kind; } >>"$logs/kind.log" 2>&1 &
+		kind_pid=$!
+	else
+		ahead_pid=
+		kind_failed=1
+		echo "make test: the kind path's images failed, $(since) in ($logs/kind.log):"
+		tail -40 "$logs/kind.log"
+	fi
+fi
+
+wait "$go_pid"
+go_status=$?
 echo "make test: the Go tests ended after $(since) (exit $go_status)"
-failed=0
+failed=${kind_failed:-0}
 if [[ $go_status -ne 0 ]]; then
 	failed=1
 	hack/test-failures.sh "$logs/go-test.log"
@@ -61,4 +97,4 @@ if [[ $failed -ne 0 ]]; then
 	echo "make test: failed after $(since)"
 	exit 1
 fi
-echo "make test: passed, $(since) after the builds"
+echo "make test: passed, $(since)"

@@ -6,6 +6,7 @@
 #
 #   hack/kind/images.sh base    # node base: systemd, containerd, runc, CNI plugins, kind's files
 #   hack/kind/images.sh node    # the node image: base + Kubernetes KUBE_VERSION, its images preloaded
+#   hack/kind/images.sh binaries  # only what the node of KUBE_VERSION runs, built into bin/kind-node/
 #   hack/kind/images.sh lb      # the Docker provider's load balancer: Debian's haproxy
 #   hack/kind/images.sh providers  # Cluster API's managers, from bin/capi-* (make capi-bins)
 #
@@ -130,14 +131,18 @@ node_binaries() {
 	mkdir -p "$bin"
 	local kmod; kmod=$(kube_module)
 	local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$kube_version" | cut -d. -f2) -X k8s.io/component-base/version.gitTreeState=clean"
-	local cmd
+	local cmd missing=()
 	for cmd in kubelet kubeadm kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
 		if [[ ! -x $bin/$cmd || $kmod/go.mod -nt $bin/$cmd ]]; then
-			if reuse "$cmd" "$kube_version"; then continue; fi
-			log "building $cmd $kube_version"
-			(cd "$kmod" && GONOSUMDB=k8s.io/kubernetes CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin/$cmd" "k8s.io/kubernetes/cmd/$cmd")
+			reuse "$cmd" "$kube_version" || missing+=("$cmd")
 		fi
 	done
+	if ((${#missing[@]})); then
+		log "building ${missing[*]} $kube_version"
+		# One go build: each link runs beside the others' compiles.
+		(cd "$kmod" && GONOSUMDB=k8s.io/kubernetes CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin/" "${missing[@]/#/k8s.io/kubernetes/cmd/}")
+		(cd "$bin" && touch "${missing[@]}")
+	fi
 	if [[ ! -x $bin/etcd || $kmod/go.mod -nt $bin/etcd ]]; then
 		local etcd_version; etcd_version=$(cd "$kmod" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
 		if ! reuse etcd "${etcd_version#v}"; then
@@ -302,9 +307,10 @@ main() {
 	case ${1:-} in
 	base) base ;;
 	node) node ;;
+	binaries) node_binaries ;;
 	lb) lb ;;
 	providers) providers ;;
-	*) echo "usage: $0 base|node|lb|providers" >&2; return 2 ;;
+	*) echo "usage: $0 base|node|binaries|lb|providers" >&2; return 2 ;;
 	esac
 }
 

@@ -9,6 +9,10 @@
 #   hack/kind/up.sh images  # only the images (node per release, load balancer,
 #                           # providers, agent), so that make test builds them
 #                           # while the Go suites run
+#   hack/kind/up.sh images-ahead  # only the images that need nothing from
+#                           # bin/, so that make test builds them beside its
+#                           # own builds: node base, load balancer, and the
+#                           # node of each release make control-plane-bins does not build
 #   hack/kind/down.sh   # removes the cluster and every container and network it made
 set -euo pipefail
 
@@ -31,6 +35,7 @@ main() {
 	if [[ ! -x $kind || $root/hack/kind/tools/go.mod -nt $kind ]]; then
 		(cd "$root/hack/kind/tools" && GOBIN=$root/bin go install sigs.k8s.io/kind)
 	fi
+	if [[ ${1:-} == images-ahead ]]; then build_images_ahead; return; fi
 	local node
 	node=$(build_images)
 	if [[ ${1:-} == images ]]; then return; fi
@@ -70,6 +75,26 @@ build_images() {
 		(cd "$root" && make -s image IMAGE="$agent_image" IMAGE_BUILD_FLAGS= >/dev/null)
 	fi
 	echo "$node"
+}
+
+# build_images_ahead builds what build_images will find built: the node base
+# and load balancer (debootstrap, mostly waiting on Debian's mirror) while
+# the node binaries of each release other than bin/'s compile.
+build_images_ahead() {
+	local bin_version mod v pid status=0
+	bin_version=$(cd "$root/hack/tools" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+	{ "$root/hack/kind/images.sh" base && "$root/hack/kind/images.sh" lb; } >/dev/null &
+	pid=$!
+	for mod in "$root"/hack/kind/kubernetes*/; do
+		v=$(cd "$mod" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+		if [[ $v != "$bin_version" ]]; then KUBE_VERSION=$v "$root/hack/kind/images.sh" binaries || status=1; fi
+	done
+	wait "$pid" || status=1
+	[[ $status -eq 0 ]] || return 1
+	for mod in "$root"/hack/kind/kubernetes*/; do
+		v=$(cd "$mod" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+		if [[ $v != "$bin_version" ]]; then docker tag "$(KUBE_VERSION=$v "$root/hack/kind/images.sh" node)" "kindest/node:$v"; fi
+	done
 }
 
 k() { "$kubectl" --kubeconfig "$kubeconfig" "$@"; }
