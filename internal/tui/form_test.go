@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -424,12 +425,13 @@ func TestEditWithAnUnreachableExtension(t *testing.T) {
 
 // TestEditStaysResponsiveWhileAnExtensionIsSlow: the checks and preview used
 // to run in Update, so an extension taking seconds froze the editor. Now
-// keys echo and the spinner turns while the extension is called.
+// keys echo and the spinner turns while the extension holds the call.
 func TestEditStaysResponsiveWhileAnExtensionIsSlow(t *testing.T) {
 	srv := fixture.StartExtensionServer()
 	defer srv.Close()
 	defer srv.Release()
-	srv.Delay(5 * time.Second)
+	// Held until released, so the call is still under way however slow this machine is.
+	srv.Hang()
 	m, err := NewEditModel(context.Background(), extensionInputs(t, srv), (&fakeServer{}).apply, false)
 	if err != nil {
 		t.Fatal(err)
@@ -437,6 +439,16 @@ func TestEditStaysResponsiveWhileAnExtensionIsSlow(t *testing.T) {
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
 	tm.Send(keyOf(tea.KeyDown)) // control plane replicas, 3
 	tm.Send(typed("4"))
+	// The spinner starts before the request reaches the extension: wait
+	// until the extension holds it, then judge the editor.
+	fixture.EventuallyEvery(t, 10*time.Millisecond, 10*time.Second, "the extension holds a GeneratePatches call", func(context.Context) (bool, error) {
+		return srv.InFlight() > 0, nil
+	})
+	// Only what the editor draws from now on counts.
+	if _, err := io.ReadAll(tm.Output()); err != nil {
+		t.Fatal(err)
+	}
+	tm.Send(typed("5"))
 	frames := map[string]bool{}
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
 		for _, f := range spinner.MiniDot.Frames {
@@ -444,10 +456,10 @@ func TestEditStaysResponsiveWhileAnExtensionIsSlow(t *testing.T) {
 				frames[f] = true
 			}
 		}
-		return bytes.Contains(b, []byte("34")) && len(frames) >= 2
-	}, teatest.WithDuration(3*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+		return bytes.Contains(b, []byte("345")) && len(frames) >= 2
+	}, teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
 	if srv.InFlight() == 0 {
-		t.Error("the extension answered already: the test proved nothing")
+		t.Error("the extension's call ended before the editor was judged: the test proved nothing")
 	}
 	srv.Release()
 	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
