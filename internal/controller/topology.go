@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -116,6 +117,8 @@ type scope struct {
 	// evented the hooks an Event was recorded for.
 	answers lifecycle.Answers
 	evented map[string]bool
+	// cacheBehind ends the pass without a status write (waitForCache).
+	cacheBehind bool
 }
 
 // Reconcile runs the steps of one Topology reconcile and reports the outcome
@@ -138,6 +141,9 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	s := &scope{topo: topo}
 	before := topo.Status.DeepCopy()
 	err := r.reconcileSteps(ctx, s)
+	if s.cacheBehind && err == nil {
+		return ctrl.Result{RequeueAfter: cacheBehindRetry}, nil
+	}
 	if statusErr := r.writeStatus(ctx, s, before, err); statusErr != nil {
 		err = errors.Join(err, statusErr)
 	}
@@ -159,6 +165,7 @@ func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error
 		r.getClass,
 		r.getTemplates,
 		r.getCurrentState,
+		r.waitForCache,
 		r.holdForCluster,
 		r.callBeforeClusterCreate,
 		r.observeRollout,
@@ -236,6 +243,44 @@ func (r *TopologyReconciler) getCurrentState(ctx context.Context, s *scope) (boo
 	}
 	s.live = objs
 	s.current = loader.State(s.topo, s.class.Class, objs)
+	return true, nil
+}
+
+// cacheBehindRetry is how soon a pass that found the cache behind looks
+// again, should the watch event of what it lacked not come first.
+const cacheBehindRetry = 200 * time.Millisecond
+
+// waitForCache ends the pass, without a status write, when the cache lists
+// the Cluster, its control plane or a pool but not an object one of them
+// refers to, and the API server has that object as one this Topology
+// generated. Informers catch up kind by kind, so a pass right after one that
+// wrote a pool and its new clones can see the pool without them; computed
+// on that view, the desired state would make the clones again under new
+// names and point the pool at them, rolling its machines for nothing.
+func (r *TopologyReconciler) waitForCache(ctx context.Context, s *scope) (bool, error) {
+	if r.APIReader == nil {
+		return true, nil
+	}
+	poolKinds := contract.MachinePoolKinds(s.class.Class)
+	for _, ref := range desiredstate.Unresolved(s.current) {
+		key := contract.KeyOfReference(ref, s.topo.Namespace)
+		mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: key.Group, Kind: key.Kind})
+		if err != nil {
+			continue // not a kind this API server serves: no cache can hold it
+		}
+		now := &unstructured.Unstructured{}
+		now.SetGroupVersionKind(mapping.GroupVersionKind)
+		switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, now); {
+		case err == nil:
+			if contract.Generated(now, s.topo.Name, poolKinds) {
+				ctrl.LoggerFrom(ctx).V(1).Info("the cache lags the API server: looking again", "missing", key.String())
+				s.cacheBehind = true
+				return false, nil
+			}
+		case !apierrors.IsNotFound(err):
+			return false, fmt.Errorf("reading %s, which the cache does not hold yet: %w", key, err)
+		}
+	}
 	return true, nil
 }
 

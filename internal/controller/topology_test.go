@@ -425,3 +425,57 @@ func TestUnusedIsJudgedByTheServerNotTheCache(t *testing.T) {
 		t.Errorf("KubeadmConfig %s, which the MachinePool refers to on the server, after a pass on the stale view: %v", next.GetName(), err)
 	}
 }
+
+// TestAPassOnALaggingCacheStops: informers catch up kind by kind, so a pass
+// can list a MachinePool without the DockerMachinePool the pass before made
+// for it. Computed on that view, the desired state would make another one
+// and point the pool at it (the cold run of 95516b5 found two). The pass
+// stops, and goes on once the object is really gone from the server.
+func TestAPassOnALaggingCacheStops(t *testing.T) {
+	ctx := context.Background()
+	ex := generatedExample(t)
+	live, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infra := generatedOf(t, ex, "the MachinePool's DockerMachinePool", func(o *unstructured.Unstructured) bool { return o.GetKind() == "DockerMachinePool" })
+	lagging := slices.DeleteFunc(slices.Clone(live), func(o *unstructured.Unstructured) bool { return contract.KeyOf(o) == contract.KeyOf(infra) })
+	topo := &v1alpha2.Topology{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), topo); err != nil {
+		t.Fatal(err)
+	}
+	pass := func(view []*unstructured.Unstructured) (bool, *scope) {
+		t.Helper()
+		s := &scope{topo: topo, class: &rules.CompiledClass{Class: ex.Class}, live: view, current: loader.State(topo, ex.Class, view)}
+		r := &TopologyReconciler{Client: k8s, APIReader: k8s, Recorder: record.NewFakeRecorder(10)}
+		cont, err := r.waitForCache(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cont, s
+	}
+	if got := desiredstate.Unresolved(loader.State(topo, ex.Class, lagging)); len(got) != 1 || got[0]["name"] != infra.GetName() {
+		t.Fatalf("unresolved references of the lagging view: %v, want only DockerMachinePool %s", got, infra.GetName())
+	}
+	if cont, s := pass(lagging); cont || !s.cacheBehind {
+		t.Errorf("a pass that lists the MachinePool but not its DockerMachinePool %s, which the server has, went on (cacheBehind %v)", infra.GetName(), s.cacheBehind)
+	}
+	if cont, s := pass(live); !cont || s.cacheBehind {
+		t.Errorf("a pass on the whole view stopped (cacheBehind %v)", s.cacheBehind)
+	}
+	// The pool refers to an object the server does not have either: that is
+	// not lag, and the pass makes it again as before.
+	gone := slices.Clone(lagging)
+	for i, o := range gone {
+		if o.GetKind() == "MachinePool" {
+			o = o.DeepCopy()
+			if err := unstructured.SetNestedField(o.Object, infra.GetName()+"-gone", "spec", "template", "spec", "infrastructureRef", "name"); err != nil {
+				t.Fatal(err)
+			}
+			gone[i] = o
+		}
+	}
+	if cont, s := pass(gone); !cont || s.cacheBehind {
+		t.Errorf("a pass whose MachinePool refers to a DockerMachinePool the server does not have stopped (cacheBehind %v)", s.cacheBehind)
+	}
+}

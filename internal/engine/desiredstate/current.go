@@ -1,6 +1,9 @@
 package desiredstate
 
 import (
+	"maps"
+	"slices"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -115,4 +118,38 @@ func OwnedBy(o *unstructured.Unstructured, uid types.UID) bool {
 		}
 	}
 	return false
+}
+
+// Unresolved is every reference of s's Cluster, control plane and pools that
+// points at none of the objects s was found among: the Cluster's
+// infrastructure and control plane, the control plane's machine template,
+// each pool's bootstrap and infrastructure. A desired state computed from s
+// makes each of them anew, under a new name, and points its referrer there.
+func Unresolved(s *contract.State) []map[string]any {
+	var out []map[string]any
+	add := func(o *unstructured.Unstructured, found *unstructured.Unstructured, ref map[string]any) {
+		if o != nil && found == nil && ref != nil {
+			out = append(out, ref)
+		}
+	}
+	at := func(o *unstructured.Unstructured, path ...string) map[string]any {
+		if o == nil {
+			return nil
+		}
+		r, _, _ := unstructured.NestedMap(o.Object, path...)
+		return r
+	}
+	add(s.Cluster, s.InfrastructureCluster, at(s.Cluster, "spec", "infrastructureRef"))
+	add(s.Cluster, s.ControlPlane.Object, at(s.Cluster, "spec", "controlPlaneRef"))
+	if cp := s.ControlPlane.Object; cp != nil {
+		add(cp, s.ControlPlane.InfrastructureMachineTemplate, contract.MachineTemplateRef(cp))
+	}
+	for _, pools := range []map[string]*contract.WorkerState{s.MachineDeployments, s.MachinePools} {
+		for _, name := range slices.Sorted(maps.Keys(pools)) {
+			w := pools[name]
+			add(w.Object, w.Bootstrap, at(w.Object, "spec", "template", "spec", "bootstrap", "configRef"))
+			add(w.Object, w.Infrastructure, at(w.Object, "spec", "template", "spec", "infrastructureRef"))
+		}
+	}
+	return out
 }
