@@ -19,10 +19,7 @@ import (
 // generations maps each generated object to its metadata.generation.
 func generations(t *testing.T, ex fixture.Example) map[string]int64 {
 	t.Helper()
-	objs, err := fixture.Live(context.Background(), k8s, ex.Topology.Namespace, ex.Topology.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := liveOf(t, ex)
 	out := map[string]int64{}
 	for _, o := range objs {
 		out[o.GetKind()+"/"+o.GetName()] = o.GetGeneration()

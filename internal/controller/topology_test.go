@@ -54,10 +54,7 @@ func ownedByTopology(o *unstructured.Unstructured, topo *v1alpha2.Topology) bool
 // test naming what was sought among what there is.
 func generatedOf(t *testing.T, ex fixture.Example, what string, is func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
 	t.Helper()
-	objs, err := fixture.Live(context.Background(), k8s, ex.Topology.Namespace, ex.Topology.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := liveOf(t, ex)
 	var found *unstructured.Unstructured
 	for _, o := range objs {
 		if is(o) {
@@ -68,6 +65,26 @@ func generatedOf(t *testing.T, ex fixture.Example, what string, is func(*unstruc
 		t.Fatalf("no %s among %s", what, fixture.KindCounts(objs))
 	}
 	return found
+}
+
+// liveOf is every object labelled for ex's cluster, read from the API server.
+func liveOf(t *testing.T, ex fixture.Example) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := fixture.Live(context.Background(), k8s, ex.Topology.Namespace, ex.Topology.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// topologyOf is ex's Topology as the API server has it now.
+func topologyOf(t *testing.T, ex fixture.Example) *v1alpha2.Topology {
+	t.Helper()
+	topo := &v1alpha2.Topology{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ex.Topology), topo); err != nil {
+		t.Fatal(err)
+	}
+	return topo
 }
 
 // wantGenerated waits until the example's whole cluster exists, owned as the
@@ -82,10 +99,7 @@ func wantGenerated(t *testing.T, ex fixture.Example) {
 	if !ownedByTopology(cluster, ex.Topology) {
 		t.Errorf("Cluster %s is not controlled by its Topology: %v", cluster.GetName(), cluster.GetOwnerReferences())
 	}
-	objs, err := fixture.Live(context.Background(), k8s, ex.Topology.Namespace, ex.Topology.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := liveOf(t, ex)
 	// The example's topology: one of each cluster-wide object, two
 	// MachineDeployments, a MachinePool, and health checks for the control
 	// plane and md-a (md-gpu's is off).
@@ -237,10 +251,7 @@ func TestTopologyOwnerCoOwnedByClusterAPIIsDropped(t *testing.T) {
 	kcp := generatedOf(t, ex, "a KubeadmControlPlane", func(o *unstructured.Unstructured) bool {
 		return o.GetKind() == "KubeadmControlPlane"
 	})
-	topo := &v1alpha2.Topology{}
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), topo); err != nil {
-		t.Fatal(err)
-	}
+	topo := topologyOf(t, ex)
 	// As Cluster API's controllers write it: a merge patch of the whole list.
 	owners := []map[string]any{
 		{"apiVersion": v1alpha2.GroupVersion.String(), "kind": v1alpha2.TopologyKind, "name": topo.Name, "uid": string(topo.UID)},
@@ -323,7 +334,6 @@ func TestCloneFreedByAMachineSetIsDeleted(t *testing.T) {
 // as written (generation 1), rather than pointing them at templates made
 // again, which would roll their machines.
 func TestClonesOfAWrittenPoolSurviveALaterRefusal(t *testing.T) {
-	ctx := context.Background()
 	ex := namespaceWithExample(t)
 	refusePools(t, ex.Topology.Namespace)
 	createTemplates(t, ex)
@@ -336,10 +346,7 @@ func TestClonesOfAWrittenPoolSurviveALaterRefusal(t *testing.T) {
 		return len(fixture.OfKind(objs, "MachineDeployment")) == 2, fmt.Errorf("objects %s (%v)", fixture.KindCounts(objs), err)
 	})
 	fixture.AfterPasses(t, k8s, client.ObjectKeyFromObject(ex.Topology), 2)
-	objs, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs = liveOf(t, ex)
 	if n := len(fixture.OfKind(objs, "MachinePool")); n != 0 {
 		t.Fatalf("%d MachinePools exist: the policy was to refuse them (objects %s)", n, fixture.KindCounts(objs))
 	}
@@ -385,10 +392,7 @@ func refusePools(t *testing.T, ns string) {
 func TestUnusedIsJudgedByTheServerNotTheCache(t *testing.T) {
 	ctx := context.Background()
 	ex := generatedExample(t)
-	stale, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stale := liveOf(t, ex)
 	config := generatedOf(t, ex, "the MachinePool's KubeadmConfig", func(o *unstructured.Unstructured) bool {
 		return o.GetKind() == "KubeadmConfig" && o.GetLabels()[contract.MachinePoolNameLabel] != ""
 	})
@@ -404,10 +408,7 @@ func TestUnusedIsJudgedByTheServerNotTheCache(t *testing.T) {
 	if err := k8s.Patch(ctx, pool, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatal(err)
 	}
-	topo := &v1alpha2.Topology{}
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), topo); err != nil {
-		t.Fatal(err)
-	}
+	topo := topologyOf(t, ex)
 	// A pass on the stale view: the new clone is live, not desired.
 	s := &scope{
 		topo:    topo,
@@ -434,16 +435,10 @@ func TestUnusedIsJudgedByTheServerNotTheCache(t *testing.T) {
 func TestAPassOnALaggingCacheStops(t *testing.T) {
 	ctx := context.Background()
 	ex := generatedExample(t)
-	live, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	live := liveOf(t, ex)
 	infra := generatedOf(t, ex, "the MachinePool's DockerMachinePool", func(o *unstructured.Unstructured) bool { return o.GetKind() == "DockerMachinePool" })
 	lagging := slices.DeleteFunc(slices.Clone(live), func(o *unstructured.Unstructured) bool { return contract.KeyOf(o) == contract.KeyOf(infra) })
-	topo := &v1alpha2.Topology{}
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), topo); err != nil {
-		t.Fatal(err)
-	}
+	topo := topologyOf(t, ex)
 	pass := func(view []*unstructured.Unstructured) (bool, *scope) {
 		t.Helper()
 		s := &scope{topo: topo, class: &rules.CompiledClass{Class: ex.Class}, live: view, current: loader.State(topo, ex.Class, view)}
