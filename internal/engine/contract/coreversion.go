@@ -120,13 +120,17 @@ func MachineTemplatePath(c Contract, field ...string) []string {
 	return append(path, field...)
 }
 
-// PoolTemplateRefPaths are where a MachineDeployment, MachinePool or
-// MachineSet refers to the templates its Machines are made from: the
-// infrastructure one and the bootstrap config one.
-var PoolTemplateRefPaths = [][]string{
-	{"spec", "template", "spec", "infrastructureRef"},
-	{"spec", "template", "spec", "bootstrap", "configRef"},
-}
+// PoolInfrastructureRefPath and PoolBootstrapRefPath are where a
+// MachineDeployment, MachinePool or MachineSet refers to what its Machines
+// are made from: the infrastructure template and the bootstrap config (a
+// template, or a MachinePool's own config).
+var (
+	PoolInfrastructureRefPath = []string{"spec", "template", "spec", "infrastructureRef"}
+	PoolBootstrapRefPath      = []string{"spec", "template", "spec", "bootstrap", "configRef"}
+)
+
+// PoolTemplateRefPaths are both of a pool's references.
+var PoolTemplateRefPaths = [][]string{PoolInfrastructureRefPath, PoolBootstrapRefPath}
 
 // MachineTemplateRef is a control plane's reference to its machine template,
 // wherever its contract keeps it; nil when it has none.

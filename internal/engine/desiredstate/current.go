@@ -63,8 +63,8 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 		}
 		w := &contract.WorkerState{
 			Object:         o,
-			Bootstrap:      follow(o, "spec", "template", "spec", "bootstrap", "configRef"),
-			Infrastructure: follow(o, "spec", "template", "spec", "infrastructureRef"),
+			Bootstrap:      follow(o, contract.PoolBootstrapRefPath...),
+			Infrastructure: follow(o, contract.PoolInfrastructureRefPath...),
 		}
 		if o.GetKind() == "MachineDeployment" {
 			w.MachineHealthCheck = mhc(o.GetName())
@@ -127,28 +127,29 @@ func OwnedBy(o *unstructured.Unstructured, uid types.UID) bool {
 // makes each of them anew, under a new name, and points its referrer there.
 func Unresolved(s *contract.State) []map[string]any {
 	var out []map[string]any
-	add := func(o *unstructured.Unstructured, found *unstructured.Unstructured, ref map[string]any) {
-		if o != nil && found == nil && ref != nil {
+	// A nil referrer has no reference, so only found decides.
+	add := func(found *unstructured.Unstructured, ref map[string]any) {
+		if found == nil && ref != nil {
 			out = append(out, ref)
 		}
 	}
-	at := func(o *unstructured.Unstructured, path ...string) map[string]any {
+	at := func(o *unstructured.Unstructured, path []string) map[string]any {
 		if o == nil {
 			return nil
 		}
 		r, _, _ := unstructured.NestedMap(o.Object, path...)
 		return r
 	}
-	add(s.Cluster, s.InfrastructureCluster, at(s.Cluster, "spec", "infrastructureRef"))
-	add(s.Cluster, s.ControlPlane.Object, at(s.Cluster, "spec", "controlPlaneRef"))
+	add(s.InfrastructureCluster, at(s.Cluster, []string{"spec", "infrastructureRef"}))
+	add(s.ControlPlane.Object, at(s.Cluster, []string{"spec", "controlPlaneRef"}))
 	if cp := s.ControlPlane.Object; cp != nil {
-		add(cp, s.ControlPlane.InfrastructureMachineTemplate, contract.MachineTemplateRef(cp))
+		add(s.ControlPlane.InfrastructureMachineTemplate, contract.MachineTemplateRef(cp))
 	}
 	for _, pools := range []map[string]*contract.WorkerState{s.MachineDeployments, s.MachinePools} {
 		for _, name := range slices.Sorted(maps.Keys(pools)) {
 			w := pools[name]
-			add(w.Object, w.Bootstrap, at(w.Object, "spec", "template", "spec", "bootstrap", "configRef"))
-			add(w.Object, w.Infrastructure, at(w.Object, "spec", "template", "spec", "infrastructureRef"))
+			add(w.Bootstrap, at(w.Object, contract.PoolBootstrapRefPath))
+			add(w.Infrastructure, at(w.Object, contract.PoolInfrastructureRefPath))
 		}
 	}
 	return out
