@@ -20,6 +20,7 @@ mkdir -p "$logs"
 
 since() { echo "$(($(date +%s) - start)) s"; }
 start=$(date +%s)
+failed=0
 
 # The ahead job runs in a session of its own so that it can be stopped
 # whole (its go builds and docker calls) when the builds fail or make test is interrupted.
@@ -59,7 +60,7 @@ if [[ -n $ahead_pid ]]; then
 		kind_pid=$!
 	else
 		ahead_pid=
-		kind_failed=1
+		failed=1
 		echo "make test: the kind path's images failed, $(since) in ($logs/kind.log):"
 		tail -40 "$logs/kind.log"
 	fi
@@ -68,7 +69,6 @@ fi
 wait "$go_pid"
 go_status=$?
 echo "make test: the Go tests ended after $(since) (exit $go_status)"
-failed=${kind_failed:-0}
 if [[ $go_status -ne 0 ]]; then
 	failed=1
 	hack/test-failures.sh "$logs/go-test.log"

@@ -81,19 +81,21 @@ build_images() {
 # and load balancer (debootstrap, mostly waiting on Debian's mirror) while
 # the node binaries of each release other than bin/'s compile.
 build_images_ahead() {
-	local bin_version mod v pid status=0
+	local bin_version mod v pid status=0 ahead=()
 	bin_version=$(cd "$root/hack/tools" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
-	{ "$root/hack/kind/images.sh" base && "$root/hack/kind/images.sh" lb; } >/dev/null &
-	pid=$!
 	for mod in "$root"/hack/kind/kubernetes*/; do
 		v=$(cd "$mod" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
-		if [[ $v != "$bin_version" ]]; then KUBE_VERSION=$v "$root/hack/kind/images.sh" binaries || status=1; fi
+		if [[ $v != "$bin_version" ]]; then ahead+=("$v"); fi
+	done
+	{ "$root/hack/kind/images.sh" base && "$root/hack/kind/images.sh" lb; } >/dev/null &
+	pid=$!
+	for v in "${ahead[@]}"; do
+		KUBE_VERSION=$v "$root/hack/kind/images.sh" binaries || status=1
 	done
 	wait "$pid" || status=1
 	[[ $status -eq 0 ]] || return 1
-	for mod in "$root"/hack/kind/kubernetes*/; do
-		v=$(cd "$mod" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
-		if [[ $v != "$bin_version" ]]; then docker tag "$(KUBE_VERSION=$v "$root/hack/kind/images.sh" node)" "kindest/node:$v"; fi
+	for v in "${ahead[@]}"; do
+		docker tag "$(KUBE_VERSION=$v "$root/hack/kind/images.sh" node)" "kindest/node:$v"
 	done
 }
 
