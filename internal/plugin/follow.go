@@ -2,16 +2,16 @@ package plugin
 
 import (
 	"context"
-
-	tea "github.com/charmbracelet/bubbletea"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/watch"
 )
 
@@ -29,8 +29,9 @@ type follower[T any] struct {
 
 // follow prints v, then reads again every interval and prints each time
 // what it prints changes, until done says so or ctx ends: a deadline ends
-// it with gaveUp, an interruption without an error.
-func follow[T any](ctx context.Context, out io.Writer, interval time.Duration, v T, f follower[T]) error {
+// it with gaveUp, an interruption without an error. It reads patiently; a
+// read that fails otherwise ends the watch with its error.
+func follow[T any](ctx context.Context, streams genericiooptions.IOStreams, interval time.Duration, v T, f follower[T]) error {
 	last := ""
 	for {
 		var b strings.Builder
@@ -39,9 +40,9 @@ func follow[T any](ctx context.Context, out io.Writer, interval time.Duration, v
 		}
 		if b.String() != last {
 			if last != "" {
-				fmt.Fprintln(out)
+				fmt.Fprintln(streams.Out)
 			}
-			_, _ = io.WriteString(out, b.String())
+			_, _ = io.WriteString(streams.Out, b.String())
 			last = b.String()
 		}
 		if done, err := f.done(v); done {
@@ -52,7 +53,7 @@ func follow[T any](ctx context.Context, out io.Writer, interval time.Duration, v
 			return stopped(ctx, v, f)
 		case <-time.After(interval):
 		}
-		next, err := f.read(ctx)
+		next, err := patiently(ctx, streams.ErrOut, interval, f.read)
 		if err != nil {
 			if ctx.Err() != nil {
 				return stopped(ctx, v, f)
@@ -60,6 +61,29 @@ func follow[T any](ctx context.Context, out io.Writer, interval time.Duration, v
 			return err
 		}
 		v = next
+	}
+}
+
+// patiently reads as a watch must: an error that says the API server could
+// not answer now is said once on errOut and the read is tried again every
+// interval, until a read succeeds, fails for another reason, or ctx ends.
+// A watch of a rollout that takes an hour must not die of one slow answer.
+func patiently[T any](ctx context.Context, errOut io.Writer, interval time.Duration, read func(context.Context) (T, error)) (T, error) {
+	said := ""
+	for {
+		v, err := read(ctx)
+		if err == nil || !live.Transient(err) || ctx.Err() != nil {
+			return v, err
+		}
+		if err.Error() != said {
+			fmt.Fprintf(errOut, "reading again every %s: %v\n", interval, err)
+			said = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(interval):
+		}
 	}
 }
 

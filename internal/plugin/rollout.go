@@ -350,7 +350,18 @@ func (o *RolloutStatusOptions) read(ctx context.Context) (*v1alpha2.TopologyRoll
 
 // Run prints the rollout once, or follows it.
 func (o *RolloutStatusOptions) Run(ctx context.Context) error {
-	ro, err := o.read(ctx)
+	if o.Watch && o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	read := o.read
+	if o.Watch {
+		read = func(ctx context.Context) (*v1alpha2.TopologyRollout, error) {
+			return patiently(ctx, o.ErrOut, o.Interval, o.read)
+		}
+	}
+	ro, err := read(ctx)
 	if err != nil {
 		return err
 	}
@@ -364,11 +375,6 @@ func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 	case !o.Watch:
 		renderRollout(o.Out, ro, o.now.now())
 		return nil
-	}
-	if o.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
-		defer cancel()
 	}
 	f := follower[*v1alpha2.TopologyRollout]{
 		read: o.read,
@@ -385,7 +391,7 @@ func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 		m := rolloutview.New(o.read, o.Interval)
 		return followLive(ctx, o.IOStreams, m, m.Model, ro, f)
 	}
-	return follow(ctx, o.Out, o.Interval, ro, f)
+	return follow(ctx, o.IOStreams, o.Interval, ro, f)
 }
 
 // rolloutEnded tells whether a watch stops at ro: completed (exit 0),

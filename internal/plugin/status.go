@@ -172,26 +172,36 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if o.Name == "" {
 		return o.runFleet(ctx)
 	}
+	if o.Watch {
+		return o.watch(ctx)
+	}
 	t, err := o.readTopology(ctx, o.Name)
 	if err != nil {
 		return err
 	}
-	if !o.Watch {
-		now := o.now.now()
-		agent := o.agentFor(ctx, t, now)
-		report := live.TopologyReport(t, agent, live.WarningEvents(ctx, o.access.Client, t, now))
-		if o.Output != "" {
-			return printReport(o.Out, o.Output, statusv1.StatusReport{Agent: agent, Items: []statusv1.TopologyReport{report}})
-		}
-		return renderStatusReport(o.Out, t, agent, report, now)
+	now := o.now.now()
+	agent := o.agentFor(ctx, t, now)
+	report := live.TopologyReport(t, agent, live.WarningEvents(ctx, o.access.Client, t, now))
+	if o.Output != "" {
+		return printReport(o.Out, o.Output, statusv1.StatusReport{Agent: agent, Items: []statusv1.TopologyReport{report}})
 	}
+	return renderStatusReport(o.Out, t, agent, report, now)
+}
+
+// watch follows one Topology until its rollout settles or --timeout ends.
+func (o *StatusOptions) watch(ctx context.Context) error {
 	if o.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
+	read := func(ctx context.Context) (*v1alpha2.Topology, error) { return o.readTopology(ctx, o.Name) }
+	t, err := patiently(ctx, o.ErrOut, o.Interval, read)
+	if err != nil {
+		return err
+	}
 	f := follower[*v1alpha2.Topology]{
-		read: func(ctx context.Context) (*v1alpha2.Topology, error) { return o.readTopology(ctx, o.Name) },
+		read: read,
 		render: func(w io.Writer, t *v1alpha2.Topology) error {
 			agent := o.agentFor(ctx, t, o.now.now())
 			if agent.Problem != "" {
@@ -208,7 +218,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		m := tui.NewStatusModel(f.read, o.Interval)
 		return followLive(ctx, o.IOStreams, m, m.Model, t, f)
 	}
-	return follow(ctx, o.Out, o.Interval, t, f)
+	return follow(ctx, o.IOStreams, o.Interval, t, f)
 }
 
 // agentFor is the agent's report where t is the agent's to reconcile; an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -218,6 +219,49 @@ func TestPluginWorkflow(t *testing.T) {
 			if !strings.Contains(errOut, want) {
 				t.Errorf("status --watch --timeout 1s says:\n%s\nwant it to contain %q", errOut, want)
 			}
+		}
+	})
+
+	t.Run("a watch reads again through answers the API server could not give, and stops at a refusal", func(t *testing.T) {
+		topology := "/apis/" + v1alpha2.GroupVersion.String() + "/namespaces/" + ns.Name + "/topologies/dev"
+		// Reads 2 to 4 of the Topology get a gateway's bare 504, as an
+		// overloaded API server behind a load balancer gives.
+		slow := answeringProxy(t, topology, func(read int) int {
+			if read >= 2 && read <= 4 {
+				return http.StatusGatewayTimeout
+			}
+			return 0
+		})
+		out, errOut, err := fixture.RunPlugin(pluginBin, slow.kubeconfig, "", "status", "dev", "-n", ns.Name, "--watch", "--interval", "200ms", "--timeout", "5s")
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, "control-plane") {
+			t.Fatalf("status --watch through a slow API server: %v\n%s%s", err, out, errOut)
+		}
+		for _, want := range []string{"did not settle within 5s: Provisioning", "The rollout goes on"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("status --watch through a slow API server says:\n%s\nwant it to give up at its timeout, saying %q", errOut, want)
+			}
+		}
+		if n := strings.Count(errOut, "reading again every 200ms: the server was unable to return a response in the time allotted"); n != 1 {
+			t.Errorf("status --watch said %d times that it reads again, want once for three failed reads in a row:\n%s", n, errOut)
+		}
+		if got := slow.reads.Load(); got < 5 {
+			t.Errorf("status --watch read the Topology %d times, want it to read on after the three failures", got)
+		}
+
+		// A refusal is not the API server's passing trouble: the watch ends.
+		refusing := answeringProxy(t, topology, func(read int) int {
+			if read >= 2 {
+				return http.StatusForbidden
+			}
+			return 0
+		})
+		out, errOut, err = fixture.RunPlugin(pluginBin, refusing.kubeconfig, "", "status", "dev", "-n", ns.Name, "--watch", "--interval", "200ms", "--timeout", "2m")
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(errOut, "forbidden") || !strings.Contains(errOut, "ask for RBAC") || strings.Contains(errOut, "did not settle") {
+			t.Errorf("status --watch refused mid-way: %v, want it to end at once with the refusal\n%s%s", err, out, errOut)
+		}
+		if got := refusing.reads.Load(); got != 2 {
+			t.Errorf("status --watch read the Topology %d times, want it to stop at the refusal, the second", got)
 		}
 	})
 

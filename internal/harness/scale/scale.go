@@ -43,6 +43,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/freeport"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/internal/webhook"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -445,7 +446,7 @@ func createRetrying(ctx context.Context, k8s client.Client, o *unstructured.Unst
 		switch {
 		case last == nil, tries > 1 && apierrors.IsAlreadyExists(last):
 			return true, nil
-		case transient(last):
+		case live.Transient(last):
 			return false, nil
 		}
 		return false, last
@@ -454,13 +455,6 @@ func createRetrying(ctx context.Context, k8s client.Client, o *unstructured.Unst
 		err = last // out of attempts: the API server's own error says why
 	}
 	return tries - 1, err
-}
-
-// transient is true of errors that say the API server could not take a
-// request now, not that the request is wrong.
-func transient(err error) bool {
-	return apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err)
 }
 
 // changedSince counts the objects of Cluster API's groups in ns that
