@@ -12,7 +12,6 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	rfc6902 "gomodules.xyz/jsonpatch/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
@@ -217,11 +216,11 @@ func FileBase(o *unstructured.Unstructured) string {
 
 // UnifiedDiff renders a unified diff between two objects as YAML.
 func UnifiedDiff(before, after *unstructured.Unstructured, beforeName, afterName string) (string, error) {
-	b, err := yaml.Marshal(before.Object)
+	b, err := ObjectYAML(before.Object)
 	if err != nil {
 		return "", err
 	}
-	a, err := yaml.Marshal(after.Object)
+	a, err := ObjectYAML(after.Object)
 	if err != nil {
 		return "", err
 	}

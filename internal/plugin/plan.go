@@ -453,13 +453,13 @@ func planFiles(p *plan.Plan) (map[string][]byte, error) {
 			continue
 		}
 		g.Go(func() error {
-			after, err := yaml.Marshal(c.Object.Object)
+			after, err := plan.ObjectYAML(c.Object.Object)
 			if err != nil {
 				return fmt.Errorf("%s: %w", plan.FileBase(c.Object), err)
 			}
 			out[i].after = after
 			if c.Action == plan.Modified {
-				if out[i].before, err = yaml.Marshal(c.Before.Object); err != nil {
+				if out[i].before, err = plan.ObjectYAML(c.Before.Object); err != nil {
 					return fmt.Errorf("%s: %w", plan.FileBase(c.Object), err)
 				}
 			}
