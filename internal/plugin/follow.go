@@ -29,8 +29,9 @@ type follower[T any] struct {
 
 // follow prints v, then reads again every interval and prints each time
 // what it prints changes, until done says so or ctx ends: a deadline ends
-// it with gaveUp, an interruption without an error. It reads patiently; a
-// read that fails otherwise ends the watch with its error.
+// it with gaveUp, an interruption without an error. It reads again after
+// an answer the API server could not give now; a read that fails otherwise
+// ends the watch with its error.
 func follow[T any](ctx context.Context, streams genericiooptions.IOStreams, interval time.Duration, v T, f follower[T]) error {
 	last := ""
 	for {
@@ -53,7 +54,10 @@ func follow[T any](ctx context.Context, streams genericiooptions.IOStreams, inte
 			return stopped(ctx, v, f)
 		case <-time.After(interval):
 		}
-		next, err := patiently(ctx, streams.ErrOut, interval, f.read)
+		next, err := f.read(ctx)
+		if live.Transient(err) {
+			next, err = readAgain(ctx, streams.ErrOut, interval, f.read, err)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return stopped(ctx, v, f)
@@ -64,17 +68,14 @@ func follow[T any](ctx context.Context, streams genericiooptions.IOStreams, inte
 	}
 }
 
-// patiently reads as a watch must: an error that says the API server could
-// not answer now is said once on errOut and the read is tried again every
-// interval, until a read succeeds, fails for another reason, or ctx ends.
-// A watch of a rollout that takes an hour must not die of one slow answer.
-func patiently[T any](ctx context.Context, errOut io.Writer, interval time.Duration, read func(context.Context) (T, error)) (T, error) {
-	said := ""
-	for {
-		v, err := read(ctx)
-		if err == nil || !live.Transient(err) || ctx.Err() != nil {
-			return v, err
-		}
+// readAgain follows a read that failed with err, an error that says the API
+// server could not answer now: it says so once on errOut and reads again
+// every interval until a read succeeds, fails for another reason, or ctx
+// ends. A watch of a rollout that takes an hour must not die of one slow
+// answer.
+func readAgain[T any](ctx context.Context, errOut io.Writer, interval time.Duration, read func(context.Context) (T, error), err error) (T, error) {
+	var v T
+	for said := ""; live.Transient(err) && ctx.Err() == nil; {
 		if err.Error() != said {
 			fmt.Fprintf(errOut, "reading again every %s: %v\n", interval, err)
 			said = err.Error()
@@ -84,7 +85,9 @@ func patiently[T any](ctx context.Context, errOut io.Writer, interval time.Durat
 			return v, err
 		case <-time.After(interval):
 		}
+		v, err = read(ctx)
 	}
+	return v, err
 }
 
 // followLive runs a live view m over the watch w in a terminal and ends as

@@ -350,18 +350,16 @@ func (o *RolloutStatusOptions) read(ctx context.Context) (*v1alpha2.TopologyRoll
 
 // Run prints the rollout once, or follows it.
 func (o *RolloutStatusOptions) Run(ctx context.Context) error {
+	// As for status --watch: --timeout bounds the wait, not the first read.
+	ro, err := o.read(ctx)
 	if o.Watch && o.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	read := o.read
-	if o.Watch {
-		read = func(ctx context.Context) (*v1alpha2.TopologyRollout, error) {
-			return patiently(ctx, o.ErrOut, o.Interval, o.read)
-		}
+	if o.Watch && live.Transient(err) {
+		ro, err = readAgain(ctx, o.ErrOut, o.Interval, o.read, err)
 	}
-	ro, err := read(ctx)
 	if err != nil {
 		return err
 	}

@@ -190,13 +190,18 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 
 // watch follows one Topology until its rollout settles or --timeout ends.
 func (o *StatusOptions) watch(ctx context.Context) error {
+	read := func(ctx context.Context) (*v1alpha2.Topology, error) { return o.readTopology(ctx, o.Name) }
+	// The first read is status's own: --timeout bounds the wait for the
+	// rollout, not that read, however slow the API server is to answer it.
+	t, err := read(ctx)
 	if o.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	read := func(ctx context.Context) (*v1alpha2.Topology, error) { return o.readTopology(ctx, o.Name) }
-	t, err := patiently(ctx, o.ErrOut, o.Interval, read)
+	if live.Transient(err) {
+		t, err = readAgain(ctx, o.ErrOut, o.Interval, read, err)
+	}
 	if err != nil {
 		return err
 	}

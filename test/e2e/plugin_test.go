@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -224,37 +225,37 @@ func TestPluginWorkflow(t *testing.T) {
 
 	t.Run("a watch reads again through answers the API server could not give, and stops at a refusal", func(t *testing.T) {
 		topology := "/apis/" + v1alpha2.GroupVersion.String() + "/namespaces/" + ns.Name + "/topologies/dev"
-		// Reads 2 to 4 of the Topology get a gateway's bare 504, as an
-		// overloaded API server behind a load balancer gives.
-		slow := answeringProxy(t, topology, func(read int) int {
-			if read >= 2 && read <= 4 {
-				return http.StatusGatewayTimeout
+		// Reads 1 to 3 of the Topology, and 6 and 7, get a gateway's bare
+		// 504, as an overloaded API server behind a load balancer gives.
+		slow := answeringProxy(t, topology, func(read int) answer {
+			if read <= 3 || read == 6 || read == 7 {
+				return answer{code: http.StatusGatewayTimeout}
 			}
-			return 0
+			return answer{}
 		})
-		out, errOut, err := fixture.RunPlugin(pluginBin, slow.kubeconfig, "", "status", "dev", "-n", ns.Name, "--watch", "--interval", "200ms", "--timeout", "5s")
+		out, errOut, err := fixture.RunPlugin(pluginBin, slow.kubeconfig, "", "status", "dev", "-n", ns.Name, "--watch", "--interval", "200ms", "--timeout", "8s")
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, "control-plane") {
 			t.Fatalf("status --watch through a slow API server: %v\n%s%s", err, out, errOut)
 		}
-		for _, want := range []string{"did not settle within 5s: Provisioning", "The rollout goes on"} {
+		for _, want := range []string{"did not settle within 8s: Provisioning", "The rollout goes on"} {
 			if !strings.Contains(errOut, want) {
 				t.Errorf("status --watch through a slow API server says:\n%s\nwant it to give up at its timeout, saying %q", errOut, want)
 			}
 		}
-		if n := strings.Count(errOut, "reading again every 200ms: the server was unable to return a response in the time allotted"); n != 1 {
-			t.Errorf("status --watch said %d times that it reads again, want once for three failed reads in a row:\n%s", n, errOut)
+		if n := strings.Count(errOut, "reading again every 200ms: the server was unable to return a response in the time allotted"); n != 2 {
+			t.Errorf("status --watch said %d times that it reads again, want once for each of the two runs of failed reads:\n%s", n, errOut)
 		}
-		if got := slow.reads.Load(); got < 5 {
-			t.Errorf("status --watch read the Topology %d times, want it to read on after the three failures", got)
+		if got := slow.reads.Load(); got < 8 {
+			t.Errorf("status --watch read the Topology %d times, want it to read on after both runs of failures", got)
 		}
 
 		// A refusal is not the API server's passing trouble: the watch ends.
-		refusing := answeringProxy(t, topology, func(read int) int {
+		refusing := answeringProxy(t, topology, func(read int) answer {
 			if read >= 2 {
-				return http.StatusForbidden
+				return answer{code: http.StatusForbidden}
 			}
-			return 0
+			return answer{}
 		})
 		out, errOut, err = fixture.RunPlugin(pluginBin, refusing.kubeconfig, "", "status", "dev", "-n", ns.Name, "--watch", "--interval", "200ms", "--timeout", "2m")
 		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(errOut, "forbidden") || !strings.Contains(errOut, "ask for RBAC") || strings.Contains(errOut, "did not settle") {
@@ -262,6 +263,19 @@ func TestPluginWorkflow(t *testing.T) {
 		}
 		if got := refusing.reads.Load(); got != 2 {
 			t.Errorf("status --watch read the Topology %d times, want it to stop at the refusal, the second", got)
+		}
+
+		// --timeout bounds the wait for the rollout, not status's first
+		// read: one slower than the timeout is shown, then the watch gives up.
+		slowFirst := answeringProxy(t, topology, func(read int) answer {
+			if read == 1 {
+				return answer{delay: 1500 * time.Millisecond}
+			}
+			return answer{}
+		})
+		out, errOut, err = fixture.RunPlugin(pluginBin, slowFirst.kubeconfig, "", "status", "dev", "-n", ns.Name, "--watch", "--interval", "200ms", "--timeout", "1s")
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, "control-plane") || !strings.Contains(errOut, "did not settle within 1s") {
+			t.Errorf("status --watch --timeout 1s whose first read takes 1.5s: %v, want the tree, then that it did not settle\n%s%s", err, out, errOut)
 		}
 	})
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,11 +27,18 @@ type proxy struct {
 	reads atomic.Int32
 }
 
-// answeringProxy passes every request to the API server except the reads of
-// path for which answer gives a status: 504 is answered bare, as a gateway
-// does; any other status as the API server's own Status. The kubeconfig it
-// returns reaches the API server through it, with the suite's credentials.
-func answeringProxy(t *testing.T, path string, answer func(read int) int) *proxy {
+// answer is what the proxy does with one read: with a zero code it passes
+// the read on after the delay; 504 it answers bare, as a gateway does; any
+// other code as the API server's own Status.
+type answer struct {
+	code  int
+	delay time.Duration
+}
+
+// answeringProxy passes every request to the API server, and the reads of
+// path as answerRead says. The kubeconfig it returns reaches the API server
+// through it, with the suite's credentials.
+func answeringProxy(t *testing.T, path string, answerRead func(read int) answer) *proxy {
 	t.Helper()
 	target, err := url.Parse(restConfig.Host)
 	if err != nil {
@@ -48,8 +56,13 @@ func answeringProxy(t *testing.T, path string, answer func(read int) int) *proxy
 			forward.ServeHTTP(w, r)
 			return
 		}
-		switch code := answer(int(p.reads.Add(1))); code {
+		a := answerRead(int(p.reads.Add(1)))
+		switch code := a.code; code {
 		case 0:
+			select {
+			case <-time.After(a.delay):
+			case <-r.Context().Done():
+			}
 			forward.ServeHTTP(w, r)
 		case http.StatusGatewayTimeout:
 			http.Error(w, "upstream request timeout", code)
