@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
 	"github.com/kubectl-topology/kubectl-topology/internal/membership"
+	"github.com/kubectl-topology/kubectl-topology/internal/transient"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -156,8 +157,16 @@ func (r *TopologyRolloutReconciler) step(ctx context.Context, ro *v1alpha2.Topol
 	// marked now, a cache still behind would read as an edit by hand.
 	written := ro.DeepCopy()
 	failed := false
+	var retry error
 	for _, i := range append(started, pass.Apply...) {
 		if err := r.write(ctx, ro, i, read[ro.Status.Clusters[i].Key()]); err != nil {
+			if transient.Is(err) {
+				// The API server or a webhook it calls (the agent's own, just
+				// restarted) could not answer now: the cluster stays in flight
+				// and a later pass writes its change (pass.Apply).
+				retry = err
+				continue
+			}
 			fleet.Fail(&ro.Status, i, fleet.ReasonApplyFailed, err.Error(), now)
 			r.Recorder.Eventf(ro, "Warning", fleet.ReasonApplyFailed, "%s: %s", ro.Status.Clusters[i].Key(), err.Error())
 			failed = true
@@ -168,6 +177,9 @@ func (r *TopologyRolloutReconciler) step(ctx context.Context, ro *v1alpha2.Topol
 		if err := r.writeStatus(ctx, written, ro); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if retry != nil {
+		return ctrl.Result{}, fmt.Errorf("TopologyRollout %s: trying again: %w", ro.Name, retry)
 	}
 	result := ctrl.Result{RequeueAfter: pass.Requeue}
 	if len(started) > 0 || ro.Status.Wave != orig.Status.Wave {

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
@@ -125,22 +124,6 @@ func Explain(err error, ca *Cluster) error {
 		return fmt.Errorf("cannot reach the cluster of context %q at %s: %w", ca.Context, ca.Config.Host, err)
 	}
 	return err
-}
-
-// Transient tells an error that says the API server could not answer now
-// (overloaded, timed out, restarting, the connection dropped) from one that
-// says the request is wrong: a watch reads again after the first kind only.
-func Transient(err error) bool {
-	if err == nil {
-		return false
-	}
-	if apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) {
-		return true
-	}
-	var netErr net.Error
-	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
-		(errors.As(err, &netErr) && netErr.Timeout())
 }
 
 // IsTopologyAPIMissing tells a 404 for our API group itself (not installed)

@@ -11,7 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/live"
+	"github.com/kubectl-topology/kubectl-topology/internal/transient"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/watch"
 )
 
@@ -55,7 +55,7 @@ func follow[T any](ctx context.Context, streams genericiooptions.IOStreams, inte
 		case <-time.After(interval):
 		}
 		next, err := f.read(ctx)
-		if live.Transient(err) {
+		if transient.Is(err) {
 			next, err = readAgain(ctx, streams.ErrOut, interval, f.read, err)
 		}
 		if err != nil {
@@ -75,7 +75,7 @@ func follow[T any](ctx context.Context, streams genericiooptions.IOStreams, inte
 // answer.
 func readAgain[T any](ctx context.Context, errOut io.Writer, interval time.Duration, read func(context.Context) (T, error), err error) (T, error) {
 	var v T
-	for said := ""; live.Transient(err) && ctx.Err() == nil; {
+	for said := ""; transient.Is(err) && ctx.Err() == nil; {
 		if err.Error() != said {
 			fmt.Fprintf(errOut, "reading again every %s: %v\n", interval, err)
 			said = err.Error()

@@ -26,6 +26,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/membership"
+	"github.com/kubectl-topology/kubectl-topology/internal/transient"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/rolloutview"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -357,7 +358,7 @@ func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	if o.Watch && live.Transient(err) {
+	if o.Watch && transient.Is(err) {
 		ro, err = readAgain(ctx, o.ErrOut, o.Interval, o.read, err)
 	}
 	if err != nil {

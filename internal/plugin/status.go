@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
+	"github.com/kubectl-topology/kubectl-topology/internal/transient"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
@@ -199,7 +200,7 @@ func (o *StatusOptions) watch(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	if live.Transient(err) {
+	if transient.Is(err) {
 		t, err = readAgain(ctx, o.ErrOut, o.Interval, read, err)
 	}
 	if err != nil {

@@ -43,7 +43,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/freeport"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
-	"github.com/kubectl-topology/kubectl-topology/internal/live"
+	"github.com/kubectl-topology/kubectl-topology/internal/transient"
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/internal/webhook"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -446,7 +446,7 @@ func createRetrying(ctx context.Context, k8s client.Client, o *unstructured.Unst
 		switch {
 		case last == nil, tries > 1 && apierrors.IsAlreadyExists(last):
 			return true, nil
-		case live.Transient(last):
+		case transient.Is(last):
 			return false, nil
 		}
 		return false, last

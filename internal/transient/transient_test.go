@@ -1,4 +1,4 @@
-package live
+package transient_test
 
 import (
 	"errors"
@@ -10,12 +10,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
+	"github.com/kubectl-topology/kubectl-topology/internal/transient"
 )
 
-func TestTransientTellsPassingTroubleFromARefusal(t *testing.T) {
+func TestIsTellsPassingTroubleFromARefusal(t *testing.T) {
 	topologies := schema.GroupResource{Group: "topology.kubectl-topology.io", Resource: "topologies"}
 	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api", Err: syscall.ECONNREFUSED}
-	ca := &Cluster{Context: "kind-dev", Config: &rest.Config{Host: "https://127.0.0.1:6443"}}
+	ca := &live.Cluster{Context: "kind-dev", Config: &rest.Config{Host: "https://127.0.0.1:6443"}}
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -27,7 +30,7 @@ func TestTransientTellsPassingTroubleFromARefusal(t *testing.T) {
 		{"too many requests", apierrors.NewTooManyRequests("slow down", 1), true},
 		{"unavailable", apierrors.NewServiceUnavailable("restarting"), true},
 		{"an internal error", apierrors.NewInternalError(errors.New("etcdserver: leader changed")), true},
-		{"a refused connection, as Explain says it", Explain(refused, ca), true},
+		{"a refused connection, as Explain says it", live.Explain(refused, ca), true},
 		{"wrapped by a command", fmt.Errorf("reading Topology default/dev: %w", apierrors.NewServerTimeout(topologies, "get", 1)), true},
 		{"forbidden", apierrors.NewForbidden(topologies, "dev", errors.New("no RBAC")), false},
 		{"not found", apierrors.NewNotFound(topologies, "dev"), false},
@@ -35,8 +38,8 @@ func TestTransientTellsPassingTroubleFromARefusal(t *testing.T) {
 		{"a plain error", errors.New("no such context"), false},
 		{"none", nil, false},
 	} {
-		if got := Transient(tc.err); got != tc.want {
-			t.Errorf("Transient(%s: %v) = %t, want %t", tc.name, tc.err, got, tc.want)
+		if got := transient.Is(tc.err); got != tc.want {
+			t.Errorf("Is(%s: %v) = %t, want %t", tc.name, tc.err, got, tc.want)
 		}
 	}
 }
