@@ -55,9 +55,7 @@ func follow[T any](ctx context.Context, streams genericiooptions.IOStreams, inte
 		case <-time.After(interval):
 		}
 		next, err := f.read(ctx)
-		if transient.Is(err) {
-			next, err = readAgain(ctx, streams.ErrOut, interval, f.read, err)
-		}
+		next, err = readAgain(ctx, streams.ErrOut, interval, f.read, next, err)
 		if err != nil {
 			if ctx.Err() != nil {
 				return stopped(ctx, v, f)
@@ -68,13 +66,12 @@ func follow[T any](ctx context.Context, streams genericiooptions.IOStreams, inte
 	}
 }
 
-// readAgain follows a read that failed with err, an error that says the API
-// server could not answer now: it says so once on errOut and reads again
-// every interval until a read succeeds, fails for another reason, or ctx
-// ends. A watch of a rollout that takes an hour must not die of one slow
-// answer.
-func readAgain[T any](ctx context.Context, errOut io.Writer, interval time.Duration, read func(context.Context) (T, error), err error) (T, error) {
-	var v T
+// readAgain follows a read that gave v and err. While err says the API
+// server could not answer now, it says so once on errOut and reads again
+// every interval, until a read succeeds, fails for another reason, or ctx
+// ends; any other result it returns as it is. A watch of a rollout that
+// takes an hour must not die of one slow answer.
+func readAgain[T any](ctx context.Context, errOut io.Writer, interval time.Duration, read func(context.Context) (T, error), v T, err error) (T, error) {
 	for said := ""; transient.Is(err) && ctx.Err() == nil; {
 		if err.Error() != said {
 			fmt.Fprintf(errOut, "reading again every %s: %v\n", interval, err)
@@ -88,6 +85,16 @@ func readAgain[T any](ctx context.Context, errOut io.Writer, interval time.Durat
 		v, err = read(ctx)
 	}
 	return v, err
+}
+
+// watchDeadline bounds a watch by --timeout, 0 meaning no bound. It is
+// taken after the watch's first read: --timeout bounds the wait for the
+// rollout, not that read, however slow the API server is to answer it.
+func watchDeadline(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, timeout)
 }
 
 // followLive runs a live view m over the watch w in a terminal and ends as

@@ -26,7 +26,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/membership"
-	"github.com/kubectl-topology/kubectl-topology/internal/transient"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/rolloutview"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -351,15 +350,12 @@ func (o *RolloutStatusOptions) read(ctx context.Context) (*v1alpha2.TopologyRoll
 
 // Run prints the rollout once, or follows it.
 func (o *RolloutStatusOptions) Run(ctx context.Context) error {
-	// As for status --watch: --timeout bounds the wait, not the first read.
 	ro, err := o.read(ctx)
-	if o.Watch && o.Timeout > 0 {
+	if o.Watch {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		ctx, cancel = watchDeadline(ctx, o.Timeout)
 		defer cancel()
-	}
-	if o.Watch && transient.Is(err) {
-		ro, err = readAgain(ctx, o.ErrOut, o.Interval, o.read, err)
+		ro, err = readAgain(ctx, o.ErrOut, o.Interval, o.read, ro, err)
 	}
 	if err != nil {
 		return err

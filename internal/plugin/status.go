@@ -20,7 +20,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
-	"github.com/kubectl-topology/kubectl-topology/internal/transient"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
@@ -192,18 +191,10 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 // watch follows one Topology until its rollout settles or --timeout ends.
 func (o *StatusOptions) watch(ctx context.Context) error {
 	read := func(ctx context.Context) (*v1alpha2.Topology, error) { return o.readTopology(ctx, o.Name) }
-	// The first read is status's own: --timeout bounds the wait for the
-	// rollout, not that read, however slow the API server is to answer it.
 	t, err := read(ctx)
-	if o.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
-		defer cancel()
-	}
-	if transient.Is(err) {
-		t, err = readAgain(ctx, o.ErrOut, o.Interval, read, err)
-	}
-	if err != nil {
+	ctx, cancel := watchDeadline(ctx, o.Timeout)
+	defer cancel()
+	if t, err = readAgain(ctx, o.ErrOut, o.Interval, read, t, err); err != nil {
 		return err
 	}
 	f := follower[*v1alpha2.Topology]{

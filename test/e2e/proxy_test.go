@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // proxy stands between the plugin and the suite's API server and answers
@@ -67,7 +69,7 @@ func answeringProxy(t *testing.T, path string, answerRead func(read int) answer)
 		case http.StatusGatewayTimeout:
 			http.Error(w, "upstream request timeout", code)
 		default:
-			status := apierrors.NewForbidden(schema.GroupResource{Group: "topology.kubectl-topology.io", Resource: "topologies"}, filepath.Base(path), nil).ErrStatus
+			status := apierrors.NewForbidden(schema.GroupResource{Group: v1alpha2.GroupVersion.Group, Resource: "topologies"}, filepath.Base(path), nil).ErrStatus
 			status.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
 			status.Code = int32(code)
 			w.Header().Set("Content-Type", "application/json")
