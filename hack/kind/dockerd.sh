@@ -13,7 +13,7 @@
 # logs live in KIND_STATE (default .kind/ in the repository); its image store
 # in KIND_DATA_ROOT, one per machine, so that images built once serve every
 # clone and CI run on it. One kind path runs on a machine at a time.
-set -euo pipefail
+source "$(dirname "$0")/errexit.sh"
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 state=${KIND_STATE:-$root/.kind}
@@ -28,19 +28,35 @@ bridge_prefix=br-kt
 
 running() { [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
 
-forward_rules() { # add|delete
-	local op=-I; [[ $1 == delete ]] && op=-D
-	for dir in -i -o; do
-		if [[ $1 == add ]] && iptables -C FORWARD "$dir" "$bridge_prefix+" -j ACCEPT 2>/dev/null; then continue; fi
-		iptables "$op" FORWARD "$dir" "$bridge_prefix+" -j ACCEPT 2>/dev/null || [[ $1 == delete ]]
+# rule add|delete TABLE CHAIN RULE...: adds a rule once, or deletes it if present.
+# -w waits while another program holds the xtables lock instead of failing at
+# once; a change the kernel refuses for a moment is tried again, and the last
+# refusal is printed.
+rule() {
+	local op=$1 table=$2 chain=$3 err
+	shift 3
+	if iptables -w 10 -t "$table" -C "$chain" "$@" 2>/dev/null; then
+		[[ $op == add ]] || iptables -w 10 -t "$table" -D "$chain" "$@" || true
+		return
+	fi
+	[[ $op == add ]] || return 0
+	for _ in 1 2 3 4 5; do
+		if err=$(iptables -w 10 -t "$table" -I "$chain" "$@" 2>&1); then return; fi
+		sleep 1
 	done
+	echo "hack/kind/dockerd.sh: iptables -t $table -I $chain $* failed 5 times: $err" >&2
+	return 1
+}
+
+forward_rules() { # add|delete
+	rule "$1" filter FORWARD -i "$bridge_prefix+" -j ACCEPT
+	rule "$1" filter FORWARD -o "$bridge_prefix+" -j ACCEPT
 	# Traffic between containers on one of its bridges keeps its source
 	# address: with br_netfilter on (kube-proxy turns it on) bridged packets
 	# pass the host's nat rules, and a host daemon's MASQUERADE for an
 	# overlapping subnet would rewrite them, so that etcd peers refuse each
 	# other's certificates.
-	if [[ $1 == add ]] && iptables -t nat -C POSTROUTING -o "$bridge_prefix+" -j RETURN 2>/dev/null; then return; fi
-	iptables -t nat "$op" POSTROUTING -o "$bridge_prefix+" -j RETURN 2>/dev/null || [[ $1 == delete ]]
+	rule "$1" nat POSTROUTING -o "$bridge_prefix+" -j RETURN
 }
 
 start() {

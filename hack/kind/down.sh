@@ -2,7 +2,7 @@
 # Removes the kind path's cluster, every container and network the private
 # daemon holds (the Docker provider's machines and load balancers among
 # them), and stops the daemon. Images stay in its store for the next run.
-set -euo pipefail
+source "$(dirname "$0")/errexit.sh"
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 state=${KIND_STATE:-$root/.kind}

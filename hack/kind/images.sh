@@ -11,7 +11,7 @@
 #   hack/kind/images.sh providers  # Cluster API's managers, from bin/capi-* (make capi-bins)
 #
 # Needs root (debootstrap, chroot) and the network to Debian's mirror.
-set -euo pipefail
+source "$(dirname "$0")/errexit.sh"
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 state=${KIND_STATE:-$root/.kind}

@@ -14,7 +14,8 @@
 #                           # own builds: node base, load balancer, and the
 #                           # node of each release make control-plane-bins does not build
 #   hack/kind/down.sh   # removes the cluster and every container and network it made
-set -euo pipefail
+source "$(dirname "$0")/errexit.sh"
+shopt -s inherit_errexit
 
 main() {
 	root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -145,8 +146,10 @@ install_with_clusterctl() {
 		cat "$entries"
 		printf -- '- name: kubectl-topology\n  type: AddonProvider\n  url: file://%s/addon-kubectl-topology/%s/addon-components.yaml\n' "$repo" "${agent_releases[0]}"
 	} >"$state/clusterctl.yaml"
-	local certmanager
-	certmanager=$(go mod download -json "github.com/cert-manager/cert-manager@$certmanager_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	local download certmanager
+	# On failure go prints its error inside the JSON, on stdout.
+	download=$(go mod download -json "github.com/cert-manager/cert-manager@$certmanager_version") || { echo "$download" >&2; return 1; }
+	certmanager=$(echo "$download" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 	k apply --server-side -f "$certmanager/deploy/crds/" >/dev/null
 	if [[ -n $(k get providers.clusterctl.cluster.x-k8s.io -A -o name 2>/dev/null) ]]; then
 		step "Cluster API and the agent are installed (clusterctl's inventory lists them)"
