@@ -675,8 +675,8 @@ func (c *computation) computePools(context.Context) error {
 		machineSpec := map[string]any{
 			"clusterName":       c.cluster,
 			"version":           p.decision.Version,
-			"bootstrap":         map[string]any{"configRef": keepRefVersion(curObj, ws.Bootstrap, "spec", "template", "spec", "bootstrap", "configRef")},
-			"infrastructureRef": keepRefVersion(curObj, ws.Infrastructure, "spec", "template", "spec", "infrastructureRef"),
+			"bootstrap":         map[string]any{"configRef": keepRefVersion(curObj, ws.Bootstrap, contract.PoolBootstrapRefPath...)},
+			"infrastructureRef": keepRefVersion(curObj, ws.Infrastructure, contract.PoolInfrastructureRefPath...),
 		}
 		if v1beta2 {
 			machineSpec["bootstrap"] = map[string]any{"configRef": c.poolRef(ws.Bootstrap)}
@@ -813,10 +813,10 @@ func (c *computation) rotateTemplates(context.Context) error {
 			continue
 		}
 		if rotate(cur.Bootstrap, ws.Bootstrap, c.cluster+"-"+name+"-") {
-			_ = unstructured.SetNestedField(ws.Object.Object, c.poolRef(ws.Bootstrap), "spec", "template", "spec", "bootstrap", "configRef")
+			_ = unstructured.SetNestedField(ws.Object.Object, c.poolRef(ws.Bootstrap), contract.PoolBootstrapRefPath...)
 		}
 		if rotate(cur.Infrastructure, ws.Infrastructure, c.cluster+"-"+name+"-") {
-			_ = unstructured.SetNestedField(ws.Object.Object, c.poolRef(ws.Infrastructure), "spec", "template", "spec", "infrastructureRef")
+			_ = unstructured.SetNestedField(ws.Object.Object, c.poolRef(ws.Infrastructure), contract.PoolInfrastructureRefPath...)
 		}
 	}
 	return nil

@@ -534,10 +534,10 @@ func collect(ctx context.Context, k8s client.Client, s side) (map[string]object,
 			role := pool.kind + " " + name
 			out[role] = object{role, o}
 			names[o.GetName()] = name
-			if _, err := follow(name+"/"+pool.infraRole, o, "spec", "template", "spec", "infrastructureRef"); err != nil {
+			if _, err := follow(name+"/"+pool.infraRole, o, contract.PoolInfrastructureRefPath...); err != nil {
 				return out, err
 			}
-			if _, err := follow(name+"/"+pool.bootstrapRole, o, "spec", "template", "spec", "bootstrap", "configRef"); err != nil {
+			if _, err := follow(name+"/"+pool.bootstrapRole, o, contract.PoolBootstrapRefPath...); err != nil {
 				return out, err
 			}
 		}
