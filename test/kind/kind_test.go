@@ -83,7 +83,7 @@ func TestWorkloadClusterLifecycle(t *testing.T) {
 	})
 	class := convertQuickStart(t)
 	start := time.Now()
-	run(t, 2*time.Minute, filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "apply", "--server-side",
+	mgmt(t, 2*time.Minute, "apply", "--server-side",
 		"-f", filepath.Join(root, "examples/kind/flannel.yaml"),
 		"-f", class, "-f", filepath.Join(root, "examples/kind/topology.yaml"))
 	t.Cleanup(func() { deleteTopology(t) })
@@ -167,9 +167,8 @@ const generatedKinds = "clusters.cluster.x-k8s.io,kubeadmcontrolplanes,machinede
 // agent writes nothing to what the old one made.
 func upgradeAgentWithClusterctl(t *testing.T) {
 	t.Helper()
-	kubectl := filepath.Join(bin, "kubectl")
 	agentImage := func() string {
-		return run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", "topology-system", "get", "deployment/topology-controller-manager",
+		return mgmt(t, time.Minute, "-n", "topology-system", "get", "deployment/topology-controller-manager",
 			"-o", `jsonpath={.spec.template.spec.containers[?(@.name=="manager")].image}`)
 	}
 	if image, want := agentImage(), "docker.io/kubectl-topology/agent:"+firstRelease; image != want {
@@ -179,7 +178,7 @@ func upgradeAgentWithClusterctl(t *testing.T) {
 	if !strings.Contains(plan, "topology") || !strings.Contains(plan, nextRelease) {
 		t.Errorf("clusterctl upgrade plan does not offer the agent's %s:\n%s", nextRelease, plan)
 	}
-	generation := run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", namespace, "get", "clusters.cluster.x-k8s.io", clusterName, "-o", "jsonpath={.metadata.generation}")
+	generation := mgmt(t, time.Minute, "-n", namespace, "get", "clusters.cluster.x-k8s.io", clusterName, "-o", "jsonpath={.metadata.generation}")
 	clusterGeneration, err := strconv.ParseInt(strings.TrimSpace(generation), 10, 64)
 	if err != nil {
 		t.Fatalf("the Cluster's generation %q: %v", generation, err)
@@ -189,7 +188,7 @@ func upgradeAgentWithClusterctl(t *testing.T) {
 	if image, want := agentImage(), "docker.io/kubectl-topology/agent:"+nextRelease; image != want {
 		t.Errorf("after clusterctl upgrade apply the agent runs %s, want %s", image, want)
 	}
-	run(t, 6*time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", "topology-system", "rollout", "status", "deployment/topology-controller-manager", "--timeout", "5m")
+	mgmt(t, 6*time.Minute, "-n", "topology-system", "rollout", "status", "deployment/topology-controller-manager", "--timeout", "5m")
 	settle(t, 5*time.Minute)
 	// The new agent reconciles every Topology as it starts; a write of its
 	// to a generated object would show as a newer field-manager entry. It is
@@ -202,7 +201,7 @@ func upgradeAgentWithClusterctl(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixture.AfterPasses(t, k8s, client.ObjectKey{Namespace: namespace, Name: clusterName}, 2)
-	out := run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", namespace, "get", generatedKinds,
+	out := mgmt(t, time.Minute, "-n", namespace, "get", generatedKinds,
 		"-l", "cluster.x-k8s.io/cluster-name="+clusterName, "-o", "json")
 	var list struct {
 		Items []unstructured.Unstructured `json:"items"`
@@ -237,15 +236,14 @@ func clusterctl(t *testing.T, timeout time.Duration, args ...string) string {
 // container's memory limit from the downward API and holds Go's runtime to
 // nine tenths of it, as its start-up log says.
 func TestAgentHoldsGoBelowItsMemoryLimit(t *testing.T) {
-	kubectl := filepath.Join(bin, "kubectl")
-	raw := run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", "topology-system", "get", "deployment/topology-controller-manager",
+	raw := mgmt(t, time.Minute, "-n", "topology-system", "get", "deployment/topology-controller-manager",
 		"-o", `jsonpath={.spec.template.spec.containers[?(@.name=="manager")].resources.limits.memory}`)
 	limit, err := resource.ParseQuantity(raw)
 	if err != nil {
 		t.Fatalf("the agent's memory limit %q: %v", raw, err)
 	}
 	want := fmt.Sprintf(`"memoryLimit":"%dMiB"`, int64(float64(limit.Value())*0.9)>>20)
-	logs := run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "-n", "topology-system", "logs", "deployment/topology-controller-manager", "-c", "manager", "--tail", "-1")
+	logs := mgmt(t, time.Minute, "-n", "topology-system", "logs", "deployment/topology-controller-manager", "-c", "manager", "--tail", "-1")
 	for _, line := range strings.Split(logs, "\n") {
 		if strings.Contains(line, `"msg":"starting"`) {
 			if !strings.Contains(line, want) {
@@ -369,7 +367,7 @@ type machine struct {
 // and of the pool.
 func machinesAt(t *testing.T, version string) (controlPlane, pool []machine) {
 	t.Helper()
-	out := run(t, time.Minute, filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "-n", namespace,
+	out := mgmt(t, time.Minute, "-n", namespace,
 		"get", "machines", "-l", "cluster.x-k8s.io/cluster-name="+clusterName, "-o", "json")
 	var list struct {
 		Items []struct {
@@ -406,7 +404,7 @@ func settle(t *testing.T, timeout time.Duration) {
 
 func deleteTopology(t *testing.T) {
 	t.Helper()
-	run(t, 6*time.Minute, filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "-n", namespace,
+	mgmt(t, 6*time.Minute, "-n", namespace,
 		"delete", "topology", clusterName, "--ignore-not-found", "--wait", "--timeout", "5m")
 }
 
@@ -414,7 +412,7 @@ func deleteTopology(t *testing.T) {
 // Cluster API keeps in a Secret, to a file.
 func workloadKubeconfig(t *testing.T) string {
 	t.Helper()
-	out := run(t, time.Minute, filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "-n", namespace,
+	out := mgmt(t, time.Minute, "-n", namespace,
 		"get", "secret", clusterName+"-kubeconfig", "-o", "jsonpath={.data.value}")
 	data, err := base64.StdEncoding.DecodeString(out)
 	if err != nil {
@@ -497,15 +495,70 @@ func plugin(t *testing.T, timeout time.Duration, args ...string) string {
 // run runs a command and fails the test with its output if it fails.
 func run(t *testing.T, timeout time.Duration, name string, args ...string) string {
 	t.Helper()
+	stdout, stderr, err := runE(timeout, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(name), strings.Join(args, " "), err, stdout, stderr)
+	}
+	return stdout
+}
+
+func runE(timeout time.Duration, name string, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(name), strings.Join(args, " "), err, stdout.String(), stderr.String())
+	err := cmd.Run()
+	return strings.TrimSpace(stdout.String()), stderr.String(), err
+}
+
+// mgmt runs bin/kubectl against the management cluster. Every call of it
+// reads, or writes what may be written again (server-side apply, delete
+// --ignore-not-found), so an answer the API server could not give now (the
+// kind cluster shares two cores with the Go suites under make test) is
+// asked again until timeout; any other failure fails the test at once.
+func mgmt(t *testing.T, timeout time.Duration, args ...string) string {
+	t.Helper()
+	args = append([]string{"--kubeconfig", kubeconfig}, args...)
+	deadline := time.Now().Add(timeout)
+	for {
+		stdout, stderr, err := runE(time.Until(deadline), filepath.Join(bin, "kubectl"), args...)
+		if err == nil {
+			return stdout
+		}
+		if !busyAnswer(stderr) || time.Until(deadline) < 2*askAgain {
+			t.Fatalf("kubectl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
+		}
+		t.Logf("kubectl %s: asking again in %s: %s", strings.Join(args[2:], " "), askAgain, strings.TrimSpace(stderr))
+		time.Sleep(askAgain)
 	}
-	return strings.TrimSpace(stdout.String())
+}
+
+// askAgain is how long mgmt waits before it asks a busy API server again.
+const askAgain = 5 * time.Second
+
+// busyAnswer tells whether kubectl's stderr says the API server, or the way
+// to it, could not answer now, rather than that the request is wrong.
+func busyAnswer(stderr string) bool {
+	for _, s := range []string{
+		"the server was unable to return a response in the time allotted",
+		"the server is currently unable to handle the request",
+		"the server has received too many requests",
+		"etcdserver: request timed out",
+		"Internal error occurred",
+		"TLS handshake timeout",
+		"connection refused",
+		"connection reset by peer",
+		"i/o timeout",
+		"http2: client connection lost",
+		"unexpected EOF",
+		"context deadline exceeded",
+	} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // collectArtifacts saves what explains a failure: the logs of every
@@ -574,8 +627,8 @@ func TestClusterctlDeletesTheAgent(t *testing.T) {
 		}
 		return true, nil
 	})
-	run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "get", "crd", "topologies.topology.kubectl-topology.io", "topologyclasses.topology.kubectl-topology.io")
-	if inv := run(t, time.Minute, kubectl, "--kubeconfig", kubeconfig, "get", "providers.clusterctl.cluster.x-k8s.io", "-A", "-o", "name"); strings.Contains(inv, "topology") {
+	mgmt(t, time.Minute, "get", "crd", "topologies.topology.kubectl-topology.io", "topologyclasses.topology.kubectl-topology.io")
+	if inv := mgmt(t, time.Minute, "get", "providers.clusterctl.cluster.x-k8s.io", "-A", "-o", "name"); strings.Contains(inv, "topology") {
 		t.Errorf("clusterctl's inventory still lists the agent after delete --addon:\n%s", inv)
 	}
 }
