@@ -3,7 +3,6 @@ package capi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -115,18 +114,18 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 		t.Errorf("a second rollout over the same clusters: %v\n%s", err, errOut)
 	}
 
-	ro := waitRollout(t, name, 8*time.Minute, "halted at wave 2", func(ro *v1alpha2.TopologyRollout) bool {
+	ro := suite.WaitRollout(t, name, 8*time.Minute, "halted at wave 2", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutHalted
 	})
-	if c := clusterOf(ro, "c2"); c.Phase != v1alpha2.ClusterFailed || c.Reason != "Preflight" || !strings.Contains(c.Message, "change freeze on c2") {
+	if c := fixture.RolloutCluster(ro, "c2"); c.Phase != v1alpha2.ClusterFailed || c.Reason != "Preflight" || !strings.Contains(c.Message, "change freeze on c2") {
 		t.Errorf("c2 in the halted rollout: %+v", c)
 	}
-	if c := clusterOf(ro, "c1"); c.Phase != v1alpha2.ClusterSucceeded {
+	if c := fixture.RolloutCluster(ro, "c1"); c.Phase != v1alpha2.ClusterSucceeded {
 		t.Errorf("the canary c1: %+v", c)
 	}
 	// Preflight goes in the wave's order and the halt stops the pass: c3, in
 	// c2's wave, was not started either.
-	if c := clusterOf(ro, "c3"); c.Phase != v1alpha2.ClusterPending || c.Attempt != 0 {
+	if c := fixture.RolloutCluster(ro, "c3"); c.Phase != v1alpha2.ClusterPending || c.Attempt != 0 {
 		t.Errorf("c3, after c2 in wave 2: %+v", c)
 	}
 	status := suite.MustTopology(t, "rollout", "status", name)
@@ -160,11 +159,11 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 		t.Errorf("retry says: %s", retry)
 	}
 	suite.MustTopology(t, "rollout", "resume", name)
-	ro = waitRollout(t, name, 10*time.Minute, "completed", func(ro *v1alpha2.TopologyRollout) bool {
+	ro = suite.WaitRollout(t, name, 10*time.Minute, "completed", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutCompleted
 	})
-	if ro.Status.Succeeded != 6 || clusterOf(ro, "c2").Attempt != 2 {
-		t.Errorf("completed with %d succeeded, c2 attempt %d: %+v", ro.Status.Succeeded, clusterOf(ro, "c2").Attempt, ro.Status.Clusters)
+	if ro.Status.Succeeded != 6 || fixture.RolloutCluster(ro, "c2").Attempt != 2 {
+		t.Errorf("completed with %d succeeded, c2 attempt %d: %+v", ro.Status.Succeeded, fixture.RolloutCluster(ro, "c2").Attempt, ro.Status.Clusters)
 	}
 	// -o json is the stored object, for automation.
 	var stored v1alpha2.TopologyRollout
@@ -232,7 +231,7 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 	t.Cleanup(func() {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(rebase)})
 	})
-	waitRollout(t, rebase, 8*time.Minute, "the rebase completed", func(ro *v1alpha2.TopologyRollout) bool {
+	suite.WaitRollout(t, rebase, 8*time.Minute, "the rebase completed", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutCompleted && ro.Status.Succeeded == 2
 	})
 	after, err := suite.Machines(ctx, ns)
@@ -285,28 +284,6 @@ func dryRunVersion(ctx context.Context, ns, name string) error {
 	}
 	topo.Spec.Version = "v1.34.0"
 	return suite.K8s.Update(ctx, topo, client.DryRunAll)
-}
-
-// waitRollout reads the rollout until done holds, and returns it.
-func waitRollout(t *testing.T, name string, timeout time.Duration, what string, done func(*v1alpha2.TopologyRollout) bool) *v1alpha2.TopologyRollout {
-	t.Helper()
-	ro := &v1alpha2.TopologyRollout{}
-	fixture.EventuallyEvery(t, time.Second, timeout, "TopologyRollout "+name+" "+what, func(ctx context.Context) (bool, error) {
-		if err := suite.K8s.Get(ctx, client.ObjectKey{Name: name}, ro); err != nil {
-			return false, err
-		}
-		return done(ro), errors.New(fixture.RolloutProgress(ro))
-	})
-	return ro
-}
-
-func clusterOf(ro *v1alpha2.TopologyRollout, name string) v1alpha2.RolloutClusterStatus {
-	for _, c := range ro.Status.Clusters {
-		if c.Name == name {
-			return c
-		}
-	}
-	return v1alpha2.RolloutClusterStatus{}
 }
 
 func countCluster(ms []fixture.Machine, cluster, version string) (running, all int) {

@@ -2,7 +2,6 @@ package kill
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -40,43 +39,27 @@ func TestAgentKilledDuringAFleetRollout(t *testing.T) {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	})
 
-	phaseOf := func(ro *v1alpha2.TopologyRollout, cluster string) v1alpha2.ClusterRolloutPhase {
-		for _, c := range ro.Status.Clusters {
-			if c.Name == cluster {
-				return c.Phase
-			}
-		}
-		return ""
-	}
 	maxInFlight := int32(0)
-	await := func(what string, cond func(*v1alpha2.TopologyRollout) bool) {
+	await := func(what string, cond func(*v1alpha2.TopologyRollout) bool) *v1alpha2.TopologyRollout {
 		t.Helper()
-		fixture.EventuallyEvery(t, 200*time.Millisecond, 8*time.Minute, what, func(ctx context.Context) (bool, error) {
-			ro := &v1alpha2.TopologyRollout{}
-			if err := suite.K8s.Get(ctx, client.ObjectKey{Name: name}, ro); err != nil {
-				return false, err
-			}
+		return suite.WaitRollout(t, name, 8*time.Minute, what, func(ro *v1alpha2.TopologyRollout) bool {
 			maxInFlight = max(maxInFlight, ro.Status.InFlight)
-			return cond(ro), errors.New(fixture.RolloutProgress(ro))
+			return cond(ro)
 		})
 	}
 	await("the canary c1 is changing", func(ro *v1alpha2.TopologyRollout) bool {
-		return phaseOf(ro, "c1") == v1alpha2.ClusterInProgress
+		return fixture.RolloutCluster(ro, "c1").Phase == v1alpha2.ClusterInProgress
 	})
 	killAgent(t)
 	await("c2 soaks", func(ro *v1alpha2.TopologyRollout) bool {
-		return phaseOf(ro, "c2") == v1alpha2.ClusterSoaking
+		return fixture.RolloutCluster(ro, "c2").Phase == v1alpha2.ClusterSoaking
 	})
 	killAgent(t)
-	await("the rollout completed", func(ro *v1alpha2.TopologyRollout) bool {
+	ro := await("the rollout completed", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutCompleted
 	})
 	if maxInFlight > 1 {
 		t.Errorf("%d clusters were in flight at once; at most 1", maxInFlight)
-	}
-	ro := &v1alpha2.TopologyRollout{}
-	if err := suite.K8s.Get(ctx, client.ObjectKey{Name: name}, ro); err != nil {
-		t.Fatal(err)
 	}
 	for _, c := range ro.Status.Clusters {
 		if c.Phase != v1alpha2.ClusterSucceeded || c.Attempt != 1 {

@@ -63,19 +63,14 @@ func TestFleetRolloutWritesAgainWhenAWebhookCannotAnswer(t *testing.T) {
 	t.Cleanup(func() {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	})
-	ro := &v1alpha2.TopologyRollout{}
-	fixture.EventuallyEvery(t, 200*time.Millisecond, 8*time.Minute, "the rollout completes or halts", func(ctx context.Context) (bool, error) {
-		if err := suite.K8s.Get(ctx, client.ObjectKey{Name: name}, ro); err != nil {
-			return false, err
-		}
-		done := ro.Status.Phase == v1alpha2.RolloutCompleted || ro.Status.Phase == v1alpha2.RolloutHalted
-		return done, errors.New(fixture.RolloutProgress(ro))
+	ro := suite.WaitRollout(t, name, 8*time.Minute, "completes or halts", func(ro *v1alpha2.TopologyRollout) bool {
+		return ro.Status.Phase == v1alpha2.RolloutCompleted || ro.Status.Phase == v1alpha2.RolloutHalted
 	})
 	if ro.Status.Phase != v1alpha2.RolloutCompleted {
 		t.Fatalf("the rollout did not complete: %s", fixture.RolloutProgress(ro))
 	}
-	if c := ro.Status.Clusters[0]; c.Phase != v1alpha2.ClusterSucceeded || c.Attempt != 1 {
-		t.Errorf("%s: %s after %d attempt(s), want Succeeded after 1", c.Key(), c.Phase, c.Attempt)
+	if c := fixture.RolloutCluster(ro, "c1"); c.Phase != v1alpha2.ClusterSucceeded || c.Attempt != 1 {
+		t.Errorf("c1: %s after %d attempt(s), want Succeeded after 1", c.Phase, c.Attempt)
 	}
 	if refused, allowed := hook.counts(); refused != refusals || allowed < 1 {
 		t.Errorf("the webhook refused the new version %d time(s) and let it through %d time(s); want %d, then at least 1", refused, allowed, refusals)
