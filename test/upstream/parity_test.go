@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
@@ -39,7 +38,7 @@ func TestParityWithUpstream(t *testing.T) {
 	}
 	for _, dir := range cases {
 		var report strings.Builder
-		env := parity.Env{K8s: suite.K8s, Plugin: suite.Plugin, Kubeconfig: suite.Kubeconfig, Timeout: 10 * time.Minute, Out: &report}
+		env := parityEnv(&report)
 		r, err := parity.Compare(ctx, env, dir)
 		if err != nil {
 			t.Errorf("%s: the comparison could not be made: %v\n%s", dir, err, report.String())
@@ -74,7 +73,7 @@ func TestHooksParityWithUpstream(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = ext.Stop() })
 	var report strings.Builder
-	env := parity.Env{K8s: suite.K8s, Plugin: suite.Plugin, Kubeconfig: suite.Kubeconfig, Timeout: 10 * time.Minute, Out: &report}
+	env := parityEnv(&report)
 	r, err := parity.CompareHooks(ctx, env, ext, filepath.Join(root, "testdata", "parity", "in-memory-chained"))
 	if err != nil {
 		t.Fatalf("the comparison could not be made: %v\n%s", err, report.String())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
@@ -25,7 +24,7 @@ func TestRolloutParityWithUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	var report strings.Builder
-	env := parity.Env{K8s: suite.K8s, Plugin: suite.Plugin, Kubeconfig: suite.Kubeconfig, Timeout: 6 * time.Minute, Out: &report}
+	env := parityEnv(&report)
 	r, err := parity.CompareRollout(context.Background(), env, root+"/testdata/parity/in-memory", "rollout-in-memory")
 	if err != nil {
 		t.Fatalf("the comparison could not be made: %v\n%s", err, report.String())

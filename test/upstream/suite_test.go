@@ -8,10 +8,13 @@
 package upstream
 
 import (
+	"io"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
 )
 
 // suite is the gated management cluster the tests share.
@@ -19,4 +22,12 @@ var suite fixture.Suite
 
 func TestMain(m *testing.M) {
 	os.Exit(fixture.RunSuite(m, fixture.SuiteOptions{Name: "upstream", TopologyGate: true}, &suite))
+}
+
+// parityEnv is how each comparison here reaches the suite, writing its
+// report to report. Its timeout bounds each side's wait: in a cold make
+// test on two cores (load average 43) upstream's own upgrade took over 6
+// minutes. It bounds a failure; it measures nothing.
+func parityEnv(report io.Writer) parity.Env {
+	return parity.Env{K8s: suite.K8s, Plugin: suite.Plugin, Kubeconfig: suite.Kubeconfig, Timeout: 10 * time.Minute, Out: report}
 }
