@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
@@ -516,29 +517,30 @@ func runE(timeout time.Duration, name string, args ...string) (string, string, e
 // reads, or writes what may be written again (server-side apply, delete
 // --ignore-not-found), so an answer the API server could not give now (the
 // kind cluster shares two cores with the Go suites under make test) is
-// asked again until timeout; any other failure fails the test at once.
+// asked again every 5 s until timeout; any other failure fails the test at once.
 func mgmt(t *testing.T, timeout time.Duration, args ...string) string {
 	t.Helper()
 	args = append([]string{"--kubeconfig", kubeconfig}, args...)
-	deadline := time.Now().Add(timeout)
-	for {
-		stdout, stderr, err := runE(time.Until(deadline), filepath.Join(bin, "kubectl"), args...)
-		if err == nil {
-			return stdout
+	var stdout, stderr string
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		deadline, _ := ctx.Deadline()
+		var err error
+		if stdout, stderr, err = runE(time.Until(deadline), filepath.Join(bin, "kubectl"), args...); err != nil && busyAnswer(stderr) {
+			t.Logf("kubectl %s: asking again: %s", strings.Join(args[2:], " "), strings.TrimSpace(stderr))
+			return false, nil
 		}
-		if !busyAnswer(stderr) || time.Until(deadline) < 2*askAgain {
-			t.Fatalf("kubectl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
-		}
-		t.Logf("kubectl %s: asking again in %s: %s", strings.Join(args[2:], " "), askAgain, strings.TrimSpace(stderr))
-		time.Sleep(askAgain)
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
 	}
+	return stdout
 }
 
-// askAgain is how long mgmt waits before it asks a busy API server again.
-const askAgain = 5 * time.Second
-
 // busyAnswer tells whether kubectl's stderr says the API server, or the way
-// to it, could not answer now, rather than that the request is wrong.
+// to it, could not answer now, rather than that the request is wrong: the
+// cases of transient.Is as kubectl prints them, since kubectl hands the test
+// text, not an error.
 func busyAnswer(stderr string) bool {
 	for _, s := range []string{
 		"the server was unable to return a response in the time allotted",
