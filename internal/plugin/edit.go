@@ -83,7 +83,15 @@ func (o *EditOptions) Run(ctx context.Context) error {
 	apply := func(ctx context.Context, orig, edited *v1alpha2.Topology) (*v1alpha2.Topology, error) {
 		written, err := draft.Write(ctx, ca.Store(orig), orig, edited)
 		var conflict *draft.ConflictError
-		if err != nil && !errors.As(err, &conflict) {
+		switch {
+		case errors.As(err, &conflict) && upstream.IsCluster(conflict.Latest):
+			// The store reads a Cluster without its rollout summary, which
+			// the editor's checks read: summarise the version it rebased on.
+			if serr := ca.Summarize(ctx, conflict.Latest); serr != nil {
+				return nil, serr
+			}
+			conflict.Rebased.Status = conflict.Latest.Status
+		case err != nil && conflict == nil:
 			return nil, live.Explain(err, ca)
 		}
 		return written, err
