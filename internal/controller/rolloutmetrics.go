@@ -12,7 +12,7 @@ import (
 // cannot tell them apart; `make bench-scale` divides this by the clusters.
 var rolloutRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "kubectl_topology_rollout_api_requests_total",
-	Help: "API requests of the TopologyRollout controller, by purpose (status, change, preflight).",
+	Help: "API requests of the TopologyRollout controller, by purpose (status, change, preflight, dryrun).",
 }, []string{"purpose"})
 
 func init() {
@@ -24,4 +24,6 @@ const (
 	requestStatus    = "status"
 	requestChange    = "change"
 	requestPreflight = "preflight"
+	// requestDryRun: the dry run that tells a cluster in flight refused.
+	requestDryRun = "dryrun"
 )

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,6 +50,9 @@ type TopologyRolloutReconciler struct {
 	Recorder record.EventRecorder
 	// Clock is the time rollouts are judged by; nil: the real clock.
 	Clock clock.PassiveClock
+
+	// written is when each rollout's status was last written (by name).
+	written sync.Map
 }
 
 func (r *TopologyRolloutReconciler) now() time.Time {
@@ -78,28 +84,52 @@ func (r *TopologyRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	return r.step(ctx, ro)
 }
 
-// begin fixes the rollout's clusters and their waves, once.
+// begin fixes the rollout's clusters and their waves, once: those its
+// targets select, or for an undo those the rollout it undoes changed, each
+// with the value it goes back to.
 func (r *TopologyRolloutReconciler) begin(ctx context.Context, ro *v1alpha2.TopologyRollout) (ctrl.Result, error) {
-	selected, err := r.members().List(ctx, ro.Spec.Targets)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("TopologyRollout %s: %w", ro.Name, err)
+	m := r.members()
+	var selected []*v1alpha2.Topology
+	var back map[string]v1alpha2.RolloutChange
+	orig := ro.DeepCopy()
+	if ro.Spec.Undo != "" {
+		var undoErr *field.Error
+		selected, back, undoErr = m.UndoMembers(ctx, ro.Spec.Undo)
+		if undoErr != nil {
+			ro.Status.Phase, ro.Status.Message = v1alpha2.RolloutHalted, undoErr.Error()
+			r.Recorder.Event(ro, "Warning", "UndoRefused", ro.Status.Message)
+			return ctrl.Result{RequeueAfter: beginRetry}, r.writeStatus(ctx, orig, ro, true)
+		}
+	} else {
+		var err error
+		if selected, err = m.List(ctx, ro.Spec.Targets); err != nil {
+			return ctrl.Result{}, fmt.Errorf("TopologyRollout %s: %w", ro.Name, err)
+		}
 	}
 	refs := make([]v1alpha2.RolloutClusterRef, 0, len(selected))
 	for _, t := range selected {
 		refs = append(refs, membership.RefOf(t))
 	}
-	orig := ro.DeepCopy()
 	clusters, waves, errs := fleet.Assign(refs, fleet.Waves(ro.Spec.Strategy))
 	if len(errs) > 0 {
 		// Admission checked the waves against the fleet then; it has changed since.
 		ro.Status.Phase, ro.Status.Message = v1alpha2.RolloutHalted, errs.ToAggregate().Error()
 		r.Recorder.Event(ro, "Warning", "WavesDoNotCover", ro.Status.Message)
-		return ctrl.Result{RequeueAfter: beginRetry}, r.writeStatus(ctx, orig, ro)
+		return ctrl.Result{RequeueAfter: beginRetry}, r.writeStatus(ctx, orig, ro, true)
+	}
+	for i := range clusters {
+		if to, ok := back[clusters[i].Key()]; ok {
+			clusters[i].To = to.DeepCopy()
+		}
 	}
 	ro.Status.Clusters, ro.Status.Waves = clusters, waves
 	fleet.Summarize(ro, &ro.Status, r.now())
-	r.Recorder.Eventf(ro, "Normal", "Started", "%d cluster(s) in %d wave(s): %s", len(clusters), len(waves), fleet.Describe(ro.Spec.Change))
-	if err := r.writeStatus(ctx, orig, ro); err != nil {
+	what := fleet.Describe(ro.Spec.Change)
+	if ro.Spec.Undo != "" {
+		what = "undo of TopologyRollout " + ro.Spec.Undo
+	}
+	r.Recorder.Eventf(ro, "Normal", "Started", "%d cluster(s) in %d wave(s): %s", len(clusters), len(waves), what)
+	if err := r.writeStatus(ctx, orig, ro, true); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
@@ -114,8 +144,17 @@ func (r *TopologyRolloutReconciler) step(ctx context.Context, ro *v1alpha2.Topol
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pass := fleet.Step(ro, obs, now)
+	view := fleet.View{Clusters: obs}
+	if ro.Status.StartedAt == nil && len(ro.Spec.WaitFor) > 0 {
+		if view.Blocking, err = m.Blocking(ctx, ro); err != nil {
+			return ctrl.Result{}, fmt.Errorf("TopologyRollout %s: %w", ro.Name, err)
+		}
+	}
+	pass := fleet.Step(ro, view, now)
 	st := pass.Status
+	if err := r.join(ctx, m, ro, st, &pass); err != nil {
+		return ctrl.Result{}, err
+	}
 	classes := m.Classes()
 	var started []int
 	for _, i := range pass.Start {
@@ -124,8 +163,9 @@ func (r *TopologyRolloutReconciler) step(ctx context.Context, ro *v1alpha2.Topol
 		}
 		c := st.Clusters[i]
 		t := read[c.Key()]
+		change := fleet.Target(ro, c)
 		rolloutRequests.WithLabelValues(requestPreflight).Inc()
-		if err := m.Preflight(ctx, classes, ro.Spec.Change, t, now); err != nil {
+		if err := m.Preflight(ctx, classes, change, t, now); err != nil {
 			var pf *membership.PreflightError
 			if !errors.As(err, &pf) {
 				return ctrl.Result{}, err
@@ -134,8 +174,8 @@ func (r *TopologyRolloutReconciler) step(ctx context.Context, ro *v1alpha2.Topol
 			pass.Events = append(pass.Events, fleet.Event{Warning: true, Reason: fleet.ReasonPreflight, Message: fmt.Sprintf("%s failed preflight: %s", c.Key(), pf.Error())})
 			continue
 		}
-		fleet.Start(st, i, fleet.Has(ro.Spec.Change, t), now)
-		pass.Events = append(pass.Events, fleet.Event{Reason: "ClusterStarted", Message: fmt.Sprintf("%s started (wave %d): %s", c.Key(), c.Wave, fleet.Describe(ro.Spec.Change))})
+		fleet.Start(st, i, fleet.Has(change, t), now)
+		pass.Events = append(pass.Events, fleet.Event{Reason: "ClusterStarted", Message: fmt.Sprintf("%s started (wave %d): %s", c.Key(), c.Wave, fleet.Describe(change))})
 		started = append(started, i)
 	}
 	fleet.Summarize(ro, st, now)
@@ -143,7 +183,7 @@ func (r *TopologyRolloutReconciler) step(ctx context.Context, ro *v1alpha2.Topol
 	ro.Status = *st
 	// The status says a cluster started before the cluster is changed: a
 	// restart in between writes the change then (pass.Apply), never twice.
-	if err := r.writeStatus(ctx, orig, ro); err != nil {
+	if err := r.writeStatus(ctx, orig, ro, len(started) > 0); err != nil {
 		return ctrl.Result{}, err
 	}
 	for _, e := range pass.Events {
@@ -174,7 +214,7 @@ func (r *TopologyRolloutReconciler) step(ctx context.Context, ro *v1alpha2.Topol
 	}
 	if failed {
 		fleet.Summarize(ro, &ro.Status, now)
-		if err := r.writeStatus(ctx, written, ro); err != nil {
+		if err := r.writeStatus(ctx, written, ro, true); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -201,8 +241,14 @@ func (r *TopologyRolloutReconciler) observe(ctx context.Context, m membership.Re
 			return fleet.Observation{}, fmt.Errorf("TopologyRollout %s: reading %s: %w", ro.Name, c.Key(), err)
 		}
 		read[c.Key()] = t
-		obs[c.Key()] = m.Observe(ctx, ro.Spec.Change, t, now)
-		return obs[c.Key()], nil
+		o := m.Observe(ctx, fleet.Target(ro, c), t, now)
+		if c.Phase == v1alpha2.ClusterInProgress && o.Found && !o.Settled && membership.ReconcileFailed(t) {
+			// Its last reconcile failed: is it refused, and not for now only?
+			rolloutRequests.WithLabelValues(requestDryRun).Inc()
+			o.Refused = m.Refused(ctx, t)
+		}
+		obs[c.Key()] = o
+		return o, nil
 	}
 	room := int(fleet.MaxInFlight(ro) - ro.Status.InFlight)
 	wave := max(ro.Status.Wave, 1)
@@ -217,12 +263,43 @@ func (r *TopologyRolloutReconciler) observe(ctx context.Context, m membership.Re
 			if err != nil {
 				return nil, nil, err
 			}
-			if o.Found && o.Hold == "" {
+			// One that has the change already succeeds without taking room.
+			if o.Found && o.Hold == "" && (c.Attempt > 0 || !fleet.Matches(fleet.Target(ro, c), o.Has)) {
 				room--
 			}
 		}
 	}
 	return read, obs, nil
+}
+
+// join looks for clusters the targets select now that the rollout does not
+// hold, once it has started and while it may still change clusters: with
+// spec.targets.joinLate they join its last wave, else they are listed in
+// status.joinedLate. An undo moves only what it undoes.
+func (r *TopologyRolloutReconciler) join(ctx context.Context, m membership.Reader, ro *v1alpha2.TopologyRollout, st *v1alpha2.TopologyRolloutStatus, pass *fleet.Pass) error {
+	if ro.Spec.Undo != "" || len(st.Clusters) == 0 || !fleet.Active(ro) || st.Phase == v1alpha2.RolloutCompleted {
+		return nil
+	}
+	selected, err := m.List(ctx, ro.Spec.Targets)
+	if err != nil {
+		return fmt.Errorf("TopologyRollout %s: %w", ro.Name, err)
+	}
+	refs := make([]v1alpha2.RolloutClusterRef, 0, len(selected))
+	for _, t := range selected {
+		refs = append(refs, membership.RefOf(t))
+	}
+	var busy map[string]fleet.Hold
+	if ro.Spec.Targets.JoinLate {
+		list := &v1alpha2.TopologyRolloutList{}
+		if err := r.Client.List(ctx, list); err != nil {
+			return fmt.Errorf("listing TopologyRollouts: %w", err)
+		}
+		others := slices.DeleteFunc(list.Items, func(o v1alpha2.TopologyRollout) bool { return o.Name == ro.Name })
+		busy = fleet.Holding(others)
+	}
+	pass.Events = append(pass.Events, fleet.Join(ro, st, refs, busy)...)
+	fleet.Summarize(ro, st, r.now())
+	return nil
 }
 
 // write sets the change on a started cluster, unless it no longer is as it
@@ -232,12 +309,13 @@ func (r *TopologyRolloutReconciler) write(ctx context.Context, ro *v1alpha2.Topo
 	if t == nil {
 		return fmt.Errorf("%s is gone", c.Key())
 	}
-	has := fleet.Has(ro.Spec.Change, t)
-	if fleet.Matches(ro.Spec.Change, has) || (c.From != nil && !fleet.Matches(*c.From, has)) {
+	change := fleet.Target(ro, c)
+	has := fleet.Has(change, t)
+	if fleet.Matches(change, has) || (c.From != nil && !fleet.Matches(*c.From, has)) {
 		return nil
 	}
 	rolloutRequests.WithLabelValues(requestChange).Inc()
-	err := r.members().Write(ctx, ro.Spec.Change, t)
+	err := r.members().Write(ctx, change, t)
 	if apierrors.IsConflict(err) {
 		// Changed since it was read: the next pass reads it again and
 		// writes the change or reports the edit.
@@ -249,8 +327,19 @@ func (r *TopologyRolloutReconciler) write(ctx context.Context, ro *v1alpha2.Topo
 	return nil
 }
 
-func (r *TopologyRolloutReconciler) writeStatus(ctx context.Context, orig, ro *v1alpha2.TopologyRollout) error {
+// messageInterval is how often a rollout's status is written when only its
+// messages changed (a refusal's or an unhealthy spell's length, what a
+// cluster waits for): at fleet scale those were most of its writes.
+const messageInterval = 30 * time.Second
+
+// writeStatus writes ro's status when it differs from orig's. A change of
+// messages alone waits until messageInterval has passed since the last
+// write, unless now says the write guards a change to a cluster.
+func (r *TopologyRolloutReconciler) writeStatus(ctx context.Context, orig, ro *v1alpha2.TopologyRollout, now bool) error {
 	if equality.Semantic.DeepEqual(orig.Status, ro.Status) {
+		return nil
+	}
+	if last, ok := r.written.Load(ro.Name); ok && !now && r.now().Sub(last.(time.Time)) < messageInterval && fleet.OnlyMessagesDiffer(&orig.Status, &ro.Status) {
 		return nil
 	}
 	// Guarded by the resourceVersion read: a second writer (an agent
@@ -259,6 +348,7 @@ func (r *TopologyRolloutReconciler) writeStatus(ctx context.Context, orig, ro *v
 	if err := r.Client.Status().Update(ctx, ro); err != nil {
 		return fmt.Errorf("writing status of TopologyRollout %s: %w", ro.Name, err)
 	}
+	r.written.Store(ro.Name, r.now())
 	return nil
 }
 

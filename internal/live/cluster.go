@@ -16,6 +16,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,6 +60,7 @@ var Scheme = sync.OnceValue(func() *runtime.Scheme {
 	utilruntime.Must(coordinationv1.AddToScheme(s))
 	utilruntime.Must(appsv1.AddToScheme(s))
 	utilruntime.Must(admissionregistrationv1.AddToScheme(s))
+	utilruntime.Must(authenticationv1.AddToScheme(s))
 	utilruntime.Must(v1alpha2.AddToScheme(s))
 	return s
 })
@@ -120,7 +122,7 @@ func Explain(err error, ca *Cluster) error {
 		return fmt.Errorf("the kubectl-topology API is not installed on this cluster (context %q): run `kubectl topology install`", ca.Context)
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("forbidden: %v; ask for RBAC that allows it in context %q", apiMessage(err), ca.Context)
-	case errors.As(err, &urlErr), errors.As(err, &netErr):
+	case (errors.As(err, &urlErr) || errors.As(err, &netErr)) && ca.Config != nil:
 		return fmt.Errorf("cannot reach the cluster of context %q at %s: %w", ca.Context, ca.Config.Host, err)
 	}
 	return err

@@ -107,7 +107,7 @@ func (ca *Cluster) PlanWith(ctx context.Context, t *v1alpha2.Topology, class *v1
 		dry.SetManagedFields(nil)
 		dry.SetResourceVersion("")
 		if err := ca.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll); err != nil {
-			return nil, nil, nil, fmt.Errorf("the API server refused %s %s in a dry run: %w", obj.GetKind(), obj.GetName(), Explain(err, ca))
+			return nil, nil, nil, &RefusedError{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Err: Explain(err, ca)}
 		}
 		desiredstate.StripServerFields(dry)
 		*obj = *dry
@@ -121,6 +121,20 @@ func (ca *Cluster) PlanWith(ctx context.Context, t *v1alpha2.Topology, class *v1
 	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: current, Cluster: t.Name, Class: l.Class, Namespace: t.Namespace, Pending: res.Pending()})
 	return p, res.Desired, warnings, err
 }
+
+// RefusedError is the API server refusing, in a dry run, one object a plan
+// would write: admission (a webhook, a policy) or validation, or an answer
+// it could not give now (transient.Is tells which).
+type RefusedError struct {
+	Kind, Namespace, Name string
+	Err                   error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("the API server refused %s %s/%s in a dry run: %v", e.Kind, e.Namespace, e.Name, e.Err)
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
 
 // ownedByUncreated tells whether an owner of obj has no UID yet, which the
 // API server would refuse even in a dry run.

@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,7 +29,9 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/internal/transient"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -219,6 +223,7 @@ func (r Reader) Observe(ctx context.Context, change v1alpha2.RolloutChange, t *v
 		o.Problems = []string{err.Error()}
 		return o
 	}
+	o.Progress = fleet.ProgressMark(t)
 	o.Settled = health.RolloutSettled(t)
 	if !o.Settled {
 		o.Problems = append(health.RolloutHolds(t), health.PartsNotReady(t, time.Time{})...)
@@ -261,9 +266,64 @@ func (r Reader) Preflight(ctx context.Context, classes *Classes, change v1alpha2
 	edited := t.DeepCopy()
 	fleet.Apply(change, edited)
 	if err := draft.DryRun(ctx, upstream.StoreFor(r.Client, r.CoreVersion, t), t, edited); err != nil {
+		if transient.Is(err) {
+			return fmt.Errorf("dry run of %s: %w", RefOf(t).Key(), err)
+		}
 		return &PreflightError{Problems: []string{"the API server refuses the change: " + health.OneLine(err.Error())}}
 	}
+	if err := r.DryRunObjects(ctx, edited); err != nil {
+		if transient.Is(err) {
+			return fmt.Errorf("dry run of what %s writes: %w", RefOf(t).Key(), err)
+		}
+		return &PreflightError{Problems: []string{refusalText(err)}}
+	}
 	return nil
+}
+
+// maxRefusal bounds a refusal kept in a rollout's status: long enough for
+// an admission webhook's or policy's whole message.
+const maxRefusal = 1024
+
+// refusalText is err on one line, as the API server said it.
+func refusalText(err error) string {
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if len(msg) > maxRefusal {
+		msg = msg[:maxRefusal] + "…"
+	}
+	return msg
+}
+
+// DryRunObjects sends every object the agent (or, for an upstream Cluster,
+// upstream's controller) would write for t now as a server-side dry run:
+// the live plan's, so each webhook and admission policy of those kinds
+// answers, not only the Topology's. t need not be stored: a preflight
+// passes the cluster with its change.
+func (r Reader) DryRunObjects(ctx context.Context, t *v1alpha2.Topology) error {
+	_, _, err := (&live.Cluster{Client: r.Client, Core: r.CoreVersion}).Plan(ctx, t)
+	return err
+}
+
+// ReconcileFailed tells whether t's last reconcile failed, as its
+// TopologyReconciled condition says: the agent's ReconcileFailed, upstream's
+// ReconcileFailed or TopologyReconcileFailed.
+func ReconcileFailed(t *v1alpha2.Topology) bool {
+	c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition)
+	return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Reason, "Failed")
+}
+
+// Refused says why the API server refuses what is written for t now, word
+// for word, when t's last reconcile failed and the refusal will not pass by
+// itself; "" when its last reconcile did not fail, the dry run passes, or
+// the API server could not answer now (a conflict, a timeout, 429 or 5xx).
+func (r Reader) Refused(ctx context.Context, t *v1alpha2.Topology) string {
+	if !ReconcileFailed(t) {
+		return ""
+	}
+	err := r.DryRunObjects(ctx, t)
+	if err == nil || transient.Is(err) || apierrors.IsConflict(err) {
+		return ""
+	}
+	return refusalText(err)
 }
 
 // problem is one reason a change is refused, with the field it is about.
@@ -298,9 +358,11 @@ func rebaseProblems(ctx context.Context, classes *Classes, change v1alpha2.Rollo
 }
 
 // Classes reads the classes of a fleet's clusters, each once: a fleet
-// shares a few classes.
+// shares a few classes. It may be used from several goroutines (the
+// plugin's preflights run side by side).
 type Classes struct {
 	loader *loader.Loader
+	mu     sync.Mutex
 	read   map[string]classRead
 }
 
@@ -318,6 +380,8 @@ func (r Reader) Classes() *Classes {
 // as one. The class is shared: callers do not change it.
 func (c *Classes) Of(ctx context.Context, t *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) {
 	key := RefOf(t).Kind + "/" + t.GetClassKey().String()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if got, ok := c.read[key]; ok {
 		return got.class, got.err
 	}

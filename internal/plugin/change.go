@@ -24,6 +24,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/plan"
+	"github.com/kubectl-topology/kubectl-topology/internal/transient"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -110,7 +111,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 			fmt.Fprintf(o.Out, "  %s\n", w)
 		}
 		if err := o.printPlan(ctx, edited); err != nil {
-			return nil, err
+			return nil, refusedChange(err)
 		}
 		if c.preview != nil {
 			c.preview(ctx, t, edited)
@@ -158,6 +159,16 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 		}
 		return written, nil
 	}
+}
+
+// refusedChange says that a change whose plan the API server refuses in
+// its dry run changed nothing; other errors are returned as they are.
+func refusedChange(err error) error {
+	var refused *live.RefusedError
+	if errors.As(err, &refused) && !transient.Is(err) {
+		return fmt.Errorf("the change is refused; nothing was changed: %w", err)
+	}
+	return err
 }
 
 // printPlan prints what the agent would change for edited, as plan NAME does.

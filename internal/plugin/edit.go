@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
+	"github.com/kubectl-topology/kubectl-topology/internal/transient"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -81,6 +82,12 @@ func (o *EditOptions) Run(ctx context.Context) error {
 		return err
 	}
 	apply := func(ctx context.Context, orig, edited *v1alpha2.Topology) (*v1alpha2.Topology, error) {
+		// Every object the agent would write is dry run first, as upgrade,
+		// scale and set do: a refusal changes nothing.
+		var refused *live.RefusedError
+		if _, _, err := ca.Plan(ctx, edited); errors.As(err, &refused) && !transient.Is(err) {
+			return nil, refusedChange(err)
+		}
 		written, err := draft.Write(ctx, ca.Store(orig), orig, edited)
 		var conflict *draft.ConflictError
 		switch {

@@ -54,6 +54,9 @@ does not depend on this terminal staying open.`,
 		NewCmdRolloutControl(flags, streams, controlAbort),
 		NewCmdRolloutCluster(flags, streams, true),
 		NewCmdRolloutCluster(flags, streams, false),
+		NewCmdRolloutApprove(flags, streams),
+		NewCmdRolloutUndo(flags, streams),
+		NewCmdRolloutList(flags, streams),
 	)
 	return cmd
 }
@@ -74,6 +77,11 @@ type RolloutCreateOptions struct {
 	FailureBudget      int32
 	Soak, Timeout      time.Duration
 	HealthTolerance    time.Duration
+	ProgressDeadline   time.Duration
+	WaitAfterWave      time.Duration
+	Approval           []int32
+	WaitFor            []string
+	JoinLate           bool
 	DryRun, Yes, Quiet bool
 
 	rollout *v1alpha2.TopologyRollout
@@ -117,6 +125,11 @@ before it starts, as ` + "`upgrade`" + ` does.`,
 	f.DurationVar(&o.Soak, "soak", 0, "How long each cluster must stay healthy after its change settles before it counts")
 	f.DurationVar(&o.HealthTolerance, "health-tolerance", 0, "How long a soaking cluster may read unhealthy before it fails; a shorter spell starts its soak over (default 1m)")
 	f.DurationVar(&o.Timeout, "cluster-timeout", 0, "Fail a cluster whose change has not settled this long after it started (default 1h)")
+	f.DurationVar(&o.ProgressDeadline, "progress-deadline", 0, "Fail a cluster in progress when nothing of it moves this long: no Machine created, replaced or ready, no part changing state (default 10m)")
+	f.DurationVar(&o.WaitAfterWave, "wait-after-wave", 0, "Wait this long after a wave has finished before the next starts")
+	f.Int32SliceVar(&o.Approval, "approval", nil, "Waves that wait for `rollout approve` before they start, e.g. 2,3")
+	f.StringSliceVar(&o.WaitFor, "wait-for", nil, "Rollouts that must complete before this one starts, e.g. staging")
+	f.BoolVar(&o.JoinLate, "join-late", false, "Let clusters that match after the start join the last wave (else they are only reported)")
 	f.Int32Var(&o.FailureBudget, "failure-budget", 0, "Clusters that may fail before the rollout stops starting clusters")
 	f.StringArrayVar(&o.Windows, "window", nil, `Maintenance window in UTC, "[DAYS ]HH:MM-HH:MM" such as "Sat,Sun 02:00-06:00"; repeatable; any time when unset`)
 	f.BoolVar(&o.DryRun, "dry-run", false, "Check and preview only; create nothing")
@@ -155,12 +168,15 @@ func (o *RolloutCreateOptions) Complete(args []string) error {
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name},
 		Spec: v1alpha2.TopologyRolloutSpec{
 			Change:  v1alpha2.RolloutChange{Version: o.Version, Class: o.Class},
-			Targets: v1alpha2.RolloutTargets{Selector: *sel, Kinds: canonicalKinds(o.Kinds), Class: o.OfClass, Namespaces: o.Namespaces},
+			Targets: v1alpha2.RolloutTargets{Selector: *sel, Kinds: canonicalKinds(o.Kinds), Class: o.OfClass, Namespaces: o.Namespaces, JoinLate: o.JoinLate},
 			Strategy: v1alpha2.RolloutStrategy{
 				MaxInFlight: o.MaxInFlight, FailureBudget: o.FailureBudget,
 				Soak: metav1.Duration{Duration: o.Soak}, ClusterTimeout: metav1.Duration{Duration: o.Timeout},
-				HealthTolerance: metav1.Duration{Duration: o.HealthTolerance},
+				HealthTolerance:  metav1.Duration{Duration: o.HealthTolerance},
+				ProgressDeadline: metav1.Duration{Duration: o.ProgressDeadline},
+				WaitAfterWave:    metav1.Duration{Duration: o.WaitAfterWave},
 			},
+			WaitFor: o.WaitFor,
 		},
 	}
 	for _, kv := range o.Set {
@@ -172,6 +188,12 @@ func (o *RolloutCreateOptions) Complete(args []string) error {
 	}
 	for _, w := range strings.Split(o.Waves, ",") {
 		ro.Spec.Strategy.Waves = append(ro.Spec.Strategy.Waves, v1alpha2.RolloutWave{Clusters: intstr.Parse(strings.TrimSpace(w))})
+	}
+	for _, n := range o.Approval {
+		if n < 1 || int(n) > len(ro.Spec.Strategy.Waves) {
+			return fmt.Errorf("--approval %d: the rollout has waves 1 to %d (--waves %s)", n, len(ro.Spec.Strategy.Waves), o.Waves)
+		}
+		ro.Spec.Strategy.Waves[n-1].Approval = true
 	}
 	for _, w := range o.Windows {
 		win, err := parseWindow(w)
@@ -248,7 +270,7 @@ func (o *RolloutCreateOptions) Run(ctx context.Context) error {
 	if len(errs) > 0 {
 		return refusal(ro, errs)
 	}
-	preview, err := previewRollout(ctx, m, classes, o.access, ro, selected)
+	preview, err := previewRollout(ctx, m, classes, o.access, ro, selected, nil)
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,13 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
@@ -34,7 +38,19 @@ type clusterPreview struct {
 	changes []string
 	// machines replaced.
 	machines int64
+	// refused says why the cluster's preflight fails now, as the agent's
+	// would right before it starts it; "" when it passes.
+	refused string
 }
+
+// preflightSource is the preflight the agent runs right before a cluster
+// starts: the version rules, its health, and a server-side dry run of the
+// change and of every object the agent would write for it.
+type preflightSource func(ctx context.Context, change v1alpha2.RolloutChange, t *v1alpha2.Topology) error
+
+// preflightParallel bounds the clusters preflighted at once: each is a few
+// reads and a dry run per object the agent would write.
+const preflightParallel = 8
 
 // classSource gives each cluster's class.
 type classSource func(ctx context.Context, t *v1alpha2.Topology) (*v1alpha2.TopologyClass, error)
@@ -45,8 +61,10 @@ type replacementSource func(ctx context.Context, edited *v1alpha2.Topology) (int
 
 // previewRollout previews ro over the clusters selected, with the classes
 // admission read and, for a class or variable change, each cluster's live
-// plan.
-func previewRollout(ctx context.Context, m membership.Reader, classes *membership.Classes, ca *live.Cluster, ro *v1alpha2.TopologyRollout, selected []*v1alpha2.Topology) (*rolloutPreview, error) {
+// plan; then preflights every cluster that changes, as the agent will.
+// targets are each cluster's own change (an undo's), by
+// RolloutClusterRef.Key; spec.change for the rest.
+func previewRollout(ctx context.Context, m membership.Reader, classes *membership.Classes, ca *live.Cluster, ro *v1alpha2.TopologyRollout, selected []*v1alpha2.Topology, targets map[string]v1alpha2.RolloutChange) (*rolloutPreview, error) {
 	replaced := func(ctx context.Context, edited *v1alpha2.Topology) (int64, error) {
 		desired, err := classes.Of(ctx, edited)
 		if err != nil {
@@ -67,13 +85,59 @@ func previewRollout(ctx context.Context, m membership.Reader, classes *membershi
 			return nil, err
 		}
 	}
-	return buildPreview(ctx, ro, selected, classes.Of, replaced)
+	changeOf := func(ref v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange {
+		if to, ok := targets[ref.Key()]; ok {
+			return to
+		}
+		return ro.Spec.Change
+	}
+	p, err := buildPreview(ctx, ro, selected, classes.Of, replaced, changeOf)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	preflight := func(ctx context.Context, change v1alpha2.RolloutChange, t *v1alpha2.Topology) error {
+		return m.Preflight(ctx, classes, change, t, now)
+	}
+	return p, p.preflight(ctx, selected, changeOf, preflight)
+}
+
+// preflight runs each changing cluster's preflight, preflightParallel at a
+// time, and keeps why each is refused. An error that is not a refusal (the
+// API server could not answer) stops it.
+func (p *rolloutPreview) preflight(ctx context.Context, selected []*v1alpha2.Topology, changeOf func(v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange, check preflightSource) error {
+	byKey := make(map[string]*v1alpha2.Topology, len(selected))
+	for _, t := range selected {
+		byKey[membership.RefOf(t).Key()] = t
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(preflightParallel)
+	for w := range p.waves {
+		for i := range p.waves[w].clusters {
+			c := &p.waves[w].clusters[i]
+			if len(c.changes) == 0 {
+				continue
+			}
+			g.Go(func() error {
+				err := check(ctx, changeOf(c.ref), byKey[c.ref.Key()])
+				var refused *membership.PreflightError
+				switch {
+				case errors.As(err, &refused):
+					c.refused = refused.Error()
+				case err != nil:
+					return fmt.Errorf("preflight of %s: %w", c.ref.Key(), err)
+				}
+				return nil
+			})
+		}
+	}
+	return g.Wait()
 }
 
 // buildPreview puts the clusters in their waves as the agent will and
 // previews each: a version change by the engine's upgrade plan, anything
 // else by replaced.
-func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []*v1alpha2.Topology, classOf classSource, replaced replacementSource) (*rolloutPreview, error) {
+func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []*v1alpha2.Topology, classOf classSource, replaced replacementSource, changeOf func(v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange) (*rolloutPreview, error) {
 	refs := make([]v1alpha2.RolloutClusterRef, 0, len(selected))
 	byKey := make(map[string]*v1alpha2.Topology, len(selected))
 	for _, t := range selected {
@@ -89,12 +153,15 @@ func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []
 	for _, w := range waves {
 		out.waves = append(out.waves, wavePreview{number: w.Number})
 	}
-	change := ro.Spec.Change
 	for _, c := range clusters {
 		t := byKey[c.Key()]
+		change := ro.Spec.Change
+		if changeOf != nil {
+			change = changeOf(c.RolloutClusterRef)
+		}
 		cp := clusterPreview{ref: c.RolloutClusterRef, changes: fleet.Differences(change, fleet.Has(change, t))}
 		if len(cp.changes) > 0 {
-			versionOnly := change.Class == "" && len(change.Variables) == 0
+			versionOnly := change.Version != "" && change.Class == "" && len(change.Variables) == 0 && len(change.UnsetVariables) == 0
 			if versionOnly {
 				class, err := classOf(ctx, t)
 				if err != nil {
@@ -126,14 +193,24 @@ func (p *rolloutPreview) print(w io.Writer, ro *v1alpha2.TopologyRollout, quiet 
 	for _, wp := range p.waves {
 		total += len(wp.clusters)
 	}
-	fmt.Fprintf(w, "TopologyRollout %s: %s over %d cluster(s)\n", ro.Name, fleet.Describe(ro.Spec.Change), total)
+	if ro.Spec.Undo != "" {
+		fmt.Fprintf(w, "TopologyRollout %s: undo of TopologyRollout %s over %d cluster(s), each back to the value it had before\n", ro.Name, ro.Spec.Undo, total)
+	} else {
+		fmt.Fprintf(w, "TopologyRollout %s: %s over %d cluster(s)\n", ro.Name, fleet.Describe(ro.Spec.Change), total)
+	}
 	fmt.Fprintf(w, "Strategy: %s\n", fleet.StrategyText(ro))
+	var refused []string
 	for _, wp := range p.waves {
 		label := ""
 		if wp.number == 1 {
 			label = " (canary)"
 		}
 		fmt.Fprintf(w, "Wave %d%s: %d cluster(s), %d machine(s) replaced\n", wp.number, label, len(wp.clusters), wp.machines)
+		for _, c := range wp.clusters {
+			if c.refused != "" {
+				refused = append(refused, fmt.Sprintf("  %s/%s/%s (wave %d): %s", strings.ToLower(c.ref.Kind), c.ref.Namespace, c.ref.Name, wp.number, c.refused))
+			}
+		}
 		if quiet {
 			continue
 		}
@@ -146,4 +223,12 @@ func (p *rolloutPreview) print(w io.Writer, ro *v1alpha2.TopologyRollout, quiet 
 		}
 	}
 	fmt.Fprintf(w, "Fleet: %d cluster(s) in %d wave(s), %d machine(s) replaced in all.\n", total, len(p.waves), p.machines)
+	if len(refused) == 0 {
+		fmt.Fprintln(w, "Preflight: every cluster that changes passes now (the agent checks each again right before it starts).")
+		return
+	}
+	fmt.Fprintf(w, "Preflight: %d cluster(s) would be refused now; the agent fails each when its turn comes unless what refuses it changes:\n", len(refused))
+	for _, r := range refused {
+		fmt.Fprintln(w, r)
+	}
 }

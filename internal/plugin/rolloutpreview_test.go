@@ -6,13 +6,16 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/membership"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -61,7 +64,7 @@ func TestRolloutPreviewCountsEachWavesMachines(t *testing.T) {
 	fleet, class := inMemoryFleet(t, 20)
 	fleet[5].Spec.Version = "v1.34.0" // already there: nothing changes
 	classOf := func(context.Context, *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) { return class, nil }
-	p, err := buildPreview(context.Background(), versionRollout(), fleet, classOf, nil)
+	p, err := buildPreview(context.Background(), versionRollout(), fleet, classOf, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +93,7 @@ func BenchmarkRolloutDryRun1000(b *testing.B) {
 	classOf := func(context.Context, *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) { return class, nil }
 	ro := versionRollout()
 	for b.Loop() {
-		p, err := buildPreview(context.Background(), ro, fleet, classOf, nil)
+		p, err := buildPreview(context.Background(), ro, fleet, classOf, nil, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -125,4 +128,74 @@ func TestRolloutStatusText(t *testing.T) {
 	var out strings.Builder
 	renderRollout(&out, ro, now.Time)
 	golden(t, "rollout-status.txt", out.String())
+}
+
+// TestRolloutListText is `rollout list` as printed: a line per rollout with
+// its change, outcome, times and failures by reason.
+func TestRolloutListText(t *testing.T) {
+	now := metav1.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	ago := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(-d)); return &t }
+	ref := func(name string) v1alpha2.RolloutClusterRef {
+		return v1alpha2.RolloutClusterRef{Kind: v1alpha2.RolloutKindTopology, Namespace: "prod", Name: name}
+	}
+	done := versionRollout()
+	done.Status = v1alpha2.TopologyRolloutStatus{Phase: v1alpha2.RolloutCompleted, Wave: 3, Total: 3, Succeeded: 3, StartedAt: ago(3 * time.Hour), CompletedAt: ago(2 * time.Hour),
+		Waves: []v1alpha2.RolloutWaveStatus{{Number: 1}, {Number: 2}, {Number: 3}}}
+	halted := versionRollout()
+	halted.Name, halted.Spec.Change = "log-debug", v1alpha2.RolloutChange{Variables: []v1alpha2.ClusterVariable{{Name: "logLevel", Value: apiextensionsv1.JSON{Raw: []byte(`"debug"`)}}}}
+	halted.Status = v1alpha2.TopologyRolloutStatus{Phase: v1alpha2.RolloutHalted, Wave: 2, Total: 4, Succeeded: 1, Failed: 3, StartedAt: ago(time.Hour),
+		Waves: []v1alpha2.RolloutWaveStatus{{Number: 1}, {Number: 2}, {Number: 3}},
+		Clusters: []v1alpha2.RolloutClusterStatus{
+			{RolloutClusterRef: ref("a"), Phase: v1alpha2.ClusterSucceeded},
+			{RolloutClusterRef: ref("b"), Phase: v1alpha2.ClusterFailed, Reason: "Refused"},
+			{RolloutClusterRef: ref("c"), Phase: v1alpha2.ClusterFailed, Reason: "Refused"},
+			{RolloutClusterRef: ref("d"), Phase: v1alpha2.ClusterFailed, Reason: "Preflight"},
+		}}
+	undo := versionRollout()
+	undo.Name, undo.Spec.Change, undo.Spec.Undo = "log-debug-undo", v1alpha2.RolloutChange{}, "log-debug"
+	var out strings.Builder
+	renderRolloutList(&out, []v1alpha2.TopologyRollout{*done, *halted, *undo}, now.Time)
+	golden(t, "rollout-list.txt", out.String())
+}
+
+// TestRolloutPreviewNamesEveryClusterRefusedAtPreflight: the dry run runs
+// each changing cluster's preflight and lists the refused with the reason;
+// a cluster that does not change is not preflighted.
+func TestRolloutPreviewNamesEveryClusterRefusedAtPreflight(t *testing.T) {
+	fleet, class := inMemoryFleet(t, 12)
+	fleet[3].Spec.Version = "v1.34.0" // nothing to change, nothing to check
+	classOf := func(context.Context, *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) { return class, nil }
+	ro := versionRollout()
+	p, err := buildPreview(context.Background(), ro, fleet, classOf, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	checked := map[string]bool{}
+	refuse := func(_ context.Context, _ v1alpha2.RolloutChange, t *v1alpha2.Topology) error {
+		mu.Lock()
+		checked[t.Name] = true
+		mu.Unlock()
+		if t.Name == "c-0007" {
+			return &membership.PreflightError{Problems: []string{`the API server refused KubeadmControlPlane team-7/c-0007-x in a dry run: denied: freeze`}}
+		}
+		return nil
+	}
+	changeOf := func(v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange { return ro.Spec.Change }
+	if err := p.preflight(context.Background(), fleet, changeOf, refuse); err != nil {
+		t.Fatal(err)
+	}
+	if len(checked) != 11 || checked["c-0003"] {
+		t.Errorf("preflighted %d clusters (c-0003 %v), want the 11 that change", len(checked), checked["c-0003"])
+	}
+	var out strings.Builder
+	p.print(&out, ro, true)
+	for _, want := range []string{
+		"Preflight: 1 cluster(s) would be refused now; the agent fails each when its turn comes unless what refuses it changes:",
+		"  topology/team-7/c-0007 (wave 3): the API server refused KubeadmControlPlane team-7/c-0007-x in a dry run: denied: freeze",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the preview lacks %q:\n%s", want, out.String())
+		}
+	}
 }

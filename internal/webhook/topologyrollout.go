@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -22,18 +24,45 @@ var _ admission.Validator[*v1alpha2.TopologyRollout] = &TopologyRollout{}
 
 // ValidateCreate checks the rollout against the fleet it selects.
 func (w *TopologyRollout) ValidateCreate(ctx context.Context, ro *v1alpha2.TopologyRollout) (admission.Warnings, error) {
-	if _, errs := w.Members.Admit(ctx, ro, w.Members.Classes()); len(errs) > 0 {
+	errs := approvers(ctx, nil, ro)
+	if _, admitErrs := w.Members.Admit(ctx, ro, w.Members.Classes()); len(admitErrs) > 0 {
+		errs = append(errs, admitErrs...)
+	}
+	if len(errs) > 0 {
 		return nil, invalidRollout(ro, errs)
 	}
 	return nil, nil
 }
 
-// ValidateUpdate keeps the change, targets and started waves as they were.
-func (w *TopologyRollout) ValidateUpdate(_ context.Context, old, ro *v1alpha2.TopologyRollout) (admission.Warnings, error) {
-	if errs := membership.AdmitUpdate(old, ro); len(errs) > 0 {
+// ValidateUpdate keeps the change, targets, started waves and approvals as
+// they were.
+func (w *TopologyRollout) ValidateUpdate(ctx context.Context, old, ro *v1alpha2.TopologyRollout) (admission.Warnings, error) {
+	errs := append(membership.AdmitUpdate(old, ro), approvers(ctx, old, ro)...)
+	if len(errs) > 0 {
 		return nil, invalidRollout(ro, errs)
 	}
 	return nil, nil
+}
+
+// approvers refuses an approval that ro adds (to old's, nil on create) in
+// the name of anyone but the user sending it, so that spec.approvals says
+// who approved as the API server authenticated them.
+func approvers(ctx context.Context, old, ro *v1alpha2.TopologyRollout) field.ErrorList {
+	var errs field.ErrorList
+	req, err := admission.RequestFromContext(ctx)
+	for i, a := range ro.Spec.Approvals {
+		if old != nil && slices.ContainsFunc(old.Spec.Approvals, func(b v1alpha2.RolloutApproval) bool { return b.Wave == a.Wave && b.By == a.By }) {
+			continue
+		}
+		path := field.NewPath("spec", "approvals").Index(i).Child("by")
+		switch {
+		case err != nil:
+			errs = append(errs, field.InternalError(path, fmt.Errorf("the request's user is unknown: %w", err)))
+		case a.By != req.UserInfo.Username:
+			errs = append(errs, field.Forbidden(path, fmt.Sprintf("an approval is given by the user who sends it (%s), not %s: run `kubectl topology rollout approve %s --wave %d` as that user", req.UserInfo.Username, a.By, ro.Name, a.Wave)))
+		}
+	}
+	return errs
 }
 
 // ValidateDelete allows every deletion: clusters stay as they are.

@@ -103,3 +103,93 @@ func TestAgentKilledDuringAFleetRollout(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentKilledDuringAnApprovalWaitAndAnUndo rolls a variable over k1 and
+// k2 with an approval before wave 2 and kills the agent while the rollout
+// waits for it; after the approval it completes with each cluster written
+// once. Its undo, with the same gate, is killed while its canary changes:
+// it completes too, each cluster written once more and back to its value.
+func TestAgentKilledDuringAnApprovalWaitAndAnUndo(t *testing.T) {
+	ctx := context.Background()
+	names := []string{"k1", "k2"}
+	ns, _ := suite.InMemoryFleet(t, "approval-killed", names...)
+	generation, value := map[string]int64{}, map[string]string{}
+	read := func(n string) *v1alpha2.Topology {
+		t.Helper()
+		topo := &v1alpha2.Topology{}
+		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, topo); err != nil {
+			t.Fatal(err)
+		}
+		return topo
+	}
+	for _, n := range names {
+		suite.Settle(t, ns, n, 5*time.Minute)
+		topo := read(n)
+		generation[n], value[n] = topo.Generation, variable(topo, "workerStartup")
+	}
+	name := "approve-" + ns
+	suite.MustTopology(t, "rollout", "create", name, "-l", "fleet="+ns, "--set", "workerStartup=2s",
+		"--waves", "1,100%", "--approval", "2", "--yes")
+	t.Cleanup(func() {
+		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
+	suite.WaitRollout(t, name, 8*time.Minute, "waits for the approval of wave 2", func(ro *v1alpha2.TopologyRollout) bool {
+		return ro.Status.Phase == v1alpha2.RolloutWaitingForApproval
+	})
+	killAgent(t)
+	fixture.AfterPasses(t, suite.K8s, client.ObjectKey{Namespace: ns, Name: "k2"}, 1)
+	if topo := read("k2"); topo.Generation != generation["k2"] {
+		t.Errorf("k2 was written while its wave waited for an approval: generation %d, want %d", topo.Generation, generation["k2"])
+	}
+	suite.MustTopology(t, "rollout", "approve", name)
+	ro := suite.WaitRollout(t, name, 8*time.Minute, "completed", func(ro *v1alpha2.TopologyRollout) bool {
+		return ro.Status.Phase == v1alpha2.RolloutCompleted
+	})
+	for _, c := range ro.Status.Clusters {
+		if c.Phase != v1alpha2.ClusterSucceeded || c.Attempt != 1 {
+			t.Errorf("%s: %s after %d attempt(s), want Succeeded after 1", c.Key(), c.Phase, c.Attempt)
+		}
+	}
+	for _, n := range names {
+		if topo := read(n); variable(topo, "workerStartup") != `"2s"` || topo.Generation != generation[n]+1 {
+			t.Errorf("%s: workerStartup %s at generation %d; want \"2s\" written once, at generation %d", n, variable(topo, "workerStartup"), topo.Generation, generation[n]+1)
+		}
+	}
+
+	undo := name + "-undo"
+	suite.MustTopology(t, "rollout", "undo", name, "--yes")
+	t.Cleanup(func() {
+		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: metav1.ObjectMeta{Name: undo}})
+	})
+	suite.WaitRollout(t, undo, 8*time.Minute, "the undo's canary k1 is changing", func(ro *v1alpha2.TopologyRollout) bool {
+		return fixture.RolloutCluster(ro, "k1").Phase == v1alpha2.ClusterInProgress
+	})
+	killAgent(t)
+	suite.WaitRollout(t, undo, 8*time.Minute, "the undo waits for the approval of wave 2", func(ro *v1alpha2.TopologyRollout) bool {
+		return ro.Status.Phase == v1alpha2.RolloutWaitingForApproval
+	})
+	suite.MustTopology(t, "rollout", "approve", undo)
+	ro = suite.WaitRollout(t, undo, 8*time.Minute, "the undo completed", func(ro *v1alpha2.TopologyRollout) bool {
+		return ro.Status.Phase == v1alpha2.RolloutCompleted
+	})
+	for _, c := range ro.Status.Clusters {
+		if c.Phase != v1alpha2.ClusterSucceeded || c.Attempt != 1 {
+			t.Errorf("undo, %s: %s after %d attempt(s), want Succeeded after 1", c.Key(), c.Phase, c.Attempt)
+		}
+	}
+	for _, n := range names {
+		if topo := read(n); variable(topo, "workerStartup") != value[n] || topo.Generation != generation[n]+2 {
+			t.Errorf("%s after the undo: workerStartup %s at generation %d; want %s written once more, at generation %d", n, variable(topo, "workerStartup"), topo.Generation, value[n], generation[n]+2)
+		}
+	}
+}
+
+// variable is the value topo sets for name, as JSON; "" when it sets none.
+func variable(topo *v1alpha2.Topology, name string) string {
+	for _, v := range topo.Spec.Variables {
+		if v.Name == name {
+			return string(v.Value.Raw)
+		}
+	}
+	return ""
+}

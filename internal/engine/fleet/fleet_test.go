@@ -128,7 +128,7 @@ func newWorld(n int) world {
 // pass runs Step and, as the controller does, starts every candidate and
 // writes the change; it returns the names started.
 func pass(r *v1alpha2.TopologyRollout, w world, now time.Time) (Pass, []string) {
-	p := Step(r, w, now)
+	p := Step(r, View{Clusters: w}, now)
 	var started []string
 	for _, i := range p.Start {
 		c := p.Status.Clusters[i]
@@ -266,10 +266,10 @@ func TestAClusterThatKeepsTurningUnhealthyTimesOut(t *testing.T) {
 func TestAStartedClusterWhoseWriteWasLostIsWrittenNotRestarted(t *testing.T) {
 	r := fleetRollout(t, 2, 1, 0, "1", "100%")
 	w := newWorld(2)
-	p := Step(r, w, t0)
+	p := Step(r, View{Clusters: w}, t0)
 	Start(p.Status, p.Start[0], w["Topology/fleet/c1"].Has, t0)
 	r.Status = *p.Status // the status was written; the agent died before the change
-	p = Step(r, w, t0.Add(time.Second))
+	p = Step(r, View{Clusters: w}, t0.Add(time.Second))
 	if fmt.Sprint(p.Apply) != "[0]" || len(p.Start) != 0 || p.Status.Clusters[0].Attempt != 1 {
 		t.Fatalf("apply %v start %v attempt %d: want c1 written once more, nothing started", p.Apply, p.Start, p.Status.Clusters[0].Attempt)
 	}
@@ -353,7 +353,7 @@ func jsonOf(s string) apiextensionsv1.JSON { return apiextensionsv1.JSON{Raw: []
 func TestARefusedPreflightCountsAsAnAttemptThatRetryGoesPast(t *testing.T) {
 	r := fleetRollout(t, 2, 1, 0, "1", "100%")
 	w := newWorld(2)
-	p := Step(r, w, t0)
+	p := Step(r, View{Clusters: w}, t0)
 	Refused(p.Status, p.Start[0], "change freeze", t0)
 	Summarize(r, p.Status, t0)
 	r.Status = *p.Status
@@ -363,5 +363,202 @@ func TestARefusedPreflightCountsAsAnAttemptThatRetryGoesPast(t *testing.T) {
 	r.Spec.Retry = []v1alpha2.RolloutRetry{{RolloutClusterRef: r.Status.Clusters[0].RolloutClusterRef, Attempt: 2}}
 	if _, started := pass(r, w, t0.Add(time.Minute)); fmt.Sprint(started) != "[c1]" || r.Status.Clusters[0].Attempt != 2 {
 		t.Fatalf("after retry: started %v, %+v", started, r.Status.Clusters[0])
+	}
+}
+
+func TestARefusalFailsTheClusterAfterTheToleranceWordForWord(t *testing.T) {
+	r := fleetRollout(t, 2, 1, 0, "1", "100%")
+	r.Spec.Strategy.HealthTolerance = metav1.Duration{Duration: 30 * time.Second}
+	w := newWorld(2)
+	pass(r, w, t0)
+	const refusal = `MachineDeployment fleet/c1-md-0: admission policy "freeze" denied request: change freeze`
+	o := w["Topology/fleet/c1"]
+	o.Has, o.Settled, o.Refused = v1alpha2.RolloutChange{Version: "v1.35.0"}, false, refusal
+	w["Topology/fleet/c1"] = o
+	pass(r, w, t0.Add(10*time.Second))
+	if c := r.Status.Clusters[0]; c.Phase != v1alpha2.ClusterInProgress || c.RefusedSince == nil || !strings.Contains(c.Message, refusal) {
+		t.Fatalf("refused for less than the tolerance: %+v", c)
+	}
+	// The refusal stops (the policy was taken back): the clock starts over.
+	o.Refused = ""
+	w["Topology/fleet/c1"] = o
+	pass(r, w, t0.Add(20*time.Second))
+	if c := r.Status.Clusters[0]; c.RefusedSince != nil || c.Phase != v1alpha2.ClusterInProgress {
+		t.Fatalf("after the refusal stopped: %+v", c)
+	}
+	o.Refused = refusal
+	w["Topology/fleet/c1"] = o
+	pass(r, w, t0.Add(30*time.Second))
+	pass(r, w, t0.Add(50*time.Second))
+	if c := r.Status.Clusters[0]; c.Phase != v1alpha2.ClusterInProgress {
+		t.Fatalf("20s into a second refusal, tolerance 30s: %+v", c)
+	}
+	_, started := pass(r, w, t0.Add(61*time.Second))
+	c := r.Status.Clusters[0]
+	if c.Phase != v1alpha2.ClusterFailed || c.Reason != ReasonRefused || c.Message != refusal {
+		t.Fatalf("refused past the tolerance: %+v", c)
+	}
+	if r.Status.Phase != v1alpha2.RolloutHalted || len(started) != 0 {
+		t.Errorf("phase %s, started %v: a budget of 0 halts at the first failure", r.Status.Phase, started)
+	}
+}
+
+func TestAClusterWithoutProgressFailsAtTheDeadline(t *testing.T) {
+	r := fleetRollout(t, 1, 1, 0, "100%")
+	r.Spec.Strategy.ProgressDeadline = metav1.Duration{Duration: 2 * time.Minute}
+	w := newWorld(1)
+	pass(r, w, t0)
+	o := w["Topology/fleet/c1"]
+	o.Has, o.Settled, o.Problems, o.Progress = v1alpha2.RolloutChange{Version: "v1.35.0"}, false, []string{"control plane: RollingOut, 0 of 1 up to date"}, "a"
+	w["Topology/fleet/c1"] = o
+	pass(r, w, t0.Add(time.Minute))
+	// A Machine replaced: progress, so the deadline counts from here.
+	o.Progress = "b"
+	w["Topology/fleet/c1"] = o
+	pass(r, w, t0.Add(90*time.Second))
+	pass(r, w, t0.Add(3*time.Minute))
+	if c := r.Status.Clusters[0]; c.Phase != v1alpha2.ClusterInProgress || !c.ProgressAt.Time.Equal(t0.Add(90*time.Second)) {
+		t.Fatalf("90s after its last progress, deadline 2m: %+v", c)
+	}
+	pass(r, w, t0.Add(3*time.Minute+30*time.Second))
+	c := r.Status.Clusters[0]
+	if c.Phase != v1alpha2.ClusterFailed || c.Reason != ReasonProgressDeadline || !strings.Contains(c.Message, "no progress for 2m0s") || !strings.Contains(c.Message, "0 of 1 up to date") {
+		t.Fatalf("at the deadline: %+v", c)
+	}
+}
+
+func TestAWaveThatNeedsApprovalWaitsForIt(t *testing.T) {
+	r := fleetRollout(t, 3, 2, 0, "1", "100%")
+	r.Name = "to-135"
+	r.Spec.Strategy.Waves[1].Approval = true
+	w := newWorld(3)
+	pass(r, w, t0)
+	w.set("c1", "v1.35.0", true)
+	p, _ := pass(r, w, t0.Add(time.Minute)) // no soak: c1 succeeds, wave 2 is next
+	if !slicesContainsEvent(p.Events, ReasonWaitingForApproval, "Topology/fleet/c2 waits: wave 2 needs an approval: kubectl topology rollout approve to-135 --wave 2") {
+		t.Errorf("no event says wave 2 waits: %+v", p.Events)
+	}
+	p, started := pass(r, w, t0.Add(2*time.Minute))
+	if len(started) != 0 || r.Status.Phase != v1alpha2.RolloutWaitingForApproval || !strings.Contains(r.Status.Message, "kubectl topology rollout approve to-135 --wave 2") {
+		t.Fatalf("wave 2 before its approval: started %v, %s %q", started, r.Status.Phase, r.Status.Message)
+	}
+	if c := r.Status.Clusters[1]; c.Reason != ReasonWaitingForApproval {
+		t.Errorf("c2 waits with reason %q", c.Reason)
+	}
+	if len(p.Events) != 0 {
+		t.Errorf("a wait already reported is reported again: %+v", p.Events)
+	}
+	r.Spec.Approvals = []v1alpha2.RolloutApproval{{Wave: 2, By: "alice", At: metav1.NewTime(t0.Add(3 * time.Minute))}}
+	p, started = pass(r, w, t0.Add(4*time.Minute))
+	if fmt.Sprint(started) != "[c2 c3]" || r.Status.Phase != v1alpha2.RolloutProgressing {
+		t.Fatalf("after the approval: started %v, %s", started, r.Status.Phase)
+	}
+	if !slicesContainsEvent(p.Events, "Approved", "wave 2 approved by alice at 2026-11-26T10:03:00Z") {
+		t.Errorf("no approval event: %+v", p.Events)
+	}
+}
+
+func TestTheNextWaveWaitsAfterTheOneBeforeAndForAnotherRollout(t *testing.T) {
+	r := fleetRollout(t, 2, 1, 0, "1", "100%")
+	r.Spec.Strategy.WaitAfterWave = metav1.Duration{Duration: 10 * time.Minute}
+	w := newWorld(2)
+	// staging has not completed: nothing starts.
+	p := Step(r, View{Clusters: w, Blocking: []string{"TopologyRollout staging (Progressing)"}}, t0)
+	r.Status = *p.Status
+	if len(p.Start) != 0 || r.Status.Phase != v1alpha2.RolloutWaitingForRollout || !strings.Contains(r.Status.Message, "staging") {
+		t.Fatalf("blocked by staging: start %v, %s %q", p.Start, r.Status.Phase, r.Status.Message)
+	}
+	pass(r, w, t0.Add(time.Minute))
+	w.set("c1", "v1.35.0", true)
+	pass(r, w, t0.Add(2*time.Minute)) // c1 succeeds at 10:02
+	_, started := pass(r, w, t0.Add(5*time.Minute))
+	if len(started) != 0 || !strings.Contains(r.Status.Message, "wave 2 starts at 2026-11-26T10:12:00Z") {
+		t.Fatalf("3 minutes after wave 1: started %v, %q", started, r.Status.Message)
+	}
+	if _, started = pass(r, w, t0.Add(12*time.Minute)); fmt.Sprint(started) != "[c2]" {
+		t.Fatalf("after the wait: started %v", started)
+	}
+}
+
+func TestAClusterThatHadTheChangeSucceedsWithoutAWrite(t *testing.T) {
+	r := fleetRollout(t, 2, 2, time.Hour, "100%")
+	w := newWorld(2)
+	w.set("c2", "v1.35.0", true)
+	_, started := pass(r, w, t0)
+	if fmt.Sprint(started) != "[c1]" {
+		t.Fatalf("started %v", started)
+	}
+	if c := r.Status.Clusters[1]; c.Phase != v1alpha2.ClusterSucceeded || c.Reason != ReasonAlreadyAtTarget || c.Attempt != 0 {
+		t.Errorf("c2, already at v1.35.0: %+v", c)
+	}
+}
+
+func TestReverseUndoesClassAndVariablesButNoVersion(t *testing.T) {
+	raw := func(s string) apiextensionsv1.JSON { return apiextensionsv1.JSON{Raw: []byte(s)} }
+	change := v1alpha2.RolloutChange{Class: "b", Variables: []v1alpha2.ClusterVariable{{Name: "logLevel", Value: raw(`"debug"`)}, {Name: "extra", Value: raw(`1`)}}}
+	topo := &v1alpha2.Topology{Spec: v1alpha2.TopologySpec{ClassRef: v1alpha2.ClassRef{Name: "a"}, Variables: []v1alpha2.ClusterVariable{{Name: "logLevel", Value: raw(`"info"`)}}}}
+	from := Has(change, topo)
+	Apply(change, topo)
+	back, ok := Reverse(change, from)
+	if !ok || back.Class != "a" || len(back.Variables) != 1 || string(back.Variables[0].Value.Raw) != `"info"` || fmt.Sprint(back.UnsetVariables) != "[extra]" {
+		t.Fatalf("reverse: %+v %v", back, ok)
+	}
+	if Matches(back, Has(back, topo)) {
+		t.Fatalf("the changed topology already matches its undo")
+	}
+	Apply(back, topo)
+	if !Matches(back, Has(back, topo)) || topo.Spec.ClassRef.Name != "a" || len(topo.Spec.Variables) != 1 || string(topo.Spec.Variables[0].Value.Raw) != `"info"` {
+		t.Errorf("undone: class %s, variables %+v", topo.Spec.ClassRef.Name, topo.Spec.Variables)
+	}
+	if _, ok := Reverse(v1alpha2.RolloutChange{Version: "v1.35.0"}, v1alpha2.RolloutChange{Version: "v1.34.2"}); ok {
+		t.Errorf("a version change has a reverse")
+	}
+}
+
+func slicesContainsEvent(events []Event, reason, message string) bool {
+	for _, e := range events {
+		if e.Reason == reason && e.Message == message {
+			return true
+		}
+	}
+	return false
+}
+
+func TestLateMatchesJoinTheLastWaveOnlyWhenAskedAndFree(t *testing.T) {
+	r := fleetRollout(t, 2, 1, 0, "1", "100%")
+	late := []v1alpha2.RolloutClusterRef{{Kind: v1alpha2.RolloutKindTopology, Namespace: "fleet", Name: "c3"}, {Kind: v1alpha2.RolloutKindTopology, Namespace: "fleet", Name: "c4"}}
+	members := append(refs(2), late...)
+	events := Join(r, &r.Status, members, nil)
+	if len(r.Status.Clusters) != 2 || len(r.Status.JoinedLate) != 2 || len(events) != 2 {
+		t.Fatalf("without joinLate: clusters %d, joinedLate %v, events %+v", len(r.Status.Clusters), r.Status.JoinedLate, events)
+	}
+	if events = Join(r, &r.Status, members, nil); len(events) != 0 {
+		t.Errorf("late matches reported again: %+v", events)
+	}
+	r.Spec.Targets.JoinLate = true
+	busy := map[string]Hold{late[1].Key(): {Rollout: "other", Phase: v1alpha2.ClusterInProgress}}
+	events = Join(r, &r.Status, members, busy)
+	if len(r.Status.Clusters) != 3 || r.Status.Clusters[2].Name != "c3" || r.Status.Clusters[2].Wave != 2 || !r.Status.Clusters[2].JoinedLate || r.Status.Waves[1].Clusters != 2 {
+		t.Fatalf("with joinLate: %+v waves %+v", r.Status.Clusters, r.Status.Waves)
+	}
+	if len(r.Status.JoinedLate) != 1 || r.Status.JoinedLate[0].Name != "c4" {
+		t.Errorf("c4, in another rollout, should stay out and listed: %v", r.Status.JoinedLate)
+	}
+	if !slicesContainsEvent(events, "JoinedLate", "Topology/fleet/c3 matches the targets since the rollout started; it joins wave 2") {
+		t.Errorf("events %+v", events)
+	}
+}
+
+func TestOnlyMessagesDifferTellsProgressTextFromProgress(t *testing.T) {
+	r := fleetRollout(t, 2, 1, 0, "100%")
+	a := r.Status.DeepCopy()
+	b := a.DeepCopy()
+	b.Message, b.Clusters[0].Message = "wave 1 of 1", "refused for 10s"
+	if !OnlyMessagesDiffer(a, b) {
+		t.Errorf("messages alone differ, but it says more does")
+	}
+	b.Clusters[0].Phase = v1alpha2.ClusterFailed
+	if OnlyMessagesDiffer(a, b) {
+		t.Errorf("a phase differs, but it says only messages do")
 	}
 }

@@ -15,6 +15,11 @@ import (
 // DefaultClusterTimeout bounds a cluster's change when the strategy does not.
 const DefaultClusterTimeout = time.Hour
 
+// DefaultProgressDeadline fails a cluster that makes no progress for this
+// long when the strategy does not say: a Machine of the in-memory or a
+// cloud provider is created or replaced well within it.
+const DefaultProgressDeadline = 10 * time.Minute
+
 // DefaultHealthTolerance is how long a soaking cluster may read unhealthy
 // when the strategy does not say: longer than a reconcile retried after a
 // conflict, shorter than anyone would let a broken cluster soak.
@@ -36,6 +41,19 @@ const (
 	ReasonRetry        = "Retry"
 	ReasonWindow       = "OutsideWindow"
 	ReasonApplyFailed  = "ApplyFailed"
+	// ReasonRefused: a write of the cluster's change was refused (admission,
+	// a provider's webhook, validation) for longer than the health tolerance.
+	ReasonRefused = "Refused"
+	// ReasonProgressDeadline: nothing of the cluster moved for the deadline.
+	ReasonProgressDeadline = "ProgressDeadlineExceeded"
+	// ReasonAlreadyAtTarget: the cluster had the change before its turn.
+	ReasonAlreadyAtTarget = "AlreadyAtTarget"
+	// ReasonWaitingForApproval: the cluster's wave needs an approval.
+	ReasonWaitingForApproval = "WaitingForApproval"
+	// ReasonWaitingForRollout: a rollout of spec.waitFor has not completed.
+	ReasonWaitingForRollout = "WaitingForRollout"
+	// ReasonWaveWait: the wave before finished less than waitAfterWave ago.
+	ReasonWaveWait = "WaitAfterWave"
 )
 
 // Observation is what the rollout controller read of one cluster this pass.
@@ -52,6 +70,22 @@ type Observation struct {
 	Settled bool
 	// Problems say why it is not settled, for humans.
 	Problems []string
+	// Refused is why the API server refuses what the agent writes for the
+	// cluster, word for word, when the refusal will not pass by itself (not
+	// a conflict, a timeout, 429 or 5xx); "" when nothing refuses it.
+	Refused string
+	// Progress marks how far the cluster's rollout has got: its parts'
+	// states, versions and Machine counts. A different mark is progress.
+	Progress string
+}
+
+// View is what the rollout controller read for one pass.
+type View struct {
+	// Clusters are the observations, by RolloutClusterRef.Key.
+	Clusters map[string]Observation
+	// Blocking says, one phrase each, which rollouts of spec.waitFor have
+	// not completed; empty when none holds this one.
+	Blocking []string
 }
 
 // Event is what a pass tells about a cluster, for the rollout's Events.
@@ -87,9 +121,11 @@ func inFlight(p v1alpha2.ClusterRolloutPhase) bool {
 }
 
 // Step looks at rollout r once: what skip and retry ask, how each cluster in
-// flight has moved since (obs, by RolloutClusterRef.Key), which may start,
-// and the phase of the whole. r's status must hold its clusters (Assign).
-func Step(r *v1alpha2.TopologyRollout, obs map[string]Observation, now time.Time) Pass {
+// flight has moved since (v.Clusters, by RolloutClusterRef.Key), which may
+// start, and the phase of the whole. r's status must hold its clusters
+// (Assign).
+func Step(r *v1alpha2.TopologyRollout, v View, now time.Time) Pass {
+	obs := v.Clusters
 	st := r.Status.DeepCopy()
 	pass := Pass{Status: st}
 	at := metav1.NewTime(now)
@@ -112,7 +148,7 @@ func Step(r *v1alpha2.TopologyRollout, obs map[string]Observation, now time.Time
 		pass.follow(r, i, o, timeout, now)
 	}
 	Summarize(r, st, now)
-	pass.candidates(r, obs, now)
+	pass.candidates(r, v, now)
 	Summarize(r, st, now)
 	return pass
 }
@@ -137,6 +173,7 @@ func (p *Pass) requests(r *v1alpha2.TopologyRollout, at metav1.Time) {
 			if rt.RolloutClusterRef == c.RolloutClusterRef && c.Attempt < rt.Attempt {
 				c.Phase, c.Reason, c.Message = v1alpha2.ClusterPending, ReasonRetry, fmt.Sprintf("attempt %d requested after: %s", rt.Attempt, c.Message)
 				c.Applied, c.From, c.StartedAt, c.SoakStartedAt, c.UnhealthySince, c.CompletedAt = false, nil, nil, nil, nil, nil
+				c.ProgressAt, c.ProgressMark, c.RefusedSince = nil, "", nil
 				p.event(false, ReasonRetry, "%s will be tried again (attempt %d)", c.Key(), rt.Attempt)
 			}
 		}
@@ -147,7 +184,8 @@ func (p *Pass) requests(r *v1alpha2.TopologyRollout, at metav1.Time) {
 func (p *Pass) follow(r *v1alpha2.TopologyRollout, i int, o Observation, timeout time.Duration, now time.Time) {
 	c := &p.Status.Clusters[i]
 	at := metav1.NewTime(now)
-	matches := Matches(r.Spec.Change, o.Has)
+	target := Target(r, *c)
+	matches := Matches(target, o.Has)
 	if !matches {
 		if c.Phase == v1alpha2.ClusterInProgress && !c.Applied && c.From != nil && Matches(*c.From, o.Has) {
 			// Started, and the write did not happen: write it now.
@@ -155,19 +193,29 @@ func (p *Pass) follow(r *v1alpha2.TopologyRollout, i int, o Observation, timeout
 			p.requeue(poll)
 			return
 		}
-		p.fail(i, ReasonEditedByHand, "changed by hand during the rollout: "+strings.Join(Differences(r.Spec.Change, o.Has), "; ")+"; the rollout does not overwrite it (retry to set it again, or skip the cluster)", at)
+		p.fail(i, ReasonEditedByHand, "changed by hand during the rollout: "+strings.Join(Differences(target, o.Has), "; ")+"; the rollout does not overwrite it (retry to set it again, or skip the cluster)", at)
 		return
 	}
 	c.Applied = true
 	switch c.Phase {
 	case v1alpha2.ClusterInProgress:
+		progressed(c, o, at)
+		if o.Refused == "" || o.Settled {
+			c.RefusedSince = nil
+		}
+		deadline := ProgressDeadline(r)
 		switch {
 		case o.Settled:
 			c.Phase, c.Reason, c.Message, c.SoakStartedAt = v1alpha2.ClusterSoaking, "", "", &at
+			c.ProgressAt, c.ProgressMark = nil, ""
 			p.event(false, "Soaking", "%s settled; soaking for %s", c.Key(), r.Spec.Strategy.Soak.Duration)
 			p.soak(r, c, now)
+		case o.Refused != "":
+			p.refused(r, i, o, now)
 		case c.StartedAt != nil && now.Sub(c.StartedAt.Time) > timeout:
 			p.fail(i, ReasonTimeout, fmt.Sprintf("not settled %s after it started: %s", timeout, problemsText(o.Problems)), at)
+		case c.ProgressAt != nil && now.Sub(c.ProgressAt.Time) >= deadline:
+			p.fail(i, ReasonProgressDeadline, fmt.Sprintf("no progress for %s (no Machine created, replaced or ready, no part changing state): %s", deadline, problemsText(o.Problems)), at)
 		default:
 			c.Message = problemsText(o.Problems)
 			p.requeue(poll)
@@ -175,6 +223,33 @@ func (p *Pass) follow(r *v1alpha2.TopologyRollout, i int, o Observation, timeout
 	case v1alpha2.ClusterSoaking:
 		p.soaking(r, i, o, timeout, now)
 	}
+}
+
+// progressed moves the cluster's progress time on when its mark changed.
+func progressed(c *v1alpha2.RolloutClusterStatus, o Observation, at metav1.Time) {
+	if o.Progress != c.ProgressMark || c.ProgressAt == nil {
+		c.ProgressMark, c.ProgressAt = o.Progress, &at
+	}
+}
+
+// refused follows a cluster in progress whose writes are refused: once the
+// refusal has lasted the health tolerance, the cluster fails with it word
+// for word; a refusal that stops sooner (a policy taken back) fails nothing.
+func (p *Pass) refused(r *v1alpha2.TopologyRollout, i int, o Observation, now time.Time) {
+	c := &p.Status.Clusters[i]
+	at := metav1.NewTime(now)
+	tolerance := HealthTolerance(r)
+	if c.RefusedSince == nil {
+		c.RefusedSince = &at
+		p.event(true, ReasonRefused, "%s is refused: %s", c.Key(), o.Refused)
+	}
+	spell := now.Sub(c.RefusedSince.Time)
+	if spell >= tolerance {
+		p.fail(i, ReasonRefused, o.Refused, at)
+		return
+	}
+	c.Message = fmt.Sprintf("refused for %s, it fails at %s unless the refusal stops: %s", spell.Round(time.Second), tolerance, o.Refused)
+	p.requeue(min(poll, tolerance-spell))
 }
 
 // soaking follows a soaking cluster: unhealthy for longer than the
@@ -221,10 +296,26 @@ func (p *Pass) soak(r *v1alpha2.TopologyRollout, c *v1alpha2.RolloutClusterStatu
 	p.event(false, "Succeeded", "%s succeeded", c.Key())
 }
 
-// candidates lists the clusters of the current wave that may start now.
-func (p *Pass) candidates(r *v1alpha2.TopologyRollout, obs map[string]Observation, now time.Time) {
+// candidates lists the clusters of the current wave that may start now: none
+// while a rollout of spec.waitFor has not completed, the wave waits for its
+// approval, or the wave before finished less than waitAfterWave ago. A
+// cluster that had the change before the rollout reached it succeeds
+// without a write; a retried one is followed through its soak again.
+func (p *Pass) candidates(r *v1alpha2.TopologyRollout, v View, now time.Time) {
 	st := p.Status
 	if r.Spec.Paused || st.Phase == v1alpha2.RolloutHalted || st.Wave == 0 {
+		return
+	}
+	if gate, message := p.gate(r, v, now); gate != "" {
+		for i := range st.Clusters {
+			c := &st.Clusters[i]
+			if c.Wave == st.Wave && (c.Phase == v1alpha2.ClusterPending || c.Phase == v1alpha2.ClusterWaitingForWindow) {
+				if c.Reason != gate {
+					p.event(false, gate, "%s waits: %s", c.Key(), message)
+				}
+				c.Phase, c.Reason, c.Message = v1alpha2.ClusterPending, gate, message
+			}
+		}
 		return
 	}
 	room := int(MaxInFlight(r)) - int(st.InFlight)
@@ -232,6 +323,13 @@ func (p *Pass) candidates(r *v1alpha2.TopologyRollout, obs map[string]Observatio
 	for i := range st.Clusters {
 		c := &st.Clusters[i]
 		if c.Wave != st.Wave || (c.Phase != v1alpha2.ClusterPending && c.Phase != v1alpha2.ClusterWaitingForWindow) {
+			continue
+		}
+		o, ok := v.Clusters[c.Key()]
+		if ok && o.Found && c.Attempt == 0 && Matches(Target(r, *c), o.Has) {
+			at := metav1.NewTime(now)
+			c.Phase, c.Reason, c.Message, c.CompletedAt = v1alpha2.ClusterSucceeded, ReasonAlreadyAtTarget, "it had the change already; nothing was written", &at
+			p.event(false, ReasonAlreadyAtTarget, "%s had the change already", c.Key())
 			continue
 		}
 		if !windowOpen {
@@ -245,7 +343,6 @@ func (p *Pass) candidates(r *v1alpha2.TopologyRollout, obs map[string]Observatio
 		if room <= 0 {
 			break
 		}
-		o, ok := obs[c.Key()]
 		switch {
 		case !ok:
 			// Not read in this pass: room came free in it, or its wave began.
@@ -259,9 +356,76 @@ func (p *Pass) candidates(r *v1alpha2.TopologyRollout, obs map[string]Observatio
 			p.requeue(poll)
 			continue
 		}
+		if a := Approval(r, c.Wave); a != nil && !waveStarted(st, c.Wave) && len(p.Start) == 0 {
+			p.event(false, "Approved", "wave %d approved by %s at %s", c.Wave, a.By, a.At.UTC().Format(time.RFC3339))
+		}
 		p.Start = append(p.Start, i)
 		room--
 	}
+}
+
+// gate is what keeps the current wave from starting, as a cluster's reason
+// and message; "" when nothing does.
+func (p *Pass) gate(r *v1alpha2.TopologyRollout, v View, now time.Time) (string, string) {
+	st := p.Status
+	if waveStarted(st, st.Wave) {
+		return "", ""
+	}
+	if st.StartedAt == nil && len(v.Blocking) > 0 {
+		p.requeue(poll)
+		return ReasonWaitingForRollout, "waits for " + strings.Join(v.Blocking, "; ")
+	}
+	waves := Waves(r.Spec.Strategy)
+	if int(st.Wave) <= len(waves) && waves[st.Wave-1].Approval && Approval(r, st.Wave) == nil {
+		return ReasonWaitingForApproval, fmt.Sprintf("wave %d needs an approval: kubectl topology rollout approve %s --wave %d", st.Wave, r.Name, st.Wave)
+	}
+	if wait := r.Spec.Strategy.WaitAfterWave.Duration; wait > 0 {
+		if done := previousWaveDone(st); done != nil && now.Before(done.Add(wait)) {
+			p.requeue(min(done.Add(wait).Sub(now), poll))
+			return ReasonWaveWait, fmt.Sprintf("wave %d starts at %s, %s after the wave before finished", st.Wave, done.Add(wait).UTC().Format(time.RFC3339), wait)
+		}
+	}
+	return "", ""
+}
+
+// waveStarted tells whether a cluster of wave w has started or finished.
+func waveStarted(st *v1alpha2.TopologyRolloutStatus, w int32) bool {
+	for _, c := range st.Clusters {
+		if c.Wave == w && (inFlight(c.Phase) || (finished(c.Phase) && c.Reason != ReasonAlreadyAtTarget)) {
+			return true
+		}
+	}
+	return false
+}
+
+// previousWaveDone is when the last wave before the current one with
+// clusters finished.
+func previousWaveDone(st *v1alpha2.TopologyRolloutStatus) *time.Time {
+	for w := len(st.Waves) - 1; w >= 0; w-- {
+		ws := st.Waves[w]
+		if ws.Number < st.Wave && ws.Clusters > 0 && ws.CompletedAt != nil {
+			return &ws.CompletedAt.Time
+		}
+	}
+	return nil
+}
+
+// Approval is the approval of wave w, nil when it has none.
+func Approval(r *v1alpha2.TopologyRollout, w int32) *v1alpha2.RolloutApproval {
+	for i := range r.Spec.Approvals {
+		if r.Spec.Approvals[i].Wave == w {
+			return &r.Spec.Approvals[i]
+		}
+	}
+	return nil
+}
+
+// ProgressDeadline is r's progressDeadline, DefaultProgressDeadline when unset.
+func ProgressDeadline(r *v1alpha2.TopologyRollout) time.Duration {
+	if d := r.Spec.Strategy.ProgressDeadline.Duration; d != 0 {
+		return d
+	}
+	return DefaultProgressDeadline
 }
 
 // ClusterTimeout is r's clusterTimeout, DefaultClusterTimeout when unset.
@@ -295,6 +459,7 @@ func Start(st *v1alpha2.TopologyRolloutStatus, i int, has v1alpha2.RolloutChange
 	c.Phase, c.Reason, c.Message = v1alpha2.ClusterInProgress, "", ""
 	c.Attempt++
 	c.From, c.Applied, c.StartedAt, c.SoakStartedAt, c.CompletedAt = has.DeepCopy(), false, &at, nil, nil
+	c.ProgressAt, c.ProgressMark, c.RefusedSince, c.UnhealthySince = &at, "", nil, nil
 }
 
 // Fail records that cluster i failed now, with why.
@@ -354,7 +519,11 @@ func Summarize(r *v1alpha2.TopologyRollout, st *v1alpha2.TopologyRolloutStatus, 
 	st.Total, st.Succeeded, st.Failed, st.Skipped, st.InFlight = int32(len(st.Clusters)), 0, 0, 0, 0
 	st.Wave = 0
 	var waiting, windowWaiting int
+	gate := ""
 	for _, c := range st.Clusters {
+		if c.Phase == v1alpha2.ClusterPending && (c.Reason == ReasonWaitingForApproval || c.Reason == ReasonWaitingForRollout || c.Reason == ReasonWaveWait) && gate == "" {
+			gate = c.Reason + ": " + c.Message
+		}
 		switch c.Phase {
 		case v1alpha2.ClusterSucceeded:
 			st.Succeeded++
@@ -393,6 +562,12 @@ func Summarize(r *v1alpha2.TopologyRollout, st *v1alpha2.TopologyRolloutStatus, 
 		st.Phase, st.Message = v1alpha2.RolloutPaused, fmt.Sprintf("paused: %d in flight finish, none starts", st.InFlight)
 	case st.InFlight == 0 && windowWaiting > 0:
 		st.Phase, st.Message = v1alpha2.RolloutWaitingForWindow, "waiting for a maintenance window"
+	case st.InFlight == 0 && strings.HasPrefix(gate, ReasonWaitingForApproval+": "):
+		st.Phase, st.Message = v1alpha2.RolloutWaitingForApproval, strings.TrimPrefix(gate, ReasonWaitingForApproval+": ")
+	case st.InFlight == 0 && strings.HasPrefix(gate, ReasonWaitingForRollout+": "):
+		st.Phase, st.Message = v1alpha2.RolloutWaitingForRollout, strings.TrimPrefix(gate, ReasonWaitingForRollout+": ")
+	case st.InFlight == 0 && strings.HasPrefix(gate, ReasonWaveWait+": "):
+		st.Phase, st.Message = v1alpha2.RolloutProgressing, strings.TrimPrefix(gate, ReasonWaveWait+": ")
 	default:
 		st.Phase, st.Message = v1alpha2.RolloutProgressing, fmt.Sprintf("wave %d of %d: %d in flight, %d succeeded of %d", st.Wave, len(st.Waves), st.InFlight, st.Succeeded, st.Total)
 	}
@@ -403,7 +578,7 @@ func Summarize(r *v1alpha2.TopologyRollout, st *v1alpha2.TopologyRolloutStatus, 
 		st.CompletedAt = nil
 	}
 	progressing := metav1.Condition{Type: "Progressing", Status: metav1.ConditionTrue, Reason: string(st.Phase), Message: st.Message, ObservedGeneration: r.Generation}
-	if st.Phase != v1alpha2.RolloutProgressing && st.Phase != v1alpha2.RolloutWaitingForWindow {
+	if st.Phase != v1alpha2.RolloutProgressing && st.Phase != v1alpha2.RolloutWaitingForWindow && st.Phase != v1alpha2.RolloutWaitingForApproval && st.Phase != v1alpha2.RolloutWaitingForRollout {
 		progressing.Status = metav1.ConditionFalse
 	}
 	completed := metav1.Condition{Type: "Completed", Status: metav1.ConditionFalse, Reason: string(st.Phase), Message: st.Message, ObservedGeneration: r.Generation}

@@ -25,7 +25,23 @@ func StrategyText(r *v1alpha2.TopologyRollout) string {
 		"soak " + health.HumanDuration(s.Soak.Duration),
 		"health tolerance " + health.HumanDuration(HealthTolerance(r)),
 		"timeout " + health.HumanDuration(ClusterTimeout(r)),
+		"progress deadline " + health.HumanDuration(ProgressDeadline(r)),
 		fmt.Sprintf("failure budget %d", s.FailureBudget),
+	}
+	if s.WaitAfterWave.Duration > 0 {
+		parts = append(parts, "wait after each wave "+health.HumanDuration(s.WaitAfterWave.Duration))
+	}
+	var approval []string
+	for i, w := range Waves(s) {
+		if w.Approval {
+			approval = append(approval, fmt.Sprint(i+1))
+		}
+	}
+	if len(approval) > 0 {
+		parts = append(parts, "approval before wave(s) "+strings.Join(approval, ", "))
+	}
+	if r.Spec.Targets.JoinLate {
+		parts = append(parts, "late matches join the last wave")
 	}
 	for _, w := range s.Windows {
 		days := "daily"
@@ -49,14 +65,31 @@ type Header struct {
 // HeaderOf is r's header. A zero now leaves out ages.
 func HeaderOf(r *v1alpha2.TopologyRollout, now time.Time) Header {
 	st := r.Status
+	what := Describe(r.Spec.Change)
+	if r.Spec.Undo != "" {
+		what = "undo of TopologyRollout " + r.Spec.Undo
+	}
 	h := Header{
-		Title:   fmt.Sprintf("TopologyRollout %s: %s", r.Name, Describe(r.Spec.Change)),
+		Title:   fmt.Sprintf("TopologyRollout %s: %s", r.Name, what),
 		Phase:   cmp.Or(st.Phase, v1alpha2.RolloutPending),
 		Message: orText(st.Message, "the agent has not started it yet"),
 		Details: []string{"Strategy: " + StrategyText(r)},
 	}
 	if r.Spec.Paused && st.Phase != v1alpha2.RolloutPaused {
 		h.Details = append(h.Details, "Paused: clusters in flight finish, none starts")
+	}
+	if len(r.Spec.WaitFor) > 0 {
+		h.Details = append(h.Details, "Waits for: "+strings.Join(r.Spec.WaitFor, ", ")+" to complete before its first wave")
+	}
+	for _, a := range r.Spec.Approvals {
+		h.Details = append(h.Details, fmt.Sprintf("Approved: wave %d by %s at %s", a.Wave, a.By, a.At.UTC().Format(time.RFC3339)))
+	}
+	if len(st.JoinedLate) > 0 {
+		var late []string
+		for _, ref := range st.JoinedLate {
+			late = append(late, ref.Key())
+		}
+		h.Details = append(h.Details, "Matched since the start, not in the rollout (spec.targets.joinLate): "+strings.Join(late, ", "))
 	}
 	counts := fmt.Sprintf("%d succeeded, %d failed, %d skipped, %d in flight of %d", st.Succeeded, st.Failed, st.Skipped, st.InFlight, st.Total)
 	if st.StartedAt != nil && !now.IsZero() {

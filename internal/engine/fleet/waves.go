@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -52,6 +53,12 @@ func ValidateStrategy(s v1alpha2.RolloutStrategy) field.ErrorList {
 	}
 	if s.ClusterTimeout.Duration < 0 {
 		errs = append(errs, field.Invalid(strategy.Child("clusterTimeout"), s.ClusterTimeout.Duration.String(), "must not be negative"))
+	}
+	if s.ProgressDeadline.Duration < 0 {
+		errs = append(errs, field.Invalid(strategy.Child("progressDeadline"), s.ProgressDeadline.Duration.String(), "must not be negative"))
+	}
+	if s.WaitAfterWave.Duration < 0 {
+		errs = append(errs, field.Invalid(strategy.Child("waitAfterWave"), s.WaitAfterWave.Duration.String(), "must not be negative"))
 	}
 	return errs
 }
@@ -107,4 +114,64 @@ func Assign(members []v1alpha2.RolloutClusterRef, waves []v1alpha2.RolloutWave) 
 		next += size
 	}
 	return clusters, waveStatus, nil
+}
+
+// maxJoinedLate bounds the late matches a rollout lists.
+const maxJoinedLate = 100
+
+// Join takes clusters the targets select now (members) that the rollout
+// does not hold: with spec.targets.joinLate each joins the last wave as
+// Pending, unless busy says another rollout holds it; else it is listed in
+// status.joinedLate, at most maxJoinedLate. A cluster listed that no longer
+// matches leaves the list.
+func Join(r *v1alpha2.TopologyRollout, st *v1alpha2.TopologyRolloutStatus, members []v1alpha2.RolloutClusterRef, busy map[string]Hold) []Event {
+	held := make(map[v1alpha2.RolloutClusterRef]bool, len(st.Clusters))
+	for _, c := range st.Clusters {
+		held[c.RolloutClusterRef] = true
+	}
+	var events []Event
+	var late []v1alpha2.RolloutClusterRef
+	last := int32(len(st.Waves))
+	for _, ref := range members {
+		if held[ref] {
+			continue
+		}
+		other, inOther := busy[ref.Key()]
+		if !r.Spec.Targets.JoinLate || last == 0 || inOther {
+			if len(late) >= maxJoinedLate {
+				continue
+			}
+			late = append(late, ref)
+			why := "spec.targets.joinLate is off"
+			if inOther && r.Spec.Targets.JoinLate {
+				why = "it is in TopologyRollout " + other.Rollout
+			}
+			if !slices.Contains(st.JoinedLate, ref) {
+				events = append(events, Event{Reason: "JoinedLate", Message: fmt.Sprintf("%s matches the targets since the rollout started; it is not in it (%s)", ref.Key(), why)})
+			}
+			continue
+		}
+		st.Clusters = append(st.Clusters, v1alpha2.RolloutClusterStatus{RolloutClusterRef: ref, Wave: last, Phase: v1alpha2.ClusterPending, JoinedLate: true})
+		st.Waves[last-1].Clusters++
+		events = append(events, Event{Reason: "JoinedLate", Message: fmt.Sprintf("%s matches the targets since the rollout started; it joins wave %d", ref.Key(), last)})
+	}
+	st.JoinedLate = late
+	return events
+}
+
+// OnlyMessagesDiffer tells whether two statuses differ in their messages
+// alone: the rollout's, its clusters' and its conditions'.
+func OnlyMessagesDiffer(a, b *v1alpha2.TopologyRolloutStatus) bool {
+	strip := func(s *v1alpha2.TopologyRolloutStatus) *v1alpha2.TopologyRolloutStatus {
+		s = s.DeepCopy()
+		s.Message = ""
+		for i := range s.Clusters {
+			s.Clusters[i].Message = ""
+		}
+		for i := range s.Conditions {
+			s.Conditions[i].Message = ""
+		}
+		return s
+	}
+	return apiequality.Semantic.DeepEqual(strip(a), strip(b))
 }

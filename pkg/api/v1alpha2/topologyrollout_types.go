@@ -84,6 +84,47 @@ type TopologyRolloutSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10000
 	Retry []RolloutRetry `json:"retry,omitempty"`
+
+	// approvals let waves that need one start; `rollout approve` adds them,
+	// and the agent's webhook admits only an approval given by the user
+	// who sends it. Approvals cannot be taken back.
+	// +optional
+	// +listType=map
+	// +listMapKey=wave
+	// +kubebuilder:validation:MaxItems=100
+	Approvals []RolloutApproval `json:"approvals,omitempty"`
+
+	// waitFor names rollouts that must complete before this one starts its
+	// first cluster, as staging before production.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=10
+	WaitFor []string `json:"waitFor,omitempty"`
+
+	// undo names the rollout this one reverses: each cluster that rollout
+	// changed goes back to what it had before (that rollout's status keeps
+	// it). change is then empty; a version cannot be undone.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Undo string `json:"undo,omitempty"`
+}
+
+// RolloutApproval lets one wave start.
+type RolloutApproval struct {
+	// wave approved, from 1.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Wave int32 `json:"wave"`
+
+	// by is the user who approved, as the API server authenticated them.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	By string `json:"by"`
+
+	// at is when the wave was approved.
+	// +required
+	At metav1.Time `json:"at"`
 }
 
 // RolloutChange is what a rollout sets on each cluster; at least one field.
@@ -106,6 +147,14 @@ type RolloutChange struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=100
 	Variables []ClusterVariable `json:"variables,omitempty"`
+
+	// unsetVariables are variables to remove from the cluster, so that the
+	// class's default applies again; an undo uses them for variables a
+	// cluster did not set before.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	UnsetVariables []string `json:"unsetVariables,omitempty"`
 }
 
 // RolloutTargets select the clusters of a rollout.
@@ -130,6 +179,11 @@ type RolloutTargets struct {
 	// +optional
 	// +listType=set
 	Namespaces []string `json:"namespaces,omitempty"`
+
+	// joinLate lets clusters that match after the rollout started join its
+	// last wave; without it they are only reported (status.joinedLate).
+	// +optional
+	JoinLate bool `json:"joinLate,omitempty"`
 }
 
 // RolloutStrategy is how a rollout moves its clusters.
@@ -165,6 +219,18 @@ type RolloutStrategy struct {
 	// +optional
 	ClusterTimeout metav1.Duration `json:"clusterTimeout,omitempty,omitzero"`
 
+	// progressDeadline fails a cluster in progress that has made no
+	// progress for this long: no Machine created, replaced or readied, no
+	// part changing state. Ten minutes when unset; like a Deployment's
+	// progressDeadlineSeconds. clusterTimeout still bounds the whole change.
+	// +optional
+	ProgressDeadline metav1.Duration `json:"progressDeadline,omitempty,omitzero"`
+
+	// waitAfterWave is how long the rollout waits after a wave has
+	// finished before the next wave starts, besides each cluster's soak.
+	// +optional
+	WaitAfterWave metav1.Duration `json:"waitAfterWave,omitempty,omitzero"`
+
 	// failureBudget is how many clusters may fail before the rollout stops
 	// starting clusters; 0 stops at the first failure.
 	// +optional
@@ -185,6 +251,11 @@ type RolloutWave struct {
 	// +required
 	// +kubebuilder:validation:XIntOrString
 	Clusters intstr.IntOrString `json:"clusters"`
+
+	// approval: the wave does not start until it is approved
+	// (spec.approvals, `rollout approve`).
+	// +optional
+	Approval bool `json:"approval,omitempty"`
 }
 
 // MaintenanceWindow is a span of hours on some days of the week, in UTC.
@@ -239,7 +310,7 @@ type RolloutRetry struct {
 }
 
 // FleetRolloutPhase is where a whole TopologyRollout stands.
-// +kubebuilder:validation:Enum=Pending;Progressing;Paused;WaitingForWindow;Halted;Aborted;Completed
+// +kubebuilder:validation:Enum=Pending;Progressing;Paused;WaitingForWindow;WaitingForApproval;WaitingForRollout;Halted;Aborted;Completed
 type FleetRolloutPhase string
 
 // Rollout phases.
@@ -252,6 +323,12 @@ const (
 	RolloutPaused FleetRolloutPhase = "Paused"
 	// RolloutWaitingForWindow: the next cluster waits for a maintenance window.
 	RolloutWaitingForWindow FleetRolloutPhase = "WaitingForWindow"
+	// RolloutWaitingForApproval: the next wave needs an approval
+	// (`rollout approve`) before it starts.
+	RolloutWaitingForApproval FleetRolloutPhase = "WaitingForApproval"
+	// RolloutWaitingForRollout: a rollout named in spec.waitFor has not
+	// completed, or a wave's waitAfterWave has not passed.
+	RolloutWaitingForRollout FleetRolloutPhase = "WaitingForRollout"
 	// RolloutHalted: more clusters failed than the budget allows; retry or
 	// skip them to go on.
 	RolloutHalted FleetRolloutPhase = "Halted"
@@ -325,6 +402,13 @@ type TopologyRolloutStatus struct {
 	// +listType=atomic
 	Clusters []RolloutClusterStatus `json:"clusters,omitempty"`
 
+	// joinedLate are clusters that matched the targets after the rollout
+	// started and are not in it (spec.targets.joinLate is off), at most 100.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	JoinedLate []RolloutClusterRef `json:"joinedLate,omitempty"`
+
 	// conditions: Progressing and Completed.
 	// +optional
 	// +listType=map
@@ -371,6 +455,16 @@ type RolloutClusterStatus struct {
 	// +optional
 	From *RolloutChange `json:"from,omitempty"`
 
+	// to is what this cluster is set to when it differs from spec.change:
+	// an undo's value from before, per cluster.
+	// +optional
+	To *RolloutChange `json:"to,omitempty"`
+
+	// joinedLate says the cluster matched after the rollout started and
+	// joined its last wave (spec.targets.joinLate).
+	// +optional
+	JoinedLate bool `json:"joinedLate,omitempty"`
+
 	// applied says the change was written to the cluster.
 	// +optional
 	Applied bool `json:"applied,omitempty"`
@@ -386,6 +480,23 @@ type RolloutClusterStatus struct {
 	UnhealthySince *metav1.Time `json:"unhealthySince,omitempty"`
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+
+	// progressAt is when the cluster in progress last made progress (a
+	// Machine created, replaced or readied, a part changing state); the
+	// progress deadline counts from it. progressMark is what it looked like
+	// then, to tell the next change from it.
+	// +optional
+	ProgressAt *metav1.Time `json:"progressAt,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ProgressMark string `json:"progressMark,omitempty"`
+
+	// refusedSince is when a cluster in progress began to be refused in a
+	// way that does not pass by itself (a write refused by admission or
+	// validation); unset while nothing refuses it. It fails once this has
+	// lasted the health tolerance.
+	// +optional
+	RefusedSince *metav1.Time `json:"refusedSince,omitempty"`
 }
 
 // Kinds of cluster a rollout moves.
