@@ -226,6 +226,9 @@ func (r Reader) Observe(ctx context.Context, change v1alpha2.RolloutChange, t *v
 	o.Progress = fleet.ProgressMark(t)
 	o.Settled = health.RolloutSettled(t)
 	if !o.Settled {
+		o.Holding = append(health.RolloutHolds(t), health.PartsHolding(t)...)
+	}
+	if !o.Settled {
 		o.Problems = append(health.RolloutHolds(t), health.PartsNotReady(t, time.Time{})...)
 		for _, p := range health.TopologyProblems(t) {
 			if !slices.Contains(o.Problems, p) {

@@ -304,11 +304,7 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentR
 		if p.DesiredReplicas == nil {
 			open = true
 		}
-		why := p.Message
-		if why == "" && len(p.Problems) > 0 {
-			why = p.Problems[0].Object + " " + p.Problems[0].Reason
-		}
-		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%d/%s\t%d\t%s\t%s\t%s\n", branch, name, orDash(p.ObjectName), version, p.ReadyReplicas, desiredReplicas(p), p.UpToDateReplicas, orDash(string(p.State)), since(p.StateSince), why)
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%d/%s\t%d\t%s\t%s\t%s\n", branch, name, orDash(p.ObjectName), version, p.ReadyReplicas, desiredReplicas(p), p.UpToDateReplicas, orDash(string(p.State)), since(p.StateSince), health.PartWhy(p))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

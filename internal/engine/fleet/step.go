@@ -70,6 +70,10 @@ type Observation struct {
 	Settled bool
 	// Problems say why it is not settled, for humans.
 	Problems []string
+	// Holding is what holds it as `status` says it: what its status reports
+	// holding it and each part not Ready with why; the progress deadline's
+	// reason.
+	Holding []string
 	// Refused is why the API server refuses what the agent writes for the
 	// cluster, word for word, when the refusal will not pass by itself (not
 	// a conflict, a timeout, 429 or 5xx); "" when nothing refuses it.
@@ -215,7 +219,7 @@ func (p *Pass) follow(r *v1alpha2.TopologyRollout, i int, o Observation, timeout
 		case c.StartedAt != nil && now.Sub(c.StartedAt.Time) > timeout:
 			p.fail(i, ReasonTimeout, fmt.Sprintf("not settled %s after it started: %s", timeout, problemsText(o.Problems)), at)
 		case c.ProgressAt != nil && now.Sub(c.ProgressAt.Time) >= deadline:
-			p.fail(i, ReasonProgressDeadline, fmt.Sprintf("no progress for %s (no Machine created, replaced or ready, no part changing state): %s", deadline, problemsText(o.Problems)), at)
+			p.fail(i, ReasonProgressDeadline, fmt.Sprintf("no progress for %s (no Machine created, replaced or ready, no part changing state): %s", deadline, problemsText(holding(o))), at)
 		default:
 			c.Message = problemsText(o.Problems)
 			p.requeue(poll)
@@ -490,6 +494,14 @@ func (p *Pass) requeue(d time.Duration) {
 	if d > 0 && (p.Requeue == 0 || d < p.Requeue) {
 		p.Requeue = d
 	}
+}
+
+// holding is what holds o as status says it, else its problems.
+func holding(o Observation) []string {
+	if len(o.Holding) > 0 {
+		return o.Holding
+	}
+	return o.Problems
 }
 
 func problemsText(problems []string) string {

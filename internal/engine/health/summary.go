@@ -164,6 +164,33 @@ func PartsNotReady(t *v1alpha2.Topology, now time.Time) []string {
 	return out
 }
 
+// PartWhy is why part p is in its state, as status's WHY column says it:
+// the part's message, or else its first problem.
+func PartWhy(p v1alpha2.PartStatus) string {
+	if p.Message == "" && len(p.Problems) > 0 {
+		return p.Problems[0].Object + " " + p.Problems[0].Reason
+	}
+	return p.Message
+}
+
+// PartsHolding says, for each part of t that is not Ready, its name, state
+// and why, in status's words: "control-plane: RollingOut: the control plane
+// is upgrading from v1.33.1 to v1.34.0".
+func PartsHolding(t *v1alpha2.Topology) []string {
+	var out []string
+	for _, p := range t.Status.Parts() {
+		if p.State == v1alpha2.StateReady {
+			continue
+		}
+		line := p.Name + ": " + orUnknown(string(p.State))
+		if why := PartWhy(p); why != "" {
+			line += ": " + why
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
 // RolloutHolds says what a Topology's status reports as holding it: a
 // change the agent has not seen yet, and each condition that is not true.
 // Status views list these, and a watch that gives up names them.
