@@ -51,7 +51,9 @@ func TestFleetPreflightDryRunsEveryObject(t *testing.T) {
 	}
 
 	suite.MustTopology(t, "rollout", "create", name, "-l", "fleet="+ns, "--version", "v1.34.0", "--waves", "1,100%", "--yes")
-	t.Cleanup(func() { _ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)}) })
+	t.Cleanup(func() {
+		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)})
+	})
 	ro := suite.WaitRollout(t, name, 2*time.Minute, "halted on p1's preflight", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutHalted
 	})
@@ -107,7 +109,9 @@ func TestFleetRolloutFailsARefusedClusterWithinTheTolerance(t *testing.T) {
 	name := "refused-" + ns
 	suite.MustTopology(t, "rollout", "create", name, "-l", "fleet="+ns, "--version", "v1.34.0", "--waves", "1,100%",
 		"--health-tolerance", "30s", "--cluster-timeout", "30m", "--yes")
-	t.Cleanup(func() { _ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)}) })
+	t.Cleanup(func() {
+		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)})
+	})
 	suite.WaitRollout(t, name, 2*time.Minute, "f1 started", func(ro *v1alpha2.TopologyRollout) bool {
 		return fixture.RolloutCluster(ro, "f1").Applied
 	})
@@ -176,10 +180,20 @@ func TestFleetRolloutProgressDeadline(t *testing.T) {
 	if err := suite.K8s.Patch(ctx, kcp, patch); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // a paused control plane is not deleted
+		latest := controlPlaneOf(t, ns, "g1")
+		unpause := client.MergeFrom(latest.DeepCopy())
+		latest.SetAnnotations(nil)
+		if err := suite.K8s.Patch(context.Background(), latest, unpause); err != nil {
+			t.Error(err)
+		}
+	})
 	name := "deadline-" + ns
 	suite.MustTopology(t, "rollout", "create", name, "-l", "fleet="+ns, "--version", "v1.34.0", "--waves", "100%",
 		"--progress-deadline", "45s", "--cluster-timeout", "30m", "--yes")
-	t.Cleanup(func() { _ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)}) })
+	t.Cleanup(func() {
+		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)})
+	})
 	ro := suite.WaitRollout(t, name, 4*time.Minute, "g1 failed at its progress deadline", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutHalted
 	})
@@ -190,12 +204,17 @@ func TestFleetRolloutProgressDeadline(t *testing.T) {
 	if took := g1.CompletedAt.Sub(g1.StartedAt.Time); took > 3*time.Minute {
 		t.Errorf("g1 failed %s after it started, want about the 45s deadline", took)
 	}
-	// The reason is what status says holds it.
-	held := strings.TrimSpace(strings.SplitN(g1.Message, ": ", 2)[1])
+	// The reason is what status says holds it: each part, its state and why.
+	held := strings.SplitN(g1.Message, ": ", 2)[1]
 	status := suite.MustTopology(t, "status", "g1", "-n", ns)
+	if !strings.Contains(held, "control-plane: RollingOut: ") {
+		t.Errorf("the reason does not say the control plane holds it: %q", held)
+	}
 	for _, part := range strings.Split(held, "; ") {
-		if !strings.Contains(status, part) {
-			t.Errorf("the reason names %q, which status does not say:\n%s", part, status)
+		for _, field := range strings.SplitN(part, ": ", 3) {
+			if !strings.Contains(status, field) {
+				t.Errorf("the reason says %q, which status does not:\n%s", field, status)
+			}
 		}
 	}
 }
@@ -222,7 +241,9 @@ func TestFleetApprovalAndUndo(t *testing.T) {
 	}
 	name := "startup-" + ns
 	suite.MustTopology(t, "rollout", "create", name, "-l", "fleet="+ns, "--set", "workerStartup=2s", "--waves", "1,100%", "--approval", "2", "--yes")
-	t.Cleanup(func() { _ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)}) })
+	t.Cleanup(func() {
+		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)})
+	})
 	ro := suite.WaitRollout(t, name, 5*time.Minute, "waits for the approval of wave 2", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutWaitingForApproval
 	})
@@ -273,7 +294,9 @@ func TestFleetApprovalAndUndo(t *testing.T) {
 	}
 	undo := name + "-undo"
 	suite.MustTopology(t, "rollout", "undo", name, "--yes")
-	t.Cleanup(func() { _ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(undo)}) })
+	t.Cleanup(func() {
+		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(undo)})
+	})
 	suite.WaitRollout(t, undo, 5*time.Minute, "waits for the approval of its wave 2 too", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutWaitingForApproval
 	})
