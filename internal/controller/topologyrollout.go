@@ -51,8 +51,9 @@ type TopologyRolloutReconciler struct {
 	// Clock is the time rollouts are judged by; nil: the real clock.
 	Clock clock.PassiveClock
 
-	// written is when each rollout's status was last written (by name).
-	written sync.Map
+	// written is when each rollout's status was last written, and joined
+	// when its late matches were last looked for (by name).
+	written, joined sync.Map
 }
 
 func (r *TopologyRolloutReconciler) now() time.Time {
@@ -280,6 +281,11 @@ func (r *TopologyRolloutReconciler) join(ctx context.Context, m membership.Reade
 	if ro.Spec.Undo != "" || len(st.Clusters) == 0 || !fleet.Active(ro) || st.Phase == v1alpha2.RolloutCompleted {
 		return nil
 	}
+	// Every pass would list the whole fleet; late matches can wait a while.
+	if last, ok := r.joined.Load(ro.Name); ok && r.now().Sub(last.(time.Time)) < joinInterval {
+		return nil
+	}
+	r.joined.Store(ro.Name, r.now())
 	selected, err := m.List(ctx, ro.Spec.Targets)
 	if err != nil {
 		return fmt.Errorf("TopologyRollout %s: %w", ro.Name, err)
@@ -331,6 +337,10 @@ func (r *TopologyRolloutReconciler) write(ctx context.Context, ro *v1alpha2.Topo
 // messages changed (a refusal's or an unhealthy spell's length, what a
 // cluster waits for): at fleet scale those were most of its writes.
 const messageInterval = 30 * time.Second
+
+// joinInterval is how often a rollout looks for clusters that match its
+// targets since it started.
+const joinInterval = 30 * time.Second
 
 // writeStatus writes ro's status when it differs from orig's. A change of
 // messages alone waits until messageInterval has passed since the last
