@@ -57,6 +57,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.BoolVar(&opts.Profile, "profile", false, "save Go profiles into each side's directory under -dir: 30 s of the API server's and the agent's CPU from the last create on, the agent's heap once it is idle, and 30 s of its CPU from its restart for the no-op resync")
 	fs.StringVar(&opts.RolloutVersion, "rollout", "", "end our side with a TopologyRollout of every cluster to this version (e.g. v1.34.0), measuring its time and API requests per cluster; providers must run")
 	fs.IntVar(&opts.RolloutInFlight, "rollout-in-flight", 10, "with -rollout: clusters in flight at once")
+	fs.StringVar(&opts.RolloutDryRun, "rollout-dry-run", "", "end our side with a timed `rollout create --dry-run --set NAME=VALUE` over every cluster (e.g. workerStartup=2s): the live dry run, every cluster's preflight and whole-change dry run included")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}

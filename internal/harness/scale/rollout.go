@@ -3,6 +3,9 @@ package scale
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,10 +75,41 @@ func measureRollout(ctx context.Context, opts Options, t *target, m *Measurement
 	return nil
 }
 
+// measureDryRun times the plugin's `rollout create --dry-run` of
+// opts.RolloutDryRun (NAME=VALUE) over every cluster of t's namespace, as a
+// user runs it: admission's checks, the preview, and each cluster's
+// preflight with its whole-change server-side dry run.
+func measureDryRun(ctx context.Context, opts Options, t *target, m *Measurement) error {
+	args := []string{"--kubeconfig", t.kubeconfig, "rollout", "create", "bench-dry-" + t.ns, "-l", "!topology.kubectl-topology.io/none",
+		"--target-namespaces", t.ns, "--kinds", v1alpha2.RolloutKindTopology, "--set", opts.RolloutDryRun, "--waves", "1,100%", "--dry-run", "-q"}
+	logf(opts.Log, "%s, N=%d: rollout create --dry-run --set %s over all", Ours, opts.N, opts.RolloutDryRun)
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, filepath.Join(opts.BinDir, "kubectl-topology"), args...).CombinedOutput()
+	m.DryRunTime = time.Since(start)
+	if err != nil {
+		return fmt.Errorf("rollout create --dry-run: %w\n%s", err, out)
+	}
+	if _, err := fmt.Sscanf(refusedLine(string(out)), "Preflight: %d cluster(s) would be refused", &m.DryRunRefused); err != nil {
+		m.DryRunRefused = 0
+	}
+	logf(opts.Log, "%s, N=%d: the dry run took %s, %d cluster(s) refused at preflight", Ours, opts.N, m.DryRunTime.Round(100*time.Millisecond), m.DryRunRefused)
+	return nil
+}
+
+// refusedLine is the dry run's line that counts the refused clusters.
+func refusedLine(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "Preflight: ") {
+			return line
+		}
+	}
+	return ""
+}
+
 // byPurpose is the rollout controller's requests by purpose between two scrapes.
 func byPurpose(after, before Metrics) string {
 	out := ""
-	for _, p := range []string{"status", "change", "preflight"} {
+	for _, p := range []string{"status", "change", "preflight", "dryrun"} {
 		f := `purpose="` + p + `"`
 		out += fmt.Sprintf("%s %.0f ", p, after.Sum(rolloutRequestsMetric, f)-before.Sum(rolloutRequestsMetric, f))
 	}

@@ -91,6 +91,10 @@ type Options struct {
 	// must run: a cluster counts once its machines run the version).
 	RolloutVersion  string
 	RolloutInFlight int
+	// RolloutDryRun, when set (NAME=VALUE), ends our side with `rollout
+	// create --dry-run` of that variable over all N, timed: the live dry
+	// run, each cluster's preflight with its whole-change dry run included.
+	RolloutDryRun string
 	// Log receives progress.
 	Log io.Writer
 }
@@ -140,6 +144,11 @@ type Measurement struct {
 	// it, RolloutControllerRequests the rollout controller's own.
 	RolloutTime                                time.Duration
 	RolloutRequests, RolloutControllerRequests float64
+	// DryRunTime is how long `rollout create --dry-run` over all N took
+	// (with RolloutDryRun); DryRunRefused how many clusters it said would
+	// be refused at preflight.
+	DryRunTime    time.Duration
+	DryRunRefused int
 }
 
 // Field managers of the two topology controllers.
@@ -418,6 +427,11 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 	}
 	if m.ResyncChanged, err = changedSince(ctx, k8s, t.cfg, ns, manager, restarted); err != nil {
 		return m, err
+	}
+	if opts.RolloutDryRun != "" && side == Ours {
+		if err := measureDryRun(ctx, opts, t, &m); err != nil {
+			return m, err
+		}
 	}
 	if opts.RolloutVersion != "" && side == Ours && !opts.IdleProviders {
 		if err := measureRollout(ctx, opts, t, &m); err != nil {
@@ -973,6 +987,10 @@ func Table(w io.Writer, class string, ours, upstream Measurement) {
 		fmt.Fprintf(w, "  %-54s %14s\n", "fleet rollout of all N to the next minor: time", ours.RolloutTime.Round(time.Second))
 		fmt.Fprintf(w, "  %-54s %14s\n", "  the agent's API requests per cluster", perCluster(perN(ours.RolloutRequests, ours)))
 		fmt.Fprintf(w, "  %-54s %14s\n", "  the rollout controller's own per cluster", perCluster(perN(ours.RolloutControllerRequests, ours)))
+	}
+	if ours.DryRunTime > 0 {
+		fmt.Fprintf(w, "  %-54s %14s\n", "rollout create --dry-run over all N, preflights included", ours.DryRunTime.Round(100*time.Millisecond))
+		fmt.Fprintf(w, "  %-54s %14d\n", "  clusters it says preflight would refuse", ours.DryRunRefused)
 	}
 	fmt.Fprintln(w, "  The core manager runs beside the agent with ClusterTopology off; upstream, its topology controller is one of its")
 	fmt.Fprintln(w, "  controllers, so its requests, memory, CPU and resync writes include those of its other controllers too.")
