@@ -25,8 +25,8 @@ func StrategyText(r *v1alpha2.TopologyRollout) string {
 		"soak " + health.HumanDuration(s.Soak.Duration),
 		"health tolerance " + health.HumanDuration(HealthTolerance(r)),
 		"timeout " + health.HumanDuration(ClusterTimeout(r)),
-		"progress deadline " + health.HumanDuration(ProgressDeadline(r)),
 		fmt.Sprintf("failure budget %d", s.FailureBudget),
+		"progress deadline " + health.HumanDuration(ProgressDeadline(r)),
 	}
 	if s.WaitAfterWave.Duration > 0 {
 		parts = append(parts, "wait after each wave "+health.HumanDuration(s.WaitAfterWave.Duration))
