@@ -47,7 +47,9 @@ type Cluster struct {
 	Context   string
 	// Core is the Cluster API Core version the server stores, once asked.
 	Core contract.CoreVersion
-	// extensions are the handlers the agent discovered, once read.
+	// extensions are the handlers the agent discovered, once read; mu
+	// guards them for the rollout dry run's plans, which run side by side.
+	mu         sync.Mutex
 	extensions *extension.Client
 }
 

@@ -152,6 +152,8 @@ func ownedByUncreated(obj *unstructured.Unstructured) bool {
 // the editor wants them for both external patches and lifecycle hooks. A
 // user who may not list TopologyExtensions gets none.
 func (ca *Cluster) discovered(ctx context.Context) (*extension.Client, error) {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
 	if ca.extensions != nil {
 		return ca.extensions, nil
 	}

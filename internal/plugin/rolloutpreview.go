@@ -153,35 +153,48 @@ func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []
 	for _, w := range waves {
 		out.waves = append(out.waves, wavePreview{number: w.Number})
 	}
-	for _, c := range clusters {
+	// Each cluster's preview is its own; a class or variable change asks the
+	// API server for its live plan, so they run preflightParallel at a time.
+	previews := make([]clusterPreview, len(clusters))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(preflightParallel)
+	for i, c := range clusters {
 		t := byKey[c.Key()]
 		change := ro.Spec.Change
 		if changeOf != nil {
 			change = changeOf(c.RolloutClusterRef)
 		}
-		cp := clusterPreview{ref: c.RolloutClusterRef, changes: fleet.Differences(change, fleet.Has(change, t))}
-		if len(cp.changes) > 0 {
-			versionOnly := change.Version != "" && change.Class == "" && len(change.Variables) == 0 && len(change.UnsetVariables) == 0
-			if versionOnly {
-				class, err := classOf(ctx, t)
-				if err != nil {
-					return nil, fmt.Errorf("%s: reading its class: %w", c.Key(), err)
-				}
-				cp.machines = rollout.PlanUpgrade(t, class, change.Version).MachinesReplaced()
-			} else {
-				edited := t.DeepCopy()
-				fleet.Apply(change, edited)
-				n, err := replaced(ctx, edited)
-				if err != nil {
-					return nil, fmt.Errorf("%s: previewing the change: %w", c.Key(), err)
-				}
-				cp.machines = n
-			}
+		previews[i] = clusterPreview{ref: c.RolloutClusterRef, changes: fleet.Differences(change, fleet.Has(change, t))}
+		if len(previews[i].changes) == 0 {
+			continue
 		}
+		if change.Version != "" && change.Class == "" && len(change.Variables) == 0 && len(change.UnsetVariables) == 0 {
+			class, err := classOf(ctx, t)
+			if err != nil {
+				return nil, fmt.Errorf("%s: reading its class: %w", c.Key(), err)
+			}
+			previews[i].machines = rollout.PlanUpgrade(t, class, change.Version).MachinesReplaced()
+			continue
+		}
+		g.Go(func() error {
+			edited := t.DeepCopy()
+			fleet.Apply(change, edited)
+			n, err := replaced(gctx, edited)
+			if err != nil {
+				return fmt.Errorf("%s: previewing the change: %w", c.Key(), err)
+			}
+			previews[i].machines = n
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for i, c := range clusters {
 		wp := &out.waves[c.Wave-1]
-		wp.clusters = append(wp.clusters, cp)
-		wp.machines += cp.machines
-		out.machines += cp.machines
+		wp.clusters = append(wp.clusters, previews[i])
+		wp.machines += previews[i].machines
+		out.machines += previews[i].machines
 	}
 	return out, nil
 }
