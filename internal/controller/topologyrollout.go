@@ -334,8 +334,9 @@ func (r *TopologyRolloutReconciler) write(ctx context.Context, ro *v1alpha2.Topo
 }
 
 // messageInterval is how often a rollout's status is written when only its
-// messages changed (a refusal's or an unhealthy spell's length, what a
-// cluster waits for): at fleet scale those were most of its writes.
+// messages or clusters' progress marks changed (a refusal's or an unhealthy
+// spell's length, what a cluster waits for, a Machine replaced): at fleet
+// scale those were most of its writes.
 const messageInterval = 30 * time.Second
 
 // joinInterval is how often a rollout looks for clusters that match its
@@ -343,13 +344,14 @@ const messageInterval = 30 * time.Second
 const joinInterval = 30 * time.Second
 
 // writeStatus writes ro's status when it differs from orig's. A change of
-// messages alone waits until messageInterval has passed since the last
-// write, unless now says the write guards a change to a cluster.
+// messages or progress marks alone waits until messageInterval has passed
+// since the last write, unless now says the write guards a change to a
+// cluster.
 func (r *TopologyRolloutReconciler) writeStatus(ctx context.Context, orig, ro *v1alpha2.TopologyRollout, now bool) error {
 	if equality.Semantic.DeepEqual(orig.Status, ro.Status) {
 		return nil
 	}
-	if last, ok := r.written.Load(ro.Name); ok && !now && r.now().Sub(last.(time.Time)) < messageInterval && fleet.OnlyMessagesDiffer(&orig.Status, &ro.Status) {
+	if last, ok := r.written.Load(ro.Name); ok && !now && r.now().Sub(last.(time.Time)) < messageInterval && fleet.OnlyMinorDiffer(&orig.Status, &ro.Status) {
 		return nil
 	}
 	// Guarded by the resourceVersion read: a second writer (an agent

@@ -549,16 +549,22 @@ func TestLateMatchesJoinTheLastWaveOnlyWhenAskedAndFree(t *testing.T) {
 	}
 }
 
-func TestOnlyMessagesDifferTellsProgressTextFromProgress(t *testing.T) {
+func TestOnlyMinorDifferTellsProgressTextFromProgress(t *testing.T) {
 	r := fleetRollout(t, 2, 1, 0, "100%")
 	a := r.Status.DeepCopy()
 	b := a.DeepCopy()
-	b.Message, b.Clusters[0].Message = "wave 1 of 1", "refused for 10s"
-	if !OnlyMessagesDiffer(a, b) {
-		t.Errorf("messages alone differ, but it says more does")
+	at := metav1.NewTime(t0)
+	b.Message, b.Clusters[0].Message, b.Clusters[0].ProgressMark, b.Clusters[0].ProgressAt = "wave 1 of 1", "refused for 10s", "9f", &at
+	if !OnlyMinorDiffer(a, b) {
+		t.Errorf("messages and a progress mark alone differ, but it says more does")
 	}
+	b.Clusters[0].RefusedSince = &at
+	if OnlyMinorDiffer(a, b) {
+		t.Errorf("a refusal's start differs, but it says only minor fields do")
+	}
+	b.Clusters[0].RefusedSince = nil
 	b.Clusters[0].Phase = v1alpha2.ClusterFailed
-	if OnlyMessagesDiffer(a, b) {
+	if OnlyMinorDiffer(a, b) {
 		t.Errorf("a phase differs, but it says only messages do")
 	}
 }

@@ -159,14 +159,16 @@ func Join(r *v1alpha2.TopologyRollout, st *v1alpha2.TopologyRolloutStatus, membe
 	return events
 }
 
-// OnlyMessagesDiffer tells whether two statuses differ in their messages
-// alone: the rollout's, its clusters' and its conditions'.
-func OnlyMessagesDiffer(a, b *v1alpha2.TopologyRolloutStatus) bool {
+// OnlyMinorDiffer tells whether two statuses differ only in what may wait
+// to be written: messages (the rollout's, its clusters' and its
+// conditions') and each cluster's progress mark and time. A progress time
+// written late moves the deadline by as much; nothing else depends on it.
+func OnlyMinorDiffer(a, b *v1alpha2.TopologyRolloutStatus) bool {
 	strip := func(s *v1alpha2.TopologyRolloutStatus) *v1alpha2.TopologyRolloutStatus {
 		s = s.DeepCopy()
 		s.Message = ""
 		for i := range s.Clusters {
-			s.Clusters[i].Message = ""
+			s.Clusters[i].Message, s.Clusters[i].ProgressMark, s.Clusters[i].ProgressAt = "", "", nil
 		}
 		for i := range s.Conditions {
 			s.Conditions[i].Message = ""
