@@ -262,31 +262,49 @@ func (o *RolloutCreateOptions) Run(ctx context.Context) error {
 	if err := o.connectOnce(); err != nil {
 		return err
 	}
-	ro := o.rollout
-	core, _ := o.access.CoreVersion() // no Cluster API: Topologies only
-	m := membership.Reader{Client: o.access.Client, CoreVersion: core}
+	return createRollout(ctx, o.access, o.IOStreams, o.rollout, o.DryRun, o.Yes, o.Quiet)
+}
+
+// createRollout is what `rollout create` and `rollout undo` share: it
+// checks ro as the agent's webhook does, previews it per wave and cluster
+// with each cluster's preflight (an undo's clusters each with the value it
+// goes back to), stops there with dryRun, asks unless yes, and creates it.
+func createRollout(ctx context.Context, ca *live.Cluster, streams genericiooptions.IOStreams, ro *v1alpha2.TopologyRollout, dryRun, yes, quiet bool) error {
+	core, _ := ca.CoreVersion() // no Cluster API: Topologies only
+	m := membership.Reader{Client: ca.Client, CoreVersion: core}
 	classes := m.Classes()
 	selected, errs := m.Admit(ctx, ro, classes)
 	if len(errs) > 0 {
 		return refusal(ro, errs)
 	}
-	preview, err := previewRollout(ctx, m, classes, o.access, ro, selected, nil)
+	question := fmt.Sprintf("Create TopologyRollout %s over %d cluster(s)?", ro.Name, len(selected))
+	started := "the agent starts wave 1"
+	var back map[string]v1alpha2.RolloutChange
+	if ro.Spec.Undo != "" {
+		var undoErr *field.Error
+		if _, back, undoErr = m.UndoMembers(ctx, ro.Spec.Undo); undoErr != nil {
+			return refusal(ro, field.ErrorList{undoErr})
+		}
+		question = fmt.Sprintf("Create TopologyRollout %s, undoing %s over %d cluster(s)?", ro.Name, ro.Spec.Undo, len(selected))
+		started += " of the undo"
+	}
+	preview, err := previewRollout(ctx, m, classes, ca, ro, selected, back)
 	if err != nil {
 		return err
 	}
-	preview.print(o.Out, ro, o.Quiet)
-	if o.DryRun {
-		fmt.Fprintln(o.Out, "Dry run: nothing was created.")
+	preview.print(streams.Out, ro, quiet)
+	if dryRun {
+		fmt.Fprintln(streams.Out, "Dry run: nothing was created.")
 		return nil
 	}
-	if !o.Yes && !confirm(o.In, o.Out, fmt.Sprintf("Create TopologyRollout %s over %d cluster(s)?", ro.Name, len(selected))) {
-		fmt.Fprintln(o.Out, "Nothing was created.")
+	if !yes && !confirm(streams.In, streams.Out, question) {
+		fmt.Fprintln(streams.Out, "Nothing was created.")
 		return nil
 	}
-	if err := o.access.Client.Create(ctx, ro); err != nil {
-		return fmt.Errorf("creating TopologyRollout %s: %w", ro.Name, err)
+	if err := ca.Client.Create(ctx, ro); err != nil {
+		return fmt.Errorf("creating TopologyRollout %s: %w", ro.Name, live.Explain(err, ca))
 	}
-	fmt.Fprintf(o.Out, "TopologyRollout %s created: the agent starts wave 1.\nFollow it with: kubectl topology rollout status %s --watch\n", ro.Name, ro.Name)
+	fmt.Fprintf(streams.Out, "TopologyRollout %s created: %s.\nFollow it with: kubectl topology rollout status %s --watch\n", ro.Name, started, ro.Name)
 	return nil
 }
 

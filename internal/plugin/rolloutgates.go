@@ -22,7 +22,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
-	"github.com/kubectl-topology/kubectl-topology/internal/membership"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -214,35 +213,7 @@ func (o *RolloutUndoOptions) Run(ctx context.Context) error {
 		},
 	}
 	ro.Spec.Targets.JoinLate = false
-	core, _ := o.access.CoreVersion() // no Cluster API: Topologies only
-	m := membership.Reader{Client: o.access.Client, CoreVersion: core}
-	classes := m.Classes()
-	selected, errs := m.Admit(ctx, ro, classes)
-	if len(errs) > 0 {
-		return refusal(ro, errs)
-	}
-	_, back, undoErr := m.UndoMembers(ctx, o.Name)
-	if undoErr != nil {
-		return refusal(ro, append(errs, undoErr))
-	}
-	preview, err := previewRollout(ctx, m, classes, o.access, ro, selected, back)
-	if err != nil {
-		return err
-	}
-	preview.print(o.Out, ro, o.Quiet)
-	if o.DryRun {
-		fmt.Fprintln(o.Out, "Dry run: nothing was created.")
-		return nil
-	}
-	if !o.Yes && !confirm(o.In, o.Out, fmt.Sprintf("Create TopologyRollout %s, undoing %s over %d cluster(s)?", ro.Name, o.Name, len(selected))) {
-		fmt.Fprintln(o.Out, "Nothing was created.")
-		return nil
-	}
-	if err := o.access.Client.Create(ctx, ro); err != nil {
-		return fmt.Errorf("creating TopologyRollout %s: %w", ro.Name, live.Explain(err, o.access))
-	}
-	fmt.Fprintf(o.Out, "TopologyRollout %s created: the agent starts wave 1 of the undo.\nFollow it with: kubectl topology rollout status %s --watch\n", ro.Name, ro.Name)
-	return nil
+	return createRollout(ctx, o.access, o.IOStreams, ro, o.DryRun, o.Yes, o.Quiet)
 }
 
 // RolloutListOptions are the inputs of `rollout list`.
