@@ -531,10 +531,11 @@ func Summarize(r *v1alpha2.TopologyRollout, st *v1alpha2.TopologyRolloutStatus, 
 	st.Total, st.Succeeded, st.Failed, st.Skipped, st.InFlight = int32(len(st.Clusters)), 0, 0, 0, 0
 	st.Wave = 0
 	var waiting, windowWaiting int
-	gate := ""
+	// The gate that holds the next wave, as its first waiting cluster says.
+	var gate, gateMessage string
 	for _, c := range st.Clusters {
-		if c.Phase == v1alpha2.ClusterPending && (c.Reason == ReasonWaitingForApproval || c.Reason == ReasonWaitingForRollout || c.Reason == ReasonWaveWait) && gate == "" {
-			gate = c.Reason + ": " + c.Message
+		if gate == "" && c.Phase == v1alpha2.ClusterPending && (c.Reason == ReasonWaitingForApproval || c.Reason == ReasonWaitingForRollout || c.Reason == ReasonWaveWait) {
+			gate, gateMessage = c.Reason, c.Message
 		}
 		switch c.Phase {
 		case v1alpha2.ClusterSucceeded:
@@ -574,12 +575,12 @@ func Summarize(r *v1alpha2.TopologyRollout, st *v1alpha2.TopologyRolloutStatus, 
 		st.Phase, st.Message = v1alpha2.RolloutPaused, fmt.Sprintf("paused: %d in flight finish, none starts", st.InFlight)
 	case st.InFlight == 0 && windowWaiting > 0:
 		st.Phase, st.Message = v1alpha2.RolloutWaitingForWindow, "waiting for a maintenance window"
-	case st.InFlight == 0 && strings.HasPrefix(gate, ReasonWaitingForApproval+": "):
-		st.Phase, st.Message = v1alpha2.RolloutWaitingForApproval, strings.TrimPrefix(gate, ReasonWaitingForApproval+": ")
-	case st.InFlight == 0 && strings.HasPrefix(gate, ReasonWaitingForRollout+": "):
-		st.Phase, st.Message = v1alpha2.RolloutWaitingForRollout, strings.TrimPrefix(gate, ReasonWaitingForRollout+": ")
-	case st.InFlight == 0 && strings.HasPrefix(gate, ReasonWaveWait+": "):
-		st.Phase, st.Message = v1alpha2.RolloutProgressing, strings.TrimPrefix(gate, ReasonWaveWait+": ")
+	case st.InFlight == 0 && gate == ReasonWaitingForApproval:
+		st.Phase, st.Message = v1alpha2.RolloutWaitingForApproval, gateMessage
+	case st.InFlight == 0 && gate == ReasonWaitingForRollout:
+		st.Phase, st.Message = v1alpha2.RolloutWaitingForRollout, gateMessage
+	case st.InFlight == 0 && gate == ReasonWaveWait:
+		st.Phase, st.Message = v1alpha2.RolloutProgressing, gateMessage
 	default:
 		st.Phase, st.Message = v1alpha2.RolloutProgressing, fmt.Sprintf("wave %d of %d: %d in flight, %d succeeded of %d", st.Wave, len(st.Waves), st.InFlight, st.Succeeded, st.Total)
 	}
