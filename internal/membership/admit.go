@@ -26,10 +26,11 @@ const maxNamed = 10
 // that do not cover the fleet, a version or class the selected clusters'
 // classes do not allow, a cluster already in another rollout that has not
 // finished, and an undo of what cannot be undone. It returns the clusters
-// selected; their classes stay in classes for the caller (`rollout
-// create`'s preview). The webhook refuses a new rollout with it, and
+// selected and, for an undo, each one's own change (by
+// RolloutClusterRef.Key); their classes stay in classes for the caller
+// (`rollout create`'s preview). The webhook refuses a new rollout with it, and
 // `rollout create` checks with it before its preview.
-func (r Reader) Admit(ctx context.Context, ro *v1alpha2.TopologyRollout, classes *Classes) ([]*v1alpha2.Topology, field.ErrorList) {
+func (r Reader) Admit(ctx context.Context, ro *v1alpha2.TopologyRollout, classes *Classes) ([]*v1alpha2.Topology, map[string]v1alpha2.RolloutChange, field.ErrorList) {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	errs = append(errs, fleet.ValidateStrategy(ro.Spec.Strategy)...)
@@ -47,10 +48,10 @@ func (r Reader) Admit(ctx context.Context, ro *v1alpha2.TopologyRollout, classes
 		var undoErr *field.Error
 		selected, targets, undoErr = r.UndoMembers(ctx, ro.Spec.Undo)
 		if undoErr != nil {
-			return nil, append(errs, undoErr)
+			return nil, nil, append(errs, undoErr)
 		}
 		if len(selected) == 0 {
-			return nil, append(errs, field.Invalid(spec.Child("undo"), ro.Spec.Undo, "changed no cluster that still exists: there is nothing to undo"))
+			return nil, nil, append(errs, field.Invalid(spec.Child("undo"), ro.Spec.Undo, "changed no cluster that still exists: there is nothing to undo"))
 		}
 	} else {
 		if fleet.Empty(ro.Spec.Change) {
@@ -59,10 +60,10 @@ func (r Reader) Admit(ctx context.Context, ro *v1alpha2.TopologyRollout, classes
 		var err error
 		selected, err = r.List(ctx, ro.Spec.Targets)
 		if err != nil {
-			return nil, append(errs, field.Invalid(spec.Child("targets", "selector"), ro.Spec.Targets.Selector.String(), err.Error()))
+			return nil, nil, append(errs, field.Invalid(spec.Child("targets", "selector"), ro.Spec.Targets.Selector.String(), err.Error()))
 		}
 		if len(selected) == 0 {
-			return nil, append(errs, field.Invalid(spec.Child("targets"), targetsText(ro.Spec.Targets), "matches no cluster: no Topology or Cluster with spec.topology has these labels (in these namespaces, of this class)"))
+			return nil, nil, append(errs, field.Invalid(spec.Child("targets"), targetsText(ro.Spec.Targets), "matches no cluster: no Topology or Cluster with spec.topology has these labels (in these namespaces, of this class)"))
 		}
 	}
 	_, waveErrs := fleet.WaveSizes(fleet.Waves(ro.Spec.Strategy), len(selected))
@@ -75,7 +76,7 @@ func (r Reader) Admit(ctx context.Context, ro *v1alpha2.TopologyRollout, classes
 	}
 	errs = append(errs, allowed(ctx, classes, changeOf, selected)...)
 	errs = append(errs, r.busy(ctx, ro, selected)...)
-	return selected, errs
+	return selected, targets, errs
 }
 
 // UndoMembers reads what undoing rollout name moves: each cluster it wrote

@@ -273,18 +273,13 @@ func createRollout(ctx context.Context, ca *live.Cluster, streams genericiooptio
 	core, _ := ca.CoreVersion() // no Cluster API: Topologies only
 	m := membership.Reader{Client: ca.Client, CoreVersion: core}
 	classes := m.Classes()
-	selected, errs := m.Admit(ctx, ro, classes)
+	selected, back, errs := m.Admit(ctx, ro, classes)
 	if len(errs) > 0 {
 		return refusal(ro, errs)
 	}
 	question := fmt.Sprintf("Create TopologyRollout %s over %d cluster(s)?", ro.Name, len(selected))
 	started := "the agent starts wave 1"
-	var back map[string]v1alpha2.RolloutChange
 	if ro.Spec.Undo != "" {
-		var undoErr *field.Error
-		if _, back, undoErr = m.UndoMembers(ctx, ro.Spec.Undo); undoErr != nil {
-			return refusal(ro, field.ErrorList{undoErr})
-		}
 		question = fmt.Sprintf("Create TopologyRollout %s, undoing %s over %d cluster(s)?", ro.Name, ro.Spec.Undo, len(selected))
 		started += " of the undo"
 	}

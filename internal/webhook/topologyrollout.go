@@ -25,7 +25,7 @@ var _ admission.Validator[*v1alpha2.TopologyRollout] = &TopologyRollout{}
 // ValidateCreate checks the rollout against the fleet it selects.
 func (w *TopologyRollout) ValidateCreate(ctx context.Context, ro *v1alpha2.TopologyRollout) (admission.Warnings, error) {
 	errs := approvers(ctx, nil, ro)
-	if _, admitErrs := w.Members.Admit(ctx, ro, w.Members.Classes()); len(admitErrs) > 0 {
+	if _, _, admitErrs := w.Members.Admit(ctx, ro, w.Members.Classes()); len(admitErrs) > 0 {
 		errs = append(errs, admitErrs...)
 	}
 	if len(errs) > 0 {
