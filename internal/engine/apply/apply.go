@@ -31,7 +31,7 @@ func NeedsApply(current, desired *unstructured.Unstructured, fieldManager string
 // Cluster, which is merge-patched.
 func needsWrite(current, desired *unstructured.Unstructured, fieldManager string, updatesToo bool) bool {
 	for _, k := range []string{"spec", "data", "stringData"} {
-		if w, ok := desired.Object[k]; ok && !Contains(current.Object[k], w) {
+		if w, ok := desired.Object[k]; ok && !containsAsStored(current.Object[k], w) {
 			return true
 		}
 	}
@@ -168,7 +168,19 @@ func missingIn(obj map[string]any, p fieldpath.Path) bool {
 
 // Contains reports whether every field set in want is set to the same value in
 // have; fields the API server defaulted into have do not count as changes.
-func Contains(have, want any) bool {
+func Contains(have, want any) bool { return contains(have, want, false) }
+
+// containsAsStored is Contains where an object in want holding no value counts
+// as contained where have has nothing: an API server whose schema omits empty
+// objects stores nothing for it (v1beta2 reads a v1beta1 template's
+// `nodeRegistration: {}` back as absent), and counting it rewrote the object on
+// every pass. It decides writes only: an empty object the class swapped in for
+// another (`inMemory: {}` for `docker: {}`) is still written, because the agent
+// owns the field it replaces (ownsMoreThan); a template's rotation compares
+// with Contains.
+func containsAsStored(have, want any) bool { return contains(have, want, true) }
+
+func contains(have, want any, emptyAbsent bool) bool {
 	switch w := want.(type) {
 	case map[string]any:
 		h, ok := have.(map[string]any)
@@ -183,7 +195,11 @@ func Contains(have, want any) bool {
 				}
 				continue
 			}
-			if !Contains(h[k], v) {
+			hv, present := h[k]
+			if !present && emptyAbsent && holdsNoValue(v) {
+				continue
+			}
+			if !contains(hv, v, emptyAbsent) {
 				return false
 			}
 		}
@@ -196,7 +212,7 @@ func Contains(have, want any) bool {
 			return false
 		}
 		for i := range w {
-			if !Contains(h[i], w[i]) {
+			if !contains(h[i], w[i], emptyAbsent) {
 				return false
 			}
 		}
@@ -204,6 +220,21 @@ func Contains(have, want any) bool {
 	default:
 		return reflect.DeepEqual(normalizeNumber(have), normalizeNumber(want))
 	}
+}
+
+// holdsNoValue tells an object that holds only objects holding no value, at
+// any depth ({} or {a: {}}); a list or a scalar, even empty or zero, is a value.
+func holdsNoValue(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	for _, e := range m {
+		if !holdsNoValue(e) {
+			return false
+		}
+	}
+	return true
 }
 
 // StringMapToAny is m as unstructured content holds it.

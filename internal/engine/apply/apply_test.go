@@ -98,6 +98,59 @@ func TestNeedsApply(t *testing.T) {
 	}
 }
 
+// An object in the desired state that holds no value is as good as absent
+// where the server stored nothing for it; any value in it is not.
+func TestContainsAnObjectHoldingNoValue(t *testing.T) {
+	stored := map[string]any{"spec": map[string]any{"clusterConfiguration": map[string]any{"clusterName": "c"}}}
+	cases := []struct {
+		name string
+		want map[string]any
+		ok   bool
+	}{
+		{"an empty object the server dropped", map[string]any{"spec": map[string]any{"initConfiguration": map[string]any{"nodeRegistration": map[string]any{}}}}, true},
+		{"nested empty objects", map[string]any{"spec": map[string]any{"joinConfiguration": map[string]any{"nodeRegistration": map[string]any{"kubeletExtraArgs": map[string]any{}}}}}, true},
+		{"an empty object beside a stored value", map[string]any{"spec": map[string]any{"clusterConfiguration": map[string]any{"clusterName": "c", "apiServer": map[string]any{}}}}, true},
+		{"an object holding a value", map[string]any{"spec": map[string]any{"initConfiguration": map[string]any{"nodeRegistration": map[string]any{"name": "n"}}}}, false},
+		{"an empty list is a value", map[string]any{"spec": map[string]any{"files": []any{}}}, false},
+		{"a zero scalar is a value", map[string]any{"spec": map[string]any{"replicas": int64(0)}}, false},
+		{"a changed value beside an empty object", map[string]any{"spec": map[string]any{"clusterConfiguration": map[string]any{"clusterName": "d", "apiServer": map[string]any{}}}}, false},
+	}
+	for _, tc := range cases {
+		if got := containsAsStored(stored, tc.want); got != tc.ok {
+			t.Errorf("%s: containsAsStored = %v, want %v", tc.name, got, tc.ok)
+		}
+	}
+	// Where the server did store something, the object still compares.
+	if containsAsStored(map[string]any{"a": "x"}, map[string]any{"a": map[string]any{}}) {
+		t.Error("an empty object in want matched a scalar in have")
+	}
+	// Contains, which decides a template's rotation, still sees a backend
+	// swapped for another as a change.
+	if Contains(map[string]any{"backend": map[string]any{"docker": map[string]any{}}}, map[string]any{"backend": map[string]any{"inMemory": map[string]any{}}}) {
+		t.Error("Contains took an empty object swapped in for another as no change")
+	}
+}
+
+// A write over a stored object lacking only empty objects is not needed; a
+// backend swapped for another is, since the agent owns the one it replaces.
+func TestNeedsApplyAnEmptyObjectTheServerDropped(t *testing.T) {
+	obj := func(spec map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane",
+			"metadata": map[string]any{"name": "cp", "namespace": "ns"}, "spec": spec}}
+	}
+	desired := obj(map[string]any{"version": "v1.34.0", "kubeadmConfigSpec": map[string]any{"initConfiguration": map[string]any{"nodeRegistration": map[string]any{}}}})
+	stored := obj(map[string]any{"version": "v1.34.0", "kubeadmConfigSpec": map[string]any{"format": "cloud-config"}})
+	if NeedsApply(stored, desired, "kubectl-topology") {
+		t.Error("an object lacking only what the server stores as nothing needs a write on every pass")
+	}
+	swapped := obj(map[string]any{"backend": map[string]any{"inMemory": map[string]any{}}})
+	had := obj(map[string]any{"backend": map[string]any{"docker": map[string]any{}}})
+	had.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl-topology", Operation: "Apply", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:backend":{"f:docker":{}}}}`)}})
+	if !NeedsApply(had, swapped, "kubectl-topology") {
+		t.Error("a backend swapped for another needs no write")
+	}
+}
+
 // withOwnedFieldNames is a copy of o whose managedFields entries hold only
 // OwnedFieldNames of their trees, as the agent's cache keeps them.
 func withOwnedFieldNames(t *testing.T, o *unstructured.Unstructured) *unstructured.Unstructured {
