@@ -77,6 +77,7 @@ func Connect(flags *genericclioptions.ConfigFlags) (*Cluster, error) {
 		return nil, fmt.Errorf("reading kubeconfig: %w; set --kubeconfig or KUBECONFIG", err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
+	warnTo(cfg, os.Stderr)
 	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, err
@@ -91,6 +92,15 @@ func Connect(flags *genericclioptions.ConfigFlags) (*Cluster, error) {
 		return nil, Explain(err, &Cluster{Config: cfg, Context: ctxName})
 	}
 	return &Cluster{Client: c, Config: cfg, Namespace: ns, Context: ctxName}, nil
+}
+
+// warnTo has the API server's warnings (a deprecated API version, a field
+// the server dropped) printed to w once each, as kubectl prints them. Left to
+// controller-runtime they go to its logger, which the plugin never sets, and
+// the first one printed a stack trace instead.
+func warnTo(cfg *rest.Config, w io.Writer) {
+	cfg.WarningHandler = rest.NewWarningWriter(w, rest.WarningWriterOptions{Deduplicate: true})
+	cfg.WarningHandlerWithContext = nil
 }
 
 // kubeconfigEnvExists refuses a KUBECONFIG whose files are all missing:
