@@ -96,7 +96,7 @@ func TestWindowsOpenOnTheirDaysAndAcrossMidnight(t *testing.T) {
 }
 
 // fleetRollout is a rollout of n clusters to v1.35.0 in the given waves.
-func fleetRollout(t *testing.T, n int, maxInFlight int32, soak time.Duration, ws ...string) *v1alpha2.TopologyRollout {
+func fleetRollout(t testing.TB, n int, maxInFlight int32, soak time.Duration, ws ...string) *v1alpha2.TopologyRollout {
 	t.Helper()
 	r := &v1alpha2.TopologyRollout{Spec: v1alpha2.TopologyRolloutSpec{
 		Change:   v1alpha2.RolloutChange{Version: "v1.35.0"},
@@ -566,5 +566,43 @@ func TestOnlyMinorDifferTellsProgressTextFromProgress(t *testing.T) {
 	b.Clusters[0].Phase = v1alpha2.ClusterFailed
 	if OnlyMinorDiffer(a, b) {
 		t.Errorf("a phase differs, but it says only messages do")
+	}
+	b.Clusters[0].Phase = a.Clusters[0].Phase
+	a.Conditions = []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "Rolling", Message: "1 of 2"}}
+	b.Conditions = []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "Rolling", Message: "2 of 2"}}
+	if !OnlyMinorDiffer(a, b) {
+		t.Errorf("a condition's message alone differs, but it says more does")
+	}
+	b.Conditions[0].Reason = "Halted"
+	if OnlyMinorDiffer(a, b) {
+		t.Errorf("a condition's reason differs, but it says only messages do")
+	}
+	b.Conditions[0].Reason = "Rolling"
+	b.Clusters = b.Clusters[:1]
+	if OnlyMinorDiffer(a, b) {
+		t.Errorf("a cluster is missing, but it says only messages differ")
+	}
+	b = a.DeepCopy()
+	b.InFlight++
+	if OnlyMinorDiffer(a, b) {
+		t.Errorf("the count in flight differs, but it says only messages do")
+	}
+}
+
+// BenchmarkOnlyMinorDiffer1000 is the rollout controller's check before a
+// status write, at 1,000 clusters whose progress text moved.
+func BenchmarkOnlyMinorDiffer1000(b *testing.B) {
+	r := fleetRollout(b, 1000, 1, 0, "100%")
+	x := r.Status.DeepCopy()
+	y := x.DeepCopy()
+	at := metav1.NewTime(t0)
+	for i := range y.Clusters {
+		y.Clusters[i].Message, y.Clusters[i].ProgressMark, y.Clusters[i].ProgressAt = "rolling", "3f", &at
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if !OnlyMinorDiffer(x, y) {
+			b.Fatal("only progress text differs")
+		}
 	}
 }
