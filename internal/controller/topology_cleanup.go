@@ -61,7 +61,7 @@ func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, 
 func ptr[T any](v T) *T { return &v }
 
 // referencedNow is every object the cluster's control plane, pools and
-// MachineSets refer to, as the API server has them. The cache cannot say: its
+// MachineSets refer to, as the API server has them (desiredstate.InUse). The cache cannot say: its
 // informers catch up kind by kind, so it may hold a pool from before the
 // pass that pointed it at new clones beside those clones themselves, and a
 // MachineSet Cluster API made a moment ago may not be in it yet. A template
@@ -72,33 +72,25 @@ func (r *TopologyReconciler) referencedNow(ctx context.Context, s *scope) (map[c
 		// Listed by label: the cluster index is the cache's.
 		l.Reader, l.ByCluster = r.APIReader, nil
 	}
-	out := map[contract.ObjectKey]bool{}
+	var users []*unstructured.Unstructured
 	for _, kind := range []string{machineSetKind, "MachineDeployment", "MachinePool"} {
 		objs, err := l.Labelled(ctx, s.topo, r.capiGVK(kind))
 		if err != nil {
 			return nil, err
 		}
-		for _, o := range objs {
-			for _, path := range contract.PoolTemplateRefPaths {
-				if ref, found, _ := unstructured.NestedMap(o.Object, path...); found {
-					out[contract.KeyOfReference(ref, s.topo.Namespace)] = true
-				}
-			}
-		}
+		users = append(users, objs...)
 	}
 	if cp := s.current.ControlPlane.Object; cp != nil {
 		now := &unstructured.Unstructured{}
 		now.SetGroupVersionKind(cp.GroupVersionKind())
 		switch err := l.Reader.Get(ctx, client.ObjectKeyFromObject(cp), now); {
 		case err == nil:
-			if ref := contract.MachineTemplateRef(now); ref != nil {
-				out[contract.KeyOfReference(ref, s.topo.Namespace)] = true
-			}
+			users = append(users, now)
 		case !apierrors.IsNotFound(err):
 			return nil, fmt.Errorf("reading %s %s/%s: %w", cp.GetKind(), cp.GetNamespace(), cp.GetName(), err)
 		}
 	}
-	return out, nil
+	return desiredstate.InUse(users, s.topo.Namespace), nil
 }
 
 // reconcileDelete deletes the CAPI Cluster and keeps the Topology until it is

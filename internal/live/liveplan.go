@@ -13,8 +13,8 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/plan"
@@ -88,7 +88,7 @@ func (ca *Cluster) PlanWith(ctx context.Context, t *v1alpha2.Topology, class *v1
 	}
 	var warnings []string
 	// spec.paused has its own word in plan and the previews.
-	if _, hold := rollout.Hold(t, l.Current.Cluster); hold != "" && !t.Spec.Paused {
+	if _, hold := upgrade.Hold(t, l.Current.Cluster); hold != "" && !t.Spec.Paused {
 		warnings = append(warnings, hold+"; what follows is what would change then")
 	}
 	if external != nil {
@@ -118,7 +118,11 @@ func (ca *Cluster) PlanWith(ctx context.Context, t *v1alpha2.Topology, class *v1
 		desiredstate.StripServerFields(o)
 		current = append(current, o)
 	}
-	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: current, Cluster: t.Name, Class: l.Class, Namespace: t.Namespace, Pending: res.Pending()})
+	// The core version the load found; asking ca again would be a discovery call.
+	machineSets := func() ([]*unstructured.Unstructured, error) {
+		return (&loader.Loader{Reader: ca.Client, CoreVersion: l.CoreVersion}).Labelled(ctx, t, l.CoreVersion.GroupVersion().WithKind("MachineSet"))
+	}
+	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: current, Cluster: t.Name, Class: l.Class, Namespace: t.Namespace, Pending: res.Pending(), MachineSets: machineSets})
 	return p, res.Desired, warnings, err
 }
 

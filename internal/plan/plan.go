@@ -92,6 +92,11 @@ type Input struct {
 	// Pending are desired objects the agent holds back (desiredstate.Result.Pending):
 	// those that do not exist yet are listed as Pending, not Created.
 	Pending []desiredstate.Pending
+	// MachineSets lists the cluster's MachineSets on the server, asked at
+	// the first object not desired: a template one of them uses is kept, as
+	// the agent keeps it (desiredstate.InUse). Nil knows of none (a plan
+	// from files).
+	MachineSets func() ([]*unstructured.Unstructured, error)
 }
 
 // Compute builds the plan.
@@ -133,10 +138,26 @@ func Compute(in Input) (*Plan, error) {
 	if in.Class != nil {
 		poolKinds = contract.MachinePoolKinds(in.Class)
 	}
+	// What the desired pools and control plane refer to is desired itself;
+	// only MachineSets can hold on to a template that is not.
+	var inUse map[contract.ObjectKey]bool
 	for _, o := range in.Current {
 		k := contract.KeyOf(o)
 		if desired[k] || o.GetNamespace() != in.Namespace || !contract.Generated(o, in.Cluster, poolKinds) {
 			continue
+		}
+		if inUse == nil {
+			var users []*unstructured.Unstructured
+			if in.MachineSets != nil {
+				var err error
+				if users, err = in.MachineSets(); err != nil {
+					return nil, fmt.Errorf("listing the MachineSets of Cluster %s/%s: %w", in.Namespace, in.Cluster, err)
+				}
+			}
+			inUse = desiredstate.InUse(users, in.Namespace)
+		}
+		if inUse[k] {
+			continue // the agent keeps it until no MachineSet uses it
 		}
 		p.Changes = append(p.Changes, Change{Action: Deleted, Object: o})
 	}

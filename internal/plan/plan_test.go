@@ -101,3 +101,41 @@ func TestMachinesBootstrapConfigsAreNotDeleted(t *testing.T) {
 		t.Errorf("changes %+v: want only the pool's KubeadmConfig deleted", p.Changes)
 	}
 }
+
+// TestTemplatesStillInUseAreNotDeleted: a template no longer desired that a
+// MachineSet on the server still uses is kept, as the agent keeps it
+// (desiredstate.InUse), and is not listed as deleted; one nothing uses is.
+// The MachineSets are asked for once, and only when something is not desired.
+func TestTemplatesStillInUseAreNotDeleted(t *testing.T) {
+	rolling := generated("DockerMachineTemplate", "dev-md-a-old", "dev", nil)
+	unused := generated("DockerMachineTemplate", "dev-md-a-older", "dev", nil)
+	bootstrap := generated("KubeadmConfigTemplate", "dev-md-a-boot-old", "dev", nil)
+	ms := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet", "spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+		"infrastructureRef": map[string]any{"apiGroup": "x.io", "kind": "DockerMachineTemplate", "name": "dev-md-a-old"},
+		"bootstrap":         map[string]any{"configRef": map[string]any{"apiGroup": "x.io", "kind": "KubeadmConfigTemplate", "name": "dev-md-a-boot-old"}},
+	}}}}}
+	ms.SetName("dev-md-a-7x9k2")
+	ms.SetNamespace("ns")
+	asked := 0
+	machineSets := func() ([]*unstructured.Unstructured, error) {
+		asked++
+		return []*unstructured.Unstructured{ms}, nil
+	}
+	p, err := Compute(Input{Desired: &contract.State{}, Current: []*unstructured.Unstructured{rolling, unused, bootstrap}, Cluster: "dev", Namespace: "ns", MachineSets: machineSets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Changes) != 1 || p.Changes[0].Action != Deleted || p.Changes[0].Object.GetName() != "dev-md-a-older" {
+		t.Errorf("changes %+v: want only dev-md-a-older deleted; the MachineSet still uses the others", p.Changes)
+	}
+	if asked != 1 {
+		t.Errorf("the MachineSets were asked for %d times, want once", asked)
+	}
+	asked = 0
+	if _, err := Compute(Input{Desired: &contract.State{ControlPlane: contract.ControlPlaneState{Object: rolling}}, Current: []*unstructured.Unstructured{rolling}, Cluster: "dev", Namespace: "ns", MachineSets: machineSets}); err != nil {
+		t.Fatal(err)
+	}
+	if asked != 0 {
+		t.Error("the MachineSets were asked for though every object is desired")
+	}
+}

@@ -25,8 +25,8 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
@@ -193,7 +193,7 @@ func (o *PlanOptions) printHooks(ctx context.Context, ca *live.Cluster, t *v1alp
 	}
 	from := t.DeepCopy()
 	from.Spec.Version = liveVersion
-	lines := lifecycle.PreviewLines(rollout.PlanUpgrade(from, class, t.Spec.Version), hooks)
+	lines := lifecycle.PreviewLines(upgrade.PlanUpgrade(from, class, t.Spec.Version), hooks)
 	w := o.Out
 	if o.Output == "yaml" || o.Output == "json" {
 		w = o.ErrOut
@@ -312,7 +312,17 @@ func (o *PlanOptions) runOffline(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: existing, Cluster: t.Name, Class: class.TopologyClass, Namespace: t.Namespace})
+	// MachineSets among the files keep the templates they use, as on a server.
+	machineSets := func() ([]*unstructured.Unstructured, error) {
+		var out []*unstructured.Unstructured
+		for _, o := range existing {
+			if o.GetKind() == "MachineSet" && o.GroupVersionKind().Group == contract.ClusterAPIGroup && o.GetNamespace() == t.Namespace && o.GetLabels()[contract.ClusterNameLabel] == t.Name {
+				out = append(out, o)
+			}
+		}
+		return out, nil
+	}
+	p, err := plan.Compute(plan.Input{Desired: res.Desired, Current: existing, Cluster: t.Name, Class: class.TopologyClass, Namespace: t.Namespace, MachineSets: machineSets})
 	if err != nil {
 		return err
 	}
