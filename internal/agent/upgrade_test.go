@@ -62,7 +62,7 @@ func mdVersion(t *testing.T, ns, pool string) string {
 	return v
 }
 
-func partPhase(topo *v1alpha2.Topology, pool string) v1alpha2.RolloutPhase {
+func partPhase(topo *v1alpha2.Topology, pool string) v1alpha2.PartPhase {
 	for _, p := range topo.Status.MachineDeployments {
 		if p.Name == pool {
 			return p.Phase

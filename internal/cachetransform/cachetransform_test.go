@@ -20,7 +20,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -398,7 +398,7 @@ func TestTrimmedSameObservation(t *testing.T) {
 
 // observation is what the agent reads of a cluster's objects.
 type observation struct {
-	Observed       *rollout.Observed
+	Observed       *upgrade.Observed
 	Infrastructure v1alpha2.InfrastructurePhase
 }
 

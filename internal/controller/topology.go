@@ -28,8 +28,8 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/patches"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/templateprobe"
@@ -50,8 +50,8 @@ const (
 	ReasonFailed                     = "ReconcileFailed"
 	ReasonClassNotReconciled         = "ClusterClassNotReconciled"
 	ReasonPaused                     = "Paused"
-	ReasonClusterPaused              = rollout.HoldClusterPaused
-	ReasonClusterMissing             = rollout.HoldClusterMissing
+	ReasonClusterPaused              = upgrade.HoldClusterPaused
+	ReasonClusterMissing             = upgrade.HoldClusterMissing
 	ReasonClusterUpgrading           = "ClusterUpgrading"
 	ReasonMachineDeploymentsDeferred = "MachineDeploymentsUpgradeDeferred"
 	ReasonMachinePoolsDeferred       = "MachinePoolsUpgradeDeferred"
@@ -106,7 +106,7 @@ type scope struct {
 	contracts contract.Contracts
 	current   *contract.State
 	live      []*unstructured.Unstructured // the Cluster and the objects labelled for it
-	observed  *rollout.Observed
+	observed  *upgrade.Observed
 	result    *desiredstate.Result
 	desired   []*unstructured.Unstructured // what the engine says to write now
 	// condition to report; the reconcile error, if any, overrides it.
@@ -182,7 +182,7 @@ func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error
 		}
 	}
 	pendingUpgrade := lifecycle.PendingOf(s.topo.Annotations).Has(lifecycle.AfterClusterUpgrade)
-	s.reason, s.message = rolloutReason(s.result.Rollout, s.result.Desired.ControlPlane.Object.GetKind(), &s.answers, pendingUpgrade)
+	s.reason, s.message = rolloutReason(s.result.Sequence, s.result.Desired.ControlPlane.Object.GetKind(), &s.answers, pendingUpgrade)
 	if after := s.answers.RetryAfter(); after > 0 && (s.requeueAfter == 0 || after < s.requeueAfter) {
 		s.requeueAfter = after
 	}
@@ -284,7 +284,7 @@ func (r *TopologyReconciler) waitForCache(ctx context.Context, s *scope) (bool, 
 	return true, nil
 }
 
-// holdForCluster stops where rollout.Hold says to. It first marks a
+// holdForCluster stops where upgrade.Hold says to. It first marks a
 // Topology whose Cluster exists, so that the mark travels with it in a move.
 func (r *TopologyReconciler) holdForCluster(ctx context.Context, s *scope) (bool, error) {
 	cluster := s.current.Cluster
@@ -293,7 +293,7 @@ func (r *TopologyReconciler) holdForCluster(ctx context.Context, s *scope) (bool
 			return false, err
 		}
 	}
-	s.reason, s.message = rollout.Hold(s.topo, cluster)
+	s.reason, s.message = upgrade.Hold(s.topo, cluster)
 	return s.reason == "", nil
 }
 
@@ -328,7 +328,7 @@ func (r *TopologyReconciler) external(ctx context.Context, class *v1alpha2.Topol
 
 // upgradePlanner is UpgradePlans as the engine takes it: a nil interface,
 // not a nil pointer, when there is none.
-func (r *TopologyReconciler) upgradePlanner() rollout.UpgradePlanner {
+func (r *TopologyReconciler) upgradePlanner() upgrade.UpgradePlanner {
 	if r.UpgradePlans == nil {
 		return nil
 	}

@@ -75,7 +75,7 @@ func (r *TopologyReconciler) callAfterHooks(ctx context.Context, s *scope) (bool
 	if r.Hooks == nil {
 		return true, nil
 	}
-	in := lifecycle.AfterInput{Caller: r.Hooks, Topology: s.topo, Cluster: s.current.Cluster, Pending: lifecycle.PendingOf(s.topo.Annotations), Rollout: s.result.Rollout}
+	in := lifecycle.AfterInput{Caller: r.Hooks, Topology: s.topo, Cluster: s.current.Cluster, Pending: lifecycle.PendingOf(s.topo.Annotations), Sequence: s.result.Sequence}
 	pending, err := lifecycle.After(ctx, in, &s.answers)
 	r.hookEvents(s, err)
 	if err != nil {

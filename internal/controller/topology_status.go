@@ -16,7 +16,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -29,7 +29,7 @@ func (r *TopologyReconciler) writeStatus(ctx context.Context, s *scope, before *
 		t.Status.ClusterName = s.current.Cluster.GetName()
 	}
 	if s.result != nil {
-		health.Summarize(t, s.result.Rollout, s.observed, &t.Status)
+		health.Summarize(t, s.result.Sequence, s.observed, &t.Status)
 	}
 	if s.current != nil {
 		t.Status.Infrastructure = health.InfrastructurePhase(s.current)
@@ -151,7 +151,7 @@ const CreationDeferredMessage = "creation deferred while control plane upgrade i
 // per part; MachineDeploymentsUpgradeDeferred (MachinePools…) when only
 // deferred or held pools keep the upgrade from finishing. cpKind names the
 // control plane as the lines do.
-func rolloutReason(r *rollout.Rollout, cpKind string, answers *lifecycle.Answers, upgradeOwed bool) (string, string) {
+func rolloutReason(r *upgrade.Sequence, cpKind string, answers *lifecycle.Answers, upgradeOwed bool) (string, string) {
 	msg := &strings.Builder{}
 	fmt.Fprintf(msg, "Cluster is upgrading to %s", r.DesiredVersion)
 	// An upgrade whose AfterClusterUpgrade is still owed is not over, and a
@@ -171,7 +171,7 @@ func rolloutReason(r *rollout.Rollout, cpKind string, answers *lifecycle.Answers
 	}
 	reason := ReasonClusterUpgrading
 	for _, set := range []struct {
-		decisions []rollout.Decision
+		decisions []upgrade.Decision
 		deferred  string
 		kind      string
 	}{

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -40,7 +40,7 @@ type upgradePlanAnswer struct {
 	at                    time.Time
 }
 
-var _ rollout.UpgradePlanner = (*UpgradePlanner)(nil)
+var _ upgrade.UpgradePlanner = (*UpgradePlanner)(nil)
 
 // NewUpgradePlanner returns a planner calling through client; now may be
 // nil for the wall clock.
@@ -53,7 +53,7 @@ func NewUpgradePlanner(client *Client, now func() time.Time) *UpgradePlanner {
 
 // GenerateUpgradePlan asks extension (HANDLER.EXTENSION) for the versions
 // the control plane and workers go through, or reuses its recent answer.
-func (p *UpgradePlanner) GenerateUpgradePlan(ctx context.Context, extension string, req rollout.UpgradePlanRequest) ([]string, []string, error) {
+func (p *UpgradePlanner) GenerateUpgradePlan(ctx context.Context, extension string, req upgrade.UpgradePlanRequest) ([]string, []string, error) {
 	key := upgradePlanKey{extension: extension, controlPlane: req.ControlPlane, workers: req.MinWorkers, desired: req.Desired}
 	if req.Cluster != nil {
 		key.namespace, key.cluster = req.Cluster.GetNamespace(), req.Cluster.GetName()
@@ -85,7 +85,7 @@ func (p *UpgradePlanner) GenerateUpgradePlan(ctx context.Context, extension stri
 	}
 	// A plan the engine refuses is not remembered: the extension is asked
 	// again, so a fixed extension takes effect at once.
-	if _, err := rollout.CheckUpgradePlan(req, answer.controlPlane, answer.workers); err != nil {
+	if _, err := upgrade.CheckUpgradePlan(req, answer.controlPlane, answer.workers); err != nil {
 		return answer.controlPlane, answer.workers, nil
 	}
 	p.mu.Lock()

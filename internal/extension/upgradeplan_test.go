@@ -11,14 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // upgradeRequest is a Topology at v1.35.0 of class quick-start whose
 // control plane and workers are at v1.33.1, with its Cluster as stored.
-func upgradeRequest() rollout.UpgradePlanRequest {
+func upgradeRequest() upgrade.UpgradePlanRequest {
 	cluster := &unstructured.Unstructured{}
 	cluster.SetAPIVersion("cluster.x-k8s.io/v1beta2")
 	cluster.SetKind("Cluster")
@@ -30,7 +30,7 @@ func upgradeRequest() rollout.UpgradePlanRequest {
 	topo := &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "dev"}}
 	topo.Spec.ClassRef.Name = "quick-start"
 	topo.Spec.Version = "v1.35.0"
-	return rollout.UpgradePlanRequest{Cluster: cluster, Topology: topo, Desired: "v1.35.0", ControlPlane: "v1.33.1", MinWorkers: "v1.33.1"}
+	return upgrade.UpgradePlanRequest{Cluster: cluster, Topology: topo, Desired: "v1.35.0", ControlPlane: "v1.33.1", MinWorkers: "v1.33.1"}
 }
 
 // TestUpgradePlanner asks a GenerateUpgradePlan handler over the wire:

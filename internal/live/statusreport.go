@@ -109,7 +109,7 @@ func TopologyReport(t *v1alpha2.Topology, agent statusv1.AgentReport, events []s
 	r := statusv1.TopologyReport{
 		Namespace: t.Namespace, Name: t.Name, Class: t.Spec.ClassRef.Name, Version: t.Spec.Version,
 		State: health.TopologyState(t), StateSince: t.Status.StateSince,
-		Settled: health.RolloutSettled(t), Paused: t.Spec.Paused, Deleting: !t.DeletionTimestamp.IsZero(),
+		Settled: health.Settled(t), Paused: t.Spec.Paused, Deleting: !t.DeletionTimestamp.IsZero(),
 		Infrastructure: string(t.Status.Infrastructure), Events: events, Parts: []statusv1.PartReport{},
 	}
 	switch {

@@ -24,7 +24,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -71,7 +71,7 @@ type Loaded struct {
 	// Current is the Topology's state, found among Objects.
 	Current *contract.State
 	// Observed is the rollout state of its parts.
-	Observed *rollout.Observed
+	Observed *upgrade.Observed
 	// Contracts are the Cluster API contracts of the class's provider kinds.
 	Contracts contract.Contracts
 	// CoreVersion is the Cluster API core version the objects were read in.
@@ -281,7 +281,7 @@ func State(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, objs []*unstruct
 
 // Observe reads the rollout state per the contracts, refined by the
 // Machines of its MachineDeployments.
-func (l *Loader) Observe(ctx context.Context, t *v1alpha2.Topology, s *contract.State) (*rollout.Observed, error) {
+func (l *Loader) Observe(ctx context.Context, t *v1alpha2.Topology, s *contract.State) (*upgrade.Observed, error) {
 	obs := health.ObserveState(s)
 	if s.ControlPlane.Object == nil && len(s.MachineDeployments) == 0 {
 		return obs, nil

@@ -13,8 +13,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/variables"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
@@ -281,7 +281,7 @@ func (m *EditModel) recompute() {
 		}
 	}
 	if len(m.form.Errs) == 0 {
-		if _, err := rollout.ParseVersion(m.draft.Spec.Version); err != nil {
+		if _, err := upgrade.ParseVersion(m.draft.Spec.Version); err != nil {
 			m.form.Errs[0] = append(m.form.Errs[0], "must be a Kubernetes version such as v1.34.0")
 		}
 	}

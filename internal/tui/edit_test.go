@@ -22,7 +22,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -66,16 +66,16 @@ func inputsFor(t *testing.T, stress bool) Inputs {
 		current = append(current, o)
 	}
 	topo.Spec.Variables = res.Variables
-	obs := &rollout.Observed{ControlPlane: rollout.PartObserved{Exists: true, ObjectName: cpName, SpecVersion: "v1.33.1", StatusVersion: "v1.33.1", Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3}, MachineDeployments: map[string]rollout.PartObserved{}, MachinePools: map[string]rollout.PartObserved{}}
+	obs := &upgrade.Observed{ControlPlane: upgrade.PartObserved{Exists: true, ObjectName: cpName, SpecVersion: "v1.33.1", StatusVersion: "v1.33.1", Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3}, MachineDeployments: map[string]upgrade.PartObserved{}, MachinePools: map[string]upgrade.PartObserved{}}
 	for _, md := range topo.Spec.Workers.MachineDeployments {
-		obs.MachineDeployments[md.Name] = rollout.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
+		obs.MachineDeployments[md.Name] = upgrade.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
 	}
 	for _, mp := range topo.Spec.Workers.MachinePools {
-		obs.MachinePools[mp.Name] = rollout.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
+		obs.MachinePools[mp.Name] = upgrade.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
 	}
 	topo.Status.ObservedGeneration = 1
 	topo.Status.Infrastructure = v1alpha2.InfrastructureProvisioned
-	health.Summarize(topo, rollout.Sequence(topo, obs, rollout.VersionPlan{}), obs, &topo.Status)
+	health.Summarize(topo, upgrade.Decide(topo, obs, upgrade.VersionPlan{}), obs, &topo.Status)
 	state := loader.State(topo, ex.Class, current)
 	return Inputs{Topology: topo, Loaded: &loader.Loaded{Class: ex.Class, Templates: contract.NewTemplateIndex(ex.Templates...), Objects: current, Current: state, Observed: health.ObserveState(state)}}
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/variables"
 	"github.com/kubectl-topology/kubectl-topology/internal/plan"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -124,7 +124,7 @@ func computePreview(ctx context.Context, s snapshot) findings {
 		withStatus := s.in.Topology.DeepCopy()
 		withStatus.Spec = t.Spec
 		withStatus.Spec.Version = s.in.Topology.Spec.Version
-		up := rollout.PlanUpgrade(withStatus, s.in.Class, t.Spec.Version)
+		up := upgrade.PlanUpgrade(withStatus, s.in.Class, t.Spec.Version)
 		p.rollout = append(up.Lines(), lifecycle.PreviewLines(up, s.in.Hooks)...)
 		return p
 	}

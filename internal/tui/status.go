@@ -34,7 +34,7 @@ type StatusModel struct {
 // NewStatusModel watches through fetch, reading every interval.
 func NewStatusModel(fetch Fetcher, interval time.Duration) *StatusModel {
 	bar := progress.New(progress.WithoutPercentage(), progress.WithWidth(12), progress.WithSolidFill("2"))
-	return &StatusModel{Model: watch.New(fetch, interval, health.RolloutSettled), common: common.New(), bar: bar, Now: time.Now}
+	return &StatusModel{Model: watch.New(fetch, interval, health.Settled), common: common.New(), bar: bar, Now: time.Now}
 }
 
 // Topology is the latest Topology read; nil before the first read.
@@ -70,7 +70,7 @@ func (m *StatusModel) View() string {
 	t := m.Last
 	line(m.common.Styles.Title.Render(fmt.Sprintf("%s %s/%s (class %s)", draft.Kind(t), t.Namespace, t.Name, t.Spec.ClassRef.Name)))
 	line(fmt.Sprintf("  version %s · %s · infrastructure %s", t.Spec.Version, m.state(health.TopologyState(t)), orDash(string(t.Status.Infrastructure))))
-	for _, hold := range health.RolloutHolds(t) {
+	for _, hold := range health.Holds(t) {
 		line(m.common.Styles.Warn.Render("  " + hold))
 	}
 	for _, hook := range health.HookLines(t.Status.Hooks, m.Now()) {

@@ -268,7 +268,7 @@ func Summarize(ctx context.Context, t *v1alpha2.Topology, l *loader.Loaded) erro
 		return err
 	}
 	plan := t.Status.UpgradePlan
-	health.Summarize(t, res.Rollout, l.Observed, &t.Status)
+	health.Summarize(t, res.Sequence, l.Observed, &t.Status)
 	if plan != nil {
 		t.Status.UpgradePlan = plan
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -162,7 +162,7 @@ func validateVersionChange(old, t *v1alpha2.Topology, class *v1alpha2.TopologyCl
 		return nil
 	}
 	vc := rules.VersionChangeOf(old, t.Spec.Version)
-	vc.Unsafe = rollout.UnsafeVersionChange(t)
+	vc.Unsafe = upgrade.UnsafeVersionChange(t)
 	return rules.ValidateVersionChange(vc.ForClass(class))
 }
 

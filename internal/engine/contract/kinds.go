@@ -108,7 +108,8 @@ func InlineTemplates(c *v1alpha2.TopologyClass, find func(ref v1alpha2.ClusterCl
 }
 
 // InlineTemplateOf is a template object as a class's inline template: its
-// apiVersion, kind, labels, annotations and spec.
+// apiVersion, kind, name (what objects made from it are annotated as cloned
+// from), labels, annotations and spec.
 func InlineTemplateOf(t *unstructured.Unstructured) (*v1alpha2.InlineTemplate, error) {
 	spec, _, _ := unstructured.NestedMap(t.Object, "spec")
 	if spec == nil {
@@ -121,6 +122,7 @@ func InlineTemplateOf(t *unstructured.Unstructured) (*v1alpha2.InlineTemplate, e
 	return &v1alpha2.InlineTemplate{
 		APIVersion: t.GetAPIVersion(),
 		Kind:       t.GetKind(),
+		Name:       t.GetName(),
 		Metadata:   v1alpha2.ObjectMeta{Labels: t.GetLabels(), Annotations: t.GetAnnotations()},
 		Spec:       apiextensionsv1.JSON{Raw: raw},
 	}, nil

@@ -13,7 +13,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -348,7 +348,7 @@ func TestComputeChainsAnUpgrade(t *testing.T) {
 		cp, mds, step := versions(res)
 		if cp != s.wantCP || step != s.wantStep || strings.Join(mds, " ") != strings.Join(s.wantMDs, " ") {
 			t.Fatalf("step %d (control plane at %s): control plane %s, pools %v, upgrade-step %q; want %s, %v, %q (plan %+v)",
-				i+1, s.cpAt, cp, mds, step, s.wantCP, s.wantMDs, s.wantStep, res.Rollout.Plan)
+				i+1, s.cpAt, cp, mds, step, s.wantCP, s.wantMDs, s.wantStep, res.Sequence.Plan)
 		}
 		next := s.cpAt
 		if i+1 < len(steps) {
@@ -363,8 +363,8 @@ func TestComputeChainsAnUpgrade(t *testing.T) {
 		}
 	}
 	res := w.compute(t, current)
-	if _, _, step := versions(res); step != "" || !res.Rollout.Plan.IsZero() {
-		t.Errorf("after the upgrade: upgrade-step %q, plan %+v; want neither", step, res.Rollout.Plan)
+	if _, _, step := versions(res); step != "" || !res.Sequence.Plan.IsZero() {
+		t.Errorf("after the upgrade: upgrade-step %q, plan %+v; want neither", step, res.Sequence.Plan)
 	}
 
 	// A version the class does not list is refused, saying which it lists.
@@ -417,7 +417,7 @@ func TestComputeHoldsAPartPendingItsUpgrade(t *testing.T) {
 			_ = unstructured.SetNestedStringSlice(tpl.Object, []string{"extra:latest"}, "spec", "template", "spec", "preLoadImages")
 		}
 	}
-	computeWith := func(obs *rollout.Observed) *desiredstate.Result {
+	computeWith := func(obs *upgrade.Observed) *desiredstate.Result {
 		res, err := desiredstate.Compute(context.Background(), desiredstate.Input{
 			Topology: w.topo, Class: w.ex.Class, Templates: contract.NewTemplateIndex(w.ex.Templates...),
 			Current: cur, Observed: obs, Names: names.NewSeeded(7), CoreVersion: w.core,
@@ -427,19 +427,19 @@ func TestComputeHoldsAPartPendingItsUpgrade(t *testing.T) {
 		}
 		return res
 	}
-	at := func(v string) rollout.PartObserved {
-		return rollout.PartObserved{Exists: true, SpecVersion: v, StatusVersion: v}
+	at := func(v string) upgrade.PartObserved {
+		return upgrade.PartObserved{Exists: true, SpecVersion: v, StatusVersion: v}
 	}
-	pools := map[string]rollout.PartObserved{}
+	pools := map[string]upgrade.PartObserved{}
 	for name := range cur.MachineDeployments {
-		pools[name] = rollout.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
+		pools[name] = upgrade.PartObserved{Exists: true, SpecVersion: "v1.33.1"}
 	}
 	rolling := maps.Clone(pools)
-	rolling["md-a"] = rollout.PartObserved{Exists: true, SpecVersion: "v1.33.1", Upgrading: true}
+	rolling["md-a"] = upgrade.PartObserved{Exists: true, SpecVersion: "v1.33.1", Upgrading: true}
 
-	held := computeWith(&rollout.Observed{ControlPlane: at("v1.33.1"), MachineDeployments: rolling})
-	if !held.Rollout.ControlPlane.PendingUpgrade {
-		t.Fatalf("the control plane waits for md-a, yet is not pending its upgrade: %+v", held.Rollout.ControlPlane)
+	held := computeWith(&upgrade.Observed{ControlPlane: at("v1.33.1"), MachineDeployments: rolling})
+	if !held.Sequence.ControlPlane.PendingUpgrade {
+		t.Fatalf("the control plane waits for md-a, yet is not pending its upgrade: %+v", held.Sequence.ControlPlane)
 	}
 	for _, o := range held.ToApply() {
 		if o.GetKind() == "KubeadmControlPlane" || contract.KeyOf(o) == contract.KeyOf(held.Desired.ControlPlane.InfrastructureMachineTemplate) {
@@ -454,7 +454,7 @@ func TestComputeHoldsAPartPendingItsUpgrade(t *testing.T) {
 		t.Errorf("the control plane's template %s in use is not kept while the control plane is held", oldTemplate.GetName())
 	}
 
-	free := computeWith(&rollout.Observed{ControlPlane: at("v1.33.1"), MachineDeployments: pools})
+	free := computeWith(&upgrade.Observed{ControlPlane: at("v1.33.1"), MachineDeployments: pools})
 	var wrote []string
 	for _, o := range free.ToApply() {
 		if o.GetKind() == "KubeadmControlPlane" || contract.KeyOf(o) == contract.KeyOf(free.Desired.ControlPlane.InfrastructureMachineTemplate) {

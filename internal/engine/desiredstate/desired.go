@@ -17,8 +17,8 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -32,7 +32,7 @@ type computation struct {
 	cluster  string
 	ns       string
 	vars     []v1alpha2.ClusterVariable
-	rollout  *rollout.Rollout
+	rollout  *upgrade.Sequence
 	rotated  map[contract.ObjectKey]string
 	hooks    Hooks
 	desired  *contract.State
@@ -91,7 +91,7 @@ func Compute(ctx context.Context, in Input) (*Result, error) {
 			return nil, err
 		}
 	}
-	return &Result{Desired: c.desired, Variables: c.vars, Rollout: c.rollout, Rotated: c.rotated, Hooks: c.hooks, current: c.current}, nil
+	return &Result{Desired: c.desired, Variables: c.vars, Sequence: c.rollout, Rotated: c.rotated, Hooks: c.hooks, current: c.current}, nil
 }
 
 func newComputation(in Input) (*computation, error) {
@@ -250,11 +250,11 @@ func (c *computation) sequenceRollout(ctx context.Context) error {
 	if c.current != nil {
 		cluster = c.current.Cluster
 	}
-	plan, err := rollout.PlanVersionsFor(ctx, c.class, c.topo, obs, c.in.UpgradePlanner, cluster)
+	plan, err := upgrade.PlanVersionsFor(ctx, c.class, c.topo, obs, c.in.UpgradePlanner, cluster)
 	if err != nil {
 		return fmt.Errorf("planning the upgrade of Topology %s/%s to %s: %w", c.topo.Namespace, c.topo.Name, c.topo.Spec.Version, err)
 	}
-	gate := rollout.Gate{}
+	gate := upgrade.Gate{}
 	if c.in.Hooks != nil {
 		in := lifecycle.UpgradeInput{Caller: c.in.Hooks, Topology: c.topo, Cluster: cluster, Pending: lifecycle.PendingOf(c.topo.Annotations), Observed: obs, Plan: plan}
 		up, err := lifecycle.DecideUpgrade(ctx, in, &c.hooks.Answers)
@@ -263,7 +263,7 @@ func (c *computation) sequenceRollout(ctx context.Context) error {
 		}
 		gate, c.hooks.Pending, c.hooks.AfterControlPlane = up.Gate, up.Pending, up.AfterControlPlane
 	}
-	c.rollout = rollout.SequenceGated(c.topo, obs, plan, gate)
+	c.rollout = upgrade.DecideGated(c.topo, obs, plan, gate)
 	for _, p := range c.pools {
 		if p.isDeployment() {
 			p.decision = c.rollout.MachineDeployments[p.index]

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/patches"
@@ -32,7 +32,7 @@ type Input struct {
 	Current *contract.State
 	// Observed is the rollout state of existing parts, for upgrade sequencing.
 	// When nil it is read from Current.
-	Observed *rollout.Observed
+	Observed *upgrade.Observed
 	// Names generates names; inject a seeded one for stable output.
 	Names *names.Generator
 	// Dialect decides ownership.
@@ -44,7 +44,7 @@ type Input struct {
 	External patches.External
 	// UpgradePlanner asks the class's upgrade-plan extension for the chain
 	// of versions; nil offline.
-	UpgradePlanner rollout.UpgradePlanner
+	UpgradePlanner upgrade.UpgradePlanner
 	// Hooks calls the Runtime SDK lifecycle hooks an upgrade is due to
 	// call, and holds back what their answers hold; nil calls none (offline,
 	// and Cluster API's own clusters, whose controller calls them).
@@ -62,8 +62,8 @@ type Result struct {
 	Desired *contract.State
 	// Variables are the topology's variables after defaulting.
 	Variables []v1alpha2.ClusterVariable
-	// Rollout is the upgrade sequencing decision for each part.
-	Rollout *rollout.Rollout
+	// Sequence is the upgrade sequencing decision for each part.
+	Sequence *upgrade.Sequence
 	// Rotated maps each template clone made because its template changed to
 	// the name of the clone it replaces.
 	Rotated map[contract.ObjectKey]string
@@ -99,7 +99,7 @@ type Pending struct {
 // Desired.Objects().
 func (r *Result) Pending() []Pending {
 	var out []Pending
-	add := func(kind string, pools map[string]*contract.WorkerState, decisions []rollout.Decision) {
+	add := func(kind string, pools map[string]*contract.WorkerState, decisions []upgrade.Decision) {
 		for _, d := range decisions {
 			w := pools[d.Name]
 			if !d.CreatePending || w == nil {
@@ -112,8 +112,8 @@ func (r *Result) Pending() []Pending {
 			}
 		}
 	}
-	add("MachineDeployment", r.Desired.MachineDeployments, r.Rollout.MachineDeployments)
-	add("MachinePool", r.Desired.MachinePools, r.Rollout.MachinePools)
+	add("MachineDeployment", r.Desired.MachineDeployments, r.Sequence.MachineDeployments)
+	add("MachinePool", r.Desired.MachinePools, r.Sequence.MachinePools)
 	return out
 }
 
@@ -129,7 +129,7 @@ func (r *Result) Held() []*unstructured.Unstructured {
 
 // heldIn is, of state, the objects of the parts pending a version upgrade.
 func (r *Result) heldIn(state *contract.State) []*unstructured.Unstructured {
-	if state == nil || r.Rollout == nil {
+	if state == nil || r.Sequence == nil {
 		return nil
 	}
 	var out []*unstructured.Unstructured
@@ -140,13 +140,13 @@ func (r *Result) heldIn(state *contract.State) []*unstructured.Unstructured {
 			}
 		}
 	}
-	if r.Rollout.ControlPlane.PendingUpgrade {
+	if r.Sequence.ControlPlane.PendingUpgrade {
 		add(state.ControlPlane.Object, state.ControlPlane.InfrastructureMachineTemplate)
 	}
 	for _, set := range []struct {
-		decisions []rollout.Decision
+		decisions []upgrade.Decision
 		pools     map[string]*contract.WorkerState
-	}{{r.Rollout.MachineDeployments, state.MachineDeployments}, {r.Rollout.MachinePools, state.MachinePools}} {
+	}{{r.Sequence.MachineDeployments, state.MachineDeployments}, {r.Sequence.MachinePools, state.MachinePools}} {
 		for _, d := range set.decisions {
 			if w := set.pools[d.Name]; d.PendingUpgrade && w != nil {
 				add(w.Object, w.Bootstrap, w.Infrastructure)

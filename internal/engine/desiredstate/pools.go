@@ -9,7 +9,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/patches"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -25,7 +25,7 @@ type pool struct {
 
 	tmpl     workerTemplates
 	current  *contract.WorkerState
-	decision rollout.Decision
+	decision upgrade.Decision
 	names    workerNames
 	// bootstrap and infrastructure are the class templates after patches.
 	bootstrap, infrastructure *unstructured.Unstructured

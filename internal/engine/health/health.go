@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/duration"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -159,7 +159,7 @@ func orUnknown(s string) string {
 
 // observeMachines adds to a part what its Machines say: those not ready and
 // why, and how many are still coming up for the first time.
-func observeMachines(part *rollout.PartObserved, machines []*unstructured.Unstructured) {
+func observeMachines(part *upgrade.PartObserved, machines []*unstructured.Unstructured) {
 	sort.Slice(machines, func(i, j int) bool { return machines[i].GetName() < machines[j].GetName() })
 	for _, m := range machines {
 		provisioning, problem := machineHealth(m)

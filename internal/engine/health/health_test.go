@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -141,9 +141,9 @@ func TestObserveHealth(t *testing.T) {
 		Workers: &v1alpha2.WorkersTopology{MachineDeployments: []v1alpha2.MachineDeploymentTopology{
 			{Name: "md-a", Class: "default", Replicas: &two}, {Name: "md-b", Class: "default", Replicas: &one},
 		}}}}
-	r := &rollout.Rollout{DesiredVersion: "v1.33.1",
-		ControlPlane:       rollout.Decision{Name: rollout.ControlPlaneName, Version: "v1.33.1", Phase: v1alpha2.PhaseUpToDate},
-		MachineDeployments: []rollout.Decision{{Name: "md-a", Version: "v1.33.1", Phase: v1alpha2.PhaseUpToDate}, {Name: "md-b", Version: "v1.33.1", Phase: v1alpha2.PhaseUpToDate}},
+	r := &upgrade.Sequence{DesiredVersion: "v1.33.1",
+		ControlPlane:       upgrade.Decision{Name: upgrade.ControlPlaneName, Version: "v1.33.1", Phase: v1alpha2.PhaseUpToDate},
+		MachineDeployments: []upgrade.Decision{{Name: "md-a", Version: "v1.33.1", Phase: v1alpha2.PhaseUpToDate}, {Name: "md-b", Version: "v1.33.1", Phase: v1alpha2.PhaseUpToDate}},
 	}
 	var status v1alpha2.TopologyStatus
 	status.Infrastructure = v1alpha2.InfrastructureProvisioned
@@ -208,7 +208,7 @@ func TestCarryStateSince(t *testing.T) {
 	then := metav1.NewTime(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
 	now := metav1.NewTime(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	before := &v1alpha2.TopologyStatus{State: v1alpha2.StateReady, StateSince: &then,
-		ControlPlane:       &v1alpha2.PartStatus{Name: rollout.ControlPlaneName, State: v1alpha2.StateReady, StateSince: &then},
+		ControlPlane:       &v1alpha2.PartStatus{Name: upgrade.ControlPlaneName, State: v1alpha2.StateReady, StateSince: &then},
 		MachineDeployments: []v1alpha2.PartStatus{{Name: "md-a", State: v1alpha2.StateReady, StateSince: &then}}}
 	after := before.DeepCopy()
 	after.State = v1alpha2.StateDegraded

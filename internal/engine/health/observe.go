@@ -4,7 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 )
 
 // StatusRead are the paths under status that the engine reads of a Cluster
@@ -37,13 +37,13 @@ var ConditionsRead = []string{
 // contracts: the control plane's spec.version and status.version, and a pool's
 // version and whether its replicas are all up to date. The agent refines pool
 // state from Machines when it has them.
-func ObserveState(s *contract.State) *rollout.Observed {
-	obs := &rollout.Observed{MachineDeployments: map[string]rollout.PartObserved{}, MachinePools: map[string]rollout.PartObserved{}}
+func ObserveState(s *contract.State) *upgrade.Observed {
+	obs := &upgrade.Observed{MachineDeployments: map[string]upgrade.PartObserved{}, MachinePools: map[string]upgrade.PartObserved{}}
 	if s == nil {
 		return obs
 	}
 	if cp := s.ControlPlane.Object; cp != nil {
-		o := rollout.PartObserved{Exists: true, ObjectName: cp.GetName()}
+		o := upgrade.PartObserved{Exists: true, ObjectName: cp.GetName()}
 		o.SpecVersion, _, _ = unstructured.NestedString(cp.Object, "spec", "version")
 		o.StatusVersion, _, _ = unstructured.NestedString(cp.Object, "status", "version")
 		o.Replicas = nestedInt32(cp, "status", "replicas")
@@ -56,8 +56,8 @@ func ObserveState(s *contract.State) *rollout.Observed {
 		}
 		obs.ControlPlane = o
 	}
-	pool := func(w *contract.WorkerState) rollout.PartObserved {
-		o := rollout.PartObserved{Exists: true, ObjectName: w.Object.GetName()}
+	pool := func(w *contract.WorkerState) upgrade.PartObserved {
+		o := upgrade.PartObserved{Exists: true, ObjectName: w.Object.GetName()}
 		o.SpecVersion, _, _ = unstructured.NestedString(w.Object.Object, "spec", "template", "spec", "version")
 		o.Replicas = nestedInt32(w.Object, "status", "replicas")
 		o.ReadyReplicas = nestedInt32(w.Object, "status", "readyReplicas")
@@ -142,7 +142,7 @@ const MachineDeploymentNameOfMachine = "cluster.x-k8s.io/deployment-name"
 // its Machines runs another version than its spec, whatever its counters
 // say; and
 // each part's Machines that are not ready are its problems.
-func WithMachines(o *rollout.Observed, s *contract.State, machines []*unstructured.Unstructured) *rollout.Observed {
+func WithMachines(o *upgrade.Observed, s *contract.State, machines []*unstructured.Unstructured) *upgrade.Observed {
 	if cp := s.ControlPlane.Object; cp != nil {
 		var mine []*unstructured.Unstructured
 		for _, m := range machines {

@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -18,7 +18,7 @@ func TestRolloutSettled(t *testing.T) {
 		return &v1alpha2.Topology{
 			ObjectMeta: metav1.ObjectMeta{Generation: 4},
 			Status: v1alpha2.TopologyStatus{ObservedGeneration: 4, Phase: v1alpha2.PhaseUpToDate, Infrastructure: v1alpha2.InfrastructureProvisioned,
-				ControlPlane:       &v1alpha2.PartStatus{Name: rollout.ControlPlaneName, ObjectName: "dev-cp", Phase: v1alpha2.PhaseUpToDate, DesiredReplicas: new(int32(3)), Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3},
+				ControlPlane:       &v1alpha2.PartStatus{Name: upgrade.ControlPlaneName, ObjectName: "dev-cp", Phase: v1alpha2.PhaseUpToDate, DesiredReplicas: new(int32(3)), Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3},
 				MachineDeployments: []v1alpha2.PartStatus{{Name: "md-a", ObjectName: "dev-md-a", Phase: v1alpha2.PhaseUpToDate, DesiredReplicas: new(int32(2)), Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 2}},
 				Conditions: []metav1.Condition{
 					{Type: v1alpha2.TopologyReconciledCondition, Status: metav1.ConditionTrue, ObservedGeneration: 4, Reason: "ReconcileSucceeded"},
@@ -65,10 +65,10 @@ func TestRolloutSettled(t *testing.T) {
 				p.State = PartState(p, 0)
 			}
 			topo.Status.State = TopologyStateOf(&topo.Status)
-			if got, want := RolloutSettled(topo), tc.name == "settled"; got != want {
+			if got, want := Settled(topo), tc.name == "settled"; got != want {
 				t.Errorf("settled %v, want %v", got, want)
 			}
-			if got := strings.Join(append(RolloutHolds(topo), PartsNotReady(topo, time.Time{})...), "\n"); got != tc.holds {
+			if got := strings.Join(append(Holds(topo), PartsNotReady(topo, time.Time{})...), "\n"); got != tc.holds {
 				t.Errorf("holds %q, want %q", got, tc.holds)
 			}
 		})

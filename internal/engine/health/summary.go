@@ -11,13 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // phaseOrder ranks phases from least to most advanced; a topology's phase is
 // the least advanced of its parts.
-var phaseOrder = map[v1alpha2.RolloutPhase]int{
+var phaseOrder = map[v1alpha2.PartPhase]int{
 	v1alpha2.PhasePending:   0,
 	v1alpha2.PhaseCreating:  1,
 	v1alpha2.PhaseHeld:      2,
@@ -29,11 +29,11 @@ var phaseOrder = map[v1alpha2.RolloutPhase]int{
 // Summarize fills the rollout summary of status: each part's desired and
 // observed version and replicas, its phase and why it waits, and the phase of
 // the whole topology. It is what `status` and the TUI show.
-func Summarize(t *v1alpha2.Topology, r *rollout.Rollout, obs *rollout.Observed, status *v1alpha2.TopologyStatus) {
+func Summarize(t *v1alpha2.Topology, r *upgrade.Sequence, obs *upgrade.Observed, status *v1alpha2.TopologyStatus) {
 	if obs == nil {
-		obs = &rollout.Observed{}
+		obs = &upgrade.Observed{}
 	}
-	part := func(d rollout.Decision, class string, o rollout.PartObserved, desiredReplicas *int32) v1alpha2.PartStatus {
+	part := func(d upgrade.Decision, class string, o upgrade.PartObserved, desiredReplicas *int32) v1alpha2.PartStatus {
 		ps := v1alpha2.PartStatus{
 			Name: d.Name, Class: class, ObjectName: o.ObjectName,
 			DesiredVersion: r.DesiredVersion, Version: o.SpecVersion,
@@ -54,7 +54,7 @@ func Summarize(t *v1alpha2.Topology, r *rollout.Rollout, obs *rollout.Observed, 
 	cp := part(r.ControlPlane, "", obs.ControlPlane, t.Spec.ControlPlane.Replicas)
 	status.ControlPlane = &cp
 	phase := cp.Phase
-	lower := func(p v1alpha2.RolloutPhase) {
+	lower := func(p v1alpha2.PartPhase) {
 		if phaseOrder[p] < phaseOrder[phase] {
 			phase = p
 		}
@@ -79,14 +79,14 @@ func Summarize(t *v1alpha2.Topology, r *rollout.Rollout, obs *rollout.Observed, 
 
 // upgradePlanStatus is the plan minus the versions this pass writes: as
 // upstream reports it, a version leaves the list once a part has it.
-func upgradePlanStatus(r *rollout.Rollout) *v1alpha2.UpgradePlanStatus {
+func upgradePlanStatus(r *upgrade.Sequence) *v1alpha2.UpgradePlanStatus {
 	cp, workers := r.Plan.ControlPlane, r.Plan.Workers
 	if len(cp) > 0 && r.ControlPlane.Version == cp[0] {
 		cp = cp[1:]
 	}
 	if len(workers) > 0 {
 		all := true
-		for _, parts := range [][]rollout.Decision{r.MachineDeployments, r.MachinePools} {
+		for _, parts := range [][]upgrade.Decision{r.MachineDeployments, r.MachinePools} {
 			for _, d := range parts {
 				all = all && (d.CreatePending || d.Version == workers[0])
 			}
@@ -118,11 +118,11 @@ func InfrastructurePhase(s *contract.State) v1alpha2.InfrastructurePhase {
 	return v1alpha2.InfrastructureProvisioning
 }
 
-// RolloutSettled tells whether a Topology's rollout is over: the agent has
+// Settled tells whether a Topology's rollout is over: the agent has
 // reconciled its latest generation, TopologyReconciled is true for it, and
 // the topology and every part are Ready — versions, replicas asked for, all
 // ready and healthy. `status --watch` and `upgrade --wait` stop there.
-func RolloutSettled(t *v1alpha2.Topology) bool {
+func Settled(t *v1alpha2.Topology) bool {
 	if t.Status.ObservedGeneration != t.Generation || TopologyState(t) != v1alpha2.StateReady || len(PartsNotReady(t, time.Time{})) > 0 {
 		return false
 	}
@@ -191,10 +191,10 @@ func PartsHolding(t *v1alpha2.Topology) []string {
 	return out
 }
 
-// RolloutHolds says what a Topology's status reports as holding it: a
+// Holds says what a Topology's status reports as holding it: a
 // change the agent has not seen yet, and each condition that is not true.
 // Status views list these, and a watch that gives up names them.
-func RolloutHolds(t *v1alpha2.Topology) []string {
+func Holds(t *v1alpha2.Topology) []string {
 	var out []string
 	if behind := NotObserved(t); behind != "" {
 		out = append(out, behind)

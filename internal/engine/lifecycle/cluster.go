@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -34,8 +34,8 @@ type AfterInput struct {
 	Cluster  *unstructured.Unstructured
 	// Pending are the hooks owed now.
 	Pending Pending
-	// Rollout is this reconcile's sequencing decision.
-	Rollout *rollout.Rollout
+	// Sequence is this reconcile's sequencing decision.
+	Sequence *upgrade.Sequence
 }
 
 // After calls AfterControlPlaneInitialized once the Cluster says its control
@@ -51,7 +51,7 @@ func After(ctx context.Context, in AfterInput, answers *Answers) (Pending, error
 		}
 		pending = pending.Without(AfterControlPlaneInitialized)
 	}
-	if !pending.Has(AfterClusterUpgrade) || pending.Has(AfterControlPlaneUpgrade) || pending.Has(AfterWorkersUpgrade) || !settled(in.Rollout) {
+	if !pending.Has(AfterClusterUpgrade) || pending.Has(AfterControlPlaneUpgrade) || pending.Has(AfterWorkersUpgrade) || !settled(in.Sequence) {
 		return pending, nil
 	}
 	a, err := call(ctx, in.Caller, answers, Request{Hook: AfterClusterUpgrade, Topology: in.Topology, Cluster: in.Cluster, Version: in.Topology.Spec.Version})
@@ -63,11 +63,11 @@ func After(ctx context.Context, in AfterInput, answers *Answers) (Pending, error
 
 // settled reports whether nothing of r is still to move: the control plane
 // and every pool up to date, none waiting, deferred, held or to be created.
-func settled(r *rollout.Rollout) bool {
+func settled(r *upgrade.Sequence) bool {
 	if r == nil || r.ControlPlane.Phase != v1alpha2.PhaseUpToDate {
 		return false
 	}
-	for _, d := range append(append([]rollout.Decision{}, r.MachineDeployments...), r.MachinePools...) {
+	for _, d := range append(append([]upgrade.Decision{}, r.MachineDeployments...), r.MachinePools...) {
 		if d.Phase != v1alpha2.PhaseUpToDate {
 			return false
 		}

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -61,10 +61,10 @@ func topology(version string, annotations map[string]string) *v1alpha2.Topology 
 	}
 }
 
-func observed(cpSpec, cpStatus, md string, mdRolling bool) *rollout.Observed {
-	return &rollout.Observed{
-		ControlPlane:       rollout.PartObserved{Exists: true, SpecVersion: cpSpec, StatusVersion: cpStatus},
-		MachineDeployments: map[string]rollout.PartObserved{"md": {Exists: true, SpecVersion: md, Upgrading: mdRolling}},
+func observed(cpSpec, cpStatus, md string, mdRolling bool) *upgrade.Observed {
+	return &upgrade.Observed{
+		ControlPlane:       upgrade.PartObserved{Exists: true, SpecVersion: cpSpec, StatusVersion: cpStatus},
+		MachineDeployments: map[string]upgrade.PartObserved{"md": {Exists: true, SpecVersion: md, Upgrading: mdRolling}},
 	}
 }
 
@@ -73,8 +73,8 @@ func observed(cpSpec, cpStatus, md string, mdRolling bool) *rollout.Observed {
 // the states the agent sees, and checks which hooks each pass calls, what
 // they make owed and what the gate holds.
 func TestUpgradeHooksInUpstreamOrder(t *testing.T) {
-	plan := func(cp, workers []string) rollout.VersionPlan {
-		return rollout.VersionPlan{ControlPlane: cp, Workers: workers}
+	plan := func(cp, workers []string) upgrade.VersionPlan {
+		return upgrade.VersionPlan{ControlPlane: cp, Workers: workers}
 	}
 	type want struct {
 		calls     []string
@@ -86,8 +86,8 @@ func TestUpgradeHooksInUpstreamOrder(t *testing.T) {
 	cases := []struct {
 		name    string
 		pending string
-		obs     *rollout.Observed
-		plan    rollout.VersionPlan
+		obs     *upgrade.Observed
+		plan    upgrade.VersionPlan
 		caller  *scripted
 		want    want
 	}{
@@ -178,7 +178,7 @@ func TestBeforeUpgradeAnnotationHolds(t *testing.T) {
 	topo := topology("v1.33.0", map[string]string{BeforeUpgradeHookAnnotationPrefix + "/backup": ""})
 	caller := allHooks()
 	answers := &Answers{}
-	up, err := DecideUpgrade(context.Background(), UpgradeInput{Caller: caller, Topology: topo, Observed: observed("v1.32.0", "v1.32.0", "v1.32.0", false), Plan: rollout.VersionPlan{ControlPlane: []string{"v1.33.0"}}}, answers)
+	up, err := DecideUpgrade(context.Background(), UpgradeInput{Caller: caller, Topology: topo, Observed: observed("v1.32.0", "v1.32.0", "v1.32.0", false), Plan: upgrade.VersionPlan{ControlPlane: []string{"v1.33.0"}}}, answers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestBeforeUpgradeAnnotationHolds(t *testing.T) {
 func TestFailedCallHoldsAndNamesTheHook(t *testing.T) {
 	caller := allHooks()
 	caller.fail = map[string]error{BeforeClusterUpgrade: fmt.Errorf("connection refused")}
-	up, err := DecideUpgrade(context.Background(), UpgradeInput{Caller: caller, Topology: topology("v1.33.0", nil), Observed: observed("v1.32.0", "v1.32.0", "v1.32.0", false), Plan: rollout.VersionPlan{ControlPlane: []string{"v1.33.0"}}}, &Answers{})
+	up, err := DecideUpgrade(context.Background(), UpgradeInput{Caller: caller, Topology: topology("v1.33.0", nil), Observed: observed("v1.32.0", "v1.32.0", "v1.32.0", false), Plan: upgrade.VersionPlan{ControlPlane: []string{"v1.33.0"}}}, &Answers{})
 	if err == nil || !strings.Contains(err.Error(), "lifecycle hook BeforeClusterUpgrade: connection refused") {
 		t.Fatalf("err = %v, want the hook named with its error", err)
 	}
@@ -208,14 +208,14 @@ func TestFailedCallHoldsAndNamesTheHook(t *testing.T) {
 // so) and AfterClusterUpgrade (only once everything has settled and the
 // parts' own After hooks are answered).
 func TestAfterHooks(t *testing.T) {
-	settled := &rollout.Rollout{ControlPlane: rollout.Decision{Phase: v1alpha2.PhaseUpToDate}, MachineDeployments: []rollout.Decision{{Phase: v1alpha2.PhaseUpToDate}}}
-	rolling := &rollout.Rollout{ControlPlane: rollout.Decision{Phase: v1alpha2.PhaseUpToDate}, MachineDeployments: []rollout.Decision{{Phase: v1alpha2.PhaseUpgrading}}}
+	settled := &upgrade.Sequence{ControlPlane: upgrade.Decision{Phase: v1alpha2.PhaseUpToDate}, MachineDeployments: []upgrade.Decision{{Phase: v1alpha2.PhaseUpToDate}}}
+	rolling := &upgrade.Sequence{ControlPlane: upgrade.Decision{Phase: v1alpha2.PhaseUpToDate}, MachineDeployments: []upgrade.Decision{{Phase: v1alpha2.PhaseUpgrading}}}
 	initialized := clusterWithCondition("ControlPlaneInitialized", "True")
 	cases := []struct {
 		name    string
 		pending string
 		cluster bool
-		r       *rollout.Rollout
+		r       *upgrade.Sequence
 		block   []string
 		calls   []string
 		owed    string
@@ -231,7 +231,7 @@ func TestAfterHooks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			caller := allHooks(tc.block...)
 			topo := topology("v1.33.0", map[string]string{PendingHooksAnnotation: tc.pending})
-			in := AfterInput{Caller: caller, Topology: topo, Pending: PendingOf(topo.Annotations), Rollout: tc.r}
+			in := AfterInput{Caller: caller, Topology: topo, Pending: PendingOf(topo.Annotations), Sequence: tc.r}
 			if tc.cluster {
 				in.Cluster = initialized
 			}
@@ -258,7 +258,7 @@ func TestPreviewCallsFollowTheSteps(t *testing.T) {
 	topo := topology("v1.32.0", nil)
 	topo.Status.MachineDeployments = []v1alpha2.PartStatus{{Name: "md", Version: "v1.32.0"}}
 	class := &v1alpha2.TopologyClass{Spec: v1alpha2.TopologyClassSpec{KubernetesVersions: []string{"v1.32.0", "v1.33.0", "v1.34.0", "v1.35.0", "v1.36.0"}}}
-	p := rollout.PlanUpgrade(topo, class, "v1.36.0")
+	p := upgrade.PlanUpgrade(topo, class, "v1.36.0")
 	served := map[string][]string{}
 	for _, h := range Hooks {
 		served[h] = []string{"h.ext"}

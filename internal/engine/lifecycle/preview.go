@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 )
 
 // PreviewCalls lists, in the order the agent will make them, the lifecycle
@@ -14,7 +14,7 @@ import (
 // AfterControlPlaneUpgrade, and around the workers' steps BeforeWorkersUpgrade
 // and AfterWorkersUpgrade, and AfterClusterUpgrade at the end. A hook no
 // handler serves is left out; nil when none is served.
-func PreviewCalls(p *rollout.UpgradePlan, served map[string][]string) []string {
+func PreviewCalls(p *upgrade.UpgradePlan, served map[string][]string) []string {
 	if p == nil {
 		return nil
 	}
@@ -44,13 +44,13 @@ func PreviewCalls(p *rollout.UpgradePlan, served map[string][]string) []string {
 	return out
 }
 
-func isControlPlaneStep(s rollout.UpgradeStep) bool {
+func isControlPlaneStep(s upgrade.UpgradeStep) bool {
 	return len(s.Parts) == 1 && s.Parts[0].Kind == "ControlPlane"
 }
 
 // PreviewLines are PreviewCalls numbered under a heading, for `upgrade
 // --dry-run`, `plan` and the editor; nil when no hook is served.
-func PreviewLines(p *rollout.UpgradePlan, served map[string][]string) []string {
+func PreviewLines(p *upgrade.UpgradePlan, served map[string][]string) []string {
 	calls := PreviewCalls(p, served)
 	if len(calls) == 0 {
 		return nil

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -20,14 +20,14 @@ type UpgradeInput struct {
 	// Pending are the hooks owed before this reconcile.
 	Pending Pending
 	// Observed and Plan are the rollout state and the versions still ahead.
-	Observed *rollout.Observed
-	Plan     rollout.VersionPlan
+	Observed *upgrade.Observed
+	Plan     upgrade.VersionPlan
 }
 
 // Upgrade is what the upgrade hooks decided in one reconcile.
 type Upgrade struct {
 	// Gate holds back what a hook's answer holds.
-	Gate rollout.Gate
+	Gate upgrade.Gate
 	// Pending are the hooks owed from now on: the agent writes them before
 	// it writes anything else, so that an upgrade it starts is never
 	// without the hooks owed at its end.
@@ -51,12 +51,12 @@ func DecideUpgrade(ctx context.Context, in UpgradeInput, answers *Answers) (Upgr
 		return out, nil
 	}
 	desired, cp := t.Spec.Version, obs.ControlPlane
-	mds, mps := rollout.PoolsUpgrading(t, obs)
-	stage := rollout.ControlPlaneStageOf(desired, cp, append(mds, mps...), in.Plan)
+	mds, mps := upgrade.PoolsUpgrading(t, obs)
+	stage := upgrade.ControlPlaneStageOf(desired, cp, append(mds, mps...), in.Plan)
 	switch stage {
-	case rollout.StageCreating, rollout.StageProvisioning:
+	case upgrade.StageCreating, upgrade.StageProvisioning:
 		return out, nil
-	case rollout.StageUpgrading:
+	case upgrade.StageUpgrading:
 		// The control plane took a version but the hooks owed after it were
 		// not written (the agent stopped between the two): owe them now.
 		if !out.Pending.Has(AfterControlPlaneUpgrade) {
@@ -93,7 +93,7 @@ func DecideUpgrade(ctx context.Context, in UpgradeInput, answers *Answers) (Upgr
 	if stop, err := discharge(AfterControlPlaneUpgrade, atControlPlane); stop {
 		return out, err
 	}
-	if stop, err := discharge(BeforeWorkersUpgrade, func(r *Request) { r.From, r.To = rollout.MinWorkersVersion(obs), cp.SpecVersion }); stop {
+	if stop, err := discharge(BeforeWorkersUpgrade, func(r *Request) { r.From, r.To = upgrade.MinWorkersVersion(obs), cp.SpecVersion }); stop {
 		return out, err
 	}
 	// The workers' step is not over while they still have to take the
@@ -105,7 +105,7 @@ func DecideUpgrade(ctx context.Context, in UpgradeInput, answers *Answers) (Upgr
 	if stop, err := discharge(AfterWorkersUpgrade, atControlPlane); stop {
 		return out, err
 	}
-	if stage == rollout.StageUpToDate {
+	if stage == upgrade.StageUpToDate {
 		return out, nil
 	}
 
@@ -137,7 +137,7 @@ func DecideUpgrade(ctx context.Context, in UpgradeInput, answers *Answers) (Upgr
 
 // owedAfterStep are the hooks a control plane step to version owes:
 // AfterControlPlaneUpgrade, and the workers' two where they take that step.
-func owedAfterStep(plan rollout.VersionPlan, version string) []string {
+func owedAfterStep(plan upgrade.VersionPlan, version string) []string {
 	owed := []string{AfterControlPlaneUpgrade}
 	if len(plan.Workers) > 0 && plan.Workers[0] == version {
 		owed = append(owed, BeforeWorkersUpgrade, AfterWorkersUpgrade)
@@ -148,8 +148,8 @@ func owedAfterStep(plan rollout.VersionPlan, version string) []string {
 // gateOf is what a's hold keeps where it is, as upstream keeps it: the
 // control plane always; the workers too while AfterControlPlaneUpgrade or
 // BeforeWorkersUpgrade holds.
-func gateOf(a Answer) rollout.Gate {
-	g := rollout.Gate{ControlPlane: heldBy(a)}
+func gateOf(a Answer) upgrade.Gate {
+	g := upgrade.Gate{ControlPlane: heldBy(a)}
 	if a.Hook == AfterControlPlaneUpgrade || a.Hook == BeforeWorkersUpgrade {
 		g.Workers = g.ControlPlane
 	}

@@ -147,8 +147,12 @@ type parityCase struct {
 	want            int64  // machines the topology asks for
 }
 
-// loadCase reads the case in dir (its YAML files and an optional file
-// named upgrade holding the version to upgrade to) and converts it to ours
+// ConvertFlagsFile is the file of a case holding the flags its conversion
+// takes besides the namespace and the files.
+const ConvertFlagsFile = "convert-flags"
+
+// loadCase reads the case in dir (its YAML files, an optional file named
+// upgrade holding the version to upgrade to, and an optional ConvertFlagsFile) and converts it to ours
 // with the plugin, for sides named after name.
 func loadCase(ctx context.Context, env Env, dir, name string) (*parityCase, error) {
 	c := &parityCase{
@@ -161,6 +165,14 @@ func loadCase(ctx context.Context, env Env, dir, name string) (*parityCase, erro
 	}
 	var docs []byte
 	args := []string{"convert", "-n", c.ours.namespace}
+	// A case may convert as on another cluster: its convert-flags file holds
+	// the flags (--inline=all: every template inline, as a stock cluster
+	// that refuses them all would have it).
+	if flags, err := os.ReadFile(filepath.Join(dir, ConvertFlagsFile)); err == nil {
+		args = append(args, strings.Fields(string(flags))...)
+	} else if !os.IsNotExist(err) {
+		return nil, err
+	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {

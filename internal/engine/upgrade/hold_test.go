@@ -1,4 +1,4 @@
-package rollout_test
+package upgrade_test
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -34,12 +34,12 @@ func TestHold(t *testing.T) {
 	}{
 		{"a running Cluster", topo(made), cluster(false, nil), "", ""},
 		{"no Cluster yet", topo(nil), nil, "", ""},
-		{"spec.paused", topo(made), cluster(true, nil), rollout.HoldClusterPaused, "Cluster dev is paused (spec.paused)"},
-		{"the paused annotation", topo(made), cluster(false, map[string]string{contract.PausedAnnotation: ""}), rollout.HoldClusterPaused, "annotation cluster.x-k8s.io/paused"},
-		{"a Cluster made and gone", topo(made), nil, rollout.HoldClusterMissing, "remove the annotation " + v1alpha2.ClusterMadeAnnotation},
-		{"deleted for a move", topo(map[string]string{contract.DeleteForMoveAnnotation: ""}), nil, rollout.HoldClusterPaused, "clusterctl move is deleting this copy"},
+		{"spec.paused", topo(made), cluster(true, nil), upgrade.HoldClusterPaused, "Cluster dev is paused (spec.paused)"},
+		{"the paused annotation", topo(made), cluster(false, map[string]string{contract.PausedAnnotation: ""}), upgrade.HoldClusterPaused, "annotation cluster.x-k8s.io/paused"},
+		{"a Cluster made and gone", topo(made), nil, upgrade.HoldClusterMissing, "remove the annotation " + v1alpha2.ClusterMadeAnnotation},
+		{"deleted for a move", topo(map[string]string{contract.DeleteForMoveAnnotation: ""}), nil, upgrade.HoldClusterPaused, "clusterctl move is deleting this copy"},
 	} {
-		reason, msg := rollout.Hold(tc.topo, tc.cluster)
+		reason, msg := upgrade.Hold(tc.topo, tc.cluster)
 		if reason != tc.reason || !strings.Contains(msg, tc.says) || (tc.says == "") != (msg == "") {
 			t.Errorf("%s: Hold = %q, %q; want %q saying %q", tc.name, reason, msg, tc.reason, tc.says)
 		}

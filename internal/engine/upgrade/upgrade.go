@@ -1,4 +1,4 @@
-package rollout
+package upgrade
 
 import (
 	"fmt"
@@ -50,7 +50,7 @@ type Decision struct {
 	// Version is the version to write into the part's spec now.
 	Version string
 	// Phase is where the part is in the rollout.
-	Phase v1alpha2.RolloutPhase
+	Phase v1alpha2.PartPhase
 	// Reason says why a part waits, for humans.
 	Reason string
 	// CreatePending is true for a new pool that must not be created yet because
@@ -63,8 +63,8 @@ type Decision struct {
 	PendingUpgrade bool
 }
 
-// Rollout is the sequencing decision for a whole topology.
-type Rollout struct {
+// Sequence is the sequencing decision for a whole topology.
+type Sequence struct {
 	// DesiredVersion is the topology's version.
 	DesiredVersion string
 	// Concurrency is how many pools of a kind may upgrade at once.
@@ -100,7 +100,7 @@ func UpgradeConcurrency(t *v1alpha2.Topology) int {
 	return 1
 }
 
-// Sequence decides, from observed state and the version plan only, which
+// Decide decides, from observed state and the version plan only, which
 // parts take which version now and why the others wait, as upstream's
 // topology controller does: the control plane first, one step of the plan
 // at a time, and only when stable and no pool is mid-upgrade; then pools,
@@ -108,8 +108,8 @@ func UpgradeConcurrency(t *v1alpha2.Topology) int {
 // ones, when the control plane is stable or waits for them (a chained
 // upgrade whose next step would leave the workers too far behind); new
 // pools wait while the control plane is not stable.
-func Sequence(t *v1alpha2.Topology, obs *Observed, plan VersionPlan) *Rollout {
-	return SequenceGated(t, obs, plan, Gate{})
+func Decide(t *v1alpha2.Topology, obs *Observed, plan VersionPlan) *Sequence {
+	return DecideGated(t, obs, plan, Gate{})
 }
 
 // Gate holds back what a Runtime SDK lifecycle hook blocks (see
@@ -122,13 +122,13 @@ type Gate struct {
 	Workers string
 }
 
-// SequenceGated is Sequence with the parts gate holds kept where they are.
-func SequenceGated(t *v1alpha2.Topology, obs *Observed, plan VersionPlan, gate Gate) *Rollout {
+// DecideGated is Sequence with the parts gate holds kept where they are.
+func DecideGated(t *v1alpha2.Topology, obs *Observed, plan VersionPlan, gate Gate) *Sequence {
 	if obs == nil {
 		obs = &Observed{}
 	}
 	desired := t.Spec.Version
-	r := &Rollout{DesiredVersion: desired, Concurrency: UpgradeConcurrency(t), Plan: plan}
+	r := &Sequence{DesiredVersion: desired, Concurrency: UpgradeConcurrency(t), Plan: plan}
 
 	mdUpgrading, mpUpgrading := PoolsUpgrading(t, obs)
 	var mds []v1alpha2.MachineDeploymentTopology
@@ -281,7 +281,7 @@ func nextOr(plan []string, def string) string {
 
 // sequencePool decides for one pool; held reports whether it carries the hold
 // annotation, which also holds every pool after it.
-func sequencePool(name, desired string, o PartObserved, annotations map[string]string, holdBefore bool, r *Rollout, upgrading *[]string) (Decision, bool) {
+func sequencePool(name, desired string, o PartObserved, annotations map[string]string, holdBefore bool, r *Sequence, upgrading *[]string) (Decision, bool) {
 	_, hold := annotations[contract.HoldUpgradeSequenceAnnotation]
 	_, deferred := annotations[contract.DeferUpgradeAnnotation]
 	d := Decision{Name: name, Version: desired}
@@ -333,17 +333,17 @@ func sequencePool(name, desired string, o PartObserved, annotations map[string]s
 	return d, hold
 }
 
-// RolloutFromStatus rebuilds the rollout state a Topology's status reports,
+// SequenceFromStatus rebuilds the rollout state a Topology's status reports,
 // for checks (a version change while a rollout is in flight) that run where
 // only the Topology is at hand, such as admission.
-func RolloutFromStatus(s *v1alpha2.TopologyStatus) *Rollout {
+func SequenceFromStatus(s *v1alpha2.TopologyStatus) *Sequence {
 	if s == nil || s.ControlPlane == nil {
 		return nil
 	}
 	decision := func(p v1alpha2.PartStatus) Decision {
 		return Decision{Name: p.Name, Version: p.Version, Phase: p.Phase, Reason: p.Message}
 	}
-	r := &Rollout{DesiredVersion: s.ControlPlane.DesiredVersion, ControlPlane: decision(*s.ControlPlane)}
+	r := &Sequence{DesiredVersion: s.ControlPlane.DesiredVersion, ControlPlane: decision(*s.ControlPlane)}
 	for _, p := range s.MachineDeployments {
 		r.MachineDeployments = append(r.MachineDeployments, decision(p))
 	}

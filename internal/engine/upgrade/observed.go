@@ -1,4 +1,4 @@
-package rollout
+package upgrade
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

@@ -1,4 +1,4 @@
-package rollout
+package upgrade
 
 import (
 	"context"
@@ -32,9 +32,9 @@ func TestSequence(t *testing.T) {
 	}
 	stableCP := func(v string) PartObserved { return PartObserved{Exists: true, SpecVersion: v, StatusVersion: v} }
 	type want struct {
-		cp  v1alpha2.RolloutPhase
+		cp  v1alpha2.PartPhase
 		cpV string
-		mds []v1alpha2.RolloutPhase
+		mds []v1alpha2.PartPhase
 		mdV []string
 	}
 	cases := []struct {
@@ -44,32 +44,32 @@ func TestSequence(t *testing.T) {
 		want want
 	}{
 		{"control plane first", topologyWith("v1.33.0", nil, md("a", nil), md("b", nil)), &Observed{ControlPlane: stableCP("v1.32.0"), MachineDeployments: atOld()},
-			want{v1alpha2.PhaseUpgrading, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhasePending, v1alpha2.PhasePending}, []string{"v1.32.0", "v1.32.0"}}},
+			want{v1alpha2.PhaseUpgrading, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhasePending, v1alpha2.PhasePending}, []string{"v1.32.0", "v1.32.0"}}},
 		{"control plane rolling", topologyWith("v1.33.0", nil, md("a", nil)), &Observed{ControlPlane: PartObserved{Exists: true, SpecVersion: "v1.33.0", StatusVersion: "v1.32.0"}, MachineDeployments: atOld()},
-			want{v1alpha2.PhaseUpgrading, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhasePending}, []string{"v1.32.0"}}},
+			want{v1alpha2.PhaseUpgrading, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhasePending}, []string{"v1.32.0"}}},
 		{"one MD at a time", topologyWith("v1.33.0", nil, md("a", nil), md("b", nil), md("c", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
-			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhaseUpgrading, v1alpha2.PhasePending, v1alpha2.PhasePending}, []string{"v1.33.0", "v1.32.0", "v1.32.0"}}},
+			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhaseUpgrading, v1alpha2.PhasePending, v1alpha2.PhasePending}, []string{"v1.33.0", "v1.32.0", "v1.32.0"}}},
 		{"concurrency 2", topologyWith("v1.33.0", map[string]string{contract.UpgradeConcurrencyAnnotation: "2"}, md("a", nil), md("b", nil), md("c", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
-			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhaseUpgrading, v1alpha2.PhaseUpgrading, v1alpha2.PhasePending}, []string{"v1.33.0", "v1.33.0", "v1.32.0"}}},
+			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhaseUpgrading, v1alpha2.PhaseUpgrading, v1alpha2.PhasePending}, []string{"v1.33.0", "v1.33.0", "v1.32.0"}}},
 		{"defer skips one", topologyWith("v1.33.0", nil, md("a", map[string]string{contract.DeferUpgradeAnnotation: ""}), md("b", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
-			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhaseDeferred, v1alpha2.PhaseUpgrading}, []string{"v1.32.0", "v1.33.0"}}},
+			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhaseDeferred, v1alpha2.PhaseUpgrading}, []string{"v1.32.0", "v1.33.0"}}},
 		{"hold stops the rest", topologyWith("v1.33.0", map[string]string{contract.UpgradeConcurrencyAnnotation: "5"}, md("a", nil), md("b", map[string]string{contract.HoldUpgradeSequenceAnnotation: ""}), md("c", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
-			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhaseUpgrading, v1alpha2.PhaseHeld, v1alpha2.PhaseHeld}, []string{"v1.33.0", "v1.32.0", "v1.32.0"}}},
+			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhaseUpgrading, v1alpha2.PhaseHeld, v1alpha2.PhaseHeld}, []string{"v1.33.0", "v1.32.0", "v1.32.0"}}},
 		{"MD mid-upgrade blocks the control plane", topologyWith("v1.34.0", nil, md("a", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: map[string]PartObserved{"a": {Exists: true, SpecVersion: "v1.33.0", Upgrading: true}}},
-			want{v1alpha2.PhasePending, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhasePending}, []string{"v1.33.0"}}},
+			want{v1alpha2.PhasePending, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhasePending}, []string{"v1.33.0"}}},
 		{"new cluster creates its pools with the control plane, as upstream", topologyWith("v1.33.0", nil, md("a", nil)), &Observed{},
-			want{v1alpha2.PhaseCreating, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhaseCreating}, []string{"v1.33.0"}}},
+			want{v1alpha2.PhaseCreating, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhaseCreating}, []string{"v1.33.0"}}},
 		{"new MD waits for a provisioning control plane", topologyWith("v1.33.0", nil, md("a", nil)), &Observed{ControlPlane: PartObserved{Exists: true, SpecVersion: "v1.33.0"}},
-			want{v1alpha2.PhaseCreating, "v1.33.0", []v1alpha2.RolloutPhase{v1alpha2.PhasePending}, []string{"v1.33.0"}}},
+			want{v1alpha2.PhaseCreating, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhasePending}, []string{"v1.33.0"}}},
 		{"chained: the control plane takes the first step", topologyWith("v1.34.0", nil, md("a", nil)), &Observed{ControlPlane: stableCP("v1.32.0"), MachineDeployments: atOld()},
-			want{v1alpha2.PhaseUpgrading, "v1.33.1", []v1alpha2.RolloutPhase{v1alpha2.PhasePending}, []string{"v1.32.0"}}},
+			want{v1alpha2.PhaseUpgrading, "v1.33.1", []v1alpha2.PartPhase{v1alpha2.PhasePending}, []string{"v1.32.0"}}},
 		{"chained: the workers skip the middle step, within the skew", topologyWith("v1.34.0", nil, md("a", nil)), &Observed{ControlPlane: stableCP("v1.33.1"), MachineDeployments: atOld()},
-			want{v1alpha2.PhaseUpgrading, "v1.34.0", []v1alpha2.RolloutPhase{v1alpha2.PhasePending}, []string{"v1.32.0"}}},
+			want{v1alpha2.PhaseUpgrading, "v1.34.0", []v1alpha2.PartPhase{v1alpha2.PhasePending}, []string{"v1.32.0"}}},
 		{"chained: the workers go straight to the end", topologyWith("v1.34.0", nil, md("a", nil)), &Observed{ControlPlane: stableCP("v1.34.0"), MachineDeployments: atOld()},
-			want{v1alpha2.PhaseUpToDate, "v1.34.0", []v1alpha2.RolloutPhase{v1alpha2.PhaseUpgrading}, []string{"v1.34.0"}}},
+			want{v1alpha2.PhaseUpToDate, "v1.34.0", []v1alpha2.PartPhase{v1alpha2.PhaseUpgrading}, []string{"v1.34.0"}}},
 		{"chained: the control plane waits where the workers would fall too far behind", topologyWith("v1.34.0", nil, md("a", nil)),
 			&Observed{ControlPlane: stableCP("v1.33.1"), MachineDeployments: map[string]PartObserved{"a": {Exists: true, SpecVersion: "v1.30.2"}}},
-			want{v1alpha2.PhasePending, "v1.33.1", []v1alpha2.RolloutPhase{v1alpha2.PhaseUpgrading}, []string{"v1.33.1"}}},
+			want{v1alpha2.PhasePending, "v1.33.1", []v1alpha2.PartPhase{v1alpha2.PhaseUpgrading}, []string{"v1.33.1"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,7 +78,7 @@ func TestSequence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := Sequence(tc.topo, tc.obs, plan)
+			r := Decide(tc.topo, tc.obs, plan)
 			if r.ControlPlane.Phase != tc.want.cp || r.ControlPlane.Version != tc.want.cpV {
 				t.Errorf("control plane: %s %s, want %s %s (%s)", r.ControlPlane.Phase, r.ControlPlane.Version, tc.want.cp, tc.want.cpV, r.ControlPlane.Reason)
 			}
