@@ -19,7 +19,9 @@ type TemplateSlot struct {
 	// Path is the field holding templateRef and template, e.g. spec.controlPlane.
 	Path *field.Path
 	// InlineName is the name an inline template is known by: what the
-	// cloned-from-name annotation and messages say.
+	// cloned-from-name annotation and messages say. It is the template's
+	// own name where it has one (convert keeps the inlined object's), else
+	// the class's name and the slot's.
 	InlineName string
 }
 
@@ -57,7 +59,11 @@ func (s TemplateSlot) Field() *field.Path {
 
 // NewSlot builds the templateSlot of a class field.
 func NewSlot(class string, ref v1alpha2.ClusterClassTemplateReference, inline *v1alpha2.InlineTemplate, path *field.Path, suffix string) TemplateSlot {
-	return TemplateSlot{Ref: ref, Inline: inline, Path: path, InlineName: class + "-" + suffix}
+	name := class + "-" + suffix
+	if inline != nil && inline.Name != "" {
+		name = inline.Name
+	}
+	return TemplateSlot{Ref: ref, Inline: inline, Path: path, InlineName: name}
 }
 
 // ClassSlots are the infrastructure cluster, control plane and control plane

@@ -400,24 +400,24 @@ type NetworkRanges struct {
 	CIDRBlocks []string `json:"cidrBlocks"`
 }
 
-// RolloutPhase is where one part of the cluster is in its rollout.
+// PartPhase is where one part of the cluster is in its upgrade sequence.
 // +kubebuilder:validation:Enum=Pending;Creating;Upgrading;Held;Deferred;UpToDate
-type RolloutPhase string
+type PartPhase string
 
-// Rollout phases shown to on-call engineers.
+// Part phases shown to on-call engineers.
 const (
 	// PhasePending waits for another part (the control plane, the concurrency limit).
-	PhasePending RolloutPhase = "Pending"
+	PhasePending PartPhase = "Pending"
 	// PhaseCreating is being created for the first time.
-	PhaseCreating RolloutPhase = "Creating"
+	PhaseCreating PartPhase = "Creating"
 	// PhaseUpgrading is rolling to the desired version.
-	PhaseUpgrading RolloutPhase = "Upgrading"
+	PhaseUpgrading PartPhase = "Upgrading"
 	// PhaseHeld waits because it or an earlier pool carries the hold annotation.
-	PhaseHeld RolloutPhase = "Held"
+	PhaseHeld PartPhase = "Held"
 	// PhaseDeferred waits because it carries the defer annotation.
-	PhaseDeferred RolloutPhase = "Deferred"
+	PhaseDeferred PartPhase = "Deferred"
 	// PhaseUpToDate is at the desired version and stable.
-	PhaseUpToDate RolloutPhase = "UpToDate"
+	PhaseUpToDate PartPhase = "UpToDate"
 )
 
 // InfrastructurePhase is the provisioning state of the cluster infrastructure.
@@ -525,7 +525,7 @@ type PartStatus struct {
 
 	// phase of the rollout.
 	// +optional
-	Phase RolloutPhase `json:"phase,omitempty"`
+	Phase PartPhase `json:"phase,omitempty"`
 
 	// message says why the part waits, in words an operator can act on.
 	// +optional
@@ -558,7 +558,7 @@ type TopologyStatus struct {
 
 	// phase sums the rollout: the least advanced phase of all parts.
 	// +optional
-	Phase RolloutPhase `json:"phase,omitempty"`
+	Phase PartPhase `json:"phase,omitempty"`
 
 	// state sums the topology: the state of its part that needs a human most,
 	// or Deleting, Paused, or Provisioning while the infrastructure is.

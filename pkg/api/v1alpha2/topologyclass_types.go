@@ -325,6 +325,16 @@ type InlineTemplate struct {
 	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9]*$`
 	Kind string `json:"kind"`
 
+	// name the template is known by: what the cluster.x-k8s.io/cloned-from-name
+	// annotation of each object made from it carries. convert keeps here the
+	// name of the template object it inlined, so that the objects are
+	// annotated as upstream's controller annotates them from the reference;
+	// unset, the class's name and the slot's (e.g. quick-start-control-plane).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+
 	// metadata of the template: its labels and annotations.
 	// +optional
 	Metadata ObjectMeta `json:"metadata,omitempty,omitzero"`
