@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +55,41 @@ type TopologyRolloutReconciler struct {
 	// written is when each rollout's status was last written, and joined
 	// when its late matches were last looked for (by name).
 	written, joined sync.Map
+	// failing is since when each cluster in flight (rollout and cluster
+	// key) has been seen with its last reconcile failed.
+	failing sync.Map
+}
+
+// refusalGrace is how long a cluster's reconciles fail before its writes are
+// dry-run to learn whether they are refused: most failures (a conflict, a
+// cache behind) heal on the next pass, and a dry run of every object costs
+// requests per cluster that a fleet pays on every pass.
+const refusalGrace = 10 * time.Second
+
+// forget drops what is kept in memory for the rollout named ro, once it is gone.
+func (r *TopologyRolloutReconciler) forget(ro string) {
+	r.written.Delete(ro)
+	r.joined.Delete(ro)
+	r.failing.Range(func(id, _ any) bool {
+		if strings.HasPrefix(id.(string), ro+"/") {
+			r.failing.Delete(id)
+		}
+		return true
+	})
+}
+
+// failingFor says how long the cluster key of rollout ro has been seen
+// failing, counting from the first pass that saw it fail; it forgets a
+// cluster once a pass sees it not failing. The message is not compared: a
+// refusal's message may vary between retries.
+func (r *TopologyRolloutReconciler) failingFor(ro, key string, failing bool, now time.Time) time.Duration {
+	id := ro + "/" + key
+	if !failing {
+		r.failing.Delete(id)
+		return 0
+	}
+	since, _ := r.failing.LoadOrStore(id, now)
+	return now.Sub(since.(time.Time))
 }
 
 func (r *TopologyRolloutReconciler) now() time.Time {
@@ -71,6 +107,9 @@ func (r *TopologyRolloutReconciler) members() membership.Reader {
 func (r *TopologyRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ro := &v1alpha2.TopologyRollout{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ro); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ro.DeletionTimestamp.IsZero() {
@@ -243,8 +282,9 @@ func (r *TopologyRolloutReconciler) observe(ctx context.Context, m membership.Re
 		}
 		read[c.Key()] = t
 		o := m.Observe(ctx, fleet.Target(ro, c), t, now)
-		if c.Phase == v1alpha2.ClusterInProgress && o.Found && !o.Settled && membership.ReconcileFailed(t) {
-			// Its last reconcile failed: is it refused, and not for now only?
+		failing := c.Phase == v1alpha2.ClusterInProgress && o.Found && !o.Settled && membership.ReconcileFailed(t)
+		if r.failingFor(ro.Name, c.Key(), failing, now) >= refusalGrace {
+			// Its reconciles have failed a while: is it refused, and not for now only?
 			rolloutRequests.WithLabelValues(requestDryRun).Inc()
 			o.Refused = m.Refused(ctx, t)
 		}
