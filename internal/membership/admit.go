@@ -235,7 +235,13 @@ func allowed(ctx context.Context, classes *Classes, changeOf func(*v1alpha2.Topo
 		for _, p := range problems {
 			note(p.field, what+": "+p.message)
 		}
-		if target == nil || change.Version == "" {
+		if target == nil {
+			continue
+		}
+		for _, msg := range rules.UnsetDefaulted(target, change.UnsetVariables) {
+			note("spec.change.unsetVariables", what+": "+msg)
+		}
+		if change.Version == "" {
 			continue
 		}
 		for _, e := range rules.ValidateVersionChange(rules.VersionChange{Old: t.Spec.Version, New: change.Version}.ForClass(target)) {

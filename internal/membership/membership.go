@@ -27,8 +27,8 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/transient"
@@ -195,14 +195,14 @@ func Hold(t *v1alpha2.Topology) string {
 }
 
 // clusterHeld is why the agent changes nothing of a Topology's Cluster now
-// (rollout.Hold: paused by clusterctl move, or gone after a move), as its
+// (upgrade.Hold: paused by clusterctl move, or gone after a move), as its
 // TopologyReconciled condition says it; "" when nothing holds it.
 func clusterHeld(t *v1alpha2.Topology) string {
 	if upstream.IsCluster(t) {
 		return ""
 	}
 	c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition)
-	if c == nil || (c.Reason != rollout.HoldClusterPaused && c.Reason != rollout.HoldClusterMissing) {
+	if c == nil || (c.Reason != upgrade.HoldClusterPaused && c.Reason != upgrade.HoldClusterMissing) {
 		return ""
 	}
 	return c.Message
@@ -224,12 +224,12 @@ func (r Reader) Observe(ctx context.Context, change v1alpha2.RolloutChange, t *v
 		return o
 	}
 	o.Progress = fleet.ProgressMark(t)
-	o.Settled = health.RolloutSettled(t)
+	o.Settled = health.Settled(t)
 	if !o.Settled {
-		o.Holding = append(health.RolloutHolds(t), health.PartsHolding(t)...)
+		o.Holding = append(health.Holds(t), health.PartsHolding(t)...)
 	}
 	if !o.Settled {
-		o.Problems = append(health.RolloutHolds(t), health.PartsNotReady(t, time.Time{})...)
+		o.Problems = append(health.Holds(t), health.PartsNotReady(t, time.Time{})...)
 		for _, p := range health.TopologyProblems(t) {
 			if !slices.Contains(o.Problems, p) {
 				o.Problems = append(o.Problems, p)
@@ -248,9 +248,36 @@ func (e *PreflightError) Error() string { return strings.Join(e.Problems, "; ") 
 // (rules.UpgradePreflight: the version rules the webhook enforces with the
 // class's versions, the agent having seen the latest change, the control
 // plane Ready), for a rebase that the class exists and is compatible, and
-// then the change as a server-side dry run, so every webhook and admission
-// policy answers. t must be summarised.
+// then the change as a server-side dry run of the Topology and of every
+// object written for it, so every webhook and admission policy answers. t
+// must be summarised.
 func (r Reader) Preflight(ctx context.Context, classes *Classes, change v1alpha2.RolloutChange, t *v1alpha2.Topology, now time.Time) error {
+	edited := t.DeepCopy()
+	fleet.Apply(change, edited)
+	if err := r.preflightTopology(ctx, classes, change, t, edited, now); err != nil {
+		return err
+	}
+	if err := r.DryRunObjects(ctx, edited); err != nil {
+		if refused := Refusal(err); refused != nil {
+			return refused
+		}
+		return fmt.Errorf("dry run of what %s writes: %w", RefOf(t).Key(), err)
+	}
+	return nil
+}
+
+// PreflightTopology is Preflight without the dry run of the objects written
+// for t: for a caller whose live plan of the change has just sent them
+// (`rollout create --dry-run` of a class or variable change).
+func (r Reader) PreflightTopology(ctx context.Context, classes *Classes, change v1alpha2.RolloutChange, t *v1alpha2.Topology, now time.Time) error {
+	edited := t.DeepCopy()
+	fleet.Apply(change, edited)
+	return r.preflightTopology(ctx, classes, change, t, edited, now)
+}
+
+// preflightTopology is PreflightTopology with t's change already applied to
+// edited, which Preflight sends on to the objects' dry run.
+func (r Reader) preflightTopology(ctx context.Context, classes *Classes, change v1alpha2.RolloutChange, t, edited *v1alpha2.Topology, now time.Time) error {
 	target, found := rebaseProblems(ctx, classes, change, t)
 	var problems []string
 	for _, p := range found {
@@ -266,21 +293,22 @@ func (r Reader) Preflight(ctx context.Context, classes *Classes, change v1alpha2
 	if len(problems) > 0 {
 		return &PreflightError{Problems: problems}
 	}
-	edited := t.DeepCopy()
-	fleet.Apply(change, edited)
 	if err := draft.DryRun(ctx, upstream.StoreFor(r.Client, r.CoreVersion, t), t, edited); err != nil {
 		if transient.Is(err) {
 			return fmt.Errorf("dry run of %s: %w", RefOf(t).Key(), err)
 		}
 		return &PreflightError{Problems: []string{"the API server refuses the change: " + health.OneLine(err.Error())}}
 	}
-	if err := r.DryRunObjects(ctx, edited); err != nil {
-		if transient.Is(err) {
-			return fmt.Errorf("dry run of what %s writes: %w", RefOf(t).Key(), err)
-		}
-		return &PreflightError{Problems: []string{refusalText(err)}}
-	}
 	return nil
+}
+
+// Refusal is err as a preflight's refusal, word for word; nil when the API
+// server could not answer now (transient.Is), which asking again may mend.
+func Refusal(err error) *PreflightError {
+	if err == nil || transient.Is(err) {
+		return nil
+	}
+	return &PreflightError{Problems: []string{refusalText(err)}}
 }
 
 // maxRefusal bounds a refusal kept in a rollout's status: long enough for
@@ -326,10 +354,10 @@ func (r Reader) Refused(ctx context.Context, t *v1alpha2.Topology) string {
 		return ""
 	}
 	err := r.DryRunObjects(ctx, t)
-	if err == nil || transient.Is(err) || apierrors.IsConflict(err) {
-		return ""
+	if refused := Refusal(err); refused != nil && !apierrors.IsConflict(err) {
+		return refused.Error()
 	}
-	return refusalText(err)
+	return ""
 }
 
 // problem is one reason a change is refused, with the field it is about.

@@ -241,7 +241,8 @@ func NewCmdScale(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 		ValidArgsFunction: completeTopologyNames(flags),
 		Short:             "Change replicas of the control plane or of pools, with a preview",
 		Example: `  kubectl topology scale dev --control-plane 5
-  kubectl topology scale dev --worker md-a=4 --worker mp-0=2 --dry-run`,
+  kubectl topology scale dev --worker md-a=4 --worker mp-0=2 --dry-run
+  kubectl topology scale cluster/dev --control-plane 3   # an upstream Cluster with spec.topology`,
 		Args: cobra.ExactArgs(1),
 		RunE: runE(o),
 	}
@@ -260,24 +261,39 @@ type PauseOptions struct {
 	Paused bool
 }
 
-// NewPauseOptions returns the inputs of `pause` and `resume`, with their defaults.
-func NewPauseOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, paused bool) *PauseOptions {
-	return &PauseOptions{changeOptions: changeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}, Paused: paused}
+// NewPauseOptions returns the inputs of `pause`, with their defaults.
+func NewPauseOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *PauseOptions {
+	return &PauseOptions{changeOptions: changeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}, Paused: true}
 }
 
-// NewCmdPause returns `pause`, or `resume` when paused is false.
-func NewCmdPause(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, paused bool) *cobra.Command {
-	o := NewPauseOptions(flags, streams, paused)
-	use, short, example := "pause NAME", "Pause a Topology: the agent applies nothing to its cluster until it is resumed", "  kubectl topology pause dev\n  kubectl topology pause dev --yes"
-	if !paused {
-		use, short, example = "resume NAME", "Resume a paused Topology: the agent applies what it asks for again, previewed here", "  kubectl topology resume dev --dry-run\n  kubectl topology resume dev --yes"
-	}
-	cmd := &cobra.Command{
-		Use: use, Short: short, Example: example,
-		ValidArgsFunction: completeTopologyNames(flags),
-		Args:              cobra.ExactArgs(1),
-		RunE:              runE(o),
-	}
+// NewResumeOptions returns the inputs of `resume`, with their defaults.
+func NewResumeOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *PauseOptions {
+	return &PauseOptions{changeOptions: changeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}}
+}
+
+// NewCmdPause returns `pause`.
+func NewCmdPause(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	return pauseCommand(NewPauseOptions(flags, streams), &cobra.Command{
+		Use:     "pause NAME",
+		Short:   "Pause a Topology: the agent applies nothing to its cluster until it is resumed",
+		Example: "  kubectl topology pause dev\n  kubectl topology pause dev --yes\n  kubectl topology pause cluster/dev   # an upstream Cluster with spec.topology",
+	})
+}
+
+// NewCmdResume returns `resume`.
+func NewCmdResume(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	return pauseCommand(NewResumeOptions(flags, streams), &cobra.Command{
+		Use:     "resume NAME",
+		Short:   "Resume a paused Topology: the agent applies what it asks for again, previewed here",
+		Example: "  kubectl topology resume dev --dry-run\n  kubectl topology resume dev --yes\n  kubectl topology resume cluster/dev   # an upstream Cluster with spec.topology",
+	})
+}
+
+// pauseCommand completes cmd, `pause` or `resume`, with what they share.
+func pauseCommand(o *PauseOptions, cmd *cobra.Command) *cobra.Command {
+	cmd.ValidArgsFunction = completeTopologyNames(o.configFlags)
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.RunE = runE(o)
 	o.addFlags(cmd)
 	return cmd
 }
@@ -370,7 +386,8 @@ func NewCmdSet(flags *genericclioptions.ConfigFlags, streams genericiooptions.IO
 		Short:             "Set topology variables; values are checked against the class's schemas",
 		Example: `  kubectl topology set variable dev imageRepository=registry.example.com
   kubectl topology set variable dev auditPolicy='{"enabled":true,"level":"Request"}'
-  kubectl topology set variable dev --from-file workerLabels=labels.yaml`,
+  kubectl topology set variable dev --from-file workerLabels=labels.yaml
+  kubectl topology set variable cluster/dev imageRepository=registry.example.com   # an upstream Cluster with spec.topology`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: runE(o),
 	}

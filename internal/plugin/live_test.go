@@ -114,8 +114,33 @@ func TestStatusTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "status-mid-upgrade.txt", buf.String())
-	if health.RolloutSettled(midUpgrade()) {
+	if health.Settled(midUpgrade()) {
 		t.Error("a Topology mid-upgrade counts as settled")
+	}
+}
+
+// TestStatusHeldBeforeCreation: a Topology the BeforeClusterCreate hook
+// holds has no parts, and status says the hook holds it, not that the agent
+// has not reconciled it.
+func TestStatusHeldBeforeCreation(t *testing.T) {
+	topo := midUpgrade()
+	topo.Status = v1alpha2.TopologyStatus{Hooks: &v1alpha2.HooksStatus{Holding: []v1alpha2.HookHold{{
+		Hook: "BeforeClusterCreate", Handlers: []string{"gate.approvals"}, Holds: "the cluster's creation", Message: "waiting for approval",
+	}}}}
+	var buf bytes.Buffer
+	if err := renderStatus(&buf, topo, fixtureNow); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"HELD: hook BeforeClusterCreate (gate.approvals) holds the cluster's creation — waiting for approval",
+		"no parts yet: hook BeforeClusterCreate holds the cluster before they are created (HELD above)",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, buf.String())
+		}
+	}
+	if strings.Contains(buf.String(), "has not reconciled") {
+		t.Errorf("status says the agent has not reconciled a Topology it holds:\n%s", buf.String())
 	}
 }
 
@@ -131,7 +156,7 @@ func TestStatusDegraded(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "status-degraded.txt", buf.String())
-	if health.RolloutSettled(topo) {
+	if health.Settled(topo) {
 		t.Error("a degraded Topology counts as settled")
 	}
 }

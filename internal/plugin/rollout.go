@@ -49,11 +49,11 @@ does not depend on this terminal staying open.`,
 	cmd.AddCommand(
 		NewCmdRolloutCreate(flags, streams),
 		NewCmdRolloutStatus(flags, streams),
-		NewCmdRolloutControl(flags, streams, controlPause),
-		NewCmdRolloutControl(flags, streams, controlResume),
-		NewCmdRolloutControl(flags, streams, controlAbort),
-		NewCmdRolloutCluster(flags, streams, true),
-		NewCmdRolloutCluster(flags, streams, false),
+		NewCmdRolloutPause(flags, streams),
+		NewCmdRolloutResume(flags, streams),
+		NewCmdRolloutAbort(flags, streams),
+		NewCmdRolloutRetry(flags, streams),
+		NewCmdRolloutSkip(flags, streams),
 		NewCmdRolloutApprove(flags, streams),
 		NewCmdRolloutUndo(flags, streams),
 		NewCmdRolloutList(flags, streams),
@@ -475,23 +475,38 @@ type RolloutControlOptions struct {
 	Yes          bool
 }
 
-// NewRolloutControlOptions returns the inputs of `rollout pause|resume|abort`.
-func NewRolloutControlOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, action string) *RolloutControlOptions {
-	return &RolloutControlOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Action: action}
+// NewRolloutPauseOptions returns the inputs of `rollout pause`.
+func NewRolloutPauseOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RolloutControlOptions {
+	return &RolloutControlOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Action: controlPause}
 }
 
-// NewCmdRolloutControl returns `rollout pause`, `resume` or `abort`.
-func NewCmdRolloutControl(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, action string) *cobra.Command {
-	o := NewRolloutControlOptions(flags, streams, action)
-	short := map[string]string{
-		controlPause:  "Pause a fleet rollout: clusters in flight finish, none starts",
-		controlResume: "Resume a paused fleet rollout",
-		controlAbort:  "Abort a fleet rollout for good: no cluster starts again, each stays as it is",
-	}[action]
-	cmd := &cobra.Command{Use: action + " NAME", Short: short, Args: cobra.ExactArgs(1), RunE: runE(o)}
-	if action == controlAbort {
-		cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation")
-	}
+// NewRolloutResumeOptions returns the inputs of `rollout resume`.
+func NewRolloutResumeOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RolloutControlOptions {
+	return &RolloutControlOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Action: controlResume}
+}
+
+// NewRolloutAbortOptions returns the inputs of `rollout abort`.
+func NewRolloutAbortOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RolloutControlOptions {
+	return &RolloutControlOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Action: controlAbort}
+}
+
+// NewCmdRolloutPause returns `rollout pause`.
+func NewCmdRolloutPause(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewRolloutPauseOptions(flags, streams)
+	return &cobra.Command{Use: "pause NAME", Short: "Pause a fleet rollout: clusters in flight finish, none starts", Args: cobra.ExactArgs(1), RunE: runE(o)}
+}
+
+// NewCmdRolloutResume returns `rollout resume`.
+func NewCmdRolloutResume(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewRolloutResumeOptions(flags, streams)
+	return &cobra.Command{Use: "resume NAME", Short: "Resume a paused fleet rollout", Args: cobra.ExactArgs(1), RunE: runE(o)}
+}
+
+// NewCmdRolloutAbort returns `rollout abort`.
+func NewCmdRolloutAbort(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewRolloutAbortOptions(flags, streams)
+	cmd := &cobra.Command{Use: "abort NAME", Short: "Abort a fleet rollout for good: no cluster starts again, each stays as it is", Args: cobra.ExactArgs(1), RunE: runE(o)}
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation")
 	return cmd
 }
 
@@ -553,21 +568,31 @@ type RolloutClusterOptions struct {
 	Retry         bool
 }
 
-// NewRolloutClusterOptions returns the inputs of `rollout retry` (retry) or `rollout skip`.
-func NewRolloutClusterOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, retry bool) *RolloutClusterOptions {
-	return &RolloutClusterOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Retry: retry}
+// NewRolloutRetryOptions returns the inputs of `rollout retry`.
+func NewRolloutRetryOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RolloutClusterOptions {
+	return &RolloutClusterOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams, Retry: true}
 }
 
-// NewCmdRolloutCluster returns `rollout retry`, or `rollout skip` when retry is false.
-func NewCmdRolloutCluster(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, retry bool) *cobra.Command {
-	o := NewRolloutClusterOptions(flags, streams, retry)
-	use, short := "retry NAME CLUSTER", "Start a failed cluster of a fleet rollout again"
-	if !retry {
-		use, short = "skip NAME CLUSTER", "Leave one cluster out of a fleet rollout (a changed cluster stays changed)"
-	}
+// NewRolloutSkipOptions returns the inputs of `rollout skip`.
+func NewRolloutSkipOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RolloutClusterOptions {
+	return &RolloutClusterOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}
+}
+
+// NewCmdRolloutRetry returns `rollout retry`.
+func NewCmdRolloutRetry(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	return &cobra.Command{
-		Use: use, Short: short, Args: cobra.ExactArgs(2), RunE: runE(o),
-		Example: "  kubectl topology rollout " + strings.Fields(use)[0] + " to-1-35 topology/prod-7 -n team-a\n  kubectl topology rollout " + strings.Fields(use)[0] + " to-1-35 team-a/prod-7",
+		Use: "retry NAME CLUSTER", Short: "Start a failed cluster of a fleet rollout again", Args: cobra.ExactArgs(2),
+		RunE:    runE(NewRolloutRetryOptions(flags, streams)),
+		Example: "  kubectl topology rollout retry to-1-35 topology/prod-7 -n team-a\n  kubectl topology rollout retry to-1-35 team-a/prod-7",
+	}
+}
+
+// NewCmdRolloutSkip returns `rollout skip`.
+func NewCmdRolloutSkip(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use: "skip NAME CLUSTER", Short: "Leave one cluster out of a fleet rollout (a changed cluster stays changed)", Args: cobra.ExactArgs(2),
+		RunE:    runE(NewRolloutSkipOptions(flags, streams)),
+		Example: "  kubectl topology rollout skip to-1-35 topology/prod-7 -n team-a\n  kubectl topology rollout skip to-1-35 team-a/prod-7",
 	}
 }
 

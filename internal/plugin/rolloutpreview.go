@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/membership"
 	"github.com/kubectl-topology/kubectl-topology/internal/plan"
@@ -41,7 +41,15 @@ type clusterPreview struct {
 	// refused says why the cluster's preflight fails now, as the agent's
 	// would right before it starts it; "" when it passes.
 	refused string
+	// planned: its live plan, which dry-runs every object written for
+	// it, passed; its preflight need not send them again.
+	planned bool
 }
+
+// preflights are the agent's preflight of a cluster, whole, and without the
+// dry run of the objects written for it, for a cluster whose live plan has
+// just sent them.
+type preflights struct{ whole, topology preflightSource }
 
 // preflightSource is the preflight the agent runs right before a cluster
 // starts: the version rules, its health, and a server-side dry run of the
@@ -96,16 +104,23 @@ func previewRollout(ctx context.Context, m membership.Reader, classes *membershi
 		return nil, err
 	}
 	now := time.Now()
-	preflight := func(ctx context.Context, change v1alpha2.RolloutChange, t *v1alpha2.Topology) error {
-		return m.Preflight(ctx, classes, change, t, now)
+	checks := preflights{
+		whole: func(ctx context.Context, change v1alpha2.RolloutChange, t *v1alpha2.Topology) error {
+			return m.Preflight(ctx, classes, change, t, now)
+		},
+		topology: func(ctx context.Context, change v1alpha2.RolloutChange, t *v1alpha2.Topology) error {
+			return m.PreflightTopology(ctx, classes, change, t, now)
+		},
 	}
-	return p, p.preflight(ctx, selected, changeOf, preflight)
+	return p, p.preflight(ctx, selected, changeOf, checks)
 }
 
 // preflight runs each changing cluster's preflight, preflightParallel at a
-// time, and keeps why each is refused. An error that is not a refusal (the
-// API server could not answer) stops it.
-func (p *rolloutPreview) preflight(ctx context.Context, selected []*v1alpha2.Topology, changeOf func(v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange, check preflightSource) error {
+// time, and keeps why each is refused: the whole preflight, or without the
+// objects' dry run where the live plan sent them; none where the live plan
+// was refused already. An error that is not a refusal (the API server could
+// not answer) stops it.
+func (p *rolloutPreview) preflight(ctx context.Context, selected []*v1alpha2.Topology, changeOf func(v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange, checks preflights) error {
 	byKey := make(map[string]*v1alpha2.Topology, len(selected))
 	for _, t := range selected {
 		byKey[membership.RefOf(t).Key()] = t
@@ -115,8 +130,12 @@ func (p *rolloutPreview) preflight(ctx context.Context, selected []*v1alpha2.Top
 	for w := range p.waves {
 		for i := range p.waves[w].clusters {
 			c := &p.waves[w].clusters[i]
-			if len(c.changes) == 0 {
+			if len(c.changes) == 0 || c.refused != "" {
 				continue
+			}
+			check := checks.whole
+			if c.planned {
+				check = checks.topology
 			}
 			g.Go(func() error {
 				err := check(ctx, changeOf(c.ref), byKey[c.ref.Key()])
@@ -173,17 +192,23 @@ func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []
 			if err != nil {
 				return nil, fmt.Errorf("%s: reading its class: %w", c.Key(), err)
 			}
-			previews[i].machines = rollout.PlanUpgrade(t, class, change.Version).MachinesReplaced()
+			previews[i].machines = upgrade.PlanUpgrade(t, class, change.Version).MachinesReplaced()
 			continue
 		}
 		g.Go(func() error {
 			edited := t.DeepCopy()
 			fleet.Apply(change, edited)
 			n, err := replaced(gctx, edited)
+			if refused := membership.Refusal(err); refused != nil {
+				// A webhook or policy refused an object in the plan's dry
+				// run: the cluster is listed as refused, the rest go on.
+				previews[i].refused = refused.Error()
+				return nil
+			}
 			if err != nil {
 				return fmt.Errorf("%s: previewing the change: %w", c.Key(), err)
 			}
-			previews[i].machines = n
+			previews[i].machines, previews[i].planned = n, true
 			return nil
 		})
 	}

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
@@ -182,7 +184,7 @@ func TestRolloutPreviewNamesEveryClusterRefusedAtPreflight(t *testing.T) {
 		return nil
 	}
 	changeOf := func(v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange { return ro.Spec.Change }
-	if err := p.preflight(context.Background(), fleet, changeOf, refuse); err != nil {
+	if err := p.preflight(context.Background(), fleet, changeOf, preflights{whole: refuse, topology: refuse}); err != nil {
 		t.Fatal(err)
 	}
 	if len(checked) != 11 || checked["c-0003"] {
@@ -197,5 +199,61 @@ func TestRolloutPreviewNamesEveryClusterRefusedAtPreflight(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the preview lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// A variable change's live plan dry-runs every object: a refusal there lists
+// the cluster as refused and the dry run goes on; a cluster whose plan passed
+// is preflighted without sending its objects again; an answer the API server
+// could not give now stops it.
+func TestRolloutPreviewOfAVariableDryRunsEachObjectOnce(t *testing.T) {
+	fleet, class := inMemoryFleet(t, 6)
+	ro := versionRollout()
+	ro.Spec.Change = v1alpha2.RolloutChange{Variables: []v1alpha2.ClusterVariable{{Name: "maxPods", Value: apiextensionsv1.JSON{Raw: []byte("200")}}}}
+	freeze := apierrors.NewForbidden(schema.GroupResource{Group: "controlplane.cluster.x-k8s.io", Resource: "kubeadmcontrolplanes"}, "c-0002-x", fmt.Errorf("denied: change freeze"))
+	replaced := func(_ context.Context, edited *v1alpha2.Topology) (int64, error) {
+		if edited.Name == "c-0002" {
+			return 0, freeze
+		}
+		return 1, nil
+	}
+	of := func(context.Context, *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) { return class, nil }
+	p, err := buildPreview(context.Background(), ro, fleet, of, replaced, nil)
+	if err != nil {
+		t.Fatalf("a refusal in one cluster's live plan ended the dry run: %v", err)
+	}
+	var mu sync.Mutex
+	whole, topology := map[string]bool{}, map[string]bool{}
+	count := func(into map[string]bool) preflightSource {
+		return func(_ context.Context, _ v1alpha2.RolloutChange, t *v1alpha2.Topology) error {
+			mu.Lock()
+			defer mu.Unlock()
+			into[t.Name] = true
+			return nil
+		}
+	}
+	changeOf := func(v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange { return ro.Spec.Change }
+	if err := p.preflight(context.Background(), fleet, changeOf, preflights{whole: count(whole), topology: count(topology)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(whole) != 0 || len(topology) != 5 || topology["c-0002"] {
+		t.Errorf("preflights: whole %v, without the objects %v; want the 5 whose plan passed without the objects, c-0002 none", whole, topology)
+	}
+	var out strings.Builder
+	p.print(&out, ro, true)
+	for _, want := range []string{
+		"Fleet: 6 cluster(s) in 3 wave(s), 5 machine(s) replaced in all.",
+		"Preflight: 1 cluster(s) would be refused now",
+		"topology/" + fleet[2].Namespace + "/c-0002 (wave 3): kubeadmcontrolplanes.controlplane.cluster.x-k8s.io \"c-0002-x\" is forbidden: denied: change freeze",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the preview lacks %q:\n%s", want, out.String())
+		}
+	}
+	busy := func(context.Context, *v1alpha2.Topology) (int64, error) {
+		return 0, apierrors.NewTooManyRequests("busy", 1)
+	}
+	if _, err := buildPreview(context.Background(), ro, fleet, of, busy, nil); err == nil || !strings.Contains(err.Error(), "previewing the change") {
+		t.Errorf("an answer the API server could not give now: %v, want the dry run stopped", err)
 	}
 }

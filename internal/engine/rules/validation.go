@@ -18,7 +18,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/patches"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/variables"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -276,6 +276,31 @@ func CompileClass(ctx context.Context, c *v1alpha2.TopologyClass) (*variables.Ca
 	return cat, nil
 }
 
+// UnsetDefaulted says, per variable of names that class gives a default at
+// its root, why it cannot be unset: Topology defaulting sets it back on the
+// same write, so the change would never hold. What to do instead is to set
+// the default. A rollout's admission and undo refuse with it.
+func UnsetDefaulted(class *v1alpha2.TopologyClass, names []string) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	defaults := map[string]string{}
+	for _, v := range append(append([]v1alpha2.ClusterClassVariable(nil), class.Spec.Variables...), DiscoveredVariables(class)...) {
+		if d := v.Schema.OpenAPIV3Schema.Default; d != nil {
+			defaults[v.Name] = string(d.Raw)
+		}
+	}
+	var out []string
+	for _, name := range names {
+		if d, ok := defaults[name]; ok {
+			out = append(out, fmt.Sprintf(
+				"class %s gives %s the default %s, which defaulting sets back as soon as it is unset; to return clusters to the default, roll out --set %s=%s",
+				class.Name, name, d, name, d))
+		}
+	}
+	return out
+}
+
 // DiscoveredVariables are the variables external patches' extensions
 // defined, as the class's status lists them: those the class does not define
 // itself and that every extension defines alike. Topologies may set them
@@ -426,7 +451,7 @@ func ValidateTopologyMetadata(t *v1alpha2.Topology) field.ErrorList {
 // webhook applies it even before the class exists.
 func ValidateTopologyFields(t *v1alpha2.Topology, spec *field.Path) field.ErrorList {
 	errs := ValidateTopologyMetadata(t)
-	if _, err := rollout.ParseVersion(t.Spec.Version); err != nil {
+	if _, err := upgrade.ParseVersion(t.Spec.Version); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("version"), t.Spec.Version, "must be a Kubernetes version such as v1.32.0"))
 	}
 	if t.Spec.ClassRef.Name == "" {
@@ -464,8 +489,8 @@ func ValidateTopologyFields(t *v1alpha2.Topology, spec *field.Path) field.ErrorL
 type VersionChange struct {
 	// Old and New are the topology's version before and after.
 	Old, New string
-	// Rollout is the current sequencing state; nil when unknown.
-	Rollout *rollout.Rollout
+	// Sequence is the current sequencing state; nil when unknown.
+	Sequence *upgrade.Sequence
 	// Unsafe skips the checks: the topology carries UnsafeVersionCheckAnnotation.
 	Unsafe bool
 	// UpgradeOwed is true while the last upgrade's AfterClusterUpgrade is
@@ -486,7 +511,7 @@ type VersionChange struct {
 func VersionChangeOf(old *v1alpha2.Topology, version string) VersionChange {
 	return VersionChange{
 		Old: old.Spec.Version, New: version,
-		Rollout:     rollout.RolloutFromStatus(&old.Status),
+		Sequence:    upgrade.SequenceFromStatus(&old.Status),
 		UpgradeOwed: lifecycle.PendingOf(old.Annotations).Has(lifecycle.AfterClusterUpgrade),
 	}
 }
@@ -495,7 +520,7 @@ func VersionChangeOf(old *v1alpha2.Topology, version string) VersionChange {
 func (vc VersionChange) ForClass(class *v1alpha2.TopologyClass) VersionChange {
 	if class != nil {
 		vc.ClassVersions = class.Spec.KubernetesVersions
-		vc.PlanExtension = rollout.UpgradePlanExtension(class)
+		vc.PlanExtension = upgrade.UpgradePlanExtension(class)
 	}
 	return vc
 }
@@ -519,8 +544,8 @@ func ValidateVersionChange(vc VersionChange) field.ErrorList {
 	if vc.UpgradeOwed {
 		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("cannot change the version while the %s hook of the upgrade to %s still holds; wait until it answers (`kubectl topology status` names it)", lifecycle.AfterClusterUpgrade, vc.Old))}
 	}
-	oldV, err1 := rollout.ParseVersion(vc.Old)
-	newV, err2 := rollout.ParseVersion(vc.New)
+	oldV, err1 := upgrade.ParseVersion(vc.Old)
+	newV, err2 := upgrade.ParseVersion(vc.New)
 	if err1 != nil || err2 != nil {
 		return field.ErrorList{field.Invalid(p, vc.New, "must be a Kubernetes version such as v1.32.0")}
 	}
@@ -534,11 +559,11 @@ func ValidateVersionChange(vc VersionChange) field.ErrorList {
 	case newV.Minor > oldV.Minor+1 && len(vc.ClassVersions) == 0:
 		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("upgrading from %s to %s skips a minor version; upgrade to v%d.%d first, or list the versions in between in the class's kubernetesVersions to chain the upgrade", vc.Old, vc.New, oldV.Major, oldV.Minor+1))}
 	case newV.Minor > oldV.Minor+1:
-		if _, err := rollout.PlanVersions(vc.ClassVersions, vc.New, vc.Old, ""); err != nil {
+		if _, err := upgrade.PlanVersions(vc.ClassVersions, vc.New, vc.Old, ""); err != nil {
 			return field.ErrorList{field.Forbidden(p, err.Error())}
 		}
 	}
-	if r := vc.Rollout; r != nil {
+	if r := vc.Sequence; r != nil {
 		if busy := inFlight(r); busy != "" {
 			return field.ErrorList{field.Forbidden(p, fmt.Sprintf("cannot change the version while %s; wait until the rollout to %s completes", busy, vc.Old))}
 		}
@@ -547,12 +572,12 @@ func ValidateVersionChange(vc VersionChange) field.ErrorList {
 }
 
 // inFlight names the part of a rollout still moving, or "".
-func inFlight(r *rollout.Rollout) string {
+func inFlight(r *upgrade.Sequence) string {
 	switch r.ControlPlane.Phase {
 	case v1alpha2.PhaseUpgrading, v1alpha2.PhasePending:
 		return "the control plane is upgrading"
 	}
-	for _, parts := range [][]rollout.Decision{r.MachineDeployments, r.MachinePools} {
+	for _, parts := range [][]upgrade.Decision{r.MachineDeployments, r.MachinePools} {
 		for _, d := range parts {
 			if d.Phase == v1alpha2.PhaseUpgrading || (d.Phase == v1alpha2.PhasePending && !d.CreatePending) {
 				return fmt.Sprintf("%s is upgrading", d.Name)
@@ -571,7 +596,7 @@ func inFlight(r *rollout.Rollout) string {
 // kubernetesVersions decide whether the upgrade may be chained.
 func UpgradePreflight(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version string, now time.Time) (errs field.ErrorList, unhealthy []string) {
 	vc := VersionChangeOf(t, version)
-	vc.Unsafe = rollout.UnsafeVersionChange(t)
+	vc.Unsafe = upgrade.UnsafeVersionChange(t)
 	vc = vc.ForClass(class)
 	errs = ValidateVersionChange(vc)
 	if t.Spec.Version == version {
@@ -590,7 +615,7 @@ func validateKubernetesVersions(versions []string, p *field.Path) field.ErrorLis
 	var errs field.ErrorList
 	var prev *semver.Version
 	for i, v := range versions {
-		parsed, err := rollout.ParseVersion(v)
+		parsed, err := upgrade.ParseVersion(v)
 		if err != nil {
 			errs = append(errs, field.Invalid(p.Index(i), v, "must be a Kubernetes version such as v1.32.0"))
 			continue

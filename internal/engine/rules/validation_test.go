@@ -13,7 +13,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/variables"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -330,17 +330,17 @@ func TestValidateTopology(t *testing.T) {
 }
 
 func TestValidateVersionChange(t *testing.T) {
-	upgrading := &rollout.Rollout{ControlPlane: rollout.Decision{Phase: v1alpha2.PhaseUpgrading}}
-	mdUpgrading := &rollout.Rollout{ControlPlane: rollout.Decision{Phase: v1alpha2.PhaseUpToDate}, MachineDeployments: []rollout.Decision{{Name: "md-0", Phase: v1alpha2.PhaseUpgrading}}}
-	settled := &rollout.Rollout{ControlPlane: rollout.Decision{Phase: v1alpha2.PhaseUpToDate}, MachineDeployments: []rollout.Decision{{Name: "md-0", Phase: v1alpha2.PhaseUpToDate}}}
+	upgrading := &upgrade.Sequence{ControlPlane: upgrade.Decision{Phase: v1alpha2.PhaseUpgrading}}
+	mdUpgrading := &upgrade.Sequence{ControlPlane: upgrade.Decision{Phase: v1alpha2.PhaseUpToDate}, MachineDeployments: []upgrade.Decision{{Name: "md-0", Phase: v1alpha2.PhaseUpgrading}}}
+	settled := &upgrade.Sequence{ControlPlane: upgrade.Decision{Phase: v1alpha2.PhaseUpToDate}, MachineDeployments: []upgrade.Decision{{Name: "md-0", Phase: v1alpha2.PhaseUpToDate}}}
 	cases := []struct {
 		name   string
 		vc     VersionChange
 		detail string
 	}{
-		{"patch upgrade", VersionChange{Old: "v1.32.0", New: "v1.32.3", Rollout: settled}, ""},
-		{"minor upgrade", VersionChange{Old: "v1.32.3", New: "v1.33.0", Rollout: settled}, ""},
-		{"unchanged while upgrading", VersionChange{Old: "v1.32.0", New: "v1.32.0", Rollout: upgrading}, ""},
+		{"patch upgrade", VersionChange{Old: "v1.32.0", New: "v1.32.3", Sequence: settled}, ""},
+		{"minor upgrade", VersionChange{Old: "v1.32.3", New: "v1.33.0", Sequence: settled}, ""},
+		{"unchanged while upgrading", VersionChange{Old: "v1.32.0", New: "v1.32.0", Sequence: upgrading}, ""},
 		{"downgrade", VersionChange{Old: "v1.33.0", New: "v1.32.9"}, "downgrading from v1.33.0 to v1.32.9"},
 		{"while AfterClusterUpgrade holds", VersionChangeOf(&v1alpha2.Topology{
 			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{lifecycle.PendingHooksAnnotation: lifecycle.AfterClusterUpgrade}},
@@ -348,14 +348,14 @@ func TestValidateVersionChange(t *testing.T) {
 		}, "v1.34.0"), "cannot change the version while the AfterClusterUpgrade hook of the upgrade to v1.33.0 still holds"},
 		{"skip a minor", VersionChange{Old: "v1.31.0", New: "v1.33.0"}, "skips a minor version; upgrade to v1.32 first"},
 		{"major change", VersionChange{Old: "v1.33.0", New: "v2.0.0"}, "major version"},
-		{"chained through the class's versions", VersionChange{Old: "v1.31.0", New: "v1.33.0", Rollout: settled, ClassVersions: []string{"v1.31.0", "v1.32.1", "v1.33.0"}}, ""},
-		{"a version the class does not list", VersionChange{Old: "v1.31.0", New: "v1.32.0", Rollout: settled, ClassVersions: []string{"v1.31.0", "v1.32.1"}}, `supported values: "v1.31.0", "v1.32.1"`},
-		{"chained over a gap in the class's versions", VersionChange{Old: "v1.31.0", New: "v1.33.0", Rollout: settled, ClassVersions: []string{"v1.31.0", "v1.33.0"}}, "list no v1.32.x"},
-		{"chained by an upgrade-plan extension", VersionChange{Old: "v1.31.0", New: "v1.34.0", Rollout: settled, PlanExtension: "plan.ext"}, ""},
-		{"an extension does not lift the class's list", VersionChange{Old: "v1.31.0", New: "v1.34.0", Rollout: settled, PlanExtension: "plan.ext", ClassVersions: []string{"v1.31.0", "v1.32.0"}}, "Unsupported value"},
-		{"an extension does not allow going down", VersionChange{Old: "v1.31.0", New: "v1.30.0", Rollout: settled, PlanExtension: "plan.ext"}, "downgrading"},
-		{"control plane in flight", VersionChange{Old: "v1.32.0", New: "v1.33.0", Rollout: upgrading}, "the control plane is upgrading"},
-		{"pool in flight", VersionChange{Old: "v1.32.0", New: "v1.33.0", Rollout: mdUpgrading}, "md-0 is upgrading"},
+		{"chained through the class's versions", VersionChange{Old: "v1.31.0", New: "v1.33.0", Sequence: settled, ClassVersions: []string{"v1.31.0", "v1.32.1", "v1.33.0"}}, ""},
+		{"a version the class does not list", VersionChange{Old: "v1.31.0", New: "v1.32.0", Sequence: settled, ClassVersions: []string{"v1.31.0", "v1.32.1"}}, `supported values: "v1.31.0", "v1.32.1"`},
+		{"chained over a gap in the class's versions", VersionChange{Old: "v1.31.0", New: "v1.33.0", Sequence: settled, ClassVersions: []string{"v1.31.0", "v1.33.0"}}, "list no v1.32.x"},
+		{"chained by an upgrade-plan extension", VersionChange{Old: "v1.31.0", New: "v1.34.0", Sequence: settled, PlanExtension: "plan.ext"}, ""},
+		{"an extension does not lift the class's list", VersionChange{Old: "v1.31.0", New: "v1.34.0", Sequence: settled, PlanExtension: "plan.ext", ClassVersions: []string{"v1.31.0", "v1.32.0"}}, "Unsupported value"},
+		{"an extension does not allow going down", VersionChange{Old: "v1.31.0", New: "v1.30.0", Sequence: settled, PlanExtension: "plan.ext"}, "downgrading"},
+		{"control plane in flight", VersionChange{Old: "v1.32.0", New: "v1.33.0", Sequence: upgrading}, "the control plane is upgrading"},
+		{"pool in flight", VersionChange{Old: "v1.32.0", New: "v1.33.0", Sequence: mdUpgrading}, "md-0 is upgrading"},
 		{"unsafe escape hatch", VersionChange{Old: "v1.33.0", New: "v1.31.0", Unsafe: true}, ""},
 	}
 	for _, tc := range cases {
@@ -378,7 +378,7 @@ func TestUpgradePreflight(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	topo := &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Spec: v1alpha2.TopologySpec{Version: "v1.33.1"}}
 	topo.Generation, topo.Status.ObservedGeneration = 2, 2
-	topo.Status.ControlPlane = &v1alpha2.PartStatus{Name: rollout.ControlPlaneName, Phase: v1alpha2.PhaseUpToDate, State: v1alpha2.StateReady, Version: "v1.33.1", DesiredVersion: "v1.33.1"}
+	topo.Status.ControlPlane = &v1alpha2.PartStatus{Name: upgrade.ControlPlaneName, Phase: v1alpha2.PhaseUpToDate, State: v1alpha2.StateReady, Version: "v1.33.1", DesiredVersion: "v1.33.1"}
 	if errs, unhealthy := UpgradePreflight(topo, nil, "v1.34.0", now); len(errs) != 0 || len(unhealthy) != 0 {
 		t.Errorf("a Ready, reconciled topology: %v %v", errs, unhealthy)
 	}
