@@ -218,8 +218,8 @@ func (o *AdoptOptions) check(ctx context.Context, t *v1alpha2.Topology) (*adopti
 	if !t.DeletionTimestamp.IsZero() {
 		refuse("the Cluster is being deleted")
 	}
-	if !health.RolloutSettled(t) {
-		why := append(health.RolloutHolds(t), health.PartsNotReady(t, time.Time{})...)
+	if !health.Settled(t) {
+		why := append(health.Holds(t), health.PartsNotReady(t, time.Time{})...)
 		refuse("the Cluster is not settled (%s%s): adopt it once `kubectl topology status cluster/%s -n %s` shows it Ready", orDash(string(health.TopologyState(t))), reasons(why), t.Name, t.Namespace)
 	}
 	if contract.HasExternalPatches(a.class) {
@@ -348,12 +348,12 @@ func (o *AdoptOptions) follow(ctx context.Context, a *adoption) error {
 			return false, nil //nolint:nilerr // read again
 		}
 		t = read
-		return health.RolloutSettled(t), nil
+		return health.Settled(t), nil
 	})
 	if err != nil {
 		state := "not read"
 		if t != nil {
-			state = orDash(string(health.TopologyState(t))) + reasons(append(health.RolloutHolds(t), health.PartsNotReady(t, time.Time{})...))
+			state = orDash(string(health.TopologyState(t))) + reasons(append(health.Holds(t), health.PartsNotReady(t, time.Time{})...))
 		}
 		return fmt.Errorf("Topology %s/%s is created, but the agent has not settled it within %s (%s); follow it with `kubectl topology status %s -n %s --watch`", ns, name, o.Timeout, state, name, ns)
 	}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -139,7 +139,7 @@ func completeVersions(flags *genericclioptions.ConfigFlags) completion {
 		if t == nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		v, err := rollout.ParseVersion(t.Spec.Version)
+		v, err := upgrade.ParseVersion(t.Spec.Version)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}

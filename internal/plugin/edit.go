@@ -46,7 +46,8 @@ variables. Every keystroke re-runs the agent's own checks (the webhook's field
 errors, version rules) and previews the objects that change and the order of
 the rollout. Apply asks first and writes guarded by the resourceVersion; if
 the Topology changed on the server meanwhile, your edits are kept on top of
-the new version for you to check and apply again.`,
+the new version for you to check and apply again. cluster/NAME edits an
+upstream Cluster with spec.topology the same way.`,
 		Args: cobra.ExactArgs(1),
 		RunE: runE(o),
 	}

@@ -18,8 +18,8 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -90,7 +90,7 @@ func (o *GenerateOptions) Validate() error {
 	if o.Version == "" {
 		return fmt.Errorf("--kubernetes-version is required, e.g. --kubernetes-version v1.33.1")
 	}
-	if _, err := rollout.ParseVersion(o.Version); err != nil {
+	if _, err := upgrade.ParseVersion(o.Version); err != nil {
 		return fmt.Errorf("--kubernetes-version %q is not a Kubernetes version such as v1.33.1", o.Version)
 	}
 	if o.Output != "yaml" && o.Output != "json" {

@@ -1,9 +1,15 @@
 package plugin
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -37,5 +43,58 @@ func TestEveryCommandRunsCompleteValidateRun(t *testing.T) {
 	walk(NewRootCommand(genericiooptions.NewTestIOStreamsDiscard()))
 	if runnable < 16 {
 		t.Errorf("found %d runnable commands, want every one of the 16", runnable)
+	}
+}
+
+// TestNoConstructorTakesABehaviourSwitch: a command's constructors take
+// kubectl's flags and streams and nothing else; one that takes a bool or an
+// action word is two commands sharing a body, which each should name.
+func TestNoConstructorTakesABehaviourSwitch(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{"*genericclioptions.ConfigFlags": true, "genericiooptions.IOStreams": true}
+	constructors := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !fn.Name.IsExported() || !strings.HasPrefix(fn.Name.Name, "New") {
+				continue
+			}
+			constructors++
+			for _, p := range fn.Type.Params.List {
+				if typ := types.ExprString(p.Type); !allowed[typ] {
+					t.Errorf("%s: %s takes %s; give each behaviour its own constructor", fset.Position(fn.Pos()), fn.Name.Name, typ)
+				}
+			}
+		}
+	}
+	if constructors < 30 {
+		t.Errorf("found %d constructors, want every one of the plugin's", constructors)
+	}
+}
+
+// TestHelpSaysClusterNameTargetsAnUpstreamCluster: every command that works
+// on one cluster says in its help that cluster/NAME is an upstream Cluster,
+// as the README promises.
+func TestHelpSaysClusterNameTargetsAnUpstreamCluster(t *testing.T) {
+	root := NewRootCommand(genericiooptions.NewTestIOStreamsDiscard())
+	for _, path := range [][]string{{"status"}, {"scale"}, {"set", "variable"}, {"pause"}, {"resume"}, {"upgrade"}, {"edit"}} {
+		cmd, _, err := root.Find(path)
+		if err != nil {
+			t.Fatalf("%v: %v", path, err)
+		}
+		if help := cmd.Long + cmd.Example; !strings.Contains(help, "cluster/dev") && !strings.Contains(help, "cluster/NAME") {
+			t.Errorf("%q's help does not say that cluster/NAME targets an upstream Cluster", cmd.CommandPath())
+		}
 	}
 }

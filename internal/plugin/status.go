@@ -103,6 +103,7 @@ func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions
 		Long:              statusLong,
 		Example: `  kubectl topology status dev
   kubectl topology status dev --watch
+  kubectl topology status cluster/dev                 # an upstream Cluster with spec.topology
   kubectl topology status dev --watch --timeout 30m   # exit 1 if not settled by then
   kubectl topology status -A                          # every Topology, problems first
   kubectl topology status -A -o json                  # for alerting`,
@@ -207,7 +208,7 @@ func (o *StatusOptions) watch(ctx context.Context) error {
 			}
 			return renderStatusReport(w, t, agent, live.TopologyReport(t, agent, nil), time.Time{})
 		},
-		done:   func(t *v1alpha2.Topology) (bool, error) { return health.RolloutSettled(t), nil },
+		done:   func(t *v1alpha2.Topology) (bool, error) { return health.Settled(t), nil },
 		gaveUp: o.unsettled,
 	}
 	if o.terminal {
@@ -231,7 +232,7 @@ func (o *StatusOptions) agentFor(ctx context.Context, t *v1alpha2.Topology, now 
 // and why, and that it goes on.
 func (o *StatusOptions) unsettled(t *v1alpha2.Topology) error {
 	msg := fmt.Sprintf("%s %s/%s did not settle within %s: %s", draft.Kind(t), t.Namespace, t.Name, o.Timeout, orDash(string(health.TopologyState(t))))
-	for _, hold := range append(health.RolloutHolds(t), health.PartsNotReady(t, o.now.now())...) {
+	for _, hold := range append(health.Holds(t), health.PartsNotReady(t, o.now.now())...) {
 		msg += "\n  " + hold
 	}
 	return fmt.Errorf("%s\nThe rollout goes on; follow it with `kubectl topology status %s -n %s --watch`", msg, refOf(t), t.Namespace)
@@ -278,9 +279,13 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentR
 	}
 	parts := t.Status.Parts()
 	if len(parts) == 0 {
-		if agent.Problem != "" {
+		switch {
+		case agent.Problem != "":
 			fmt.Fprintln(w, "  no rollout reported yet, and the agent is not reporting (see above)")
-		} else {
+		case t.Status.Hooks != nil && len(t.Status.Hooks.Holding) > 0:
+			// The agent has reconciled it and holds it there (BeforeClusterCreate).
+			fmt.Fprintf(w, "  no parts yet: hook %s holds the cluster before they are created (HELD above)\n", t.Status.Hooks.Holding[0].Hook)
+		default:
 			fmt.Fprintln(w, "  no rollout reported yet: the agent has not reconciled it yet")
 		}
 		return nil

@@ -16,8 +16,8 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
@@ -74,7 +74,8 @@ first, then MachineDeployments as many at a time as the upgrade-concurrency
 annotation allows — and asks before applying.`,
 		Example: `  kubectl topology upgrade dev --version v1.34.0
   kubectl topology upgrade dev --version v1.34.0 --dry-run
-  kubectl topology upgrade dev --version v1.34.0 --yes --wait --timeout 1h`,
+  kubectl topology upgrade dev --version v1.34.0 --yes --wait --timeout 1h
+  kubectl topology upgrade cluster/dev --version v1.34.0   # an upstream Cluster with spec.topology`,
 		Args: cobra.ExactArgs(1),
 		RunE: runE(o),
 	}
@@ -99,7 +100,7 @@ func (o *UpgradeOptions) Validate() error {
 	if o.Version == "" {
 		return fmt.Errorf("--version is required, e.g. --version v1.34.0")
 	}
-	if _, err := rollout.ParseVersion(o.Version); err != nil {
+	if _, err := upgrade.ParseVersion(o.Version); err != nil {
 		return fmt.Errorf("--version %q is not a Kubernetes version such as v1.34.0", o.Version)
 	}
 	return validateFollowTimeout(o.Timeout, o.Wait, "--wait")
@@ -190,7 +191,7 @@ func (o *UpgradeOptions) preflight(ctx context.Context, ca *live.Cluster, orig *
 // printUpgradePreview lists the rollout in order, as the engine plans it,
 // and the lifecycle hooks it calls of the handlers hooks names per hook.
 func printUpgradePreview(w io.Writer, t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version string, hooks map[string][]string) {
-	p := rollout.PlanUpgrade(t, class, version)
+	p := upgrade.PlanUpgrade(t, class, version)
 	fmt.Fprintf(w, "Rollout of %s %s/%s to %s:\n", draft.Kind(t), t.Namespace, t.Name, version)
 	for _, line := range append(p.Lines(), lifecycle.PreviewLines(p, hooks)...) {
 		fmt.Fprintf(w, "  %s\n", line)
