@@ -30,7 +30,7 @@ SHARED         ?= $(CURDIR)/../shared
 VERSION        ?= dev
 VERSION_LDFLAGS = -X github.com/kubectl-topology/kubectl-topology/internal/version.version=$(VERSION)
 
-.PHONY: all build test e2e unit generate manifests image bench lint fmt vet parity parity-live parity-live-providers bench-scale bench-scale-agent clean help
+.PHONY: all build test e2e unit generate manifests image bench lint fmt vet parity parity-live parity-live-providers bump-capi bench-scale bench-scale-agent clean help
 
 all: build ## Build the binaries.
 
@@ -170,6 +170,10 @@ clusterctl: $(CLUSTERCTL_USER) ## Build clusterctl v1.13.6 into bin/ for the sui
 
 parity-live: build control-plane-bins capi-bins ## Compare the agent with upstream's topology controller, live (Cluster API v1.14.2, ClusterTopology on); fails short of parity (make test judges it too, in test/upstream).
 	go run ./hack/paritylive -bin-dir $(BIN)
+
+bump-capi: ## Move every Cluster API pin to VERSION (make bump-capi VERSION=v1.14.3) once the Go module proxy serves it, then run parity-live; names what still says the old release.
+	@test "$(VERSION)" != dev || { echo "give the release: make bump-capi VERSION=v1.14.3"; exit 2; }
+	$(GO) run ./hack/bumpcapi -version $(VERSION) -parity
 
 parity-live-providers: build control-plane-bins capi-bins ## parity-live over the classes of 12 infrastructure providers (testdata/providers, their CRDs from ../shared): generated objects compared, no provider controller run.
 	go run ./hack/paritylive -bin-dir $(BIN) -providers $(SHARED)/fixtures/providers
