@@ -94,7 +94,13 @@ func run() error {
 			return err
 		}
 		defer os.RemoveAll(filepath.Dir(dir))
-		o.cases = append(o.cases, dir)
+		// And converted with every template inline, as on a stock cluster.
+		inline, err := parity.UpstreamQuickStartInline(ctx, ".")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(filepath.Dir(inline))
+		o.cases = append(o.cases, dir, inline)
 	}
 	ctrllog.SetLogger(logr.Discard())
 

@@ -41,7 +41,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/rollout"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 )
 
@@ -891,7 +891,7 @@ func (h *history) order(from string) []string {
 
 // nextMinor is the first patch of the minor after v.
 func nextMinor(v string) string {
-	sv, err := rollout.ParseVersion(v)
+	sv, err := upgrade.ParseVersion(v)
 	if err != nil {
 		return v
 	}
@@ -904,6 +904,18 @@ func nextMinor(v string) string {
 // their defaults, as clusterctl would substitute them.
 // root is this repository's checkout.
 func UpstreamQuickStart(ctx context.Context, root string) (string, error) {
+	return upstreamQuickStart(ctx, root, "quick-start-v1beta2", "")
+}
+
+// UpstreamQuickStartInline is UpstreamQuickStart converted with every
+// template inline, as on a stock cluster whose providers refuse them: the
+// objects made from the inline templates must be annotated as cloned from
+// the templates they were, as upstream's are.
+func UpstreamQuickStartInline(ctx context.Context, root string) (string, error) {
+	return upstreamQuickStart(ctx, root, "quick-start-v1beta2-inline", "--inline=all")
+}
+
+func upstreamQuickStart(ctx context.Context, root, name, convertFlags string) (string, error) {
 	mod, err := localcluster.ModuleDir(ctx, "sigs.k8s.io/cluster-api/test@"+localcluster.ProvidersVersion)
 	if err != nil {
 		return "", err
@@ -920,9 +932,14 @@ func UpstreamQuickStart(ctx context.Context, root string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(tmp, "quick-start-v1beta2")
+	dir := filepath.Join(tmp, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return "", err
+	}
+	if convertFlags != "" {
+		if err := os.WriteFile(filepath.Join(dir, ConvertFlagsFile), []byte(convertFlags+"\n"), 0o644); err != nil {
+			return "", err
+		}
 	}
 	placeholder := regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`)
 	if err := os.WriteFile(filepath.Join(dir, "class.yaml"), placeholder.ReplaceAll(class, []byte("$1")), 0o644); err != nil {
