@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make demo-down: delete the example topology, uninstall the agent, stop the
-# local control plane and everything running on it. When the API server does
+# make demo-down: delete every Topology the demo holds (the example and any
+# the user created), uninstall the agent, stop the local control plane and
+# everything running on it. When the API server does
 # not answer, or the agent cannot be uninstalled (a component died, say), it
 # says why, then stops every process on the control plane's directory anyway
 # (a component restarted by hand and the local agent included) and removes
@@ -18,18 +19,18 @@ if ! go run ./hack/localcluster reachable -dir "$LOCAL_DIR" >/dev/null; then
   if [ -d "$LOCAL_DIR" ]; then purge "the local API server does not answer, so the example cannot be deleted through it"; fi
   exit 0
 fi
-go run ./hack/localcluster delete -dir "$LOCAL_DIR" -f examples/in-memory/topology.yaml ||
-  purge "the example could not be deleted"
-# The uninstall refuses while Topologies remain; the example's deletion
-# (its machines first) takes a few seconds more.
+go run ./hack/localcluster delete-topologies -dir "$LOCAL_DIR" ||
+  purge "the Topologies could not be deleted"
+# The uninstall refuses while Topologies remain; their deletion (machines
+# first) takes a few seconds more, longer with many.
 out="" done=""
-for i in $(seq 1 90); do
+for i in $(seq 1 300); do
   if out=$("$BIN/kubectl-topology" uninstall --state-dir "$LOCAL_DIR/agent" 2>&1); then
     done=1
     break
   fi
   if [ $((i % 15)) -eq 1 ]; then
-    echo "uninstall refused, retrying while the example is deleted: $(printf '%s' "$out" | tail -n 1)" >&2
+    echo "uninstall refused, retrying while the Topologies are deleted: $(printf '%s' "$out" | tail -n 1)" >&2
   fi
   sleep 1
 done

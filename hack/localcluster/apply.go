@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -38,12 +40,42 @@ func remove(ctx context.Context, kubeconfig string, paths []string) error {
 	})
 }
 
-func eachObject(ctx context.Context, kubeconfig string, paths []string, do func(client.Client, *unstructured.Unstructured) error) error {
+// clientFor is a client of the control plane kubeconfig points at.
+func clientFor(kubeconfig string) (client.Client, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{})
+}
+
+// removeTopologies deletes every Topology of every namespace: the demo is the
+// user's sandbox, and the agent's uninstall is refused while any remains.
+func removeTopologies(ctx context.Context, kubeconfig string) error {
+	c, err := clientFor(kubeconfig)
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{})
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "topology.kubectl-topology.io", Version: "v1alpha2", Kind: "TopologyList"})
+	if err := c.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil // the agent's CRDs are not installed: no Topology to delete
+		}
+		return fmt.Errorf("listing Topologies: %w", err)
+	}
+	for i := range list.Items {
+		u := &list.Items[i]
+		if err := client.IgnoreNotFound(c.Delete(ctx, u)); err != nil {
+			return fmt.Errorf("deleting Topology %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		}
+		fmt.Printf("topology/%s deleted (namespace %s)\n", u.GetName(), u.GetNamespace())
+	}
+	return nil
+}
+
+func eachObject(ctx context.Context, kubeconfig string, paths []string, do func(client.Client, *unstructured.Unstructured) error) error {
+	c, err := clientFor(kubeconfig)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func run() error {
 	var files []string
 	fs.Func("f", "YAML file or directory to apply (apply only; repeatable)", func(v string) error { files = append(files, v); return nil })
 	if len(os.Args) < 2 {
-		return errors.New("usage: localcluster up|down|status|reachable|apply|delete [flags]")
+		return errors.New("usage: localcluster up|down|status|reachable|apply|delete|delete-topologies [flags]")
 	}
 	verb := os.Args[1]
 	if err := fs.Parse(os.Args[2:]); err != nil {
@@ -126,6 +126,11 @@ func run() error {
 			return errors.New("the local API server does not answer")
 		}
 		return remove(ctx, filepath.Join(*dir, "kubeconfig"), files)
+	case "delete-topologies":
+		if !localcluster.Reachable(ctx, *dir) {
+			return errors.New("the local API server does not answer")
+		}
+		return removeTopologies(ctx, filepath.Join(*dir, "kubeconfig"))
 	}
-	return fmt.Errorf("unknown command %q: use up, down, status, reachable, apply or delete", verb)
+	return fmt.Errorf("unknown command %q: use up, down, status, reachable, apply, delete or delete-topologies", verb)
 }
