@@ -60,7 +60,7 @@ func TestPlanEditorAndAgentAgree(t *testing.T) {
 				Metadata: v1alpha2.ObjectMeta{Annotations: map[string]string{contract.HoldUpgradeSequenceAnnotation: ""}}},
 		}
 	}, slowControlPlane)
-	suite.Settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev")
 	held, err := pool(context.Background(), ns, "md-c")
 	if err != nil || held == nil {
 		t.Fatalf("no MachineDeployment for md-c (%v)", err)

@@ -28,7 +28,7 @@ func TestFleetPreflightDryRunsEveryObject(t *testing.T) {
 	ctx := context.Background()
 	ns, _ := suite.InMemoryFleet(t, "preflight", "p1", "p2")
 	for _, n := range []string{"p1", "p2"} {
-		suite.Settle(t, ns, n, 5*time.Minute)
+		suite.Settle(t, ns, n)
 	}
 	kcp := controlPlaneOf(t, ns, "p1")
 	fixture.AdmissionPolicy(t, suite.K8s, "kcp-freeze-"+ns, ns,
@@ -104,7 +104,7 @@ func TestFleetRolloutFailsARefusedClusterWithinTheTolerance(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"f1", "f2"} {
-		suite.Settle(t, ns, n, 5*time.Minute)
+		suite.Settle(t, ns, n)
 	}
 	name := "refused-" + ns
 	suite.MustTopology(t, "rollout", "create", name, "-l", "fleet="+ns, "--version", "v1.34.0", "--waves", "1,100%",
@@ -173,7 +173,7 @@ func TestFleetRolloutProgressDeadline(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns, _ := suite.InMemoryFleet(t, "deadline", "g1")
-	suite.Settle(t, ns, "g1", 5*time.Minute)
+	suite.Settle(t, ns, "g1")
 	kcp := controlPlaneOf(t, ns, "g1")
 	patch := client.MergeFrom(kcp.DeepCopy())
 	kcp.SetAnnotations(map[string]string{contract.PausedAnnotation: ""})
@@ -229,7 +229,7 @@ func TestFleetApprovalAndUndo(t *testing.T) {
 	ctx := context.Background()
 	ns, _ := suite.InMemoryFleet(t, "approve", "u1", "u2")
 	for _, n := range []string{"u1", "u2"} {
-		suite.Settle(t, ns, n, 5*time.Minute)
+		suite.Settle(t, ns, n)
 	}
 	before := variableOf(t, ns, "u1", "workerStartup")
 	if before == `"2s"` || variableOf(t, ns, "u2", "workerStartup") != before {

@@ -127,7 +127,7 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 		t.Errorf("a bounded watch during provisioning: err %v\n%s", err, errOut)
 	}
 
-	suite.Settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev")
 	item := itemOf(suite.StatusReport(t, "-A"), ns, "dev")
 	if item == nil || item.State != v1alpha2.StateReady || !item.Settled || len(item.Problems) != 0 {
 		t.Fatalf("settled cluster in status -A -o json: %+v", item)
@@ -187,7 +187,7 @@ func TestHealthThroughDegradedStates(t *testing.T) {
 	// Recovery: the Nodes are ready again and the watch settles.
 	setNodeReady(t, wc, cpNode, true)
 	setNodeReady(t, wc, mdNode, true)
-	suite.Settle(t, ns, "dev", 2*time.Minute)
+	suite.Settle(t, ns, "dev")
 
 	// Deletion: reported as such until the Topology is gone.
 	topo := &v1alpha2.Topology{}
@@ -223,7 +223,7 @@ func TestKubectlWorks(t *testing.T) {
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = topo.Spec.Workers.MachineDeployments[:1]
 	})
-	suite.Settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev")
 	for _, args := range [][]string{{"get", "topology", "dev"}, {"get", "topologies", "dev"}, {"get", "topo", "dev"}} {
 		out := kubectl(t, append(args, "-n", ns)...)
 		if !strings.Contains(out, "STATE") || !strings.Contains(out, "Ready") || !strings.Contains(out, "in-memory") {

@@ -72,7 +72,7 @@ func TestLifecycleHooks(t *testing.T) {
 		return false, fmt.Errorf("%d events, none about the hold", len(events.Items))
 	})
 	ext.Answer(t, ns, name, lifecycle.BeforeClusterCreate, 0)
-	suite.Settle(t, ns, name, 4*time.Minute)
+	suite.Settle(t, ns, name)
 	ext.WaitCalled(t, ns, name, lifecycle.AfterControlPlaneInitialized)
 
 	// The preview lists the hooks the upgrade will call, in order.

@@ -39,7 +39,7 @@ func TestClusterLifecycle(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("created until every machine runs", func(t *testing.T) {
-		out := suite.Settle(t, ns, "dev", 4*time.Minute)
+		out := suite.Settle(t, ns, "dev")
 		if !strings.Contains(out, " 3/3 ") || !strings.Contains(out, " 2/2 ") || !strings.Contains(out, " 1/1 ") || !strings.Contains(out, "· Ready") {
 			t.Errorf("status --watch settled showing:\n%s", out)
 		}
@@ -150,7 +150,7 @@ func TestClusterLifecycle(t *testing.T) {
 		suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) {
 			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, contract.HoldUpgradeSequenceAnnotation)
 		})
-		suite.Settle(t, ns, "dev", 4*time.Minute)
+		suite.Settle(t, ns, "dev")
 
 		// The order, from the Machines upstream's controllers created.
 		ms, err = suite.Machines(ctx, ns)
@@ -182,7 +182,7 @@ func TestClusterLifecycle(t *testing.T) {
 
 	t.Run("scale the control plane and a pool", func(t *testing.T) {
 		suite.MustTopology(t, "scale", "dev", "-n", ns, "--control-plane", "1", "--worker", "md-a=3", "--yes")
-		suite.Settle(t, ns, "dev", 4*time.Minute)
+		suite.Settle(t, ns, "dev")
 		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			t.Fatal(err)
@@ -199,7 +199,7 @@ func TestClusterLifecycle(t *testing.T) {
 			mds := topo.Spec.Workers.MachineDeployments
 			topo.Spec.Workers.MachineDeployments = []v1alpha2.MachineDeploymentTopology{mds[0], {Class: "default-worker", Name: "md-c", Replicas: ptr.To[int32](1)}}
 		})
-		suite.Settle(t, ns, "dev", 4*time.Minute)
+		suite.Settle(t, ns, "dev")
 		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			t.Fatal(err)
@@ -221,7 +221,7 @@ func TestClusterLifecycle(t *testing.T) {
 		fixture.Eventually(t, 30*time.Second, "md-a refers to a new template", func(context.Context) (bool, error) {
 			return workerTemplate(t, ns, "md-a") != before, nil
 		})
-		suite.Settle(t, ns, "dev", 4*time.Minute)
+		suite.Settle(t, ns, "dev")
 		after := workerTemplate(t, ns, "md-a")
 		tmpl := &unstructured.Unstructured{}
 		tmpl.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1beta2")

@@ -41,7 +41,7 @@ func TestMoveToDirectoryAndBack(t *testing.T) {
 	ns := ex.Topology.Namespace
 	suite.OneMachineTopologies(t, ex, movedNames...)
 	for _, name := range movedNames {
-		suite.Settle(t, ns, name, 4*time.Minute)
+		suite.Settle(t, ns, name)
 	}
 
 	// The agent mirrors TopologyReconciled onto the Cluster, as upstream's
@@ -74,7 +74,7 @@ func TestMoveToDirectoryAndBack(t *testing.T) {
 	// Backing up pauses every Cluster and resumes it: the source's agent
 	// comes back to each Topology.
 	for _, name := range movedNames {
-		suite.Settle(t, ns, name, time.Minute)
+		suite.Settle(t, ns, name)
 	}
 	if t.Failed() {
 		t.FailNow()

@@ -35,7 +35,7 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 	ns, ex := suite.InMemoryFleet(t, "fleet", names...)
 	selector := "fleet=" + ns
 	for _, name := range names {
-		suite.Settle(t, ns, name, 5*time.Minute)
+		suite.Settle(t, ns, name)
 	}
 	name := "to-134-" + ns
 

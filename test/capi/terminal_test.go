@@ -25,7 +25,7 @@ func TestEditAndFollowInTerminal(t *testing.T) {
 	ns := suite.InMemoryCluster(t, "terminal", func(topo *v1alpha2.Topology) {
 		fixture.OneMachineEach(topo)
 	})
-	suite.Settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev")
 
 	edit := suite.Terminal(t, 100, nil, "edit", "dev", "-n", ns)
 	edit.EditVersion("Edit Topology "+ns+"/dev", "v1.33.1", "v1.34.0", ns)
@@ -66,7 +66,7 @@ func TestEditAndFollowInTerminal(t *testing.T) {
 	if m := colour.Find(plain.Bytes()); m != nil {
 		t.Errorf("with NO_COLOR the editor still drew colour: %q", m)
 	}
-	suite.Settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev")
 }
 
 // colour matches an SGR sequence that sets a foreground or background colour.

@@ -35,7 +35,7 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 		topo.Spec.Workers.MachineDeployments[3].Metadata.Annotations = map[string]string{contract.DeferUpgradeAnnotation: ""}
 	})
 	ctx := context.Background()
-	suite.Settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev")
 
 	suite.MustTopology(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
 	// A pool rolls from the moment its MachineDeployment asks for the new
@@ -87,12 +87,12 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 	suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) {
 		delete(topo.MachineDeployment("md-d").Metadata.Annotations, contract.DeferUpgradeAnnotation)
 	})
-	fixture.Eventually(t, 3*time.Minute, "md-d runs v1.34.0 once no longer deferred", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, fixture.SettleTimeout, "md-d runs v1.34.0 once no longer deferred", func(ctx context.Context) (bool, error) {
 		ms, err := suite.Machines(ctx, ns)
 		running, all := fixture.Count(ms, "md-d", "v1.34.0")
 		return err == nil && running == 1 && all == 1, fmt.Errorf("md-d %d/%d (%v)", running, all, err)
 	})
-	suite.Settle(t, ns, "dev", 2*time.Minute)
+	suite.Settle(t, ns, "dev")
 
 	// Rebase onto a class whose worker machines start their node slower.
 	before, err := suite.Machines(ctx, ns)
@@ -118,7 +118,7 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 		t.Fatal(err)
 	}
 	suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) { topo.Spec.ClassRef.Name = "in-memory-b" })
-	fixture.Eventually(t, 3*time.Minute, "the workers are replaced", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, fixture.SettleTimeout, "the workers are replaced", func(ctx context.Context) (bool, error) {
 		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			return false, err
@@ -132,7 +132,7 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 		}
 		return true, nil
 	})
-	after := suite.Settle(t, ns, "dev", 3*time.Minute)
+	after := suite.Settle(t, ns, "dev")
 	if !strings.Contains(after, "in-memory-b") {
 		t.Errorf("status after the rebase does not name the new class:\n%s", after)
 	}
@@ -172,7 +172,7 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 		ex.Class.Spec.KubernetesVersions = []string{"v1.31.6", "v1.32.0", "v1.32.3", "v1.33.1"}
 	})
 	ctx := context.Background()
-	suite.Settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev")
 	cluster := func() *unstructured.Unstructured {
 		items, err := suite.List(ctx, ns, "Cluster")
 		if err != nil || len(items) != 1 {

@@ -42,7 +42,7 @@ func TestAgentKilledWhileAHookHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fixture.DeleteTopology(t, suite.K8s, ns, name) })
-	suite.Settle(t, ns, name, 4*time.Minute)
+	suite.Settle(t, ns, name)
 
 	suite.MustTopology(t, "upgrade", name, "-n", ns, "--version", to, "--yes")
 	ext.WaitAsked(t, ns, name, acpu, 5)
@@ -53,7 +53,7 @@ func TestAgentKilledWhileAHookHolds(t *testing.T) {
 	poolVersion(t, ns, from)
 
 	ext.Answer(t, ns, name, acpu, 0)
-	suite.Settle(t, ns, name, 5*time.Minute)
+	suite.Settle(t, ns, name)
 	checkConverged(t, ns, to)
 	fixture.Eventually(t, time.Minute, "nothing is owed once the upgrade is over", func(ctx context.Context) (bool, error) {
 		got := &v1alpha2.Topology{}

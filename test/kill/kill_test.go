@@ -30,7 +30,7 @@ func TestAgentKilled(t *testing.T) {
 		return len(objs) > 0, err
 	})
 	killAgent(t)
-	suite.Settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev")
 	checkConverged(t, ns, "v1.33.1")
 
 	suite.MustTopology(t, "upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
@@ -40,7 +40,7 @@ func TestAgentKilled(t *testing.T) {
 		return err == nil && all > 1, fmt.Errorf("%d control plane machines (%v)", all, err)
 	})
 	killAgent(t)
-	suite.Settle(t, ns, "dev", 5*time.Minute)
+	suite.Settle(t, ns, "dev")
 	checkConverged(t, ns, "v1.34.0")
 
 	// An agent that stays dead: status says its news may be old, once the

@@ -25,7 +25,7 @@ func TestAgentKilledDuringAFleetRollout(t *testing.T) {
 	ns, _ := suite.InMemoryFleet(t, "fleet-killed", names...)
 	generation := map[string]int64{}
 	for _, n := range names {
-		suite.Settle(t, ns, n, 5*time.Minute)
+		suite.Settle(t, ns, n)
 		topo := &v1alpha2.Topology{}
 		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, topo); err != nil {
 			t.Fatal(err)
@@ -123,7 +123,7 @@ func TestAgentKilledDuringAnApprovalWaitAndAnUndo(t *testing.T) {
 		return topo
 	}
 	for _, n := range names {
-		suite.Settle(t, ns, n, 5*time.Minute)
+		suite.Settle(t, ns, n)
 		topo := read(n)
 		generation[n], value[n] = topo.Generation, variable(topo, "workerStartup")
 	}

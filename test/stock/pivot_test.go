@@ -66,7 +66,7 @@ func TestPivotToAnotherManagementCluster(t *testing.T) {
 	if err := suite.K8s.Create(ctx, topo); err != nil {
 		t.Fatal(err)
 	}
-	suite.Settle(t, ns, "dev", 4*time.Minute)
+	suite.Settle(t, ns, "dev")
 	before := machineIdentities(t, suite.K8s, ns)
 	if len(before) != 2 {
 		t.Fatalf("Machines before the pivot: %s, want a control plane machine and a worker", render(before))
@@ -107,13 +107,13 @@ func TestPivotToAnotherManagementCluster(t *testing.T) {
 		}
 		return out
 	}
-	topology("status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "5m")
+	topology("status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", fixture.SettleTimeout.String())
 	if after := machineIdentities(t, tk, ns); render(after) != render(before) {
 		t.Errorf("Machines after the pivot:\n got %s\nwant %s (the same, on the same infrastructure)", render(after), render(before))
 	}
 
 	topology("upgrade", "dev", "-n", ns, "--version", "v1.34.0", "--yes")
-	topology("status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "6m")
+	topology("status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", fixture.SettleTimeout.String())
 	fixture.Eventually(t, time.Minute, "every Machine on the target runs v1.34.0", func(ctx context.Context) (bool, error) {
 		items, err := fixture.ListKind(ctx, tk, ns, "Machine")
 		if err != nil {

@@ -32,7 +32,7 @@ func TestFleetRolloutWritesAgainWhenAWebhookCannotAnswer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns, _ := suite.InMemoryFleet(t, "fleet-webhook", "c1")
-	suite.Settle(t, ns, "c1", 5*time.Minute)
+	suite.Settle(t, ns, "c1")
 	topo := &v1alpha2.Topology{}
 	if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c1"}, topo); err != nil {
 		t.Fatal(err)

@@ -81,7 +81,7 @@ func TestInlineClassLifecycle(t *testing.T) {
 	if err := suite.K8s.Create(ctx, topo); err != nil {
 		t.Fatal(err)
 	}
-	suite.MustTopology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "5m")
+	suite.MustTopology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", fixture.SettleTimeout.String())
 	kcps, err := suite.List(ctx, ns, "KubeadmControlPlane")
 	if err != nil || len(kcps) != 1 {
 		t.Fatalf("%d KubeadmControlPlanes (%v), want the one made from the inline template", len(kcps), err)
@@ -94,7 +94,7 @@ func TestInlineClassLifecycle(t *testing.T) {
 	if !strings.Contains(out, "Preflight passed") {
 		t.Fatalf("upgrade said:\n%s", out)
 	}
-	suite.MustTopology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "5m")
+	suite.MustTopology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", fixture.SettleTimeout.String())
 	ms, err := suite.List(ctx, ns, "Machine")
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func TestConvertInlinesWhatTheClusterRefuses(t *testing.T) {
 	if got, err := apply.CombinedOutput(); err != nil {
 		t.Fatalf("applying what convert printed: %v\n%s", err, got)
 	}
-	suite.MustTopology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "5m")
+	suite.MustTopology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", fixture.SettleTimeout.String())
 	t.Cleanup(func() {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}})
 	})

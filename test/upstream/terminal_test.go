@@ -27,7 +27,7 @@ func TestEditUpstreamClusterInTerminal(t *testing.T) {
 		md["replicas"] = int64(1)
 		workers["machineDeployments"] = []any{md}
 	})
-	suite.MustTopology(t, "status", "cluster/dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "4m")
+	suite.MustTopology(t, "status", "cluster/dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", fixture.SettleTimeout.String())
 
 	edit := suite.Terminal(t, 100, nil, "edit", "cluster/dev", "-n", ns)
 	edit.EditVersion("Edit Cluster "+ns+"/dev", "v1.32.3", "v1.33.1", ns)
@@ -61,7 +61,7 @@ func TestEditUpstreamClusterAfterAConflict(t *testing.T) {
 		md["replicas"] = int64(1)
 		workers["machineDeployments"] = []any{md}
 	})
-	suite.MustTopology(t, "status", "cluster/dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "4m")
+	suite.MustTopology(t, "status", "cluster/dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", fixture.SettleTimeout.String())
 
 	edit := suite.Terminal(t, 100, nil, "edit", "cluster/dev", "-n", ns)
 	edit.WaitFor("Edit Cluster " + ns + "/dev")

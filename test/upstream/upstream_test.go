@@ -105,7 +105,7 @@ func TestUpstreamClusterThroughPlugin(t *testing.T) {
 
 	// Followed by its bare name (no Topology has it) until upstream's
 	// controllers have provisioned every machine.
-	out := suite.MustTopology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "4m")
+	out := suite.MustTopology(t, "status", "dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", fixture.SettleTimeout.String())
 	if !strings.Contains(out, "Cluster "+ns+"/dev (ClusterClass in-memory, Cluster API's topology controller)") {
 		t.Errorf("status does not say it follows upstream's Cluster:\n%s", out)
 	}
@@ -187,7 +187,7 @@ func TestUpstreamClusterThroughPlugin(t *testing.T) {
 		return running == 2 && all == 2, fmt.Errorf("md-a: %d of %d running", running, all)
 	})
 
-	upgrade := suite.MustTopology(t, "upgrade", "cluster/dev", "-n", ns, "--version", "v1.33.1", "--yes", "--wait", "--timeout", "6m")
+	upgrade := suite.MustTopology(t, "upgrade", "cluster/dev", "-n", ns, "--version", "v1.33.1", "--yes", "--wait", "--timeout", fixture.SettleTimeout.String())
 	if !strings.Contains(upgrade, "Cluster API's topology controller starts with the control plane") {
 		t.Errorf("upgrade output:\n%s", upgrade)
 	}
@@ -240,7 +240,7 @@ func TestAdoptUpstreamCluster(t *testing.T) {
 	if out, errOut, err := suite.Topology("", "adopt", "cluster/dev", "-n", ns, "--yes"); err == nil || !strings.Contains(errOut, "not settled") {
 		t.Fatalf("adopt of a provisioning Cluster was not refused as unsettled: %v\n%s%s", err, out, errOut)
 	}
-	suite.MustTopology(t, "status", "cluster/dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", "4m")
+	suite.MustTopology(t, "status", "cluster/dev", "-n", ns, "--watch", "--interval", "1s", "--timeout", fixture.SettleTimeout.String())
 	before := machineUIDs(t, ns)
 	if len(before) != 2 {
 		t.Fatalf("%d machines before adopting, want 2", len(before))
@@ -257,7 +257,7 @@ func TestAdoptUpstreamCluster(t *testing.T) {
 		t.Fatalf("a dry run created the Topology (%v)", err)
 	}
 
-	out := suite.MustTopology(t, "adopt", "cluster/dev", "-n", ns, "--yes", "--interval", "1s", "--timeout", "4m")
+	out := suite.MustTopology(t, "adopt", "cluster/dev", "-n", ns, "--yes", "--interval", "1s", "--timeout", fixture.SettleTimeout.String())
 	t.Logf("adopt:\n%s", out)
 	if !strings.Contains(out, "all 2 Machines are the ones there were") {
 		t.Errorf("adopt output:\n%s", out)
