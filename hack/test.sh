@@ -46,7 +46,7 @@ echo "make test: the builds ended after $(since)"
 nice -n 19 "$make" --no-print-directory lint >"$logs/lint.log" 2>&1 &
 lint_pid=$!
 (
-	TOPOLOGY_BIN_DIR=$bin "${GO:-go}" test ./... -count=1 -p "$parallel" -timeout 45m 2>&1 | tee "$logs/go-test.log"
+	TOPOLOGY_BIN_DIR=$bin "${GO:-go}" test ./... -count=1 -p "$parallel" -timeout 60m 2>&1 | tee "$logs/go-test.log"
 	exit "${PIPESTATUS[0]}"
 ) &
 go_pid=$!

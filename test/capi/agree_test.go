@@ -96,7 +96,7 @@ func TestPlanEditorAndAgentAgree(t *testing.T) {
 
 	// Cluster API finishes the control plane: md-b is made, md-a upgraded,
 	// md-c held at its version.
-	fixture.Eventually(t, 4*time.Minute, "md-b is made, md-a upgrades and md-c is held", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, fixture.SettleTimeout, "md-b is made, md-a upgrades and md-c is held", func(ctx context.Context) (bool, error) {
 		a, err := pool(ctx, ns, "md-a")
 		if err != nil || a == nil {
 			return false, err

@@ -115,7 +115,7 @@ func TestFleetRolloutFailsARefusedClusterWithinTheTolerance(t *testing.T) {
 	suite.WaitRollout(t, name, 2*time.Minute, "f1 started", func(ro *v1alpha2.TopologyRollout) bool {
 		return fixture.RolloutCluster(ro, "f1").Applied
 	})
-	fixture.Eventually(t, 5*time.Minute, "f1's control plane is at v1.34.0 and its pool held", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, fixture.SettleTimeout, "f1's control plane is at v1.34.0 and its pool held", func(ctx context.Context) (bool, error) {
 		topo := &v1alpha2.Topology{}
 		if err := suite.K8s.Get(ctx, key, topo); err != nil {
 			return false, err
@@ -141,15 +141,16 @@ func TestFleetRolloutFailsARefusedClusterWithinTheTolerance(t *testing.T) {
 		t.Fatal(err)
 	}
 	released := time.Now()
-	ro := suite.WaitRollout(t, name, 4*time.Minute, "halted on f1's refusal", func(ro *v1alpha2.TopologyRollout) bool {
+	ro := suite.WaitRollout(t, name, fixture.SettleTimeout, "halted on f1's refusal", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutHalted
 	})
 	f1 := fixture.RolloutCluster(ro, "f1")
 	if f1.Phase != v1alpha2.ClusterFailed || f1.Reason != "Refused" || !strings.Contains(f1.Message, "MachineDeployment "+ns+"/") || !strings.Contains(f1.Message, "worker change freeze on f1") {
 		t.Errorf("f1: %+v", f1)
 	}
-	// Within the tolerance and the agent's retries, far from the 30m timeout.
-	if took := f1.CompletedAt.Sub(released); took > 3*time.Minute {
+	// Within the tolerance and the agent's retries, far from the 30m timeout
+	// (a loaded machine slows the retries, not the tolerance).
+	if took := f1.CompletedAt.Sub(released); took > 10*time.Minute {
 		t.Errorf("f1 failed %s after its refused write began, want about the 30s tolerance", took)
 	}
 	if f2 := fixture.RolloutCluster(ro, "f2"); f2.Phase != v1alpha2.ClusterPending || f2.Attempt != 0 {
@@ -194,14 +195,14 @@ func TestFleetRolloutProgressDeadline(t *testing.T) {
 	t.Cleanup(func() {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)})
 	})
-	ro := suite.WaitRollout(t, name, 4*time.Minute, "g1 failed at its progress deadline", func(ro *v1alpha2.TopologyRollout) bool {
+	ro := suite.WaitRollout(t, name, fixture.SettleTimeout, "g1 failed at its progress deadline", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutHalted
 	})
 	g1 := fixture.RolloutCluster(ro, "g1")
 	if g1.Phase != v1alpha2.ClusterFailed || g1.Reason != "ProgressDeadlineExceeded" || !strings.Contains(g1.Message, "no progress for 45s") {
 		t.Fatalf("g1: %+v", g1)
 	}
-	if took := g1.CompletedAt.Sub(g1.StartedAt.Time); took > 3*time.Minute {
+	if took := g1.CompletedAt.Sub(g1.StartedAt.Time); took > 10*time.Minute { // far from the 30m timeout
 		t.Errorf("g1 failed %s after it started, want about the 45s deadline", took)
 	}
 	// The reason is what status says holds it: each part, its state and why.
@@ -244,7 +245,7 @@ func TestFleetApprovalAndUndo(t *testing.T) {
 	t.Cleanup(func() {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)})
 	})
-	ro := suite.WaitRollout(t, name, 5*time.Minute, "waits for the approval of wave 2", func(ro *v1alpha2.TopologyRollout) bool {
+	ro := suite.WaitRollout(t, name, fixture.SettleTimeout, "waits for the approval of wave 2", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutWaitingForApproval
 	})
 	if u1 := fixture.RolloutCluster(ro, "u1"); u1.Phase != v1alpha2.ClusterSucceeded {
@@ -268,7 +269,7 @@ func TestFleetApprovalAndUndo(t *testing.T) {
 	if !strings.Contains(out, "Wave 2 of TopologyRollout "+name+" approved by ") {
 		t.Errorf("approve says: %s", out)
 	}
-	ro = suite.WaitRollout(t, name, 5*time.Minute, "completed", func(ro *v1alpha2.TopologyRollout) bool {
+	ro = suite.WaitRollout(t, name, fixture.SettleTimeout, "completed", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutCompleted
 	})
 	if len(ro.Spec.Approvals) != 1 || ro.Spec.Approvals[0].Wave != 2 || ro.Spec.Approvals[0].By == "" {
@@ -297,7 +298,7 @@ func TestFleetApprovalAndUndo(t *testing.T) {
 	t.Cleanup(func() {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(undo)})
 	})
-	suite.WaitRollout(t, undo, 5*time.Minute, "waits for the approval of its wave 2 too", func(ro *v1alpha2.TopologyRollout) bool {
+	suite.WaitRollout(t, undo, fixture.SettleTimeout, "waits for the approval of its wave 2 too", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutWaitingForApproval
 	})
 	if v := variableOf(t, ns, "u1", "workerStartup"); v != before {
@@ -307,7 +308,7 @@ func TestFleetApprovalAndUndo(t *testing.T) {
 		t.Errorf("u2, before the undo's wave 2 is approved: workerStartup %s, want \"2s\"", v)
 	}
 	suite.MustTopology(t, "rollout", "approve", undo, "--wave", "2")
-	suite.WaitRollout(t, undo, 5*time.Minute, "completed", func(ro *v1alpha2.TopologyRollout) bool {
+	suite.WaitRollout(t, undo, fixture.SettleTimeout, "completed", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutCompleted && ro.Status.Succeeded == 2
 	})
 	for _, n := range []string{"u1", "u2"} {

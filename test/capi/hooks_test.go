@@ -180,7 +180,7 @@ func TestLifecycleHooks(t *testing.T) {
 		t.Fatalf("the Cluster was deleted while BeforeClusterDelete held (err %v)", err)
 	}
 	ext.Answer(t, ns, name, lifecycle.BeforeClusterDelete, 0)
-	fixture.Eventually(t, 3*time.Minute, "the Cluster is gone once BeforeClusterDelete lets it go", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, fixture.SettleTimeout, "the Cluster is gone once BeforeClusterDelete lets it go", func(ctx context.Context) (bool, error) {
 		err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster)
 		return apierrors.IsNotFound(err), err
 	})

@@ -118,7 +118,7 @@ func TestClusterLifecycle(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(errOut, "did not settle within 1s") || !strings.Contains(errOut, "The rollout goes on") {
 			t.Errorf("status --watch --timeout 1s mid-upgrade: %v\n%s%s", err, out, errOut)
 		}
-		fixture.Eventually(t, 4*time.Minute, "the control plane and md-a run v1.34.0", func(ctx context.Context) (bool, error) {
+		fixture.Eventually(t, fixture.SettleTimeout, "the control plane and md-a run v1.34.0", func(ctx context.Context) (bool, error) {
 			ms, err := suite.Machines(ctx, ns)
 			cp, cpAll := fixture.Count(ms, "", "v1.34.0")
 			a, aAll := fixture.Count(ms, "md-a", "v1.34.0")

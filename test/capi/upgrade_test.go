@@ -41,7 +41,7 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 	// A pool rolls from the moment its MachineDeployment asks for the new
 	// version until its machine runs it.
 	maxRolling, rolledAt := 0, map[string]bool{}
-	fixture.EventuallyEvery(t, 250*time.Millisecond, 4*time.Minute, "md-a, md-b and md-c run v1.34.0", func(ctx context.Context) (bool, error) {
+	fixture.EventuallyEvery(t, 250*time.Millisecond, fixture.SettleTimeout, "md-a, md-b and md-c run v1.34.0", func(ctx context.Context) (bool, error) {
 		mds, err := suite.List(ctx, ns, "MachineDeployment")
 		if err != nil {
 			return false, err
@@ -199,7 +199,7 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 	steps := map[string]bool{}
 	cpVersions, mdVersions := map[string]bool{}, map[string]bool{}
 	sawPlan, stepPatched := false, false
-	fixture.Eventually(t, 5*time.Minute, "every machine runs v1.33.1 and the upgrade step is cleared", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, fixture.SettleTimeout, "every machine runs v1.33.1 and the upgrade step is cleared", func(ctx context.Context) (bool, error) {
 		if c := cluster(); c.GetAnnotations()[contract.UpgradeStepAnnotation] != "" {
 			steps[c.GetAnnotations()[contract.UpgradeStepAnnotation]] = true
 			if ownedByUpdate(c, contract.UpgradeStepAnnotation) {

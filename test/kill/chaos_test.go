@@ -50,7 +50,7 @@ func TestChaosKillsConverge(t *testing.T) {
 	var total chaosFindings
 	for _, name := range topologies {
 		suite.Settle(t, ns, name)
-		fixture.Eventually(t, 3*time.Minute, name+" converges", func(ctx context.Context) (bool, error) {
+		fixture.Eventually(t, fixture.SettleTimeout, name+" converges", func(ctx context.Context) (bool, error) {
 			topo := &v1alpha2.Topology{}
 			if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, topo); err != nil {
 				return false, err

@@ -134,7 +134,7 @@ func TestPivotToAnotherManagementCluster(t *testing.T) {
 	if err := tk.Delete(ctx, &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}}); err != nil {
 		t.Fatal(err)
 	}
-	fixture.Eventually(t, 3*time.Minute, "the Topology and every Machine are gone from the target", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, fixture.SettleTimeout, "the Topology and every Machine are gone from the target", func(ctx context.Context) (bool, error) {
 		err := tk.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, &v1alpha2.Topology{})
 		left := machineIdentities(t, tk, ns)
 		return apierrors.IsNotFound(err) && len(left) == 0, fmt.Errorf("Topology: %v; Machines: %s", err, render(left))

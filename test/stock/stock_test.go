@@ -117,7 +117,7 @@ func TestInlineClassLifecycle(t *testing.T) {
 	if err := suite.K8s.Delete(ctx, topo); err != nil {
 		t.Fatal(err)
 	}
-	fixture.Eventually(t, 3*time.Minute, "every Machine, the Cluster and the Topology are gone", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, fixture.SettleTimeout, "every Machine, the Cluster and the Topology are gone", func(ctx context.Context) (bool, error) {
 		ms, err := suite.List(ctx, ns, "Machine")
 		if err != nil {
 			return false, err

@@ -27,7 +27,8 @@ func TestMain(m *testing.M) {
 // parityEnv is how each comparison here reaches the suite, writing its
 // report to report. Its timeout bounds each side's wait: in a cold make
 // test on two cores (load average 43) upstream's own upgrade took over 6
-// minutes. It bounds a failure; it measures nothing.
+// minutes, and on a slower CI machine both sides were 3 of 6 machines in
+// after 10. It bounds a failure; it measures nothing.
 func parityEnv(report io.Writer) parity.Env {
-	return parity.Env{K8s: suite.K8s, Plugin: suite.Plugin, Kubeconfig: suite.Kubeconfig, Timeout: 10 * time.Minute, Out: report}
+	return parity.Env{K8s: suite.K8s, Plugin: suite.Plugin, Kubeconfig: suite.Kubeconfig, Timeout: 15 * time.Minute, Out: report}
 }

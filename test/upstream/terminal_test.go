@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,7 +34,7 @@ func TestEditUpstreamClusterInTerminal(t *testing.T) {
 	if v, _, _ := unstructured.NestedString(onlyCluster(t, ns).Object, "spec", "topology", "version"); v != "v1.33.1" {
 		t.Fatalf("the Cluster's spec.topology.version is %s after the edit, want v1.33.1", v)
 	}
-	fixture.Eventually(t, 5*time.Minute, "upstream rolls every machine to v1.33.1", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, fixture.SettleTimeout, "upstream rolls every machine to v1.33.1", func(ctx context.Context) (bool, error) {
 		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			return false, err

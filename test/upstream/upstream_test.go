@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -69,7 +68,7 @@ func upstreamCluster(t *testing.T, prefix string, shape func(topology map[string
 		// A paused Cluster is never deleted: Cluster API's controllers leave it alone.
 		_ = suite.K8s.Patch(ctx, cluster.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":null}}`)))
 		_ = suite.K8s.Delete(ctx, cluster.DeepCopy())
-		fixture.Eventually(t, 2*time.Minute, "the Cluster is deleted", func(ctx context.Context) (bool, error) {
+		fixture.Eventually(t, fixture.SettleTimeout, "the Cluster is deleted", func(ctx context.Context) (bool, error) {
 			err := suite.K8s.Get(ctx, client.ObjectKeyFromObject(cluster), cluster.DeepCopy())
 			return apierrors.IsNotFound(err), err
 		})
@@ -178,7 +177,7 @@ func TestUpstreamClusterThroughPlugin(t *testing.T) {
 	unchanged("a chained dry run")
 
 	suite.MustTopology(t, "scale", "cluster/dev", "-n", ns, "--worker", "md-a=2", "--yes")
-	fixture.Eventually(t, 3*time.Minute, "upstream scales md-a to 2 running machines", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, fixture.SettleTimeout, "upstream scales md-a to 2 running machines", func(ctx context.Context) (bool, error) {
 		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			return false, err
@@ -293,7 +292,7 @@ func TestAdoptUpstreamCluster(t *testing.T) {
 	// The agent is in charge now: a scale through the Topology adds a
 	// machine and leaves the others.
 	suite.MustTopology(t, "scale", "topology/dev", "-n", ns, "--worker", "md-a=2", "--yes")
-	fixture.Eventually(t, 3*time.Minute, "the agent scales md-a to 2 running machines", func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, fixture.SettleTimeout, "the agent scales md-a to 2 running machines", func(ctx context.Context) (bool, error) {
 		ms, err := suite.Machines(ctx, ns)
 		if err != nil {
 			return false, err
