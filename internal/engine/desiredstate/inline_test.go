@@ -89,13 +89,21 @@ func TestComputeRotatesOnInlineTemplateChange(t *testing.T) {
 	if steady := w.compute(t, current); len(steady.Rotated) != 0 {
 		t.Fatalf("nothing changed, yet %v rotated", steady.Rotated)
 	}
-	md := &w.ex.Class.Spec.Workers.MachineDeployments[0]
-	spec := map[string]any{}
-	if err := json.Unmarshal(md.Infrastructure.Template.Spec.Raw, &spec); err != nil {
-		t.Fatal(err)
+	// The worker classes share one inline template, as they shared the
+	// template object it was made from: its copies change together.
+	shared := w.ex.Class.Spec.Workers.MachineDeployments[0].Infrastructure.Template.Name
+	for i := range w.ex.Class.Spec.Workers.MachineDeployments {
+		in := w.ex.Class.Spec.Workers.MachineDeployments[i].Infrastructure.Template
+		if in.Name != shared {
+			continue
+		}
+		spec := map[string]any{}
+		if err := json.Unmarshal(in.Spec.Raw, &spec); err != nil {
+			t.Fatal(err)
+		}
+		_ = unstructured.SetNestedStringSlice(spec, []string{"extra:latest"}, "template", "spec", "preLoadImages")
+		in.Spec.Raw, _ = json.Marshal(spec)
 	}
-	_ = unstructured.SetNestedStringSlice(spec, []string{"extra:latest"}, "template", "spec", "preLoadImages")
-	md.Infrastructure.Template.Spec.Raw, _ = json.Marshal(spec)
 	changed := w.compute(t, current)
 	if len(changed.Rotated) == 0 {
 		t.Fatal("the inline worker template changed, and nothing rotated")

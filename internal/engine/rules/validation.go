@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blang/semver/v4"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -52,6 +53,7 @@ func ValidateClass(ctx context.Context, c *v1alpha2.TopologyClass) field.ErrorLi
 		requireRef(wc.Infrastructure)
 		errs = append(errs, validateNamingTemplate(wc.Naming, wc.Path.Child("naming", "template"))...)
 	}
+	errs = append(errs, validateInlineNames(contract.AllSlots(c))...)
 	errs = append(errs, validateClassFields(c)...)
 	errs = append(errs, variables.ValidateDefinitions(ctx, c.Spec.Variables, spec.Child("variables"))...)
 	errs = append(errs, validatePatches(c, spec.Child("patches"))...)
@@ -81,6 +83,32 @@ func validateSlot(s contract.TemplateSlot) field.ErrorList {
 		return field.ErrorList{field.Invalid(s.Path.Child("templateRef"), fmt.Sprintf("%s/%s %s", t.APIVersion, t.Kind, t.Name), "apiVersion, kind and name must all be set")}
 	}
 	return nil
+}
+
+// validateInlineNames refuses two inline templates of one kind and name that
+// differ. Each stands for a template object of that name, as a referenced one
+// would, so both would be one object to patches, clones and the
+// cloned-from-name annotation; slots sharing one template (as convert makes
+// of two classes referring to one object) hold equal copies and pass.
+func validateInlineNames(slots []contract.TemplateSlot) field.ErrorList {
+	var errs field.ErrorList
+	first := map[string]contract.TemplateSlot{}
+	for _, s := range slots {
+		if s.Inline == nil {
+			continue
+		}
+		key := s.Inline.APIVersion + "/" + s.Inline.Kind + "/" + s.InlineName
+		prev, seen := first[key]
+		if !seen {
+			first[key] = s
+			continue
+		}
+		if !equality.Semantic.DeepEqual(prev.Inline, s.Inline) {
+			errs = append(errs, field.Invalid(s.Path.Child("template", "name"), s.InlineName,
+				fmt.Sprintf("%s %s differs from the one at %s of that kind and name: give one its own name, or make them equal", s.Inline.Kind, s.InlineName, prev.Path.Child("template"))))
+		}
+	}
+	return errs
 }
 
 // validateClassFields checks the values a class passes on to generated

@@ -50,6 +50,11 @@ func validClass() *v1alpha2.TopologyClass {
 	}
 }
 
+// inline is a DockerMachineTemplate written into the class under name.
+func inline(name, spec string) *v1alpha2.InlineTemplate {
+	return &v1alpha2.InlineTemplate{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta1", Kind: "DockerMachineTemplate", Name: name, Spec: apiextensionsv1.JSON{Raw: []byte(spec)}}
+}
+
 func rawJSON(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
 
 // fields renders the paths of errors for comparison.
@@ -196,6 +201,18 @@ func TestValidateClass(t *testing.T) {
 				XValidations: []v1alpha2.ValidationRule{{Rule: "self.all(x, self.all(y, self.all(z, x + y + z != '')))"}},
 			}
 		}, "spec.variables[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule", "exceeds the budget"},
+		{"two inline templates of one kind and name that differ", func(c *v1alpha2.TopologyClass) {
+			c.Spec.ControlPlane.MachineInfrastructure = v1alpha2.MachineInfrastructureTemplate{TemplateRef: v1alpha2.ClusterClassTemplateReference{}, Template: inline("shared", `{"template":{"spec":{"cpu":2}}}`)}
+			c.Spec.Workers.MachineDeployments[0].Infrastructure = v1alpha2.TemplateReferenceHolder{Template: inline("shared", `{"template":{"spec":{"cpu":8}}}`)}
+		}, "spec.workers.machineDeployments[0].infrastructure.template.name", "differs from the one at spec.controlPlane.machineInfrastructure.template"},
+		{"two equal inline templates of one kind and name", func(c *v1alpha2.TopologyClass) {
+			c.Spec.ControlPlane.MachineInfrastructure = v1alpha2.MachineInfrastructureTemplate{TemplateRef: v1alpha2.ClusterClassTemplateReference{}, Template: inline("shared", `{"template":{"spec":{"cpu":2}}}`)}
+			c.Spec.Workers.MachineDeployments[0].Infrastructure = v1alpha2.TemplateReferenceHolder{Template: inline("shared", `{"template":{"spec":{"cpu":2}}}`)}
+		}, "", ""},
+		{"two inline templates of one kind, each named by its slot", func(c *v1alpha2.TopologyClass) {
+			c.Spec.ControlPlane.MachineInfrastructure = v1alpha2.MachineInfrastructureTemplate{TemplateRef: v1alpha2.ClusterClassTemplateReference{}, Template: inline("", `{"template":{"spec":{"cpu":2}}}`)}
+			c.Spec.Workers.MachineDeployments[0].Infrastructure = v1alpha2.TemplateReferenceHolder{Template: inline("", `{"template":{"spec":{"cpu":8}}}`)}
+		}, "", ""},
 		{"nested enum value of the wrong type", func(c *v1alpha2.TopologyClass) {
 			c.Spec.Variables[0].Schema.OpenAPIV3Schema = v1alpha2.JSONSchemaProps{Type: "object", Properties: map[string]v1alpha2.JSONSchemaProps{
 				"mode": {Type: "string", Enum: []apiextensionsv1.JSON{*rawJSON(`"a"`), *rawJSON("3")}},
