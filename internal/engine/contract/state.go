@@ -2,7 +2,8 @@ package contract
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -63,25 +64,15 @@ func (s *State) Objects() []*unstructured.Unstructured {
 	}
 	add(s.Extra...)
 	add(s.InfrastructureCluster, s.ControlPlane.InfrastructureMachineTemplate, s.ControlPlane.Object, s.ControlPlane.MachineHealthCheck, s.Cluster)
-	for _, name := range SortedKeys(s.MachineDeployments) {
+	for _, name := range slices.Sorted(maps.Keys(s.MachineDeployments)) {
 		w := s.MachineDeployments[name]
 		add(w.Bootstrap, w.Infrastructure, w.Object, w.MachineHealthCheck)
 	}
-	for _, name := range SortedKeys(s.MachinePools) {
+	for _, name := range slices.Sorted(maps.Keys(s.MachinePools)) {
 		w := s.MachinePools[name]
 		add(w.Bootstrap, w.Infrastructure, w.Object)
 	}
 	return out
-}
-
-// SortedKeys are m's keys in order, for deterministic output.
-func SortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // ObjectKey identifies an object regardless of its API version.

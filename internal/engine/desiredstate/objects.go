@@ -2,7 +2,9 @@ package desiredstate
 
 import (
 	"context"
+	"maps"
 	"net"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -806,7 +808,7 @@ func (c *computation) rotateTemplates(context.Context) error {
 			_ = unstructured.SetNestedField(cp.Object.Object, contract.ContractRef(t, cpContract, t.GetAPIVersion()), contract.MachineTemplatePath(cpContract, "infrastructureRef")...)
 		}
 	}
-	for _, name := range contract.SortedKeys(c.desired.MachineDeployments) {
+	for _, name := range slices.Sorted(maps.Keys(c.desired.MachineDeployments)) {
 		ws := c.desired.MachineDeployments[name]
 		cur := c.current.MachineDeployments[name]
 		if cur == nil {
