@@ -38,25 +38,11 @@ func (e *ConflictError) Error() string {
 		}
 		what = strings.Join(parts, "; ")
 	}
-	msg := fmt.Sprintf("%s %s/%s changed on the server after it was read (%s); nothing was written", Kind(e.Latest), e.Latest.Namespace, e.Latest.Name, what)
+	msg := fmt.Sprintf("%s %s/%s changed on the server after it was read (%s); nothing was written", contract.KindOf(e.Latest), e.Latest.Namespace, e.Latest.Name, what)
 	if len(e.Both) > 0 {
 		msg += fmt.Sprintf("; you and the server both changed %s, and your values are kept", strings.Join(e.Both, ", "))
 	}
 	return msg + "; your change is kept on top of the server's version: check it and apply again"
-}
-
-// ClusterKind is upstream Cluster API's Cluster. A Topology read from a
-// Cluster with spec.topology keeps that kind in its TypeMeta, so that what is
-// said about it, and where it is written, is the Cluster the user named.
-const ClusterKind = contract.UpstreamClusterKind
-
-// Kind names what t was read from: "Topology", or "Cluster" for an upstream
-// Cluster seen as a Topology.
-func Kind(t *v1alpha2.Topology) string {
-	if contract.DialectOf(t) == contract.DialectUpstream {
-		return ClusterKind
-	}
-	return v1alpha2.TopologyKind
 }
 
 // Store is where an edit is written: a Topology itself, or for an upstream
@@ -122,7 +108,7 @@ func Write(ctx context.Context, s Store, orig, edited *v1alpha2.Topology) (*v1al
 		}
 		latest, gerr := s.Get(ctx, client.ObjectKeyFromObject(orig))
 		if gerr != nil {
-			return nil, fmt.Errorf("%s %s/%s changed on the server after it was read, and reading it again failed; nothing was written: %w", Kind(orig), orig.Namespace, orig.Name, gerr)
+			return nil, fmt.Errorf("%s %s/%s changed on the server after it was read, and reading it again failed; nothing was written: %w", contract.KindOf(orig), orig.Namespace, orig.Name, gerr)
 		}
 		if attempt < statusOnlyRetries && onlyStatusChanged(orig, latest) {
 			carried := edited.DeepCopy()

@@ -225,7 +225,7 @@ func KindOf(kind string) (string, bool) {
 	case slices.Contains(topologyKinds, k):
 		return v1alpha2.TopologyKind, true
 	case slices.Contains(clusterKinds, k):
-		return draft.ClusterKind, true
+		return contract.UpstreamClusterKind, true
 	}
 	return "", false
 }
@@ -243,7 +243,7 @@ func (ca *Cluster) Resolve(ctx context.Context, namespace, ref string) (*v1alpha
 		return nil, fmt.Errorf("%q is not a reference: give NAME, topology/NAME or cluster/NAME", ref)
 	case known == v1alpha2.TopologyKind:
 		return ca.Topology(ctx, namespace, name)
-	case known == draft.ClusterKind:
+	case known == contract.UpstreamClusterKind:
 		return ca.UpstreamCluster(ctx, namespace, name)
 	default:
 		return nil, fmt.Errorf("%q: kubectl topology works on topology/NAME and cluster/NAME (a Cluster with spec.topology), not %q", ref, kind)

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
-	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
@@ -121,7 +121,7 @@ func TopologyReport(t *v1alpha2.Topology, agent statusv1.AgentReport, events []s
 		r.StateSince = nil // paused since the agent last wrote: when is not known yet
 	}
 	if upstream.IsCluster(t) {
-		r.Kind = draft.ClusterKind
+		r.Kind = contract.UpstreamClusterKind
 	}
 	r.UpgradePlan = t.Status.UpgradePlan
 	r.Hooks = t.Status.Hooks

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
-	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
@@ -160,7 +159,7 @@ func (l *Loader) Class(ctx context.Context, t *v1alpha2.Topology) (*v1alpha2.Top
 		return l.GivenClass, nil
 	}
 	key := t.GetClassKey()
-	if draft.Kind(t) == draft.ClusterKind {
+	if contract.KindOf(t) == contract.UpstreamClusterKind {
 		return l.clusterClass(ctx, t, key)
 	}
 	class := &v1alpha2.TopologyClass{}

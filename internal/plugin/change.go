@@ -87,7 +87,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 		}
 		what := draft.Changes(t, edited)
 		if len(what) == 0 {
-			fmt.Fprintf(o.Out, "%s %s/%s already is that way; nothing to do.\n", draft.Kind(t), t.Namespace, t.Name)
+			fmt.Fprintf(o.Out, "%s %s/%s already is that way; nothing to do.\n", contract.KindOf(t), t.Namespace, t.Name)
 			return nil, nil
 		}
 		if c.preflight != nil {
@@ -106,7 +106,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 			}
 			return nil, fmt.Errorf("the change is refused; nothing was changed: %w", live.Explain(err, ca))
 		}
-		fmt.Fprintf(o.Out, "%s %s/%s:\n", draft.Kind(t), t.Namespace, t.Name)
+		fmt.Fprintf(o.Out, "%s %s/%s:\n", contract.KindOf(t), t.Namespace, t.Name)
 		for _, w := range what {
 			fmt.Fprintf(o.Out, "  %s\n", w)
 		}
@@ -127,7 +127,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 			fmt.Fprintln(o.Out, "Dry run: nothing was changed.")
 			return nil, nil
 		}
-		question := fmt.Sprintf("Apply to %s %s/%s?", draft.Kind(t), t.Namespace, t.Name)
+		question := fmt.Sprintf("Apply to %s %s/%s?", contract.KindOf(t), t.Namespace, t.Name)
 		if c.question != nil {
 			question = c.question(t, edited)
 		}
@@ -182,7 +182,7 @@ func (o *changeOptions) printPlan(ctx context.Context, edited *v1alpha2.Topology
 	}
 	who := contract.Reconciler(edited)
 	if edited.Spec.Paused {
-		fmt.Fprintf(o.Out, "Paused: nothing will be applied while the %s is paused.\n", draft.Kind(edited))
+		fmt.Fprintf(o.Out, "Paused: nothing will be applied while the %s is paused.\n", contract.KindOf(edited))
 		if len(p.Changes) > 0 {
 			fmt.Fprintf(o.Out, "Once resumed, %s would change:\n", who)
 		}
@@ -495,7 +495,7 @@ func (o *PauseOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Paused {
-		fmt.Fprintf(o.Out, "Paused: %s changes nothing of %s %s/%s until `kubectl topology resume %s -n %s`.\n", contract.Reconciler(written), draft.Kind(written), written.Namespace, written.Name, refOf(written), written.Namespace)
+		fmt.Fprintf(o.Out, "Paused: %s changes nothing of %s %s/%s until `kubectl topology resume %s -n %s`.\n", contract.Reconciler(written), contract.KindOf(written), written.Namespace, written.Name, refOf(written), written.Namespace)
 	} else {
 		o.applied(written)
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/transient"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui"
@@ -123,7 +124,7 @@ func (o *EditOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if em, ok := final.(*tui.EditModel); ok && em.Applied {
-		fmt.Fprintf(o.Out, "%s %s/%s updated. Follow it with: kubectl topology status %s -n %s --watch\n", draft.Kind(t), t.Namespace, t.Name, o.Name, t.Namespace)
+		fmt.Fprintf(o.Out, "%s %s/%s updated. Follow it with: kubectl topology status %s -n %s --watch\n", contract.KindOf(t), t.Namespace, t.Name, o.Name, t.Namespace)
 	}
 	return nil
 }

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
-	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
@@ -144,7 +143,7 @@ func (o *PlanOptions) runLive(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, "Warning: "+w)
 	}
 	if t.Spec.Paused {
-		fmt.Fprintf(o.ErrOut, "%s %s/%s is paused: nothing will be applied until `kubectl topology resume %s`; this is what %s would change then.\n", draft.Kind(t), t.Namespace, t.Name, refOf(t), contract.Reconciler(t))
+		fmt.Fprintf(o.ErrOut, "%s %s/%s is paused: nothing will be applied until `kubectl topology resume %s`; this is what %s would change then.\n", contract.KindOf(t), t.Namespace, t.Name, refOf(t), contract.Reconciler(t))
 	}
 	var files map[string][]byte
 	if o.OutputDirectory != "" {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui"
@@ -231,7 +231,7 @@ func (o *StatusOptions) agentFor(ctx context.Context, t *v1alpha2.Topology, now 
 // unsettled is the error of a watch that timed out: where the rollout stands
 // and why, and that it goes on.
 func (o *StatusOptions) unsettled(t *v1alpha2.Topology) error {
-	msg := fmt.Sprintf("%s %s/%s did not settle within %s: %s", draft.Kind(t), t.Namespace, t.Name, o.Timeout, orDash(string(health.TopologyState(t))))
+	msg := fmt.Sprintf("%s %s/%s did not settle within %s: %s", contract.KindOf(t), t.Namespace, t.Name, o.Timeout, orDash(string(health.TopologyState(t))))
 	for _, hold := range append(health.Holds(t), health.PartsNotReady(t, o.now.now())...) {
 		msg += "\n  " + hold
 	}
@@ -254,7 +254,7 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentR
 		}
 		return health.HumanDuration(now.Sub(ts.Time))
 	}
-	head := fmt.Sprintf("%s %s/%s (class %s) · %s", draft.Kind(t), t.Namespace, t.Name, t.Spec.ClassRef.Name, r.State)
+	head := fmt.Sprintf("%s %s/%s (class %s) · %s", contract.KindOf(t), t.Namespace, t.Name, t.Spec.ClassRef.Name, r.State)
 	if upstream.IsCluster(t) {
 		head = fmt.Sprintf("Cluster %s/%s (ClusterClass %s, Cluster API's topology controller) · %s", t.Namespace, t.Name, t.Spec.ClassRef.Name, r.State)
 	}

@@ -13,7 +13,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
@@ -129,13 +128,13 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 			printUpgradePreview(o.Out, orig, o.class, o.Version, o.hooks)
 		},
 		question: func(orig, _ *v1alpha2.Topology) string {
-			return fmt.Sprintf("Upgrade %s %s/%s from %s to %s?", draft.Kind(orig), orig.Namespace, orig.Name, orig.Spec.Version, o.Version)
+			return fmt.Sprintf("Upgrade %s %s/%s from %s to %s?", contract.KindOf(orig), orig.Namespace, orig.Name, orig.Spec.Version, o.Version)
 		},
 	})
 	if err != nil || written == nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "%s %s/%s: version %s → %s. %s starts with the control plane.\n", draft.Kind(written), written.Namespace, written.Name, from, o.Version, capitalize(contract.Reconciler(written)))
+	fmt.Fprintf(o.Out, "%s %s/%s: version %s → %s. %s starts with the control plane.\n", contract.KindOf(written), written.Namespace, written.Name, from, o.Version, capitalize(contract.Reconciler(written)))
 	if !o.Wait {
 		fmt.Fprintf(o.Out, "Follow it with: kubectl topology status %s -n %s --watch\n", refOf(written), written.Namespace)
 		return nil
@@ -176,7 +175,7 @@ func (o *UpgradeOptions) preflight(ctx context.Context, ca *live.Cluster, orig *
 		unhealthy = nil
 	}
 	if len(problems) > 0 || len(unhealthy) > 0 {
-		msg := fmt.Sprintf("preflight failed for %s %s/%s; nothing was changed:", draft.Kind(orig), orig.Namespace, orig.Name)
+		msg := fmt.Sprintf("preflight failed for %s %s/%s; nothing was changed:", contract.KindOf(orig), orig.Namespace, orig.Name)
 		for _, p := range problems {
 			msg += "\n  - " + p
 		}
@@ -192,7 +191,7 @@ func (o *UpgradeOptions) preflight(ctx context.Context, ca *live.Cluster, orig *
 // and the lifecycle hooks it calls of the handlers hooks names per hook.
 func printUpgradePreview(w io.Writer, t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version string, hooks map[string][]string) {
 	p := upgrade.PlanUpgrade(t, class, version)
-	fmt.Fprintf(w, "Rollout of %s %s/%s to %s:\n", draft.Kind(t), t.Namespace, t.Name, version)
+	fmt.Fprintf(w, "Rollout of %s %s/%s to %s:\n", contract.KindOf(t), t.Namespace, t.Name, version)
 	for _, line := range append(p.Lines(), lifecycle.PreviewLines(p, hooks)...) {
 		fmt.Fprintf(w, "  %s\n", line)
 	}

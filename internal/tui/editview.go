@@ -6,7 +6,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 )
 
 // View implements tea.Model. The screen is the title, a window of the form,
@@ -31,7 +31,7 @@ func (m *EditModel) render() (string, []int) {
 		rowsFields = append(rowsFields, field)
 	}
 	t := m.in.Topology
-	title := fmt.Sprintf("Edit %s %s/%s · class %s", draft.Kind(t), t.Namespace, t.Name, t.Spec.ClassRef.Name)
+	title := fmt.Sprintf("Edit %s %s/%s · class %s", contract.KindOf(t), t.Namespace, t.Name, t.Spec.ClassRef.Name)
 	if m.readOnly {
 		title += " (read-only)"
 	}

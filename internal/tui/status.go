@@ -10,7 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/draft"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/watch"
@@ -68,7 +68,7 @@ func (m *StatusModel) View() string {
 		return b.String()
 	}
 	t := m.Last
-	line(m.common.Styles.Title.Render(fmt.Sprintf("%s %s/%s (class %s)", draft.Kind(t), t.Namespace, t.Name, t.Spec.ClassRef.Name)))
+	line(m.common.Styles.Title.Render(fmt.Sprintf("%s %s/%s (class %s)", contract.KindOf(t), t.Namespace, t.Name, t.Spec.ClassRef.Name)))
 	line(fmt.Sprintf("  version %s · %s · infrastructure %s", t.Spec.Version, m.state(health.TopologyState(t)), orDash(string(t.Status.Infrastructure))))
 	for _, hold := range health.Holds(t) {
 		line(m.common.Styles.Warn.Render("  " + hold))

@@ -47,7 +47,7 @@ var conditionTypes = []string{
 func NewCluster(core contract.CoreVersion) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(core.APIVersion())
-	u.SetKind(draft.ClusterKind)
+	u.SetKind(contract.UpstreamClusterKind)
 	return u
 }
 
@@ -71,7 +71,7 @@ func FromCluster(u *unstructured.Unstructured) (*v1alpha2.Topology, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading Cluster %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	t.TypeMeta = metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: draft.ClusterKind}
+	t.TypeMeta = metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: contract.UpstreamClusterKind}
 	t.ResourceVersion = u.GetResourceVersion()
 	t.Generation = u.GetGeneration()
 	t.CreationTimestamp = u.GetCreationTimestamp()

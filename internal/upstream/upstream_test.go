@@ -72,7 +72,7 @@ func TestFromClusterCarriesWhatStatusAndWritesNeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !IsCluster(topo) || draft.Kind(topo) != "Cluster" {
+	if !IsCluster(topo) || contract.KindOf(topo) != "Cluster" {
 		t.Errorf("kind %q: a Topology read from a Cluster must say it is one", topo.Kind)
 	}
 	if topo.ResourceVersion != "42" || topo.Generation != 3 || topo.Status.ObservedGeneration != 2 {

@@ -35,3 +35,12 @@ func Reconciler(t *v1alpha2.Topology) string {
 	}
 	return "the agent"
 }
+
+// KindOf names what t was read from, as messages say it: "Topology", or
+// "Cluster" for an upstream Cluster seen as a Topology.
+func KindOf(t *v1alpha2.Topology) string {
+	if DialectOf(t) == DialectUpstream {
+		return UpstreamClusterKind
+	}
+	return v1alpha2.TopologyKind
+}
