@@ -57,6 +57,9 @@ func follow[T any](ctx context.Context, streams genericiooptions.IOStreams, inte
 		next, err := f.read(ctx)
 		next, err = readAgain(ctx, streams.ErrOut, interval, f.read, next, err)
 		if err != nil {
+			if _, bounded := ctx.Deadline(); bounded && refusedForDeadline(err) {
+				<-ctx.Done() // near: the read was refused for it
+			}
 			if ctx.Err() != nil {
 				return stopped(ctx, v, f)
 			}
@@ -64,6 +67,15 @@ func follow[T any](ctx context.Context, streams genericiooptions.IOStreams, inte
 		}
 		v = next
 	}
+}
+
+// refusedForDeadline says whether a read was refused before it was sent
+// because it could not end before the watch's deadline: client-go's rate
+// limiter says so without wrapping context.DeadlineExceeded, while the
+// context has not ended yet. The watch then ends at its timeout, as any
+// read cut short by it does, not with the limiter's words.
+func refusedForDeadline(err error) bool {
+	return strings.Contains(err.Error(), "would exceed context deadline")
 }
 
 // readAgain follows a read that gave v and err. While err says the API
