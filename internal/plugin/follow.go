@@ -113,6 +113,7 @@ func watchDeadline(ctx context.Context, timeout time.Duration) (context.Context,
 // follow does: with gaveUp at the deadline, nothing when interrupted or
 // quit, and what done says once w is done.
 func followLive[T any](ctx context.Context, streams genericiooptions.IOStreams, m tea.Model, w *watch.Model[T], v T, f follower[T]) error {
+	w.Seed(v)
 	_, err := tea.NewProgram(m, tea.WithInput(streams.In), tea.WithOutput(streams.Out), tea.WithContext(ctx)).Run()
 	if w.HasValue {
 		v = w.Last

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,28 @@ func TestStatusShowsTheHookThatHolds(t *testing.T) {
 		if !strings.Contains(view, want) {
 			t.Errorf("the live view lacks %q:\n%s", want, view)
 		}
+	}
+}
+
+// TestStatusSeededShowsTheRolloutBeforeAnyRead: the Topology status read
+// before the view starts is its first frame, so a slow next read (or a
+// short --timeout) never leaves the terminal at "reading the Topology...".
+func TestStatusSeededShowsTheRolloutBeforeAnyRead(t *testing.T) {
+	topo := rolling()
+	m := NewStatusModel(func(context.Context) (*v1alpha2.Topology, error) {
+		return nil, errors.New("the API server is slow")
+	}, time.Millisecond)
+	m.SetSize(100, 30)
+	if !strings.Contains(m.View(), "reading the Topology...") {
+		t.Fatalf("an unseeded view does not say it is reading:\n%s", m.View())
+	}
+	m.Seed(topo)
+	if v := m.View(); strings.Contains(v, "reading the Topology...") || !strings.Contains(v, "v1.33.1 → v1.34.0") {
+		t.Errorf("the seeded view does not show the rollout:\n%s", v)
+	}
+	// A failed read afterwards keeps what was shown.
+	m.Update(m.Init()())
+	if !strings.Contains(m.View(), "v1.33.1 → v1.34.0") {
+		t.Errorf("a failed read after the seed lost the rollout:\n%s", m.View())
 	}
 }

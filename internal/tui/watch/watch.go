@@ -45,6 +45,11 @@ func (m *Model[T]) Fetch() tea.Msg {
 	return readMsg[T]{v: v, err: err}
 }
 
+// Seed starts the watch from v, a value already read, so that its first
+// frame shows v rather than waiting on the next read: on a loaded API server
+// that read may take longer than a short --timeout.
+func (m *Model[T]) Seed(v T) { m.Last, m.HasValue = v, true }
+
 // Init starts with a read.
 func (m *Model[T]) Init() tea.Cmd { return m.Fetch }
 
