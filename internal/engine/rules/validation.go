@@ -297,7 +297,7 @@ func CompileClass(ctx context.Context, c *v1alpha2.TopologyClass) (*variables.Ca
 	if errs := ValidateClass(ctx, c); len(errs) > 0 {
 		return nil, &InvalidError{Kind: "TopologyClass", Object: Describe("TopologyClass", c), Errors: errs}
 	}
-	cat, errs := variables.NewCatalog(append(append([]v1alpha2.ClusterClassVariable(nil), c.Spec.Variables...), DiscoveredVariables(c)...))
+	cat, errs := variables.NewCatalog(ClassVariables(c))
 	if len(errs) > 0 {
 		return nil, &InvalidError{Kind: "TopologyClass", Object: Describe("TopologyClass", c), Errors: errs}
 	}
@@ -313,7 +313,7 @@ func UnsetDefaulted(class *v1alpha2.TopologyClass, names []string) []string {
 		return nil
 	}
 	defaults := map[string]string{}
-	for _, v := range append(append([]v1alpha2.ClusterClassVariable(nil), class.Spec.Variables...), DiscoveredVariables(class)...) {
+	for _, v := range ClassVariables(class) {
 		if d := v.Schema.OpenAPIV3Schema.Default; d != nil {
 			defaults[v.Name] = string(d.Raw)
 		}
@@ -327,6 +327,12 @@ func UnsetDefaulted(class *v1alpha2.TopologyClass, names []string) []string {
 		}
 	}
 	return out
+}
+
+// ClassVariables are every variable c defines: its own, then those its
+// extensions discovered.
+func ClassVariables(c *v1alpha2.TopologyClass) []v1alpha2.ClusterClassVariable {
+	return append(append([]v1alpha2.ClusterClassVariable(nil), c.Spec.Variables...), DiscoveredVariables(c)...)
 }
 
 // DiscoveredVariables are the variables external patches' extensions
