@@ -32,7 +32,7 @@ type computation struct {
 	cluster  string
 	ns       string
 	vars     []v1alpha2.ClusterVariable
-	rollout  *upgrade.Sequence
+	sequence *upgrade.Sequence
 	rotated  map[contract.ObjectKey]string
 	hooks    Hooks
 	desired  *contract.State
@@ -76,7 +76,7 @@ func Compute(ctx context.Context, in Input) (*Result, error) {
 	steps := []func(context.Context) error{
 		c.validateInput,
 		c.resolveTemplates,
-		c.sequenceRollout,
+		c.sequenceUpgrade,
 		c.generateNames,
 		c.applyPatches,
 		c.computeInfrastructureCluster,
@@ -91,7 +91,7 @@ func Compute(ctx context.Context, in Input) (*Result, error) {
 			return nil, err
 		}
 	}
-	return &Result{Desired: c.desired, Variables: c.vars, Sequence: c.rollout, Rotated: c.rotated, Hooks: c.hooks, current: c.current}, nil
+	return &Result{Desired: c.desired, Variables: c.vars, Sequence: c.sequence, Rotated: c.rotated, Hooks: c.hooks, current: c.current}, nil
 }
 
 func newComputation(in Input) (*computation, error) {
@@ -241,7 +241,7 @@ func (c *computation) resolveTemplates(context.Context) error {
 	return nil
 }
 
-func (c *computation) sequenceRollout(ctx context.Context) error {
+func (c *computation) sequenceUpgrade(ctx context.Context) error {
 	obs := c.in.Observed
 	if obs == nil {
 		obs = health.ObserveState(c.current)
@@ -263,12 +263,12 @@ func (c *computation) sequenceRollout(ctx context.Context) error {
 		}
 		gate, c.hooks.Pending, c.hooks.AfterControlPlane = up.Gate, up.Pending, up.AfterControlPlane
 	}
-	c.rollout = upgrade.DecideGated(c.topo, obs, plan, gate)
+	c.sequence = upgrade.DecideGated(c.topo, obs, plan, gate)
 	for _, p := range c.pools {
 		if p.isDeployment() {
-			p.decision = c.rollout.MachineDeployments[p.index]
+			p.decision = c.sequence.MachineDeployments[p.index]
 		} else {
-			p.decision = c.rollout.MachinePools[p.index]
+			p.decision = c.sequence.MachinePools[p.index]
 		}
 	}
 	return nil

@@ -131,7 +131,7 @@ func (c *computation) applyPatches(ctx context.Context) error {
 	cpObjAnnotations[contract.ClonedFromNameAnnotation] = c.tmpl.controlPlane.GetName()
 	cpObjAnnotations[contract.ClonedFromGroupKindAnnotation] = contract.GroupKindOf(c.tmpl.controlPlane.GetAPIVersion(), c.tmpl.controlPlane.GetKind())
 	cpb := &patches.ControlPlaneBuiltins{
-		Version:  c.rollout.ControlPlane.Version,
+		Version:  c.sequence.ControlPlane.Version,
 		Name:     c.plan.controlPlane,
 		Metadata: metaOrNil(cpObjLabels, cpObjAnnotations),
 	}
@@ -460,7 +460,7 @@ func (c *computation) computeControlPlane(context.Context) error {
 		}
 		_ = unstructured.SetNestedField(obj.Object, after.UTC().Format(time.RFC3339), path...)
 	}
-	_ = unstructured.SetNestedField(obj.Object, c.rollout.ControlPlane.Version, "spec", "version")
+	_ = unstructured.SetNestedField(obj.Object, c.sequence.ControlPlane.Version, "spec", "version")
 	c.desired.ControlPlane.Object = prune(obj)
 
 	if c.tmpl.cpMachineInfra != nil {
@@ -598,7 +598,7 @@ func (c *computation) computeCluster(context.Context) error {
 // on; without them, while versions are left to take.
 func (c *computation) markUpgradeStep(cluster *unstructured.Unstructured) {
 	annotations := cluster.GetAnnotations()
-	done := c.rollout.Plan.IsZero()
+	done := c.sequence.Plan.IsZero()
 	if c.in.Hooks != nil {
 		done = !c.hooks.Pending.Has(lifecycle.AfterClusterUpgrade)
 	}
@@ -612,7 +612,7 @@ func (c *computation) markUpgradeStep(cluster *unstructured.Unstructured) {
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[contract.UpgradeStepAnnotation] = c.rollout.ControlPlane.Version
+	annotations[contract.UpgradeStepAnnotation] = c.sequence.ControlPlane.Version
 	cluster.SetAnnotations(annotations)
 }
 
