@@ -10,9 +10,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 	"sigs.k8s.io/yaml"
 )
 
@@ -57,7 +58,7 @@ func removeTopologies(ctx context.Context, kubeconfig string) error {
 		return err
 	}
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "topology.kubectl-topology.io", Version: "v1alpha2", Kind: "TopologyList"})
+	list.SetGroupVersionKind(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyKind + "List"))
 	if err := c.List(ctx, list); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil // the agent's CRDs are not installed: no Topology to delete
