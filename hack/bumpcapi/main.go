@@ -112,6 +112,7 @@ func bump(root, version string, out io.Writer) (*report, error) {
 			return nil, fmt.Errorf("%s does not pin %s where this program looks (%s): move it by hand, then mend pins", p.file, r.from, p.re)
 		}
 	}
+
 	modules := []string{"sigs.k8s.io/cluster-api@" + version, "sigs.k8s.io/cluster-api/test@" + version}
 	if err := served(filepath.Join(root, "hack/capi"), modules); err != nil {
 		return nil, err
@@ -128,7 +129,7 @@ func bump(root, version string, out io.Writer) (*report, error) {
 		return nil, err
 	}
 	r.written = append(r.written, "hack/capi/go.mod", "hack/capi/go.sum")
-	if requiresAPI(filepath.Join(root, "go.mod")) {
+	if at := apiRequired(filepath.Join(root, "go.mod")); at != "" && at != version {
 		if err := gocmd(root, "get", "sigs.k8s.io/cluster-api/api@"+version); err != nil {
 			return nil, err
 		}
@@ -206,10 +207,18 @@ func gocmd(dir string, args ...string) error {
 	return nil
 }
 
-// requiresAPI tells whether the go.mod at path requires Cluster API's api module.
-func requiresAPI(path string) bool {
+// apiRequired is the version of Cluster API's api module the go.mod at
+// path requires, or "" when it requires none.
+func apiRequired(path string) string {
 	data, err := os.ReadFile(path)
-	return err == nil && regexp.MustCompile(`(?m)^\s*(require\s+)?sigs\.k8s\.io/cluster-api/api\s+v`).Match(data)
+	if err != nil {
+		return ""
+	}
+	m := regexp.MustCompile(`(?m)^\s*(?:require\s+)?sigs\.k8s\.io/cluster-api/api\s+(v\S+)`).FindSubmatch(data)
+	if m == nil {
+		return ""
+	}
+	return string(m[1])
 }
 
 func rewrite(root, file string, edit func([]byte) []byte) error {

@@ -51,6 +51,20 @@ func unchanged(t *testing.T, root string, before map[string][32]byte) {
 // TestBumpToTheReleaseInUseChangesNothing is make bump-capi against the
 // release in use: the proxy is asked, every pin is found where it is looked
 // for, and no file changes.
+// TestTheAPIModuleIsTheManagersRelease: the api module the product builds
+// against is the release of the managers the suites run.
+func TestTheAPIModuleIsTheManagersRelease(t *testing.T) {
+	root := repoRoot(t)
+	data, err := os.ReadFile(filepath.Join(root, providersFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inUse := string(providersConst.FindSubmatch(data)[2])
+	if at := apiRequired(filepath.Join(root, "go.mod")); at != inUse {
+		t.Errorf("go.mod requires sigs.k8s.io/cluster-api/api %q; the managers run %s", at, inUse)
+	}
+}
+
 func TestBumpToTheReleaseInUseChangesNothing(t *testing.T) {
 	root := repoRoot(t)
 	data, err := os.ReadFile(filepath.Join(root, providersFile))
@@ -124,6 +138,8 @@ func TestBumpMovesEveryPin(t *testing.T) {
 	for _, e := range entries {
 		copyFile(filepath.Join("hack/capi", e.Name()), keep)
 	}
+	// go.mod's api module stays at the release in use: moving it runs go mod
+	// tidy, which needs the product's sources that the copy lacks.
 	copyFile("go.mod", keep)
 	git := exec.Command("sh", "-c", "git init -q && git add -A")
 	git.Dir = dir
@@ -160,6 +176,13 @@ func TestBumpMovesEveryPin(t *testing.T) {
 	}
 	if !strings.Contains(string(mod), "sigs.k8s.io/cluster-api "+inUse) {
 		t.Errorf("hack/capi/go.mod does not require sigs.k8s.io/cluster-api %s:\n%s", inUse, mod)
+	}
+	rootMod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rootMod), "sigs.k8s.io/cluster-api/api "+inUse) {
+		t.Errorf("go.mod does not require sigs.k8s.io/cluster-api/api %s", inUse)
 	}
 	// A comment beside a pin states a fact of the old release: it is
 	// listed for a human, as dated history is.

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,10 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
-	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -191,8 +190,8 @@ func TestUpgradePlanFromExtension(t *testing.T) {
 		return v
 	}
 
-	srv.SetUpgradePlan(&extension.GenerateUpgradePlanResponse{CommonResponse: extension.CommonResponse{Status: extension.StatusSuccess},
-		ControlPlaneUpgrades: []extension.UpgradeStep{{Version: "v1.35.0"}}})
+	srv.SetUpgradePlan(&runtimehooksv1.GenerateUpgradePlanResponse{CommonResponse: runtimehooksv1.CommonResponse{Status: runtimehooksv1.ResponseStatusSuccess},
+		ControlPlaneUpgrades: []runtimehooksv1.UpgradeStep{{Version: "v1.35.0"}}})
 	if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) { topo.Spec.Version = "v1.35.0" }); err != nil {
 		t.Fatalf("two minors at once, with an upgrade-plan extension: %v", err)
 	}
@@ -213,10 +212,8 @@ func TestUpgradePlanFromExtension(t *testing.T) {
 	var asked []string
 	for _, r := range srv.UpgradePlanRequests() {
 		asked = append(asked, r.FromControlPlaneKubernetesVersion+"/"+r.FromWorkersKubernetesVersion+"→"+r.ToKubernetesVersion)
-		var cluster map[string]any
-		_ = json.Unmarshal(r.Cluster.Raw, &cluster)
-		if name, _, _ := unstructured.NestedString(cluster, "metadata", "name"); name != "dev" {
-			t.Errorf("the extension was sent Cluster %q, want dev", name)
+		if r.Cluster.Name != "dev" || r.Cluster.Spec.Topology.Version != "v1.35.0" {
+			t.Errorf("the extension was sent Cluster %q at topology version %q, want dev at v1.35.0", r.Cluster.Name, r.Cluster.Spec.Topology.Version)
 		}
 	}
 	if want := "v1.33.1/v1.33.1→v1.35.0"; len(asked) == 0 || asked[0] != want {

@@ -22,6 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimecatalog "sigs.k8s.io/cluster-api/api/runtime/catalog"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -224,11 +227,7 @@ func hookURL(config v1alpha2.ClientConfig, hook, handler string) (*url.URL, erro
 	default:
 		return nil, errors.New("clientConfig sets neither url nor service")
 	}
-	p := "/" + APIVersion + "/" + strings.ToLower(hook)
-	if handler != "" {
-		p += "/" + strings.ToLower(handler)
-	}
-	u.Path = path.Join(u.Path, p)
+	u.Path = path.Join(u.Path, runtimecatalog.GVHToPath(gvh(hook), handler))
 	return u, nil
 }
 
@@ -354,12 +353,12 @@ func (c *Client) Discover(ctx context.Context, name string, config v1alpha2.Clie
 	if err != nil {
 		return nil, err
 	}
-	resp := &DiscoveryResponse{}
-	req := &DiscoveryRequest{TypeMeta: typeMeta("DiscoveryRequest")}
-	if err := post(ctx, hc, u, DefaultTimeoutSeconds*time.Second, req, resp); err != nil {
+	resp := &runtimehooksv1.DiscoveryResponse{}
+	if err := post(ctx, hc, u, DefaultTimeoutSeconds*time.Second, &runtimehooksv1.DiscoveryRequest{}, resp); err != nil {
 		return nil, fmt.Errorf("discovery of TopologyExtension %s: %w", name, err)
 	}
 	seen := map[string]bool{}
+	handlers := make([]v1alpha2.ExtensionHandler, 0, len(resp.Handlers))
 	for _, h := range resp.Handlers {
 		switch {
 		case h.TimeoutSeconds != nil && (*h.TimeoutSeconds < 0 || *h.TimeoutSeconds > MaxTimeoutSeconds):
@@ -372,15 +371,30 @@ func (c *Client) Discover(ctx context.Context, name string, config v1alpha2.Clie
 			return nil, fmt.Errorf("discovery of TopologyExtension %s: handler %q serves %s, this agent speaks %s", name, h.Name, h.RequestHook.APIVersion, APIVersion)
 		}
 		seen[h.Name] = true
+		handlers = append(handlers, handlerOf(h))
 	}
-	return resp.Handlers, nil
+	return handlers, nil
+}
+
+// handlerOf is a discovered handler as TopologyExtension status records it.
+func handlerOf(h runtimehooksv1.ExtensionHandler) v1alpha2.ExtensionHandler {
+	out := v1alpha2.ExtensionHandler{
+		Name:           h.Name,
+		RequestHook:    v1alpha2.GroupVersionHook{APIVersion: h.RequestHook.APIVersion, Hook: h.RequestHook.Hook},
+		TimeoutSeconds: h.TimeoutSeconds,
+	}
+	if h.FailurePolicy != nil {
+		policy := string(*h.FailurePolicy)
+		out.FailurePolicy = &policy
+	}
+	return out
 }
 
 // Call sends req to the handler fullName (HANDLER.EXTENSION) of hook and
 // decodes its answer into resp. A Failure status is an error with the
 // extension's message; so is a handler that cannot be reached, unless its
 // failure policy is Ignore, in which case resp is left as it was.
-func (c *Client) Call(ctx context.Context, hook, fullName string, req any, resp Response) error {
+func (c *Client) Call(ctx context.Context, hook, fullName string, req runtimehooksv1.RequestObject, resp runtimehooksv1.ResponseObject) error {
 	s, h, err := c.Registry.lookup(fullName, hook)
 	if err != nil {
 		if c.BestEffort {
@@ -404,7 +418,7 @@ func (c *Client) Call(ctx context.Context, hook, fullName string, req any, resp 
 	} else {
 		c.release(extName, nil)
 	}
-	if errors.As(err, &unreachable) && h.FailurePolicy != nil && *h.FailurePolicy == "Ignore" {
+	if errors.As(err, &unreachable) && h.FailurePolicy != nil && *h.FailurePolicy == string(runtimehooksv1.FailurePolicyIgnore) {
 		return nil
 	}
 	if errors.As(err, &unreachable) && c.BestEffort {
@@ -433,7 +447,12 @@ func handlerTimeout(h v1alpha2.ExtensionHandler) time.Duration {
 	return time.Duration(seconds) * time.Second
 }
 
-func post(ctx context.Context, hc *http.Client, u *url.URL, timeout time.Duration, req any, resp Response) error {
+// post sends req, its kind set from upstream's catalog, and decodes the
+// answer into resp; a Failure status is an error with the extension's message.
+func post(ctx context.Context, hc *http.Client, u *url.URL, timeout time.Duration, req runtime.Object, resp runtimehooksv1.ResponseObject) error {
+	if err := withKind(req); err != nil {
+		return err
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -463,8 +482,8 @@ func post(ctx context.Context, hc *http.Client, u *url.URL, timeout time.Duratio
 	if err := json.Unmarshal(raw, resp); err != nil {
 		return fmt.Errorf("%s answered something that is not a response: %w", u, err)
 	}
-	if c := resp.common(); c.Status == StatusFailure {
-		return fmt.Errorf("the extension reported a failure: %s", c.Message)
+	if resp.GetStatus() == runtimehooksv1.ResponseStatusFailure {
+		return fmt.Errorf("the extension reported a failure: %s", resp.GetMessage())
 	}
 	return nil
 }

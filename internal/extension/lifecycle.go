@@ -10,36 +10,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
-
-// LifecycleRequest is the request of every lifecycle hook: the Cluster and,
-// as the hook has them, the versions and steps of the upgrade.
-type LifecycleRequest struct {
-	metav1.TypeMeta `json:",inline"`
-	Settings        map[string]string `json:"settings,omitempty"`
-	// Cluster is the Cluster API Cluster, without status and managedFields.
-	Cluster               runtime.RawExtension `json:"cluster"`
-	FromKubernetesVersion string               `json:"fromKubernetesVersion,omitempty"`
-	ToKubernetesVersion   string               `json:"toKubernetesVersion,omitempty"`
-	KubernetesVersion     string               `json:"kubernetesVersion,omitempty"`
-	ControlPlaneUpgrades  []UpgradeStep        `json:"controlPlaneUpgrades,omitempty"`
-	WorkersUpgrades       []UpgradeStep        `json:"workersUpgrades,omitempty"`
-}
-
-// LifecycleResponse is a lifecycle hook's answer; retryAfterSeconds above
-// zero holds the operation the hook guards.
-type LifecycleResponse struct {
-	metav1.TypeMeta   `json:",inline"`
-	CommonResponse    `json:",inline"`
-	RetryAfterSeconds int32 `json:"retryAfterSeconds,omitempty"`
-}
 
 // NamespaceLabels reads the labels of a namespace, for extensions' namespace
 // selectors.
@@ -172,28 +150,22 @@ func (l *Lifecycle) Call(ctx context.Context, req lifecycle.Request) (lifecycle.
 	var messages []string
 	for _, h := range handlers {
 		_, ext, _ := SplitName(h)
-		wire := &LifecycleRequest{
-			TypeMeta:              typeMeta(req.Hook + "Request"),
-			Settings:              l.settingsOf(ext),
-			Cluster:               cluster,
-			FromKubernetesVersion: req.From,
-			ToKubernetesVersion:   req.To,
-			KubernetesVersion:     req.Version,
-			ControlPlaneUpgrades:  steps(req.ControlPlaneSteps),
-			WorkersUpgrades:       steps(req.WorkersSteps),
+		wire, resp, err := lifecycleMessages(req, cluster)
+		if err != nil {
+			return answer, err
 		}
-		resp := &LifecycleResponse{}
+		wire.SetSettings(l.settingsOf(ext))
 		if err := l.client.Call(ctx, req.Hook, h, wire, resp); err != nil {
 			return answer, err
 		}
-		if resp.RetryAfterSeconds > 0 {
-			after := time.Duration(resp.RetryAfterSeconds) * time.Second
+		if retry, ok := resp.(runtimehooksv1.RetryResponseObject); ok && retry.GetRetryAfterSeconds() > 0 {
+			after := time.Duration(retry.GetRetryAfterSeconds()) * time.Second
 			if answer.RetryAfter == 0 || after < answer.RetryAfter {
 				answer.RetryAfter = after
 			}
 		}
-		if resp.Message != "" {
-			messages = append(messages, resp.Message)
+		if m := resp.GetMessage(); m != "" {
+			messages = append(messages, m)
 		}
 	}
 	answer.Message = strings.Join(messages, ", ")
@@ -244,10 +216,43 @@ func (l *Lifecycle) settingsOf(ext string) map[string]string {
 	return nil
 }
 
-func steps(versions []string) []UpgradeStep {
-	var out []UpgradeStep
+// lifecycleMessages makes the request of req.Hook with what upstream's
+// request of that hook carries, and its response.
+func lifecycleMessages(req lifecycle.Request, cluster clusterv1.Cluster) (runtimehooksv1.RequestObject, runtimehooksv1.ResponseObject, error) {
+	wire, resp, err := newMessages(req.Hook)
+	if err != nil {
+		return nil, nil, err
+	}
+	cp, workers := steps(req.ControlPlaneSteps), steps(req.WorkersSteps)
+	switch r := wire.(type) {
+	case *runtimehooksv1.BeforeClusterCreateRequest:
+		r.Cluster = cluster
+	case *runtimehooksv1.AfterControlPlaneInitializedRequest:
+		r.Cluster = cluster
+	case *runtimehooksv1.BeforeClusterUpgradeRequest:
+		r.Cluster, r.FromKubernetesVersion, r.ToKubernetesVersion, r.ControlPlaneUpgrades, r.WorkersUpgrades = cluster, req.From, req.To, cp, workers
+	case *runtimehooksv1.BeforeControlPlaneUpgradeRequest:
+		r.Cluster, r.FromKubernetesVersion, r.ToKubernetesVersion, r.ControlPlaneUpgrades, r.WorkersUpgrades = cluster, req.From, req.To, cp, workers
+	case *runtimehooksv1.AfterControlPlaneUpgradeRequest:
+		r.Cluster, r.KubernetesVersion, r.ControlPlaneUpgrades, r.WorkersUpgrades = cluster, req.Version, cp, workers
+	case *runtimehooksv1.BeforeWorkersUpgradeRequest:
+		r.Cluster, r.FromKubernetesVersion, r.ToKubernetesVersion, r.ControlPlaneUpgrades, r.WorkersUpgrades = cluster, req.From, req.To, cp, workers
+	case *runtimehooksv1.AfterWorkersUpgradeRequest:
+		r.Cluster, r.KubernetesVersion, r.ControlPlaneUpgrades, r.WorkersUpgrades = cluster, req.Version, cp, workers
+	case *runtimehooksv1.AfterClusterUpgradeRequest:
+		r.Cluster, r.KubernetesVersion = cluster, req.Version
+	case *runtimehooksv1.BeforeClusterDeleteRequest:
+		r.Cluster = cluster
+	default:
+		return nil, nil, fmt.Errorf("%s is not a lifecycle hook", req.Hook)
+	}
+	return wire, resp, nil
+}
+
+func steps(versions []string) []runtimehooksv1.UpgradeStepInfo {
+	var out []runtimehooksv1.UpgradeStepInfo
 	for _, v := range versions {
-		out = append(out, UpgradeStep{Version: v})
+		out = append(out, runtimehooksv1.UpgradeStepInfo{Version: v})
 	}
 	return out
 }

@@ -6,12 +6,12 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
@@ -24,29 +24,30 @@ type hookServer struct {
 	*httptest.Server
 	mu         sync.Mutex
 	retryAfter int32
-	requests   []extension.LifecycleRequest
+	requests   []runtimehooksv1.BeforeClusterUpgradeRequest
 }
 
 func startHookServer(t *testing.T, retryAfter int32) *hookServer {
 	t.Helper()
 	s := &hookServer{retryAfter: retryAfter}
 	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req := extension.LifecycleRequest{}
+		req := runtimehooksv1.BeforeClusterUpgradeRequest{}
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		s.mu.Lock()
 		s.requests = append(s.requests, req)
 		retry := s.retryAfter
 		s.mu.Unlock()
-		_ = json.NewEncoder(w).Encode(extension.LifecycleResponse{CommonResponse: extension.CommonResponse{Status: extension.StatusSuccess, Message: "backing up"}, RetryAfterSeconds: retry})
+		_ = json.NewEncoder(w).Encode(runtimehooksv1.BeforeClusterUpgradeResponse{CommonRetryResponse: runtimehooksv1.CommonRetryResponse{
+			CommonResponse: runtimehooksv1.CommonResponse{Status: runtimehooksv1.ResponseStatusSuccess, Message: "backing up"}, RetryAfterSeconds: retry}})
 	}))
 	t.Cleanup(s.Close)
 	return s
 }
 
-func (s *hookServer) calls() []extension.LifecycleRequest {
+func (s *hookServer) calls() []runtimehooksv1.BeforeClusterUpgradeRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]extension.LifecycleRequest(nil), s.requests...)
+	return append([]runtimehooksv1.BeforeClusterUpgradeRequest(nil), s.requests...)
 }
 
 func (s *hookServer) spec(selector *metav1.LabelSelector) v1alpha2.TopologyExtensionSpec {
@@ -96,8 +97,9 @@ func TestLifecycleRemembersAHold(t *testing.T) {
 		t.Errorf("not asked again once the hold passed: %+v, %d calls", a, len(srv.calls()))
 	}
 	got := srv.calls()[0]
-	if got.Kind != "BeforeClusterUpgradeRequest" || got.Settings["team"] != "platform" || got.FromKubernetesVersion != "v1.33.1" || got.ToKubernetesVersion != "v1.34.0" || !strings.Contains(string(got.Cluster.Raw), `"name":"dev"`) {
-		t.Errorf("request %+v (cluster %s)", got, got.Cluster.Raw)
+	if got.APIVersion != extension.APIVersion || got.Kind != "BeforeClusterUpgradeRequest" || got.Settings["team"] != "platform" || got.FromKubernetesVersion != "v1.33.1" || got.ToKubernetesVersion != "v1.34.0" ||
+		got.Cluster.Name != "dev" || got.Cluster.APIVersion != "cluster.x-k8s.io/v1beta2" {
+		t.Errorf("request %+v", got)
 	}
 }
 

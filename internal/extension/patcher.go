@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/patches"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -52,15 +53,15 @@ func (p *Patcher) Generate(ctx context.Context, patch *v1alpha2.ClusterClassPatc
 	if err != nil {
 		return err
 	}
-	req := &GeneratePatchesRequest{TypeMeta: typeMeta("GeneratePatchesRequest"), Settings: patch.External.Settings, Variables: globals}
+	req := &runtimehooksv1.GeneratePatchesRequest{CommonRequest: runtimehooksv1.CommonRequest{Settings: patch.External.Settings}, Variables: globals}
 	byUID := map[types.UID]int{}
 	for i, it := range items {
 		// Stable per request; extensions only echo them back.
 		uid := types.UID(strconv.Itoa(i))
 		byUID[uid] = i
-		req.Items = append(req.Items, GeneratePatchesRequestItem{UID: uid, HolderReference: it.HolderReference, Object: it.Object, Variables: it.Variables})
+		req.Items = append(req.Items, runtimehooksv1.GeneratePatchesRequestItem{UID: uid, HolderReference: it.HolderReference, Object: it.Object, Variables: it.Variables})
 	}
-	resp := &GeneratePatchesResponse{}
+	resp := &runtimehooksv1.GeneratePatchesResponse{}
 	if err := p.client.Call(ctx, HookGeneratePatches, *patch.External.GeneratePatchesExtension, req, resp); err != nil {
 		return err
 	}
@@ -84,11 +85,11 @@ func (p *Patcher) Generate(ctx context.Context, patch *v1alpha2.ClusterClassPatc
 
 // applyItem applies one returned patch to the template it names; only the
 // spec of the result is taken, so metadata cannot be patched.
-func applyItem(t *patches.Target, original []byte, item GeneratePatchesResponseItem) error {
+func applyItem(t *patches.Target, original []byte, item runtimehooksv1.GeneratePatchesResponseItem) error {
 	var patched []byte
 	var err error
 	switch item.PatchType {
-	case JSONPatch:
+	case runtimehooksv1.JSONPatchType:
 		var p jsonpatch.Patch
 		if p, err = jsonpatch.DecodePatch(item.Patch); err != nil {
 			return fmt.Errorf("the extension's JSON patch does not decode: %w", err)
@@ -96,12 +97,12 @@ func applyItem(t *patches.Target, original []byte, item GeneratePatchesResponseI
 		if patched, err = p.Apply(original); err != nil {
 			return fmt.Errorf("the extension's JSON patch does not apply: %w", err)
 		}
-	case JSONMergePatch:
+	case runtimehooksv1.JSONMergePatchType:
 		if patched, err = jsonpatch.MergePatch(original, item.Patch); err != nil {
 			return fmt.Errorf("the extension's merge patch does not apply: %w", err)
 		}
 	default:
-		return fmt.Errorf("the extension returned patch type %q; want %s or %s", item.PatchType, JSONPatch, JSONMergePatch)
+		return fmt.Errorf("the extension returned patch type %q; want %s or %s", item.PatchType, runtimehooksv1.JSONPatchType, runtimehooksv1.JSONMergePatchType)
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(patched, &obj); err != nil {
@@ -121,16 +122,16 @@ func (p *Patcher) Validate(ctx context.Context, patch *v1alpha2.ClusterClassPatc
 	if err != nil {
 		return err
 	}
-	req := &ValidateTopologyRequest{TypeMeta: typeMeta("ValidateTopologyRequest"), Settings: patch.External.Settings, Variables: globals}
+	req := &runtimehooksv1.ValidateTopologyRequest{CommonRequest: runtimehooksv1.CommonRequest{Settings: patch.External.Settings}, Variables: globals}
 	for i := range items {
 		req.Items = append(req.Items, &items[i])
 	}
-	return p.client.Call(ctx, HookValidateTopology, *patch.External.ValidateTopologyExtension, req, &ValidateTopologyResponse{})
+	return p.client.Call(ctx, HookValidateTopology, *patch.External.ValidateTopologyExtension, req, &runtimehooksv1.ValidateTopologyResponse{})
 }
 
 // request is what both hooks are sent: the global variables and the
 // templates, with only the variables the patch's extension defined.
-func (p *Patcher) request(patch *v1alpha2.ClusterClassPatch, in patches.ExternalInput) ([]Variable, []ValidateTopologyRequestItem, error) {
+func (p *Patcher) request(patch *v1alpha2.ClusterClassPatch, in patches.ExternalInput) ([]runtimehooksv1.Variable, []runtimehooksv1.ValidateTopologyRequestItem, error) {
 	defined := p.definedBy[patch.Name]
 	globals, err := globalVariables(in, defined)
 	if err != nil {
@@ -142,8 +143,8 @@ func (p *Patcher) request(patch *v1alpha2.ClusterClassPatch, in patches.External
 
 // templates are the targets as hooks receive them: where each is used, the
 // template as the patches so far left it, and its own variables.
-func templates(in patches.ExternalInput, defined map[string]bool) ([]ValidateTopologyRequestItem, error) {
-	out := make([]ValidateTopologyRequestItem, 0, len(in.Targets))
+func templates(in patches.ExternalInput, defined map[string]bool) ([]runtimehooksv1.ValidateTopologyRequestItem, error) {
+	out := make([]runtimehooksv1.ValidateTopologyRequestItem, 0, len(in.Targets))
 	for _, t := range in.Targets {
 		raw, err := json.Marshal(t.Object.Object)
 		if err != nil {
@@ -153,23 +154,23 @@ func templates(in patches.ExternalInput, defined map[string]bool) ([]ValidateTop
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, ValidateTopologyRequestItem{HolderReference: holder(t), Object: runtime.RawExtension{Raw: raw}, Variables: vars})
+		out = append(out, runtimehooksv1.ValidateTopologyRequestItem{HolderReference: holder(t), Object: runtime.RawExtension{Raw: raw}, Variables: vars})
 	}
 	return out, nil
 }
 
-func holder(t *patches.Target) HolderReference {
+func holder(t *patches.Target) runtimehooksv1.HolderReference {
 	h := t.Holder
-	return HolderReference{APIVersion: h.APIVersion, Kind: h.Kind, Namespace: h.Namespace, Name: h.Name, FieldPath: h.FieldPath}
+	return runtimehooksv1.HolderReference{APIVersion: h.APIVersion, Kind: h.Kind, Namespace: h.Namespace, Name: h.Name, FieldPath: h.FieldPath}
 }
 
 // globalVariables are the topology's variables the patch's extension
 // defined, and builtin with the cluster's builtins.
-func globalVariables(in patches.ExternalInput, defined map[string]bool) ([]Variable, error) {
-	var out []Variable
+func globalVariables(in patches.ExternalInput, defined map[string]bool) ([]runtimehooksv1.Variable, error) {
+	var out []runtimehooksv1.Variable
 	for _, v := range in.Variables {
 		if defined[v.Name] {
-			out = append(out, Variable{Name: v.Name, Value: v.Value})
+			out = append(out, runtimehooksv1.Variable{Name: v.Name, Value: v.Value})
 		}
 	}
 	b, err := builtin(patches.Builtins{Cluster: in.Builtins.Cluster})
@@ -181,11 +182,11 @@ func globalVariables(in patches.ExternalInput, defined map[string]bool) ([]Varia
 
 // targetVariables are a template's own: the part's overrides the extension
 // defined, and builtin with its control plane, MachineDeployment or MachinePool builtins.
-func targetVariables(t *patches.Target, defined map[string]bool) ([]Variable, error) {
-	var out []Variable
+func targetVariables(t *patches.Target, defined map[string]bool) ([]runtimehooksv1.Variable, error) {
+	var out []runtimehooksv1.Variable
 	for _, v := range t.Overrides {
 		if defined[v.Name] {
-			out = append(out, Variable{Name: v.Name, Value: v.Value})
+			out = append(out, runtimehooksv1.Variable{Name: v.Name, Value: v.Value})
 		}
 	}
 	if t.Builtins == nil {
@@ -198,10 +199,10 @@ func targetVariables(t *patches.Target, defined map[string]bool) ([]Variable, er
 	return append(out, b), nil
 }
 
-func builtin(b patches.Builtins) (Variable, error) {
+func builtin(b patches.Builtins) (runtimehooksv1.Variable, error) {
 	raw, err := json.Marshal(b)
 	if err != nil {
-		return Variable{}, fmt.Errorf("builtin variables: %w", err)
+		return runtimehooksv1.Variable{}, fmt.Errorf("builtin variables: %w", err)
 	}
-	return Variable{Name: "builtin", Value: apiextensionsv1.JSON{Raw: raw}}, nil
+	return runtimehooksv1.Variable{Name: "builtin", Value: apiextensionsv1.JSON{Raw: raw}}, nil
 }

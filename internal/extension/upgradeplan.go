@@ -2,14 +2,18 @@ package extension
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -65,14 +69,13 @@ func (p *UpgradePlanner) GenerateUpgradePlan(ctx context.Context, extension stri
 	if err != nil {
 		return nil, nil, err
 	}
-	wire := &GenerateUpgradePlanRequest{
-		TypeMeta:                          typeMeta("GenerateUpgradePlanRequest"),
+	wire := &runtimehooksv1.GenerateUpgradePlanRequest{
 		Cluster:                           cluster,
 		FromControlPlaneKubernetesVersion: req.ControlPlane,
 		FromWorkersKubernetesVersion:      req.MinWorkers,
 		ToKubernetesVersion:               req.Desired,
 	}
-	resp := &GenerateUpgradePlanResponse{}
+	resp := &runtimehooksv1.GenerateUpgradePlanResponse{}
 	if err := p.client.Call(ctx, HookGenerateUpgradePlan, extension, wire, resp); err != nil {
 		return nil, nil, err
 	}
@@ -111,36 +114,67 @@ func (p *UpgradePlanner) cached(key upgradePlanKey) ([]string, []string, bool) {
 	return slices.Clone(a.controlPlane), slices.Clone(a.workers), true
 }
 
-// requestCluster is the Cluster as upstream sends it: no status, no
-// managedFields, no last-applied configuration. The agent's Cluster has no
-// spec.topology, so the class and version are put where an extension
-// written for upstream reads them.
-func requestCluster(cluster *unstructured.Unstructured, t *v1alpha2.Topology) (runtime.RawExtension, error) {
-	c := &unstructured.Unstructured{Object: map[string]any{}}
+// requestCluster is the Cluster as upstream sends it to hooks: a v1beta2
+// Cluster without status, managedFields or last-applied configuration. The
+// agent's Cluster has no spec.topology, so the class and version are put
+// where an extension written for upstream reads them. A v1beta1 Cluster
+// (an older management cluster) goes through upstream's conversion.
+func requestCluster(cluster *unstructured.Unstructured, t *v1alpha2.Topology) (clusterv1.Cluster, error) {
+	out := clusterv1.Cluster{}
 	if cluster != nil {
-		c = cluster.DeepCopy()
+		c := cluster.DeepCopy()
+		c.SetManagedFields(nil)
+		unstructured.RemoveNestedField(c.Object, "status")
+		if a := c.GetAnnotations(); a != nil {
+			delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+			c.SetAnnotations(a)
+		}
+		if err := decodeCluster(c, &out); err != nil {
+			return out, fmt.Errorf("reading Cluster %s/%s for the extension's request: %w", c.GetNamespace(), c.GetName(), err)
+		}
 	} else if t != nil {
-		c.SetAPIVersion("cluster.x-k8s.io/v1beta2")
-		c.SetKind("Cluster")
-		c.SetNamespace(t.Namespace)
-		c.SetName(t.Name)
+		out.Namespace, out.Name = t.Namespace, t.Name
 	}
 	if t != nil {
 		key := t.GetClassKey()
-		topology := map[string]any{"classRef": map[string]any{"name": key.Name, "namespace": key.Namespace}, "version": t.Spec.Version}
-		if err := unstructured.SetNestedMap(c.Object, topology, "spec", "topology"); err != nil {
-			return runtime.RawExtension{}, fmt.Errorf("describing Topology %s/%s to the upgrade-plan extension: %w", t.Namespace, t.Name, err)
-		}
+		out.Spec.Topology = clusterv1.Topology{ClassRef: clusterv1.ClusterClassRef{Name: key.Name, Namespace: key.Namespace}, Version: t.Spec.Version}
 	}
-	c.SetManagedFields(nil)
-	unstructured.RemoveNestedField(c.Object, "status")
-	if a := c.GetAnnotations(); a != nil {
-		delete(a, "kubectl.kubernetes.io/last-applied-configuration")
-		c.SetAnnotations(a)
+	out.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Cluster"))
+	return out, nil
+}
+
+// decodeCluster reads c, at either API version, into a v1beta2 Cluster.
+func decodeCluster(c *unstructured.Unstructured, out *clusterv1.Cluster) error {
+	if c.GetAPIVersion() != clusterv1beta1.GroupVersion.String() {
+		return runtime.DefaultUnstructuredConverter.FromUnstructured(c.Object, out)
 	}
-	raw, err := json.Marshal(c.Object)
+	old := &clusterv1beta1.Cluster{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(c.Object, old); err != nil {
+		return err
+	}
+	if err := clusterv1beta1.Convert_v1beta1_Cluster_To_v1beta2_Cluster(old, out, nil); err != nil {
+		return err
+	}
+	// The api module's conversion leaves the two references to upstream's
+	// conversion webhook: v1beta2 names a group where v1beta1 names an apiVersion.
+	var err error
+	if out.Spec.InfrastructureRef, err = contractReference(old.Spec.InfrastructureRef); err != nil {
+		return fmt.Errorf("spec.infrastructureRef: %w", err)
+	}
+	if out.Spec.ControlPlaneRef, err = contractReference(old.Spec.ControlPlaneRef); err != nil {
+		return fmt.Errorf("spec.controlPlaneRef: %w", err)
+	}
+	return nil
+}
+
+// contractReference is a v1beta1 reference as v1beta2 writes it.
+func contractReference(ref *corev1.ObjectReference) (clusterv1.ContractVersionedObjectReference, error) {
+	if ref == nil {
+		return clusterv1.ContractVersionedObjectReference{}, nil
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return runtime.RawExtension{}, fmt.Errorf("encoding Cluster %s/%s for the upgrade-plan extension: %w", c.GetNamespace(), c.GetName(), err)
+		return clusterv1.ContractVersionedObjectReference{}, err
 	}
-	return runtime.RawExtension{Raw: raw}, nil
+	return clusterv1.ContractVersionedObjectReference{APIGroup: gv.Group, Kind: ref.Kind, Name: ref.Name}, nil
 }

@@ -2,7 +2,7 @@ package extension_test
 
 import (
 	"context"
-	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
@@ -58,19 +59,18 @@ func TestUpgradePlanner(t *testing.T) {
 		got.FromWorkersKubernetesVersion != "v1.33.1" || got.ToKubernetesVersion != "v1.35.0" {
 		t.Errorf("request %+v", got)
 	}
-	var cluster map[string]any
-	if err := json.Unmarshal(got.Cluster.Raw, &cluster); err != nil {
-		t.Fatal(err)
+	sentCluster := got.Cluster
+	if sentCluster.APIVersion != "cluster.x-k8s.io/v1beta2" || sentCluster.Kind != "Cluster" || sentCluster.Name != "dev" {
+		t.Errorf("the request's cluster is %s %s %q, want the v1beta2 Cluster dev", sentCluster.APIVersion, sentCluster.Kind, sentCluster.Name)
 	}
-	u := &unstructured.Unstructured{Object: cluster}
-	if class, _, _ := unstructured.NestedString(cluster, "spec", "topology", "classRef", "name"); class != "quick-start" {
+	if class := sentCluster.Spec.Topology.ClassRef.Name; class != "quick-start" {
 		t.Errorf("spec.topology.classRef.name %q, want quick-start", class)
 	}
-	if v, _, _ := unstructured.NestedString(cluster, "spec", "topology", "version"); v != "v1.35.0" {
+	if v := sentCluster.Spec.Topology.Version; v != "v1.35.0" {
 		t.Errorf("spec.topology.version %q, want v1.35.0", v)
 	}
-	if _, has := cluster["status"]; has || len(u.GetManagedFields()) > 0 || u.GetAnnotations()["keep"] != "me" || len(u.GetAnnotations()) != 1 {
-		t.Errorf("the Cluster was sent with status, managedFields or last-applied configuration: %v", cluster)
+	if sentCluster.Status.Phase != "" || len(sentCluster.ManagedFields) > 0 || !maps.Equal(sentCluster.Annotations, map[string]string{"keep": "me"}) {
+		t.Errorf("the Cluster was sent with status, managedFields or last-applied configuration: %+v", sentCluster)
 	}
 	if req.Cluster.GetManagedFields() == nil {
 		t.Error("the caller's Cluster lost its managedFields")
@@ -95,8 +95,8 @@ func TestUpgradePlanner(t *testing.T) {
 	// and the extension is asked again next time.
 	other := req
 	other.Desired = "v1.36.0"
-	srv.SetUpgradePlan(&extension.GenerateUpgradePlanResponse{CommonResponse: extension.CommonResponse{Status: extension.StatusSuccess},
-		ControlPlaneUpgrades: []extension.UpgradeStep{{Version: "v1.36.0"}}})
+	srv.SetUpgradePlan(&runtimehooksv1.GenerateUpgradePlanResponse{CommonResponse: runtimehooksv1.CommonResponse{Status: runtimehooksv1.ResponseStatusSuccess},
+		ControlPlaneUpgrades: []runtimehooksv1.UpgradeStep{{Version: "v1.36.0"}}})
 	for range 2 {
 		if cp, _, err := planner.GenerateUpgradePlan(ctx, "upgrade-plan.ext", other); err != nil || !slices.Equal(cp, []string{"v1.36.0"}) {
 			t.Errorf("the refused plan: %v, %v", cp, err)
@@ -107,12 +107,42 @@ func TestUpgradePlanner(t *testing.T) {
 	}
 
 	// The extension's own failure is an error naming the handler.
-	srv.SetUpgradePlan(&extension.GenerateUpgradePlanResponse{CommonResponse: extension.CommonResponse{Status: extension.StatusFailure, Message: "v1.37 is not certified"}})
+	srv.SetUpgradePlan(&runtimehooksv1.GenerateUpgradePlanResponse{CommonResponse: runtimehooksv1.CommonResponse{Status: runtimehooksv1.ResponseStatusFailure, Message: "v1.37 is not certified"}})
 	other.Desired = "v1.37.0"
 	if _, _, err := planner.GenerateUpgradePlan(ctx, "upgrade-plan.ext", other); err == nil || !strings.Contains(err.Error(), "v1.37 is not certified") || !strings.Contains(err.Error(), "upgrade-plan.ext") {
 		t.Errorf("a failing extension: %v", err)
 	}
 	if _, _, err := planner.GenerateUpgradePlan(ctx, "missing.ext", req); err == nil {
 		t.Error("an unknown extension gave a plan")
+	}
+}
+
+// TestUpgradePlannerSendsAV1beta1ClusterAsV1beta2: on a management cluster
+// whose Cluster is read at v1beta1, the hook still gets a v1beta2 Cluster,
+// as upstream's v1beta2 hooks do, converted by upstream's conversion.
+func TestUpgradePlannerSendsAV1beta1ClusterAsV1beta2(t *testing.T) {
+	srv, c := registered(t)
+	req := upgradeRequest()
+	req.Cluster.SetAPIVersion("cluster.x-k8s.io/v1beta1")
+	ref := map[string]any{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "KubeadmControlPlane", "name": "dev-cp"}
+	if err := unstructured.SetNestedMap(req.Cluster.Object, ref, "spec", "controlPlaneRef"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := extension.NewUpgradePlanner(c, nil).GenerateUpgradePlan(context.Background(), "upgrade-plan.ext", req); err != nil {
+		t.Fatal(err)
+	}
+	sent := srv.UpgradePlanRequests()
+	if len(sent) != 1 {
+		t.Fatalf("%d requests, want 1", len(sent))
+	}
+	got := sent[0].Cluster
+	if got.APIVersion != "cluster.x-k8s.io/v1beta2" {
+		t.Errorf("the Cluster was sent at %s, want cluster.x-k8s.io/v1beta2", got.APIVersion)
+	}
+	if cp := got.Spec.ControlPlaneRef; cp.APIGroup != "controlplane.cluster.x-k8s.io" || cp.Kind != "KubeadmControlPlane" || cp.Name != "dev-cp" {
+		t.Errorf("spec.controlPlaneRef %+v, want the v1beta2 reference to KubeadmControlPlane dev-cp", cp)
+	}
+	if got.Spec.Topology.ClassRef.Name != "quick-start" {
+		t.Errorf("spec.topology.classRef.name %q, want quick-start", got.Spec.Topology.ClassRef.Name)
 	}
 }

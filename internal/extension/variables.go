@@ -2,6 +2,11 @@ package extension
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 
@@ -19,14 +24,35 @@ func (c *Client) DiscoverVariables(ctx context.Context, class *v1alpha2.Topology
 		if p.External == nil || p.External.DiscoverVariablesExtension == nil {
 			continue
 		}
-		req := &DiscoverVariablesRequest{Settings: p.External.Settings}
-		req.APIVersion, req.Kind = APIVersion, "DiscoverVariablesRequest"
-		resp := &DiscoverVariablesResponse{}
+		req := &runtimehooksv1.DiscoverVariablesRequest{CommonRequest: runtimehooksv1.CommonRequest{Settings: p.External.Settings}}
+		resp := &runtimehooksv1.DiscoverVariablesResponse{}
 		if err := c.Call(ctx, HookDiscoverVariables, *p.External.DiscoverVariablesExtension, req, resp); err != nil {
 			out = append(out, rules.PatchVariables{Patch: p.Name, Err: err})
 			continue
 		}
-		out = append(out, rules.PatchVariables{Patch: p.Name, Variables: resp.Variables})
+		variables, err := classVariables(resp.Variables)
+		if err != nil {
+			out = append(out, rules.PatchVariables{Patch: p.Name, Err: fmt.Errorf("%s handler %s: %w", HookDiscoverVariables, *p.External.DiscoverVariablesExtension, err)})
+			continue
+		}
+		out = append(out, rules.PatchVariables{Patch: p.Name, Variables: variables})
 	}
 	return out
+}
+
+// classVariables are upstream's variable definitions as a TopologyClass
+// holds them; the two share their JSON shape, field for field.
+func classVariables(in []clusterv1.ClusterClassVariable) ([]v1alpha2.ClusterClassVariable, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the discovered variables: %w", err)
+	}
+	var out []v1alpha2.ClusterClassVariable
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("the discovered variables do not fit a TopologyClass's: %w", err)
+	}
+	return out, nil
 }
