@@ -10,10 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -38,7 +38,7 @@ func poolObject(t *testing.T, ns, cluster string, gvk schema.GroupVersionKind, p
 	t.Helper()
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{contract.ClusterNameLabel: cluster, contract.MachineDeploymentNameLabel: pool}); err != nil {
+	if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster, clusterv1.ClusterTopologyMachineDeploymentNameLabel: pool}); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Items) != 1 {

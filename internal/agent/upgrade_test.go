@@ -7,10 +7,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -43,7 +43,7 @@ func machineOf(t *testing.T, md *unstructured.Unstructured, version string) *uns
 	m.SetGroupVersionKind(machineGVK)
 	m.SetNamespace(md.GetNamespace())
 	m.SetName(md.GetName() + "-machine")
-	m.SetLabels(map[string]string{contract.ClusterNameLabel: "dev", "cluster.x-k8s.io/deployment-name": md.GetName()})
+	m.SetLabels(map[string]string{clusterv1.ClusterNameLabel: "dev", "cluster.x-k8s.io/deployment-name": md.GetName()})
 	m.Object["spec"] = map[string]any{
 		"clusterName":       "dev",
 		"version":           version,
@@ -130,7 +130,7 @@ func TestUpgradeSequence(t *testing.T) {
 			if md.Metadata.Annotations == nil {
 				md.Metadata.Annotations = map[string]string{}
 			}
-			md.Metadata.Annotations[contract.DeferUpgradeAnnotation] = ""
+			md.Metadata.Annotations[clusterv1.ClusterTopologyDeferUpgradeAnnotation] = ""
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -165,13 +165,13 @@ func TestUpgradeSequence(t *testing.T) {
 		before := kindCounts(live(t, ns, "dev"))
 		agent.stop()
 		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
-			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, contract.DeferUpgradeAnnotation)
+			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, clusterv1.ClusterTopologyDeferUpgradeAnnotation)
 		}); err == nil {
 			t.Fatal("the webhook accepted a change while no agent serves it")
 		}
 		agent = startAgent(outer)
 		if err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
-			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, contract.DeferUpgradeAnnotation)
+			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, clusterv1.ClusterTopologyDeferUpgradeAnnotation)
 		}); err != nil {
 			t.Fatal(err)
 		}

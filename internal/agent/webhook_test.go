@@ -8,10 +8,10 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -85,7 +85,7 @@ func TestWebhooks(t *testing.T) {
 
 	t.Run("the unsafe annotation lets a skipped minor through", func(t *testing.T) {
 		err := updateTopology(t, ns, "dev", func(topo *v1alpha2.Topology) {
-			topo.Annotations = map[string]string{contract.UnsafeVersionCheckAnnotation: ""}
+			topo.Annotations = map[string]string{clusterv1.ClusterTopologyUnsafeUpdateVersionAnnotation: ""}
 			topo.Spec.Version = "v1.35.0"
 		})
 		if err != nil {

@@ -8,9 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 )
 
 // clusterNameField is the cache's index of generated objects by the cluster
@@ -44,7 +43,7 @@ func (i *ClusterIndex) Field(ctx context.Context, gvk schema.GroupVersionKind) (
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	err := i.indexer.IndexField(ctx, u, clusterNameField, func(o client.Object) []string {
-		if name := o.GetLabels()[contract.ClusterNameLabel]; name != "" {
+		if name := o.GetLabels()[clusterv1.ClusterNameLabel]; name != "" {
 			return []string{name}
 		}
 		return nil

@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -29,7 +30,7 @@ func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, 
 		if _, want := desired[contract.KeyOf(o)]; want || !o.GetDeletionTimestamp().IsZero() {
 			continue
 		}
-		if _, owned := o.GetLabels()[contract.TopologyOwnedLabel]; !owned {
+		if _, owned := o.GetLabels()[clusterv1.ClusterTopologyOwnedLabel]; !owned {
 			continue
 		}
 		// An InfrastructureCluster or control plane is only ever removed as a

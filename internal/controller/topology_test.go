@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
@@ -213,7 +214,7 @@ func TestMachineBootstrapConfigsAreLeftAlone(t *testing.T) {
 	machines.SetName(ex.Topology.Name + "-control-plane-x7k2p")
 	labels := map[string]string{"cluster.x-k8s.io/control-plane": ""}
 	for k, v := range poolConfig.GetLabels() {
-		if k != contract.MachinePoolNameLabel {
+		if k != clusterv1.ClusterTopologyMachinePoolNameLabel {
 			labels[k] = v
 		}
 	}
@@ -283,7 +284,7 @@ func TestCloneFreedByAMachineSetIsDeleted(t *testing.T) {
 	ctx := context.Background()
 	ex := generatedExample(t)
 	poolTemplate := generatedOf(t, ex, "a MachineDeployment's DockerMachineTemplate", func(o *unstructured.Unstructured) bool {
-		return o.GetKind() == "DockerMachineTemplate" && o.GetLabels()[contract.MachineDeploymentNameLabel] != ""
+		return o.GetKind() == "DockerMachineTemplate" && o.GetLabels()[clusterv1.ClusterTopologyMachineDeploymentNameLabel] != ""
 	})
 	// What a rotation leaves: the pool's former clone, labelled as it was.
 	old := &unstructured.Unstructured{Object: map[string]any{"spec": poolTemplate.Object["spec"]}}
@@ -308,7 +309,7 @@ func TestCloneFreedByAMachineSetIsDeleted(t *testing.T) {
 	ms.SetKind("MachineSet")
 	ms.SetNamespace(old.GetNamespace())
 	ms.SetName("former")
-	ms.SetLabels(map[string]string{contract.ClusterNameLabel: ex.Topology.Name, contract.TopologyOwnedLabel: ""})
+	ms.SetLabels(map[string]string{clusterv1.ClusterNameLabel: ex.Topology.Name, clusterv1.ClusterTopologyOwnedLabel: ""})
 	// The MachineSet first, and a pass, so that the agent has seen it before
 	// the clone it uses appears.
 	create(t, ms)
@@ -372,7 +373,7 @@ func TestClonesOfAWrittenPoolSurviveALaterRefusal(t *testing.T) {
 func refusePools(t *testing.T, ns string) {
 	t.Helper()
 	fixture.AdmissionPolicy(t, k8s, "refuse-pools-"+ns, ns,
-		[]any{fixture.PolicyRule(contract.ClusterAPIGroup, "machinepools", "CREATE", "UPDATE"), fixture.PolicyRule("", "configmaps", "CREATE", "UPDATE")},
+		[]any{fixture.PolicyRule(clusterv1.GroupVersion.Group, "machinepools", "CREATE", "UPDATE"), fixture.PolicyRule("", "configmaps", "CREATE", "UPDATE")},
 		"object.kind != 'ConfigMap' ? false : object.metadata.name != 'probe'", "pools are refused here")
 	probe := &unstructured.Unstructured{}
 	probe.SetAPIVersion("v1")
@@ -394,7 +395,7 @@ func TestUnusedIsJudgedByTheServerNotTheCache(t *testing.T) {
 	ex := generatedExample(t)
 	stale := liveOf(t, ex)
 	config := generatedOf(t, ex, "the MachinePool's KubeadmConfig", func(o *unstructured.Unstructured) bool {
-		return o.GetKind() == "KubeadmConfig" && o.GetLabels()[contract.MachinePoolNameLabel] != ""
+		return o.GetKind() == "KubeadmConfig" && o.GetLabels()[clusterv1.ClusterTopologyMachinePoolNameLabel] != ""
 	})
 	pool := generatedOf(t, ex, "the MachinePool", func(o *unstructured.Unstructured) bool { return o.GetKind() == "MachinePool" })
 	// What a later pass made: a new clone, and the MachinePool pointed at it.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -106,7 +107,7 @@ func (w *DynamicWatches) Warm(ctx context.Context, gvks ...schema.GroupVersionKi
 // topologyOfLabelledObject maps a generated object to its Topology: the one
 // named by its cluster-name label, in its namespace.
 func topologyOfLabelledObject(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[contract.ClusterNameLabel]
+	name := o.GetLabels()[clusterv1.ClusterNameLabel]
 	if name == "" {
 		return nil
 	}
@@ -155,7 +156,7 @@ func topologiesOfClass(c client.Reader) handler.MapFunc {
 func topologiesOfTemplate(c client.Reader) handler.MapFunc {
 	byClass := topologiesOfClass(c)
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		if _, generated := o.GetLabels()[contract.ClusterNameLabel]; generated {
+		if _, generated := o.GetLabels()[clusterv1.ClusterNameLabel]; generated {
 			return topologyOfLabelledObject(ctx, o)
 		}
 		gvk := o.GetObjectKind().GroupVersionKind()

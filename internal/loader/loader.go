@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -113,7 +114,7 @@ func (l *Loader) Contracts(ctx context.Context, class *v1alpha2.TopologyClass) (
 		return out, nil
 	}
 	for _, gvk := range contract.GeneratedKinds(class, l.CoreVersion) {
-		if gvk.Group == contract.ClusterAPIGroup {
+		if gvk.Group == clusterv1.GroupVersion.Group {
 			continue
 		}
 		crd, err := CRDOf(ctx, l.Reader, l.Mapper, gvk.GroupKind())
@@ -246,7 +247,7 @@ func (l *Loader) Objects(ctx context.Context, t *v1alpha2.Topology, class *v1alp
 func (l *Loader) Labelled(ctx context.Context, t *v1alpha2.Topology, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	opts := []client.ListOption{client.InNamespace(t.Namespace), client.MatchingLabels{contract.ClusterNameLabel: t.Name}}
+	opts := []client.ListOption{client.InNamespace(t.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: t.Name}}
 	if l.ByCluster != nil {
 		field, err := l.ByCluster(ctx, gvk)
 		if meta.IsNoMatchError(err) {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -66,7 +67,7 @@ func TestLoadFindsWhatTheAgentMade(t *testing.T) {
 	machine.SetGroupVersionKind(contract.CoreV1Beta1.GroupVersion().WithKind("Machine"))
 	machine.SetNamespace("default")
 	machine.SetName("m-1")
-	machine.SetLabels(map[string]string{contract.ClusterNameLabel: "dev", health.MachineDeploymentNameOfMachine: res.Desired.MachineDeployments["md-a"].Object.GetName()})
+	machine.SetLabels(map[string]string{clusterv1.ClusterNameLabel: "dev", health.MachineDeploymentNameOfMachine: res.Desired.MachineDeployments["md-a"].Object.GetName()})
 	_ = unstructured.SetNestedField(machine.Object, "v1.32.0", "spec", "version")
 	objs = append(objs, machine)
 	c, _ := server(t, objs...)
@@ -151,7 +152,7 @@ func TestObjectsAreNotMachinesBootstrapConfigs(t *testing.T) {
 	machines := poolConfig.DeepCopy()
 	machines.SetName("dev-control-plane-x7k2p")
 	labels := machines.GetLabels()
-	delete(labels, contract.MachinePoolNameLabel)
+	delete(labels, clusterv1.ClusterTopologyMachinePoolNameLabel)
 	labels["cluster.x-k8s.io/control-plane"] = ""
 	machines.SetLabels(labels)
 	c, _ := server(t, append(objs, machines)...)

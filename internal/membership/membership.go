@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
@@ -180,8 +181,8 @@ func Hold(t *v1alpha2.Topology) string {
 		return what + " is being deleted"
 	case t.Spec.Paused:
 		return what + " is paused (spec.paused): it starts when it is resumed, or skip it"
-	case upstream.IsCluster(t) && hasKey(t.Annotations, contract.PausedAnnotation):
-		return what + " is paused (annotation " + contract.PausedAnnotation + ")"
+	case upstream.IsCluster(t) && hasKey(t.Annotations, clusterv1.PausedAnnotation):
+		return what + " is paused (annotation " + clusterv1.PausedAnnotation + ")"
 	case clusterHeld(t) != "":
 		return what + " waits: " + clusterHeld(t)
 	case hasKey(t.Annotations, v1alpha2.RolloutHoldAnnotation):

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -15,7 +16,7 @@ func generated(kind, name, cluster string, spec map[string]any) *unstructured.Un
 	o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "x.io/v1", "kind": kind, "spec": spec}}
 	o.SetName(name)
 	o.SetNamespace("ns")
-	o.SetLabels(map[string]string{contract.TopologyOwnedLabel: "", contract.ClusterNameLabel: cluster})
+	o.SetLabels(map[string]string{clusterv1.ClusterTopologyOwnedLabel: "", clusterv1.ClusterNameLabel: cluster})
 	return o
 }
 
@@ -31,7 +32,7 @@ func TestCompute(t *testing.T) {
 	stale := generated("DockerMachineTemplate", "dev-old", "dev", nil)
 	otherCluster := generated("DockerMachineTemplate", "prod-old", "prod", nil)
 	unowned := generated("DockerMachineTemplate", "dev-hand-made", "dev", nil)
-	unowned.SetLabels(map[string]string{contract.ClusterNameLabel: "dev"})
+	unowned.SetLabels(map[string]string{clusterv1.ClusterNameLabel: "dev"})
 	otherNamespace := generated("DockerMachineTemplate", "dev-elsewhere", "dev", nil)
 	otherNamespace.SetNamespace("elsewhere")
 
@@ -91,7 +92,7 @@ func TestMachinesBootstrapConfigsAreNotDeleted(t *testing.T) {
 	class.Spec.Workers.MachinePools[0].Bootstrap.TemplateRef = v1alpha2.ClusterClassTemplateReference{APIVersion: "bootstrap.cluster.x-k8s.io/v1beta2", Kind: "KubeadmConfigTemplate", Name: "mp-bootstrap"}
 	machines := generated("KubeadmConfig", "dev-md-a-x7k2p", "dev", nil)
 	pools := generated("KubeadmConfig", "dev-mp-old", "dev", nil)
-	pools.SetLabels(map[string]string{contract.TopologyOwnedLabel: "", contract.ClusterNameLabel: "dev", contract.MachinePoolNameLabel: "mp-old"})
+	pools.SetLabels(map[string]string{clusterv1.ClusterTopologyOwnedLabel: "", clusterv1.ClusterNameLabel: "dev", clusterv1.ClusterTopologyMachinePoolNameLabel: "mp-old"})
 
 	p, err := Compute(Input{Desired: &contract.State{}, Current: []*unstructured.Unstructured{machines, pools}, Cluster: "dev", Namespace: "ns", Class: class})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
@@ -327,7 +328,7 @@ func (o *AdoptOptions) machineUIDs(ctx context.Context, t *v1alpha2.Topology) (m
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion(o.access.Core.APIVersion())
 	list.SetKind("MachineList")
-	if err := o.access.Client.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingLabels{contract.ClusterNameLabel: t.Name}); err != nil {
+	if err := o.access.Client.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: t.Name}); err != nil {
 		return nil, live.Explain(err, o.access)
 	}
 	out := map[types.UID]string{}

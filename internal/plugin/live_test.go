@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/manifests"
@@ -87,7 +87,7 @@ func midUpgrade() *v1alpha2.Topology {
 				MachineDeployments: []v1alpha2.MachineDeploymentTopology{
 					{Class: "general", Name: "md-a", Replicas: ptr32(2)},
 					{Class: "general", Name: "md-b", Replicas: ptr32(2)},
-					{Class: "gpu", Name: "md-gpu", Metadata: v1alpha2.ObjectMeta{Annotations: map[string]string{contract.DeferUpgradeAnnotation: ""}}},
+					{Class: "gpu", Name: "md-gpu", Metadata: v1alpha2.ObjectMeta{Annotations: map[string]string{clusterv1.ClusterTopologyDeferUpgradeAnnotation: ""}}},
 				},
 				MachinePools: []v1alpha2.MachinePoolTopology{{Class: "pool", Name: "mp-0", Replicas: ptr32(1)}},
 			},
@@ -208,7 +208,7 @@ func TestGetTable(t *testing.T) {
 func TestUpgradePreview(t *testing.T) {
 	topo := midUpgrade()
 	topo.Spec.Version = "v1.33.1"
-	topo.Annotations = map[string]string{contract.UpgradeConcurrencyAnnotation: "2"}
+	topo.Annotations = map[string]string{clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation: "2"}
 	var buf bytes.Buffer
 	printUpgradePreview(&buf, topo, nil, "v1.34.0", nil)
 	golden(t, "upgrade-preview.txt", buf.String())

@@ -17,6 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
@@ -315,7 +316,7 @@ func (o *PlanOptions) runOffline(ctx context.Context) error {
 	machineSets := func() ([]*unstructured.Unstructured, error) {
 		var out []*unstructured.Unstructured
 		for _, o := range existing {
-			if o.GetKind() == "MachineSet" && o.GroupVersionKind().Group == contract.ClusterAPIGroup && o.GetNamespace() == t.Namespace && o.GetLabels()[contract.ClusterNameLabel] == t.Name {
+			if o.GetKind() == "MachineSet" && o.GroupVersionKind().Group == clusterv1.GroupVersion.Group && o.GetNamespace() == t.Namespace && o.GetLabels()[clusterv1.ClusterNameLabel] == t.Name {
 				out = append(out, o)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
@@ -121,7 +122,7 @@ func (w *Topology) validate(ctx context.Context, old, t *v1alpha2.Topology) (adm
 	errs := rules.ValidateTopologyFields(t, spec)
 	if old != nil {
 		if oldKey, newKey := old.GetClassKey(), t.GetClassKey(); old.Spec.ClassRef.Name != "" && t.Spec.ClassRef.Name != "" && oldKey != newKey {
-			if _, unsafe := t.Annotations[contract.UnsafeClassNameCheckAnnotation]; !unsafe {
+			if _, unsafe := t.Annotations[clusterv1.ClusterTopologyUnsafeUpdateClassNameAnnotation]; !unsafe {
 				rebaseErrs, err := w.rebase(ctx, old, t)
 				if err != nil {
 					return nil, err
@@ -187,7 +188,7 @@ func (w *Topology) rebase(ctx context.Context, old, t *v1alpha2.Topology) (field
 	var errs field.ErrorList
 	for _, e := range rules.ClassesCompatible(from, to) {
 		errs = append(errs, field.Forbidden(classPath, fmt.Sprintf("cannot switch from class %s to %s: %s: %s; set the %s annotation to force it",
-			old.GetClassKey(), t.GetClassKey(), e.Field, e.Detail, contract.UnsafeClassNameCheckAnnotation)))
+			old.GetClassKey(), t.GetClassKey(), e.Field, e.Detail, clusterv1.ClusterTopologyUnsafeUpdateClassNameAnnotation)))
 	}
 	return errs, nil
 }

@@ -9,9 +9,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -20,7 +20,7 @@ import (
 func pool(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
 	mds, err := suite.List(ctx, ns, "MachineDeployment")
 	for i := range mds {
-		if mds[i].GetLabels()[contract.MachineDeploymentNameLabel] == name {
+		if mds[i].GetLabels()[clusterv1.ClusterTopologyMachineDeploymentNameLabel] == name {
 			return &mds[i], err
 		}
 	}
@@ -57,7 +57,7 @@ func TestPlanEditorAndAgentAgree(t *testing.T) {
 		topo.Spec.Workers.MachineDeployments = []v1alpha2.MachineDeploymentTopology{
 			{Class: "default-worker", Name: "md-a", Replicas: ptr.To[int32](1)},
 			{Class: "default-worker", Name: "md-c", Replicas: ptr.To[int32](1),
-				Metadata: v1alpha2.ObjectMeta{Annotations: map[string]string{contract.HoldUpgradeSequenceAnnotation: ""}}},
+				Metadata: v1alpha2.ObjectMeta{Annotations: map[string]string{clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation: ""}}},
 		}
 	}, slowControlPlane)
 	suite.Settle(t, ns, "dev")

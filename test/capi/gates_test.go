@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -99,7 +99,7 @@ func TestFleetRolloutFailsARefusedClusterWithinTheTolerance(t *testing.T) {
 	ns, _ := suite.InMemoryFleet(t, "refused", "f1", "f2")
 	key := client.ObjectKey{Namespace: ns, Name: "f1"}
 	if err := fixture.ChangeTopology(ctx, suite.K8s, key, func(topo *v1alpha2.Topology) {
-		topo.Spec.Workers.MachineDeployments[0].Metadata.Annotations = map[string]string{contract.HoldUpgradeSequenceAnnotation: ""}
+		topo.Spec.Workers.MachineDeployments[0].Metadata.Annotations = map[string]string{clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation: ""}
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestFleetRolloutFailsARefusedClusterWithinTheTolerance(t *testing.T) {
 		return err != nil && strings.Contains(err.Error(), "worker change freeze on f1"), fmt.Errorf("dry run answered %v", err)
 	})
 	if err := fixture.ChangeTopology(ctx, suite.K8s, key, func(topo *v1alpha2.Topology) {
-		delete(topo.Spec.Workers.MachineDeployments[0].Metadata.Annotations, contract.HoldUpgradeSequenceAnnotation)
+		delete(topo.Spec.Workers.MachineDeployments[0].Metadata.Annotations, clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestFleetRolloutProgressDeadline(t *testing.T) {
 	suite.Settle(t, ns, "g1")
 	kcp := controlPlaneOf(t, ns, "g1")
 	patch := client.MergeFrom(kcp.DeepCopy())
-	kcp.SetAnnotations(map[string]string{contract.PausedAnnotation: ""})
+	kcp.SetAnnotations(map[string]string{clusterv1.PausedAnnotation: ""})
 	if err := suite.K8s.Patch(ctx, kcp, patch); err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
@@ -34,7 +34,7 @@ func TestClusterLifecycle(t *testing.T) {
 	t.Parallel()
 	ns := suite.InMemoryCluster(t, "lifecycle", func(topo *v1alpha2.Topology) {
 		// md-b holds its upgrade until released, as an operator would ask.
-		topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations = map[string]string{contract.HoldUpgradeSequenceAnnotation: ""}
+		topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations = map[string]string{clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation: ""}
 	})
 	ctx := context.Background()
 
@@ -132,7 +132,7 @@ func TestClusterLifecycle(t *testing.T) {
 		}
 		for _, md := range mds {
 			version, _, _ := unstructured.NestedString(md.Object, "spec", "template", "spec", "version")
-			if md.GetLabels()[contract.MachineDeploymentNameLabel] == "md-b" && version != "v1.33.1" {
+			if md.GetLabels()[clusterv1.ClusterTopologyMachineDeploymentNameLabel] == "md-b" && version != "v1.33.1" {
 				t.Errorf("md-b, held, was moved to %s", version)
 			}
 		}
@@ -148,7 +148,7 @@ func TestClusterLifecycle(t *testing.T) {
 			t.Errorf("status does not say md-b is held:\n%s", status)
 		}
 		suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) {
-			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, contract.HoldUpgradeSequenceAnnotation)
+			delete(topo.Spec.Workers.MachineDeployments[1].Metadata.Annotations, clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation)
 		})
 		suite.Settle(t, ns, "dev")
 

@@ -9,9 +9,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -25,14 +25,14 @@ import (
 func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 	t.Parallel()
 	ns := suite.InMemoryCluster(t, "concurrency", func(topo *v1alpha2.Topology) {
-		topo.Annotations = map[string]string{contract.UpgradeConcurrencyAnnotation: "2"}
+		topo.Annotations = map[string]string{clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation: "2"}
 		topo.Spec.ControlPlane.Replicas = ptr.To[int32](1)
 		topo.Spec.Workers.MachineDeployments = nil
 		for _, name := range []string{"md-a", "md-b", "md-c", "md-d"} {
 			topo.Spec.Workers.MachineDeployments = append(topo.Spec.Workers.MachineDeployments,
 				v1alpha2.MachineDeploymentTopology{Class: "default-worker", Name: name, Replicas: ptr.To[int32](1)})
 		}
-		topo.Spec.Workers.MachineDeployments[3].Metadata.Annotations = map[string]string{contract.DeferUpgradeAnnotation: ""}
+		topo.Spec.Workers.MachineDeployments[3].Metadata.Annotations = map[string]string{clusterv1.ClusterTopologyDeferUpgradeAnnotation: ""}
 	})
 	ctx := context.Background()
 	suite.Settle(t, ns, "dev")
@@ -52,7 +52,7 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 		}
 		rolling, done := 0, 0
 		for _, md := range mds {
-			pool := md.GetLabels()[contract.MachineDeploymentNameLabel]
+			pool := md.GetLabels()[clusterv1.ClusterTopologyMachineDeploymentNameLabel]
 			if v, _, _ := unstructured.NestedString(md.Object, "spec", "template", "spec", "version"); v != "v1.34.0" {
 				continue
 			}
@@ -85,7 +85,7 @@ func TestUpgradeConcurrencyDeferAndRebase(t *testing.T) {
 		t.Errorf("md-d, deferred: %d of %d machines running v1.33.1, want 1 of 1", running, all)
 	}
 	suite.ChangeTopology(t, ns, func(topo *v1alpha2.Topology) {
-		delete(topo.MachineDeployment("md-d").Metadata.Annotations, contract.DeferUpgradeAnnotation)
+		delete(topo.MachineDeployment("md-d").Metadata.Annotations, clusterv1.ClusterTopologyDeferUpgradeAnnotation)
 	})
 	fixture.Eventually(t, fixture.SettleTimeout, "md-d runs v1.34.0 once no longer deferred", func(ctx context.Context) (bool, error) {
 		ms, err := suite.Machines(ctx, ns)
@@ -200,9 +200,9 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 	cpVersions, mdVersions := map[string]bool{}, map[string]bool{}
 	sawPlan, stepPatched := false, false
 	fixture.Eventually(t, fixture.SettleTimeout, "every machine runs v1.33.1 and the upgrade step is cleared", func(ctx context.Context) (bool, error) {
-		if c := cluster(); c.GetAnnotations()[contract.UpgradeStepAnnotation] != "" {
-			steps[c.GetAnnotations()[contract.UpgradeStepAnnotation]] = true
-			if ownedByUpdate(c, contract.UpgradeStepAnnotation) {
+		if c := cluster(); c.GetAnnotations()[clusterv1.ClusterTopologyUpgradeStepAnnotation] != "" {
+			steps[c.GetAnnotations()[clusterv1.ClusterTopologyUpgradeStepAnnotation]] = true
+			if ownedByUpdate(c, clusterv1.ClusterTopologyUpgradeStepAnnotation) {
 				stepPatched = true
 			}
 		}
@@ -224,7 +224,7 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 		}
 		cpRunning, cpAll := fixture.Count(ms, "", "v1.33.1")
 		mdRunning, mdAll := fixture.Count(ms, "md-a", "v1.33.1")
-		_, stepping := cluster().GetAnnotations()[contract.UpgradeStepAnnotation]
+		_, stepping := cluster().GetAnnotations()[clusterv1.ClusterTopologyUpgradeStepAnnotation]
 		return cpRunning == 1 && cpAll == 1 && mdRunning == 1 && mdAll == 1 && !stepping,
 			fmt.Errorf("control plane %d/%d, md-a %d/%d at v1.33.1, upgrade step annotated: %v", cpRunning, cpAll, mdRunning, mdAll, stepping)
 	})
@@ -258,7 +258,7 @@ func TestChainedUpgradeThroughPlugin(t *testing.T) {
 		labels := cluster().GetLabels()
 		_, tier := labels["tier"]
 		_, zone := labels["zone"]
-		return !tier && !zone && labels[contract.ClusterNameLabel] == "dev", fmt.Errorf("labels %v", labels)
+		return !tier && !zone && labels[clusterv1.ClusterNameLabel] == "dev", fmt.Errorf("labels %v", labels)
 	})
 }
 

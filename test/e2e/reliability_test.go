@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -57,7 +57,7 @@ var badTopologies = []struct {
 		t.Spec.ControlPlane.Metadata.Annotations = map[string]string{"/bad": "v"}
 	}},
 	{"upgrade concurrency abc", "metadata.annotations[topology.cluster.x-k8s.io/upgrade-concurrency]", func(t *v1alpha2.Topology) {
-		t.Annotations = map[string]string{contract.UpgradeConcurrencyAnnotation: "abc"}
+		t.Annotations = map[string]string{clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation: "abc"}
 	}},
 	{"no class", "spec.classRef.name", func(t *v1alpha2.Topology) { t.Spec.ClassRef.Name = "" }},
 	{"variable of the wrong type", "spec.variables[maxPods].value", func(t *v1alpha2.Topology) {

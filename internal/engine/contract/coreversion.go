@@ -3,6 +3,7 @@ package contract
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -39,7 +40,7 @@ func (v CoreVersion) OrDefault() CoreVersion {
 
 // GroupVersion is cluster.x-k8s.io at this version.
 func (v CoreVersion) GroupVersion() schema.GroupVersion {
-	return schema.GroupVersion{Group: ClusterAPIGroup, Version: string(v.OrDefault())}
+	return schema.GroupVersion{Group: clusterv1.GroupVersion.Group, Version: string(v.OrDefault())}
 }
 
 // APIVersion is GroupVersion as an apiVersion string.

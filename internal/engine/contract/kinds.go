@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -192,7 +193,7 @@ func MachinePoolKinds(c *v1alpha2.TopologyClass) map[string]bool {
 // Cluster API made for a Machine: of one of poolKinds (MachinePoolKinds)
 // without the pool-name label, as a Machine's KubeadmConfig is.
 func MadeForMachine(poolKinds map[string]bool, o *unstructured.Unstructured) bool {
-	_, pool := o.GetLabels()[MachinePoolNameLabel]
+	_, pool := o.GetLabels()[clusterv1.ClusterTopologyMachinePoolNameLabel]
 	return poolKinds[o.GetKind()] && !pool
 }
 
@@ -202,8 +203,8 @@ func MadeForMachine(poolKinds map[string]bool, o *unstructured.Unstructured) boo
 // plan and the offline plan decide deletions by it.
 func Generated(o *unstructured.Unstructured, cluster string, poolKinds map[string]bool) bool {
 	l := o.GetLabels()
-	_, owned := l[TopologyOwnedLabel]
-	return owned && l[ClusterNameLabel] == cluster && o.GetKind() != "Cluster" && !MadeForMachine(poolKinds, o)
+	_, owned := l[clusterv1.ClusterTopologyOwnedLabel]
+	return owned && l[clusterv1.ClusterNameLabel] == cluster && o.GetKind() != "Cluster" && !MadeForMachine(poolKinds, o)
 }
 
 // ClusterLevelKinds are the kinds of the InfrastructureCluster and the

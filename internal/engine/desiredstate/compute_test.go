@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
@@ -177,7 +179,7 @@ func TestComputeHoldsBackNewPoolsWhileTheControlPlaneProvisions(t *testing.T) {
 	current := written(first.Desired, "") // the control plane is still being provisioned
 	var kept []*unstructured.Unstructured
 	for _, o := range current {
-		if o.GetLabels()[contract.MachineDeploymentNameLabel] != "md-gpu" {
+		if o.GetLabels()[clusterv1.ClusterTopologyMachineDeploymentNameLabel] != "md-gpu" {
 			kept = append(kept, o) // md-gpu was added after the first pass
 		}
 	}
@@ -192,7 +194,7 @@ func TestComputeHoldsBackNewPoolsWhileTheControlPlaneProvisions(t *testing.T) {
 		}
 	}
 	for _, o := range res.ToApply() {
-		if o.GetLabels()[contract.MachineDeploymentNameLabel] == "md-gpu" {
+		if o.GetLabels()[clusterv1.ClusterTopologyMachineDeploymentNameLabel] == "md-gpu" {
 			t.Errorf("%s %s of the pending pool is to be applied", o.GetKind(), o.GetName())
 		}
 	}
@@ -255,23 +257,23 @@ func TestComputeClonesDropTemplateOnlyAnnotations(t *testing.T) {
 	w := newWorld(t)
 	for _, tpl := range w.ex.Templates {
 		tpl.SetAnnotations(map[string]string{
-			contract.ConversionDataAnnotation: `{"spec":{"template":{"spec":{}}}}`,
-			contract.LastAppliedAnnotation:    "{}",
-			"team.example.com/owner":          "platform",
+			contract.ConversionDataAnnotation:  `{"spec":{"template":{"spec":{}}}}`,
+			corev1.LastAppliedConfigAnnotation: "{}",
+			"team.example.com/owner":           "platform",
 		})
 	}
 	res := w.compute(t, nil)
 	clones := 0
 	for _, o := range res.Desired.Objects() {
 		a := o.GetAnnotations()
-		if _, cloned := a[contract.ClonedFromNameAnnotation]; !cloned || !strings.HasSuffix(o.GetKind(), "Template") {
+		if _, cloned := a[clusterv1.TemplateClonedFromNameAnnotation]; !cloned || !strings.HasSuffix(o.GetKind(), "Template") {
 			continue
 		}
 		clones++
 		if _, ok := a[contract.ConversionDataAnnotation]; ok {
 			t.Errorf("%s %s keeps its template's conversion data", o.GetKind(), o.GetName())
 		}
-		if _, ok := a[contract.LastAppliedAnnotation]; ok {
+		if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
 			t.Errorf("%s %s keeps its template's last-applied copy", o.GetKind(), o.GetName())
 		}
 		if a["team.example.com/owner"] != "platform" {
@@ -332,7 +334,7 @@ func TestComputeChainsAnUpgrade(t *testing.T) {
 			v, _, _ := unstructured.NestedString(md.Object, "spec", "template", "spec", "version")
 			mds = append(mds, v)
 		}
-		return cp, mds, res.Desired.Cluster.GetAnnotations()[contract.UpgradeStepAnnotation]
+		return cp, mds, res.Desired.Cluster.GetAnnotations()[clusterv1.ClusterTopologyUpgradeStepAnnotation]
 	}
 	steps := []struct {
 		cpAt, wantCP, wantStep string

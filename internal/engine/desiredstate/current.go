@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 
@@ -37,9 +38,9 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 		return byReference(r)
 	}
 	mhc := func(name string) *unstructured.Unstructured {
-		return byRef[contract.ObjectKey{Group: contract.ClusterAPIGroup, Kind: "MachineHealthCheck", Namespace: namespace, Name: name}]
+		return byRef[contract.ObjectKey{Group: clusterv1.GroupVersion.Group, Kind: "MachineHealthCheck", Namespace: namespace, Name: name}]
 	}
-	s.Cluster = byRef[contract.ObjectKey{Group: contract.ClusterAPIGroup, Kind: "Cluster", Namespace: namespace, Name: cluster}]
+	s.Cluster = byRef[contract.ObjectKey{Group: clusterv1.GroupVersion.Group, Kind: "Cluster", Namespace: namespace, Name: cluster}]
 	s.InfrastructureCluster = follow(s.Cluster, "spec", "infrastructureRef")
 	s.ControlPlane.Object = follow(s.Cluster, "spec", "controlPlaneRef")
 	if s.ControlPlane.Object != nil {
@@ -47,17 +48,17 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 		s.ControlPlane.MachineHealthCheck = mhc(s.ControlPlane.Object.GetName())
 	}
 	for _, o := range objs {
-		if o.GetNamespace() != namespace || o.GetLabels()[contract.ClusterNameLabel] != cluster {
+		if o.GetNamespace() != namespace || o.GetLabels()[clusterv1.ClusterNameLabel] != cluster {
 			continue
 		}
-		if _, owned := o.GetLabels()[contract.TopologyOwnedLabel]; !owned {
+		if _, owned := o.GetLabels()[clusterv1.ClusterTopologyOwnedLabel]; !owned {
 			continue
 		}
-		pools, label := s.MachineDeployments, contract.MachineDeploymentNameLabel
+		pools, label := s.MachineDeployments, clusterv1.ClusterTopologyMachineDeploymentNameLabel
 		switch o.GetKind() {
 		case "MachineDeployment":
 		case "MachinePool":
-			pools, label = s.MachinePools, contract.MachinePoolNameLabel
+			pools, label = s.MachinePools, clusterv1.ClusterTopologyMachinePoolNameLabel
 		default:
 			continue
 		}

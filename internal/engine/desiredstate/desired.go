@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -106,7 +107,7 @@ func newComputation(in Input) (*computation, error) {
 	}
 	// Upstream's Cluster is written back in the version it was read in.
 	if in.Dialect == contract.DialectUpstream && in.Current != nil && in.Current.Cluster != nil {
-		if gv, err := schema.ParseGroupVersion(in.Current.Cluster.GetAPIVersion()); err == nil && gv.Group == contract.ClusterAPIGroup {
+		if gv, err := schema.ParseGroupVersion(in.Current.Cluster.GetAPIVersion()); err == nil && gv.Group == clusterv1.GroupVersion.Group {
 			in.CoreVersion = contract.CoreVersion(gv.Version)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
@@ -33,8 +34,8 @@ func inlineAll(t *testing.T, w *exampleWorld) []contract.Inlined {
 func withoutClonedFrom(t *testing.T, o *unstructured.Unstructured) string {
 	t.Helper()
 	o = o.DeepCopy()
-	if a := o.GetAnnotations(); a[contract.ClonedFromNameAnnotation] != "" {
-		delete(a, contract.ClonedFromNameAnnotation)
+	if a := o.GetAnnotations(); a[clusterv1.TemplateClonedFromNameAnnotation] != "" {
+		delete(a, clusterv1.TemplateClonedFromNameAnnotation)
 		o.SetAnnotations(a)
 	}
 	raw, err := json.Marshal(o.Object)
@@ -72,8 +73,8 @@ func TestComputeInlineTemplatesAsReferenced(t *testing.T) {
 	}
 	// The clone says it came from the class's inline template.
 	for _, o := range got {
-		if o.GetKind() == "KubeadmControlPlane" && o.GetAnnotations()[contract.ClonedFromNameAnnotation] != "docker-kubeadm-control-plane" {
-			t.Errorf("the control plane's cloned-from-name is %q, want the class's inline slot name", o.GetAnnotations()[contract.ClonedFromNameAnnotation])
+		if o.GetKind() == "KubeadmControlPlane" && o.GetAnnotations()[clusterv1.TemplateClonedFromNameAnnotation] != "docker-kubeadm-control-plane" {
+			t.Errorf("the control plane's cloned-from-name is %q, want the class's inline slot name", o.GetAnnotations()[clusterv1.TemplateClonedFromNameAnnotation])
 		}
 	}
 }

@@ -7,12 +7,14 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
@@ -61,8 +63,8 @@ func hasRefs(cluster *unstructured.Unstructured) bool {
 // labels and annotations of the control plane object and its Machines.
 func (c *computation) controlPlaneMetadata() (map[string]string, map[string]string) {
 	labels := mergeMaps(c.topo.Spec.ControlPlane.Metadata.Labels, c.class.Spec.ControlPlane.Metadata.Labels)
-	labels[contract.ClusterNameLabel] = c.cluster
-	labels[contract.TopologyOwnedLabel] = ""
+	labels[clusterv1.ClusterNameLabel] = c.cluster
+	labels[clusterv1.ClusterTopologyOwnedLabel] = ""
 	annotations := mergeMaps(c.topo.Spec.ControlPlane.Metadata.Annotations, c.class.Spec.ControlPlane.Metadata.Annotations)
 	return labels, annotations
 }
@@ -70,11 +72,11 @@ func (c *computation) controlPlaneMetadata() (map[string]string, map[string]stri
 func (c *computation) workerMetadata(topo v1alpha2.ObjectMeta, class v1alpha2.ObjectMeta, nameLabel, name string) (map[string]string, map[string]string) {
 	annotations := mergeMaps(topo.Annotations, class.Annotations)
 	// The upgrade sequencing annotations steer the agent; they are not for the pool.
-	delete(annotations, contract.HoldUpgradeSequenceAnnotation)
-	delete(annotations, contract.DeferUpgradeAnnotation)
+	delete(annotations, clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation)
+	delete(annotations, clusterv1.ClusterTopologyDeferUpgradeAnnotation)
 	labels := mergeMaps(topo.Labels, class.Labels)
-	labels[contract.ClusterNameLabel] = c.cluster
-	labels[contract.TopologyOwnedLabel] = ""
+	labels[clusterv1.ClusterNameLabel] = c.cluster
+	labels[clusterv1.ClusterTopologyOwnedLabel] = ""
 	labels[nameLabel] = name
 	return labels, annotations
 }
@@ -82,15 +84,15 @@ func (c *computation) workerMetadata(topo v1alpha2.ObjectMeta, class v1alpha2.Ob
 func (c *computation) clusterLabels() (map[string]string, map[string]string) {
 	if c.in.Dialect == contract.DialectUpstream {
 		labels := mergeMaps(c.current.Cluster.GetLabels())
-		labels[contract.ClusterNameLabel] = c.cluster
-		labels[contract.TopologyOwnedLabel] = ""
+		labels[clusterv1.ClusterNameLabel] = c.cluster
+		labels[clusterv1.ClusterTopologyOwnedLabel] = ""
 		return labels, c.current.Cluster.GetAnnotations()
 	}
 	labels := mergeMaps(c.topo.Labels)
-	labels[contract.ClusterNameLabel] = c.cluster
-	labels[contract.TopologyOwnedLabel] = ""
+	labels[clusterv1.ClusterNameLabel] = c.cluster
+	labels[clusterv1.ClusterTopologyOwnedLabel] = ""
 	annotations := mergeMaps(c.topo.Annotations)
-	delete(annotations, contract.LastAppliedAnnotation)
+	delete(annotations, corev1.LastAppliedConfigAnnotation)
 	// The agent's own marks are about the Topology, not for its Cluster:
 	// that it made the Cluster, and the lifecycle hooks' bookkeeping.
 	delete(annotations, v1alpha2.ClusterMadeAnnotation)
@@ -128,8 +130,8 @@ func (c *computation) applyPatches(ctx context.Context) error {
 	cpLabels, cpAnnotations := c.controlPlaneMetadata()
 	cpObjLabels := mergeMaps(cpLabels, templateLabels(c.tmpl.controlPlane))
 	cpObjAnnotations := mergeMaps(cpAnnotations, templateAnnotations(c.tmpl.controlPlane))
-	cpObjAnnotations[contract.ClonedFromNameAnnotation] = c.tmpl.controlPlane.GetName()
-	cpObjAnnotations[contract.ClonedFromGroupKindAnnotation] = contract.GroupKindOf(c.tmpl.controlPlane.GetAPIVersion(), c.tmpl.controlPlane.GetKind())
+	cpObjAnnotations[clusterv1.TemplateClonedFromNameAnnotation] = c.tmpl.controlPlane.GetName()
+	cpObjAnnotations[clusterv1.TemplateClonedFromGroupKindAnnotation] = contract.GroupKindOf(c.tmpl.controlPlane.GetAPIVersion(), c.tmpl.controlPlane.GetKind())
 	cpb := &patches.ControlPlaneBuiltins{
 		Version:  c.sequence.ControlPlane.Version,
 		Name:     c.plan.controlPlane,
@@ -298,8 +300,8 @@ func (c *computation) objectFromTemplate(original, patched *unstructured.Unstruc
 	obj.SetName(name)
 	obj.SetNamespace(c.ns)
 	a := mergeMaps(annotations, obj.GetAnnotations())
-	a[contract.ClonedFromNameAnnotation] = original.GetName()
-	a[contract.ClonedFromGroupKindAnnotation] = contract.GroupKindOf(original.GetAPIVersion(), original.GetKind())
+	a[clusterv1.TemplateClonedFromNameAnnotation] = original.GetName()
+	a[clusterv1.TemplateClonedFromGroupKindAnnotation] = contract.GroupKindOf(original.GetAPIVersion(), original.GetKind())
 	obj.SetAnnotations(a)
 	obj.SetLabels(c.topologyLabels(obj.GetLabels(), labels))
 	return obj
@@ -309,8 +311,8 @@ func (c *computation) objectFromTemplate(original, patched *unstructured.Unstruc
 // the labels an object copied from its template.
 func (c *computation) topologyLabels(copied, extra map[string]string) map[string]string {
 	l := mergeMaps(extra, copied)
-	l[contract.ClusterNameLabel] = c.cluster
-	l[contract.TopologyOwnedLabel] = ""
+	l[clusterv1.ClusterNameLabel] = c.cluster
+	l[clusterv1.ClusterTopologyOwnedLabel] = ""
 	return l
 }
 
@@ -324,9 +326,9 @@ func (c *computation) templateFromTemplate(original, patched *unstructured.Unstr
 	}
 	obj.SetLabels(c.topologyLabels(obj.GetLabels(), extraLabels))
 	a := mergeMaps(obj.GetAnnotations())
-	a[contract.ClonedFromNameAnnotation] = original.GetName()
-	a[contract.ClonedFromGroupKindAnnotation] = contract.GroupKindOf(original.GetAPIVersion(), original.GetKind())
-	delete(a, contract.LastAppliedAnnotation)
+	a[clusterv1.TemplateClonedFromNameAnnotation] = original.GetName()
+	a[clusterv1.TemplateClonedFromGroupKindAnnotation] = contract.GroupKindOf(original.GetAPIVersion(), original.GetKind())
+	delete(a, corev1.LastAppliedConfigAnnotation)
 	// A template read in an older version than the stored one carries its
 	// own conversion data; on the clone it would restore the template's
 	// fields, not the clone's, and differ from what the clone reads back.
@@ -465,7 +467,7 @@ func (c *computation) computeControlPlane(context.Context) error {
 
 	if c.tmpl.cpMachineInfra != nil {
 		if mhc, ok := controlPlaneHealthCheck(cs.HealthCheck, tp.HealthCheck); ok {
-			c.desired.ControlPlane.MachineHealthCheck = c.machineHealthCheck(obj.GetName(), map[string]string{contract.ControlPlaneMachineLabel: "", contract.TopologyOwnedLabel: ""}, mhc)
+			c.desired.ControlPlane.MachineHealthCheck = c.machineHealthCheck(obj.GetName(), map[string]string{clusterv1.MachineControlPlaneLabel: "", clusterv1.ClusterTopologyOwnedLabel: ""}, mhc)
 		}
 	}
 	return nil
@@ -480,7 +482,7 @@ func (c *computation) machineHealthCheck(name string, selector map[string]string
 	}}
 	obj.SetName(name)
 	obj.SetNamespace(c.ns)
-	obj.SetLabels(map[string]string{contract.ClusterNameLabel: c.cluster, contract.TopologyOwnedLabel: ""})
+	obj.SetLabels(map[string]string{clusterv1.ClusterNameLabel: c.cluster, clusterv1.ClusterTopologyOwnedLabel: ""})
 	c.setOwner(obj, c.owner)
 	return obj
 }
@@ -603,8 +605,8 @@ func (c *computation) markUpgradeStep(cluster *unstructured.Unstructured) {
 		done = !c.hooks.Pending.Has(lifecycle.AfterClusterUpgrade)
 	}
 	if done {
-		if _, ok := annotations[contract.UpgradeStepAnnotation]; ok {
-			delete(annotations, contract.UpgradeStepAnnotation)
+		if _, ok := annotations[clusterv1.ClusterTopologyUpgradeStepAnnotation]; ok {
+			delete(annotations, clusterv1.ClusterTopologyUpgradeStepAnnotation)
 			cluster.SetAnnotations(annotations)
 		}
 		return
@@ -612,7 +614,7 @@ func (c *computation) markUpgradeStep(cluster *unstructured.Unstructured) {
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[contract.UpgradeStepAnnotation] = c.sequence.ControlPlane.Version
+	annotations[clusterv1.ClusterTopologyUpgradeStepAnnotation] = c.sequence.ControlPlane.Version
 	cluster.SetAnnotations(annotations)
 }
 
@@ -622,7 +624,7 @@ func (c *computation) shimSecret() *unstructured.Unstructured {
 	if c.shim == nil {
 		return nil
 	}
-	s := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "type": contract.ClusterShimSecretType}}
+	s := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "type": string(clusterv1.ClusterSecretType)}}
 	s.SetName(c.shim.Name)
 	s.SetNamespace(c.ns)
 	c.setOwner(s, c.owner)
@@ -734,7 +736,7 @@ func (c *computation) computePools(context.Context) error {
 		ws.Object = obj
 		if p.isDeployment() {
 			if mhc, ok := machineDeploymentHealthCheck(p.mdc.HealthCheck, p.md.HealthCheck); ok {
-				ws.MachineHealthCheck = c.machineHealthCheck(p.names.object, map[string]string{contract.MachineDeploymentNameLabel: p.name(), contract.TopologyOwnedLabel: ""}, mhc)
+				ws.MachineHealthCheck = c.machineHealthCheck(p.names.object, map[string]string{clusterv1.ClusterTopologyMachineDeploymentNameLabel: p.name(), clusterv1.ClusterTopologyOwnedLabel: ""}, mhc)
 			}
 			c.desired.MachineDeployments[p.name()] = ws
 		} else {
@@ -748,7 +750,7 @@ func (c *computation) computePools(context.Context) error {
 // strategy, failure domain and readiness gates.
 func (c *computation) deploymentSpec(p *pool, spec, machineSpec map[string]any) {
 	spec["selector"] = map[string]any{"matchLabels": map[string]any{
-		contract.ClusterNameLabel: c.cluster, contract.TopologyOwnedLabel: "", contract.MachineDeploymentNameLabel: p.name(),
+		clusterv1.ClusterNameLabel: c.cluster, clusterv1.ClusterTopologyOwnedLabel: "", clusterv1.ClusterTopologyMachineDeploymentNameLabel: p.name(),
 	}}
 	if c.core().IsV1Beta2() {
 		p.rolloutV1Beta2(spec)

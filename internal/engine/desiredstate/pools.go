@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
@@ -82,9 +83,9 @@ func (p *pool) kind() string {
 // nameLabel is the label carrying the pool's topology name on its objects.
 func (p *pool) nameLabel() string {
 	if p.md != nil {
-		return contract.MachineDeploymentNameLabel
+		return clusterv1.ClusterTopologyMachineDeploymentNameLabel
 	}
-	return contract.MachinePoolNameLabel
+	return clusterv1.ClusterTopologyMachinePoolNameLabel
 }
 
 // classPath is the path of the pool's class in the TopologyClass.

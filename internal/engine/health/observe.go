@@ -2,6 +2,7 @@ package health
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
@@ -146,7 +147,7 @@ func WithMachines(o *upgrade.Observed, s *contract.State, machines []*unstructur
 	if cp := s.ControlPlane.Object; cp != nil {
 		var mine []*unstructured.Unstructured
 		for _, m := range machines {
-			if _, ok := m.GetLabels()[contract.ControlPlaneMachineLabel]; ok {
+			if _, ok := m.GetLabels()[clusterv1.MachineControlPlaneLabel]; ok {
 				mine = append(mine, m)
 			}
 		}

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -205,11 +205,11 @@ func validateReadinessGates(gates []v1alpha2.MachineReadinessGate, p *field.Path
 // validateUpgradeConcurrency checks the upgrade-concurrency annotation: a
 // positive integer, as upstream's webhook requires.
 func validateUpgradeConcurrency(annotations map[string]string) field.ErrorList {
-	v, ok := annotations[contract.UpgradeConcurrencyAnnotation]
+	v, ok := annotations[clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation]
 	if !ok {
 		return nil
 	}
-	p := field.NewPath("metadata", "annotations").Key(contract.UpgradeConcurrencyAnnotation)
+	p := field.NewPath("metadata", "annotations").Key(clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation)
 	n, err := strconv.Atoi(v)
 	switch {
 	case err != nil:

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/variables"
@@ -319,10 +319,10 @@ func TestValidateTopology(t *testing.T) {
 			t.Spec.Workers.MachineDeployments[0].Rollout.Strategy.RollingUpdate.MaxSurge = ptr(intstr.FromString("abc"))
 		}, "spec.workers.machineDeployments[0].rollout.strategy.rollingUpdate.maxSurge", "integer or a percentage"},
 		{"upgrade concurrency not a number", func(t *v1alpha2.Topology) {
-			t.Annotations = map[string]string{contract.UpgradeConcurrencyAnnotation: "abc"}
+			t.Annotations = map[string]string{clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation: "abc"}
 		}, "metadata.annotations[topology.cluster.x-k8s.io/upgrade-concurrency]", "positive integer"},
 		{"upgrade concurrency zero", func(t *v1alpha2.Topology) {
-			t.Annotations = map[string]string{contract.UpgradeConcurrencyAnnotation: "0"}
+			t.Annotations = map[string]string{clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation: "0"}
 		}, "metadata.annotations[topology.cluster.x-k8s.io/upgrade-concurrency]", "at least 1"},
 	}
 	for _, tc := range cases {

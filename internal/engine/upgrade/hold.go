@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -35,13 +36,13 @@ func Hold(t *v1alpha2.Topology, cluster *unstructured.Unstructured) (reason, mes
 		return "", ""
 	}
 	paused, _, _ := unstructured.NestedBool(cluster.Object, "spec", "paused")
-	_, annotated := cluster.GetAnnotations()[contract.PausedAnnotation]
+	_, annotated := cluster.GetAnnotations()[clusterv1.PausedAnnotation]
 	if !paused && !annotated {
 		return "", ""
 	}
 	how := "spec.paused"
 	if !paused {
-		how = "annotation " + contract.PausedAnnotation
+		how = "annotation " + clusterv1.PausedAnnotation
 	}
 	return HoldClusterPaused, fmt.Sprintf("Cluster %s is paused (%s), as clusterctl move pauses it while it moves it: nothing is changed until it is unpaused", cluster.GetName(), how)
 }

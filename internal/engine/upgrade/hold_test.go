@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
@@ -35,7 +36,7 @@ func TestHold(t *testing.T) {
 		{"a running Cluster", topo(made), cluster(false, nil), "", ""},
 		{"no Cluster yet", topo(nil), nil, "", ""},
 		{"spec.paused", topo(made), cluster(true, nil), upgrade.HoldClusterPaused, "Cluster dev is paused (spec.paused)"},
-		{"the paused annotation", topo(made), cluster(false, map[string]string{contract.PausedAnnotation: ""}), upgrade.HoldClusterPaused, "annotation cluster.x-k8s.io/paused"},
+		{"the paused annotation", topo(made), cluster(false, map[string]string{clusterv1.PausedAnnotation: ""}), upgrade.HoldClusterPaused, "annotation cluster.x-k8s.io/paused"},
 		{"a Cluster made and gone", topo(made), nil, upgrade.HoldClusterMissing, "remove the annotation " + v1alpha2.ClusterMadeAnnotation},
 		{"deleted for a move", topo(map[string]string{contract.DeleteForMoveAnnotation: ""}), nil, upgrade.HoldClusterPaused, "clusterctl move is deleting this copy"},
 	} {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -132,15 +132,15 @@ func (p *UpgradePlan) workerBatches(t *v1alpha2.Topology, replicas func(*int32, 
 	var batch []UpgradePart
 	held := false
 	for _, md := range t.Spec.Workers.MachineDeployments {
-		_, hold := md.Metadata.Annotations[contract.HoldUpgradeSequenceAnnotation]
-		_, deferred := md.Metadata.Annotations[contract.DeferUpgradeAnnotation]
+		_, hold := md.Metadata.Annotations[clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation]
+		_, deferred := md.Metadata.Annotations[clusterv1.ClusterTopologyDeferUpgradeAnnotation]
 		held = held || hold
 		switch {
 		case deferred:
-			p.NotUpgraded = append(p.NotUpgraded, fmt.Sprintf("%s is deferred (%s): it stays at %s", md.Name, contract.DeferUpgradeAnnotation, t.Spec.Version))
+			p.NotUpgraded = append(p.NotUpgraded, fmt.Sprintf("%s is deferred (%s): it stays at %s", md.Name, clusterv1.ClusterTopologyDeferUpgradeAnnotation, t.Spec.Version))
 			continue
 		case held:
-			p.NotUpgraded = append(p.NotUpgraded, fmt.Sprintf("%s is held (%s): it waits until the annotation is removed", md.Name, contract.HoldUpgradeSequenceAnnotation))
+			p.NotUpgraded = append(p.NotUpgraded, fmt.Sprintf("%s is held (%s): it waits until the annotation is removed", md.Name, clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation))
 			continue
 		}
 		part := UpgradePart{Kind: "MachineDeployment", Name: md.Name, Class: md.Class, MachinesReplaced: replicas(md.Replicas, status["md/"+md.Name])}

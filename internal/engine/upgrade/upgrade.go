@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -92,7 +92,7 @@ const ControlPlaneName = "control-plane"
 
 // UpgradeConcurrency reads the upgrade-concurrency annotation; 1 when unset or invalid.
 func UpgradeConcurrency(t *v1alpha2.Topology) int {
-	if v, ok := t.Annotations[contract.UpgradeConcurrencyAnnotation]; ok {
+	if v, ok := t.Annotations[clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation]; ok {
 		if n, err := strconv.Atoi(v); err == nil && n >= 1 {
 			return n
 		}
@@ -282,8 +282,8 @@ func nextOr(plan []string, def string) string {
 // sequencePool decides for one pool; held reports whether it carries the hold
 // annotation, which also holds every pool after it.
 func sequencePool(name, desired string, o PartObserved, annotations map[string]string, holdBefore bool, r *Sequence, upgrading *[]string) (Decision, bool) {
-	_, hold := annotations[contract.HoldUpgradeSequenceAnnotation]
-	_, deferred := annotations[contract.DeferUpgradeAnnotation]
+	_, hold := annotations[clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation]
+	_, deferred := annotations[clusterv1.ClusterTopologyDeferUpgradeAnnotation]
 	d := Decision{Name: name, Version: desired}
 	if !o.Exists {
 		d.Phase, d.Reason = v1alpha2.PhaseCreating, "being created"
@@ -309,11 +309,11 @@ func sequencePool(name, desired string, o PartObserved, annotations map[string]s
 	next := nextOr(r.Plan.Workers, desired)
 	switch {
 	case deferred:
-		d.Phase, d.Reason = v1alpha2.PhaseDeferred, fmt.Sprintf("upgrade deferred by the %s annotation", contract.DeferUpgradeAnnotation)
+		d.Phase, d.Reason = v1alpha2.PhaseDeferred, fmt.Sprintf("upgrade deferred by the %s annotation", clusterv1.ClusterTopologyDeferUpgradeAnnotation)
 	case hold:
-		d.Phase, d.Reason = v1alpha2.PhaseHeld, fmt.Sprintf("upgrade held by the %s annotation", contract.HoldUpgradeSequenceAnnotation)
+		d.Phase, d.Reason = v1alpha2.PhaseHeld, fmt.Sprintf("upgrade held by the %s annotation", clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation)
 	case holdBefore:
-		d.Phase, d.Reason = v1alpha2.PhaseHeld, fmt.Sprintf("upgrade held: an earlier pool carries the %s annotation", contract.HoldUpgradeSequenceAnnotation)
+		d.Phase, d.Reason = v1alpha2.PhaseHeld, fmt.Sprintf("upgrade held: an earlier pool carries the %s annotation", clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation)
 	case r.gate.Workers != "":
 		d.Phase, d.Reason = v1alpha2.PhasePending, "upgrade held: "+r.gate.Workers
 	case len(*upgrading) >= r.Concurrency:

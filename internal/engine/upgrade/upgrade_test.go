@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -49,11 +49,11 @@ func TestSequence(t *testing.T) {
 			want{v1alpha2.PhaseUpgrading, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhasePending}, []string{"v1.32.0"}}},
 		{"one MD at a time", topologyWith("v1.33.0", nil, md("a", nil), md("b", nil), md("c", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
 			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhaseUpgrading, v1alpha2.PhasePending, v1alpha2.PhasePending}, []string{"v1.33.0", "v1.32.0", "v1.32.0"}}},
-		{"concurrency 2", topologyWith("v1.33.0", map[string]string{contract.UpgradeConcurrencyAnnotation: "2"}, md("a", nil), md("b", nil), md("c", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
+		{"concurrency 2", topologyWith("v1.33.0", map[string]string{clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation: "2"}, md("a", nil), md("b", nil), md("c", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
 			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhaseUpgrading, v1alpha2.PhaseUpgrading, v1alpha2.PhasePending}, []string{"v1.33.0", "v1.33.0", "v1.32.0"}}},
-		{"defer skips one", topologyWith("v1.33.0", nil, md("a", map[string]string{contract.DeferUpgradeAnnotation: ""}), md("b", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
+		{"defer skips one", topologyWith("v1.33.0", nil, md("a", map[string]string{clusterv1.ClusterTopologyDeferUpgradeAnnotation: ""}), md("b", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
 			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhaseDeferred, v1alpha2.PhaseUpgrading}, []string{"v1.32.0", "v1.33.0"}}},
-		{"hold stops the rest", topologyWith("v1.33.0", map[string]string{contract.UpgradeConcurrencyAnnotation: "5"}, md("a", nil), md("b", map[string]string{contract.HoldUpgradeSequenceAnnotation: ""}), md("c", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
+		{"hold stops the rest", topologyWith("v1.33.0", map[string]string{clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation: "5"}, md("a", nil), md("b", map[string]string{clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation: ""}), md("c", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: atOld()},
 			want{v1alpha2.PhaseUpToDate, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhaseUpgrading, v1alpha2.PhaseHeld, v1alpha2.PhaseHeld}, []string{"v1.33.0", "v1.32.0", "v1.32.0"}}},
 		{"MD mid-upgrade blocks the control plane", topologyWith("v1.34.0", nil, md("a", nil)), &Observed{ControlPlane: stableCP("v1.33.0"), MachineDeployments: map[string]PartObserved{"a": {Exists: true, SpecVersion: "v1.33.0", Upgrading: true}}},
 			want{v1alpha2.PhasePending, "v1.33.0", []v1alpha2.PartPhase{v1alpha2.PhasePending}, []string{"v1.33.0"}}},

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/blang/semver/v4"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -21,6 +21,6 @@ func ParseVersion(v string) (semver.Version, error) {
 
 // UnsafeVersionChange tells whether a topology opts out of the version rules.
 func UnsafeVersionChange(t *v1alpha2.Topology) bool {
-	_, ok := t.Annotations[contract.UnsafeVersionCheckAnnotation]
+	_, ok := t.Annotations[clusterv1.ClusterTopologyUnsafeUpdateVersionAnnotation]
 	return ok
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -54,14 +54,14 @@ func TestPlanVersions(t *testing.T) {
 // TestPlanVersionsForUnsafe: the unsafe annotation moves a topology to its
 // version in one step, however far, where the plan would refuse it.
 func TestPlanVersionsForUnsafe(t *testing.T) {
-	topo := topologyWith("v1.35.0", map[string]string{contract.UnsafeVersionCheckAnnotation: ""}, md("a", nil))
+	topo := topologyWith("v1.35.0", map[string]string{clusterv1.ClusterTopologyUnsafeUpdateVersionAnnotation: ""}, md("a", nil))
 	obs := &Observed{ControlPlane: PartObserved{Exists: true, SpecVersion: "v1.33.1", StatusVersion: "v1.33.1"},
 		MachineDeployments: map[string]PartObserved{"a": {Exists: true, SpecVersion: "v1.33.1"}}}
 	plan, err := PlanVersionsFor(context.Background(), nil, topo, obs, nil, nil)
 	if err != nil || !slices.Equal(plan.ControlPlane, []string{"v1.35.0"}) || !slices.Equal(plan.Workers, []string{"v1.35.0"}) {
 		t.Errorf("unsafe: plan %+v, %v; want one step to v1.35.0", plan, err)
 	}
-	delete(topo.Annotations, contract.UnsafeVersionCheckAnnotation)
+	delete(topo.Annotations, clusterv1.ClusterTopologyUnsafeUpdateVersionAnnotation)
 	if _, err := PlanVersionsFor(context.Background(), nil, topo, obs, nil, nil); err == nil {
 		t.Error("without the annotation a two-minor jump was planned")
 	}

@@ -36,6 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/util/retry"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
@@ -208,7 +209,7 @@ func Compare(ctx context.Context, env Env, dir string) (Result, error) {
 			if err != nil {
 				return false, nil //nolint:nilerr // asked again until the timeout
 			}
-			_, marked := cluster.GetAnnotations()[contract.UpgradeStepAnnotation]
+			_, marked := cluster.GetAnnotations()[clusterv1.ClusterTopologyUpgradeStepAnnotation]
 			return !marked, nil
 		}); err != nil {
 			return res, fmt.Errorf("%s still owes lifecycle hooks after the upgrade: %w", s.label, err)
