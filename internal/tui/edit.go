@@ -50,60 +50,53 @@ type Inputs struct {
 // preview below, recomputed with the engine on every keystroke. The user's
 // Topology is a draft of the server's; the form is rebuilt from it.
 type EditModel struct {
-	in       Inputs
-	catalog  *variables.Catalog
-	common   *common.Common
-	checks   *checks.Model
-	preview  *preview.Model
-	bar      *statusbar.Model
-	apply    Applier
+	in      Inputs
+	catalog *variables.Catalog
+	common  *common.Common
+	form    *form.Model
+	checks  *checks.Model
+	preview *preview.Model
+	bar     *statusbar.Model
+	apply   Applier
+	// readOnly opens the editor to look, not to change.
 	readOnly bool
+	// server is the Topology as stored, to tell what the draft changes.
+	server baseline
+	// work is the draft and the user's edits of it.
+	work edits
+	// mode is what keys do now, overlay what the overlay modes show.
+	mode    mode
+	overlay overlay
+	// compute runs the checks and preview of the draft; see editcompute.go.
+	compute computation
+	// Applied is true once an apply succeeded.
+	Applied bool
+}
 
-	draft    *v1alpha2.Topology
-	form     *form.Model
-	original map[string]form.Field
-	// originalSettings are the server's settings, to tell what the draft changes.
-	originalSettings map[string]draft.Setting
+// baseline is what the server holds, as the form and the settings show it.
+type baseline struct {
+	fields   map[string]form.Field
+	settings map[string]draft.Setting
+}
+
+// edits is the draft and what the user did to it.
+type edits struct {
+	topology *v1alpha2.Topology
+	changed  []draft.Change
 	// focus, when set, is the key of the field the next refresh selects:
 	// what the user just added.
-	focus   string
+	focus string
+	// buffers hold what is typed into fields and not yet parsed.
 	buffers map[string]string
-	// mode is what keys do now; picker and prompt are the overlays of their
-	// modes, onPick and onAnswer what their answer does.
-	mode     mode
+}
+
+// overlay is the picker or prompt open over the preview (modes picking and
+// prompting), with what its answer does.
+type overlay struct {
 	picker   *picker.Model
 	onPick   func(i int)
 	prompt   *prompt.Model
 	onAnswer func(string)
-
-	changed  []draft.Change
-	applying bool
-	quitting bool
-
-	// ctx bounds the background computations; see editcompute.go.
-	ctx context.Context
-	// gen is the draft's generation; shownGen the one the checks and preview
-	// shown are of; dueGen the newest whose debounce passed; startedGen the
-	// one computing or computed last.
-	gen, shownGen, dueGen, startedGen int
-	// dirty is set when the draft changed and its checks are not scheduled.
-	dirty    bool
-	running  bool
-	cancel   context.CancelFunc
-	debounce time.Duration
-	spinner  spinner.Model
-	spinning bool
-	// Applied is true once an apply succeeded.
-	Applied bool
-	// Now is the clock health durations are read against.
-	Now func() time.Time
-}
-
-func (m *EditModel) now() time.Time {
-	if m.Now == nil {
-		return time.Now()
-	}
-	return m.Now()
 }
 
 // NewEditModel opens the editor on in; apply writes the result.
@@ -113,7 +106,7 @@ func NewEditModel(ctx context.Context, in Inputs, apply Applier, readOnly bool) 
 		return nil, err
 	}
 	m := &EditModel{in: in, catalog: cat, common: common.New(), apply: apply, readOnly: readOnly,
-		ctx: ctx, debounce: defaultDebounce, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
+		compute: computation{ctx: ctx, now: time.Now, debounce: defaultDebounce, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}}
 	m.form = form.New(m.common)
 	m.checks, m.preview, m.bar = checks.New(m.common), preview.New(m.common), statusbar.New(m.common)
 	m.reset(in.Topology)
@@ -124,16 +117,16 @@ func NewEditModel(ctx context.Context, in Inputs, apply Applier, readOnly bool) 
 // reset makes t the server's Topology and a fresh draft of it.
 func (m *EditModel) reset(t *v1alpha2.Topology) {
 	m.in.Topology = t
-	m.draft = t.DeepCopy()
-	m.buffers = map[string]string{}
+	m.work.topology = t.DeepCopy()
+	m.work.buffers = map[string]string{}
 	m.setOriginal()
 }
 
 func (m *EditModel) setOriginal() {
-	m.originalSettings = draft.Settings(m.in.Topology)
-	m.original = map[string]form.Field{}
+	m.server.settings = draft.Settings(m.in.Topology)
+	m.server.fields = map[string]form.Field{}
 	for _, f := range form.Build(m.in.Topology, m.in.Class) {
-		m.original[f.Key] = f
+		m.server.fields[f.Key] = f
 	}
 }
 
@@ -141,8 +134,8 @@ func (m *EditModel) setOriginal() {
 func (m *EditModel) SetSize(w, h int) {
 	m.common.SetSize(w, h)
 	m.bar.SetSize(w, h)
-	if m.prompt != nil {
-		m.prompt.SetSize(w, h)
+	if m.overlay.prompt != nil {
+		m.overlay.prompt.SetSize(w, h)
 	}
 }
 
@@ -166,39 +159,44 @@ const (
 	applyWhenChecked
 	// quitAsking: quitting waits for y or n before unsaved edits are thrown away.
 	quitAsking
+	// applying: the draft is being written; keys still edit, but neither
+	// apply nor quit-with-questions starts.
+	applying
+	// quitting: the editor is closing and shows nothing more.
+	quitting
 )
 
 // openPicker shows p over the preview; onPick takes the entry picked.
 func (m *EditModel) openPicker(p *picker.Model, onPick func(i int)) {
-	m.mode, m.picker, m.onPick = picking, p, onPick
+	m.mode, m.overlay.picker, m.overlay.onPick = picking, p, onPick
 }
 
 // openPrompt shows p over the preview; onAnswer takes the checked text.
 func (m *EditModel) openPrompt(p *prompt.Model, onAnswer func(string)) {
 	p.SetSize(m.common.Width, m.common.Height)
-	m.mode, m.prompt, m.onAnswer = prompting, p, onAnswer
+	m.mode, m.overlay.prompt, m.overlay.onAnswer = prompting, p, onAnswer
 }
 
 // closeOverlay goes back to editing.
 func (m *EditModel) closeOverlay() {
-	m.mode, m.picker, m.onPick, m.prompt, m.onAnswer = editing, nil, nil, nil, nil
+	m.mode, m.overlay.picker, m.overlay.onPick, m.overlay.prompt, m.overlay.onAnswer = editing, nil, nil, nil, nil
 }
 
 // refresh rebuilds the form from the draft, keeping what is typed and where
 // the cursor is, and recomputes every check and the preview.
 func (m *EditModel) refresh() {
-	selected := m.focus
+	selected := m.work.focus
 	if selected == "" && len(m.form.Fields) > 0 {
 		selected = m.form.Fields[m.form.Cursor].Key
 	}
-	m.focus = ""
-	m.form.Fields = form.Build(m.draft, m.in.Class)
+	m.work.focus = ""
+	m.form.Fields = form.Build(m.work.topology, m.in.Class)
 	for i := range m.form.Fields {
 		f := &m.form.Fields[i]
-		if o, ok := m.original[f.Key]; ok {
+		if o, ok := m.server.fields[f.Key]; ok {
 			f.Original, f.OriginalPresent = o.Value, o.Present
 		}
-		if buf, ok := m.buffers[f.Key]; ok {
+		if buf, ok := m.work.buffers[f.Key]; ok {
 			f.Value, f.Present = buf, buf != ""
 		}
 		if f.Key == selected {
@@ -211,9 +209,9 @@ func (m *EditModel) refresh() {
 
 // forget drops what was typed into a field and everything under it.
 func (m *EditModel) forget(key string) {
-	for k := range m.buffers {
+	for k := range m.work.buffers {
 		if k == key || strings.HasPrefix(k, key+".") || strings.HasPrefix(k, key+"[") {
-			delete(m.buffers, k)
+			delete(m.work.buffers, k)
 		}
 	}
 }
@@ -223,9 +221,9 @@ func (m *EditModel) write(f *form.Field, value any, present bool) error {
 	switch f.Role {
 	case form.RoleVersion:
 		s, _ := value.(string)
-		m.draft.Spec.Version = s
+		m.work.topology.Spec.Version = s
 	case form.RoleReplicas:
-		p := draft.Replicas(m.draft, f.Scope)
+		p := draft.Replicas(m.work.topology, f.Scope)
 		if p == nil {
 			return fmt.Errorf("%s does not exist", f.Scope.Label())
 		}
@@ -239,7 +237,7 @@ func (m *EditModel) write(f *form.Field, value any, present bool) error {
 			*p = &v
 		}
 	case form.RoleVariable:
-		return draft.SetVariable(m.draft, f.Scope, f.Variable, f.Sub, value, present)
+		return draft.SetVariable(m.work.topology, f.Scope, f.Variable, f.Sub, value, present)
 	}
 	return nil
 }
@@ -253,7 +251,7 @@ func (m *EditModel) typeInto(text string) {
 		_ = m.write(f, text, true)
 		f.Present = true
 	case form.KindNumber, form.KindJSON:
-		m.buffers[f.Key] = text
+		m.work.buffers[f.Key] = text
 		f.Present = text != ""
 		if v, ok, err := f.Parse(text); err == nil {
 			if err := m.write(f, v, ok); err != nil {
@@ -270,28 +268,28 @@ func (m *EditModel) typeInto(text string) {
 // preview in the background (see editcompute.go), so that typing never waits
 // for them.
 func (m *EditModel) recompute() {
-	m.gen++
+	m.compute.gen++
 	m.form.Errs = map[int][]string{}
-	m.changed = draft.Diff(m.originalSettings, draft.Settings(m.draft))
+	m.work.changed = draft.Diff(m.server.settings, draft.Settings(m.work.topology))
 	for i, f := range m.form.Fields {
-		if buf, ok := m.buffers[f.Key]; ok {
+		if buf, ok := m.work.buffers[f.Key]; ok {
 			if _, _, err := f.Parse(buf); err != nil {
 				m.form.Errs[i] = append(m.form.Errs[i], err.Error())
 			}
 		}
 	}
 	if len(m.form.Errs) == 0 {
-		if _, err := upgrade.ParseVersion(m.draft.Spec.Version); err != nil {
+		if _, err := upgrade.ParseVersion(m.work.topology.Spec.Version); err != nil {
 			m.form.Errs[0] = append(m.form.Errs[0], "must be a Kubernetes version such as v1.34.0")
 		}
 	}
 	if len(m.form.Errs) > 0 {
 		// Nothing for the engine to look at: the preview is of nothing. With
 		// the form in error no apply can start, so show returns no command.
-		_ = m.show(m.gen, findings{})
+		_ = m.show(m.compute.gen, findings{})
 		return
 	}
-	m.dirty = true
+	m.compute.dirty = true
 }
 
 // attach puts an engine error on the field whose path it names most closely.
@@ -316,7 +314,7 @@ func (m *EditModel) attach(path, msg string) {
 // canApply reports whether apply is allowed: something changed, the checks
 // are of the draft as it is, and nothing is red.
 func (m *EditModel) canApply() bool {
-	return !m.readOnly && !m.busy() && len(m.changed) > 0 && len(m.form.Errs) == 0 && len(m.checks.Problems) == 0
+	return !m.readOnly && !m.busy() && len(m.work.changed) > 0 && len(m.form.Errs) == 0 && len(m.checks.Problems) == 0
 }
 
 // Init implements tea.Model: the first checks and preview.
@@ -350,7 +348,9 @@ func (m *EditModel) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.SetSize(msg.Width, msg.Height)
 		return m, nil
 	case appliedMsg:
-		m.applying = false
+		if m.mode == applying {
+			m.mode = editing
+		}
 		var conflict *draft.ConflictError
 		switch {
 		case errors.As(msg.err, &conflict):
@@ -375,7 +375,7 @@ func (m *EditModel) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // onMouse selects the row clicked and scrolls with the wheel.
 func (m *EditModel) onMouse(msg tea.MouseMsg) {
-	if msg.Action != tea.MouseActionPress || m.mode != editing {
+	if msg.Action != tea.MouseActionPress || (m.mode != editing && m.mode != applying) {
 		return
 	}
 	switch msg.Button {
@@ -392,7 +392,7 @@ func (m *EditModel) onMouse(msg tea.MouseMsg) {
 
 func (m *EditModel) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if key.Matches(msg, m.common.Keys.QuitNow) {
-		m.quitting = true
+		m.mode = quitting
 		return m, tea.Quit
 	}
 	switch m.mode {
@@ -408,11 +408,11 @@ func (m *EditModel) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	switch {
-	case key.Matches(msg, m.common.Keys.Quit) && len(m.changed) > 0 && !m.readOnly && !m.applying:
+	case key.Matches(msg, m.common.Keys.Quit) && len(m.work.changed) > 0 && !m.readOnly && m.mode != applying:
 		m.mode = quitAsking
-		m.bar.Message = fmt.Sprintf("%d unsaved change(s): quit and discard them? y/n", len(m.changed))
+		m.bar.Message = fmt.Sprintf("%d unsaved change(s): quit and discard them? y/n", len(m.work.changed))
 	case key.Matches(msg, m.common.Keys.Quit):
-		m.quitting = true
+		m.mode = quitting
 		return m, tea.Quit
 	case key.Matches(msg, m.common.Keys.Help):
 		m.bar.ToggleHelp()
@@ -436,7 +436,9 @@ func (m *EditModel) onApply() {
 	switch {
 	case m.readOnly:
 		m.bar.Message = "read-only: nothing can be applied"
-	case m.busy() && len(m.changed) > 0:
+	case m.mode == applying:
+		m.bar.Message = "applying..."
+	case m.busy() && len(m.work.changed) > 0:
 		// Asked for as soon as the checks of the draft as it is are in. The
 		// question opens now, so a y typed at once answers it instead of
 		// going into the field.
@@ -445,7 +447,7 @@ func (m *EditModel) onApply() {
 	case m.canApply():
 		m.mode = confirming
 		m.bar.Message = ""
-	case len(m.changed) == 0:
+	case len(m.work.changed) == 0:
 		m.bar.Message = "nothing changed"
 	default:
 		m.bar.Message = "fix what is red first"
@@ -457,7 +459,7 @@ func (m *EditModel) onApply() {
 func (m *EditModel) onQuitKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch {
 	case key.Matches(msg, m.common.Keys.Yes), key.Matches(msg, m.common.Keys.Quit):
-		m.quitting = true
+		m.mode = quitting
 		return m, tea.Quit
 	case key.Matches(msg, m.common.Keys.No):
 		m.mode = editing
@@ -482,9 +484,9 @@ func (m *EditModel) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 
 // startApply applies the draft in the background.
 func (m *EditModel) startApply() tea.Cmd {
-	m.mode, m.applying = editing, true
+	m.mode = applying
 	m.bar.Message = "applying..."
-	orig, edited := m.in.Topology.DeepCopy(), m.draft.DeepCopy()
+	orig, edited := m.in.Topology.DeepCopy(), m.work.topology.DeepCopy()
 	apply := m.apply
 	return func() tea.Msg {
 		latest, err := apply(context.Background(), orig, edited)
@@ -493,9 +495,9 @@ func (m *EditModel) startApply() tea.Cmd {
 }
 
 func (m *EditModel) onPickerKey(msg tea.KeyMsg) {
-	switch m.picker.Update(msg) {
+	switch m.overlay.picker.Update(msg) {
 	case picker.Picked:
-		i, onPick := m.picker.Index, m.onPick
+		i, onPick := m.overlay.picker.Index, m.overlay.onPick
 		m.closeOverlay()
 		onPick(i) // may open the next question: a picked class asks for a name
 		m.refresh()
@@ -506,9 +508,9 @@ func (m *EditModel) onPickerKey(msg tea.KeyMsg) {
 }
 
 func (m *EditModel) onPromptKey(msg tea.KeyMsg) {
-	switch m.prompt.Update(msg) {
+	switch m.overlay.prompt.Update(msg) {
 	case prompt.Answered:
-		value, onAnswer := m.prompt.Value(), m.onAnswer
+		value, onAnswer := m.overlay.prompt.Value(), m.overlay.onAnswer
 		m.closeOverlay()
 		onAnswer(value)
 		m.refresh()

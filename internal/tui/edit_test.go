@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -117,7 +118,7 @@ func newModel(t *testing.T, in Inputs, srv *fakeServer) *EditModel {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.debounce = 0 // keystrokes here come one at a time; nothing to wait for
+	m.compute.debounce = 0 // keystrokes here come one at a time; nothing to wait for
 	settle(m, m.Init())
 	return m
 }
@@ -181,14 +182,14 @@ func pickOption(t *testing.T, m *EditModel, option string) {
 	if m.mode != picking {
 		t.Fatalf("no picker is open; message %q", m.bar.Message)
 	}
-	for range m.picker.Options() {
-		if m.picker.Selected() == option {
+	for range m.overlay.picker.Options() {
+		if m.overlay.picker.Selected() == option {
 			press(m, keyOf(tea.KeyEnter))
 			return
 		}
 		press(m, keyOf(tea.KeyDown))
 	}
-	t.Fatalf("picker %q has no option %q: %v", m.picker.Title(), option, m.picker.Options())
+	t.Fatalf("picker %q has no option %q: %v", m.overlay.picker.Title(), option, m.overlay.picker.Options())
 }
 
 func goTo(t *testing.T, m *EditModel, label string) {
@@ -539,7 +540,23 @@ func TestEscAsksBeforeDiscardingEdits(t *testing.T) {
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("quit and discard them? y/n")) }, teatest.WithDuration(5*time.Second))
 	tm.Type("y")
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*EditModel)
-	if !final.quitting || len(srv.applied) != 0 || final.draft.Spec.Version != "v1.34.0" {
-		t.Errorf("quitting %v, applied %d, draft version %s; want quit with the edit unapplied", final.quitting, len(srv.applied), final.draft.Spec.Version)
+	if final.mode != quitting || len(srv.applied) != 0 || final.work.topology.Spec.Version != "v1.34.0" {
+		t.Errorf("quitting %v, applied %d, draft version %s; want quit with the edit unapplied", final.mode == quitting, len(srv.applied), final.work.topology.Spec.Version)
+	}
+}
+
+// TestEditModelKeepsItsStateInComponents: the editor's own state stays
+// small; what belongs together (the draft's edits, the server's baseline,
+// the overlay, the background checks) lives in one field each, and what the
+// editor is doing is one mode, never a set of flags.
+func TestEditModelKeepsItsStateInComponents(t *testing.T) {
+	typ := reflect.TypeFor[EditModel]()
+	if n := typ.NumField(); n > 15 {
+		t.Errorf("EditModel has %d fields; keep it at 15 or fewer by giving related state a type of its own", n)
+	}
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.Type.Kind() == reflect.Bool && f.Name != "readOnly" && f.Name != "Applied" {
+			t.Errorf("EditModel.%s is a flag; say it as a mode", f.Name)
+		}
 	}
 }

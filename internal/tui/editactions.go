@@ -45,15 +45,15 @@ func (m *EditModel) add() {
 		c := choices[i]
 		m.openPrompt(prompt.New(m.common, "Name of the new "+c.kind, m.freePoolName(c.kind), m.checkPoolName), func(name string) {
 			one := int32(1)
-			if m.draft.Spec.Workers == nil {
-				m.draft.Spec.Workers = &v1alpha2.WorkersTopology{}
+			if m.work.topology.Spec.Workers == nil {
+				m.work.topology.Spec.Workers = &v1alpha2.WorkersTopology{}
 			}
 			if c.kind == draft.MachineDeployment {
-				m.draft.Spec.Workers.MachineDeployments = append(m.draft.Spec.Workers.MachineDeployments, v1alpha2.MachineDeploymentTopology{Name: name, Class: c.class, Replicas: &one})
+				m.work.topology.Spec.Workers.MachineDeployments = append(m.work.topology.Spec.Workers.MachineDeployments, v1alpha2.MachineDeploymentTopology{Name: name, Class: c.class, Replicas: &one})
 			} else {
-				m.draft.Spec.Workers.MachinePools = append(m.draft.Spec.Workers.MachinePools, v1alpha2.MachinePoolTopology{Name: name, Class: c.class, Replicas: &one})
+				m.work.topology.Spec.Workers.MachinePools = append(m.work.topology.Spec.Workers.MachinePools, v1alpha2.MachinePoolTopology{Name: name, Class: c.class, Replicas: &one})
 			}
-			m.focus = draft.Scope{Kind: c.kind, Name: name}.String() + " replicas"
+			m.work.focus = draft.Scope{Kind: c.kind, Name: name}.String() + " replicas"
 			m.bar.Message = fmt.Sprintf("added %s %s (%s); ctrl+x removes it", c.kind, name, c.class)
 		})
 	})
@@ -65,7 +65,7 @@ func (m *EditModel) checkPoolName(name string) error {
 	if errs := rules.PoolNameErrors(name); len(errs) > 0 {
 		return fmt.Errorf("%q %s", name, strings.Join(errs, "; "))
 	}
-	if m.draft.MachineDeployment(name) != nil || m.draft.MachinePool(name) != nil {
+	if m.work.topology.MachineDeployment(name) != nil || m.work.topology.MachinePool(name) != nil {
 		return fmt.Errorf("a pool named %s exists already", name)
 	}
 	return nil
@@ -74,22 +74,22 @@ func (m *EditModel) checkPoolName(name string) error {
 // addEntry appends an item to a list, or asks for the key of a new map entry.
 func (m *EditModel) addEntry(c *form.Field) {
 	if c.Kind == form.KindList {
-		v, _ := lookupVariable(m.draft, c)
+		v, _ := lookupVariable(m.work.topology, c)
 		items, _ := v.([]any)
 		n := len(items)
-		if err := draft.SetVariable(m.draft, c.Scope, c.Variable, form.AppendSub(c.Sub, n), form.ZeroValue(c.Schema.Items), true); err != nil {
+		if err := draft.SetVariable(m.work.topology, c.Scope, c.Variable, form.AppendSub(c.Sub, n), form.ZeroValue(c.Schema.Items), true); err != nil {
 			m.bar.Message = err.Error()
 			return
 		}
 		m.forget(c.Key)
-		m.focus = fmt.Sprintf("%s[%d]", c.Key, n)
+		m.work.focus = fmt.Sprintf("%s[%d]", c.Key, n)
 		m.bar.Message = fmt.Sprintf("added %s[%d]", c.Label, n)
 		m.refresh()
 		return
 	}
 	header := *c // the form is rebuilt before the prompt answers
 	m.openPrompt(prompt.New(m.common, "Key of the new entry in "+c.Label, "", func(k string) error {
-		entries, _ := lookupVariable(m.draft, &header)
+		entries, _ := lookupVariable(m.work.topology, &header)
 		if k == "" {
 			return fmt.Errorf("the key must not be empty")
 		}
@@ -98,12 +98,12 @@ func (m *EditModel) addEntry(c *form.Field) {
 		}
 		return nil
 	}), func(k string) {
-		if err := draft.SetVariable(m.draft, header.Scope, header.Variable, form.AppendSub(header.Sub, k), form.ZeroValue(header.Schema.AdditionalProperties), true); err != nil {
+		if err := draft.SetVariable(m.work.topology, header.Scope, header.Variable, form.AppendSub(header.Sub, k), form.ZeroValue(header.Schema.AdditionalProperties), true); err != nil {
 			m.bar.Message = err.Error()
 			return
 		}
 		m.forget(header.Key)
-		m.focus = header.Key + "." + k
+		m.work.focus = header.Key + "." + k
 		m.bar.Message = fmt.Sprintf("added %s to %s", k, header.Label)
 	})
 }
@@ -116,7 +116,7 @@ func (m *EditModel) freePoolName(kind string) string {
 	}
 	for i := 0; ; i++ {
 		name := fmt.Sprintf("%s%d", prefix, i)
-		if m.draft.MachineDeployment(name) == nil && m.draft.MachinePool(name) == nil {
+		if m.work.topology.MachineDeployment(name) == nil && m.work.topology.MachinePool(name) == nil {
 			return name
 		}
 	}
@@ -153,22 +153,22 @@ func (m *EditModel) remove(f *form.Field) {
 	switch {
 	case f.Entry:
 		parent := m.enclosingCollection()
-		if err := draft.SetVariable(m.draft, f.Scope, f.Variable, f.Sub, nil, false); err != nil {
+		if err := draft.SetVariable(m.work.topology, f.Scope, f.Variable, f.Sub, nil, false); err != nil {
 			m.bar.Message = err.Error()
 			return
 		}
 		m.forget(parent.Key)
 		m.bar.Message = fmt.Sprintf("removed %s from %s", f.Label, parent.Label)
 	case f.OverrideRoot:
-		_ = draft.SetVariable(m.draft, f.Scope, f.Variable, nil, nil, false)
+		_ = draft.SetVariable(m.work.topology, f.Scope, f.Variable, nil, nil, false)
 		m.forget(f.Key)
 		m.bar.Message = fmt.Sprintf("removed the override of %s for %s", f.Variable, f.Scope.Label())
 	case f.Role == form.RoleReplicas && f.Scope.Kind == draft.MachineDeployment:
-		m.draft.Spec.Workers.MachineDeployments = draft.RemoveMachineDeployment(m.draft.Spec.Workers.MachineDeployments, f.Scope.Name)
+		m.work.topology.Spec.Workers.MachineDeployments = draft.RemoveMachineDeployment(m.work.topology.Spec.Workers.MachineDeployments, f.Scope.Name)
 		m.forget(f.Scope.String())
 		m.bar.Message = fmt.Sprintf("removed MachineDeployment %s; its Machines will be deleted", f.Scope.Name)
 	case f.Role == form.RoleReplicas && f.Scope.Kind == draft.MachinePool:
-		m.draft.Spec.Workers.MachinePools = draft.RemoveMachinePool(m.draft.Spec.Workers.MachinePools, f.Scope.Name)
+		m.work.topology.Spec.Workers.MachinePools = draft.RemoveMachinePool(m.work.topology.Spec.Workers.MachinePools, f.Scope.Name)
 		m.forget(f.Scope.String())
 		m.bar.Message = fmt.Sprintf("removed MachinePool %s; its Machines will be deleted", f.Scope.Name)
 	default:
@@ -186,7 +186,7 @@ func (m *EditModel) override(f *form.Field) {
 		return
 	}
 	taken := map[string]bool{}
-	if list := draft.VariableList(m.draft, s, false); list != nil {
+	if list := draft.VariableList(m.work.topology, s, false); list != nil {
 		for _, v := range *list {
 			taken[v.Name] = true
 		}
@@ -204,7 +204,7 @@ func (m *EditModel) override(f *form.Field) {
 	m.openPicker(picker.New(m.common, "Override a variable for "+s.Label(), options), func(i int) {
 		name := options[i]
 		// The override starts as the value the part has now.
-		v, ok := draft.VariableValue(m.draft, draft.Scope{}, name)
+		v, ok := draft.VariableValue(m.work.topology, draft.Scope{}, name)
 		if !ok {
 			for _, def := range m.in.Class.Spec.Variables {
 				if def.Name == name {
@@ -212,11 +212,11 @@ func (m *EditModel) override(f *form.Field) {
 				}
 			}
 		}
-		if err := draft.SetVariable(m.draft, s, name, nil, v, true); err != nil {
+		if err := draft.SetVariable(m.work.topology, s, name, nil, v, true); err != nil {
 			m.bar.Message = err.Error()
 			return
 		}
-		m.focus = s.String() + " variables[" + name + "]"
+		m.work.focus = s.String() + " variables[" + name + "]"
 		m.bar.Message = fmt.Sprintf("%s now overrides %s; ctrl+x on it removes the override", s.Label(), name)
 	})
 }
@@ -226,9 +226,9 @@ func (m *EditModel) undo(f *form.Field) {
 	orig := m.in.Topology
 	switch f.Role {
 	case form.RoleVersion:
-		m.draft.Spec.Version = orig.Spec.Version
+		m.work.topology.Spec.Version = orig.Spec.Version
 	case form.RoleReplicas:
-		if from, to := draft.Replicas(orig, f.Scope), draft.Replicas(m.draft, f.Scope); from != nil && to != nil {
+		if from, to := draft.Replicas(orig, f.Scope), draft.Replicas(m.work.topology, f.Scope); from != nil && to != nil {
 			*to = draft.CopyInt(*from)
 		}
 	case form.RoleVariable:
@@ -236,7 +236,7 @@ func (m *EditModel) undo(f *form.Field) {
 		if ok {
 			v, ok = draft.Lookup(v, f.Sub)
 		}
-		_ = draft.SetVariable(m.draft, f.Scope, f.Variable, f.Sub, v, ok)
+		_ = draft.SetVariable(m.work.topology, f.Scope, f.Variable, f.Sub, v, ok)
 	}
 	m.forget(f.Key)
 	m.refresh()
@@ -260,7 +260,7 @@ func (m *EditModel) unset(f *form.Field) {
 // changed the same setting.
 func (m *EditModel) rebase(c *draft.ConflictError) {
 	m.in.Topology = c.Latest
-	m.draft = c.Rebased
+	m.work.topology = c.Rebased
 	m.setOriginal()
 	m.bar.Message = c.Error()
 	m.refresh()

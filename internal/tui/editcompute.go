@@ -29,6 +29,25 @@ import (
 // defaultDebounce is how long typing must pause before the checks run.
 const defaultDebounce = 30 * time.Millisecond
 
+// computation is the state of the draft's background checks.
+type computation struct {
+	// ctx bounds the computations.
+	ctx context.Context
+	// now is the clock health durations are read against.
+	now func() time.Time
+	// gen is the draft's generation; shownGen the one the checks and preview
+	// shown are of; dueGen the newest whose debounce passed; startedGen the
+	// one computing or computed last.
+	gen, shownGen, dueGen, startedGen int
+	// dirty is set when the draft changed and its checks are not scheduled.
+	dirty    bool
+	running  bool
+	cancel   context.CancelFunc
+	debounce time.Duration
+	spinner  spinner.Model
+	spinning bool
+}
+
 // findings is what the engine finds for one draft.
 type findings struct {
 	// problems are the Topology's field errors, with the path they name.
@@ -135,30 +154,30 @@ func computePreview(ctx context.Context, s snapshot) findings {
 }
 
 // busy reports whether the checks and preview shown are of an older draft.
-func (m *EditModel) busy() bool { return m.shownGen != m.gen }
+func (m *EditModel) busy() bool { return m.compute.shownGen != m.compute.gen }
 
 // startPending schedules the checks of the draft once recompute marked it
 // changed: after the debounce, and with the spinner turning meanwhile.
 func (m *EditModel) startPending() tea.Cmd {
-	if !m.dirty {
+	if !m.compute.dirty {
 		return nil
 	}
-	m.dirty = false
-	gen := m.gen
+	m.compute.dirty = false
+	gen := m.compute.gen
 	due := func() tea.Msg { return computeDue{gen} }
-	if m.debounce > 0 {
-		due = tea.Tick(m.debounce, func(time.Time) tea.Msg { return computeDue{gen} })
+	if m.compute.debounce > 0 {
+		due = tea.Tick(m.compute.debounce, func(time.Time) tea.Msg { return computeDue{gen} })
 	}
 	return tea.Batch(due, m.spin())
 }
 
 func (m *EditModel) onComputeDue(msg computeDue) tea.Cmd {
-	if msg.gen != m.gen {
+	if msg.gen != m.compute.gen {
 		return nil // a newer draft has its own
 	}
-	m.dueGen = msg.gen
-	if m.running {
-		m.cancel() // its result is dropped; this draft starts when it returns
+	m.compute.dueGen = msg.gen
+	if m.compute.running {
+		m.compute.cancel() // its result is dropped; this draft starts when it returns
 		return nil
 	}
 	return m.start()
@@ -166,10 +185,10 @@ func (m *EditModel) onComputeDue(msg computeDue) tea.Cmd {
 
 // start computes the current draft in the background.
 func (m *EditModel) start() tea.Cmd {
-	s := snapshot{now: m.now(), draft: m.draft.DeepCopy(), in: m.in, catalog: m.catalog}
-	ctx, cancel := context.WithCancel(m.ctx)
-	m.cancel, m.running, m.startedGen = cancel, true, m.gen
-	gen := m.gen
+	s := snapshot{now: m.compute.now(), draft: m.work.topology.DeepCopy(), in: m.in, catalog: m.catalog}
+	ctx, cancel := context.WithCancel(m.compute.ctx)
+	m.compute.cancel, m.compute.running, m.compute.startedGen = cancel, true, m.compute.gen
+	gen := m.compute.gen
 	return func() tea.Msg {
 		defer cancel()
 		return computed{gen: gen, p: computePreview(ctx, s)}
@@ -177,11 +196,11 @@ func (m *EditModel) start() tea.Cmd {
 }
 
 func (m *EditModel) onComputed(msg computed) tea.Cmd {
-	m.running = false
+	m.compute.running = false
 	switch {
-	case msg.gen == m.gen:
+	case msg.gen == m.compute.gen:
 		return m.show(msg.gen, msg.p)
-	case m.dueGen == m.gen && m.startedGen != m.gen:
+	case m.compute.dueGen == m.compute.gen && m.compute.startedGen != m.compute.gen:
 		return m.start() // the draft it was superseded by is due already
 	}
 	return nil
@@ -191,7 +210,7 @@ func (m *EditModel) onComputed(msg computed) tea.Cmd {
 // and answers an apply asked for while it was checked: the question, or the
 // apply itself when y was already pressed and the checks pass.
 func (m *EditModel) show(gen int, p findings) tea.Cmd {
-	m.shownGen = gen
+	m.compute.shownGen = gen
 	m.checks.Problems, m.checks.Warnings = p.checks, p.warnings
 	m.preview.Set(p.changes, p.replacements, p.rollout)
 	for _, pr := range p.problems {
@@ -211,19 +230,19 @@ func (m *EditModel) show(gen int, p findings) tea.Cmd {
 
 // spin starts the spinner unless it turns already.
 func (m *EditModel) spin() tea.Cmd {
-	if m.spinning {
+	if m.compute.spinning {
 		return nil
 	}
-	m.spinning = true
-	return m.spinner.Tick
+	m.compute.spinning = true
+	return m.compute.spinner.Tick
 }
 
 func (m *EditModel) onSpinnerTick(msg spinner.TickMsg) tea.Cmd {
 	if !m.busy() {
-		m.spinning = false
+		m.compute.spinning = false
 		return nil
 	}
 	var cmd tea.Cmd
-	m.spinner, cmd = m.spinner.Update(msg)
+	m.compute.spinner, cmd = m.compute.spinner.Update(msg)
 	return cmd
 }

@@ -13,7 +13,7 @@ import (
 // the selected field's hint, the checks or preview, a message line and help;
 // it never draws more lines than the terminal has or lines wider than it.
 func (m *EditModel) View() string {
-	if m.quitting {
+	if m.mode == quitting {
 		return ""
 	}
 	screen, _ := m.render()
@@ -42,9 +42,9 @@ func (m *EditModel) render() (string, []int) {
 	question := ""
 	switch m.mode {
 	case confirmingUnchecked:
-		question = fmt.Sprintf("Apply %d change(s) to %s/%s once the checks pass? y/n", len(m.changed), t.Namespace, t.Name)
+		question = fmt.Sprintf("Apply %d change(s) to %s/%s once the checks pass? y/n", len(m.work.changed), t.Namespace, t.Name)
 	case confirming:
-		question = fmt.Sprintf("Apply %d change(s) to %s/%s? y/n", len(m.changed), t.Namespace, t.Name)
+		question = fmt.Sprintf("Apply %d change(s) to %s/%s? y/n", len(m.work.changed), t.Namespace, t.Name)
 	}
 	message := m.bar.Lines(question)
 	// Fixed: title, hint, section header, message and the help. The preview
@@ -53,7 +53,7 @@ func (m *EditModel) render() (string, []int) {
 	header, lower := m.previewLines(max(1, rest/2))
 	if m.busy() {
 		// What is shown is of an earlier draft until the engine answers.
-		header = m.common.Styles.Hint.Render(m.spinner.View()+" checking…") + " " + header
+		header = m.common.Styles.Hint.Render(m.compute.spinner.View()+" checking…") + " " + header
 	}
 	previewRows := max(0, min(len(lower), rest/2))
 	fieldRows := max(3, rest-previewRows)
@@ -89,18 +89,18 @@ func (m *EditModel) previewLines(rows int) (string, []string) {
 	for _, es := range m.form.Errs {
 		fieldProblems += len(es)
 	}
-	header := m.checks.Header(fieldProblems, len(m.changed), m.preview.Changing())
+	header := m.checks.Header(fieldProblems, len(m.work.changed), m.preview.Changing())
 	switch {
 	case m.mode == prompting:
-		l := m.prompt.Lines()
+		l := m.overlay.prompt.Lines()
 		return l[0], l[1:]
 	case m.mode == picking:
-		m.picker.SetSize(m.common.Width, rows+1)
-		l := m.picker.Lines()
+		m.overlay.picker.SetSize(m.common.Width, rows+1)
+		l := m.overlay.picker.Lines()
 		return l[0], l[1:]
 	case m.checks.Failing(fieldProblems) > 0:
 		return header, m.checks.ProblemLines()
-	case len(m.changed) == 0:
+	case len(m.work.changed) == 0:
 		return header, nil
 	case m.preview.Diffing():
 		return m.preview.DiffHeader(), m.preview.DiffLines()

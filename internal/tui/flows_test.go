@@ -73,7 +73,7 @@ func runFlow(t *testing.T, in Inputs, srv *fakeServer, steps []flowStep) *EditMo
 	}
 	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*EditModel)
-	final.quitting = false // the last screen before quitting
+	final.mode = editing // the last screen before quitting
 	if final.busy() {
 		// The program quit before the checks of the last draft were in:
 		// the screen compared is the one with them.

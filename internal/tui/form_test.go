@@ -226,8 +226,8 @@ func TestEditAddMachinePool(t *testing.T) {
 func TestEditPickerCancel(t *testing.T) {
 	m := newModel(t, exampleInputs(t), &fakeServer{})
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlN}, keyOf(tea.KeyEsc))
-	if m.mode == picking || m.quitting || len(m.changed) != 0 {
-		t.Errorf("esc in the picker: picker open %v, quitting %v, changes %v", m.mode == picking, m.quitting, m.changed)
+	if m.mode == picking || m.mode == quitting || len(m.work.changed) != 0 {
+		t.Errorf("esc in the picker: picker open %v, quitting %v, changes %v", m.mode == picking, m.mode == quitting, m.work.changed)
 	}
 }
 
@@ -254,8 +254,8 @@ func TestEditUndoRestoresTheServerValue(t *testing.T) {
 	goTo(t, m, "[0]")
 	replace(m, "example.com")
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlR})
-	if f := m.form.Fields[m.form.Cursor]; f.Value != "localhost" || len(m.changed) != 0 {
-		t.Errorf("ctrl+r: %q, changes %v", f.Value, m.changed)
+	if f := m.form.Fields[m.form.Cursor]; f.Value != "localhost" || len(m.work.changed) != 0 {
+		t.Errorf("ctrl+r: %q, changes %v", f.Value, m.work.changed)
 	}
 }
 
