@@ -283,10 +283,9 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentR
 		case agent.Problem != "":
 			fmt.Fprintln(w, "  no rollout reported yet, and the agent is not reporting (see above)")
 		case t.Status.Hooks != nil && len(t.Status.Hooks.Holding) > 0:
-			// The agent has reconciled it and holds it there (BeforeClusterCreate).
-			fmt.Fprintf(w, "  no parts yet: hook %s holds the cluster before they are created (HELD above)\n", t.Status.Hooks.Holding[0].Hook)
+			fmt.Fprintf(w, "  %s (HELD above)\n", health.NoParts(t))
 		default:
-			fmt.Fprintln(w, "  no rollout reported yet: the agent has not reconciled it yet")
+			fmt.Fprintf(w, "  %s\n", health.NoParts(t))
 		}
 		return nil
 	}

@@ -80,6 +80,9 @@ func (m *StatusModel) View() string {
 		line(m.common.Styles.Error.Render("  " + m.Err.Error()))
 	}
 	parts := t.Status.Parts()
+	if len(parts) == 0 {
+		line(m.common.Styles.Hint.Render("  " + health.NoParts(t)))
+	}
 	nameWidth := 0
 	for _, p := range parts {
 		nameWidth = max(nameWidth, len(partName(p)))

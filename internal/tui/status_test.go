@@ -108,6 +108,27 @@ func TestStatusShowsTheHookThatHolds(t *testing.T) {
 	}
 }
 
+// TestStatusSaysWhyThereAreNoPartsYet: a Topology held by
+// BeforeClusterCreate has no parts; the live view says which hook holds
+// them back, as the printed report does, not that the agent is silent.
+func TestStatusSaysWhyThereAreNoPartsYet(t *testing.T) {
+	topo := rolling()
+	topo.Status.ControlPlane, topo.Status.MachineDeployments = nil, nil
+	topo.Status.Hooks = &v1alpha2.HooksStatus{Holding: []v1alpha2.HookHold{{Hook: "BeforeClusterCreate", Handlers: []string{"create.gate"}, Holds: "the cluster's creation", Message: "waiting for approval"}}}
+	m := NewStatusModel(func(context.Context) (*v1alpha2.Topology, error) { return topo, nil }, time.Millisecond)
+	m.SetSize(140, 30)
+	m.Update(m.Init()())
+	view := m.View()
+	if want := "no parts yet: hook BeforeClusterCreate holds the cluster before they are created"; !strings.Contains(view, want) {
+		t.Errorf("the live view of a held creation lacks %q:\n%s", want, view)
+	}
+	topo.Status.Hooks = nil
+	m.Update(m.Init()())
+	if view := m.View(); !strings.Contains(view, "no parts reported yet: the agent has not reconciled it yet") {
+		t.Errorf("the live view of an unreconciled Topology does not say so:\n%s", view)
+	}
+}
+
 // TestStatusSeededShowsTheRolloutBeforeAnyRead: the Topology status read
 // before the view starts is its first frame, so a slow next read (or a
 // short --timeout) never leaves the terminal at "reading the Topology...".

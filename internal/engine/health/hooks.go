@@ -34,3 +34,13 @@ func HookLines(h *v1alpha2.HooksStatus, now time.Time) []string {
 	}
 	return out
 }
+
+// NoParts says why a Topology's status has no parts yet: a lifecycle hook
+// holding the cluster before its parts are created (BeforeClusterCreate),
+// or the agent not having reconciled it.
+func NoParts(t *v1alpha2.Topology) string {
+	if h := t.Status.Hooks; h != nil && len(h.Holding) > 0 {
+		return fmt.Sprintf("no parts yet: hook %s holds the cluster before they are created", h.Holding[0].Hook)
+	}
+	return "no parts reported yet: the agent has not reconciled it yet"
+}
