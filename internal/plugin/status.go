@@ -281,7 +281,7 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentR
 	if len(parts) == 0 {
 		switch {
 		case agent.Problem != "":
-			fmt.Fprintln(w, "  no rollout reported yet, and the agent is not reporting (see above)")
+			fmt.Fprintln(w, "  no parts reported yet, and the agent is not reporting (see above)")
 		case t.Status.Hooks != nil && len(t.Status.Hooks.Holding) > 0:
 			fmt.Fprintf(w, "  %s (HELD above)\n", health.NoParts(t))
 		default:
