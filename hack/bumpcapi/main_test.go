@@ -55,11 +55,7 @@ func unchanged(t *testing.T, root string, before map[string][32]byte) {
 // against is the release of the managers the suites run.
 func TestTheAPIModuleIsTheManagersRelease(t *testing.T) {
 	root := repoRoot(t)
-	data, err := os.ReadFile(filepath.Join(root, providersFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inUse := string(providersConst.FindSubmatch(data)[2])
+	inUse := releaseInUse(t, root)
 	if at := apiRequired(filepath.Join(root, "go.mod")); at != inUse {
 		t.Errorf("go.mod requires sigs.k8s.io/cluster-api/api %q; the managers run %s", at, inUse)
 	}
@@ -67,11 +63,7 @@ func TestTheAPIModuleIsTheManagersRelease(t *testing.T) {
 
 func TestBumpToTheReleaseInUseChangesNothing(t *testing.T) {
 	root := repoRoot(t)
-	data, err := os.ReadFile(filepath.Join(root, providersFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inUse := string(providersConst.FindSubmatch(data)[2])
+	inUse := releaseInUse(t, root)
 	before := sums(t, root)
 	var out strings.Builder
 	r, err := bump(root, inUse, &out)
@@ -105,11 +97,7 @@ func TestBumpRefusesWhatTheProxyDoesNotServe(t *testing.T) {
 // managers' module requires the release, and dated history is listed.
 func TestBumpMovesEveryPin(t *testing.T) {
 	root := repoRoot(t)
-	data, err := os.ReadFile(filepath.Join(root, providersFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inUse := string(providersConst.FindSubmatch(data)[2])
+	inUse := releaseInUse(t, root)
 	const older = "v0.0.1-pretend"
 	dir := t.TempDir()
 	copyFile := func(f string, edit func(string) string) {
@@ -189,4 +177,14 @@ func TestBumpMovesEveryPin(t *testing.T) {
 	if strings.Join(r.left, " ") != "docs/benchmarks.md "+providersFile {
 		t.Errorf("left naming %s: %v; want docs/benchmarks.md and %s's comment", older, r.left, providersFile)
 	}
+}
+
+// releaseInUse is the Cluster API release the repository pins now.
+func releaseInUse(t *testing.T, root string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, providersFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(providersConst.FindSubmatch(data)[2])
 }
