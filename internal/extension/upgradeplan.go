@@ -122,16 +122,13 @@ func (p *UpgradePlanner) cached(key upgradePlanKey) ([]string, []string, bool) {
 func requestCluster(cluster *unstructured.Unstructured, t *v1alpha2.Topology) (clusterv1.Cluster, error) {
 	out := clusterv1.Cluster{}
 	if cluster != nil {
-		c := cluster.DeepCopy()
-		c.SetManagedFields(nil)
-		unstructured.RemoveNestedField(c.Object, "status")
-		if a := c.GetAnnotations(); a != nil {
-			delete(a, "kubectl.kubernetes.io/last-applied-configuration")
-			c.SetAnnotations(a)
+		// The decoded Cluster is a copy: what is left out is cleared on it,
+		// never on the caller's object.
+		if err := decodeCluster(cluster, &out); err != nil {
+			return out, fmt.Errorf("reading Cluster %s/%s for the extension's request: %w", cluster.GetNamespace(), cluster.GetName(), err)
 		}
-		if err := decodeCluster(c, &out); err != nil {
-			return out, fmt.Errorf("reading Cluster %s/%s for the extension's request: %w", c.GetNamespace(), c.GetName(), err)
-		}
+		out.ManagedFields, out.Status = nil, clusterv1.ClusterStatus{}
+		delete(out.Annotations, corev1.LastAppliedConfigAnnotation)
 	} else if t != nil {
 		out.Namespace, out.Name = t.Namespace, t.Name
 	}
