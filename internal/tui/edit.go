@@ -159,8 +159,8 @@ const (
 	applyWhenChecked
 	// quitAsking: quitting waits for y or n before unsaved edits are thrown away.
 	quitAsking
-	// applying: the draft is being written; keys still edit, but neither
-	// apply nor quit-with-questions starts.
+	// applying: the draft is being written; keys move and show, but do not
+	// edit, apply again or ask before quitting.
 	applying
 	// quitting: the editor is closing and shows nothing more.
 	quitting
@@ -424,6 +424,10 @@ func (m *EditModel) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.preview.NextDiff()
 	case key.Matches(msg, m.common.Keys.Apply):
 		m.onApply()
+	case m.mode == applying:
+		// A success resets the draft to what the server then holds, so an
+		// edit made now would be lost; and an overlay would end the mode.
+		m.bar.Message = "applying...: edit again once it is done"
 	case m.readOnly:
 		m.bar.Message = "read-only: nothing can be changed"
 	default:

@@ -560,3 +560,25 @@ func TestEditModelKeepsItsStateInComponents(t *testing.T) {
 		}
 	}
 }
+
+// TestEditWhileApplyingChangesNothing: while an apply is under way, a key
+// that would edit is refused with a message, so that no edit is lost to the
+// draft's reset on success and no overlay ends the applying mode.
+func TestEditWhileApplyingChangesNothing(t *testing.T) {
+	srv := &fakeServer{}
+	m := newModel(t, exampleInputs(t), srv)
+	replace(m, "v1.34.0")
+	press(m, tea.KeyMsg{Type: tea.KeyCtrlS})
+	_, applyCmd := m.Update(typed("y"))
+	if m.mode != applying {
+		t.Fatalf("after y: mode %v, want applying", m.mode)
+	}
+	press(m, keyOf(tea.KeyBackspace), typed("9"), tea.KeyMsg{Type: tea.KeyCtrlS})
+	if m.mode != applying || m.form.Fields[0].Value != "v1.34.0" || !strings.Contains(m.bar.Message, "applying...") {
+		t.Errorf("keys while applying: mode %v, version %q, message %q; want the edit refused", m.mode, m.form.Fields[0].Value, m.bar.Message)
+	}
+	settle(m, applyCmd)
+	if m.mode != editing || len(srv.applied) != 1 || srv.applied[0].Spec.Version != "v1.34.0" || !m.Applied {
+		t.Errorf("after the apply: mode %v, applied %d, Applied %v", m.mode, len(srv.applied), m.Applied)
+	}
+}
