@@ -282,10 +282,12 @@ func renderStatusReport(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentR
 		switch {
 		case agent.Problem != "":
 			fmt.Fprintln(w, "  no parts reported yet, and the agent is not reporting (see above)")
-		case t.Status.Hooks != nil && len(t.Status.Hooks.Holding) > 0:
-			fmt.Fprintf(w, "  %s (HELD above)\n", health.NoParts(t))
 		default:
-			fmt.Fprintf(w, "  %s\n", health.NoParts(t))
+			line := health.NoParts(t)
+			if _, held := health.CreationHold(t); held {
+				line += " (HELD above)"
+			}
+			fmt.Fprintf(w, "  %s\n", line)
 		}
 		return nil
 	}

@@ -39,8 +39,16 @@ func HookLines(h *v1alpha2.HooksStatus, now time.Time) []string {
 // holding the cluster before its parts are created (BeforeClusterCreate),
 // or the agent not having reconciled it.
 func NoParts(t *v1alpha2.Topology) string {
-	if h := t.Status.Hooks; h != nil && len(h.Holding) > 0 {
-		return fmt.Sprintf("no parts yet: hook %s holds the cluster before they are created", h.Holding[0].Hook)
+	if hook, held := CreationHold(t); held {
+		return fmt.Sprintf("no parts yet: hook %s holds the cluster before they are created", hook)
 	}
 	return "no parts reported yet: the agent has not reconciled it yet"
+}
+
+// CreationHold names the hook holding a Topology that has no parts yet.
+func CreationHold(t *v1alpha2.Topology) (hook string, held bool) {
+	if h := t.Status.Hooks; h != nil && len(h.Holding) > 0 {
+		return h.Holding[0].Hook, true
+	}
+	return "", false
 }
