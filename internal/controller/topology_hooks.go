@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -93,13 +94,13 @@ func (r *TopologyReconciler) writePending(ctx context.Context, t *v1alpha2.Topol
 	}
 	orig := t.DeepCopy()
 	if len(pending) == 0 {
-		delete(t.Annotations, lifecycle.PendingHooksAnnotation)
+		delete(t.Annotations, runtimev1.PendingHooksAnnotation)
 	} else {
-		metav1.SetMetaDataAnnotation(&t.ObjectMeta, lifecycle.PendingHooksAnnotation, pending.String())
+		metav1.SetMetaDataAnnotation(&t.ObjectMeta, runtimev1.PendingHooksAnnotation, pending.String())
 	}
 	if err := r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		t.Annotations = orig.Annotations
-		return fmt.Errorf("writing the hooks owed (%s annotation) on Topology %s/%s: %w", lifecycle.PendingHooksAnnotation, t.Namespace, t.Name, err)
+		return fmt.Errorf("writing the hooks owed (%s annotation) on Topology %s/%s: %w", runtimev1.PendingHooksAnnotation, t.Namespace, t.Name, err)
 	}
 	return nil
 }
@@ -164,9 +165,9 @@ func (r *TopologyReconciler) holdDeletion(ctx context.Context, t *v1alpha2.Topol
 	}
 	if ok {
 		orig := t.DeepCopy()
-		metav1.SetMetaDataAnnotation(&t.ObjectMeta, lifecycle.OkToDeleteAnnotation, "")
+		metav1.SetMetaDataAnnotation(&t.ObjectMeta, runtimev1.OkToDeleteAnnotation, "")
 		if err := r.Client.Patch(ctx, t, client.MergeFrom(orig)); err != nil {
-			return ctrl.Result{}, true, fmt.Errorf("marking Topology %s/%s %s: %w", t.Namespace, t.Name, lifecycle.OkToDeleteAnnotation, err)
+			return ctrl.Result{}, true, fmt.Errorf("marking Topology %s/%s %s: %w", t.Namespace, t.Name, runtimev1.OkToDeleteAnnotation, err)
 		}
 	}
 	return ctrl.Result{}, false, nil

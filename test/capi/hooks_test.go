@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -154,7 +155,7 @@ func TestLifecycleHooks(t *testing.T) {
 		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got); err != nil {
 			return false, err
 		}
-		pending := got.Annotations[lifecycle.PendingHooksAnnotation]
+		pending := got.Annotations[runtimev1.PendingHooksAnnotation]
 		return pending == "", fmt.Errorf("still owed: %q", pending)
 	})
 	calls, err := ext.Calls(ctx, ns, name)

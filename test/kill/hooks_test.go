@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
@@ -60,7 +61,7 @@ func TestAgentKilledWhileAHookHolds(t *testing.T) {
 		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got); err != nil {
 			return false, err
 		}
-		owed := got.Annotations[lifecycle.PendingHooksAnnotation]
+		owed := got.Annotations[runtimev1.PendingHooksAnnotation]
 		return owed == "", fmt.Errorf("owed: %q", owed)
 	})
 	ext.WaitAsked(t, ns, name, fixture.HookKey(lifecycle.AfterClusterUpgrade, to), 0)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
@@ -388,10 +389,10 @@ func TestComputeChainsAnUpgrade(t *testing.T) {
 func TestComputeClusterLeavesTheAgentsMark(t *testing.T) {
 	w := newWorld(t)
 	w.topo.SetAnnotations(map[string]string{v1alpha2.ClusterMadeAnnotation: w.topo.Name, "team.example.com/owner": "platform",
-		lifecycle.PendingHooksAnnotation: lifecycle.AfterControlPlaneInitialized, lifecycle.OkToDeleteAnnotation: ""})
+		runtimev1.PendingHooksAnnotation: lifecycle.AfterControlPlaneInitialized, runtimev1.OkToDeleteAnnotation: ""})
 	res := w.compute(t, nil)
 	a := res.Desired.Cluster.GetAnnotations()
-	for _, mark := range []string{v1alpha2.ClusterMadeAnnotation, lifecycle.PendingHooksAnnotation, lifecycle.OkToDeleteAnnotation} {
+	for _, mark := range []string{v1alpha2.ClusterMadeAnnotation, runtimev1.PendingHooksAnnotation, runtimev1.OkToDeleteAnnotation} {
 		if _, ok := a[mark]; ok {
 			t.Errorf("the Cluster carries the Topology's %s", mark)
 		}

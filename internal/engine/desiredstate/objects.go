@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
@@ -96,8 +97,8 @@ func (c *computation) clusterLabels() (map[string]string, map[string]string) {
 	// The agent's own marks are about the Topology, not for its Cluster:
 	// that it made the Cluster, and the lifecycle hooks' bookkeeping.
 	delete(annotations, v1alpha2.ClusterMadeAnnotation)
-	delete(annotations, lifecycle.PendingHooksAnnotation)
-	delete(annotations, lifecycle.OkToDeleteAnnotation)
+	delete(annotations, runtimev1.PendingHooksAnnotation)
+	delete(annotations, runtimev1.OkToDeleteAnnotation)
 	return labels, annotations
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -96,10 +97,10 @@ func controlPlaneInitialized(cluster *unstructured.Unstructured) bool {
 
 // BeforeDelete calls BeforeClusterDelete for a Topology being deleted whose
 // Cluster exists, unless an earlier answer let the deletion go on. hold is
-// true while it blocks; ok is true when the OkToDeleteAnnotation is to be
+// true while it blocks; ok is true when the runtimev1.OkToDeleteAnnotation is to be
 // written.
 func BeforeDelete(ctx context.Context, c Caller, t *v1alpha2.Topology, cluster *unstructured.Unstructured, answers *Answers) (hold, ok bool, err error) {
-	if _, done := t.Annotations[OkToDeleteAnnotation]; done {
+	if _, done := t.Annotations[runtimev1.OkToDeleteAnnotation]; done {
 		return false, false, nil
 	}
 	a, err := call(ctx, c, answers, Request{Hook: BeforeClusterDelete, Topology: t, Cluster: cluster})

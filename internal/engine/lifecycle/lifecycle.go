@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -40,28 +42,19 @@ var Hooks = []string{
 	BeforeClusterDelete,
 }
 
-// Annotations the bookkeeping uses, with upstream's names and formats. The
-// agent keeps them on the Topology, the object the user owns, where upstream
-// keeps them on its Cluster.
-const (
-	// PendingHooksAnnotation lists, comma separated and sorted, the hooks
-	// owed after an operation started: a restarted agent calls each once.
-	PendingHooksAnnotation = "runtime.cluster.x-k8s.io/pending-hooks"
-	// OkToDeleteAnnotation says BeforeClusterDelete let the deletion go on.
-	OkToDeleteAnnotation = "runtime.cluster.x-k8s.io/ok-to-delete"
-	// BeforeUpgradeHookAnnotationPrefix starts annotations that hold an
-	// upgrade as a blocking BeforeClusterUpgrade answer would, without an
-	// extension: upstream's "before-upgrade.hook.cluster.cluster.x-k8s.io/".
-	BeforeUpgradeHookAnnotationPrefix = "before-upgrade.hook.cluster.cluster.x-k8s.io"
-)
+// The bookkeeping uses upstream's annotations (runtime/v1beta2's pending-hooks
+// and ok-to-delete, core/v1beta2's before-upgrade hook prefix) with their
+// formats; the agent keeps them on the Topology, the object the user owns,
+// where upstream keeps them on its Cluster.
 
-// Pending is the set of hooks owed, as the annotation lists them.
+// Pending is the set of hooks owed, as the pending-hooks annotation lists
+// them, comma separated and sorted: a restarted agent calls each once.
 type Pending []string
 
 // PendingOf reads the annotation from annotations.
 func PendingOf(annotations map[string]string) Pending {
 	var p Pending
-	for _, h := range strings.Split(annotations[PendingHooksAnnotation], ",") {
+	for _, h := range strings.Split(annotations[runtimev1.PendingHooksAnnotation], ",") {
 		if h = strings.TrimSpace(h); h != "" && !slices.Contains(p, h) {
 			p = append(p, h)
 		}
@@ -237,7 +230,7 @@ func (s *Answers) Message(action string) string {
 func BeforeUpgradeAnnotations(annotations map[string]string) []string {
 	var out []string
 	for k := range annotations {
-		if strings.HasPrefix(k, BeforeUpgradeHookAnnotationPrefix+"/") {
+		if strings.HasPrefix(k, clusterv1.BeforeClusterUpgradeHookAnnotationPrefix+"/") {
 			out = append(out, k)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -144,7 +146,7 @@ func TestUpgradeHooksInUpstreamOrder(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			topo := topology("v1.34.0", map[string]string{PendingHooksAnnotation: tc.pending})
+			topo := topology("v1.34.0", map[string]string{runtimev1.PendingHooksAnnotation: tc.pending})
 			if tc.name == "a step the workers skip owes no worker hooks" {
 				topo.Spec.Version = "v1.35.0"
 			}
@@ -175,7 +177,7 @@ func TestUpgradeHooksInUpstreamOrder(t *testing.T) {
 // TestBeforeUpgradeAnnotationHolds checks that upstream's annotation holds
 // an upgrade without asking any extension, and says which annotation.
 func TestBeforeUpgradeAnnotationHolds(t *testing.T) {
-	topo := topology("v1.33.0", map[string]string{BeforeUpgradeHookAnnotationPrefix + "/backup": ""})
+	topo := topology("v1.33.0", map[string]string{clusterv1.BeforeClusterUpgradeHookAnnotationPrefix + "/backup": ""})
 	caller := allHooks()
 	answers := &Answers{}
 	up, err := DecideUpgrade(context.Background(), UpgradeInput{Caller: caller, Topology: topo, Observed: observed("v1.32.0", "v1.32.0", "v1.32.0", false), Plan: upgrade.VersionPlan{ControlPlane: []string{"v1.33.0"}}}, answers)
@@ -185,7 +187,7 @@ func TestBeforeUpgradeAnnotationHolds(t *testing.T) {
 	if len(caller.calls) != 0 || up.Gate.ControlPlane == "" || len(up.Pending) != 0 {
 		t.Fatalf("calls %q, gate %+v, owed %q: want no call, the control plane held, nothing owed", caller.calls, up.Gate, up.Pending)
 	}
-	if msg := answers.Message("upgrade"); msg != "Following hooks are blocking upgrade: BeforeClusterUpgrade: annotation "+BeforeUpgradeHookAnnotationPrefix+"/backup is set" {
+	if msg := answers.Message("upgrade"); msg != "Following hooks are blocking upgrade: BeforeClusterUpgrade: annotation "+clusterv1.BeforeClusterUpgradeHookAnnotationPrefix+"/backup is set" {
 		t.Errorf("message = %q", msg)
 	}
 }
@@ -230,7 +232,7 @@ func TestAfterHooks(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			caller := allHooks(tc.block...)
-			topo := topology("v1.33.0", map[string]string{PendingHooksAnnotation: tc.pending})
+			topo := topology("v1.33.0", map[string]string{runtimev1.PendingHooksAnnotation: tc.pending})
 			in := AfterInput{Caller: caller, Topology: topo, Pending: PendingOf(topo.Annotations), Sequence: tc.r}
 			if tc.cluster {
 				in.Cluster = initialized

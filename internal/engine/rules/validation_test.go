@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
@@ -360,7 +361,7 @@ func TestValidateVersionChange(t *testing.T) {
 		{"unchanged while upgrading", VersionChange{Old: "v1.32.0", New: "v1.32.0", Sequence: upgrading}, ""},
 		{"downgrade", VersionChange{Old: "v1.33.0", New: "v1.32.9"}, "downgrading from v1.33.0 to v1.32.9"},
 		{"while AfterClusterUpgrade holds", VersionChangeOf(&v1alpha2.Topology{
-			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{lifecycle.PendingHooksAnnotation: lifecycle.AfterClusterUpgrade}},
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{runtimev1.PendingHooksAnnotation: lifecycle.AfterClusterUpgrade}},
 			Spec:       v1alpha2.TopologySpec{Version: "v1.33.0"},
 		}, "v1.34.0"), "cannot change the version while the AfterClusterUpgrade hook of the upgrade to v1.33.0 still holds"},
 		{"skip a minor", VersionChange{Old: "v1.31.0", New: "v1.33.0"}, "skips a minor version; upgrade to v1.32 first"},

@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 )
 
@@ -396,7 +396,7 @@ func owedHooks(ctx context.Context, k8s client.Client, s side) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return o.GetAnnotations()[lifecycle.PendingHooksAnnotation], nil
+	return o.GetAnnotations()[runtimev1.PendingHooksAnnotation], nil
 }
 
 // deleteSide deletes what the user created of side: upstream's Cluster,

@@ -37,11 +37,11 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/util/retry"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 )
@@ -677,7 +677,7 @@ func normalise(o *unstructured.Unstructured, names map[string]string) any {
 	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", contract.ConversionDataAnnotation)
 	// The hooks still owed are bookkeeping upstream keeps on its Cluster and
 	// the agent on the Topology; CompareHooks compares the calls themselves.
-	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", lifecycle.PendingHooksAnnotation)
+	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", runtimev1.PendingHooksAnnotation)
 	if a, found, _ := unstructured.NestedMap(c.Object, "metadata", "annotations"); found && len(a) == 0 {
 		unstructured.RemoveNestedField(c.Object, "metadata", "annotations")
 	}
