@@ -45,7 +45,7 @@ main() {
 		step "creating kind cluster $name from $node"
 		# make test runs this beside the Go suites: on two cores the node takes longer than alone.
 		sed -e "s#\${DOCKER_SOCK}#$state/docker.sock#" -e "s#\${BRIDGE_CONF}#$root/hack/kind/10-bridge.conflist#" "$root/hack/kind/cluster.yaml" >"$state/cluster.yaml"
-		"$kind" create cluster --name "$name" --image "$node" --config "$state/cluster.yaml" --kubeconfig "$kubeconfig" --wait 5m >&2
+		create_cluster "$node"
 	fi
 	"$kind" export kubeconfig --name "$name" --kubeconfig "$kubeconfig" >/dev/null 2>&1
 	install_with_clusterctl
@@ -53,6 +53,26 @@ main() {
 }
 
 step() { echo "kind up: $*" >&2; }
+
+# create_cluster makes the kind cluster from node image $1. A node that fails
+# to come up is kept long enough to say why (its kubelet's and containers'
+# last words, and kind's full logs under $state/kind-logs-N), then removed
+# and made once more: on a loaded machine a first try can time out where the
+# second, with the images warm in the node's cache, does not.
+create_cluster() {
+	local attempt
+	for attempt in 1 2; do
+		if "$kind" create cluster --name "$name" --image "$1" --config "$state/cluster.yaml" --kubeconfig "$kubeconfig" --wait 5m --retain >&2; then
+			return 0
+		fi
+		step "kind create cluster failed (try $attempt of 2); the node's state follows, kind's logs are in $state/kind-logs-$attempt"
+		"$kind" export logs "$state/kind-logs-$attempt" --name "$name" >/dev/null 2>&1 || true
+		docker exec "$name-control-plane" crictl ps -a >&2 || true
+		docker exec "$name-control-plane" journalctl -u kubelet --no-pager -n 40 >&2 || true
+		"$kind" delete cluster --name "$name" >&2 || true
+	done
+	return 1
+}
 
 # build_images builds what the cluster and its machines run, each only when
 # missing, and prints the management cluster's node image: a node image per
