@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/cli-runtime/pkg/printers"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,6 +26,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/plan"
+	"github.com/kubectl-topology/kubectl-topology/internal/printer"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -221,7 +222,7 @@ func (o *AdoptOptions) check(ctx context.Context, t *v1alpha2.Topology) (*adopti
 	}
 	if !health.Settled(t) {
 		why := append(health.Holds(t), health.PartsNotReady(t, time.Time{})...)
-		refuse("the Cluster is not settled (%s%s): adopt it once `kubectl topology status cluster/%s -n %s` shows it Ready", orDash(string(health.TopologyState(t))), reasons(why), t.Name, t.Namespace)
+		refuse("the Cluster is not settled (%s%s): adopt it once `kubectl topology status cluster/%s -n %s` shows it Ready", cmp.Or(string(health.TopologyState(t)), "-"), reasons(why), t.Name, t.Namespace)
 	}
 	if contract.HasExternalPatches(a.class) {
 		refuse("ClusterClass %s has external patches: their Runtime SDK extension must be registered as a TopologyExtension first, which adopt does not do", raw.GetName())
@@ -316,11 +317,7 @@ func (o *AdoptOptions) show(a *adoption) {
 		return
 	}
 	fmt.Fprintln(o.Out, "The agent would then change:")
-	w := printers.GetNewTabWriter(o.Out)
-	for _, c := range changes {
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", c.Action, c.Object.GetKind(), c.Object.GetName(), string(c.MergePatch))
-	}
-	_ = w.Flush()
+	_ = printer.ChangePatches(o.Out, changes)
 }
 
 // machineUIDs lists the Cluster's Machines by UID.
@@ -354,7 +351,7 @@ func (o *AdoptOptions) follow(ctx context.Context, a *adoption) error {
 	if err != nil {
 		state := "not read"
 		if t != nil {
-			state = orDash(string(health.TopologyState(t))) + reasons(append(health.Holds(t), health.PartsNotReady(t, time.Time{})...))
+			state = cmp.Or(string(health.TopologyState(t)), "-") + reasons(append(health.Holds(t), health.PartsNotReady(t, time.Time{})...))
 		}
 		return fmt.Errorf("Topology %s/%s is created, but the agent has not settled it within %s (%s); follow it with `kubectl topology status %s -n %s --watch`", ns, name, o.Timeout, state, name, ns)
 	}
@@ -370,7 +367,7 @@ func (o *AdoptOptions) follow(ctx context.Context, a *adoption) error {
 	}
 	slices.Sort(gone)
 	if len(gone) > 0 || len(after) != len(a.machines) {
-		return fmt.Errorf("Topology %s/%s is settled, but Machines changed: %d before, %d now, replaced: %s", ns, name, len(a.machines), len(after), orDash(strings.Join(gone, ", ")))
+		return fmt.Errorf("Topology %s/%s is settled, but Machines changed: %d before, %d now, replaced: %s", ns, name, len(a.machines), len(after), cmp.Or(strings.Join(gone, ", "), "-"))
 	}
 	fmt.Fprintf(o.Out, "Adopted: Topology %s/%s is Ready, and all %d Machines are the ones there were. Follow it with: kubectl topology status %s -n %s\n", ns, name, len(after), name, ns)
 	return nil

@@ -16,14 +16,13 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
-	"github.com/kubectl-topology/kubectl-topology/internal/plan"
+	"github.com/kubectl-topology/kubectl-topology/internal/printer"
 	"github.com/kubectl-topology/kubectl-topology/internal/transient"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -153,7 +152,7 @@ func (o *changeOptions) apply(ctx context.Context, c change) (*v1alpha2.Topology
 			}
 			continue
 		case errors.As(err, &conflict):
-			return nil, fmt.Errorf("%w; run the command again once you have looked at it (kubectl topology status %s -n %s)", conflict, refOf(t), t.Namespace)
+			return nil, fmt.Errorf("%w; run the command again once you have looked at it (kubectl topology status %s -n %s)", conflict, upstream.Ref(t), t.Namespace)
 		case err != nil:
 			return nil, live.Explain(err, ca)
 		}
@@ -194,15 +193,7 @@ func (o *changeOptions) printPlan(ctx context.Context, edited *v1alpha2.Topology
 	if !edited.Spec.Paused {
 		fmt.Fprintf(o.Out, "%s would then change:\n", capitalize(who))
 	}
-	w := printers.GetNewTabWriter(o.Out)
-	for _, c := range p.Changes {
-		reason := ""
-		if c.Action == plan.Pending {
-			reason = "(" + c.Reason + ")"
-		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", c.Action, c.Object.GetKind(), c.Object.GetName(), reason)
-	}
-	return w.Flush()
+	return printer.Changes(o.Out, p.Changes)
 }
 
 // applied says what to do next once a change is written.
@@ -216,7 +207,7 @@ func (o *changeOptions) run(ctx context.Context, c change) error {
 }
 
 func (o *changeOptions) applied(t *v1alpha2.Topology) {
-	fmt.Fprintf(o.Out, "Applied. Follow it with: kubectl topology status %s -n %s --watch\n", refOf(t), t.Namespace)
+	fmt.Fprintf(o.Out, "Applied. Follow it with: kubectl topology status %s -n %s --watch\n", upstream.Ref(t), t.Namespace)
 }
 
 // ScaleOptions are the inputs of `scale`.
@@ -495,7 +486,7 @@ func (o *PauseOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Paused {
-		fmt.Fprintf(o.Out, "Paused: %s changes nothing of %s %s/%s until `kubectl topology resume %s -n %s`.\n", contract.Reconciler(written), contract.KindOf(written), written.Namespace, written.Name, refOf(written), written.Namespace)
+		fmt.Fprintf(o.Out, "Paused: %s changes nothing of %s %s/%s until `kubectl topology resume %s -n %s`.\n", contract.Reconciler(written), contract.KindOf(written), written.Namespace, written.Name, upstream.Ref(written), written.Namespace)
 	} else {
 		o.applied(written)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
+	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -60,7 +61,7 @@ func completeTopologyNames(flags *genericclioptions.ConfigFlags) completion {
 			names = append(names, t.Name)
 		}
 		for i := range clusters {
-			names = append(names, refOf(&clusters[i]))
+			names = append(names, upstream.Ref(&clusters[i]))
 		}
 		return withPrefix(toComplete, "", names...), cobra.ShellCompDirectiveNoFileComp
 	}

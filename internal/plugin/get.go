@@ -1,26 +1,23 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/membership"
+	"github.com/kubectl-topology/kubectl-topology/internal/printer"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -139,19 +136,23 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	if len(inRollout) > 0 {
 		extraCols = []string{"ROLLOUT"}
 	}
-	tw := printers.GetNewTabWriter(o.Out)
-	printHeader(tw, o.AllNamespaces, wide, withController, extraCols...)
-	for i := range items {
-		var extra []string
-		if len(inRollout) > 0 {
-			extra = []string{orDash(inRollout[membership.RefOf(&items[i]).Key()])}
+	table := printer.TopologyTable{Namespace: o.AllNamespaces, Wide: wide, Controller: withController, Extra: extraCols}
+	// A watched row has the listed rows' columns.
+	extra := func(t *v1alpha2.Topology) []string {
+		if len(inRollout) == 0 {
+			return nil
 		}
-		printRow(tw, &items[i], o.AllNamespaces, wide, withController, o.now, extra...)
+		return []string{cmp.Or(inRollout[membership.RefOf(t).Key()], "-")}
 	}
-	if err := tw.Flush(); err != nil || !o.Watch {
+	rows := table.Rows(o.Out)
+	rows.Header()
+	for i := range items {
+		rows.Add(&items[i], o.now.now(), extra(&items[i])...)
+	}
+	if err := rows.Flush(); err != nil || !o.Watch {
 		return err
 	}
-	return o.watch(ctx, tw, wide)
+	return o.watch(ctx, rows, extra)
 }
 
 // print writes items with the -o printer: Topologies as they are stored, and
@@ -193,7 +194,7 @@ func (o *GetOptions) print(ctx context.Context, items []v1alpha2.Topology) error
 
 // watch prints a row per change of the listed Topologies until ctx ends,
 // starting again from where it was when the server ends a watch.
-func (o *GetOptions) watch(ctx context.Context, tw flushWriter, wide bool) error {
+func (o *GetOptions) watch(ctx context.Context, rows *printer.TopologyRows, extra func(*v1alpha2.Topology) []string) error {
 	wc, err := client.NewWithWatch(o.access.Config, client.Options{Scheme: live.Scheme()})
 	if err != nil {
 		return live.Explain(err, o.access)
@@ -215,8 +216,8 @@ func (o *GetOptions) watch(ctx context.Context, tw flushWriter, wide bool) error
 			if !ok {
 				continue
 			}
-			printRow(tw, t, o.AllNamespaces, wide, false, o.now)
-			if err := tw.Flush(); err != nil {
+			rows.Add(t, o.now.now(), extra(t)...)
+			if err := rows.Flush(); err != nil {
 				w.Stop()
 				return err
 			}
@@ -224,23 +225,6 @@ func (o *GetOptions) watch(ctx context.Context, tw flushWriter, wide bool) error
 		w.Stop()
 	}
 	return nil
-}
-
-// flushWriter is a table writer that aligns what it has been given on Flush.
-type flushWriter interface {
-	io.Writer
-	Flush() error
-}
-
-// printTable renders NAME, CLASS, VERSION, CONTROL PLANE, WORKERS, STATE,
-// PROBLEMS, AGE.
-func printTable(w io.Writer, items []v1alpha2.Topology, withNamespace, wide bool, now clock) error {
-	tw := printers.GetNewTabWriter(w)
-	printHeader(tw, withNamespace, wide, false)
-	for i := range items {
-		printRow(tw, &items[i], withNamespace, wide, false, now)
-	}
-	return tw.Flush()
 }
 
 // rolloutsOf names, per listed cluster (RolloutClusterRef.Key), the active
@@ -260,94 +244,4 @@ func (o *GetOptions) rolloutsOf(ctx context.Context, items []v1alpha2.Topology) 
 		}
 	}
 	return out
-}
-
-// printHeader writes the table's header; extra columns follow AGE (and
-// MANAGED BY).
-func printHeader(w io.Writer, withNamespace, wide, withController bool, extra ...string) {
-	cols := []string{"NAME", "CLASS", "VERSION", "CONTROL PLANE", "WORKERS", "STATE", "PROBLEMS", "AGE"}
-	if withController {
-		cols = append(cols, "MANAGED BY")
-	}
-	cols = append(cols, extra...)
-	if withNamespace {
-		cols = append([]string{"NAMESPACE"}, cols...)
-	}
-	if wide {
-		cols = append(cols, "PHASE", "INFRASTRUCTURE", "RECONCILED", "MESSAGE")
-	}
-	fmt.Fprintln(w, strings.Join(cols, "\t"))
-}
-
-func printRow(w io.Writer, t *v1alpha2.Topology, withNamespace, wide, withController bool, now clock, extra ...string) {
-	state := health.TopologyState(t)
-	if state == "" {
-		state = v1alpha2.StateWaiting
-	}
-	row := []string{refOf(t), t.Spec.ClassRef.Name, t.Spec.Version, controlPlaneReplicas(t), workerReplicas(t), string(state), orDash(strings.Join(health.TopologyProblems(t), ",")), duration.HumanDuration(now.now().Sub(t.CreationTimestamp.Time))}
-	if withController {
-		row = append(row, managedBy(t))
-	}
-	row = append(row, extra...)
-	if withNamespace {
-		row = append([]string{t.Namespace}, row...)
-	}
-	if wide {
-		reconciled, msg := "-", ""
-		if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition); c != nil {
-			reconciled, msg = string(c.Status)+"/"+c.Reason, health.ConditionLine(c.Message)
-		}
-		row = append(row, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)), reconciled, msg)
-	}
-	fmt.Fprintln(w, strings.Join(row, "\t"))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// controlPlaneReplicas renders ready/desired for the control plane.
-func controlPlaneReplicas(t *v1alpha2.Topology) string {
-	desired := "-"
-	if t.Spec.ControlPlane.Replicas != nil {
-		desired = fmt.Sprint(*t.Spec.ControlPlane.Replicas)
-	}
-	ready := int32(0)
-	if cp := t.Status.ControlPlane; cp != nil {
-		ready = cp.ReadyReplicas
-	}
-	return fmt.Sprintf("%d/%s", ready, desired)
-}
-
-// workerReplicas renders ready/desired summed over MachineDeployments and MachinePools.
-func workerReplicas(t *v1alpha2.Topology) string {
-	var desired, ready int32
-	open := false
-	if w := t.Spec.Workers; w != nil {
-		for _, md := range w.MachineDeployments {
-			if md.Replicas == nil {
-				open = true
-				continue
-			}
-			desired += *md.Replicas
-		}
-		for _, mp := range w.MachinePools {
-			if mp.Replicas == nil {
-				open = true
-				continue
-			}
-			desired += *mp.Replicas
-		}
-	}
-	for _, p := range append(append([]v1alpha2.PartStatus{}, t.Status.MachineDeployments...), t.Status.MachinePools...) {
-		ready += p.ReadyReplicas
-	}
-	d := fmt.Sprint(desired)
-	if open {
-		d += "+" // some pools leave replicas to an autoscaler
-	}
-	return fmt.Sprintf("%d/%s", ready, d)
 }

@@ -10,15 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
-	"github.com/kubectl-topology/kubectl-topology/internal/live"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/manifests"
-	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // golden compares got with testdata/golden/NAME, rewriting it with -update.
@@ -37,181 +32,6 @@ func golden(t *testing.T, name, got string) {
 	if got != string(want) {
 		t.Errorf("%s differs from the golden file (run go test ./internal/plugin -update after checking):\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
-}
-
-func ptr32(n int32) *int32 { return &n }
-
-// at is a time on the fixtures' day, 2026-11-21.
-func at(hour, minute int) *metav1.Time {
-	t := metav1.NewTime(time.Date(2026, 11, 21, hour, minute, 0, 0, time.UTC))
-	return &t
-}
-
-// fixtureNow is "now" for the fixtures' durations.
-var fixtureNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-
-// degraded is a settled Topology that has since lost health: a control
-// plane Machine whose Node is not ready, a pool at 1/2, and warnings.
-func degraded() *v1alpha2.Topology {
-	t := midUpgrade()
-	t.Name, t.Namespace = "prod", "team-a"
-	t.Spec.Workers.MachineDeployments = t.Spec.Workers.MachineDeployments[:1]
-	t.Spec.Workers.MachinePools = nil
-	t.Status = v1alpha2.TopologyStatus{
-		ObservedGeneration: 3, Phase: v1alpha2.PhaseUpToDate, Infrastructure: v1alpha2.InfrastructureProvisioned, ClusterName: "prod",
-		State: v1alpha2.StateDegraded, StateSince: at(11, 46),
-		ControlPlane: &v1alpha2.PartStatus{Name: "control-plane", ObjectName: "prod-cp", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(3), Replicas: 3, ReadyReplicas: 2, UpToDateReplicas: 3, AvailableReplicas: 3,
-			Phase: v1alpha2.PhaseUpToDate, State: v1alpha2.StateDegraded, StateSince: at(11, 46),
-			Problems: []v1alpha2.Problem{{Object: "Machine/prod-cp-abcde", Reason: "NotReady", Message: "NodeHealthy: Node prod-cp-abcde is not ready", Since: at(11, 46)}}},
-		MachineDeployments: []v1alpha2.PartStatus{{Name: "md-a", Class: "general", ObjectName: "prod-md-a", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 1, UpToDateReplicas: 2, AvailableReplicas: 1,
-			Phase: v1alpha2.PhaseUpToDate, State: v1alpha2.StateDegraded, StateSince: at(11, 50),
-			Problems: []v1alpha2.Problem{
-				{Object: "MachineDeployment/prod-md-a", Reason: "NotAvailable", Message: "1 available replicas, at least 2 required", Since: at(11, 50)},
-				{Object: "Machine/prod-md-a-xyz12", Reason: "NotReady", Message: "NodeHealthy: Node prod-md-a-xyz12 is not ready", Since: at(11, 50)},
-			}}},
-		Conditions: []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionTrue, ObservedGeneration: 3, Reason: "ReconcileSucceeded", LastTransitionTime: *at(11, 40)}},
-	}
-	return t
-}
-
-// midUpgrade is a Topology halfway through an upgrade to v1.34.0, as the
-// agent reports it.
-func midUpgrade() *v1alpha2.Topology {
-	created := metav1.NewTime(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
-	return &v1alpha2.Topology{
-		ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "default", Generation: 3, CreationTimestamp: created},
-		Spec: v1alpha2.TopologySpec{
-			ClassRef: v1alpha2.ClassRef{Name: "docker-kubeadm"}, Version: "v1.34.0",
-			ControlPlane: v1alpha2.ControlPlaneTopology{Replicas: ptr32(3)},
-			Workers: &v1alpha2.WorkersTopology{
-				MachineDeployments: []v1alpha2.MachineDeploymentTopology{
-					{Class: "general", Name: "md-a", Replicas: ptr32(2)},
-					{Class: "general", Name: "md-b", Replicas: ptr32(2)},
-					{Class: "gpu", Name: "md-gpu", Metadata: v1alpha2.ObjectMeta{Annotations: map[string]string{clusterv1.ClusterTopologyDeferUpgradeAnnotation: ""}}},
-				},
-				MachinePools: []v1alpha2.MachinePoolTopology{{Class: "pool", Name: "mp-0", Replicas: ptr32(1)}},
-			},
-		},
-		Status: v1alpha2.TopologyStatus{
-			ObservedGeneration: 3, Phase: v1alpha2.PhasePending, Infrastructure: v1alpha2.InfrastructureProvisioned, ClusterName: "dev",
-			State: v1alpha2.StateRollingOut, StateSince: at(11, 40),
-			ControlPlane: &v1alpha2.PartStatus{Name: "control-plane", ObjectName: "dev-x7k2p", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(3), Replicas: 3, ReadyReplicas: 3, UpToDateReplicas: 3, AvailableReplicas: 3, Phase: v1alpha2.PhaseUpToDate, State: v1alpha2.StateReady, StateSince: at(11, 40)},
-			MachineDeployments: []v1alpha2.PartStatus{
-				{Name: "md-a", Class: "general", ObjectName: "dev-md-a-q8w2n", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 2, UpToDateReplicas: 1, AvailableReplicas: 2, Phase: v1alpha2.PhaseUpgrading, Message: "Machines are rolling to v1.34.0", State: v1alpha2.StateRollingOut, StateSince: at(11, 52)},
-				{Name: "md-b", Class: "general", ObjectName: "dev-md-b-m4t9z", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(2), Replicas: 2, ReadyReplicas: 2, AvailableReplicas: 2, Phase: v1alpha2.PhasePending, Message: "upgrade concurrency limit 1 reached (md-a upgrading)", State: v1alpha2.StateWaiting, StateSince: at(11, 40)},
-				{Name: "md-gpu", Class: "gpu", ObjectName: "dev-gpu-md-gpu-c2v8d", DesiredVersion: "v1.34.0", Version: "v1.33.1", Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, Phase: v1alpha2.PhaseDeferred, Message: "upgrade deferred by the topology.cluster.x-k8s.io/defer-upgrade annotation", State: v1alpha2.StateDeferred, StateSince: at(11, 40)},
-			},
-			MachinePools: []v1alpha2.PartStatus{{Name: "mp-0", Class: "pool", ObjectName: "dev-mp-0-h5r7k", DesiredVersion: "v1.34.0", Version: "v1.33.1", DesiredReplicas: ptr32(1), Replicas: 1, ReadyReplicas: 1, Phase: v1alpha2.PhasePending, Message: "waiting for the control plane to finish upgrading", State: v1alpha2.StateWaiting, StateSince: at(11, 40)}},
-			UpgradePlan:  &v1alpha2.UpgradePlanStatus{Workers: []string{"v1.34.0"}},
-			Conditions:   []metav1.Condition{{Type: "TopologyReconciled", Status: metav1.ConditionFalse, ObservedGeneration: 3, Reason: "ClusterUpgrading", Message: "Cluster is upgrading to v1.34.0\n  * MachineDeployment md-b pending upgrade to version v1.34.0"}},
-		},
-	}
-}
-
-func TestStatusTree(t *testing.T) {
-	var buf bytes.Buffer
-	if err := renderStatus(&buf, midUpgrade(), fixtureNow); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "status-mid-upgrade.txt", buf.String())
-	if health.Settled(midUpgrade()) {
-		t.Error("a Topology mid-upgrade counts as settled")
-	}
-}
-
-// TestStatusHeldBeforeCreation: a Topology the BeforeClusterCreate hook
-// holds has no parts, and status says the hook holds it, not that the agent
-// has not reconciled it.
-func TestStatusHeldBeforeCreation(t *testing.T) {
-	topo := midUpgrade()
-	topo.Status = v1alpha2.TopologyStatus{Hooks: &v1alpha2.HooksStatus{Holding: []v1alpha2.HookHold{{
-		Hook: "BeforeClusterCreate", Handlers: []string{"gate.approvals"}, Holds: "the cluster's creation", Message: "waiting for approval",
-	}}}}
-	var buf bytes.Buffer
-	if err := renderStatus(&buf, topo, fixtureNow); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"HELD: hook BeforeClusterCreate (gate.approvals) holds the cluster's creation — waiting for approval",
-		"no parts yet: hook BeforeClusterCreate holds the cluster before they are created (HELD above)",
-	} {
-		if !strings.Contains(buf.String(), want) {
-			t.Errorf("status lacks %q:\n%s", want, buf.String())
-		}
-	}
-	if strings.Contains(buf.String(), "has not reconciled") {
-		t.Errorf("status says the agent has not reconciled a Topology it holds:\n%s", buf.String())
-	}
-}
-
-// TestStatusDegraded: versions that match do not hide machines that are not
-// ready; the problems, since when, the agent's silence and recent warnings
-// are all said.
-func TestStatusDegraded(t *testing.T) {
-	topo := degraded()
-	agent := statusv1.AgentReport{LastHeartbeat: at(11, 55), Problem: "the agent last reported 5m0s ago: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells"}
-	events := []statusv1.EventReport{{Time: *at(11, 58), Object: "Machine/prod-md-a-xyz12", Reason: "MachineHealthCheckFailed", Message: "Node not ready for 5m", Count: 3}}
-	var buf bytes.Buffer
-	if err := renderStatusReport(&buf, topo, agent, live.TopologyReport(topo, agent, events), fixtureNow); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "status-degraded.txt", buf.String())
-	if health.Settled(topo) {
-		t.Error("a degraded Topology counts as settled")
-	}
-}
-
-// TestStatusFleetReport: the fleet view and its JSON put the degraded and the
-// deleting first, and the JSON is the documented, versioned schema.
-func TestStatusFleetReport(t *testing.T) {
-	deleting := midUpgrade()
-	deleting.Name, deleting.DeletionTimestamp = "old", at(11, 59)
-	paused := midUpgrade()
-	paused.Name, paused.Namespace, paused.Spec.Paused = "frozen", "team-b", true
-	items := []v1alpha2.Topology{*midUpgrade(), *degraded(), *deleting, *paused}
-	agent := statusv1.AgentReport{LastHeartbeat: at(11, 59)}
-	report := statusv1.StatusReport{Agent: agent}
-	for i := range items {
-		report.Items = append(report.Items, live.TopologyReport(&items[i], agent, nil))
-	}
-	live.SortReports(report.Items)
-	var table, js bytes.Buffer
-	if err := renderFleet(&table, report, items, fixtureNow); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "status-fleet.txt", table.String())
-	if err := printReport(&js, "json", report); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "status-fleet.json", js.String())
-	var order []string
-	for _, r := range report.Items {
-		order = append(order, r.Name+":"+string(r.State))
-	}
-	if got, want := strings.Join(order, " "), "old:Deleting frozen:Paused prod:Degraded dev:RollingOut"; got != want {
-		t.Errorf("fleet order %s, want %s", got, want)
-	}
-}
-
-func TestGetTable(t *testing.T) {
-	var buf bytes.Buffer
-	now := clock(func() time.Time { return time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC) })
-	other := midUpgrade()
-	other.Name, other.Namespace = "prod", "team-a"
-	other.Spec.Workers.MachineDeployments[2].Replicas = nil
-	if err := printTable(&buf, []v1alpha2.Topology{*midUpgrade(), *other, *degraded()}, true, true, now); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "get-wide.txt", buf.String())
-}
-
-func TestUpgradePreview(t *testing.T) {
-	topo := midUpgrade()
-	topo.Spec.Version = "v1.33.1"
-	topo.Annotations = map[string]string{clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation: "2"}
-	var buf bytes.Buffer
-	printUpgradePreview(&buf, topo, nil, "v1.34.0", nil)
-	golden(t, "upgrade-preview.txt", buf.String())
 }
 
 func TestConfirm(t *testing.T) {
@@ -258,7 +78,7 @@ func TestRenderComponentsVariables(t *testing.T) {
 // TestUnsettledSaysWhereTheRolloutStands: a watch that times out names the
 // phase and every condition that is not true, and says the rollout goes on.
 func TestUnsettledSaysWhereTheRolloutStands(t *testing.T) {
-	err := (&StatusOptions{Timeout: 30 * time.Minute, now: func() time.Time { return fixtureNow }}).unsettled(midUpgrade())
+	err := (&StatusOptions{Timeout: 30 * time.Minute, now: func() time.Time { return fixture.StatusNow }}).unsettled(fixture.MidUpgrade())
 	want := "Topology default/dev did not settle within 30m0s: RollingOut\n" +
 		"  TopologyReconciled=False ClusterUpgrading: Cluster is upgrading to v1.34.0; MachineDeployment md-b pending upgrade to version v1.34.0\n" +
 		"  md-a: RollingOut for 8m, 2/2 ready, 1 up to date, 2 machines\n" +

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/cli-runtime/pkg/printers"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/yaml"
 
@@ -31,6 +30,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/plan"
+	"github.com/kubectl-topology/kubectl-topology/internal/printer"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -144,7 +144,7 @@ func (o *PlanOptions) runLive(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, "Warning: "+w)
 	}
 	if t.Spec.Paused {
-		fmt.Fprintf(o.ErrOut, "%s %s/%s is paused: nothing will be applied until `kubectl topology resume %s`; this is what %s would change then.\n", contract.KindOf(t), t.Namespace, t.Name, refOf(t), contract.Reconciler(t))
+		fmt.Fprintf(o.ErrOut, "%s %s/%s is paused: nothing will be applied until `kubectl topology resume %s`; this is what %s would change then.\n", contract.KindOf(t), t.Namespace, t.Name, upstream.Ref(t), contract.Reconciler(t))
 	}
 	var files map[string][]byte
 	if o.OutputDirectory != "" {
@@ -437,16 +437,7 @@ func (o *PlanOptions) print(t *bundle.Topology, p *plan.Plan) error {
 		fmt.Fprintf(o.Out, "No changes for %s/%s.\n", t.Namespace, t.Name)
 		return nil
 	}
-	w := printers.GetNewTabWriter(o.Out)
-	fmt.Fprintln(w, "NAMESPACE\tKIND\tNAME\tACTION")
-	for _, c := range p.Changes {
-		action := string(c.Action)
-		if c.Action == plan.Pending {
-			action += " (" + c.Reason + ")"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Object.GetNamespace(), c.Object.GetKind(), c.Object.GetName(), action)
-	}
-	return w.Flush()
+	return printer.PlanTable(o.Out, p.Changes)
 }
 
 // planFiles renders upstream's output layout: created/<Kind>_<ns>_<name>.yaml and

@@ -26,6 +26,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/membership"
+	"github.com/kubectl-topology/kubectl-topology/internal/printer"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/rolloutview"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -403,14 +404,12 @@ func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 	case o.Output == "yaml":
 		return (&printers.YAMLPrinter{}).PrintObj(ro, o.Out)
 	case !o.Watch:
-		renderRollout(o.Out, ro, o.now.now())
-		return nil
+		return printer.Rollout(o.Out, ro, o.now.now())
 	}
 	f := follower[*v1alpha2.TopologyRollout]{
 		read: o.read,
 		render: func(w io.Writer, ro *v1alpha2.TopologyRollout) error {
-			renderRollout(w, ro, time.Time{})
-			return nil
+			return printer.Rollout(w, ro, time.Time{})
 		},
 		done: rolloutEnded,
 		gaveUp: func(ro *v1alpha2.TopologyRollout) error {
@@ -434,30 +433,6 @@ func rolloutEnded(ro *v1alpha2.TopologyRollout) (bool, error) {
 		return true, nil
 	}
 	return true, fmt.Errorf("TopologyRollout %s is %s: %s", ro.Name, ro.Status.Phase, ro.Status.Message)
-}
-
-// renderRollout prints a rollout: the whole, its waves, its clusters.
-func renderRollout(w io.Writer, ro *v1alpha2.TopologyRollout, now time.Time) {
-	for _, line := range fleet.HeaderLines(ro, now) {
-		fmt.Fprintln(w, line)
-	}
-	if len(ro.Status.Waves) == 0 {
-		return
-	}
-	fmt.Fprintln(w)
-	tw := printers.GetNewTabWriter(w)
-	fmt.Fprintln(tw, "WAVE\tCLUSTERS\tSTATE\tSTARTED\tCOMPLETED")
-	for _, wave := range ro.Status.Waves {
-		fmt.Fprintln(tw, strings.Join(fleet.WaveCells(ro, wave, now), "\t"))
-	}
-	_ = tw.Flush()
-	fmt.Fprintln(w)
-	tw = printers.GetNewTabWriter(w)
-	fmt.Fprintln(tw, "WAVE\tCLUSTER\tPHASE\tATTEMPT\tSINCE\tREASON")
-	for _, c := range ro.Status.Clusters {
-		fmt.Fprintln(tw, strings.Join(fleet.ClusterCells(c, now), "\t"))
-	}
-	_ = tw.Flush()
 }
 
 // Controls of a whole rollout.

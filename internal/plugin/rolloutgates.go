@@ -5,10 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
+	"github.com/kubectl-topology/kubectl-topology/internal/printer"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -281,56 +278,5 @@ func (o *RolloutListOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, "No TopologyRollouts found.")
 		return nil
 	}
-	renderRolloutList(o.Out, list.Items, o.now.now())
-	return nil
-}
-
-// renderRolloutList prints a line per rollout: its change, phase, where
-// its waves stand, counts, start, end, and failures by reason.
-func renderRolloutList(w io.Writer, rollouts []v1alpha2.TopologyRollout, now time.Time) {
-	tw := printers.GetNewTabWriter(w)
-	fmt.Fprintln(tw, "NAME\tCHANGE\tPHASE\tWAVE\tSUCCEEDED\tFAILED\tTOTAL\tSTARTED\tCOMPLETED\tFAILURES")
-	for _, ro := range rollouts {
-		st := ro.Status
-		what := fleet.Describe(ro.Spec.Change)
-		if ro.Spec.Undo != "" {
-			what = "undo of " + ro.Spec.Undo
-		}
-		wave := "-"
-		if len(st.Waves) > 0 {
-			wave = fmt.Sprintf("%d/%d", max(st.Wave, 1), len(st.Waves))
-			if st.Phase == v1alpha2.RolloutCompleted {
-				wave = fmt.Sprintf("%d/%d", len(st.Waves), len(st.Waves))
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", ro.Name, what, cmp.Or(st.Phase, v1alpha2.RolloutPending), wave,
-			st.Succeeded, st.Failed, st.Total, sinceText(st.StartedAt, now), sinceText(st.CompletedAt, now), failuresByReason(st))
-	}
-	_ = tw.Flush()
-}
-
-// failuresByReason counts a rollout's failed clusters by reason:
-// "Refused 2, Preflight 1"; "-" when none failed.
-func failuresByReason(st v1alpha2.TopologyRolloutStatus) string {
-	counts := map[string]int{}
-	for _, c := range st.Clusters {
-		if c.Phase == v1alpha2.ClusterFailed {
-			counts[cmp.Or(c.Reason, "Failed")]++
-		}
-	}
-	if len(counts) == 0 {
-		return "-"
-	}
-	var parts []string
-	for _, reason := range slices.Sorted(maps.Keys(counts)) {
-		parts = append(parts, fmt.Sprintf("%s %d", reason, counts[reason]))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func sinceText(t *metav1.Time, now time.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return health.HumanDuration(now.Sub(t.Time)) + " ago"
+	return printer.RolloutList(o.Out, list.Items, o.now.now())
 }

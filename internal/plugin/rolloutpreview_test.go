@@ -8,15 +8,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/internal/membership"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -53,25 +51,16 @@ func inMemoryFleet(tb testing.TB, n int) ([]*v1alpha2.Topology, *v1alpha2.Topolo
 	return out, class
 }
 
-func versionRollout() *v1alpha2.TopologyRollout {
-	ro := &v1alpha2.TopologyRollout{Spec: v1alpha2.TopologyRolloutSpec{Change: v1alpha2.RolloutChange{Version: "v1.34.0"}}}
-	ro.Name = "to-134"
-	for _, w := range []string{"1", "10%", "100%"} {
-		ro.Spec.Strategy.Waves = append(ro.Spec.Strategy.Waves, v1alpha2.RolloutWave{Clusters: intstr.Parse(w)})
-	}
-	return ro
-}
-
 func TestRolloutPreviewCountsEachWavesMachines(t *testing.T) {
 	fleet, class := inMemoryFleet(t, 20)
 	fleet[5].Spec.Version = "v1.34.0" // already there: nothing changes
 	classOf := func(context.Context, *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) { return class, nil }
-	p, err := buildPreview(context.Background(), versionRollout(), fleet, classOf, nil, nil)
+	p, err := buildPreview(context.Background(), fixture.VersionRollout(), fleet, classOf, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	p.print(&out, versionRollout(), false)
+	p.print(&out, fixture.VersionRollout(), false)
 	for _, want := range []string{
 		"TopologyRollout to-134: version v1.34.0 over 20 cluster(s)",
 		"Wave 1 (canary): 1 cluster(s), 6 machine(s) replaced",
@@ -93,7 +82,7 @@ func TestRolloutPreviewCountsEachWavesMachines(t *testing.T) {
 func BenchmarkRolloutDryRun1000(b *testing.B) {
 	fleet, class := inMemoryFleet(b, 1000)
 	classOf := func(context.Context, *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) { return class, nil }
-	ro := versionRollout()
+	ro := fixture.VersionRollout()
 	for b.Loop() {
 		p, err := buildPreview(context.Background(), ro, fleet, classOf, nil, nil)
 		if err != nil {
@@ -103,63 +92,6 @@ func BenchmarkRolloutDryRun1000(b *testing.B) {
 	}
 }
 
-// TestRolloutStatusText is `rollout status` as printed: the rollout, its
-// waves and each cluster with its phase, attempts, age and reason.
-func TestRolloutStatusText(t *testing.T) {
-	now := metav1.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	ago := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(-d)); return &t }
-	ro := versionRollout()
-	ro.Spec.Strategy.MaxInFlight, ro.Spec.Strategy.Soak = 2, metav1.Duration{Duration: 10 * time.Minute}
-	ref := func(name string) v1alpha2.RolloutClusterRef {
-		return v1alpha2.RolloutClusterRef{Kind: v1alpha2.RolloutKindTopology, Namespace: "prod", Name: name}
-	}
-	ro.Status = v1alpha2.TopologyRolloutStatus{
-		Phase: v1alpha2.RolloutHalted, Message: "1 cluster(s) failed, more than the failure budget of 0: retry or skip them to go on (Topology/prod/b)",
-		Wave: 2, Total: 3, Succeeded: 1, Failed: 1, StartedAt: ago(40 * time.Minute),
-		Waves: []v1alpha2.RolloutWaveStatus{
-			{Number: 1, Clusters: 1, StartedAt: ago(40 * time.Minute), CompletedAt: ago(25 * time.Minute)},
-			{Number: 2, Clusters: 1, StartedAt: ago(24 * time.Minute), CompletedAt: ago(24 * time.Minute)},
-			{Number: 3, Clusters: 1},
-		},
-		Clusters: []v1alpha2.RolloutClusterStatus{
-			{RolloutClusterRef: ref("a"), Wave: 1, Phase: v1alpha2.ClusterSucceeded, Attempt: 1, StartedAt: ago(40 * time.Minute), CompletedAt: ago(25 * time.Minute)},
-			{RolloutClusterRef: ref("b"), Wave: 2, Phase: v1alpha2.ClusterFailed, Attempt: 1, Reason: "Preflight", Message: "preflight failed; nothing was changed: change freeze on b", CompletedAt: ago(24 * time.Minute)},
-			{RolloutClusterRef: ref("c"), Wave: 3, Phase: v1alpha2.ClusterPending},
-		},
-	}
-	var out strings.Builder
-	renderRollout(&out, ro, now.Time)
-	golden(t, "rollout-status.txt", out.String())
-}
-
-// TestRolloutListText is `rollout list` as printed: a line per rollout with
-// its change, outcome, times and failures by reason.
-func TestRolloutListText(t *testing.T) {
-	now := metav1.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	ago := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(-d)); return &t }
-	ref := func(name string) v1alpha2.RolloutClusterRef {
-		return v1alpha2.RolloutClusterRef{Kind: v1alpha2.RolloutKindTopology, Namespace: "prod", Name: name}
-	}
-	done := versionRollout()
-	done.Status = v1alpha2.TopologyRolloutStatus{Phase: v1alpha2.RolloutCompleted, Wave: 3, Total: 3, Succeeded: 3, StartedAt: ago(3 * time.Hour), CompletedAt: ago(2 * time.Hour),
-		Waves: []v1alpha2.RolloutWaveStatus{{Number: 1}, {Number: 2}, {Number: 3}}}
-	halted := versionRollout()
-	halted.Name, halted.Spec.Change = "log-debug", v1alpha2.RolloutChange{Variables: []v1alpha2.ClusterVariable{{Name: "logLevel", Value: apiextensionsv1.JSON{Raw: []byte(`"debug"`)}}}}
-	halted.Status = v1alpha2.TopologyRolloutStatus{Phase: v1alpha2.RolloutHalted, Wave: 2, Total: 4, Succeeded: 1, Failed: 3, StartedAt: ago(time.Hour),
-		Waves: []v1alpha2.RolloutWaveStatus{{Number: 1}, {Number: 2}, {Number: 3}},
-		Clusters: []v1alpha2.RolloutClusterStatus{
-			{RolloutClusterRef: ref("a"), Phase: v1alpha2.ClusterSucceeded},
-			{RolloutClusterRef: ref("b"), Phase: v1alpha2.ClusterFailed, Reason: "Refused"},
-			{RolloutClusterRef: ref("c"), Phase: v1alpha2.ClusterFailed, Reason: "Refused"},
-			{RolloutClusterRef: ref("d"), Phase: v1alpha2.ClusterFailed, Reason: "Preflight"},
-		}}
-	undo := versionRollout()
-	undo.Name, undo.Spec.Change, undo.Spec.Undo = "log-debug-undo", v1alpha2.RolloutChange{}, "log-debug"
-	var out strings.Builder
-	renderRolloutList(&out, []v1alpha2.TopologyRollout{*done, *halted, *undo}, now.Time)
-	golden(t, "rollout-list.txt", out.String())
-}
-
 // TestRolloutPreviewNamesEveryClusterRefusedAtPreflight: the dry run runs
 // each changing cluster's preflight and lists the refused with the reason;
 // a cluster that does not change is not preflighted.
@@ -167,7 +99,7 @@ func TestRolloutPreviewNamesEveryClusterRefusedAtPreflight(t *testing.T) {
 	fleet, class := inMemoryFleet(t, 12)
 	fleet[3].Spec.Version = "v1.34.0" // nothing to change, nothing to check
 	classOf := func(context.Context, *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) { return class, nil }
-	ro := versionRollout()
+	ro := fixture.VersionRollout()
 	p, err := buildPreview(context.Background(), ro, fleet, classOf, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +140,7 @@ func TestRolloutPreviewNamesEveryClusterRefusedAtPreflight(t *testing.T) {
 // could not give now stops it.
 func TestRolloutPreviewOfAVariableDryRunsEachObjectOnce(t *testing.T) {
 	fleet, class := inMemoryFleet(t, 6)
-	ro := versionRollout()
+	ro := fixture.VersionRollout()
 	ro.Spec.Change = v1alpha2.RolloutChange{Variables: []v1alpha2.ClusterVariable{{Name: "maxPods", Value: apiextensionsv1.JSON{Raw: []byte("200")}}}}
 	freeze := apierrors.NewForbidden(schema.GroupResource{Group: "controlplane.cluster.x-k8s.io", Resource: "kubeadmcontrolplanes"}, "c-0002-x", fmt.Errorf("denied: change freeze"))
 	replaced := func(_ context.Context, edited *v1alpha2.Topology) (int64, error) {

@@ -98,3 +98,74 @@ func TestHelpSaysClusterNameTargetsAnUpstreamCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestThePluginDrawsNothing: tables, trees and previews are drawn by
+// internal/printer, where golden files hold them; a command hands its data
+// to a printer. No file here makes a tab writer or styles text.
+func TestThePluginDrawsNothing(t *testing.T) {
+	drawing := map[string]bool{"text/tabwriter": true, "github.com/liggitt/tabwriter": true, "github.com/charmbracelet/lipgloss": true}
+	for name, f := range pluginFiles(t) {
+		for _, imp := range f.Imports {
+			if path := strings.Trim(imp.Path.Value, `"`); drawing[path] {
+				t.Errorf("%s imports %s: draw it in internal/printer", name, path)
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && types.ExprString(sel) == "printers.GetNewTabWriter" {
+				t.Errorf("%s makes a tab writer: draw the table in internal/printer", name)
+			}
+			return true
+		})
+	}
+}
+
+// TestNoNewFileReadsTheClusterDirectly holds the plugin's direct use of the
+// client to the files that still have it, each to move behind a reader in
+// turn; a new command reads the cluster through live or loader.
+func TestNoNewFileReadsTheClusterDirectly(t *testing.T) {
+	still := map[string]bool{"adopt.go": true, "completion.go": true, "generate.go": true, "get.go": true, "install.go": true, "rollout.go": true, "rolloutgates.go": true, "version.go": true}
+	for name, f := range pluginFiles(t) {
+		direct := false
+		ast.Inspect(f, func(n ast.Node) bool {
+			// A call of the client's own methods (….Client.Get); handing
+			// the client to a reader is how it should be used.
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if inner, ok := sel.X.(*ast.SelectorExpr); ok && inner.Sel.Name == "Client" {
+					direct = true
+				}
+			}
+			return !direct
+		})
+		switch {
+		case direct && !still[name]:
+			t.Errorf("%s uses the client directly: read through internal/live or internal/loader", name)
+		case !direct && still[name]:
+			t.Errorf("%s no longer uses the client directly: take it off this test's list", name)
+		}
+	}
+}
+
+// pluginFiles parses the plugin's non-test files, by file name.
+func pluginFiles(t *testing.T) map[string]*ast.File {
+	t.Helper()
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	out := map[string]*ast.File{}
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = f
+	}
+	if len(out) < 20 {
+		t.Fatalf("found %d files in the plugin, want every one", len(out))
+	}
+	return out
+}

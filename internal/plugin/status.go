@@ -1,25 +1,22 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/cli-runtime/pkg/printers"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
+	"github.com/kubectl-topology/kubectl-topology/internal/printer"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
@@ -184,9 +181,9 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	agent := o.agentFor(ctx, t, now)
 	report := live.TopologyReport(t, agent, live.WarningEvents(ctx, o.access.Client, t, now))
 	if o.Output != "" {
-		return printReport(o.Out, o.Output, statusv1.StatusReport{Agent: agent, Items: []statusv1.TopologyReport{report}})
+		return printer.StatusReport(o.Out, o.Output, statusv1.StatusReport{Agent: agent, Items: []statusv1.TopologyReport{report}})
 	}
-	return renderStatusReport(o.Out, t, agent, report, now)
+	return printer.Status(o.Out, t, agent, report, now)
 }
 
 // watch follows one Topology until its rollout settles or --timeout ends.
@@ -206,7 +203,7 @@ func (o *StatusOptions) watch(ctx context.Context) error {
 				// Without its age, which would make every read a new block.
 				agent.Problem = live.AgentSilent
 			}
-			return renderStatusReport(w, t, agent, live.TopologyReport(t, agent, nil), time.Time{})
+			return printer.Status(w, t, agent, live.TopologyReport(t, agent, nil), time.Time{})
 		},
 		done:   func(t *v1alpha2.Topology) (bool, error) { return health.Settled(t), nil },
 		gaveUp: o.unsettled,
@@ -231,123 +228,11 @@ func (o *StatusOptions) agentFor(ctx context.Context, t *v1alpha2.Topology, now 
 // unsettled is the error of a watch that timed out: where the rollout stands
 // and why, and that it goes on.
 func (o *StatusOptions) unsettled(t *v1alpha2.Topology) error {
-	msg := fmt.Sprintf("%s %s/%s did not settle within %s: %s", contract.KindOf(t), t.Namespace, t.Name, o.Timeout, orDash(string(health.TopologyState(t))))
+	msg := fmt.Sprintf("%s %s/%s did not settle within %s: %s", contract.KindOf(t), t.Namespace, t.Name, o.Timeout, cmp.Or(string(health.TopologyState(t)), "-"))
 	for _, hold := range append(health.Holds(t), health.PartsNotReady(t, o.now.now())...) {
 		msg += "\n  " + hold
 	}
-	return fmt.Errorf("%s\nThe rollout goes on; follow it with `kubectl topology status %s -n %s --watch`", msg, refOf(t), t.Namespace)
-}
-
-// renderStatus writes the status tree as plain text; a zero now leaves out
-// the times (a watch prints a new block only when something changed).
-func renderStatus(w io.Writer, t *v1alpha2.Topology, now time.Time) error {
-	return renderStatusReport(w, t, statusv1.AgentReport{}, live.TopologyReport(t, statusv1.AgentReport{}, nil), now)
-}
-
-// renderStatusReport writes one Topology's report for a human: the state and
-// since when, what makes it stale, the parts as a tree, every problem, and
-// recent warnings.
-func renderStatusReport(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentReport, r statusv1.TopologyReport, now time.Time) error {
-	since := func(ts *metav1.Time) string {
-		if now.IsZero() || ts == nil {
-			return "-"
-		}
-		return health.HumanDuration(now.Sub(ts.Time))
-	}
-	head := fmt.Sprintf("%s %s/%s (class %s) · %s", contract.KindOf(t), t.Namespace, t.Name, t.Spec.ClassRef.Name, r.State)
-	if upstream.IsCluster(t) {
-		head = fmt.Sprintf("Cluster %s/%s (ClusterClass %s, Cluster API's topology controller) · %s", t.Namespace, t.Name, t.Spec.ClassRef.Name, r.State)
-	}
-	if !now.IsZero() && r.StateSince != nil {
-		head += " for " + since(r.StateSince)
-	}
-	fmt.Fprintln(w, head)
-	fmt.Fprintf(w, "  version %s · rollout phase %s · infrastructure %s\n", t.Spec.Version, orDash(string(t.Status.Phase)), orDash(string(t.Status.Infrastructure)))
-	if p := t.Status.UpgradePlan; p != nil {
-		fmt.Fprintf(w, "  upgrade plan: control plane %s · workers %s\n", orDash(strings.Join(p.ControlPlane, " → ")), orDash(strings.Join(p.Workers, " → ")))
-	}
-	for _, line := range health.HookLines(t.Status.Hooks, now) {
-		fmt.Fprintf(w, "  %s\n", line)
-	}
-	// Of the two reasons r.Stale gives, only a silent agent is STALE; a change
-	// not seen yet is an ordinary line.
-	if agent.Problem != "" {
-		fmt.Fprintf(w, "  STALE: %s\n", agent.Problem)
-	}
-	for _, line := range append(withoutEmpty(health.NotObserved(t)), health.ConditionsNotTrue(t)...) {
-		fmt.Fprintf(w, "  %s\n", line)
-	}
-	parts := t.Status.Parts()
-	if len(parts) == 0 {
-		switch {
-		case agent.Problem != "":
-			fmt.Fprintln(w, "  no parts reported yet, and the agent is not reporting (see above)")
-		default:
-			line := health.NoParts(t)
-			if _, held := health.CreationHold(t); held {
-				line += " (HELD above)"
-			}
-			fmt.Fprintf(w, "  %s\n", line)
-		}
-		return nil
-	}
-	tw := printers.GetNewTabWriter(w)
-	fmt.Fprintln(tw, "PART\tOBJECT\tVERSION\tREADY\tUP-TO-DATE\tSTATE\tSINCE\tWHY")
-	open := false
-	for i, p := range parts {
-		branch := "├─"
-		if i == len(parts)-1 {
-			branch = "└─"
-		}
-		name := p.Name
-		if p.Class != "" {
-			name += " (" + p.Class + ")"
-		}
-		version := orDash(p.Version)
-		if p.Version != p.DesiredVersion && p.DesiredVersion != "" {
-			version = orDash(p.Version) + " → " + p.DesiredVersion
-		}
-		if p.DesiredReplicas == nil {
-			open = true
-		}
-		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%d/%s\t%d\t%s\t%s\t%s\n", branch, name, orDash(p.ObjectName), version, p.ReadyReplicas, desiredReplicas(p), p.UpToDateReplicas, orDash(string(p.State)), since(p.StateSince), health.PartWhy(p))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if open {
-		fmt.Fprintln(w, "  READY n/-: an autoscaler sets that pool's replicas")
-	}
-	var problems []string
-	for _, p := range parts {
-		for _, pr := range p.Problems {
-			line := p.Name + ": " + pr.Object + " " + pr.Reason
-			if pr.Message != "" {
-				line += ": " + pr.Message
-			}
-			if !now.IsZero() && pr.Since != nil {
-				line += " (for " + since(pr.Since) + ")"
-			}
-			problems = append(problems, line)
-		}
-	}
-	if len(problems) > 0 {
-		fmt.Fprintln(w, "Problems:")
-		for _, line := range problems {
-			fmt.Fprintf(w, "  %s\n", line)
-		}
-	}
-	if len(r.Events) > 0 {
-		fmt.Fprintf(w, "Warning events (last %s):\n", health.HumanDuration(live.EventWindow))
-		for _, e := range r.Events {
-			count := ""
-			if e.Count > 1 {
-				count = fmt.Sprintf(" (x%d)", e.Count)
-			}
-			fmt.Fprintf(w, "  %s ago  %s  %s: %s%s\n", since(&e.Time), e.Object, e.Reason, e.Message, count)
-		}
-	}
-	return nil
+	return fmt.Errorf("%s\nThe rollout goes on; follow it with `kubectl topology status %s -n %s --watch`", msg, upstream.Ref(t), t.Namespace)
 }
 
 // runFleet lists every Topology of the namespace (or all), problems first.
@@ -376,70 +261,11 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 	}
 	live.SortReports(report.Items)
 	if o.Output != "" {
-		return printReport(o.Out, o.Output, report)
+		return printer.StatusReport(o.Out, o.Output, report)
 	}
 	if len(report.Items) == 0 {
 		o.access.NoTopologies(o.ErrOut, o.AllNamespaces)
 		return nil
 	}
-	return renderFleet(o.Out, report, items, now)
-}
-
-// renderFleet writes one line per Topology, in the report's order.
-func renderFleet(w io.Writer, report statusv1.StatusReport, items []v1alpha2.Topology, now time.Time) error {
-	if report.Agent.Problem != "" {
-		fmt.Fprintf(w, "STALE: %s\n", report.Agent.Problem)
-	}
-	byKey := map[string]*v1alpha2.Topology{}
-	for i := range items {
-		byKey[items[i].Namespace+"/"+items[i].Name] = &items[i]
-	}
-	tw := printers.GetNewTabWriter(w)
-	fmt.Fprintln(tw, "NAMESPACE\tNAME\tCLASS\tVERSION\tSTATE\tSINCE\tCONTROL PLANE\tWORKERS\tPROBLEMS")
-	for _, r := range report.Items {
-		t := byKey[r.Namespace+"/"+r.Name]
-		since := "-"
-		if r.StateSince != nil {
-			since = health.HumanDuration(now.Sub(r.StateSince.Time))
-		}
-		problems := strings.Join(r.Problems, ", ")
-		if len(r.Stale) > 0 && report.Agent.Problem == "" {
-			problems = strings.TrimPrefix(problems+", Stale", ", ")
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, refOf(t), r.Class, r.Version, r.State, since, controlPlaneReplicas(t), workerReplicas(t), orDash(problems))
-	}
-	return tw.Flush()
-}
-
-// withoutEmpty is s as a list, empty when s is.
-func withoutEmpty(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return []string{s}
-}
-
-// printReport writes the report as json or yaml.
-func printReport(w io.Writer, format string, report statusv1.StatusReport) error {
-	report.APIVersion, report.Kind = statusv1.APIVersion, statusv1.Kind
-	var data []byte
-	var err error
-	if format == "yaml" {
-		data, err = yaml.Marshal(report)
-	} else {
-		data, err = json.MarshalIndent(report, "", "  ")
-		data = append(data, '\n')
-	}
-	if err != nil {
-		return fmt.Errorf("encoding the status report: %w", err)
-	}
-	_, err = w.Write(data)
-	return err
-}
-
-func desiredReplicas(p v1alpha2.PartStatus) string {
-	if p.DesiredReplicas == nil {
-		return "-"
-	}
-	return fmt.Sprint(*p.DesiredReplicas)
+	return printer.StatusList(o.Out, report, items, now)
 }

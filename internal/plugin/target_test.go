@@ -101,7 +101,7 @@ func TestListAllKeepsAClusterItCannotSummarise(t *testing.T) {
 	}
 	var refs []string
 	for i := range items {
-		refs = append(refs, refOf(&items[i]))
+		refs = append(refs, upstream.Ref(&items[i]))
 	}
 	// Topologies first where a Cluster has the same name; the agent's own
 	// Cluster of "ours" and the plain Cluster are not topologies at all.

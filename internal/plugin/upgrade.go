@@ -14,11 +14,11 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/internal/printer"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -125,7 +125,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 				health = "the control plane's health is not checked (--force)"
 			}
 			fmt.Fprintf(o.Out, "Preflight passed: %s → %s is allowed, %s, and the webhooks accept the change.\n", orig.Spec.Version, o.Version, health)
-			printUpgradePreview(o.Out, orig, o.class, o.Version, o.hooks)
+			printer.UpgradePreview(o.Out, orig, o.class, o.Version, o.hooks)
 		},
 		question: func(orig, _ *v1alpha2.Topology) string {
 			return fmt.Sprintf("Upgrade %s %s/%s from %s to %s?", contract.KindOf(orig), orig.Namespace, orig.Name, orig.Spec.Version, o.Version)
@@ -136,7 +136,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.Out, "%s %s/%s: version %s → %s. %s starts with the control plane.\n", contract.KindOf(written), written.Namespace, written.Name, from, o.Version, capitalize(contract.Reconciler(written)))
 	if !o.Wait {
-		fmt.Fprintf(o.Out, "Follow it with: kubectl topology status %s -n %s --watch\n", refOf(written), written.Namespace)
+		fmt.Fprintf(o.Out, "Follow it with: kubectl topology status %s -n %s --watch\n", upstream.Ref(written), written.Namespace)
 		return nil
 	}
 	s := &StatusOptions{liveFlags: co.liveFlags, IOStreams: o.IOStreams, Name: o.Name, Watch: true, Interval: o.Interval, Timeout: o.Timeout}
@@ -180,21 +180,11 @@ func (o *UpgradeOptions) preflight(ctx context.Context, ca *live.Cluster, orig *
 			msg += "\n  - " + p
 		}
 		if len(unhealthy) > 0 {
-			msg += "\n  - " + strings.Join(unhealthy, "\n    ") + "\n    Wait until `kubectl topology status " + refOf(orig) + "` shows the control plane Ready, or add --force to upgrade it as it is."
+			msg += "\n  - " + strings.Join(unhealthy, "\n    ") + "\n    Wait until `kubectl topology status " + upstream.Ref(orig) + "` shows the control plane Ready, or add --force to upgrade it as it is."
 		}
 		return errors.New(msg)
 	}
 	return nil
-}
-
-// printUpgradePreview lists the rollout in order, as the engine plans it,
-// and the lifecycle hooks it calls of the handlers hooks names per hook.
-func printUpgradePreview(w io.Writer, t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version string, hooks map[string][]string) {
-	p := upgrade.PlanUpgrade(t, class, version)
-	fmt.Fprintf(w, "Rollout of %s %s/%s to %s:\n", contract.KindOf(t), t.Namespace, t.Name, version)
-	for _, line := range append(p.Lines(), lifecycle.PreviewLines(p, hooks)...) {
-		fmt.Fprintf(w, "  %s\n", line)
-	}
 }
 
 // confirm asks a yes/no question on the streams; anything but y/yes is no.

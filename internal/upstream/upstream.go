@@ -279,3 +279,20 @@ func Summarize(ctx context.Context, t *v1alpha2.Topology, l *loader.Loaded) erro
 	}
 	return nil
 }
+
+// Ref is how a command names t: NAME for a Topology, cluster/NAME for an
+// upstream Cluster, so that a Topology of the same name is never meant instead.
+func Ref(t *v1alpha2.Topology) string {
+	if IsCluster(t) {
+		return "cluster/" + t.Name
+	}
+	return t.Name
+}
+
+// ManagedBy names the controller that reconciles t.
+func ManagedBy(t *v1alpha2.Topology) string {
+	if IsCluster(t) {
+		return "cluster-api"
+	}
+	return "kubectl-topology"
+}
