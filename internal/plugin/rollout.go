@@ -288,7 +288,11 @@ func createRollout(ctx context.Context, ca *live.Cluster, streams genericiooptio
 	if err != nil {
 		return err
 	}
-	preview.print(streams.Out, ro, quiet)
+	if quiet {
+		printer.RolloutPreviewSummary(streams.Out, ro, preview)
+	} else {
+		printer.RolloutPreview(streams.Out, ro, preview)
+	}
 	if dryRun {
 		fmt.Fprintln(streams.Out, "Dry run: nothing was created.")
 		return nil

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -17,34 +15,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/plan"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
-
-// rolloutPreview is what a rollout would do, per wave and cluster.
-type rolloutPreview struct {
-	waves []wavePreview
-	// machines is the whole fleet's churn: Machines replaced.
-	machines int64
-}
-
-type wavePreview struct {
-	number   int32
-	clusters []clusterPreview
-	machines int64
-}
-
-type clusterPreview struct {
-	ref v1alpha2.RolloutClusterRef
-	// changes say what the rollout sets that differs; none when the
-	// cluster already is that way.
-	changes []string
-	// machines replaced.
-	machines int64
-	// refused says why the cluster's preflight fails now, as the agent's
-	// would right before it starts it; "" when it passes.
-	refused string
-	// planned: its live plan, which dry-runs every object written for
-	// it, passed; its preflight need not send them again.
-	planned bool
-}
 
 // preflights are the agent's preflight of a cluster, whole, and without the
 // dry run of the objects written for it, for a cluster whose live plan has
@@ -72,7 +42,7 @@ type replacementSource func(ctx context.Context, edited *v1alpha2.Topology) (int
 // plan; then preflights every cluster that changes, as the agent will.
 // targets are each cluster's own change (an undo's), by
 // RolloutClusterRef.Key; spec.change for the rest.
-func previewRollout(ctx context.Context, m membership.Reader, classes *membership.Classes, ca *live.Cluster, ro *v1alpha2.TopologyRollout, selected []*v1alpha2.Topology, targets map[string]v1alpha2.RolloutChange) (*rolloutPreview, error) {
+func previewRollout(ctx context.Context, m membership.Reader, classes *membership.Classes, ca *live.Cluster, ro *v1alpha2.TopologyRollout, selected []*v1alpha2.Topology, targets map[string]v1alpha2.RolloutChange) (*fleet.Preview, error) {
 	replaced := func(ctx context.Context, edited *v1alpha2.Topology) (int64, error) {
 		desired, err := classes.Of(ctx, edited)
 		if err != nil {
@@ -112,7 +82,7 @@ func previewRollout(ctx context.Context, m membership.Reader, classes *membershi
 			return m.PreflightTopology(ctx, classes, change, t, now)
 		},
 	}
-	return p, p.preflight(ctx, selected, changeOf, checks)
+	return p, preflightPreview(ctx, p, selected, changeOf, checks)
 }
 
 // preflight runs each changing cluster's preflight, preflightParallel at a
@@ -120,31 +90,31 @@ func previewRollout(ctx context.Context, m membership.Reader, classes *membershi
 // objects' dry run where the live plan sent them; none where the live plan
 // was refused already. An error that is not a refusal (the API server could
 // not answer) stops it.
-func (p *rolloutPreview) preflight(ctx context.Context, selected []*v1alpha2.Topology, changeOf func(v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange, checks preflights) error {
+func preflightPreview(ctx context.Context, p *fleet.Preview, selected []*v1alpha2.Topology, changeOf func(v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange, checks preflights) error {
 	byKey := make(map[string]*v1alpha2.Topology, len(selected))
 	for _, t := range selected {
 		byKey[membership.RefOf(t).Key()] = t
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(preflightParallel)
-	for w := range p.waves {
-		for i := range p.waves[w].clusters {
-			c := &p.waves[w].clusters[i]
-			if len(c.changes) == 0 || c.refused != "" {
+	for w := range p.Waves {
+		for i := range p.Waves[w].Clusters {
+			c := &p.Waves[w].Clusters[i]
+			if len(c.Changes) == 0 || c.Refused != "" {
 				continue
 			}
 			check := checks.whole
-			if c.planned {
+			if c.Planned {
 				check = checks.topology
 			}
 			g.Go(func() error {
-				err := check(ctx, changeOf(c.ref), byKey[c.ref.Key()])
+				err := check(ctx, changeOf(c.Ref), byKey[c.Ref.Key()])
 				var refused *membership.PreflightError
 				switch {
 				case errors.As(err, &refused):
-					c.refused = refused.Error()
+					c.Refused = refused.Error()
 				case err != nil:
-					return fmt.Errorf("preflight of %s: %w", c.ref.Key(), err)
+					return fmt.Errorf("preflight of %s: %w", c.Ref.Key(), err)
 				}
 				return nil
 			})
@@ -156,7 +126,7 @@ func (p *rolloutPreview) preflight(ctx context.Context, selected []*v1alpha2.Top
 // buildPreview puts the clusters in their waves as the agent will and
 // previews each: a version change by the engine's upgrade plan, anything
 // else by replaced.
-func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []*v1alpha2.Topology, classOf classSource, replaced replacementSource, changeOf func(v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange) (*rolloutPreview, error) {
+func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []*v1alpha2.Topology, classOf classSource, replaced replacementSource, changeOf func(v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange) (*fleet.Preview, error) {
 	refs := make([]v1alpha2.RolloutClusterRef, 0, len(selected))
 	byKey := make(map[string]*v1alpha2.Topology, len(selected))
 	for _, t := range selected {
@@ -168,13 +138,13 @@ func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []
 	if len(errs) > 0 {
 		return nil, refusal(ro, errs)
 	}
-	out := &rolloutPreview{}
+	out := &fleet.Preview{}
 	for _, w := range waves {
-		out.waves = append(out.waves, wavePreview{number: w.Number})
+		out.Waves = append(out.Waves, fleet.WavePreview{Number: w.Number})
 	}
 	// Each cluster's preview is its own; a class or variable change asks the
 	// API server for its live plan, so they run preflightParallel at a time.
-	previews := make([]clusterPreview, len(clusters))
+	previews := make([]fleet.ClusterPreview, len(clusters))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(preflightParallel)
 	for i, c := range clusters {
@@ -183,8 +153,8 @@ func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []
 		if changeOf != nil {
 			change = changeOf(c.RolloutClusterRef)
 		}
-		previews[i] = clusterPreview{ref: c.RolloutClusterRef, changes: fleet.Differences(change, fleet.Has(change, t))}
-		if len(previews[i].changes) == 0 {
+		previews[i] = fleet.ClusterPreview{Ref: c.RolloutClusterRef, Changes: fleet.Differences(change, fleet.Has(change, t))}
+		if len(previews[i].Changes) == 0 {
 			continue
 		}
 		if change.Version != "" && change.Class == "" && len(change.Variables) == 0 && len(change.UnsetVariables) == 0 {
@@ -192,7 +162,7 @@ func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []
 			if err != nil {
 				return nil, fmt.Errorf("%s: reading its class: %w", c.Key(), err)
 			}
-			previews[i].machines = upgrade.PlanUpgrade(t, class, change.Version).MachinesReplaced()
+			previews[i].Machines = upgrade.PlanUpgrade(t, class, change.Version).MachinesReplaced()
 			continue
 		}
 		g.Go(func() error {
@@ -202,13 +172,13 @@ func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []
 			if refused := membership.Refusal(err); refused != nil {
 				// A webhook or policy refused an object in the plan's dry
 				// run: the cluster is listed as refused, the rest go on.
-				previews[i].refused = refused.Error()
+				previews[i].Refused = refused.Error()
 				return nil
 			}
 			if err != nil {
 				return fmt.Errorf("%s: previewing the change: %w", c.Key(), err)
 			}
-			previews[i].machines, previews[i].planned = n, true
+			previews[i].Machines, previews[i].Planned = n, true
 			return nil
 		})
 	}
@@ -216,57 +186,10 @@ func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []
 		return nil, err
 	}
 	for i, c := range clusters {
-		wp := &out.waves[c.Wave-1]
-		wp.clusters = append(wp.clusters, previews[i])
-		wp.machines += previews[i].machines
-		out.machines += previews[i].machines
+		wp := &out.Waves[c.Wave-1]
+		wp.Clusters = append(wp.Clusters, previews[i])
+		wp.Machines += previews[i].Machines
+		out.Machines += previews[i].Machines
 	}
 	return out, nil
-}
-
-// print writes the preview: a block per wave, a line per cluster (unless
-// quiet), and the fleet's total.
-func (p *rolloutPreview) print(w io.Writer, ro *v1alpha2.TopologyRollout, quiet bool) {
-	total := 0
-	for _, wp := range p.waves {
-		total += len(wp.clusters)
-	}
-	if ro.Spec.Undo != "" {
-		fmt.Fprintf(w, "TopologyRollout %s: undo of TopologyRollout %s over %d cluster(s), each back to the value it had before\n", ro.Name, ro.Spec.Undo, total)
-	} else {
-		fmt.Fprintf(w, "TopologyRollout %s: %s over %d cluster(s)\n", ro.Name, fleet.Describe(ro.Spec.Change), total)
-	}
-	fmt.Fprintf(w, "Strategy: %s\n", fleet.StrategyText(ro))
-	var refused []string
-	for _, wp := range p.waves {
-		label := ""
-		if wp.number == 1 {
-			label = " (canary)"
-		}
-		fmt.Fprintf(w, "Wave %d%s: %d cluster(s), %d machine(s) replaced\n", wp.number, label, len(wp.clusters), wp.machines)
-		for _, c := range wp.clusters {
-			if c.refused != "" {
-				refused = append(refused, fmt.Sprintf("  %s/%s/%s (wave %d): %s", strings.ToLower(c.ref.Kind), c.ref.Namespace, c.ref.Name, wp.number, c.refused))
-			}
-		}
-		if quiet {
-			continue
-		}
-		for _, c := range wp.clusters {
-			what := "already as the rollout sets it; nothing changes"
-			if len(c.changes) > 0 {
-				what = fmt.Sprintf("%s; %d machine(s) replaced", strings.Join(c.changes, "; "), c.machines)
-			}
-			fmt.Fprintf(w, "  %s/%s/%s: %s\n", strings.ToLower(c.ref.Kind), c.ref.Namespace, c.ref.Name, what)
-		}
-	}
-	fmt.Fprintf(w, "Fleet: %d cluster(s) in %d wave(s), %d machine(s) replaced in all.\n", total, len(p.waves), p.machines)
-	if len(refused) == 0 {
-		fmt.Fprintln(w, "Preflight: every cluster that changes passes now (the agent checks each again right before it starts).")
-		return
-	}
-	fmt.Fprintf(w, "Preflight: %d cluster(s) would be refused now; the agent fails each when its turn comes unless what refuses it changes:\n", len(refused))
-	for _, r := range refused {
-		fmt.Fprintln(w, r)
-	}
 }

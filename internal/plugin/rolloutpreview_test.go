@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/internal/membership"
+	"github.com/kubectl-topology/kubectl-topology/internal/printer"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -60,7 +61,7 @@ func TestRolloutPreviewCountsEachWavesMachines(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	p.print(&out, fixture.VersionRollout(), false)
+	printer.RolloutPreview(&out, fixture.VersionRollout(), p)
 	for _, want := range []string{
 		"TopologyRollout to-134: version v1.34.0 over 20 cluster(s)",
 		"Wave 1 (canary): 1 cluster(s), 6 machine(s) replaced",
@@ -88,7 +89,7 @@ func BenchmarkRolloutDryRun1000(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p.print(io.Discard, ro, false)
+		printer.RolloutPreview(io.Discard, ro, p)
 	}
 }
 
@@ -116,14 +117,14 @@ func TestRolloutPreviewNamesEveryClusterRefusedAtPreflight(t *testing.T) {
 		return nil
 	}
 	changeOf := func(v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange { return ro.Spec.Change }
-	if err := p.preflight(context.Background(), fleet, changeOf, preflights{whole: refuse, topology: refuse}); err != nil {
+	if err := preflightPreview(context.Background(), p, fleet, changeOf, preflights{whole: refuse, topology: refuse}); err != nil {
 		t.Fatal(err)
 	}
 	if len(checked) != 11 || checked["c-0003"] {
 		t.Errorf("preflighted %d clusters (c-0003 %v), want the 11 that change", len(checked), checked["c-0003"])
 	}
 	var out strings.Builder
-	p.print(&out, ro, true)
+	printer.RolloutPreviewSummary(&out, ro, p)
 	for _, want := range []string{
 		"Preflight: 1 cluster(s) would be refused now; the agent fails each when its turn comes unless what refuses it changes:",
 		"  topology/team-7/c-0007 (wave 3): the API server refused KubeadmControlPlane team-7/c-0007-x in a dry run: denied: freeze",
@@ -165,14 +166,14 @@ func TestRolloutPreviewOfAVariableDryRunsEachObjectOnce(t *testing.T) {
 		}
 	}
 	changeOf := func(v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange { return ro.Spec.Change }
-	if err := p.preflight(context.Background(), fleet, changeOf, preflights{whole: count(whole), topology: count(topology)}); err != nil {
+	if err := preflightPreview(context.Background(), p, fleet, changeOf, preflights{whole: count(whole), topology: count(topology)}); err != nil {
 		t.Fatal(err)
 	}
 	if len(whole) != 0 || len(topology) != 5 || topology["c-0002"] {
 		t.Errorf("preflights: whole %v, without the objects %v; want the 5 whose plan passed without the objects, c-0002 none", whole, topology)
 	}
 	var out strings.Builder
-	p.print(&out, ro, true)
+	printer.RolloutPreviewSummary(&out, ro, p)
 	for _, want := range []string{
 		"Fleet: 6 cluster(s) in 3 wave(s), 5 machine(s) replaced in all.",
 		"Preflight: 1 cluster(s) would be refused now",
