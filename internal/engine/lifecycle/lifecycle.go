@@ -16,22 +16,24 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimecatalog "sigs.k8s.io/cluster-api/api/runtime/catalog"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
-// The lifecycle hooks, named as the Runtime SDK names them.
-const (
-	BeforeClusterCreate          = "BeforeClusterCreate"
-	AfterControlPlaneInitialized = "AfterControlPlaneInitialized"
-	BeforeClusterUpgrade         = "BeforeClusterUpgrade"
-	BeforeControlPlaneUpgrade    = "BeforeControlPlaneUpgrade"
-	AfterControlPlaneUpgrade     = "AfterControlPlaneUpgrade"
-	BeforeWorkersUpgrade         = "BeforeWorkersUpgrade"
-	AfterWorkersUpgrade          = "AfterWorkersUpgrade"
-	AfterClusterUpgrade          = "AfterClusterUpgrade"
-	BeforeClusterDelete          = "BeforeClusterDelete"
+// The lifecycle hooks, named as upstream's hook catalog names them.
+var (
+	BeforeClusterCreate          = runtimecatalog.HookName(runtimehooksv1.BeforeClusterCreate)
+	AfterControlPlaneInitialized = runtimecatalog.HookName(runtimehooksv1.AfterControlPlaneInitialized)
+	BeforeClusterUpgrade         = runtimecatalog.HookName(runtimehooksv1.BeforeClusterUpgrade)
+	BeforeControlPlaneUpgrade    = runtimecatalog.HookName(runtimehooksv1.BeforeControlPlaneUpgrade)
+	AfterControlPlaneUpgrade     = runtimecatalog.HookName(runtimehooksv1.AfterControlPlaneUpgrade)
+	BeforeWorkersUpgrade         = runtimecatalog.HookName(runtimehooksv1.BeforeWorkersUpgrade)
+	AfterWorkersUpgrade          = runtimecatalog.HookName(runtimehooksv1.AfterWorkersUpgrade)
+	AfterClusterUpgrade          = runtimecatalog.HookName(runtimehooksv1.AfterClusterUpgrade)
+	BeforeClusterDelete          = runtimecatalog.HookName(runtimehooksv1.BeforeClusterDelete)
 )
 
 // Hooks are the nine lifecycle hooks in the order a cluster's life meets them.

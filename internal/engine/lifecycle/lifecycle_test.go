@@ -286,3 +286,13 @@ func TestPreviewCallsFollowTheSteps(t *testing.T) {
 		t.Error("with no extension registered, the preview lists hooks")
 	}
 }
+
+// TestHookNamesAreTheRuntimeSDKs: the names sent in requests, kept in the
+// pending-hooks annotation and matched against discovery are the Runtime
+// SDK's, in the order a cluster's life meets them.
+func TestHookNamesAreTheRuntimeSDKs(t *testing.T) {
+	want := "BeforeClusterCreate AfterControlPlaneInitialized BeforeClusterUpgrade BeforeControlPlaneUpgrade AfterControlPlaneUpgrade BeforeWorkersUpgrade AfterWorkersUpgrade AfterClusterUpgrade BeforeClusterDelete"
+	if got := strings.Join(Hooks, " "); got != want {
+		t.Errorf("hooks %s, want %s", got, want)
+	}
+}
