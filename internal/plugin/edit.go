@@ -15,7 +15,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/transient"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/editor"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -115,7 +115,7 @@ func (o *EditOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	m, err := tui.NewEditModel(ctx, tui.Inputs{Topology: t, Loaded: loaded, External: external, Hooks: hooks}, apply, o.ReadOnly)
+	m, err := editor.New(ctx, editor.Inputs{Topology: t, Loaded: loaded, External: external, Hooks: hooks}, apply, o.ReadOnly)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (o *EditOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if em, ok := final.(*tui.EditModel); ok && em.Applied {
+	if em, ok := final.(*editor.Model); ok && em.Applied {
 		fmt.Fprintf(o.Out, "%s %s/%s updated. Follow it with: kubectl topology status %s -n %s --watch\n", contract.KindOf(t), t.Namespace, t.Name, o.Name, t.Namespace)
 	}
 	return nil

@@ -17,7 +17,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/printer"
-	"github.com/kubectl-topology/kubectl-topology/internal/tui"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/statusview"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -210,7 +210,7 @@ func (o *StatusOptions) watch(ctx context.Context) error {
 	}
 	if o.terminal {
 		// In a terminal: the editor's components, redrawn in place.
-		m := tui.NewStatusModel(f.read, o.Interval)
+		m := statusview.New(f.read, o.Interval)
 		return followLive(ctx, o.IOStreams, m, m.Model, t, f)
 	}
 	return follow(ctx, o.IOStreams, o.Interval, t, f)

@@ -8,6 +8,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/preview"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/prompt"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/statusbar"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/statusview"
 )
 
 // Every part of the screen is a component: keys and a size, over one Common.
@@ -18,5 +19,5 @@ var (
 	_ common.Component = (*picker.Model)(nil)
 	_ common.Component = (*prompt.Model)(nil)
 	_ common.Component = (*statusbar.Model)(nil)
-	_ common.Component = (*StatusModel)(nil)
+	_ common.Component = (*statusview.Model)(nil)
 )

@@ -1,4 +1,4 @@
-package tui
+package editor
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 )
 
 // applyNow confirms an apply and returns what the server received.
-func applyNow(t *testing.T, m *EditModel, srv *fakeServer) *v1alpha2.Topology {
+func applyNow(t *testing.T, m *Model, srv *fakeServer) *v1alpha2.Topology {
 	t.Helper()
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlS}, typed("y"))
 	if len(srv.applied) == 0 {
@@ -432,7 +432,7 @@ func TestEditStaysResponsiveWhileAnExtensionIsSlow(t *testing.T) {
 	defer srv.Release()
 	// Held until released, so the call is still under way however slow this machine is.
 	srv.Hang()
-	m, err := NewEditModel(context.Background(), extensionInputs(t, srv), (&fakeServer{}).apply, false)
+	m, err := New(context.Background(), extensionInputs(t, srv), (&fakeServer{}).apply, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package tui
+package editor
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ import (
 
 // add adds an item to the list, or an entry to the map, the cursor is in;
 // elsewhere it asks which worker class to add a pool of, then its name.
-func (m *EditModel) add() {
+func (m *Model) add() {
 	if c := m.enclosingCollection(); c != nil {
 		m.addEntry(c)
 		return
@@ -61,7 +61,7 @@ func (m *EditModel) add() {
 
 // checkPoolName refuses what the webhook would (rules.PoolNameErrors) and
 // names another pool has.
-func (m *EditModel) checkPoolName(name string) error {
+func (m *Model) checkPoolName(name string) error {
 	if errs := rules.PoolNameErrors(name); len(errs) > 0 {
 		return fmt.Errorf("%q %s", name, strings.Join(errs, "; "))
 	}
@@ -72,7 +72,7 @@ func (m *EditModel) checkPoolName(name string) error {
 }
 
 // addEntry appends an item to a list, or asks for the key of a new map entry.
-func (m *EditModel) addEntry(c *form.Field) {
+func (m *Model) addEntry(c *form.Field) {
 	if c.Kind == form.KindList {
 		v, _ := lookupVariable(m.work.topology, c)
 		items, _ := v.([]any)
@@ -109,7 +109,7 @@ func (m *EditModel) addEntry(c *form.Field) {
 }
 
 // freePoolName is md-N or mp-N with the first N no pool has.
-func (m *EditModel) freePoolName(kind string) string {
+func (m *Model) freePoolName(kind string) string {
 	prefix := "md-"
 	if kind == draft.MachinePool {
 		prefix = "mp-"
@@ -123,7 +123,7 @@ func (m *EditModel) freePoolName(kind string) string {
 }
 
 // enclosingCollection is the list or map whose header or entry the cursor is on.
-func (m *EditModel) enclosingCollection() *form.Field {
+func (m *Model) enclosingCollection() *form.Field {
 	f := &m.form.Fields[m.form.Cursor]
 	if f.Kind == form.KindList || f.Kind == form.KindMap {
 		return f
@@ -149,7 +149,7 @@ func lookupVariable(t *v1alpha2.Topology, f *form.Field) (any, bool) {
 }
 
 // remove removes the list item, override or pool the cursor is on.
-func (m *EditModel) remove(f *form.Field) {
+func (m *Model) remove(f *form.Field) {
 	switch {
 	case f.Entry:
 		parent := m.enclosingCollection()
@@ -179,7 +179,7 @@ func (m *EditModel) remove(f *form.Field) {
 }
 
 // override asks which variable to override for the part the cursor is in.
-func (m *EditModel) override(f *form.Field) {
+func (m *Model) override(f *form.Field) {
 	s := f.Scope
 	if s.Kind == "" {
 		m.bar.Message = "select the control plane or a pool to override a variable for it"
@@ -222,7 +222,7 @@ func (m *EditModel) override(f *form.Field) {
 }
 
 // undo puts the server's value back into the field and what it holds.
-func (m *EditModel) undo(f *form.Field) {
+func (m *Model) undo(f *form.Field) {
 	orig := m.in.Topology
 	switch f.Role {
 	case form.RoleVersion:
@@ -243,7 +243,7 @@ func (m *EditModel) undo(f *form.Field) {
 }
 
 // unset removes the field's value, where the field is optional.
-func (m *EditModel) unset(f *form.Field) {
+func (m *Model) unset(f *form.Field) {
 	if f.Marked() || f.Role == form.RoleVersion {
 		m.bar.Message = f.Label + " is required"
 		return
@@ -258,7 +258,7 @@ func (m *EditModel) unset(f *form.Field) {
 // rebase takes the server's latest Topology as the new base and keeps the
 // user's edits on top, saying what changed on the server and where both
 // changed the same setting.
-func (m *EditModel) rebase(c *draft.ConflictError) {
+func (m *Model) rebase(c *draft.ConflictError) {
 	m.in.Topology = c.Latest
 	m.work.topology = c.Rebased
 	m.setOriginal()

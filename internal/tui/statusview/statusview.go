@@ -1,4 +1,7 @@
-package tui
+// Package statusview is `kubectl topology status --watch` on one Topology:
+// the control plane and each pool with phases, why a part waits and progress
+// bars, redrawn until the rollout settles.
+package statusview
 
 import (
 	"context"
@@ -20,10 +23,10 @@ import (
 // Fetcher reads the Topology being watched.
 type Fetcher func(ctx context.Context) (*v1alpha2.Topology, error)
 
-// StatusModel follows a Topology's rollout: the control plane, then each
+// Model follows a Topology's rollout: the control plane, then each
 // pool, with phases, why a part waits and progress bars, in the editor's
 // styles. It quits when the rollout settles.
-type StatusModel struct {
+type Model struct {
 	*watch.Model[*v1alpha2.Topology]
 	common *common.Common
 	bar    progress.Model
@@ -31,20 +34,20 @@ type StatusModel struct {
 	Now func() time.Time
 }
 
-// NewStatusModel watches through fetch, reading every interval.
-func NewStatusModel(fetch Fetcher, interval time.Duration) *StatusModel {
+// New watches through fetch, reading every interval.
+func New(fetch Fetcher, interval time.Duration) *Model {
 	bar := progress.New(progress.WithoutPercentage(), progress.WithWidth(12), progress.WithSolidFill("2"))
-	return &StatusModel{Model: watch.New(fetch, interval, health.Settled), common: common.New(), bar: bar, Now: time.Now}
+	return &Model{Model: watch.New(fetch, interval, health.Settled), common: common.New(), bar: bar, Now: time.Now}
 }
 
 // Topology is the latest Topology read; nil before the first read.
-func (m *StatusModel) Topology() *v1alpha2.Topology { return m.Last }
+func (m *Model) Topology() *v1alpha2.Topology { return m.Last }
 
 // SetSize fits the view to the terminal.
-func (m *StatusModel) SetSize(w, h int) { m.common.SetSize(w, h) }
+func (m *Model) SetSize(w, h int) { m.common.SetSize(w, h) }
 
 // Update implements tea.Model.
-func (m *StatusModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if size, ok := msg.(tea.WindowSizeMsg); ok {
 		m.SetSize(size.Width, size.Height)
 		return m, nil
@@ -53,7 +56,7 @@ func (m *StatusModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 // View implements tea.Model.
-func (m *StatusModel) View() string {
+func (m *Model) View() string {
 	var b strings.Builder
 	line := func(s string) {
 		b.WriteString(ansi.Truncate(s, m.common.Width, "…"))
@@ -129,7 +132,7 @@ func partName(p v1alpha2.PartStatus) string {
 	return p.Name
 }
 
-func (m *StatusModel) state(s v1alpha2.State) string {
+func (m *Model) state(s v1alpha2.State) string {
 	switch s {
 	case v1alpha2.StateReady:
 		return m.common.Styles.OK.Render(string(s))

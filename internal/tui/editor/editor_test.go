@@ -1,4 +1,4 @@
-package tui
+package editor
 
 import (
 	"bytes"
@@ -112,9 +112,9 @@ func (s *fakeServer) apply(_ context.Context, orig, edited *v1alpha2.Topology) (
 	return edited, nil
 }
 
-func newModel(t *testing.T, in Inputs, srv *fakeServer) *EditModel {
+func newModel(t *testing.T, in Inputs, srv *fakeServer) *Model {
 	t.Helper()
-	m, err := NewEditModel(context.Background(), in, srv.apply, false)
+	m, err := New(context.Background(), in, srv.apply, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func newModel(t *testing.T, in Inputs, srv *fakeServer) *EditModel {
 
 // press sends keys one by one, each followed by what it sets off (the
 // checks of the new draft, an apply) until the editor is idle.
-func press(m *EditModel, keys ...tea.KeyMsg) {
+func press(m *Model, keys ...tea.KeyMsg) {
 	for _, k := range keys {
 		_, cmd := m.Update(k)
 		settle(m, cmd)
@@ -134,7 +134,7 @@ func press(m *EditModel, keys ...tea.KeyMsg) {
 
 // settle runs cmd and every command the messages it yields set off, as the
 // bubbletea runtime would, but the spinner's: it would turn for ever.
-func settle(m *EditModel, cmd tea.Cmd) {
+func settle(m *Model, cmd tea.Cmd) {
 	queue := []tea.Cmd{cmd}
 	for len(queue) > 0 {
 		c := queue[0]
@@ -157,7 +157,7 @@ func typed(s string) tea.KeyMsg      { return tea.KeyMsg{Type: tea.KeyRunes, Run
 func keyOf(k tea.KeyType) tea.KeyMsg { return tea.KeyMsg{Type: k} }
 
 // replace clears the selected field and types s.
-func replace(m *EditModel, s string) {
+func replace(m *Model, s string) {
 	for range len(m.form.Fields[m.form.Cursor].Value) {
 		press(m, keyOf(tea.KeyBackspace))
 	}
@@ -165,7 +165,7 @@ func replace(m *EditModel, s string) {
 }
 
 // choose moves the selected choice field to option.
-func choose(t *testing.T, m *EditModel, option string) {
+func choose(t *testing.T, m *Model, option string) {
 	t.Helper()
 	for range m.form.Fields[m.form.Cursor].Options {
 		if f := m.form.Fields[m.form.Cursor]; f.Present && f.Value == option {
@@ -177,7 +177,7 @@ func choose(t *testing.T, m *EditModel, option string) {
 }
 
 // pickOption chooses option in the open picker.
-func pickOption(t *testing.T, m *EditModel, option string) {
+func pickOption(t *testing.T, m *Model, option string) {
 	t.Helper()
 	if m.mode != picking {
 		t.Fatalf("no picker is open; message %q", m.bar.Message)
@@ -192,7 +192,7 @@ func pickOption(t *testing.T, m *EditModel, option string) {
 	t.Fatalf("picker %q has no option %q: %v", m.overlay.picker.Title(), option, m.overlay.picker.Options())
 }
 
-func goTo(t *testing.T, m *EditModel, label string) {
+func goTo(t *testing.T, m *Model, label string) {
 	t.Helper()
 	for range m.form.Fields {
 		if m.form.Fields[m.form.Cursor].Label == label {
@@ -212,7 +212,7 @@ func goldenView(t *testing.T, got string) {
 
 // editVersionTo runs m in teatest, replaces the version v1.33.1 with version
 // and waits until the preview shows the change and also.
-func editVersionTo(t *testing.T, m *EditModel, version, also string) *teatest.TestModel {
+func editVersionTo(t *testing.T, m *Model, version, also string) *teatest.TestModel {
 	t.Helper()
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
 	for range len("v1.33.1") {
@@ -236,7 +236,7 @@ func TestEditUpgradeFlow(t *testing.T) {
 	tm.Type("y")
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("Applied to default/dev")) }, teatest.WithDuration(5*time.Second))
 	tm.Send(tea.KeyMsg{Type: tea.KeyEsc})
-	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*EditModel)
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
 	if len(srv.applied) != 1 || srv.applied[0].Spec.Version != "v1.34.0" || srv.applied[0].ResourceVersion != "10" {
 		t.Fatalf("applied %+v; want one write of v1.34.0 guarded by resourceVersion 10", srv.applied)
 	}
@@ -308,7 +308,7 @@ func TestEditConflictKeepsEdits(t *testing.T) {
 }
 
 func TestEditReadOnly(t *testing.T) {
-	m, err := NewEditModel(context.Background(), exampleInputs(t), (&fakeServer{}).apply, true)
+	m, err := New(context.Background(), exampleInputs(t), (&fakeServer{}).apply, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestEditReadOnly(t *testing.T) {
 // keystrokes runs stroke on md-a's replicas with a digit, then a backspace,
 // b.N times, on the example class and on the stress class (100 variables,
 // 200 patches, 20 MachineDeployments), and reports the time per keystroke.
-func keystrokes(b *testing.B, unit string, stroke func(*EditModel, tea.KeyMsg)) {
+func keystrokes(b *testing.B, unit string, stroke func(*Model, tea.KeyMsg)) {
 	for _, stress := range []bool{false, true} {
 		name := "example"
 		if stress {
@@ -345,13 +345,13 @@ func keystrokes(b *testing.B, unit string, stroke func(*EditModel, tea.KeyMsg)) 
 // validation, version rules, desired state and the list of changes. The
 // frame budget is 16 ms.
 func BenchmarkEditKeystroke(b *testing.B) {
-	keystrokes(b, "ms/keystroke", func(m *EditModel, k tea.KeyMsg) { press(m, k) })
+	keystrokes(b, "ms/keystroke", func(m *Model, k tea.KeyMsg) { press(m, k) })
 }
 
 // BenchmarkEditKeystrokeToEcho measures the time from a keystroke to the
 // frame that echoes it: the engine runs in the background, not waited for.
 func BenchmarkEditKeystrokeToEcho(b *testing.B) {
-	keystrokes(b, "ms/frame", func(m *EditModel, k tea.KeyMsg) {
+	keystrokes(b, "ms/frame", func(m *Model, k tea.KeyMsg) {
 		m.Update(k)
 		_ = m.View()
 	})
@@ -360,7 +360,7 @@ func BenchmarkEditKeystrokeToEcho(b *testing.B) {
 // BenchmarkEditKeystrokeToPreview measures the time from a keystroke to the
 // frame with the new draft's checks and preview.
 func BenchmarkEditKeystrokeToPreview(b *testing.B) {
-	keystrokes(b, "ms/frame", func(m *EditModel, k tea.KeyMsg) {
+	keystrokes(b, "ms/frame", func(m *Model, k tea.KeyMsg) {
 		press(m, k)
 		_ = m.View()
 	})
@@ -539,7 +539,7 @@ func TestEscAsksBeforeDiscardingEdits(t *testing.T) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyEsc})
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("quit and discard them? y/n")) }, teatest.WithDuration(5*time.Second))
 	tm.Type("y")
-	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*EditModel)
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
 	if final.mode != quitting || len(srv.applied) != 0 || final.work.topology.Spec.Version != "v1.34.0" {
 		t.Errorf("quitting %v, applied %d, draft version %s; want quit with the edit unapplied", final.mode == quitting, len(srv.applied), final.work.topology.Spec.Version)
 	}
@@ -550,13 +550,13 @@ func TestEscAsksBeforeDiscardingEdits(t *testing.T) {
 // the overlay, the background checks) lives in one field each, and what the
 // editor is doing is one mode, never a set of flags.
 func TestEditModelKeepsItsStateInComponents(t *testing.T) {
-	typ := reflect.TypeFor[EditModel]()
+	typ := reflect.TypeFor[Model]()
 	if n := typ.NumField(); n > 15 {
-		t.Errorf("EditModel has %d fields; keep it at 15 or fewer by giving related state a type of its own", n)
+		t.Errorf("Model has %d fields; keep it at 15 or fewer by giving related state a type of its own", n)
 	}
 	for i := range typ.NumField() {
 		if f := typ.Field(i); f.Type.Kind() == reflect.Bool && f.Name != "readOnly" && f.Name != "Applied" {
-			t.Errorf("EditModel.%s is a flag; say it as a mode", f.Name)
+			t.Errorf("Model.%s is a flag; say it as a mode", f.Name)
 		}
 	}
 }

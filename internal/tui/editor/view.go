@@ -1,4 +1,4 @@
-package tui
+package editor
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // View implements tea.Model. The screen is the title, a window of the form,
 // the selected field's hint, the checks or preview, a message line and help;
 // it never draws more lines than the terminal has or lines wider than it.
-func (m *EditModel) View() string {
+func (m *Model) View() string {
 	if m.mode == quitting {
 		return ""
 	}
@@ -22,7 +22,7 @@ func (m *EditModel) View() string {
 
 // render draws the screen and says, for each line, which field it shows
 // (-1 for none): mouse clicks are mapped back with it.
-func (m *EditModel) render() (string, []int) {
+func (m *Model) render() (string, []int) {
 	var b strings.Builder
 	var rowsFields []int
 	line := func(s string, field int) {
@@ -84,7 +84,7 @@ func (m *EditModel) render() (string, []int) {
 
 // previewLines is the lower pane: a prompt or picker when one asks, else the
 // checks' verdict over the problems, one object's diff, or the changes.
-func (m *EditModel) previewLines(rows int) (string, []string) {
+func (m *Model) previewLines(rows int) (string, []string) {
 	fieldProblems := 0
 	for _, es := range m.form.Errs {
 		fieldProblems += len(es)

@@ -1,4 +1,4 @@
-package tui
+package statusview
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/charmbracelet/x/exp/golden"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -61,13 +62,13 @@ func TestStatusWatchView(t *testing.T) {
 		}
 		return next, nil
 	}
-	m := NewStatusModel(fetch, time.Millisecond)
+	m := New(fetch, time.Millisecond)
 	m.SetSize(100, 30)
 	_, cmd := m.Update(m.Init()())
 	if m.Done || cmd == nil {
 		t.Fatal("a rollout in flight ended the watch")
 	}
-	goldenView(t, m.View())
+	golden.RequireEqual(t, []byte(m.View()))
 	_, cmd = m.Update(m.Fetch())
 	if !m.Done || cmd == nil || !strings.Contains(m.View(), "Rollout settled") {
 		t.Errorf("a settled rollout did not end the watch: done %v\n%s", m.Done, m.View())
@@ -80,7 +81,7 @@ func TestStatusProgressIsAgainstTheDesiredReplicas(t *testing.T) {
 	topo := rolling()
 	three := int32(3)
 	topo.Status.ControlPlane = &v1alpha2.PartStatus{Name: "control-plane", DesiredVersion: "v1.34.0", Version: "v1.34.0", DesiredReplicas: &three, Replicas: 1, UpToDateReplicas: 1, Phase: v1alpha2.PhaseCreating}
-	m := NewStatusModel(func(context.Context) (*v1alpha2.Topology, error) { return topo, nil }, time.Millisecond)
+	m := New(func(context.Context) (*v1alpha2.Topology, error) { return topo, nil }, time.Millisecond)
 	m.SetSize(100, 30)
 	m.Update(m.Init()())
 	if want := "████░░░░░░░░ 1/3 up-to-date"; !strings.Contains(m.View(), want) {
@@ -92,7 +93,7 @@ func TestStatusProgressIsAgainstTheDesiredReplicas(t *testing.T) {
 // named in the live view, with its extension, message and next call.
 func TestStatusShowsTheHookThatHolds(t *testing.T) {
 	topo := rolling()
-	m := NewStatusModel(func(context.Context) (*v1alpha2.Topology, error) { return topo, nil }, time.Millisecond)
+	m := New(func(context.Context) (*v1alpha2.Topology, error) { return topo, nil }, time.Millisecond)
 	next := metav1.NewTime(m.Now().Add(25 * time.Second))
 	topo.Status.Hooks = &v1alpha2.HooksStatus{
 		Pending: []string{"AfterClusterUpgrade"},
@@ -115,7 +116,7 @@ func TestStatusSaysWhyThereAreNoPartsYet(t *testing.T) {
 	topo := rolling()
 	topo.Status.ControlPlane, topo.Status.MachineDeployments = nil, nil
 	topo.Status.Hooks = &v1alpha2.HooksStatus{Holding: []v1alpha2.HookHold{{Hook: "BeforeClusterCreate", Handlers: []string{"create.gate"}, Holds: "the cluster's creation", Message: "waiting for approval"}}}
-	m := NewStatusModel(func(context.Context) (*v1alpha2.Topology, error) { return topo, nil }, time.Millisecond)
+	m := New(func(context.Context) (*v1alpha2.Topology, error) { return topo, nil }, time.Millisecond)
 	m.SetSize(140, 30)
 	m.Update(m.Init()())
 	view := m.View()
@@ -134,7 +135,7 @@ func TestStatusSaysWhyThereAreNoPartsYet(t *testing.T) {
 // short --timeout) never leaves the terminal at "reading the Topology...".
 func TestStatusSeededShowsTheRolloutBeforeAnyRead(t *testing.T) {
 	topo := rolling()
-	m := NewStatusModel(func(context.Context) (*v1alpha2.Topology, error) {
+	m := New(func(context.Context) (*v1alpha2.Topology, error) {
 		return nil, errors.New("the API server is slow")
 	}, time.Millisecond)
 	m.SetSize(100, 30)

@@ -1,4 +1,4 @@
-package tui
+package editor
 
 import (
 	"context"
@@ -46,10 +46,10 @@ type Inputs struct {
 	Hooks map[string][]string
 }
 
-// EditModel is the Topology editor: a form on top, checks and the rollout
+// Model is the Topology editor: a form on top, checks and the rollout
 // preview below, recomputed with the engine on every keystroke. The user's
 // Topology is a draft of the server's; the form is rebuilt from it.
-type EditModel struct {
+type Model struct {
 	in      Inputs
 	catalog *variables.Catalog
 	common  *common.Common
@@ -99,13 +99,13 @@ type overlay struct {
 	onAnswer func(string)
 }
 
-// NewEditModel opens the editor on in; apply writes the result.
-func NewEditModel(ctx context.Context, in Inputs, apply Applier, readOnly bool) (*EditModel, error) {
+// New opens the editor on in; apply writes the result.
+func New(ctx context.Context, in Inputs, apply Applier, readOnly bool) (*Model, error) {
 	cat, err := rules.CompileClass(ctx, in.Class)
 	if err != nil {
 		return nil, err
 	}
-	m := &EditModel{in: in, catalog: cat, common: common.New(), apply: apply, readOnly: readOnly,
+	m := &Model{in: in, catalog: cat, common: common.New(), apply: apply, readOnly: readOnly,
 		compute: computation{ctx: ctx, now: time.Now, debounce: defaultDebounce, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}}
 	m.form = form.New(m.common)
 	m.checks, m.preview, m.bar = checks.New(m.common), preview.New(m.common), statusbar.New(m.common)
@@ -115,14 +115,14 @@ func NewEditModel(ctx context.Context, in Inputs, apply Applier, readOnly bool) 
 }
 
 // reset makes t the server's Topology and a fresh draft of it.
-func (m *EditModel) reset(t *v1alpha2.Topology) {
+func (m *Model) reset(t *v1alpha2.Topology) {
 	m.in.Topology = t
 	m.work.topology = t.DeepCopy()
 	m.work.buffers = map[string]string{}
 	m.setOriginal()
 }
 
-func (m *EditModel) setOriginal() {
+func (m *Model) setOriginal() {
 	m.server.settings = draft.Settings(m.in.Topology)
 	m.server.fields = map[string]form.Field{}
 	for _, f := range form.Build(m.in.Topology, m.in.Class) {
@@ -131,7 +131,7 @@ func (m *EditModel) setOriginal() {
 }
 
 // SetSize fits the editor and its components to the terminal.
-func (m *EditModel) SetSize(w, h int) {
+func (m *Model) SetSize(w, h int) {
 	m.common.SetSize(w, h)
 	m.bar.SetSize(w, h)
 	if m.overlay.prompt != nil {
@@ -167,24 +167,24 @@ const (
 )
 
 // openPicker shows p over the preview; onPick takes the entry picked.
-func (m *EditModel) openPicker(p *picker.Model, onPick func(i int)) {
+func (m *Model) openPicker(p *picker.Model, onPick func(i int)) {
 	m.mode, m.overlay.picker, m.overlay.onPick = picking, p, onPick
 }
 
 // openPrompt shows p over the preview; onAnswer takes the checked text.
-func (m *EditModel) openPrompt(p *prompt.Model, onAnswer func(string)) {
+func (m *Model) openPrompt(p *prompt.Model, onAnswer func(string)) {
 	p.SetSize(m.common.Width, m.common.Height)
 	m.mode, m.overlay.prompt, m.overlay.onAnswer = prompting, p, onAnswer
 }
 
 // closeOverlay goes back to editing.
-func (m *EditModel) closeOverlay() {
+func (m *Model) closeOverlay() {
 	m.mode, m.overlay.picker, m.overlay.onPick, m.overlay.prompt, m.overlay.onAnswer = editing, nil, nil, nil, nil
 }
 
 // refresh rebuilds the form from the draft, keeping what is typed and where
 // the cursor is, and recomputes every check and the preview.
-func (m *EditModel) refresh() {
+func (m *Model) refresh() {
 	selected := m.work.focus
 	if selected == "" && len(m.form.Fields) > 0 {
 		selected = m.form.Fields[m.form.Cursor].Key
@@ -208,7 +208,7 @@ func (m *EditModel) refresh() {
 }
 
 // forget drops what was typed into a field and everything under it.
-func (m *EditModel) forget(key string) {
+func (m *Model) forget(key string) {
 	for k := range m.work.buffers {
 		if k == key || strings.HasPrefix(k, key+".") || strings.HasPrefix(k, key+"[") {
 			delete(m.work.buffers, k)
@@ -217,7 +217,7 @@ func (m *EditModel) forget(key string) {
 }
 
 // write puts a field's value into the draft.
-func (m *EditModel) write(f *form.Field, value any, present bool) error {
+func (m *Model) write(f *form.Field, value any, present bool) error {
 	switch f.Role {
 	case form.RoleVersion:
 		s, _ := value.(string)
@@ -244,7 +244,7 @@ func (m *EditModel) write(f *form.Field, value any, present bool) error {
 
 // typeInto sets the selected field to text as typed. Typing changes no
 // other row, so the form is not rebuilt: this is the editor's hot path.
-func (m *EditModel) typeInto(text string) {
+func (m *Model) typeInto(text string) {
 	f := &m.form.Fields[m.form.Cursor]
 	switch f.Kind {
 	case form.KindText:
@@ -267,7 +267,7 @@ func (m *EditModel) typeInto(text string) {
 // do not parse, the settings changed) at once, and the engine's checks and
 // preview in the background (see editcompute.go), so that typing never waits
 // for them.
-func (m *EditModel) recompute() {
+func (m *Model) recompute() {
 	m.compute.gen++
 	m.form.Errs = map[int][]string{}
 	m.work.changed = draft.Diff(m.server.settings, draft.Settings(m.work.topology))
@@ -293,7 +293,7 @@ func (m *EditModel) recompute() {
 }
 
 // attach puts an engine error on the field whose path it names most closely.
-func (m *EditModel) attach(path, msg string) {
+func (m *Model) attach(path, msg string) {
 	best, bestLen := -1, 0
 	for i, f := range m.form.Fields {
 		if !strings.HasPrefix(path, f.Path) || len(f.Path) <= bestLen {
@@ -313,12 +313,12 @@ func (m *EditModel) attach(path, msg string) {
 
 // canApply reports whether apply is allowed: something changed, the checks
 // are of the draft as it is, and nothing is red.
-func (m *EditModel) canApply() bool {
+func (m *Model) canApply() bool {
 	return !m.readOnly && !m.busy() && len(m.work.changed) > 0 && len(m.form.Errs) == 0 && len(m.checks.Problems) == 0
 }
 
 // Init implements tea.Model: the first checks and preview.
-func (m *EditModel) Init() tea.Cmd { return m.startPending() }
+func (m *Model) Init() tea.Cmd { return m.startPending() }
 
 type appliedMsg struct {
 	latest *v1alpha2.Topology
@@ -327,7 +327,7 @@ type appliedMsg struct {
 
 // Update implements tea.Model. Whatever a message changes in the draft
 // schedules the checks and preview of the new draft.
-func (m *EditModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
 	switch msg := msg.(type) {
 	case computeDue:
@@ -342,7 +342,7 @@ func (m *EditModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(cmd, m.startPending())
 }
 
-func (m *EditModel) update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.SetSize(msg.Width, msg.Height)
@@ -374,7 +374,7 @@ func (m *EditModel) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 // onMouse selects the row clicked and scrolls with the wheel.
-func (m *EditModel) onMouse(msg tea.MouseMsg) {
+func (m *Model) onMouse(msg tea.MouseMsg) {
 	if msg.Action != tea.MouseActionPress || (m.mode != editing && m.mode != applying) {
 		return
 	}
@@ -390,7 +390,7 @@ func (m *EditModel) onMouse(msg tea.MouseMsg) {
 	}
 }
 
-func (m *EditModel) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+func (m *Model) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if key.Matches(msg, m.common.Keys.QuitNow) {
 		m.mode = quitting
 		return m, tea.Quit
@@ -436,7 +436,7 @@ func (m *EditModel) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m *EditModel) onApply() {
+func (m *Model) onApply() {
 	switch {
 	case m.readOnly:
 		m.bar.Message = "read-only: nothing can be applied"
@@ -460,7 +460,7 @@ func (m *EditModel) onApply() {
 
 // onQuitKey answers the question before unsaved edits are discarded: y (or
 // quitting again) quits, n goes back to the edits.
-func (m *EditModel) onQuitKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+func (m *Model) onQuitKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch {
 	case key.Matches(msg, m.common.Keys.Yes), key.Matches(msg, m.common.Keys.Quit):
 		m.mode = quitting
@@ -472,7 +472,7 @@ func (m *EditModel) onQuitKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m *EditModel) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+func (m *Model) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch {
 	case key.Matches(msg, m.common.Keys.Yes) && m.mode == confirmingUnchecked:
 		m.mode = applyWhenChecked
@@ -487,7 +487,7 @@ func (m *EditModel) onConfirmKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 }
 
 // startApply applies the draft in the background.
-func (m *EditModel) startApply() tea.Cmd {
+func (m *Model) startApply() tea.Cmd {
 	m.mode = applying
 	m.bar.Message = "applying..."
 	orig, edited := m.in.Topology.DeepCopy(), m.work.topology.DeepCopy()
@@ -498,7 +498,7 @@ func (m *EditModel) startApply() tea.Cmd {
 	}
 }
 
-func (m *EditModel) onPickerKey(msg tea.KeyMsg) {
+func (m *Model) onPickerKey(msg tea.KeyMsg) {
 	switch m.overlay.picker.Update(msg) {
 	case picker.Picked:
 		i, onPick := m.overlay.picker.Index, m.overlay.onPick
@@ -511,7 +511,7 @@ func (m *EditModel) onPickerKey(msg tea.KeyMsg) {
 	}
 }
 
-func (m *EditModel) onPromptKey(msg tea.KeyMsg) {
+func (m *Model) onPromptKey(msg tea.KeyMsg) {
 	switch m.overlay.prompt.Update(msg) {
 	case prompt.Answered:
 		value, onAnswer := m.overlay.prompt.Value(), m.overlay.onAnswer
@@ -525,7 +525,7 @@ func (m *EditModel) onPromptKey(msg tea.KeyMsg) {
 }
 
 // onEditKey handles the keys that change the draft.
-func (m *EditModel) onEditKey(msg tea.KeyMsg) {
+func (m *Model) onEditKey(msg tea.KeyMsg) {
 	f := &m.form.Fields[m.form.Cursor]
 	switch {
 	case key.Matches(msg, m.common.Keys.Add):
@@ -572,7 +572,7 @@ func (m *EditModel) onEditKey(msg tea.KeyMsg) {
 }
 
 // choose moves a choice field step options on.
-func (m *EditModel) choose(f *form.Field, step int) {
+func (m *Model) choose(f *form.Field, step int) {
 	i := indexOf(f.Options, f.Value)
 	if !f.Present && len(f.Options) > 0 && f.Options[0] == "" {
 		i = 0

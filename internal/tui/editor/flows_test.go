@@ -1,4 +1,4 @@
-package tui
+package editor
 
 import (
 	"bytes"
@@ -60,7 +60,7 @@ func concat(parts ...[]tea.Msg) []tea.Msg {
 // runFlow drives the editor as a program at 80x24, step by step, then
 // quits and compares the last screen with testdata/<test name>.golden. The
 // editor reads no clock, so nothing in a screen depends on time.
-func runFlow(t *testing.T, in Inputs, srv *fakeServer, steps []flowStep) *EditModel {
+func runFlow(t *testing.T, in Inputs, srv *fakeServer, steps []flowStep) *Model {
 	t.Helper()
 	m := newModel(t, in, srv)
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24))
@@ -72,7 +72,7 @@ func runFlow(t *testing.T, in Inputs, srv *fakeServer, steps []flowStep) *EditMo
 			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
 	}
 	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
-	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*EditModel)
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
 	final.mode = editing // the last screen before quitting
 	if final.busy() {
 		// The program quit before the checks of the last draft were in:

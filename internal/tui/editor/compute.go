@@ -1,4 +1,4 @@
-package tui
+package editor
 
 import (
 	"context"
@@ -154,11 +154,11 @@ func computePreview(ctx context.Context, s snapshot) findings {
 }
 
 // busy reports whether the checks and preview shown are of an older draft.
-func (m *EditModel) busy() bool { return m.compute.shownGen != m.compute.gen }
+func (m *Model) busy() bool { return m.compute.shownGen != m.compute.gen }
 
 // startPending schedules the checks of the draft once recompute marked it
 // changed: after the debounce, and with the spinner turning meanwhile.
-func (m *EditModel) startPending() tea.Cmd {
+func (m *Model) startPending() tea.Cmd {
 	if !m.compute.dirty {
 		return nil
 	}
@@ -171,7 +171,7 @@ func (m *EditModel) startPending() tea.Cmd {
 	return tea.Batch(due, m.spin())
 }
 
-func (m *EditModel) onComputeDue(msg computeDue) tea.Cmd {
+func (m *Model) onComputeDue(msg computeDue) tea.Cmd {
 	if msg.gen != m.compute.gen {
 		return nil // a newer draft has its own
 	}
@@ -184,7 +184,7 @@ func (m *EditModel) onComputeDue(msg computeDue) tea.Cmd {
 }
 
 // start computes the current draft in the background.
-func (m *EditModel) start() tea.Cmd {
+func (m *Model) start() tea.Cmd {
 	s := snapshot{now: m.compute.now(), draft: m.work.topology.DeepCopy(), in: m.in, catalog: m.catalog}
 	ctx, cancel := context.WithCancel(m.compute.ctx)
 	m.compute.cancel, m.compute.running, m.compute.startedGen = cancel, true, m.compute.gen
@@ -195,7 +195,7 @@ func (m *EditModel) start() tea.Cmd {
 	}
 }
 
-func (m *EditModel) onComputed(msg computed) tea.Cmd {
+func (m *Model) onComputed(msg computed) tea.Cmd {
 	m.compute.running = false
 	switch {
 	case msg.gen == m.compute.gen:
@@ -209,7 +209,7 @@ func (m *EditModel) onComputed(msg computed) tea.Cmd {
 // show makes p, the preview of draft generation gen, what the editor shows,
 // and answers an apply asked for while it was checked: the question, or the
 // apply itself when y was already pressed and the checks pass.
-func (m *EditModel) show(gen int, p findings) tea.Cmd {
+func (m *Model) show(gen int, p findings) tea.Cmd {
 	m.compute.shownGen = gen
 	m.checks.Problems, m.checks.Warnings = p.checks, p.warnings
 	m.preview.Set(p.changes, p.replacements, p.rollout)
@@ -229,7 +229,7 @@ func (m *EditModel) show(gen int, p findings) tea.Cmd {
 }
 
 // spin starts the spinner unless it turns already.
-func (m *EditModel) spin() tea.Cmd {
+func (m *Model) spin() tea.Cmd {
 	if m.compute.spinning {
 		return nil
 	}
@@ -237,7 +237,7 @@ func (m *EditModel) spin() tea.Cmd {
 	return m.compute.spinner.Tick
 }
 
-func (m *EditModel) onSpinnerTick(msg spinner.TickMsg) tea.Cmd {
+func (m *Model) onSpinnerTick(msg spinner.TickMsg) tea.Cmd {
 	if !m.busy() {
 		m.compute.spinning = false
 		return nil
