@@ -2,8 +2,6 @@ package plugin
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,19 +17,7 @@ import (
 // golden compares got with testdata/golden/NAME, rewriting it with -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	p := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/plugin -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (run go test ./internal/plugin -update after checking):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	fixture.Golden(t, "./internal/plugin", name, got, *update)
 }
 
 func TestConfirm(t *testing.T) {

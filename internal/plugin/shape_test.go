@@ -50,21 +50,9 @@ func TestEveryCommandRunsCompleteValidateRun(t *testing.T) {
 // kubectl's flags and streams and nothing else; one that takes a bool or an
 // action word is two commands sharing a body, which each should name.
 func TestNoConstructorTakesABehaviourSwitch(t *testing.T) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	allowed := map[string]bool{"*genericclioptions.ConfigFlags": true, "genericiooptions.IOStreams": true}
 	constructors := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for name, f := range pluginFiles(t) {
 		for _, d := range f.Decls {
 			fn, ok := d.(*ast.FuncDecl)
 			if !ok || fn.Recv != nil || !fn.Name.IsExported() || !strings.HasPrefix(fn.Name.Name, "New") {
@@ -73,7 +61,7 @@ func TestNoConstructorTakesABehaviourSwitch(t *testing.T) {
 			constructors++
 			for _, p := range fn.Type.Params.List {
 				if typ := types.ExprString(p.Type); !allowed[typ] {
-					t.Errorf("%s: %s takes %s; give each behaviour its own constructor", fset.Position(fn.Pos()), fn.Name.Name, typ)
+					t.Errorf("%s: %s takes %s; give each behaviour its own constructor", name, fn.Name.Name, typ)
 				}
 			}
 		}

@@ -3,8 +3,6 @@ package printer
 import (
 	"bytes"
 	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,19 +24,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // golden compares got with testdata/golden/NAME, rewriting it with -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	p := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/printer -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (run go test ./internal/printer -update after checking):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	fixture.Golden(t, "./internal/printer", name, got, *update)
 }
 
 // status writes t's report as status does with no agent to report on.
