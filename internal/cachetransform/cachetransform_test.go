@@ -18,6 +18,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
@@ -425,7 +426,11 @@ func observe(t *testing.T, objs []map[string]any, trim bool) observation {
 	if s.ControlPlane.Object == nil || s.InfrastructureCluster == nil || len(s.MachineDeployments) != 2 {
 		t.Fatalf("the objects do not make a cluster's state: %+v", s)
 	}
-	return observation{Observed: health.WithMachines(health.ObserveState(s), s, machines), Infrastructure: health.InfrastructurePhase(s)}
+	typed, err := core.Machines(machines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return observation{Observed: health.WithMachines(health.ObserveState(s), s, typed), Infrastructure: health.InfrastructurePhase(s)}
 }
 
 // TestInternedStrings: two objects decoded apart keep one copy of each

@@ -9,12 +9,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1" //nolint:staticcheck // a Cluster read at v1beta1 (an older management cluster) is converted from upstream's deprecated type
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -124,9 +122,11 @@ func requestCluster(cluster *unstructured.Unstructured, t *v1alpha2.Topology) (c
 	if cluster != nil {
 		// The decoded Cluster is a copy: what is left out is cleared on it,
 		// never on the caller's object.
-		if err := decodeCluster(cluster, &out); err != nil {
-			return out, fmt.Errorf("reading Cluster %s/%s for the extension's request: %w", cluster.GetNamespace(), cluster.GetName(), err)
+		decoded, err := core.Cluster(cluster)
+		if err != nil {
+			return out, fmt.Errorf("the extension's request: %w", err)
 		}
+		out = *decoded
 		out.ManagedFields, out.Status = nil, clusterv1.ClusterStatus{}
 		delete(out.Annotations, corev1.LastAppliedConfigAnnotation)
 	} else if t != nil {
@@ -138,40 +138,4 @@ func requestCluster(cluster *unstructured.Unstructured, t *v1alpha2.Topology) (c
 	}
 	out.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Cluster"))
 	return out, nil
-}
-
-// decodeCluster reads c, at either API version, into a v1beta2 Cluster.
-func decodeCluster(c *unstructured.Unstructured, out *clusterv1.Cluster) error {
-	if c.GetAPIVersion() != clusterv1beta1.GroupVersion.String() {
-		return runtime.DefaultUnstructuredConverter.FromUnstructured(c.Object, out)
-	}
-	old := &clusterv1beta1.Cluster{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(c.Object, old); err != nil {
-		return err
-	}
-	if err := clusterv1beta1.Convert_v1beta1_Cluster_To_v1beta2_Cluster(old, out, nil); err != nil {
-		return err
-	}
-	// The api module's conversion leaves the two references to upstream's
-	// conversion webhook: v1beta2 names a group where v1beta1 names an apiVersion.
-	var err error
-	if out.Spec.InfrastructureRef, err = contractReference(old.Spec.InfrastructureRef); err != nil {
-		return fmt.Errorf("spec.infrastructureRef: %w", err)
-	}
-	if out.Spec.ControlPlaneRef, err = contractReference(old.Spec.ControlPlaneRef); err != nil {
-		return fmt.Errorf("spec.controlPlaneRef: %w", err)
-	}
-	return nil
-}
-
-// contractReference is a v1beta1 reference as v1beta2 writes it.
-func contractReference(ref *corev1.ObjectReference) (clusterv1.ContractVersionedObjectReference, error) {
-	if ref == nil {
-		return clusterv1.ContractVersionedObjectReference{}, nil
-	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		return clusterv1.ContractVersionedObjectReference{}, err
-	}
-	return clusterv1.ContractVersionedObjectReference{APIGroup: gv.Group, Kind: ref.Kind, Name: ref.Name}, nil
 }

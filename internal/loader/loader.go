@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
@@ -286,7 +287,11 @@ func (l *Loader) Observe(ctx context.Context, t *v1alpha2.Topology, s *contract.
 	if s.ControlPlane.Object == nil && len(s.MachineDeployments) == 0 {
 		return obs, nil
 	}
-	machines, err := l.Labelled(ctx, t, l.CoreVersion.GroupVersion().WithKind("Machine"))
+	listed, err := l.Labelled(ctx, t, l.CoreVersion.GroupVersion().WithKind("Machine"))
+	if err != nil {
+		return nil, err
+	}
+	machines, err := core.Machines(listed)
 	if err != nil {
 		return nil, err
 	}

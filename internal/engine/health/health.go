@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/duration"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -106,34 +108,34 @@ func OneLine(msg string) string {
 
 // machineHealth reads one Machine: whether it is coming up for the first time
 // (no Node yet), and what is wrong with it if it is not ready.
-func machineHealth(m *unstructured.Unstructured) (provisioning bool, problem *v1alpha2.Problem) {
-	object := "Machine/" + m.GetName()
-	phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
-	_, hasNode, _ := unstructured.NestedMap(m.Object, "status", "nodeRef")
-	conds := Conditions(m)
-	if !m.GetDeletionTimestamp().IsZero() {
-		return false, &v1alpha2.Problem{Object: object, Reason: "Deleting", Message: "being deleted", Since: m.GetDeletionTimestamp()}
+func machineHealth(m *clusterv1.Machine) (provisioning bool, problem *v1alpha2.Problem) {
+	object := "Machine/" + m.Name
+	phase := m.Status.Phase
+	conds := machineConditions(m)
+	if !m.DeletionTimestamp.IsZero() {
+		return false, &v1alpha2.Problem{Object: object, Reason: "Deleting", Message: "being deleted", Since: m.DeletionTimestamp}
 	}
-	if c := findCondition(conds, "HealthCheckSucceeded"); c != nil && c.Status == metav1.ConditionFalse {
+	if c := findCondition(conds, clusterv1.MachineHealthCheckSucceededCondition); c != nil && c.Status == metav1.ConditionFalse {
 		p := problemOf(object, "HealthCheckFailed", c)
 		p.Message = strings.TrimSpace("MachineHealthCheck: " + p.Message)
 		return false, &p
 	}
-	if phase == "Failed" {
+	if phase == string(clusterv1.MachinePhaseFailed) {
 		p := v1alpha2.Problem{Object: object, Reason: "Failed", Message: "the Machine failed"}
-		if c := findCondition(conds, "Ready"); c != nil {
+		if c := findCondition(conds, clusterv1.MachineReadyCondition); c != nil {
 			p = problemOf(object, "Failed", c)
 		}
 		return false, &p
 	}
-	ready := findCondition(conds, "Ready")
+	ready := findCondition(conds, clusterv1.MachineReadyCondition)
 	if ready != nil && ready.Status == metav1.ConditionTrue {
 		return false, nil
 	}
 	// Coming up for the first time: no Node yet, or its infrastructure or
 	// bootstrap data not ready (neither goes back once it was).
-	provisioning = !hasNode && (phase == "" || phase == "Pending" || phase == "Provisioning" || phase == "Provisioned")
-	for _, typ := range []string{"InfrastructureReady", "BootstrapConfigReady", "BootstrapReady"} {
+	provisioning = !m.Status.NodeRef.IsDefined() && slices.Contains(firstPhases, phase)
+	// BootstrapReady is the v1beta1 conditions' name of BootstrapConfigReady.
+	for _, typ := range []string{clusterv1.MachineInfrastructureReadyCondition, clusterv1.MachineBootstrapConfigReadyCondition, "BootstrapReady"} {
 		if c := findCondition(conds, typ); c != nil && c.Status == metav1.ConditionFalse {
 			provisioning = true
 		}
@@ -144,10 +146,29 @@ func machineHealth(m *unstructured.Unstructured) (provisioning bool, problem *v1
 	}
 	if ready != nil {
 		p = problemOf(object, "NotReady", ready)
-	} else if created := m.GetCreationTimestamp(); !created.IsZero() {
+	} else if !m.CreationTimestamp.IsZero() {
+		created := m.CreationTimestamp
 		p.Since = &created
 	}
 	return provisioning, &p
+}
+
+// firstPhases are a Machine's phases before its Node first joins ("" before
+// any status).
+var firstPhases = []string{"", string(clusterv1.MachinePhasePending), string(clusterv1.MachinePhaseProvisioning), string(clusterv1.MachinePhaseProvisioned)}
+
+// machineConditions are a Machine's v1beta2 conditions, or, from a core
+// older than v1beta2 conditions, its v1beta1 conditions read the same way.
+func machineConditions(m *clusterv1.Machine) []metav1.Condition {
+	if len(m.Status.Conditions) > 0 || m.Status.Deprecated == nil || m.Status.Deprecated.V1Beta1 == nil {
+		return m.Status.Conditions
+	}
+	old := m.Status.Deprecated.V1Beta1.Conditions
+	out := make([]metav1.Condition, 0, len(old))
+	for _, c := range old {
+		out = append(out, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime})
+	}
+	return out
 }
 
 func orUnknown(s string) string {
@@ -159,8 +180,8 @@ func orUnknown(s string) string {
 
 // observeMachines adds to a part what its Machines say: those not ready and
 // why, and how many are still coming up for the first time.
-func observeMachines(part *upgrade.PartObserved, machines []*unstructured.Unstructured) {
-	sort.Slice(machines, func(i, j int) bool { return machines[i].GetName() < machines[j].GetName() })
+func observeMachines(part *upgrade.PartObserved, machines []*clusterv1.Machine) {
+	sort.Slice(machines, func(i, j int) bool { return machines[i].Name < machines[j].Name })
 	for _, m := range machines {
 		provisioning, problem := machineHealth(m)
 		if provisioning {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -112,7 +113,10 @@ func TestObserveHealth(t *testing.T) {
 			"md-b": {Object: objectFromYAML(t, mdProvisioning)},
 		},
 	}
-	machines := []*unstructured.Unstructured{objectFromYAML(t, machineNodeNotReady), objectFromYAML(t, machineReady), objectFromYAML(t, machineProvisioning)}
+	machines, err := core.Machines([]*unstructured.Unstructured{objectFromYAML(t, machineNodeNotReady), objectFromYAML(t, machineReady), objectFromYAML(t, machineProvisioning)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	obs := WithMachines(ObserveState(s), s, machines)
 
 	cp := obs.ControlPlane
@@ -260,5 +264,30 @@ func TestInfrastructurePhase(t *testing.T) {
 	_ = unstructured.SetNestedField(cluster.Object, true, "status", "infrastructureReady")
 	if p := InfrastructurePhase(&contract.State{InfrastructureCluster: infra, Cluster: cluster}); p != v1alpha2.InfrastructureProvisioned {
 		t.Errorf("the Cluster says ready: %s, want Provisioned", p)
+	}
+}
+
+// TestMachineWithOnlyV1Beta1Conditions: a Machine from a core that sets no
+// v1beta2 conditions yet is read by its own, as before the types were
+// upstream's: its Ready condition's reason is the problem, and a false
+// BootstrapReady means it is still coming up.
+func TestMachineWithOnlyV1Beta1Conditions(t *testing.T) {
+	m, err := core.Machine(objectFromYAML(t, `
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: Machine
+metadata: {name: dev-md-a-3, labels: {cluster.x-k8s.io/deployment-name: dev-md-a}}
+spec: {version: v1.33.1}
+status:
+  phase: Provisioned
+  conditions:
+  - {type: Ready, status: "False", severity: Info, reason: WaitingForBootstrapData, message: "0 of 2 completed", lastTransitionTime: "2026-11-23T11:55:00Z"}
+  - {type: BootstrapReady, status: "False", severity: Info, reason: WaitingForDataSecret, lastTransitionTime: "2026-11-23T11:55:00Z"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	provisioning, problem := machineHealth(m)
+	if !provisioning || problem == nil || problem.Reason != "WaitingForBootstrapData" || problem.Message != "0 of 2 completed" {
+		t.Errorf("provisioning %v, problem %+v; want provisioning and the Ready condition's reason and message", provisioning, problem)
 	}
 }

@@ -143,11 +143,11 @@ const MachineDeploymentNameOfMachine = "cluster.x-k8s.io/deployment-name"
 // its Machines runs another version than its spec, whatever its counters
 // say; and
 // each part's Machines that are not ready are its problems.
-func WithMachines(o *upgrade.Observed, s *contract.State, machines []*unstructured.Unstructured) *upgrade.Observed {
+func WithMachines(o *upgrade.Observed, s *contract.State, machines []*clusterv1.Machine) *upgrade.Observed {
 	if cp := s.ControlPlane.Object; cp != nil {
-		var mine []*unstructured.Unstructured
+		var mine []*clusterv1.Machine
 		for _, m := range machines {
-			if _, ok := m.GetLabels()[clusterv1.MachineControlPlaneLabel]; ok {
+			if _, ok := m.Labels[clusterv1.MachineControlPlaneLabel]; ok {
 				mine = append(mine, m)
 			}
 		}
@@ -158,19 +158,21 @@ func WithMachines(o *upgrade.Observed, s *contract.State, machines []*unstructur
 			continue
 		}
 		part := o.MachineDeployments[name]
-		var mine []*unstructured.Unstructured
+		var mine []*clusterv1.Machine
 		// Upgrading is read from the Machines alone, as upstream reads it: a
 		// Machine at another version than the spec's, by its spec or by its
 		// kubelet. The counters in status lag the Machines by a few updates,
 		// and every chained step would wait them out.
 		part.Upgrading = false
 		for _, m := range machines {
-			if m.GetLabels()[MachineDeploymentNameOfMachine] != w.Object.GetName() {
+			if m.Labels[MachineDeploymentNameOfMachine] != w.Object.GetName() {
 				continue
 			}
 			mine = append(mine, m)
-			v, _, _ := unstructured.NestedString(m.Object, "spec", "version")
-			kubelet, _, _ := unstructured.NestedString(m.Object, "status", "nodeInfo", "kubeletVersion")
+			v, kubelet := m.Spec.Version, ""
+			if m.Status.NodeInfo != nil {
+				kubelet = m.Status.NodeInfo.KubeletVersion
+			}
 			if (v != "" && v != part.SpecVersion) || (kubelet != "" && kubelet != part.SpecVersion) {
 				part.Upgrading = true
 			}

@@ -1,0 +1,107 @@
+// Package core reads Cluster API's own objects as upstream's v1beta2 types,
+// whichever core version the management cluster serves them at: a v1beta1
+// object goes through upstream's conversion, and the references that
+// conversion leaves to upstream's conversion webhook are converted here.
+// Provider objects stay unstructured, as upstream's topology controller
+// keeps them.
+package core
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1" //nolint:staticcheck // an object read at v1beta1 (an older management cluster) is converted from upstream's deprecated type
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// Cluster is u as a v1beta2 Cluster. It is decoded into a new object, so
+// that what a caller clears on it is never cleared on u.
+func Cluster(u *unstructured.Unstructured) (*clusterv1.Cluster, error) {
+	out := &clusterv1.Cluster{}
+	if !isV1Beta1(u) {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+			return nil, decodeError(u, err)
+		}
+		return out, nil
+	}
+	old := &clusterv1beta1.Cluster{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, old); err != nil {
+		return nil, decodeError(u, err)
+	}
+	if err := clusterv1beta1.Convert_v1beta1_Cluster_To_v1beta2_Cluster(old, out, nil); err != nil {
+		return nil, decodeError(u, err)
+	}
+	var err error
+	if out.Spec.InfrastructureRef, err = reference(old.Spec.InfrastructureRef); err != nil {
+		return nil, decodeError(u, fmt.Errorf("spec.infrastructureRef: %w", err))
+	}
+	if out.Spec.ControlPlaneRef, err = reference(old.Spec.ControlPlaneRef); err != nil {
+		return nil, decodeError(u, fmt.Errorf("spec.controlPlaneRef: %w", err))
+	}
+	out.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Cluster"))
+	return out, nil
+}
+
+// Machine is u as a v1beta2 Machine, decoded into a new object.
+func Machine(u *unstructured.Unstructured) (*clusterv1.Machine, error) {
+	out := &clusterv1.Machine{}
+	if !isV1Beta1(u) {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+			return nil, decodeError(u, err)
+		}
+		return out, nil
+	}
+	old := &clusterv1beta1.Machine{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, old); err != nil {
+		return nil, decodeError(u, err)
+	}
+	if err := clusterv1beta1.Convert_v1beta1_Machine_To_v1beta2_Machine(old, out, nil); err != nil {
+		return nil, decodeError(u, err)
+	}
+	var err error
+	if out.Spec.InfrastructureRef, err = reference(&old.Spec.InfrastructureRef); err != nil {
+		return nil, decodeError(u, fmt.Errorf("spec.infrastructureRef: %w", err))
+	}
+	if out.Spec.Bootstrap.ConfigRef, err = reference(old.Spec.Bootstrap.ConfigRef); err != nil {
+		return nil, decodeError(u, fmt.Errorf("spec.bootstrap.configRef: %w", err))
+	}
+	out.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Machine"))
+	return out, nil
+}
+
+// Machines is each of us as a v1beta2 Machine, in order.
+func Machines(us []*unstructured.Unstructured) ([]*clusterv1.Machine, error) {
+	out := make([]*clusterv1.Machine, 0, len(us))
+	for _, u := range us {
+		m, err := Machine(u)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func isV1Beta1(u *unstructured.Unstructured) bool {
+	return u.GetAPIVersion() == clusterv1beta1.GroupVersion.String()
+}
+
+func decodeError(u *unstructured.Unstructured, err error) error {
+	return fmt.Errorf("reading %s %s/%s as Cluster API's %s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), clusterv1.GroupVersion.Version, err)
+}
+
+// reference is a v1beta1 reference (an apiVersion) as v1beta2 writes it (a
+// group); none for none.
+func reference(ref *corev1.ObjectReference) (clusterv1.ContractVersionedObjectReference, error) {
+	if ref == nil || ref.Kind == "" {
+		return clusterv1.ContractVersionedObjectReference{}, nil
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return clusterv1.ContractVersionedObjectReference{}, err
+	}
+	return clusterv1.ContractVersionedObjectReference{APIGroup: gv.Group, Kind: ref.Kind, Name: ref.Name}, nil
+}
