@@ -18,11 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
@@ -79,21 +81,28 @@ func FromCluster(u *unstructured.Unstructured) (*v1alpha2.Topology, error) {
 	t.Finalizers = u.GetFinalizers()
 	t.OwnerReferences = u.GetOwnerReferences()
 	t.Status.ClusterName = u.GetName()
-	if g, ok, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); ok {
-		t.Status.ObservedGeneration = g
+	c, err := core.Cluster(u)
+	if err != nil {
+		return nil, err
 	}
-	t.Status.Conditions = Conditions(u)
-	cp, workers := planVersions(u, "controlPlane"), planVersions(u, "workers")
+	t.Status.ObservedGeneration = c.Status.ObservedGeneration
+	t.Status.Conditions = shownConditions(core.ClusterConditions(c))
+	var cp, workers []string
+	if c.Status.ControlPlane != nil {
+		cp = planVersions(c.Status.ControlPlane.UpgradePlan)
+	}
+	if c.Status.Workers != nil {
+		workers = planVersions(c.Status.Workers.UpgradePlan)
+	}
 	if len(cp) > 0 || len(workers) > 0 {
 		t.Status.UpgradePlan = &v1alpha2.UpgradePlanStatus{ControlPlane: cp, Workers: workers}
 	}
 	return t, nil
 }
 
-// Conditions are the Cluster's v1beta2 conditions a status view shows, in a
-// fixed order. A v1beta1 Cluster keeps them under status.v1beta2.
-func Conditions(u *unstructured.Unstructured) []metav1.Condition {
-	all := health.Conditions(u)
+// shownConditions are the Cluster's conditions a status view shows, in a
+// fixed order.
+func shownConditions(all []metav1.Condition) []metav1.Condition {
 	var out []metav1.Condition
 	for _, typ := range conditionTypes {
 		if c := meta.FindStatusCondition(all, typ); c != nil {
@@ -103,17 +112,12 @@ func Conditions(u *unstructured.Unstructured) []metav1.Condition {
 	return out
 }
 
-// planVersions reads status.<part>.upgradePlan: the versions upstream's
-// controller has still to apply.
-func planVersions(u *unstructured.Unstructured, part string) []string {
-	list, _, _ := unstructured.NestedSlice(u.Object, "status", part, "upgradePlan")
+// planVersions are the versions of an upgrade plan in status: those
+// upstream's controller has still to apply.
+func planVersions(plan []clusterv1.StatusUpgradePlanVersion) []string {
 	var out []string
-	for _, item := range list {
-		if m, ok := item.(map[string]any); ok {
-			if v, ok := m["version"].(string); ok {
-				out = append(out, v)
-			}
-		}
+	for _, v := range plan {
+		out = append(out, v.Version)
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -104,4 +105,30 @@ func reference(ref *corev1.ObjectReference) (clusterv1.ContractVersionedObjectRe
 		return clusterv1.ContractVersionedObjectReference{}, err
 	}
 	return clusterv1.ContractVersionedObjectReference{APIGroup: gv.Group, Kind: ref.Kind, Name: ref.Name}, nil
+}
+
+// MachineConditions are m's v1beta2 conditions or, from a core that sets
+// none yet, its v1beta1 conditions read the same way.
+func MachineConditions(m *clusterv1.Machine) []metav1.Condition {
+	if len(m.Status.Conditions) > 0 || m.Status.Deprecated == nil || m.Status.Deprecated.V1Beta1 == nil {
+		return m.Status.Conditions
+	}
+	return fromV1Beta1(m.Status.Deprecated.V1Beta1.Conditions)
+}
+
+// ClusterConditions are c's v1beta2 conditions or, from a core that sets
+// none yet, its v1beta1 conditions read the same way.
+func ClusterConditions(c *clusterv1.Cluster) []metav1.Condition {
+	if len(c.Status.Conditions) > 0 || c.Status.Deprecated == nil || c.Status.Deprecated.V1Beta1 == nil {
+		return c.Status.Conditions
+	}
+	return fromV1Beta1(c.Status.Deprecated.V1Beta1.Conditions)
+}
+
+func fromV1Beta1(old clusterv1.Conditions) []metav1.Condition {
+	out := make([]metav1.Condition, 0, len(old))
+	for _, c := range old {
+		out = append(out, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime})
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -111,7 +112,7 @@ func OneLine(msg string) string {
 func machineHealth(m *clusterv1.Machine) (provisioning bool, problem *v1alpha2.Problem) {
 	object := "Machine/" + m.Name
 	phase := m.Status.Phase
-	conds := machineConditions(m)
+	conds := core.MachineConditions(m)
 	if !m.DeletionTimestamp.IsZero() {
 		return false, &v1alpha2.Problem{Object: object, Reason: "Deleting", Message: "being deleted", Since: m.DeletionTimestamp}
 	}
@@ -156,20 +157,6 @@ func machineHealth(m *clusterv1.Machine) (provisioning bool, problem *v1alpha2.P
 // firstPhases are a Machine's phases before its Node first joins ("" before
 // any status).
 var firstPhases = []string{"", string(clusterv1.MachinePhasePending), string(clusterv1.MachinePhaseProvisioning), string(clusterv1.MachinePhaseProvisioned)}
-
-// machineConditions are a Machine's v1beta2 conditions, or, from a core
-// older than v1beta2 conditions, its v1beta1 conditions read the same way.
-func machineConditions(m *clusterv1.Machine) []metav1.Condition {
-	if len(m.Status.Conditions) > 0 || m.Status.Deprecated == nil || m.Status.Deprecated.V1Beta1 == nil {
-		return m.Status.Conditions
-	}
-	old := m.Status.Deprecated.V1Beta1.Conditions
-	out := make([]metav1.Condition, 0, len(old))
-	for _, c := range old {
-		out = append(out, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime})
-	}
-	return out
-}
 
 func orUnknown(s string) string {
 	if s == "" {
