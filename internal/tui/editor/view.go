@@ -58,12 +58,9 @@ func (m *Model) render() (string, []int) {
 	previewRows := max(0, min(len(lower), rest/2))
 	fieldRows := max(3, rest-previewRows)
 
-	rows, owners, first, last := m.form.Rows()
-	start := 0
-	if last >= fieldRows {
-		start = min(first, last-fieldRows+1)
-	}
-	for i := start; i < len(rows) && i < start+fieldRows; i++ {
+	m.form.SetSize(m.common.Width, fieldRows)
+	rows, owners := m.form.Window()
+	for i := range rows {
 		line(rows[i], owners[i])
 	}
 	line("  "+m.common.Styles.Hint.Render(m.form.Fields[m.form.Cursor].Hint), -1)

@@ -460,13 +460,34 @@ type Model struct {
 	Cursor int
 	// Errs are each field's problems, by index.
 	Errs map[int][]string
+	// height is how many rows the form shows.
+	height int
 }
 
 // New returns an empty form over c.
-func New(c *common.Common) *Model { return &Model{common: c, Errs: map[int][]string{}} }
+func New(c *common.Common) *Model { return &Model{common: c, Errs: map[int][]string{}, height: c.Height} }
 
-// SetSize has nothing to fit: the editor shows a window of Rows.
-func (m *Model) SetSize(int, int) {}
+// SetSize sets how many rows the form shows (the width is the terminal's,
+// which the editor cuts every line to).
+func (m *Model) SetSize(_, height int) { m.height = height }
+
+// Window is what the form shows in its height: the selected field's rows,
+// with as many rows before them as fit, and which field each row shows.
+func (m *Model) Window() (rows []string, owners []int) {
+	rows, owners, first, last := m.Rows()
+	start := 0
+	if last >= m.height {
+		start = min(first, last-m.height+1)
+	}
+	end := max(start, min(len(rows), start+m.height))
+	return rows[start:end], owners[start:end]
+}
+
+// View is the form's window, a line a row.
+func (m *Model) View() string {
+	rows, _ := m.Window()
+	return strings.Join(rows, "\n")
+}
 
 // ShortHelp is the form's help line.
 func (m *Model) ShortHelp() []key.Binding {
