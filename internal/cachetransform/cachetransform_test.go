@@ -430,7 +430,11 @@ func observe(t *testing.T, objs []map[string]any, trim bool) observation {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return observation{Observed: health.WithMachines(health.ObserveState(s), s, typed), Infrastructure: health.InfrastructurePhase(s)}
+	observed, err := health.ObserveState(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return observation{Observed: health.WithMachines(observed, s, typed), Infrastructure: health.InfrastructurePhase(s)}
 }
 
 // TestInternedStrings: two objects decoded apart keep one copy of each

@@ -283,7 +283,10 @@ func State(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, objs []*unstruct
 // Observe reads the rollout state per the contracts, refined by the
 // Machines of its MachineDeployments.
 func (l *Loader) Observe(ctx context.Context, t *v1alpha2.Topology, s *contract.State) (*upgrade.Observed, error) {
-	obs := health.ObserveState(s)
+	obs, err := health.ObserveState(s)
+	if err != nil {
+		return nil, err
+	}
 	if s.ControlPlane.Object == nil && len(s.MachineDeployments) == 0 {
 		return obs, nil
 	}

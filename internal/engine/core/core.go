@@ -62,15 +62,71 @@ func Machine(u *unstructured.Unstructured) (*clusterv1.Machine, error) {
 	if err := clusterv1beta1.Convert_v1beta1_Machine_To_v1beta2_Machine(old, out, nil); err != nil {
 		return nil, decodeError(u, err)
 	}
-	var err error
-	if out.Spec.InfrastructureRef, err = reference(&old.Spec.InfrastructureRef); err != nil {
-		return nil, decodeError(u, fmt.Errorf("spec.infrastructureRef: %w", err))
-	}
-	if out.Spec.Bootstrap.ConfigRef, err = reference(old.Spec.Bootstrap.ConfigRef); err != nil {
-		return nil, decodeError(u, fmt.Errorf("spec.bootstrap.configRef: %w", err))
+	if err := machineReferences(&old.Spec, &out.Spec, "spec"); err != nil {
+		return nil, decodeError(u, err)
 	}
 	out.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Machine"))
 	return out, nil
+}
+
+// MachineDeployment is u as a v1beta2 MachineDeployment, decoded into a new
+// object.
+func MachineDeployment(u *unstructured.Unstructured) (*clusterv1.MachineDeployment, error) {
+	out := &clusterv1.MachineDeployment{}
+	if !isV1Beta1(u) {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+			return nil, decodeError(u, err)
+		}
+		return out, nil
+	}
+	old := &clusterv1beta1.MachineDeployment{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, old); err != nil {
+		return nil, decodeError(u, err)
+	}
+	if err := clusterv1beta1.Convert_v1beta1_MachineDeployment_To_v1beta2_MachineDeployment(old, out, nil); err != nil {
+		return nil, decodeError(u, err)
+	}
+	if err := machineReferences(&old.Spec.Template.Spec, &out.Spec.Template.Spec, "spec.template.spec"); err != nil {
+		return nil, decodeError(u, err)
+	}
+	out.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("MachineDeployment"))
+	return out, nil
+}
+
+// MachinePool is u as a v1beta2 MachinePool, decoded into a new object.
+func MachinePool(u *unstructured.Unstructured) (*clusterv1.MachinePool, error) {
+	out := &clusterv1.MachinePool{}
+	if !isV1Beta1(u) {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+			return nil, decodeError(u, err)
+		}
+		return out, nil
+	}
+	old := &clusterv1beta1.MachinePool{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, old); err != nil {
+		return nil, decodeError(u, err)
+	}
+	if err := clusterv1beta1.Convert_v1beta1_MachinePool_To_v1beta2_MachinePool(old, out, nil); err != nil {
+		return nil, decodeError(u, err)
+	}
+	if err := machineReferences(&old.Spec.Template.Spec, &out.Spec.Template.Spec, "spec.template.spec"); err != nil {
+		return nil, decodeError(u, err)
+	}
+	out.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("MachinePool"))
+	return out, nil
+}
+
+// machineReferences converts a v1beta1 Machine spec's two references, at
+// path, as upstream's conversion webhook does.
+func machineReferences(old *clusterv1beta1.MachineSpec, out *clusterv1.MachineSpec, path string) error {
+	var err error
+	if out.InfrastructureRef, err = reference(&old.InfrastructureRef); err != nil {
+		return fmt.Errorf("%s.infrastructureRef: %w", path, err)
+	}
+	if out.Bootstrap.ConfigRef, err = reference(old.Bootstrap.ConfigRef); err != nil {
+		return fmt.Errorf("%s.bootstrap.configRef: %w", path, err)
+	}
+	return nil
 }
 
 // Machines is each of us as a v1beta2 Machine, in order.
@@ -114,6 +170,24 @@ func MachineConditions(m *clusterv1.Machine) []metav1.Condition {
 		return m.Status.Conditions
 	}
 	return fromV1Beta1(m.Status.Deprecated.V1Beta1.Conditions)
+}
+
+// MachineDeploymentConditions are md's v1beta2 conditions or, from a core
+// that sets none yet, its v1beta1 conditions read the same way.
+func MachineDeploymentConditions(md *clusterv1.MachineDeployment) []metav1.Condition {
+	if len(md.Status.Conditions) > 0 || md.Status.Deprecated == nil || md.Status.Deprecated.V1Beta1 == nil {
+		return md.Status.Conditions
+	}
+	return fromV1Beta1(md.Status.Deprecated.V1Beta1.Conditions)
+}
+
+// MachinePoolConditions are mp's v1beta2 conditions or, from a core that
+// sets none yet, its v1beta1 conditions read the same way.
+func MachinePoolConditions(mp *clusterv1.MachinePool) []metav1.Condition {
+	if len(mp.Status.Conditions) > 0 || mp.Status.Deprecated == nil || mp.Status.Deprecated.V1Beta1 == nil {
+		return mp.Status.Conditions
+	}
+	return fromV1Beta1(mp.Status.Deprecated.V1Beta1.Conditions)
 }
 
 // ClusterConditions are c's v1beta2 conditions or, from a core that sets

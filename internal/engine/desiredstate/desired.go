@@ -245,7 +245,10 @@ func (c *computation) resolveTemplates(context.Context) error {
 func (c *computation) sequenceUpgrade(ctx context.Context) error {
 	obs := c.in.Observed
 	if obs == nil {
-		obs = health.ObserveState(c.current)
+		var err error
+		if obs, err = health.ObserveState(c.current); err != nil {
+			return fmt.Errorf("Topology %s/%s: %w", c.topo.Namespace, c.topo.Name, err)
+		}
 	}
 	var cluster *unstructured.Unstructured
 	if c.current != nil {

@@ -55,16 +55,22 @@ func TestDropUnsetEndpoint(t *testing.T) {
 
 func TestObserveStaleStatus(t *testing.T) {
 	md := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
 		"metadata": map[string]any{"name": "dev-md-a", "generation": int64(3)},
 		"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{"version": "v1.34.0"}}},
 		"status":   map[string]any{"observedGeneration": int64(2), "replicas": int64(2), "readyReplicas": int64(2), "updatedReplicas": int64(2)},
 	}}
-	obs := health.ObserveState(&contract.State{MachineDeployments: map[string]*contract.WorkerState{"md-a": {Object: md}}})
+	obs, err := health.ObserveState(&contract.State{MachineDeployments: map[string]*contract.WorkerState{"md-a": {Object: md}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := obs.MachineDeployments["md-a"]; got.UpToDateReplicas != 0 || !got.Upgrading {
 		t.Errorf("a MachineDeployment whose controller has not seen generation 3 reads %+v, want no replica up to date and upgrading", got)
 	}
 	_ = unstructured.SetNestedField(md.Object, int64(3), "status", "observedGeneration")
-	obs = health.ObserveState(&contract.State{MachineDeployments: map[string]*contract.WorkerState{"md-a": {Object: md}}})
+	if obs, err = health.ObserveState(&contract.State{MachineDeployments: map[string]*contract.WorkerState{"md-a": {Object: md}}}); err != nil {
+		t.Fatal(err)
+	}
 	if got := obs.MachineDeployments["md-a"]; got.UpToDateReplicas != 2 || got.Upgrading {
 		t.Errorf("an observed MachineDeployment reads %+v, want 2 up to date", got)
 	}
@@ -77,7 +83,10 @@ func TestObservedChangedByAWrite(t *testing.T) {
 		"status":   map[string]any{"observedGeneration": int64(2), "replicas": int64(3), "readyReplicas": int64(3), "updatedReplicas": int64(3)},
 	}}
 	state := &contract.State{MachineDeployments: map[string]*contract.WorkerState{"md-a": {Object: read}}}
-	obs := health.ObserveState(state)
+	obs, err := health.ObserveState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
 	same := read.DeepCopy()
 	obs.Changed(state, same)
 	if got := obs.MachineDeployments["md-a"]; got.UpToDateReplicas != 3 || got.Upgrading {

@@ -71,9 +71,7 @@ var healthConditions = []string{"Available", "EtcdClusterHealthy", "ControlPlane
 
 // partProblems reads a control plane's or pool's own problems: each health
 // condition that is false, and a remediation in progress.
-func partProblems(o *unstructured.Unstructured) []v1alpha2.Problem {
-	conds := Conditions(o)
-	object := o.GetKind() + "/" + o.GetName()
+func partProblems(object string, conds []metav1.Condition) []v1alpha2.Problem {
 	var out []v1alpha2.Problem
 	for _, typ := range healthConditions {
 		if c := findCondition(conds, typ); c != nil && c.Status == metav1.ConditionFalse {

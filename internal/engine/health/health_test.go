@@ -117,7 +117,11 @@ func TestObserveHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := WithMachines(ObserveState(s), s, machines)
+	observed, err := ObserveState(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := WithMachines(observed, s, machines)
 
 	cp := obs.ControlPlane
 	if len(cp.Problems) != 1 || cp.Problems[0].Reason != "EtcdClusterNotHealthy" || cp.Problems[0].Message != "Machine dev-cp-a: EtcdMemberHealthy: etcd member is unhealthy" {
@@ -289,5 +293,96 @@ status:
 	provisioning, problem := machineHealth(m)
 	if !provisioning || problem == nil || problem.Reason != "WaitingForBootstrapData" || problem.Message != "0 of 2 completed" {
 		t.Errorf("provisioning %v, problem %+v; want provisioning and the Ready condition's reason and message", provisioning, problem)
+	}
+}
+
+// TestPoolCountsAreUpstreamsV1Beta2Counts: a pool reads upstream's v1beta2
+// counts at either core version (under status.v1beta2 when read as v1beta1),
+// the v1beta1 counts where there are no others, and the lower of the two
+// up-to-date counts while a template change rolls out.
+func TestPoolCountsAreUpstreamsV1Beta2Counts(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc                   string
+		ready, available, upToDate int32
+	}{{
+		name: "v1beta2 during a rollout",
+		doc: `
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: MachineDeployment
+metadata: {name: dev-md-a, generation: 4}
+spec: {template: {spec: {version: v1.34.0}}}
+status: {observedGeneration: 4, replicas: 3, readyReplicas: 3, availableReplicas: 3, upToDateReplicas: 3, deprecated: {v1beta1: {updatedReplicas: 1, readyReplicas: 3, availableReplicas: 3, unavailableReplicas: 0}}}
+`, ready: 3, available: 3, upToDate: 1,
+	}, {
+		name: "v1beta1 with v1beta2 counts",
+		doc: `
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: MachineDeployment
+metadata: {name: dev-md-a, generation: 4}
+spec: {template: {spec: {version: v1.34.0}}}
+status: {observedGeneration: 4, replicas: 3, readyReplicas: 3, availableReplicas: 3, updatedReplicas: 3, v1beta2: {readyReplicas: 2, availableReplicas: 2, upToDateReplicas: 3}}
+`, ready: 2, available: 2, upToDate: 3,
+	}, {
+		name: "v1beta1 from a core before v1beta2 counts",
+		doc: `
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: MachineDeployment
+metadata: {name: dev-md-a, generation: 4}
+spec: {template: {spec: {version: v1.34.0}}}
+status: {observedGeneration: 4, replicas: 3, readyReplicas: 3, availableReplicas: 2, updatedReplicas: 2}
+`, ready: 3, available: 2, upToDate: 2,
+	}} {
+		s := &contract.State{MachineDeployments: map[string]*contract.WorkerState{"md-a": {Object: objectFromYAML(t, tc.doc)}}}
+		obs, err := ObserveState(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := obs.MachineDeployments["md-a"]
+		if got.SpecVersion != "v1.34.0" || got.Replicas != 3 || got.ReadyReplicas != tc.ready || got.AvailableReplicas != tc.available || got.UpToDateReplicas != tc.upToDate || got.Upgrading != (tc.upToDate < 3) {
+			t.Errorf("%s: read %+v, want version v1.34.0, 3 replicas, %d ready, %d available, %d up to date", tc.name, got, tc.ready, tc.available, tc.upToDate)
+		}
+	}
+}
+
+// TestMachinePoolIsReadLikeADeployment: a MachinePool's version, counts and
+// health conditions, at v1beta1 with v1beta2 counts beside.
+func TestMachinePoolIsReadLikeADeployment(t *testing.T) {
+	s := &contract.State{MachinePools: map[string]*contract.WorkerState{"mp-0": {Object: objectFromYAML(t, `
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: MachinePool
+metadata: {name: dev-mp-0, generation: 2}
+spec: {replicas: 2, template: {spec: {clusterName: dev, version: v1.33.1, bootstrap: {dataSecretName: x}, infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: DockerMachinePool, name: dev-mp-0}}}}
+status:
+  observedGeneration: 2
+  replicas: 2
+  readyReplicas: 2
+  v1beta2:
+    readyReplicas: 1
+    upToDateReplicas: 2
+    conditions:
+    - {type: Available, status: "False", reason: NotAvailable, message: "1 available replicas, at least 2 required", lastTransitionTime: "2026-11-23T11:50:00Z"}
+`)}}}
+	obs, err := ObserveState(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obs.MachinePools["mp-0"]
+	if got.SpecVersion != "v1.33.1" || got.Replicas != 2 || got.ReadyReplicas != 1 || got.UpToDateReplicas != 2 || got.Upgrading {
+		t.Errorf("read %+v, want v1.33.1, 2 replicas, 1 ready, 2 up to date", got)
+	}
+	if len(got.Problems) != 1 || got.Problems[0].Object != "MachinePool/dev-mp-0" || got.Problems[0].Reason != "NotAvailable" {
+		t.Errorf("problems %+v, want MachinePool/dev-mp-0 NotAvailable", got.Problems)
+	}
+}
+
+// TestObserveStateNamesAPoolItCannotRead: a pool whose status has the
+// wrong shape stops the observation with the pool named.
+func TestObserveStateNamesAPoolItCannotRead(t *testing.T) {
+	md := objectFromYAML(t, mdProvisioning)
+	md.SetNamespace("default")
+	_ = unstructured.SetNestedField(md.Object, "three", "status", "replicas")
+	_, err := ObserveState(&contract.State{MachineDeployments: map[string]*contract.WorkerState{"md-b": {Object: md}}})
+	if err == nil || !strings.Contains(err.Error(), "MachineDeployment default/dev-md-b") {
+		t.Errorf("got %v, want an error naming MachineDeployment default/dev-md-b", err)
 	}
 }

@@ -1,11 +1,16 @@
 package health
 
 import (
+	"cmp"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // StatusRead are the paths under status that the engine reads of a Cluster
@@ -38,12 +43,13 @@ var ConditionsRead = []string{
 // contracts: the control plane's spec.version and status.version, and a pool's
 // version and whether its replicas are all up to date. The agent refines pool
 // state from Machines when it has them.
-func ObserveState(s *contract.State) *upgrade.Observed {
+func ObserveState(s *contract.State) (*upgrade.Observed, error) {
 	obs := &upgrade.Observed{MachineDeployments: map[string]upgrade.PartObserved{}, MachinePools: map[string]upgrade.PartObserved{}}
 	if s == nil {
-		return obs
+		return obs, nil
 	}
 	if cp := s.ControlPlane.Object; cp != nil {
+		// A control plane is a provider's object: read by the contract's paths.
 		o := upgrade.PartObserved{Exists: true, ObjectName: cp.GetName()}
 		o.SpecVersion, _, _ = unstructured.NestedString(cp.Object, "spec", "version")
 		o.StatusVersion, _, _ = unstructured.NestedString(cp.Object, "status", "version")
@@ -51,37 +57,72 @@ func ObserveState(s *contract.State) *upgrade.Observed {
 		o.ReadyReplicas = nestedInt32(cp, "status", "readyReplicas")
 		o.UpToDateReplicas = upToDateReplicas(cp)
 		o.AvailableReplicas = availableReplicas(cp)
-		o.Problems = partProblems(cp)
+		o.Problems = partProblems(cp.GetKind()+"/"+cp.GetName(), Conditions(cp))
 		if statusStale(cp) {
 			o.UpToDateReplicas = 0
 		}
 		obs.ControlPlane = o
 	}
-	pool := func(w *contract.WorkerState) upgrade.PartObserved {
-		o := upgrade.PartObserved{Exists: true, ObjectName: w.Object.GetName()}
-		o.SpecVersion, _, _ = unstructured.NestedString(w.Object.Object, "spec", "template", "spec", "version")
-		o.Replicas = nestedInt32(w.Object, "status", "replicas")
-		o.ReadyReplicas = nestedInt32(w.Object, "status", "readyReplicas")
-		o.UpToDateReplicas = upToDateReplicas(w.Object)
-		o.AvailableReplicas = availableReplicas(w.Object)
-		o.Problems = partProblems(w.Object)
-		if statusStale(w.Object) {
-			o.UpToDateReplicas = 0
-		}
-		o.Upgrading = o.UpToDateReplicas < o.Replicas
-		return o
-	}
 	for name, w := range s.MachineDeployments {
-		if w != nil && w.Object != nil {
-			obs.MachineDeployments[name] = pool(w)
+		if w == nil || w.Object == nil {
+			continue
 		}
+		md, err := core.MachineDeployment(w.Object)
+		if err != nil {
+			return nil, err
+		}
+		c := poolCounts{replicas: md.Status.Replicas, ready: md.Status.ReadyReplicas, available: md.Status.AvailableReplicas, upToDate: md.Status.UpToDateReplicas}
+		if d := md.Status.Deprecated; d != nil && d.V1Beta1 != nil {
+			c.v1beta1Ready, c.v1beta1Available, c.v1beta1Updated = &d.V1Beta1.ReadyReplicas, &d.V1Beta1.AvailableReplicas, &d.V1Beta1.UpdatedReplicas
+		}
+		stale := md.Status.ObservedGeneration > 0 && md.Status.ObservedGeneration < md.Generation
+		obs.MachineDeployments[name] = c.observed(md.Name, md.Spec.Template.Spec.Version, stale, partProblems("MachineDeployment/"+md.Name, core.MachineDeploymentConditions(md)))
 	}
 	for name, w := range s.MachinePools {
-		if w != nil && w.Object != nil {
-			obs.MachinePools[name] = pool(w)
+		if w == nil || w.Object == nil {
+			continue
 		}
+		mp, err := core.MachinePool(w.Object)
+		if err != nil {
+			return nil, err
+		}
+		c := poolCounts{replicas: mp.Status.Replicas, ready: mp.Status.ReadyReplicas, available: mp.Status.AvailableReplicas, upToDate: mp.Status.UpToDateReplicas}
+		if d := mp.Status.Deprecated; d != nil && d.V1Beta1 != nil {
+			c.v1beta1Ready, c.v1beta1Available = &d.V1Beta1.ReadyReplicas, &d.V1Beta1.AvailableReplicas
+		}
+		stale := mp.Status.ObservedGeneration > 0 && mp.Status.ObservedGeneration < mp.Generation
+		obs.MachinePools[name] = c.observed(mp.Name, mp.Spec.Template.Spec.Version, stale, partProblems("MachinePool/"+mp.Name, core.MachinePoolConditions(mp)))
 	}
-	return obs
+	return obs, nil
+}
+
+// poolCounts are a pool's replica counts in status: upstream's v1beta2
+// counts, and the v1beta1 ones it still keeps under status.deprecated (or,
+// read from a core before v1beta2 counts, the only ones there are).
+type poolCounts struct {
+	replicas, ready, available, upToDate           *int32
+	v1beta1Ready, v1beta1Available, v1beta1Updated *int32
+}
+
+// observed is the pool's rollout state. v1beta2 counts Machines whose
+// UpToDate condition is true, which lags a template change by a moment after
+// observedGeneration has caught up; the v1beta1 count of updated replicas
+// (the new MachineSet's) does not, so the lower of the two is taken. A
+// status older than the spec has no replica up to date yet.
+func (c poolCounts) observed(name, version string, stale bool, problems []v1alpha2.Problem) upgrade.PartObserved {
+	o := upgrade.PartObserved{Exists: true, ObjectName: name, SpecVersion: version, Problems: problems}
+	o.Replicas = ptr.Deref(c.replicas, 0)
+	o.ReadyReplicas = ptr.Deref(cmp.Or(c.ready, c.v1beta1Ready), 0)
+	o.AvailableReplicas = ptr.Deref(cmp.Or(c.available, c.v1beta1Available), 0)
+	o.UpToDateReplicas = ptr.Deref(cmp.Or(c.upToDate, c.v1beta1Updated), 0)
+	if c.upToDate != nil && c.v1beta1Updated != nil {
+		o.UpToDateReplicas = min(*c.upToDate, *c.v1beta1Updated)
+	}
+	if stale {
+		o.UpToDateReplicas = 0
+	}
+	o.Upgrading = o.UpToDateReplicas < o.Replicas
+	return o
 }
 
 // statusStale tells whether an object's status predates its spec: its

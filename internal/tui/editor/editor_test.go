@@ -78,7 +78,11 @@ func inputsFor(t *testing.T, stress bool) Inputs {
 	topo.Status.Infrastructure = v1alpha2.InfrastructureProvisioned
 	health.Summarize(topo, upgrade.Decide(topo, obs, upgrade.VersionPlan{}), obs, &topo.Status)
 	state := loader.State(topo, ex.Class, current)
-	return Inputs{Topology: topo, Loaded: &loader.Loaded{Class: ex.Class, Templates: contract.NewTemplateIndex(ex.Templates...), Objects: current, Current: state, Observed: health.ObserveState(state)}}
+	observed, err := health.ObserveState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Inputs{Topology: topo, Loaded: &loader.Loaded{Class: ex.Class, Templates: contract.NewTemplateIndex(ex.Templates...), Objects: current, Current: state, Observed: observed}}
 }
 
 // fakeServer records applies; conflict makes the next one fail with latest.
