@@ -18,6 +18,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
@@ -590,5 +591,38 @@ func BenchmarkRead(b *testing.B) {
 				_ = bc.cached.DeepCopyObject()
 			}
 		})
+	}
+}
+
+// TestTrimmedPoolReadsAsServedAtEitherCoreVersion: a pool's counts are read
+// from where each core version keeps them (v1beta1: status.v1beta2 and its
+// own; v1beta2: status.deprecated.v1beta1 and its own), and the cache keeps
+// every one of them.
+func TestTrimmedPoolReadsAsServedAtEitherCoreVersion(t *testing.T) {
+	for version, status := range map[string]map[string]any{
+		"v1beta1": {"observedGeneration": int64(4), "replicas": int64(3), "readyReplicas": int64(3), "availableReplicas": int64(3), "updatedReplicas": int64(3),
+			"v1beta2": map[string]any{"readyReplicas": int64(2), "availableReplicas": int64(2), "upToDateReplicas": int64(1)}},
+		"v1beta2": {"observedGeneration": int64(4), "replicas": int64(3), "upToDateReplicas": int64(3),
+			"deprecated": map[string]any{"v1beta1": map[string]any{"updatedReplicas": int64(1), "readyReplicas": int64(2), "availableReplicas": int64(2)}}},
+	} {
+		md := machineDeployment(1)
+		md.SetAPIVersion("cluster.x-k8s.io/" + version)
+		md.SetGeneration(4)
+		md.Object["status"] = status
+		out, err := New(apply.FieldManager)(md.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := func(u *unstructured.Unstructured) upgrade.PartObserved {
+			obs, err := health.ObserveState(&contract.State{MachineDeployments: map[string]*contract.WorkerState{"md-a": {Object: u}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return obs.MachineDeployments["md-a"]
+		}
+		served, trimmed := read(md), read(cached(t, out))
+		if !reflect.DeepEqual(trimmed, served) || served.ReadyReplicas != 2 || served.UpToDateReplicas != 1 {
+			t.Errorf("%s: trimmed reads %+v, served %+v; want both 2 ready and 1 up to date", version, trimmed, served)
+		}
 	}
 }

@@ -19,7 +19,9 @@ import (
 // status, so a new read must be added here, or it reads nothing.
 var StatusRead = [][]string{
 	{"version"}, {"replicas"}, {"readyReplicas"}, {"availableReplicas"}, {"observedGeneration"},
-	{"upToDateReplicas"}, {"updatedReplicas"}, {"deprecated", "v1beta1", "updatedReplicas"}, {"v1beta2", "availableReplicas"},
+	{"upToDateReplicas"}, {"updatedReplicas"}, {"v1beta2", "availableReplicas"}, {"v1beta2", "readyReplicas"}, {"v1beta2", "upToDateReplicas"},
+	// A pool's v1beta1 counts, read where it has no v1beta2 ones.
+	{"deprecated", "v1beta1", "updatedReplicas"}, {"deprecated", "v1beta1", "readyReplicas"}, {"deprecated", "v1beta1", "availableReplicas"},
 	{"conditions"}, {"v1beta2", "conditions"},
 	{"phase"}, {"nodeRef"},
 	{"initialization", "provisioned"}, {"ready"}, {"initialization", "infrastructureProvisioned"}, {"infrastructureReady"},
