@@ -302,7 +302,7 @@ status:
 // up-to-date counts while a template change rolls out.
 func TestPoolCountsAreUpstreamsV1Beta2Counts(t *testing.T) {
 	for _, tc := range []struct {
-		name, doc                   string
+		name, doc                  string
 		ready, available, upToDate int32
 	}{{
 		name: "v1beta2 during a rollout",

@@ -465,7 +465,9 @@ type Model struct {
 }
 
 // New returns an empty form over c.
-func New(c *common.Common) *Model { return &Model{common: c, Errs: map[int][]string{}, height: c.Height} }
+func New(c *common.Common) *Model {
+	return &Model{common: c, Errs: map[int][]string{}, height: c.Height}
+}
 
 // SetSize sets how many rows the form shows (the width is the terminal's,
 // which the editor cuts every line to).
