@@ -93,7 +93,7 @@ func TestMachineKeepsV1Beta1ConditionsApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Status.Deprecated == nil || m.Status.Deprecated.V1Beta1 == nil || len(m.Status.Deprecated.V1Beta1.Conditions) != 1 || m.Status.Deprecated.V1Beta1.Conditions[0].Reason != "NodeNotReady" {
+	if d := m.Status.Deprecated; d == nil || d.V1Beta1 == nil || len(d.V1Beta1.Conditions) != 1 || d.V1Beta1.Conditions[0].Reason != "NodeNotReady" { //nolint:staticcheck // the deprecated field is what this holds
 		t.Errorf("deprecated conditions %+v, want the v1beta1 Ready condition", m.Status.Deprecated)
 	}
 }

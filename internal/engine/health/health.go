@@ -119,7 +119,7 @@ func machineHealth(m *clusterv1.Machine) (provisioning bool, problem *v1alpha2.P
 		p.Message = strings.TrimSpace("MachineHealthCheck: " + p.Message)
 		return false, &p
 	}
-	if phase == string(clusterv1.MachinePhaseFailed) {
+	if phase == string(clusterv1.MachinePhaseFailed) { //nolint:staticcheck // a v1beta1 Machine still reports it, and upstream keeps it for them
 		p := v1alpha2.Problem{Object: object, Reason: "Failed", Message: "the Machine failed"}
 		if c := findCondition(conds, clusterv1.MachineReadyCondition); c != nil {
 			p = problemOf(object, "Failed", c)

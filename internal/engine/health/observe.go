@@ -75,7 +75,7 @@ func ObserveState(s *contract.State) (*upgrade.Observed, error) {
 		}
 		c := poolCounts{replicas: md.Status.Replicas, ready: md.Status.ReadyReplicas, available: md.Status.AvailableReplicas, upToDate: md.Status.UpToDateReplicas}
 		if d := md.Status.Deprecated; d != nil && d.V1Beta1 != nil {
-			c.v1beta1Ready, c.v1beta1Available, c.v1beta1Updated = &d.V1Beta1.ReadyReplicas, &d.V1Beta1.AvailableReplicas, &d.V1Beta1.UpdatedReplicas
+			c.v1beta1Ready, c.v1beta1Available, c.v1beta1Updated = &d.V1Beta1.ReadyReplicas, &d.V1Beta1.AvailableReplicas, &d.V1Beta1.UpdatedReplicas //nolint:staticcheck // the counts a core before v1beta2 reports, and the one the up-to-date count is checked against
 		}
 		stale := md.Status.ObservedGeneration > 0 && md.Status.ObservedGeneration < md.Generation
 		obs.MachineDeployments[name] = c.observed(md.Name, md.Spec.Template.Spec.Version, stale, partProblems("MachineDeployment/"+md.Name, core.MachineDeploymentConditions(md)))
@@ -90,7 +90,7 @@ func ObserveState(s *contract.State) (*upgrade.Observed, error) {
 		}
 		c := poolCounts{replicas: mp.Status.Replicas, ready: mp.Status.ReadyReplicas, available: mp.Status.AvailableReplicas, upToDate: mp.Status.UpToDateReplicas}
 		if d := mp.Status.Deprecated; d != nil && d.V1Beta1 != nil {
-			c.v1beta1Ready, c.v1beta1Available = &d.V1Beta1.ReadyReplicas, &d.V1Beta1.AvailableReplicas
+			c.v1beta1Ready, c.v1beta1Available = &d.V1Beta1.ReadyReplicas, &d.V1Beta1.AvailableReplicas //nolint:staticcheck // the counts a core before v1beta2 reports
 		}
 		stale := mp.Status.ObservedGeneration > 0 && mp.Status.ObservedGeneration < mp.Generation
 		obs.MachinePools[name] = c.observed(mp.Name, mp.Spec.Template.Spec.Version, stale, partProblems("MachinePool/"+mp.Name, core.MachinePoolConditions(mp)))
