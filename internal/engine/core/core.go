@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1" //nolint:staticcheck // an object read at v1beta1 (an older management cluster) is converted from upstream's deprecated type
@@ -21,98 +22,65 @@ import (
 // Cluster is u as a v1beta2 Cluster. It is decoded into a new object, so
 // that what a caller clears on it is never cleared on u.
 func Cluster(u *unstructured.Unstructured) (*clusterv1.Cluster, error) {
-	out := &clusterv1.Cluster{}
-	if !isV1Beta1(u) {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
-			return nil, decodeError(u, err)
+	return decode(u, "Cluster", clusterv1beta1.Convert_v1beta1_Cluster_To_v1beta2_Cluster, func(old *clusterv1beta1.Cluster, out *clusterv1.Cluster) error {
+		var err error
+		if out.Spec.InfrastructureRef, err = reference(old.Spec.InfrastructureRef); err != nil {
+			return fmt.Errorf("spec.infrastructureRef: %w", err)
 		}
-		return out, nil
-	}
-	old := &clusterv1beta1.Cluster{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, old); err != nil {
-		return nil, decodeError(u, err)
-	}
-	if err := clusterv1beta1.Convert_v1beta1_Cluster_To_v1beta2_Cluster(old, out, nil); err != nil {
-		return nil, decodeError(u, err)
-	}
-	var err error
-	if out.Spec.InfrastructureRef, err = reference(old.Spec.InfrastructureRef); err != nil {
-		return nil, decodeError(u, fmt.Errorf("spec.infrastructureRef: %w", err))
-	}
-	if out.Spec.ControlPlaneRef, err = reference(old.Spec.ControlPlaneRef); err != nil {
-		return nil, decodeError(u, fmt.Errorf("spec.controlPlaneRef: %w", err))
-	}
-	out.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Cluster"))
-	return out, nil
+		if out.Spec.ControlPlaneRef, err = reference(old.Spec.ControlPlaneRef); err != nil {
+			return fmt.Errorf("spec.controlPlaneRef: %w", err)
+		}
+		return nil
+	})
 }
 
 // Machine is u as a v1beta2 Machine, decoded into a new object.
 func Machine(u *unstructured.Unstructured) (*clusterv1.Machine, error) {
-	out := &clusterv1.Machine{}
-	if !isV1Beta1(u) {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
-			return nil, decodeError(u, err)
-		}
-		return out, nil
-	}
-	old := &clusterv1beta1.Machine{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, old); err != nil {
-		return nil, decodeError(u, err)
-	}
-	if err := clusterv1beta1.Convert_v1beta1_Machine_To_v1beta2_Machine(old, out, nil); err != nil {
-		return nil, decodeError(u, err)
-	}
-	if err := machineReferences(&old.Spec, &out.Spec, "spec"); err != nil {
-		return nil, decodeError(u, err)
-	}
-	out.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Machine"))
-	return out, nil
+	return decode(u, "Machine", clusterv1beta1.Convert_v1beta1_Machine_To_v1beta2_Machine, func(old *clusterv1beta1.Machine, out *clusterv1.Machine) error {
+		return machineReferences(&old.Spec, &out.Spec, "spec")
+	})
 }
 
 // MachineDeployment is u as a v1beta2 MachineDeployment, decoded into a new
 // object.
 func MachineDeployment(u *unstructured.Unstructured) (*clusterv1.MachineDeployment, error) {
-	out := &clusterv1.MachineDeployment{}
-	if !isV1Beta1(u) {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
-			return nil, decodeError(u, err)
-		}
-		return out, nil
-	}
-	old := &clusterv1beta1.MachineDeployment{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, old); err != nil {
-		return nil, decodeError(u, err)
-	}
-	if err := clusterv1beta1.Convert_v1beta1_MachineDeployment_To_v1beta2_MachineDeployment(old, out, nil); err != nil {
-		return nil, decodeError(u, err)
-	}
-	if err := machineReferences(&old.Spec.Template.Spec, &out.Spec.Template.Spec, "spec.template.spec"); err != nil {
-		return nil, decodeError(u, err)
-	}
-	out.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("MachineDeployment"))
-	return out, nil
+	return decode(u, "MachineDeployment", clusterv1beta1.Convert_v1beta1_MachineDeployment_To_v1beta2_MachineDeployment, func(old *clusterv1beta1.MachineDeployment, out *clusterv1.MachineDeployment) error {
+		return machineReferences(&old.Spec.Template.Spec, &out.Spec.Template.Spec, "spec.template.spec")
+	})
 }
 
 // MachinePool is u as a v1beta2 MachinePool, decoded into a new object.
 func MachinePool(u *unstructured.Unstructured) (*clusterv1.MachinePool, error) {
-	out := &clusterv1.MachinePool{}
+	return decode(u, "MachinePool", clusterv1beta1.Convert_v1beta1_MachinePool_To_v1beta2_MachinePool, func(old *clusterv1beta1.MachinePool, out *clusterv1.MachinePool) error {
+		return machineReferences(&old.Spec.Template.Spec, &out.Spec.Template.Spec, "spec.template.spec")
+	})
+}
+
+// decode reads u into a new v1beta2 object of kind: directly, or, read at
+// v1beta1, through upstream's conversion and then references, which
+// converts what that conversion leaves to upstream's webhook.
+func decode[Old, New any, NewPtr interface {
+	*New
+	SetGroupVersionKind(schema.GroupVersionKind)
+}](u *unstructured.Unstructured, kind string, convert func(*Old, *New, conversion.Scope) error, references func(*Old, *New) error) (*New, error) {
+	out := new(New)
 	if !isV1Beta1(u) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
 			return nil, decodeError(u, err)
 		}
 		return out, nil
 	}
-	old := &clusterv1beta1.MachinePool{}
+	old := new(Old)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, old); err != nil {
 		return nil, decodeError(u, err)
 	}
-	if err := clusterv1beta1.Convert_v1beta1_MachinePool_To_v1beta2_MachinePool(old, out, nil); err != nil {
+	if err := convert(old, out, nil); err != nil {
 		return nil, decodeError(u, err)
 	}
-	if err := machineReferences(&old.Spec.Template.Spec, &out.Spec.Template.Spec, "spec.template.spec"); err != nil {
+	if err := references(old, out); err != nil {
 		return nil, decodeError(u, err)
 	}
-	out.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("MachinePool"))
+	NewPtr(out).SetGroupVersionKind(clusterv1.GroupVersion.WithKind(kind))
 	return out, nil
 }
 
