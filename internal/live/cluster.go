@@ -409,3 +409,40 @@ func WebhooksRegistered(ctx context.Context, c client.Client) bool {
 	}
 	return len(v.Webhooks) > 0 && len(v.Webhooks[0].ClientConfig.CABundle) > 0 && len(m.Webhooks) > 0 && len(m.Webhooks[0].ClientConfig.CABundle) > 0
 }
+
+// Class reads the TopologyClass namespace/name.
+func (ca *Cluster) Class(ctx context.Context, namespace, name string) (*v1alpha2.TopologyClass, error) {
+	c := &v1alpha2.TopologyClass{}
+	if err := ca.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, c); err != nil {
+		return nil, fmt.Errorf("reading TopologyClass %s/%s: %w", namespace, name, Explain(err, ca))
+	}
+	return c, nil
+}
+
+// TopologyNames are the names of the Topologies of namespace, for shell
+// completion.
+func (ca *Cluster) TopologyNames(ctx context.Context, namespace string) ([]string, error) {
+	list := &v1alpha2.TopologyList{}
+	if err := ca.Client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, Explain(err, ca)
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, t := range list.Items {
+		names = append(names, t.Name)
+	}
+	return names, nil
+}
+
+// NamespaceNames are the names of the cluster's namespaces, for shell
+// completion.
+func (ca *Cluster) NamespaceNames(ctx context.Context) ([]string, error) {
+	list := &corev1.NamespaceList{}
+	if err := ca.Client.List(ctx, list); err != nil {
+		return nil, Explain(err, ca)
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, ns := range list.Items {
+		names = append(names, ns.Name)
+	}
+	return names, nil
+}

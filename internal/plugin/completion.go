@@ -5,9 +5,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
@@ -49,16 +47,11 @@ func completeTopologyNames(flags *genericclioptions.ConfigFlags) completion {
 		if ca == nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		list := &v1alpha2.TopologyList{}
-		topoErr := ca.Client.List(cmd.Context(), list, client.InNamespace(ca.Namespace))
+		names, topoErr := ca.TopologyNames(cmd.Context(), ca.Namespace)
 		// Upstream Clusters with spec.topology complete as cluster/NAME.
 		clusters, _, clusterErr := ca.ListClusters(cmd.Context(), false, false)
 		if topoErr != nil && (clusterErr != nil || len(clusters) == 0) {
 			return nil, cobra.ShellCompDirectiveError
-		}
-		var names []string
-		for _, t := range list.Items {
-			names = append(names, t.Name)
 		}
 		for i := range clusters {
 			names = append(names, upstream.Ref(&clusters[i]))
@@ -71,13 +64,12 @@ func completeTopologyNames(flags *genericclioptions.ConfigFlags) completion {
 func completeNamespaces(flags *genericclioptions.ConfigFlags) completion {
 	return func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		ca := completionAccess(flags)
-		list := &corev1.NamespaceList{}
-		if ca == nil || ca.Client.List(cmd.Context(), list) != nil {
+		if ca == nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		var names []string
-		for _, ns := range list.Items {
-			names = append(names, ns.Name)
+		names, err := ca.NamespaceNames(cmd.Context())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
 		}
 		return withPrefix(toComplete, "", names...), cobra.ShellCompDirectiveNoFileComp
 	}
@@ -120,8 +112,12 @@ func completeVariables(flags *genericclioptions.ConfigFlags) completion {
 			return names(cmd, args, toComplete)
 		}
 		t, ca := completedTopology(cmd, flags, args)
-		class := &v1alpha2.TopologyClass{}
-		if t == nil || ca.Client.Get(cmd.Context(), client.ObjectKey(t.GetClassKey()), class) != nil {
+		if t == nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		key := t.GetClassKey()
+		class, err := ca.Class(cmd.Context(), key.Namespace, key.Name)
+		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
 		var vars []string

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
@@ -181,9 +180,9 @@ func (o *GenerateOptions) readClass(ctx context.Context) (*v1alpha2.TopologyClas
 	if err != nil {
 		return nil, "", err
 	}
-	c := &v1alpha2.TopologyClass{}
-	if err := ca.Client.Get(ctx, client.ObjectKey{Namespace: ca.Namespace, Name: o.Class}, c); err != nil {
-		return nil, "", fmt.Errorf("--class %s: reading TopologyClass %s/%s: %w", o.Class, ca.Namespace, o.Class, live.Explain(err, ca))
+	c, err := ca.Class(ctx, ca.Namespace, o.Class)
+	if err != nil {
+		return nil, "", fmt.Errorf("--class %s: %w", o.Class, err)
 	}
 	return c, ca.Namespace, nil
 }

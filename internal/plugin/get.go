@@ -231,11 +231,11 @@ func (o *GetOptions) watch(ctx context.Context, rows *printer.TopologyRows, extr
 // fleet rollout that holds it and its phase there; none when rollouts
 // cannot be read.
 func (o *GetOptions) rolloutsOf(ctx context.Context, items []v1alpha2.Topology) map[string]string {
-	list := &v1alpha2.TopologyRolloutList{}
-	if err := o.access.Client.List(ctx, list); err != nil || len(list.Items) == 0 {
+	rollouts, err := o.access.Rollouts(ctx)
+	if err != nil || len(rollouts) == 0 {
 		return nil
 	}
-	held := fleet.Holding(list.Items)
+	held := fleet.Holding(rollouts)
 	out := map[string]string{}
 	for i := range items {
 		key := membership.RefOf(&items[i]).Key()

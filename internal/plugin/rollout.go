@@ -11,16 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
@@ -301,8 +297,8 @@ func createRollout(ctx context.Context, ca *live.Cluster, streams genericiooptio
 		fmt.Fprintln(streams.Out, "Nothing was created.")
 		return nil
 	}
-	if err := ca.Client.Create(ctx, ro); err != nil {
-		return fmt.Errorf("creating TopologyRollout %s: %w", ro.Name, live.Explain(err, ca))
+	if err := ca.CreateRollout(ctx, ro); err != nil {
+		return err
 	}
 	fmt.Fprintf(streams.Out, "TopologyRollout %s created: %s.\nFollow it with: kubectl topology rollout status %s --watch\n", ro.Name, started, ro.Name)
 	return nil
@@ -381,11 +377,7 @@ func (o *RolloutStatusOptions) read(ctx context.Context) (*v1alpha2.TopologyRoll
 	if err := o.connectOnce(); err != nil {
 		return nil, err
 	}
-	ro := &v1alpha2.TopologyRollout{}
-	if err := o.access.Client.Get(ctx, client.ObjectKey{Name: o.Name}, ro); err != nil {
-		return nil, fmt.Errorf("reading TopologyRollout %s: %w", o.Name, live.Explain(err, o.access))
-	}
-	return ro, nil
+	return o.access.Rollout(ctx, o.Name)
 }
 
 // Run prints the rollout once, or follows it.
@@ -650,30 +642,18 @@ func findRolloutCluster(ro *v1alpha2.TopologyRollout, ref, namespace string, nam
 	return v1alpha2.RolloutClusterStatus{}, fmt.Errorf("%q names %d clusters of TopologyRollout %s (%s): give NAMESPACE/NAME or KIND/NAME with -n", ref, len(found), ro.Name, strings.Join(keys, ", "))
 }
 
-// updateRollout reads a rollout, edits it and writes it guarded by the
-// version read, again from a newer version after a conflict (the agent
-// writes status often); it prints what edit says.
+// updateRollout edits the rollout name as EditRollout does and prints what
+// edit says.
 func updateRollout(ctx context.Context, l *liveFlags, name string, edit func(*v1alpha2.TopologyRollout) (string, error), out io.Writer) error {
 	if err := l.connectOnce(); err != nil {
 		return err
 	}
 	msg := ""
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ro := &v1alpha2.TopologyRollout{}
-		if err := l.access.Client.Get(ctx, client.ObjectKey{Name: name}, ro); err != nil {
-			return fmt.Errorf("reading TopologyRollout %s: %w", name, live.Explain(err, l.access))
-		}
-		before := ro.Spec.DeepCopy()
+	if err := l.access.EditRollout(ctx, name, func(ro *v1alpha2.TopologyRollout) error {
 		var err error
-		if msg, err = edit(ro); err != nil || apiequality.Semantic.DeepEqual(*before, ro.Spec) {
-			return err
-		}
-		return l.access.Client.Update(ctx, ro)
-	})
-	if apierrors.IsConflict(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-		return fmt.Errorf("updating TopologyRollout %s; nothing was changed: %w", name, live.Explain(err, l.access))
-	}
-	if err != nil {
+		msg, err = edit(ro)
+		return err
+	}); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, msg)

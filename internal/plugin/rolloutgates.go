@@ -1,23 +1,17 @@
 package plugin
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
-	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/printer"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -80,7 +74,7 @@ func (o *RolloutApproveOptions) Run(ctx context.Context) error {
 	if err := o.connectOnce(); err != nil {
 		return err
 	}
-	who, err := whoAmI(ctx, o.access)
+	who, err := o.access.WhoAmI(ctx)
 	if err != nil {
 		return err
 	}
@@ -123,19 +117,6 @@ func waveToApprove(ro *v1alpha2.TopologyRollout, wave int32) (int32, error) {
 		return 0, fmt.Errorf("wave %d of TopologyRollout %s needs no approval: it starts when the wave before it has finished", wave, ro.Name)
 	}
 	return wave, nil
-}
-
-// whoAmI is the user the API server authenticates this client as, as
-// `kubectl auth whoami` asks it.
-func whoAmI(ctx context.Context, ca *live.Cluster) (string, error) {
-	review := &authenticationv1.SelfSubjectReview{}
-	if err := ca.Client.Create(ctx, review); err != nil {
-		return "", fmt.Errorf("asking the API server who you are (a SelfSubjectReview, as kubectl auth whoami does): %w", live.Explain(err, ca))
-	}
-	if review.Status.UserInfo.Username == "" {
-		return "", errors.New("the API server did not say who you are: an approval needs a user name")
-	}
-	return review.Status.UserInfo.Username, nil
 }
 
 // RolloutUndoOptions are the inputs of `rollout undo`.
@@ -196,9 +177,9 @@ func (o *RolloutUndoOptions) Run(ctx context.Context) error {
 	if err := o.connectOnce(); err != nil {
 		return err
 	}
-	orig := &v1alpha2.TopologyRollout{}
-	if err := o.access.Client.Get(ctx, client.ObjectKey{Name: o.Name}, orig); err != nil {
-		return fmt.Errorf("reading TopologyRollout %s: %w", o.Name, live.Explain(err, o.access))
+	orig, err := o.access.Rollout(ctx, o.Name)
+	if err != nil {
+		return err
 	}
 	ro := &v1alpha2.TopologyRollout{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: v1alpha2.TopologyRolloutKind},
@@ -257,13 +238,11 @@ func (o *RolloutListOptions) Run(ctx context.Context) error {
 	if err := o.connectOnce(); err != nil {
 		return err
 	}
-	list := &v1alpha2.TopologyRolloutList{}
-	if err := o.access.Client.List(ctx, list); err != nil {
-		return fmt.Errorf("listing TopologyRollouts: %w", live.Explain(err, o.access))
+	items, err := o.access.Rollouts(ctx)
+	if err != nil {
+		return err
 	}
-	slices.SortFunc(list.Items, func(a, b v1alpha2.TopologyRollout) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
-	})
+	list := &v1alpha2.TopologyRolloutList{Items: items}
 	list.SetGroupVersionKind(v1alpha2.GroupVersion.WithKind("TopologyRolloutList"))
 	for i := range list.Items {
 		list.Items[i].SetGroupVersionKind(v1alpha2.GroupVersion.WithKind(v1alpha2.TopologyRolloutKind))
