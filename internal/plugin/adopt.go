@@ -12,13 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
@@ -173,11 +171,9 @@ func (o *AdoptOptions) check(ctx context.Context, t *v1alpha2.Topology) (*adopti
 	a := &adoption{cluster: cluster}
 	refuse := func(format string, args ...any) { a.refusals = append(a.refusals, fmt.Sprintf(format, args...)) }
 
-	raw := &unstructured.Unstructured{}
-	raw.SetAPIVersion(ca.Core.APIVersion())
-	raw.SetKind("ClusterClass")
-	if err := ca.Client.Get(ctx, t.GetClassKey(), raw); err != nil {
-		return nil, fmt.Errorf("reading ClusterClass %s of Cluster %s/%s: %w", t.GetClassKey(), t.Namespace, t.Name, live.Explain(err, ca))
+	raw, err := ca.UpstreamClass(ctx, t)
+	if err != nil {
+		return nil, err
 	}
 	if a.class, _, err = bundle.ClassFromUpstream(raw); err != nil {
 		return nil, fmt.Errorf("converting ClusterClass %s: %w", t.GetClassKey(), err)
@@ -194,22 +190,21 @@ func (o *AdoptOptions) check(ctx context.Context, t *v1alpha2.Topology) (*adopti
 	a.topology = topo
 
 	// The agent must be there to take it, with nothing of that name yet.
-	if err := ca.Client.Get(ctx, client.ObjectKeyFromObject(t), &v1alpha2.Topology{}); err == nil {
+	switch exists, err := ca.TopologyExists(ctx, client.ObjectKeyFromObject(t)); {
+	case err != nil:
+		return nil, err
+	case exists:
 		refuse("Topology %s/%s exists already", t.Namespace, t.Name)
-	} else if isNoMatch(err) || live.IsTopologyAPIMissing(err) {
-		return nil, fmt.Errorf("the kubectl-topology API is not installed (context %q): install the agent first with `kubectl topology install`", ca.Context)
-	} else if !apierrors.IsNotFound(err) {
-		return nil, live.Explain(err, ca)
 	}
 	if agent := live.AgentReport(ctx, ca.Client, o.now.now()); agent.Problem != "" {
 		refuse("the agent must be running to take the Cluster over: %s", agent.Problem)
 	}
-	existing := &v1alpha2.TopologyClass{}
-	switch err := ca.Client.Get(ctx, client.ObjectKeyFromObject(a.class), existing); {
-	case apierrors.IsNotFound(err):
-		a.createClass = true
+	existing, err := ca.ExistingClass(ctx, a.class.Namespace, a.class.Name)
+	switch {
 	case err != nil:
-		return nil, live.Explain(err, ca)
+		return nil, err
+	case existing == nil:
+		a.createClass = true
 	case !equality.Semantic.DeepEqual(existing.Spec, a.class.Spec):
 		refuse("TopologyClass %s/%s exists with a spec other than ClusterClass %s's: delete or rename it", existing.Namespace, existing.Name, raw.GetName())
 	default:
@@ -240,7 +235,7 @@ func (o *AdoptOptions) check(ctx context.Context, t *v1alpha2.Topology) (*adopti
 	}
 	a.plan = p
 	a.refusals = append(a.refusals, machineReplacements(p, desired)...)
-	if a.machines, err = o.machineUIDs(ctx, t); err != nil {
+	if a.machines, err = ca.MachineUIDs(ctx, t); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -320,21 +315,6 @@ func (o *AdoptOptions) show(a *adoption) {
 	_ = printer.ChangePatches(o.Out, changes)
 }
 
-// machineUIDs lists the Cluster's Machines by UID.
-func (o *AdoptOptions) machineUIDs(ctx context.Context, t *v1alpha2.Topology) (map[types.UID]string, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion(o.access.Core.APIVersion())
-	list.SetKind("MachineList")
-	if err := o.access.Client.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: t.Name}); err != nil {
-		return nil, live.Explain(err, o.access)
-	}
-	out := map[types.UID]string{}
-	for _, m := range list.Items {
-		out[m.GetUID()] = m.GetName()
-	}
-	return out, nil
-}
-
 // follow waits until the agent has settled the Topology, then checks that
 // every Machine is the one there was before.
 func (o *AdoptOptions) follow(ctx context.Context, a *adoption) error {
@@ -355,7 +335,7 @@ func (o *AdoptOptions) follow(ctx context.Context, a *adoption) error {
 		}
 		return fmt.Errorf("Topology %s/%s is created, but the agent has not settled it within %s (%s); follow it with `kubectl topology status %s -n %s --watch`", ns, name, o.Timeout, state, name, ns)
 	}
-	after, err := o.machineUIDs(ctx, t)
+	after, err := o.access.MachineUIDs(ctx, t)
 	if err != nil {
 		return err
 	}

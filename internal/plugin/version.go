@@ -7,15 +7,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/discovery"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/components"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
 	"github.com/kubectl-topology/kubectl-topology/internal/version"
@@ -67,18 +62,15 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	agent, err := agentVersion(ctx, ca, o.StateDir)
+	install, err := ca.AgentInstall(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "agent: %s\n", agent)
-	wh := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := ca.Client.Get(ctx, client.ObjectKey{Name: components.ValidatingWebhookName}, wh); err == nil {
-		if v := wh.Annotations[components.AgentVersionAnnotation]; v != "" {
-			fmt.Fprintf(o.Out, "agent release: %s\n", v)
-			if v != version.Get() {
-				fmt.Fprintf(o.ErrOut, "Warning: the agent is release %s and this plugin %s: previews and checks may differ from what the agent does; install the plugin's release (kubectl topology install) or use the plugin of the agent's\n", v, version.Get())
-			}
+	fmt.Fprintf(o.Out, "agent: %s\n", agentDescription(install, o.StateDir))
+	if v := install.Release; v != "" {
+		fmt.Fprintf(o.Out, "agent release: %s\n", v)
+		if v != version.Get() {
+			fmt.Fprintf(o.ErrOut, "Warning: the agent is release %s and this plugin %s: previews and checks may differ from what the agent does; install the plugin's release (kubectl topology install) or use the plugin of the agent's\n", v, version.Get())
 		}
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(ca.Config)
@@ -109,24 +101,14 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// agentVersion describes the installed agent: the Deployment's image, or an
-// out-of-cluster agent registered by URL, or none.
-func agentVersion(ctx context.Context, ca *live.Cluster, stateDir string) (string, error) {
-	// Found by the provider label, in whatever namespace it was installed to.
-	deployments := &appsv1.DeploymentList{}
-	if err := ca.Client.List(ctx, deployments, client.MatchingLabels{"cluster.x-k8s.io/provider": components.ProviderLabelValue}); err != nil && !apierrors.IsForbidden(err) {
-		return "", live.Explain(err, ca)
+// agentDescription describes the installed agent: the Deployment's image,
+// or an out-of-cluster agent registered by URL, or none.
+func agentDescription(install live.AgentInstall, stateDir string) string {
+	switch d := install.Deployment; {
+	case d != nil:
+		return fmt.Sprintf("%s (Deployment %s/%s, %d/%d ready)", d.Spec.Template.Spec.Containers[0].Image, d.Namespace, d.Name, d.Status.ReadyReplicas, d.Status.Replicas)
+	case install.URL != "":
+		return localagent.State(install.URL, stateDir)
 	}
-	for _, d := range deployments.Items {
-		if d.Name != components.DeploymentName {
-			continue
-		}
-		image := d.Spec.Template.Spec.Containers[0].Image
-		return fmt.Sprintf("%s (Deployment %s/%s, %d/%d ready)", image, d.Namespace, d.Name, d.Status.ReadyReplicas, d.Status.Replicas), nil
-	}
-	wh := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := ca.Client.Get(ctx, client.ObjectKey{Name: components.ValidatingWebhookName}, wh); err == nil && len(wh.Webhooks) > 0 && wh.Webhooks[0].ClientConfig.URL != nil {
-		return localagent.State(*wh.Webhooks[0].ClientConfig.URL, stateDir), nil
-	}
-	return "not installed (run `kubectl topology install`)", nil
+	return "not installed (run `kubectl topology install`)"
 }
