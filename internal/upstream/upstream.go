@@ -86,7 +86,7 @@ func FromCluster(u *unstructured.Unstructured) (*v1alpha2.Topology, error) {
 		return nil, err
 	}
 	t.Status.ObservedGeneration = c.Status.ObservedGeneration
-	t.Status.Conditions = shownConditions(core.ClusterConditions(c))
+	t.Status.Conditions = shownConditions(core.Conditions(c))
 	var cp, workers []string
 	if c.Status.ControlPlane != nil {
 		cp = planVersions(c.Status.ControlPlane.UpgradePlan)

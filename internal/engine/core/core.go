@@ -131,47 +131,25 @@ func reference(ref *corev1.ObjectReference) (clusterv1.ContractVersionedObjectRe
 	return clusterv1.ContractVersionedObjectReference{APIGroup: gv.Group, Kind: ref.Kind, Name: ref.Name}, nil
 }
 
-// The v1beta1 conditions are read only where an object has no v1beta2 ones:
-// from a core older than v1beta2 conditions, which is what upstream keeps
-// the deprecated field for.
-
-// MachineConditions are m's v1beta2 conditions or, from a core that sets
-// none yet, its v1beta1 conditions read the same way.
-func MachineConditions(m *clusterv1.Machine) []metav1.Condition {
-	if d := m.Status.Deprecated; len(m.Status.Conditions) == 0 && d != nil && d.V1Beta1 != nil { //nolint:staticcheck // see above
-		return fromV1Beta1(d.V1Beta1.Conditions) //nolint:staticcheck // see above
-	}
-	return m.Status.Conditions
+// conditioned is what upstream's v1beta2 core types offer of their
+// conditions: their own, and the v1beta1 ones they keep under
+// status.deprecated.
+type conditioned interface {
+	GetConditions() []metav1.Condition
+	GetV1Beta1Conditions() clusterv1.Conditions //nolint:staticcheck // read only where there is nothing newer
 }
 
-// MachineDeploymentConditions are md's v1beta2 conditions or, from a core
-// that sets none yet, its v1beta1 conditions read the same way.
-func MachineDeploymentConditions(md *clusterv1.MachineDeployment) []metav1.Condition {
-	if d := md.Status.Deprecated; len(md.Status.Conditions) == 0 && d != nil && d.V1Beta1 != nil {
-		return fromV1Beta1(d.V1Beta1.Conditions) //nolint:staticcheck // see above
+// Conditions are o's v1beta2 conditions or, from a core older than v1beta2
+// conditions, its v1beta1 conditions read the same way: what upstream keeps
+// the deprecated ones for.
+func Conditions(o conditioned) []metav1.Condition {
+	if conds := o.GetConditions(); len(conds) > 0 {
+		return conds
 	}
-	return md.Status.Conditions
-}
-
-// MachinePoolConditions are mp's v1beta2 conditions or, from a core that
-// sets none yet, its v1beta1 conditions read the same way.
-func MachinePoolConditions(mp *clusterv1.MachinePool) []metav1.Condition {
-	if d := mp.Status.Deprecated; len(mp.Status.Conditions) == 0 && d != nil && d.V1Beta1 != nil {
-		return fromV1Beta1(d.V1Beta1.Conditions) //nolint:staticcheck // see above
+	old := o.GetV1Beta1Conditions()
+	if len(old) == 0 {
+		return nil
 	}
-	return mp.Status.Conditions
-}
-
-// ClusterConditions are c's v1beta2 conditions or, from a core that sets
-// none yet, its v1beta1 conditions read the same way.
-func ClusterConditions(c *clusterv1.Cluster) []metav1.Condition {
-	if d := c.Status.Deprecated; len(c.Status.Conditions) == 0 && d != nil && d.V1Beta1 != nil {
-		return fromV1Beta1(d.V1Beta1.Conditions) //nolint:staticcheck // see above
-	}
-	return c.Status.Conditions
-}
-
-func fromV1Beta1(old clusterv1.Conditions) []metav1.Condition { //nolint:staticcheck // see above
 	out := make([]metav1.Condition, 0, len(old))
 	for _, c := range old {
 		out = append(out, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime})

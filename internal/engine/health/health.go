@@ -110,7 +110,7 @@ func OneLine(msg string) string {
 func machineHealth(m *clusterv1.Machine) (provisioning bool, problem *v1alpha2.Problem) {
 	object := "Machine/" + m.Name
 	phase := m.Status.Phase
-	conds := core.MachineConditions(m)
+	conds := core.Conditions(m)
 	if !m.DeletionTimestamp.IsZero() {
 		return false, &v1alpha2.Problem{Object: object, Reason: "Deleting", Message: "being deleted", Since: m.DeletionTimestamp}
 	}

@@ -3,6 +3,7 @@ package health
 import (
 	"cmp"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -10,7 +11,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // StatusRead are the paths under status that the engine reads of a Cluster
@@ -65,37 +65,54 @@ func ObserveState(s *contract.State) (*upgrade.Observed, error) {
 		}
 		obs.ControlPlane = o
 	}
-	for name, w := range s.MachineDeployments {
-		if w == nil || w.Object == nil {
-			continue
-		}
-		md, err := core.MachineDeployment(w.Object)
-		if err != nil {
-			return nil, err
-		}
-		c := poolCounts{replicas: md.Status.Replicas, ready: md.Status.ReadyReplicas, available: md.Status.AvailableReplicas, upToDate: md.Status.UpToDateReplicas}
-		if d := md.Status.Deprecated; d != nil && d.V1Beta1 != nil {
-			c.v1beta1Ready, c.v1beta1Available, c.v1beta1Updated = &d.V1Beta1.ReadyReplicas, &d.V1Beta1.AvailableReplicas, &d.V1Beta1.UpdatedReplicas //nolint:staticcheck // the counts a core before v1beta2 reports, and the one the up-to-date count is checked against
-		}
-		stale := md.Status.ObservedGeneration > 0 && md.Status.ObservedGeneration < md.Generation
-		obs.MachineDeployments[name] = c.observed(md.Name, md.Spec.Template.Spec.Version, stale, partProblems("MachineDeployment/"+md.Name, core.MachineDeploymentConditions(md)))
+	if err := observePools(s.MachineDeployments, obs.MachineDeployments, machineDeploymentObserved); err != nil {
+		return nil, err
 	}
-	for name, w := range s.MachinePools {
-		if w == nil || w.Object == nil {
-			continue
-		}
-		mp, err := core.MachinePool(w.Object)
-		if err != nil {
-			return nil, err
-		}
-		c := poolCounts{replicas: mp.Status.Replicas, ready: mp.Status.ReadyReplicas, available: mp.Status.AvailableReplicas, upToDate: mp.Status.UpToDateReplicas}
-		if d := mp.Status.Deprecated; d != nil && d.V1Beta1 != nil {
-			c.v1beta1Ready, c.v1beta1Available = &d.V1Beta1.ReadyReplicas, &d.V1Beta1.AvailableReplicas //nolint:staticcheck // the counts a core before v1beta2 reports
-		}
-		stale := mp.Status.ObservedGeneration > 0 && mp.Status.ObservedGeneration < mp.Generation
-		obs.MachinePools[name] = c.observed(mp.Name, mp.Spec.Template.Spec.Version, stale, partProblems("MachinePool/"+mp.Name, core.MachinePoolConditions(mp)))
+	if err := observePools(s.MachinePools, obs.MachinePools, machinePoolObserved); err != nil {
+		return nil, err
 	}
 	return obs, nil
+}
+
+// observePools reads each pool that exists with read, into into.
+func observePools(pools map[string]*contract.WorkerState, into map[string]upgrade.PartObserved, read func(*unstructured.Unstructured) (upgrade.PartObserved, error)) error {
+	for name, w := range pools {
+		if w == nil || w.Object == nil {
+			continue
+		}
+		o, err := read(w.Object)
+		if err != nil {
+			return err
+		}
+		into[name] = o
+	}
+	return nil
+}
+
+func machineDeploymentObserved(u *unstructured.Unstructured) (upgrade.PartObserved, error) {
+	md, err := core.MachineDeployment(u)
+	if err != nil {
+		return upgrade.PartObserved{}, err
+	}
+	st := md.Status
+	c := poolCounts{replicas: st.Replicas, ready: st.ReadyReplicas, available: st.AvailableReplicas, upToDate: st.UpToDateReplicas}
+	if d := st.Deprecated; d != nil && d.V1Beta1 != nil {
+		c.v1beta1Ready, c.v1beta1Available, c.v1beta1Updated = &d.V1Beta1.ReadyReplicas, &d.V1Beta1.AvailableReplicas, &d.V1Beta1.UpdatedReplicas //nolint:staticcheck // the counts a core before v1beta2 reports, and the one the up-to-date count is checked against
+	}
+	return c.observed("MachineDeployment", md.ObjectMeta, st.ObservedGeneration, md.Spec.Template.Spec.Version, core.Conditions(md)), nil
+}
+
+func machinePoolObserved(u *unstructured.Unstructured) (upgrade.PartObserved, error) {
+	mp, err := core.MachinePool(u)
+	if err != nil {
+		return upgrade.PartObserved{}, err
+	}
+	st := mp.Status
+	c := poolCounts{replicas: st.Replicas, ready: st.ReadyReplicas, available: st.AvailableReplicas, upToDate: st.UpToDateReplicas}
+	if d := st.Deprecated; d != nil && d.V1Beta1 != nil {
+		c.v1beta1Ready, c.v1beta1Available = &d.V1Beta1.ReadyReplicas, &d.V1Beta1.AvailableReplicas //nolint:staticcheck // the counts a core before v1beta2 reports
+	}
+	return c.observed("MachinePool", mp.ObjectMeta, st.ObservedGeneration, mp.Spec.Template.Spec.Version, core.Conditions(mp)), nil
 }
 
 // poolCounts are a pool's replica counts in status: upstream's v1beta2
@@ -106,13 +123,14 @@ type poolCounts struct {
 	v1beta1Ready, v1beta1Available, v1beta1Updated *int32
 }
 
-// observed is the pool's rollout state. v1beta2 counts Machines whose
-// UpToDate condition is true, which lags a template change by a moment after
-// observedGeneration has caught up; the v1beta1 count of updated replicas
-// (the new MachineSet's) does not, so the lower of the two is taken. A
-// status older than the spec has no replica up to date yet.
-func (c poolCounts) observed(name, version string, stale bool, problems []v1alpha2.Problem) upgrade.PartObserved {
-	o := upgrade.PartObserved{Exists: true, ObjectName: name, SpecVersion: version, Problems: problems}
+// observed is the state of the pool kind/meta.Name. v1beta2 counts Machines
+// whose UpToDate condition is true, which lags a template change by a moment
+// after observedGeneration has caught up; the v1beta1 count of updated
+// replicas (the new MachineSet's) does not, so the lower of the two is
+// taken. A status older than the spec (observedGeneration 0: never
+// observed) has no replica up to date yet.
+func (c poolCounts) observed(kind string, meta metav1.ObjectMeta, observedGeneration int64, version string, conds []metav1.Condition) upgrade.PartObserved {
+	o := upgrade.PartObserved{Exists: true, ObjectName: meta.Name, SpecVersion: version, Problems: partProblems(kind+"/"+meta.Name, conds)}
 	o.Replicas = ptr.Deref(c.replicas, 0)
 	o.ReadyReplicas = ptr.Deref(cmp.Or(c.ready, c.v1beta1Ready), 0)
 	o.AvailableReplicas = ptr.Deref(cmp.Or(c.available, c.v1beta1Available), 0)
@@ -120,7 +138,7 @@ func (c poolCounts) observed(name, version string, stale bool, problems []v1alph
 	if c.upToDate != nil && c.v1beta1Updated != nil {
 		o.UpToDateReplicas = min(*c.upToDate, *c.v1beta1Updated)
 	}
-	if stale {
+	if observedGeneration > 0 && observedGeneration < meta.Generation {
 		o.UpToDateReplicas = 0
 	}
 	o.Upgrading = o.UpToDateReplicas < o.Replicas
