@@ -22,11 +22,8 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
-// maxEvents and EventWindow bound the recent warnings a status shows.
-const (
-	maxEvents   = 5
-	EventWindow = time.Hour
-)
+// maxEvents and health.EventWindow bound the recent warnings a status shows.
+const maxEvents = 5
 
 // AgentSilent is what a watch says of an agent whose heartbeat is missing or old.
 const AgentSilent = "the agent is not reporting: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells"
@@ -76,7 +73,7 @@ func WarningEvents(ctx context.Context, c client.Reader, t *v1alpha2.Topology, n
 			continue
 		}
 		when := eventTime(&e)
-		if now.Sub(when.Time) > EventWindow {
+		if now.Sub(when.Time) > health.EventWindow {
 			continue
 		}
 		out = append(out, statusv1.EventReport{Time: when, Object: e.InvolvedObject.Kind + "/" + name, Reason: e.Reason, Message: health.OneLine(e.Message), Count: e.Count})

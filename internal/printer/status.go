@@ -13,7 +13,6 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
-	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -121,7 +120,7 @@ func Status(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentReport, r sta
 		}
 	}
 	if len(r.Events) > 0 {
-		fmt.Fprintf(w, "Warning events (last %s):\n", health.HumanDuration(live.EventWindow))
+		fmt.Fprintf(w, "Warning events (last %s):\n", health.HumanDuration(health.EventWindow))
 		for _, e := range r.Events {
 			count := ""
 			if e.Count > 1 {

@@ -21,6 +21,10 @@ import (
 // maxProblems keeps a part's problem list short enough to read and to store.
 const maxProblems = 10
 
+// EventWindow is how far back a status looks for warning events: what the
+// report gathers and what its text says it covers.
+const EventWindow = time.Hour
+
 // maxProblemMessage cuts upstream's multi-line condition messages to a line.
 const maxProblemMessage = 240
 
