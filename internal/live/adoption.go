@@ -41,17 +41,14 @@ func (ca *Cluster) TopologyExists(ctx context.Context, key types.NamespacedName)
 	return false, Explain(err, ca)
 }
 
-// ExistingClass reads the TopologyClass namespace/name; nil when there is
-// none.
+// ExistingClass reads the TopologyClass namespace/name as Class does; nil
+// when there is none.
 func (ca *Cluster) ExistingClass(ctx context.Context, namespace, name string) (*v1alpha2.TopologyClass, error) {
-	c := &v1alpha2.TopologyClass{}
-	switch err := ca.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, c); {
-	case apierrors.IsNotFound(err):
+	c, err := ca.Class(ctx, namespace, name)
+	if apierrors.IsNotFound(err) {
 		return nil, nil
-	case err != nil:
-		return nil, Explain(err, ca)
 	}
-	return c, nil
+	return c, err
 }
 
 // MachineUIDs are the names of the Machines of t's cluster, by UID.

@@ -54,3 +54,30 @@ func TestEditRolloutWritesOnlyAChangeAndRetriesAConflict(t *testing.T) {
 		t.Errorf("a refused write: %v; want it to say nothing was changed", err)
 	}
 }
+
+// TestExistingClassIsNilOnlyWhenThereIsNone: a missing class is nil with no
+// error; one that exists is read; another error is said.
+func TestExistingClassIsNilOnlyWhenThereIsNone(t *testing.T) {
+	ctx := context.Background()
+	class := &v1alpha2.TopologyClass{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "quick-start"}}
+	denied := false
+	c := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(class).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if denied {
+				return apierrors.NewForbidden(schema.GroupResource{Group: v1alpha2.GroupVersion.Group, Resource: "topologyclasses"}, key.Name, errors.New("denied"))
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	ca := &Cluster{Client: c, Context: "test"}
+	if got, err := ca.ExistingClass(ctx, "default", "none"); got != nil || err != nil {
+		t.Errorf("a missing class: %v, %v; want nil and no error", got, err)
+	}
+	if got, err := ca.ExistingClass(ctx, "default", "quick-start"); err != nil || got == nil || got.Name != "quick-start" {
+		t.Errorf("an existing class: %v, %v; want it read", got, err)
+	}
+	denied = true
+	if got, err := ca.ExistingClass(ctx, "default", "quick-start"); got != nil || err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("a forbidden read: %v, %v; want the refusal said", got, err)
+	}
+}
