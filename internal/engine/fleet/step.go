@@ -598,6 +598,8 @@ func Summarize(r *v1alpha2.TopologyRollout, st *v1alpha2.TopologyRolloutStatus, 
 	if st.Phase == v1alpha2.RolloutCompleted {
 		completed.Status = metav1.ConditionTrue
 	}
+	// A transition is dated by the pass's clock, not the wall's.
+	progressing.LastTransitionTime, completed.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second)), metav1.NewTime(now.Truncate(time.Second))
 	meta.SetStatusCondition(&st.Conditions, progressing)
 	meta.SetStatusCondition(&st.Conditions, completed)
 }
