@@ -58,6 +58,9 @@ type TopologyRolloutReconciler struct {
 	// failing is since when each cluster in flight (rollout and cluster
 	// key) has been seen with its last reconcile failed.
 	failing sync.Map
+	// carried is the status each rollout's annotation last carried (by
+	// name), so that a pass does not decode it to compare.
+	carried sync.Map
 }
 
 // refusalGrace is how long a cluster's reconciles fail before its writes are
@@ -70,6 +73,7 @@ const refusalGrace = 10 * time.Second
 func (r *TopologyRolloutReconciler) forget(ro string) {
 	r.written.Delete(ro)
 	r.joined.Delete(ro)
+	r.carried.Delete(ro)
 	r.failing.Range(func(id, _ any) bool {
 		if strings.HasPrefix(id.(string), ro+"/") {
 			r.failing.Delete(id)
@@ -114,6 +118,9 @@ func (r *TopologyRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	if !ro.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	if fleet.Restoring(ro) {
+		return r.restore(ctx, ro)
 	}
 	if len(ro.Status.Clusters) == 0 && ro.Status.Phase != v1alpha2.RolloutCompleted && !ro.Spec.Aborted {
 		return r.begin(ctx, ro)
@@ -170,6 +177,9 @@ func (r *TopologyRolloutReconciler) begin(ctx context.Context, ro *v1alpha2.Topo
 	}
 	r.Recorder.Eventf(ro, "Normal", "Started", "%d cluster(s) in %d wave(s): %s", len(clusters), len(waves), what)
 	if err := r.writeStatus(ctx, orig, ro, true); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.carry(ctx, ro); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
@@ -257,6 +267,9 @@ func (r *TopologyRolloutReconciler) step(ctx context.Context, ro *v1alpha2.Topol
 		if err := r.writeStatus(ctx, written, ro, true); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if err := r.carry(ctx, ro); err != nil {
+		return ctrl.Result{}, err
 	}
 	if retry != nil {
 		return ctrl.Result{}, fmt.Errorf("TopologyRollout %s: trying again: %w", ro.Name, retry)

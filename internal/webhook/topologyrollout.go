@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
 	"github.com/kubectl-topology/kubectl-topology/internal/membership"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -22,8 +23,12 @@ type TopologyRollout struct {
 
 var _ admission.Validator[*v1alpha2.TopologyRollout] = &TopologyRollout{}
 
-// ValidateCreate checks the rollout against the fleet it selects.
+// ValidateCreate checks the rollout against the fleet it selects; a
+// restored one only for what it says itself.
 func (w *TopologyRollout) ValidateCreate(ctx context.Context, ro *v1alpha2.TopologyRollout) (admission.Warnings, error) {
+	if _, carried := ro.Annotations[v1alpha2.RolloutStatusAnnotation]; carried {
+		return restored(ro)
+	}
 	errs := approvers(ctx, nil, ro)
 	if _, _, admitErrs := w.Members.Admit(ctx, ro, w.Members.Classes()); len(admitErrs) > 0 {
 		errs = append(errs, admitErrs...)
@@ -32,6 +37,21 @@ func (w *TopologyRollout) ValidateCreate(ctx context.Context, ro *v1alpha2.Topol
 		return nil, invalidRollout(ro, errs)
 	}
 	return nil, nil
+}
+
+// restored admits a rollout that clusterctl move (or a backup read back)
+// creates: the source admitted it and its approvers there. Its clusters
+// arrive after it, so the fleet is not checked; the agent pauses it until
+// they are here. Its strategy and carried status must still be sound.
+func restored(ro *v1alpha2.TopologyRollout) (admission.Warnings, error) {
+	errs := append(fleet.ValidateStrategy(ro.Spec.Strategy), membership.ValidateGates(ro)...)
+	if _, _, err := fleet.Carried(ro); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(v1alpha2.RolloutStatusAnnotation), "(the carried status)", err.Error()))
+	}
+	if len(errs) > 0 {
+		return nil, invalidRollout(ro, errs)
+	}
+	return admission.Warnings{fmt.Sprintf("TopologyRollout %s is restored with the status and approvals its annotation %s carries; the agent pauses it until its clusters are here", ro.Name, v1alpha2.RolloutStatusAnnotation)}, nil
 }
 
 // ValidateUpdate keeps the change, targets, started waves and approvals as

@@ -12,10 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -31,6 +33,8 @@ var movedNames = []string{"dev-a", "dev-b", "dev-c"}
 // every Topology reconciles without a write to what it generated and
 // nothing is made anew. `clusterctl describe cluster` shows the tree of an
 // agent-made cluster and its TopologyReconciled condition, as it does upstream's.
+// A fleet rollout over the three, paused after its canary, goes along with
+// its status and resumes on the target.
 func TestMoveToDirectoryAndBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -43,6 +47,7 @@ func TestMoveToDirectoryAndBack(t *testing.T) {
 	for _, name := range movedNames {
 		suite.Settle(t, ns, name)
 	}
+	rollout := pausedRollout(t, ns)
 
 	// The agent mirrors TopologyReconciled onto the Cluster, as upstream's
 	// topology controller does, and Cluster API's controller keeps it there.
@@ -65,6 +70,9 @@ func TestMoveToDirectoryAndBack(t *testing.T) {
 		if name := o.GetKind() + "_" + ns + "_" + o.GetName(); !written[name] {
 			t.Errorf("clusterctl move --to-directory did not write %s", name)
 		}
+	}
+	if !written[v1alpha2.TopologyRolloutKind+"__"+rollout.Name] {
+		t.Errorf("clusterctl move --to-directory did not write TopologyRollout %s:\n%s", rollout.Name, keys(written))
 	}
 	for _, want := range []string{"Machine", "DevMachine", "KubeadmConfig", "MachineSet", "Secret"} {
 		if !anyPrefix(written, want+"_"+ns+"_") {
@@ -131,6 +139,98 @@ func TestMoveToDirectoryAndBack(t *testing.T) {
 		} else if !desiredstate.OwnedBy(tmpl, class.UID) {
 			t.Errorf("restored %s %s does not name the restored class as owner: %v", ref.Kind, ref.Name, tmpl.GetOwnerReferences())
 		}
+	}
+	resumeOnTarget(t, mt, rollout)
+}
+
+// pausedRollout rolls a worker variable over the move test's Topologies,
+// labelled for it, in two waves, the second behind an approval: once the
+// canary dev-a has its change and the rollout waits for the approval, it is
+// paused, as a user pauses a rollout before a move. It returns the rollout
+// as its status annotation carries it then.
+func pausedRollout(t *testing.T, ns string) *v1alpha2.TopologyRollout {
+	t.Helper()
+	ctx := context.Background()
+	for _, name := range movedNames {
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"move":"`+ns+`"}}}`))
+		if err := suite.K8s.Patch(ctx, &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := "mv-" + ns
+	suite.MustTopology(t, "rollout", "create", name, "-l", "move="+ns, "--set", "workerStartup=4s", "--waves", "1,100%", "--approval", "2", "--yes")
+	t.Cleanup(func() { _ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)}) })
+	suite.WaitRollout(t, name, 6*time.Minute, "waits for wave 2's approval", func(ro *v1alpha2.TopologyRollout) bool {
+		return ro.Status.Phase == v1alpha2.RolloutWaitingForApproval
+	})
+	suite.MustTopology(t, "rollout", "pause", name)
+	var carried *v1alpha2.TopologyRolloutStatus
+	ro := suite.WaitRollout(t, name, time.Minute, "carries its paused status", func(ro *v1alpha2.TopologyRollout) bool {
+		st, ok, err := fleet.Carried(ro)
+		if err != nil {
+			t.Fatal(err)
+		}
+		carried = st
+		return ok && st.Phase == v1alpha2.RolloutPaused
+	})
+	if c := fixture.RolloutCluster(ro, "dev-a"); c.Phase != v1alpha2.ClusterSucceeded {
+		t.Fatalf("the canary dev-a before the move: %+v", c)
+	}
+	ro.Status = *carried
+	return ro
+}
+
+// resumeOnTarget checks that the rollout arrived paused with the status it
+// had (the canary done, the next wave waiting), and that once approved and
+// resumed there it changes the next cluster on the target, not on the
+// source, whose copy clusterctl leaves as it was.
+func resumeOnTarget(t *testing.T, mt fixture.MoveTarget, source *v1alpha2.TopologyRollout) {
+	t.Helper()
+	tk := mt.K8s
+	var ro *v1alpha2.TopologyRollout
+	fixture.Eventually(t, time.Minute, "TopologyRollout "+source.Name+" has its status back on the target", func(ctx context.Context) (bool, error) {
+		ro = &v1alpha2.TopologyRollout{}
+		if err := tk.Get(ctx, client.ObjectKey{Name: source.Name}, ro); err != nil {
+			return false, err
+		}
+		return len(ro.Status.Clusters) > 0, nil
+	})
+	if !ro.Spec.Paused || ro.Status.Phase != v1alpha2.RolloutPaused || ro.Status.Wave != source.Status.Wave || ro.Status.Succeeded != 1 {
+		t.Errorf("the restored rollout: paused %v, phase %s, wave %d, %d succeeded; the source carried wave %d, 1 succeeded", ro.Spec.Paused, ro.Status.Phase, ro.Status.Wave, ro.Status.Succeeded, source.Status.Wave)
+	}
+	for i, c := range ro.Status.Clusters {
+		if want := source.Status.Clusters[i]; c.Name != want.Name || c.Phase != want.Phase || c.Wave != want.Wave {
+			t.Errorf("restored cluster %d: %s %s wave %d, the source carried %s %s wave %d", i, c.Name, c.Phase, c.Wave, want.Name, want.Phase, want.Wave)
+		}
+	}
+	onTarget := func(args ...string) string {
+		out, errOut, err := fixture.RunPlugin(suite.Plugin, mt.Cluster.Kubeconfig, "", args...)
+		if err != nil {
+			t.Fatalf("kubectl topology %s on the target: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
+		}
+		return out
+	}
+	onTarget("rollout", "approve", source.Name, "--wave", "2")
+	onTarget("rollout", "resume", source.Name)
+	ns := source.Status.Clusters[0].Namespace
+	fixture.Eventually(t, 2*time.Minute, "the resumed rollout sets the variable on dev-b on the target", func(ctx context.Context) (bool, error) {
+		topo := &v1alpha2.Topology{}
+		if err := tk.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev-b"}, topo); err != nil {
+			return false, err
+		}
+		for _, v := range topo.Spec.Variables {
+			if v.Name == "workerStartup" && string(v.Value.Raw) == `"4s"` {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	left := &v1alpha2.TopologyRollout{}
+	if err := suite.K8s.Get(context.Background(), client.ObjectKey{Name: source.Name}, left); err != nil {
+		t.Fatalf("the source's copy of the rollout: %v", err)
+	}
+	if !left.Spec.Paused {
+		t.Errorf("the source's copy of the rollout was resumed: %+v", left.Spec)
 	}
 }
 

@@ -7,9 +7,10 @@ import (
 
 // +kubebuilder:object:root=true
 // A rollout is cluster-scoped: a fleet spans namespaces. clusterctl move
-// leaves it behind: its status is the source cluster's fleet, and the
-// target's webhook would refuse it before the clusters arrive.
-// +kubebuilder:metadata:labels={"cluster.x-k8s.io/provider=addon-kubectl-topology"}
+// copies every rollout to the target, as it does every global object, and
+// never deletes the source's: the status goes along in
+// RolloutStatusAnnotation, since clusterctl creates objects without theirs.
+// +kubebuilder:metadata:labels={"clusterctl.cluster.x-k8s.io=","clusterctl.cluster.x-k8s.io/move=","cluster.x-k8s.io/provider=addon-kubectl-topology"}
 // +kubebuilder:resource:path=topologyrollouts,scope=Cluster,shortName=tr,categories=cluster-api;kubectl-topology
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Phase",type="string",JSONPath=".status.phase"
@@ -508,6 +509,13 @@ const (
 // RolloutHoldAnnotation on a Topology or Cluster keeps fleet rollouts from
 // starting it; its value says why.
 const RolloutHoldAnnotation = "topology.kubectl-topology.io/rollout-hold"
+
+// RolloutStatusAnnotation on a TopologyRollout carries its status through
+// clusterctl move, which creates objects without their status: the agent
+// keeps it current (gzip, then base64, of the status's JSON), and a rollout
+// created with it and no status is a restore: the agent takes its status
+// from it, paused, and the webhook admits it as the source did.
+const RolloutStatusAnnotation = "topology.kubectl-topology.io/rollout-status"
 
 // TopologyRolloutKind is the kind name of TopologyRollout.
 const TopologyRolloutKind = "TopologyRollout"
