@@ -3,9 +3,13 @@ package lifecycle
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -76,23 +80,22 @@ func settled(r *upgrade.Sequence) bool {
 	return true
 }
 
-// controlPlaneInitialized reads the Cluster's ControlPlaneInitialized
-// condition, in either core API version's status.
+// controlPlaneInitialized reads the Cluster's ControlPlaneInitialized, in
+// either core API version's status: the initialization field, or the
+// condition of that name, as upstream's controller reads it.
 func controlPlaneInitialized(cluster *unstructured.Unstructured) bool {
 	if cluster == nil {
 		return false
 	}
-	if ok, found, _ := unstructured.NestedBool(cluster.Object, "status", "initialization", "controlPlaneInitialized"); found && ok {
+	c, err := core.Cluster(cluster)
+	if err != nil {
+		// Not readable as a Cluster: the hook waits for one that is.
+		return false
+	}
+	if ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false) {
 		return true
 	}
-	conditions, _, _ := unstructured.NestedSlice(cluster.Object, "status", "conditions")
-	for _, c := range conditions {
-		m, _ := c.(map[string]any)
-		if m["type"] == "ControlPlaneInitialized" && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
+	return meta.IsStatusConditionTrue(core.Conditions(c), clusterv1.ClusterControlPlaneInitializedCondition)
 }
 
 // BeforeDelete calls BeforeClusterDelete for a Topology being deleted whose

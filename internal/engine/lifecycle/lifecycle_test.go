@@ -296,3 +296,33 @@ func TestHookNamesAreTheRuntimeSDKs(t *testing.T) {
 		t.Errorf("hooks %s, want %s", got, want)
 	}
 }
+
+// TestControlPlaneInitializedInEitherCoreVersion reads the Cluster as
+// upstream's controller does, at v1beta2 (the initialization field or the
+// condition) and at v1beta1 (its own conditions), and never from a
+// condition that is not True.
+func TestControlPlaneInitializedInEitherCoreVersion(t *testing.T) {
+	at := func(version string, status map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cluster.x-k8s.io/" + version, "kind": "Cluster", "metadata": map[string]any{"name": "dev"}, "status": status}}
+	}
+	condition := func(status string) []any {
+		return []any{map[string]any{"type": "ControlPlaneInitialized", "status": status, "reason": "R", "lastTransitionTime": "2026-11-29T08:00:00Z"}}
+	}
+	for _, tc := range []struct {
+		name    string
+		cluster *unstructured.Unstructured
+		want    bool
+	}{
+		{"v1beta2 initialization", at("v1beta2", map[string]any{"initialization": map[string]any{"controlPlaneInitialized": true}}), true},
+		{"v1beta2 condition", at("v1beta2", map[string]any{"conditions": condition("True")}), true},
+		{"v1beta2 condition False", at("v1beta2", map[string]any{"conditions": condition("False")}), false},
+		{"v1beta1 condition", at("v1beta1", map[string]any{"conditions": condition("True")}), true},
+		{"v1beta1 condition False", at("v1beta1", map[string]any{"conditions": condition("False")}), false},
+		{"v1beta1 nothing yet", at("v1beta1", map[string]any{"phase": "Provisioning"}), false},
+		{"no Cluster", nil, false},
+	} {
+		if got := controlPlaneInitialized(tc.cluster); got != tc.want {
+			t.Errorf("%s: controlPlaneInitialized = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -35,8 +37,13 @@ func Hold(t *v1alpha2.Topology, cluster *unstructured.Unstructured) (reason, mes
 		}
 		return "", ""
 	}
-	paused, _, _ := unstructured.NestedBool(cluster.Object, "spec", "paused")
-	_, annotated := cluster.GetAnnotations()[clusterv1.PausedAnnotation]
+	c, err := core.Cluster(cluster)
+	if err != nil {
+		// What cannot be read is not acted on.
+		return HoldClusterPaused, fmt.Sprintf("Cluster %s cannot be read (%v): nothing is changed until it can", cluster.GetName(), err)
+	}
+	paused := ptr.Deref(c.Spec.Paused, false)
+	_, annotated := c.Annotations[clusterv1.PausedAnnotation]
 	if !paused && !annotated {
 		return "", ""
 	}

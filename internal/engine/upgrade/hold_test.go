@@ -26,6 +26,11 @@ func TestHold(t *testing.T) {
 	topo := func(annotations map[string]string) *v1alpha2.Topology {
 		return &v1alpha2.Topology{ObjectMeta: metav1.ObjectMeta{Name: "dev", Annotations: annotations}}
 	}
+	v1beta1 := func(c *unstructured.Unstructured) *unstructured.Unstructured {
+		c.SetAPIVersion("cluster.x-k8s.io/v1beta1")
+		c.SetKind("Cluster")
+		return c
+	}
 	made := map[string]string{v1alpha2.ClusterMadeAnnotation: "dev"}
 	for _, tc := range []struct {
 		name         string
@@ -36,6 +41,8 @@ func TestHold(t *testing.T) {
 		{"a running Cluster", topo(made), cluster(false, nil), "", ""},
 		{"no Cluster yet", topo(nil), nil, "", ""},
 		{"spec.paused", topo(made), cluster(true, nil), upgrade.HoldClusterPaused, "Cluster dev is paused (spec.paused)"},
+		{"spec.paused at v1beta1", topo(made), v1beta1(cluster(true, nil)), upgrade.HoldClusterPaused, "Cluster dev is paused (spec.paused)"},
+		{"running at v1beta1", topo(made), v1beta1(cluster(false, nil)), "", ""},
 		{"the paused annotation", topo(made), cluster(false, map[string]string{clusterv1.PausedAnnotation: ""}), upgrade.HoldClusterPaused, "annotation cluster.x-k8s.io/paused"},
 		{"a Cluster made and gone", topo(made), nil, upgrade.HoldClusterMissing, "remove the annotation " + v1alpha2.ClusterMadeAnnotation},
 		{"deleted for a move", topo(map[string]string{contract.DeleteForMoveAnnotation: ""}), nil, upgrade.HoldClusterPaused, "clusterctl move is deleting this copy"},
