@@ -159,7 +159,9 @@ func pausedRollout(t *testing.T, ns string) *v1alpha2.TopologyRollout {
 	}
 	name := "mv-" + ns
 	suite.MustTopology(t, "rollout", "create", name, "-l", "move="+ns, "--set", "workerStartup=4s", "--waves", "1,100%", "--approval", "2", "--yes")
-	t.Cleanup(func() { _ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)}) })
+	t.Cleanup(func() {
+		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)})
+	})
 	suite.WaitRollout(t, name, 6*time.Minute, "waits for wave 2's approval", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutWaitingForApproval
 	})
