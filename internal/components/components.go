@@ -7,6 +7,9 @@ package components
 import (
 	"bytes"
 	"fmt"
+	"regexp"
+	"sort"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -285,13 +288,16 @@ type ProviderKinds struct {
 	Resources []string
 }
 
+// ProviderRolePrefix starts the name of each provider's role.
+const ProviderRolePrefix = "topology-manager-provider-"
+
 // ProviderRole is the ClusterRole that lets the agent create, change and
 // delete one provider's templates and the objects made from them, and
 // nothing else of that provider's.
 func ProviderRole(provider string, kinds []ProviderKinds) *rbacv1.ClusterRole {
 	role := &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: "topology-manager-provider-" + provider, Labels: labels(map[string]string{AggregateLabel: "true"})},
+		ObjectMeta: metav1.ObjectMeta{Name: ProviderRolePrefix + provider, Labels: labels(map[string]string{AggregateLabel: "true"})},
 	}
 	for _, k := range kinds {
 		role.Rules = append(role.Rules, rbacv1.PolicyRule{
@@ -325,3 +331,70 @@ const HeartbeatLease = "kubectl-topology-agent-heartbeat"
 
 // HeartbeatInterval is how often the agent renews HeartbeatLease.
 const HeartbeatInterval = 10 * time.Second
+
+// varPattern matches clusterctl's ${VAR} and ${VAR:=default}.
+var varPattern = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:=([^}]*))?\}`)
+
+// Transform applies clusterctl's transformations to components YAML, as
+// `clusterctl init` does: variables (vars, else their defaults), the target
+// namespace (empty: Namespace) and, when set, the agent's image.
+func Transform(data []byte, vars map[string]string, namespace, image string) ([]*unstructured.Unstructured, error) {
+	var missing []string
+	out := varPattern.ReplaceAllFunc(data, func(m []byte) []byte {
+		sub := varPattern.FindSubmatch(m)
+		name := string(sub[1])
+		if v, ok := vars[name]; ok && v != "" {
+			return []byte(v)
+		}
+		if sub[2] != nil {
+			return []byte(strings.Trim(string(sub[3]), `"`))
+		}
+		missing = append(missing, name)
+		return m
+	})
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("the components need variables %v; set them", missing)
+	}
+	objs, err := Decode(out)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range objs {
+		retarget(u, namespace)
+		if image != "" && u.GetKind() == "Deployment" {
+			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			for i := range containers {
+				if c, ok := containers[i].(map[string]any); ok && c["name"] == "manager" {
+					c["image"] = image
+				}
+			}
+			if err := unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+				return nil, fmt.Errorf("setting the image of Deployment %s: %w", u.GetName(), err)
+			}
+		}
+	}
+	return objs, nil
+}
+
+// retarget moves an object from the components' namespace to namespace.
+func retarget(u *unstructured.Unstructured, namespace string) {
+	if namespace == "" || namespace == Namespace {
+		return
+	}
+	if u.GetKind() == "Namespace" {
+		u.SetName(namespace)
+		return
+	}
+	if u.GetNamespace() == Namespace {
+		u.SetNamespace(namespace)
+	}
+	if subjects, found, _ := unstructured.NestedSlice(u.Object, "subjects"); found {
+		for i := range subjects {
+			if s, ok := subjects[i].(map[string]any); ok && s["namespace"] == Namespace {
+				s["namespace"] = namespace
+			}
+		}
+		_ = unstructured.SetNestedSlice(u.Object, subjects, "subjects")
+	}
+}

@@ -166,3 +166,23 @@ func TestCategoriesShadowNoResourceName(t *testing.T) {
 		}
 	}
 }
+
+// TestTransformSetsVariablesOrRefuses: the components as clusterctl reads
+// them, variables defaulted; a variable with neither value nor default is
+// named.
+func TestTransformSetsVariablesOrRefuses(t *testing.T) {
+	objs, err := components.Transform(manifests.Components, nil, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Namespace, ServiceAccount, the agent's rules, the kubeadm providers'
+	// role, the aggregated role and its binding, the leader-election Role and
+	// its binding, Service, Deployment.
+	if len(objs) != 10 {
+		t.Errorf("%d objects, want 10", len(objs))
+	}
+	_, err = components.Transform([]byte("a: ${NEEDED}\n"), nil, "", "")
+	if err == nil || !strings.Contains(err.Error(), "NEEDED") {
+		t.Errorf("a variable without default and value: got %v, want an error naming it", err)
+	}
+}

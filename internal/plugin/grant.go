@@ -7,6 +7,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/installer"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 )
 
@@ -56,5 +57,5 @@ func (o *GrantOptions) Validate() error { return nil }
 
 // Run applies a role per infrastructure provider found.
 func (o *GrantOptions) Run(ctx context.Context) error {
-	return grantProviders(ctx, o.Out, o.access)
+	return installer.Installer{Cluster: o.access, Out: o.Out}.GrantProviders(ctx)
 }

@@ -11,7 +11,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
-	"github.com/kubectl-topology/kubectl-topology/manifests"
 )
 
 // golden compares got with testdata/golden/NAME, rewriting it with -update.
@@ -41,23 +40,6 @@ func TestInstallDryRun(t *testing.T) {
 	}
 	if strings.Contains(stdout, "topology-system") {
 		t.Error("the target namespace did not replace topology-system everywhere")
-	}
-}
-
-func TestRenderComponentsVariables(t *testing.T) {
-	objs, err := renderComponents(manifests.Components, nil, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Namespace, ServiceAccount, the agent's rules, the kubeadm providers'
-	// role, the aggregated role and its binding, the leader-election Role and
-	// its binding, Service, Deployment.
-	if len(objs) != 10 {
-		t.Errorf("%d objects, want 10", len(objs))
-	}
-	_, err = renderComponents([]byte("a: ${NEEDED}\n"), nil, "", "")
-	if err == nil || !strings.Contains(err.Error(), "NEEDED") {
-		t.Errorf("a variable without default and value: got %v, want an error naming it", err)
 	}
 }
 

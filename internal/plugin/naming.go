@@ -2,11 +2,7 @@ package plugin
 
 import (
 	"strings"
-
-	"k8s.io/apimachinery/pkg/api/meta"
 )
-
-func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }
 
 // capitalize starts a sentence with s.
 func capitalize(s string) string {

@@ -107,29 +107,21 @@ func TestThePluginDrawsNothing(t *testing.T) {
 	}
 }
 
-// TestNoNewFileReadsTheClusterDirectly holds the plugin's direct use of the
-// client to the files that still have it, each to move behind a reader in
-// turn; a new command reads the cluster through live or loader.
-func TestNoNewFileReadsTheClusterDirectly(t *testing.T) {
-	still := map[string]bool{"install.go": true}
+// TestNoFileUsesTheClientDirectly: the plugin reaches the cluster through
+// live, loader and installer, never by calling the client's own methods.
+func TestNoFileUsesTheClientDirectly(t *testing.T) {
 	for name, f := range pluginFiles(t) {
-		direct := false
 		ast.Inspect(f, func(n ast.Node) bool {
 			// A call of the client's own methods (….Client.Get); handing
 			// the client to a reader is how it should be used.
 			if sel, ok := n.(*ast.SelectorExpr); ok {
 				if inner, ok := sel.X.(*ast.SelectorExpr); ok && inner.Sel.Name == "Client" {
-					direct = true
+					t.Errorf("%s uses the client directly (%s): go through internal/live, loader or installer", name, types.ExprString(sel))
+					return false
 				}
 			}
-			return !direct
+			return true
 		})
-		switch {
-		case direct && !still[name]:
-			t.Errorf("%s uses the client directly: read through internal/live or internal/loader", name)
-		case !direct && still[name]:
-			t.Errorf("%s no longer uses the client directly: take it off this test's list", name)
-		}
 	}
 }
 
