@@ -1,4 +1,4 @@
-package plugin
+package membership
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
-	"github.com/kubectl-topology/kubectl-topology/internal/membership"
 	"github.com/kubectl-topology/kubectl-topology/internal/plan"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -37,12 +36,13 @@ type classSource func(ctx context.Context, t *v1alpha2.Topology) (*v1alpha2.Topo
 // than the version alone: the desired state with the change, dry run.
 type replacementSource func(ctx context.Context, edited *v1alpha2.Topology) (int64, error)
 
-// previewRollout previews ro over the clusters selected, with the classes
-// admission read and, for a class or variable change, each cluster's live
-// plan; then preflights every cluster that changes, as the agent will.
-// targets are each cluster's own change (an undo's), by
-// RolloutClusterRef.Key; spec.change for the rest.
-func previewRollout(ctx context.Context, m membership.Reader, classes *membership.Classes, ca *live.Cluster, ro *v1alpha2.TopologyRollout, selected []*v1alpha2.Topology, targets map[string]v1alpha2.RolloutChange) (*fleet.Preview, error) {
+// Preview is `rollout create --dry-run`: ro over the clusters selected (as
+// Admit returns them), with the classes admission read and, for a class or
+// variable change, each cluster's live plan through ca; then every cluster
+// that changes preflighted, as the agent will before it starts it. targets
+// are each cluster's own change (an undo's), by RolloutClusterRef.Key;
+// spec.change for the rest.
+func (m Reader) Preview(ctx context.Context, classes *Classes, ca *live.Cluster, ro *v1alpha2.TopologyRollout, selected []*v1alpha2.Topology, targets map[string]v1alpha2.RolloutChange) (*fleet.Preview, error) {
 	replaced := func(ctx context.Context, edited *v1alpha2.Topology) (int64, error) {
 		desired, err := classes.Of(ctx, edited)
 		if err != nil {
@@ -85,7 +85,7 @@ func previewRollout(ctx context.Context, m membership.Reader, classes *membershi
 	return p, preflightPreview(ctx, p, selected, changeOf, checks)
 }
 
-// preflight runs each changing cluster's preflight, preflightParallel at a
+// preflightPreview runs each changing cluster's preflight, preflightParallel at a
 // time, and keeps why each is refused: the whole preflight, or without the
 // objects' dry run where the live plan sent them; none where the live plan
 // was refused already. An error that is not a refusal (the API server could
@@ -93,7 +93,7 @@ func previewRollout(ctx context.Context, m membership.Reader, classes *membershi
 func preflightPreview(ctx context.Context, p *fleet.Preview, selected []*v1alpha2.Topology, changeOf func(v1alpha2.RolloutClusterRef) v1alpha2.RolloutChange, checks preflights) error {
 	byKey := make(map[string]*v1alpha2.Topology, len(selected))
 	for _, t := range selected {
-		byKey[membership.RefOf(t).Key()] = t
+		byKey[RefOf(t).Key()] = t
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(preflightParallel)
@@ -109,7 +109,7 @@ func preflightPreview(ctx context.Context, p *fleet.Preview, selected []*v1alpha
 			}
 			g.Go(func() error {
 				err := check(ctx, changeOf(c.Ref), byKey[c.Ref.Key()])
-				var refused *membership.PreflightError
+				var refused *PreflightError
 				switch {
 				case errors.As(err, &refused):
 					c.Refused = refused.Error()
@@ -130,13 +130,14 @@ func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []
 	refs := make([]v1alpha2.RolloutClusterRef, 0, len(selected))
 	byKey := make(map[string]*v1alpha2.Topology, len(selected))
 	for _, t := range selected {
-		ref := membership.RefOf(t)
+		ref := RefOf(t)
 		refs = append(refs, ref)
 		byKey[ref.Key()] = t
 	}
 	clusters, waves, errs := fleet.Assign(refs, fleet.Waves(ro.Spec.Strategy))
 	if len(errs) > 0 {
-		return nil, refusal(ro, errs)
+		// Admit refuses waves that do not cover the fleet before this.
+		return nil, fmt.Errorf("TopologyRollout %s: %w", ro.Name, errs.ToAggregate())
 	}
 	out := &fleet.Preview{}
 	for _, w := range waves {
@@ -169,7 +170,7 @@ func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []
 			edited := t.DeepCopy()
 			fleet.Apply(change, edited)
 			n, err := replaced(gctx, edited)
-			if refused := membership.Refusal(err); refused != nil {
+			if refused := Refusal(err); refused != nil {
 				// A webhook or policy refused an object in the plan's dry
 				// run: the cluster is listed as refused, the rest go on.
 				previews[i].Refused = refused.Error()

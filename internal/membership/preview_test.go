@@ -1,4 +1,4 @@
-package plugin
+package membership
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
-	"github.com/kubectl-topology/kubectl-topology/internal/membership"
 	"github.com/kubectl-topology/kubectl-topology/internal/printer"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -112,7 +111,7 @@ func TestRolloutPreviewNamesEveryClusterRefusedAtPreflight(t *testing.T) {
 		checked[t.Name] = true
 		mu.Unlock()
 		if t.Name == "c-0007" {
-			return &membership.PreflightError{Problems: []string{`the API server refused KubeadmControlPlane team-7/c-0007-x in a dry run: denied: freeze`}}
+			return &PreflightError{Problems: []string{`the API server refused KubeadmControlPlane team-7/c-0007-x in a dry run: denied: freeze`}}
 		}
 		return nil
 	}

@@ -280,7 +280,7 @@ func createRollout(ctx context.Context, ca *live.Cluster, streams genericiooptio
 		question = fmt.Sprintf("Create TopologyRollout %s, undoing %s over %d cluster(s)?", ro.Name, ro.Spec.Undo, len(selected))
 		started += " of the undo"
 	}
-	preview, err := previewRollout(ctx, m, classes, ca, ro, selected, back)
+	preview, err := m.Preview(ctx, classes, ca, ro, selected, back)
 	if err != nil {
 		return err
 	}
