@@ -1,12 +1,14 @@
 // Package checks is the verdict the editor shows on a draft: the problems
-// the engine found that no form field shows, the warnings, and the line that
-// says whether apply is allowed.
+// the engine found that no form field shows, and the line that says whether
+// apply is allowed.
 package checks
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
 )
@@ -16,15 +18,30 @@ type Model struct {
 	common *common.Common
 	// Problems are the engine's findings that name no field of the form.
 	Problems []string
-	// Warnings are what the change risks without being wrong.
-	Warnings []string
+	// rows is how many lines the problems may take.
+	rows int
 }
+
+var _ tea.Model = &Model{}
 
 // New returns empty checks over c.
 func New(c *common.Common) *Model { return &Model{common: c} }
 
-// SetSize has nothing to fit: lines are cut by the editor.
-func (m *Model) SetSize(int, int) {}
+// SetSize gives the problems their rows; those that do not fit are counted
+// on the last.
+func (m *Model) SetSize(_, height int) { m.rows = height }
+
+// Init implements tea.Model: the checks start nothing.
+func (m *Model) Init() tea.Cmd { return nil }
+
+// Update implements tea.Model: the checks answer no key; the engine sets them.
+func (m *Model) Update(tea.Msg) (tea.Model, tea.Cmd) { return m, nil }
+
+// View implements tea.Model: the problems, one a line, in the rows given.
+func (m *Model) View() string { return strings.Join(m.common.Cut(m.lines(), m.rows), "\n") }
+
+// Height is how many lines the problems take in full.
+func (m *Model) Height() int { return len(m.Problems) }
 
 // ShortHelp is the checks' help line: apply, allowed when nothing is red.
 func (m *Model) ShortHelp() []key.Binding { return []key.Binding{m.common.Keys.Apply} }
@@ -49,20 +66,11 @@ func (m *Model) Header(fieldProblems, settingsChanged, objectsChanging int) stri
 	return s.Section.Render("Checks") + " " + s.OK.Render(fmt.Sprintf("✓ valid: %d setting(s) changed, %d object(s) change", settingsChanged, objectsChanging))
 }
 
-// ProblemLines are the problems, one a line.
-func (m *Model) ProblemLines() []string {
+// lines are the problems, one a line.
+func (m *Model) lines() []string {
 	var out []string
 	for _, c := range m.Problems {
 		out = append(out, m.common.Styles.Error.Render("✗ "+c))
-	}
-	return out
-}
-
-// WarningLines are the warnings, one a line.
-func (m *Model) WarningLines() []string {
-	var out []string
-	for _, w := range m.Warnings {
-		out = append(out, m.common.Styles.Warn.Render("⚠ "+w))
 	}
 	return out
 }

@@ -3,6 +3,8 @@
 package common
 
 import (
+	"fmt"
+
 	"github.com/charmbracelet/bubbles/help"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/keymap"
@@ -29,4 +31,17 @@ func (c *Common) SetSize(width, height int) { c.Width, c.Height = width, height 
 type Component interface {
 	help.KeyMap
 	SetSize(width, height int)
+}
+
+// Cut fits lines into rows: when there are more, the last row says how
+// many are not shown.
+func (c *Common) Cut(lines []string, rows int) []string {
+	if rows <= 0 {
+		return nil
+	}
+	if len(lines) <= rows {
+		return lines
+	}
+	out := append([]string{}, lines[:rows-1]...)
+	return append(out, c.Styles.Hint.Render(fmt.Sprintf("… %d more", len(lines)-rows+1)))
 }

@@ -211,8 +211,8 @@ func (m *Model) onComputed(msg computed) tea.Cmd {
 // apply itself when y was already pressed and the checks pass.
 func (m *Model) show(gen int, p findings) tea.Cmd {
 	m.compute.shownGen = gen
-	m.checks.Problems, m.checks.Warnings = p.checks, p.warnings
-	m.preview.Set(p.changes, p.replacements, p.rollout)
+	m.checks.Problems = p.checks
+	m.preview.Set(p.changes, p.replacements, p.rollout, p.warnings)
 	for _, pr := range p.problems {
 		m.attach(pr.path, pr.msg)
 	}

@@ -420,8 +420,8 @@ func (m *Model) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.form.Move(-1)
 	case key.Matches(msg, m.common.Keys.Down), key.Matches(msg, m.common.Keys.Select):
 		m.form.Move(1)
-	case key.Matches(msg, m.common.Keys.Diff):
-		m.preview.NextDiff()
+	case key.Matches(msg, m.common.Keys.Diff), key.Matches(msg, m.common.Keys.PageUp), key.Matches(msg, m.common.Keys.PageDown):
+		m.preview.Update(msg)
 	case key.Matches(msg, m.common.Keys.Apply):
 		m.onApply()
 	case m.mode == applying:

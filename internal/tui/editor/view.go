@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
 )
 
 // View implements tea.Model. The screen is the title, a window of the form,
@@ -50,12 +51,14 @@ func (m *Model) render() (string, []int) {
 	// Fixed: title, hint, section header, message and the help. The preview
 	// takes what it needs up to half of the rest; the form takes the others.
 	rest := m.common.Height - 3 - len(message) - helpLines
-	header, lower := m.previewLines(max(1, rest/2))
+	lower, headerOf := m.lowerPane(max(1, rest/2))
+	previewRows := max(0, min(lower.Height(), rest/2))
+	lower.SetSize(m.common.Width-2, previewRows)
+	header := headerOf()
 	if m.busy() {
 		// What is shown is of an earlier draft until the engine answers.
 		header = m.common.Styles.Hint.Render(m.compute.spinner.View()+" checking…") + " " + header
 	}
-	previewRows := max(0, min(len(lower), rest/2))
 	fieldRows := max(3, rest-previewRows)
 
 	m.form.SetSize(m.common.Width, fieldRows)
@@ -65,12 +68,10 @@ func (m *Model) render() (string, []int) {
 	}
 	line("  "+m.common.Styles.Hint.Render(m.form.Fields[m.form.Cursor].Hint), -1)
 	line(header, -1)
-	if len(lower) > previewRows && previewRows > 0 {
-		more := len(lower) - previewRows + 1
-		lower = append(lower[:previewRows-1], m.common.Styles.Hint.Render(fmt.Sprintf("… %d more", more)))
-	}
-	for _, p := range lower[:previewRows] {
-		line("  "+p, -1)
+	if v := lower.View(); v != "" {
+		for _, p := range strings.Split(v, "\n") {
+			line("  "+p, -1)
+		}
 	}
 	for _, l := range message {
 		line(l, -1)
@@ -79,28 +80,47 @@ func (m *Model) render() (string, []int) {
 	return b.String(), rowsFields
 }
 
-// previewLines is the lower pane: a prompt or picker when one asks, else the
-// checks' verdict over the problems, one object's diff, or the changes.
-func (m *Model) previewLines(rows int) (string, []string) {
+// pane is what the lower part of the screen shows, fitted to its rows.
+type pane interface {
+	Height() int
+	SetSize(width, height int)
+	View() string
+}
+
+// lowerPane is the lower part of the screen and its header, asked for once
+// the pane has its size: a prompt or picker when one asks, else the checks'
+// verdict over the problems, one object's diff, or the preview.
+func (m *Model) lowerPane(rows int) (pane, func() string) {
 	fieldProblems := 0
 	for _, es := range m.form.Errs {
 		fieldProblems += len(es)
 	}
-	header := m.checks.Header(fieldProblems, len(m.work.changed), m.preview.Changing())
+	header := func() string { return m.checks.Header(fieldProblems, len(m.work.changed), m.preview.Changing()) }
 	switch {
 	case m.mode == prompting:
 		l := m.overlay.prompt.Lines()
-		return l[0], l[1:]
+		return &lines{common: m.common, lines: l[1:]}, func() string { return l[0] }
 	case m.mode == picking:
 		m.overlay.picker.SetSize(m.common.Width, rows+1)
 		l := m.overlay.picker.Lines()
-		return l[0], l[1:]
+		return &lines{common: m.common, lines: l[1:]}, func() string { return l[0] }
 	case m.checks.Failing(fieldProblems) > 0:
-		return header, m.checks.ProblemLines()
+		return m.checks, header
 	case len(m.work.changed) == 0:
-		return header, nil
+		return &lines{common: m.common}, header
 	case m.preview.Diffing():
-		return m.preview.DiffHeader(), m.preview.DiffLines()
+		return m.preview, m.preview.DiffHeader
 	}
-	return header, append(m.checks.WarningLines(), m.preview.Lines()...)
+	return m.preview, header
 }
+
+// lines is an overlay's lines as a pane.
+type lines struct {
+	common *common.Common
+	lines  []string
+	rows   int
+}
+
+func (l *lines) Height() int           { return len(l.lines) }
+func (l *lines) SetSize(_, height int) { l.rows = height }
+func (l *lines) View() string          { return strings.Join(l.common.Cut(l.lines, l.rows), "\n") }

@@ -6,7 +6,7 @@ import "github.com/charmbracelet/bubbles/key"
 // KeyMap is every key the editor answers to, in one place; the help line and
 // full help are built from it.
 type KeyMap struct {
-	Up, Down, Left, Right, Select, Apply, Yes, No, Reset, Unset, Add, Remove, Override, Diff, Help, Quit, QuitNow key.Binding
+	Up, Down, Left, Right, Select, Apply, Yes, No, Reset, Unset, Add, Remove, Override, Diff, PageUp, PageDown, Help, Quit, QuitNow key.Binding
 }
 
 // Default returns the editor's keys. Letters are left to typing.
@@ -26,6 +26,8 @@ func Default() KeyMap {
 		Remove:   key.NewBinding(key.WithKeys("ctrl+x"), key.WithHelp("ctrl+x", "remove")),
 		Override: key.NewBinding(key.WithKeys("ctrl+o"), key.WithHelp("ctrl+o", "override var")),
 		Diff:     key.NewBinding(key.WithKeys("ctrl+d"), key.WithHelp("ctrl+d", "object diff")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "diff up")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "diff down")),
 		Help:     key.NewBinding(key.WithKeys("f1"), key.WithHelp("f1", "help")),
 		// Esc asks first when edits are unsaved; ctrl+c is the way out that never asks.
 		Quit:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "quit")),
@@ -40,7 +42,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 
 // FullHelp is the full help.
 func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Up, k.Down, k.Left, k.Select}, {k.Apply, k.Reset, k.Unset, k.Diff}, {k.Add, k.Remove, k.Override, k.QuitNow}, {k.Help, k.Quit}}
+	return [][]key.Binding{{k.Up, k.Down, k.Left, k.Select}, {k.Apply, k.Reset, k.Unset, k.Diff, k.PageDown}, {k.Add, k.Remove, k.Override, k.QuitNow}, {k.Help, k.Quit}}
 }
 
 // Watch is what the live status view answers to: q, esc or ctrl+c leave it.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/plan"
@@ -20,33 +21,103 @@ type Model struct {
 	Changes []plan.Change
 	// Replacements and Rollout are the Machines replaced and the order parts move in.
 	Replacements, Rollout []string
-	// diff is the index of the change whose diff is shown, or -1.
-	diff int
+	// Warnings are what the change risks without being wrong.
+	Warnings []string
+	// diff is the index of the change whose diff is shown, or -1; offset is
+	// the diff's first line shown.
+	diff, offset int
+	// rows is how many lines the preview may take.
+	rows int
 }
+
+var _ tea.Model = &Model{}
 
 // New returns an empty preview over c.
 func New(c *common.Common) *Model { return &Model{common: c, diff: -1} }
 
-// SetSize has nothing to fit: lines are cut by the editor.
-func (m *Model) SetSize(int, int) {}
+// SetSize gives the preview its rows: what does not fit is counted on the
+// last, and a diff scrolls a page of them at a time.
+func (m *Model) SetSize(_, height int) {
+	m.rows = height
+	m.offset = m.clamp(m.offset)
+}
+
+// Init implements tea.Model: the preview starts nothing.
+func (m *Model) Init() tea.Cmd { return nil }
+
+// Update implements tea.Model: the diff key steps through the changes'
+// diffs, and the page keys scroll the one shown.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	k, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return m, nil
+	}
+	page := max(1, m.rows-1)
+	switch {
+	case key.Matches(k, m.common.Keys.Diff):
+		m.NextDiff()
+	case key.Matches(k, m.common.Keys.PageDown) && m.Diffing():
+		m.offset = m.clamp(m.offset + page)
+	case key.Matches(k, m.common.Keys.PageUp) && m.Diffing():
+		m.offset = m.clamp(m.offset - page)
+	}
+	return m, nil
+}
+
+// View implements tea.Model: the diff shown from its offset, or the
+// warnings and the changes, in the rows given.
+func (m *Model) View() string { return strings.Join(m.common.Cut(m.body(), m.rows), "\n") }
+
+// Height is how many lines the preview takes in full.
+func (m *Model) Height() int { return len(m.body()) + m.offset }
 
 // ShortHelp is the preview's help line.
 func (m *Model) ShortHelp() []key.Binding { return []key.Binding{m.common.Keys.Diff} }
 
 // FullHelp is the preview's full help.
-func (m *Model) FullHelp() [][]key.Binding { return [][]key.Binding{m.ShortHelp()} }
+func (m *Model) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{m.common.Keys.Diff, m.common.Keys.PageDown, m.common.Keys.PageUp}}
+}
+
+// body is what the preview shows: the diff from its offset, or the
+// warnings then the changes.
+func (m *Model) body() []string {
+	if m.Diffing() {
+		return m.diffLines()[m.offset:]
+	}
+	return append(m.warningLines(), m.lines()...)
+}
+
+// clamp keeps a diff's offset where a page of it still shows.
+func (m *Model) clamp(offset int) int {
+	if !m.Diffing() {
+		return 0
+	}
+	return max(0, min(offset, len(m.diffLines())-max(1, m.rows-1)))
+}
+
+// warningLines are the warnings, one a line.
+func (m *Model) warningLines() []string {
+	var out []string
+	for _, w := range m.Warnings {
+		out = append(out, m.common.Styles.Warn.Render("⚠ "+w))
+	}
+	return out
+}
 
 // Set shows a new preview; a diff shown stays if its change still exists.
-func (m *Model) Set(changes []plan.Change, replacements, rollout []string) {
-	m.Changes, m.Replacements, m.Rollout = changes, replacements, rollout
+func (m *Model) Set(changes []plan.Change, replacements, rollout, warnings []string) {
+	m.Changes, m.Replacements, m.Rollout, m.Warnings = changes, replacements, rollout, warnings
 	if m.diff >= len(m.Changes) {
 		m.diff = -1
 	}
+	m.offset = m.clamp(m.offset)
 }
 
-// NextDiff shows the next change's diff, and the list after the last.
+// NextDiff shows the next change's diff from its top, and the list after
+// the last.
 func (m *Model) NextDiff() {
-	m.diff++
+	m.diff, m.offset = m.diff+1, 0
 	if m.diff >= len(m.Changes) {
 		m.diff = -1
 	}
@@ -66,8 +137,8 @@ func (m *Model) Changing() int {
 	return n
 }
 
-// Lines are the changes, then the Machines replaced and the rollout order.
-func (m *Model) Lines() []string {
+// lines are the changes, then the Machines replaced and the rollout order.
+func (m *Model) lines() []string {
 	s := m.common.Styles
 	var out []string
 	for _, c := range m.Changes {
@@ -88,15 +159,20 @@ func (m *Model) Lines() []string {
 	return out
 }
 
-// DiffHeader names the change whose diff is shown.
+// DiffHeader names the change whose diff is shown and, when it does not
+// fit, which of its lines are.
 func (m *Model) DiffHeader() string {
 	c := m.Changes[m.diff]
-	return m.common.Styles.Section.Render("Diff") + fmt.Sprintf(" %d/%d: %s %s %s (ctrl+d: next)", m.diff+1, len(m.Changes), c.Action, c.Object.GetKind(), c.Object.GetName())
+	header := m.common.Styles.Section.Render("Diff") + fmt.Sprintf(" %d/%d: %s %s %s (ctrl+d: next)", m.diff+1, len(m.Changes), c.Action, c.Object.GetKind(), c.Object.GetName())
+	if n := len(m.diffLines()); m.rows > 0 && n > m.rows {
+		header += fmt.Sprintf(" lines %d-%d of %d (pgup/pgdn)", m.offset+1, min(n, m.offset+m.rows-1), n)
+	}
+	return header
 }
 
-// DiffLines render the change shown: a unified diff for a modified object,
+// diffLines render the change shown: a unified diff for a modified object,
 // the object itself for a created one.
-func (m *Model) DiffLines() []string {
+func (m *Model) diffLines() []string {
 	s := m.common.Styles
 	c := m.Changes[m.diff]
 	var text string
