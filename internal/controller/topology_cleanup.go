@@ -91,7 +91,7 @@ func (r *TopologyReconciler) referencedNow(ctx context.Context, s *scope) (map[c
 			return nil, fmt.Errorf("reading %s %s/%s: %w", cp.GetKind(), cp.GetNamespace(), cp.GetName(), err)
 		}
 	}
-	return desiredstate.InUse(users, s.topo.Namespace), nil
+	return desiredstate.InUse(users, s.topo.Namespace)
 }
 
 // reconcileDelete deletes the CAPI Cluster and keeps the Topology until it is

@@ -154,7 +154,10 @@ func Compute(in Input) (*Plan, error) {
 					return nil, fmt.Errorf("listing the MachineSets of Cluster %s/%s: %w", in.Namespace, in.Cluster, err)
 				}
 			}
-			inUse = desiredstate.InUse(users, in.Namespace)
+			var err error
+			if inUse, err = desiredstate.InUse(users, in.Namespace); err != nil {
+				return nil, fmt.Errorf("reading what the MachineSets of Cluster %s/%s use: %w", in.Namespace, in.Cluster, err)
+			}
 		}
 		if inUse[k] {
 			continue // the agent keeps it until no MachineSet uses it

@@ -49,6 +49,13 @@ func MachineDeployment(u *unstructured.Unstructured) (*clusterv1.MachineDeployme
 	})
 }
 
+// MachineSet is u as a v1beta2 MachineSet, decoded into a new object.
+func MachineSet(u *unstructured.Unstructured) (*clusterv1.MachineSet, error) {
+	return decode(u, "MachineSet", clusterv1beta1.Convert_v1beta1_MachineSet_To_v1beta2_MachineSet, func(old *clusterv1beta1.MachineSet, out *clusterv1.MachineSet) error {
+		return machineReferences(&old.Spec.Template.Spec, &out.Spec.Template.Spec, "spec.template.spec")
+	})
+}
+
 // MachinePool is u as a v1beta2 MachinePool, decoded into a new object.
 func MachinePool(u *unstructured.Unstructured) (*clusterv1.MachinePool, error) {
 	return decode(u, "MachinePool", clusterv1beta1.Convert_v1beta1_MachinePool_To_v1beta2_MachinePool, func(old *clusterv1beta1.MachinePool, out *clusterv1.MachinePool) error {
