@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1" //nolint:staticcheck // an older management cluster stores MachineHealthChecks at v1beta1; upstream's conversion writes them
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
@@ -475,12 +476,15 @@ func (c *computation) computeControlPlane(context.Context) error {
 }
 
 func (c *computation) machineHealthCheck(name string, selector map[string]string, mhc *healthCheck) *unstructured.Unstructured {
-	spec := c.machineHealthCheckSpec(selector, mhc)
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": c.core().APIVersion(),
-		"kind":       "MachineHealthCheck",
-		"spec":       spec,
-	}}
+	spec := machineHealthCheckSpec(c.cluster, selector, mhc)
+	var obj *unstructured.Unstructured
+	if c.core().IsV1Beta2() {
+		obj = &unstructured.Unstructured{Object: map[string]any{"spec": toMap(spec)}}
+	} else {
+		obj = &unstructured.Unstructured{Object: map[string]any{"spec": toMap(c.machineHealthCheckSpecV1Beta1(spec))}}
+	}
+	obj.SetAPIVersion(c.core().APIVersion())
+	obj.SetKind("MachineHealthCheck")
 	obj.SetName(name)
 	obj.SetNamespace(c.ns)
 	obj.SetLabels(map[string]string{clusterv1.ClusterNameLabel: c.cluster, clusterv1.ClusterTopologyOwnedLabel: ""})
@@ -488,68 +492,53 @@ func (c *computation) machineHealthCheck(name string, selector map[string]string
 	return obj
 }
 
-// machineHealthCheckSpec is the spec in the core version. v1beta2 leaves the
-// remediation trigger unset unless asked (v1beta1 defaulted maxUnhealthy to
-// 100%) and defaults only the node startup timeout, as its webhook does.
-func (c *computation) machineHealthCheckSpec(selector map[string]string, mhc *healthCheck) map[string]any {
-	if c.core().IsV1Beta2() {
-		spec := map[string]any{
-			"clusterName": c.cluster,
-			"selector":    map[string]any{"matchLabels": apply.StringMapToAny(selector)},
-		}
-		checks := map[string]any{}
-		timeout := defaultNodeStartupTimeout
-		if mhc.Checks.NodeStartupTimeoutSeconds != nil {
-			timeout = *mhc.Checks.NodeStartupTimeoutSeconds
-		}
-		checks["nodeStartupTimeoutSeconds"] = int64(timeout)
-		if u := mhc.Checks.UnhealthyNodeConditions; len(u) > 0 {
-			checks["unhealthyNodeConditions"] = toMap(u)
-		}
-		if u := mhc.Checks.UnhealthyMachineConditions; len(u) > 0 {
-			checks["unhealthyMachineConditions"] = toMap(u)
-		}
-		spec["checks"] = checks
-		remediation := map[string]any{}
-		if mhc.TriggerIf != (v1alpha2.HealthCheckTriggerIf{}) {
-			remediation["triggerIf"] = toMap(mhc.TriggerIf)
-		}
-		if r := mhc.TemplateRef; r.IsDefined() {
-			remediation["templateRef"] = map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "name": r.Name}
-		}
-		if len(remediation) > 0 {
-			spec["remediation"] = remediation
-		}
-		return spec
-	}
-	spec := map[string]any{
-		"clusterName": c.cluster,
-		"selector":    map[string]any{"matchLabels": apply.StringMapToAny(selector)},
-	}
-	if len(mhc.Checks.UnhealthyNodeConditions) > 0 {
-		var conds []any
-		for _, u := range mhc.Checks.UnhealthyNodeConditions {
-			conds = append(conds, map[string]any{"type": string(u.Type), "status": string(u.Status), "timeout": seconds(u.TimeoutSeconds)})
-		}
-		spec["unhealthyConditions"] = conds
-	}
-	maxUnhealthy := defaultMaxUnhealthy
-	if mhc.TriggerIf.UnhealthyLessThanOrEqualTo != nil {
-		maxUnhealthy = *mhc.TriggerIf.UnhealthyLessThanOrEqualTo
-	}
-	spec["maxUnhealthy"] = toMap(maxUnhealthy)
-	if mhc.TriggerIf.UnhealthyInRange != "" {
-		spec["unhealthyRange"] = mhc.TriggerIf.UnhealthyInRange
-	}
+// machineHealthCheckSpec is the spec as upstream's v1beta2 type. v1beta2
+// leaves the remediation trigger unset unless asked (v1beta1 defaulted
+// maxUnhealthy to 100%) and defaults only the node startup timeout, as its
+// webhook does.
+func machineHealthCheckSpec(cluster string, selector map[string]string, mhc *healthCheck) clusterv1.MachineHealthCheckSpec {
 	timeout := defaultNodeStartupTimeout
 	if mhc.Checks.NodeStartupTimeoutSeconds != nil {
 		timeout = *mhc.Checks.NodeStartupTimeoutSeconds
 	}
-	spec["nodeStartupTimeout"] = seconds(&timeout)
+	spec := clusterv1.MachineHealthCheckSpec{
+		ClusterName: cluster,
+		Selector:    metav1.LabelSelector{MatchLabels: selector},
+		Checks:      clusterv1.MachineHealthCheckChecks{NodeStartupTimeoutSeconds: &timeout},
+		Remediation: clusterv1.MachineHealthCheckRemediation{
+			TriggerIf: clusterv1.MachineHealthCheckRemediationTriggerIf{
+				UnhealthyLessThanOrEqualTo: mhc.TriggerIf.UnhealthyLessThanOrEqualTo,
+				UnhealthyInRange:           mhc.TriggerIf.UnhealthyInRange,
+			},
+		},
+	}
+	for _, u := range mhc.Checks.UnhealthyNodeConditions {
+		spec.Checks.UnhealthyNodeConditions = append(spec.Checks.UnhealthyNodeConditions, clusterv1.UnhealthyNodeCondition{Type: u.Type, Status: u.Status, TimeoutSeconds: u.TimeoutSeconds})
+	}
+	for _, u := range mhc.Checks.UnhealthyMachineConditions {
+		spec.Checks.UnhealthyMachineConditions = append(spec.Checks.UnhealthyMachineConditions, clusterv1.UnhealthyMachineCondition{Type: u.Type, Status: u.Status, TimeoutSeconds: u.TimeoutSeconds})
+	}
 	if r := mhc.TemplateRef; r.IsDefined() {
-		spec["remediationTemplate"] = map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "name": r.Name, "namespace": c.ns}
+		spec.Remediation.TemplateRef = clusterv1.MachineHealthCheckRemediationTemplateReference{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name}
 	}
 	return spec
+}
+
+// machineHealthCheckSpecV1Beta1 is spec in the v1beta1 core, through
+// upstream's conversion, with what v1beta1's webhook defaults: maxUnhealthy
+// 100%, and the remediation template in the MachineHealthCheck's namespace.
+func (c *computation) machineHealthCheckSpecV1Beta1(spec clusterv1.MachineHealthCheckSpec) clusterv1beta1.MachineHealthCheckSpec {
+	var old clusterv1beta1.MachineHealthCheckSpec
+	// The conversion of a spec cannot fail: every field has its place.
+	_ = clusterv1beta1.Convert_v1beta2_MachineHealthCheckSpec_To_v1beta1_MachineHealthCheckSpec(&spec, &old, nil)
+	if old.MaxUnhealthy == nil {
+		maxUnhealthy := defaultMaxUnhealthy
+		old.MaxUnhealthy = &maxUnhealthy
+	}
+	if old.RemediationTemplate != nil {
+		old.RemediationTemplate.Namespace = c.ns
+	}
+	return old
 }
 
 func (c *computation) computeCluster(context.Context) error {
