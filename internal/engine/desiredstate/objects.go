@@ -531,9 +531,9 @@ func (c *computation) machineHealthCheckSpecV1Beta1(spec clusterv1.MachineHealth
 	var old clusterv1beta1.MachineHealthCheckSpec
 	// The conversion of a spec cannot fail: every field has its place.
 	_ = clusterv1beta1.Convert_v1beta2_MachineHealthCheckSpec_To_v1beta1_MachineHealthCheckSpec(&spec, &old, nil)
-	if old.MaxUnhealthy == nil {
+	if old.MaxUnhealthy == nil { //nolint:staticcheck // v1beta1's own field, defaulted by its webhook: desired must equal live
 		maxUnhealthy := defaultMaxUnhealthy
-		old.MaxUnhealthy = &maxUnhealthy
+		old.MaxUnhealthy = &maxUnhealthy //nolint:staticcheck // as above
 	}
 	if old.RemediationTemplate != nil {
 		old.RemediationTemplate.Namespace = c.ns
