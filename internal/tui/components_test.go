@@ -7,11 +7,13 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/picker"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/preview"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/prompt"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/rolloutview"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/statusbar"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/statusview"
 )
 
-// Every part of the screen is a component: keys and a size, over one Common.
+// Every part of the screen is a component: a bubbletea model with keys and
+// a size, over one Common.
 var (
 	_ common.Component = (*form.Model)(nil)
 	_ common.Component = (*checks.Model)(nil)
@@ -20,4 +22,5 @@ var (
 	_ common.Component = (*prompt.Model)(nil)
 	_ common.Component = (*statusbar.Model)(nil)
 	_ common.Component = (*statusview.Model)(nil)
+	_ common.Component = (*rolloutview.Model)(nil)
 )

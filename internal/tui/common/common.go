@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/charmbracelet/bubbles/help"
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/keymap"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/styles"
@@ -27,8 +28,10 @@ func New() *Common {
 // SetSize records the terminal's size.
 func (c *Common) SetSize(width, height int) { c.Width, c.Height = width, height }
 
-// Component is one part of the screen: a model with its keys and size.
+// Component is one part of the screen: a bubbletea model with its keys
+// and a size that decides what it draws.
 type Component interface {
+	tea.Model
 	help.KeyMap
 	SetSize(width, height int)
 }

@@ -26,6 +26,8 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/picker"
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/prompt"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -584,5 +586,34 @@ func TestEditWhileApplyingChangesNothing(t *testing.T) {
 	settle(m, applyCmd)
 	if m.mode != editing || len(srv.applied) != 1 || srv.applied[0].Spec.Version != "v1.34.0" || !m.Applied {
 		t.Errorf("after the apply: mode %v, applied %d, Applied %v", m.mode, len(srv.applied), m.Applied)
+	}
+}
+
+// TestAChoiceFromAClosedPickerIsDropped: the picker and the prompt answer
+// by message, so a second enter can deliver a choice after its picker has
+// closed; it changes nothing, and the question it opened stays open.
+func TestAChoiceFromAClosedPickerIsDropped(t *testing.T) {
+	m := newModel(t, exampleInputs(t), &fakeServer{})
+	m.SetSize(100, 40)
+	press(m, tea.KeyMsg{Type: tea.KeyCtrlN})
+	closed := m.overlay.picker
+	press(m, keyOf(tea.KeyEnter)) // a class: the prompt for its name opens
+	if m.mode != prompting {
+		t.Fatalf("after picking a class the mode is %v, want the name's prompt", m.mode)
+	}
+	asking := m.overlay.prompt
+	_, cmd := m.Update(picker.PickedMsg{From: closed, Index: 0})
+	settle(m, cmd)
+	if m.mode != prompting || m.overlay.prompt != asking {
+		t.Errorf("a choice from the closed picker changed the question: mode %v", m.mode)
+	}
+	_, cmd = m.Update(prompt.CancelledMsg{From: &prompt.Model{}})
+	settle(m, cmd)
+	if m.mode != prompting {
+		t.Errorf("another prompt's cancel closed this one: mode %v", m.mode)
+	}
+	press(m, keyOf(tea.KeyEnter))
+	if !strings.Contains(m.bar.Message, "added MachineDeployment") {
+		t.Errorf("the open prompt's answer was not taken: %q", m.bar.Message)
 	}
 }

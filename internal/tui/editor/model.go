@@ -364,6 +364,24 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.refresh()
 		}
 		return m, nil
+	case picker.PickedMsg:
+		m.onPicked(msg)
+		return m, nil
+	case picker.CancelledMsg:
+		if m.mode == picking && msg.From == m.overlay.picker {
+			m.closeOverlay()
+			m.bar.Message = ""
+		}
+		return m, nil
+	case prompt.AnsweredMsg:
+		m.onAnswered(msg)
+		return m, nil
+	case prompt.CancelledMsg:
+		if m.mode == prompting && msg.From == m.overlay.prompt {
+			m.closeOverlay()
+			m.refresh()
+		}
+		return m, nil
 	case tea.MouseMsg:
 		m.onMouse(msg)
 		return m, nil
@@ -379,10 +397,8 @@ func (m *Model) onMouse(msg tea.MouseMsg) {
 		return
 	}
 	switch msg.Button {
-	case tea.MouseButtonWheelUp:
-		m.form.Cursor = max(0, m.form.Cursor-1)
-	case tea.MouseButtonWheelDown:
-		m.form.Cursor = min(len(m.form.Fields)-1, m.form.Cursor+1)
+	case tea.MouseButtonWheelUp, tea.MouseButtonWheelDown:
+		m.form.Update(msg)
 	case tea.MouseButtonLeft:
 		if _, rows := m.render(); msg.Y >= 0 && msg.Y < len(rows) && rows[msg.Y] >= 0 {
 			m.form.Cursor = rows[msg.Y]
@@ -401,11 +417,11 @@ func (m *Model) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case confirming, confirmingUnchecked, applyWhenChecked:
 		return m.onConfirmKey(msg)
 	case prompting:
-		m.onPromptKey(msg)
-		return m, nil
+		_, cmd := m.overlay.prompt.Update(msg)
+		return m, cmd
 	case picking:
-		m.onPickerKey(msg)
-		return m, nil
+		_, cmd := m.overlay.picker.Update(msg)
+		return m, cmd
 	}
 	switch {
 	case key.Matches(msg, m.common.Keys.Quit) && len(m.work.changed) > 0 && !m.readOnly && m.mode != applying:
@@ -415,11 +431,9 @@ func (m *Model) onKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.mode = quitting
 		return m, tea.Quit
 	case key.Matches(msg, m.common.Keys.Help):
-		m.bar.ToggleHelp()
-	case key.Matches(msg, m.common.Keys.Up):
-		m.form.Move(-1)
-	case key.Matches(msg, m.common.Keys.Down), key.Matches(msg, m.common.Keys.Select):
-		m.form.Move(1)
+		m.bar.Update(msg)
+	case key.Matches(msg, m.common.Keys.Up), key.Matches(msg, m.common.Keys.Down), key.Matches(msg, m.common.Keys.Select):
+		m.form.Update(msg)
 	case key.Matches(msg, m.common.Keys.Diff), key.Matches(msg, m.common.Keys.PageUp), key.Matches(msg, m.common.Keys.PageDown):
 		m.preview.Update(msg)
 	case key.Matches(msg, m.common.Keys.Apply):
@@ -498,30 +512,27 @@ func (m *Model) startApply() tea.Cmd {
 	}
 }
 
-func (m *Model) onPickerKey(msg tea.KeyMsg) {
-	switch m.overlay.picker.Update(msg) {
-	case picker.Picked:
-		i, onPick := m.overlay.picker.Index, m.overlay.onPick
-		m.closeOverlay()
-		onPick(i) // may open the next question: a picked class asks for a name
-		m.refresh()
-	case picker.Cancelled:
-		m.closeOverlay()
-		m.bar.Message = ""
+// onPicked takes a choice from the picker open now; one from a picker
+// already closed (a second enter) is dropped.
+func (m *Model) onPicked(msg picker.PickedMsg) {
+	if m.mode != picking || msg.From != m.overlay.picker {
+		return
 	}
+	onPick := m.overlay.onPick
+	m.closeOverlay()
+	onPick(msg.Index) // may open the next question: a picked class asks for a name
+	m.refresh()
 }
 
-func (m *Model) onPromptKey(msg tea.KeyMsg) {
-	switch m.overlay.prompt.Update(msg) {
-	case prompt.Answered:
-		value, onAnswer := m.overlay.prompt.Value(), m.overlay.onAnswer
-		m.closeOverlay()
-		onAnswer(value)
-		m.refresh()
-	case prompt.Cancelled:
-		m.closeOverlay()
-		m.refresh()
+// onAnswered takes the answer of the prompt open now.
+func (m *Model) onAnswered(msg prompt.AnsweredMsg) {
+	if m.mode != prompting || msg.From != m.overlay.prompt {
+		return
 	}
+	onAnswer := m.overlay.onAnswer
+	m.closeOverlay()
+	onAnswer(msg.Value)
+	m.refresh()
 }
 
 // onEditKey handles the keys that change the draft.

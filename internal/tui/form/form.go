@@ -15,6 +15,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
@@ -489,6 +490,41 @@ func (m *Model) Window() (rows []string, owners []int) {
 func (m *Model) View() string {
 	rows, _ := m.Window()
 	return strings.Join(rows, "\n")
+}
+
+var _ tea.Model = &Model{}
+
+// Init implements tea.Model: the form starts nothing.
+func (m *Model) Init() tea.Cmd { return nil }
+
+// Update implements tea.Model: the form's own keys move the cursor (up and
+// down round the ends, enter to the next field) and the wheel scrolls it.
+// Keys that change the draft are the editor's.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if len(m.Fields) == 0 {
+		return m, nil
+	}
+	k := m.common.Keys
+	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		switch {
+		case key.Matches(msg, k.Up):
+			m.Move(-1)
+		case key.Matches(msg, k.Down), key.Matches(msg, k.Select):
+			m.Move(1)
+		}
+	case tea.MouseMsg:
+		if msg.Action != tea.MouseActionPress {
+			break
+		}
+		switch msg.Button {
+		case tea.MouseButtonWheelUp:
+			m.Cursor = max(0, m.Cursor-1)
+		case tea.MouseButtonWheelDown:
+			m.Cursor = min(len(m.Fields)-1, m.Cursor+1)
+		}
+	}
+	return m, nil
 }
 
 // ShortHelp is the form's help line.

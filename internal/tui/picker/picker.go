@@ -4,6 +4,7 @@ package picker
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -11,17 +12,14 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
 )
 
-// Result says what a key did to the picker.
-type Result int
+// PickedMsg says that From's choice is Index: the picker is done.
+type PickedMsg struct {
+	From  *Model
+	Index int
+}
 
-const (
-	// Open means the picker still asks.
-	Open Result = iota
-	// Picked means Index is the choice.
-	Picked
-	// Cancelled means nothing was chosen.
-	Cancelled
-)
+// CancelledMsg says that From was left without a choice.
+type CancelledMsg struct{ From *Model }
 
 // Model is a titled list with one entry selected.
 type Model struct {
@@ -59,21 +57,36 @@ func (m *Model) ShortHelp() []key.Binding {
 // FullHelp is the picker's full help.
 func (m *Model) FullHelp() [][]key.Binding { return [][]key.Binding{m.ShortHelp()} }
 
-// Update moves the selection, picks or cancels.
-func (m *Model) Update(msg tea.KeyMsg) Result {
+var _ tea.Model = &Model{}
+
+// Init implements tea.Model: the picker starts nothing.
+func (m *Model) Init() tea.Cmd { return nil }
+
+// Update implements tea.Model: keys move the selection; enter picks and
+// esc cancels, each said by a message (PickedMsg, CancelledMsg) to whoever
+// opened the picker.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return m, nil
+	}
 	k := m.common.Keys
 	switch {
-	case key.Matches(msg, k.Up), key.Matches(msg, k.Left):
+	case key.Matches(km, k.Up), key.Matches(km, k.Left):
 		m.move(-1)
-	case key.Matches(msg, k.Down), key.Matches(msg, k.Right):
+	case key.Matches(km, k.Down), key.Matches(km, k.Right):
 		m.move(1)
-	case key.Matches(msg, k.Select):
-		return Picked
-	case key.Matches(msg, k.Quit):
-		return Cancelled
+	case key.Matches(km, k.Select):
+		picked := PickedMsg{From: m, Index: m.Index}
+		return m, func() tea.Msg { return picked }
+	case key.Matches(km, k.Quit):
+		return m, func() tea.Msg { return CancelledMsg{From: m} }
 	}
-	return Open
+	return m, nil
 }
+
+// View implements tea.Model: Lines, one a row.
+func (m *Model) View() string { return strings.Join(m.Lines(), "\n") }
 
 func (m *Model) move(step int) {
 	m.Index = (m.Index + step + len(m.options)) % len(m.options)

@@ -3,6 +3,8 @@
 package prompt
 
 import (
+	"strings"
+
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -10,17 +12,14 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
 )
 
-// Result says what a key did to the prompt.
-type Result int
+// AnsweredMsg says that From's text, Value, was checked and taken.
+type AnsweredMsg struct {
+	From  *Model
+	Value string
+}
 
-const (
-	// Open means the prompt still asks.
-	Open Result = iota
-	// Answered means Value is checked and taken.
-	Answered
-	// Cancelled means the question was dropped.
-	Cancelled
-)
+// CancelledMsg says that From's question was dropped.
+type CancelledMsg struct{ From *Model }
 
 // Model is a titled text input with the reason its text was refused.
 type Model struct {
@@ -56,22 +55,39 @@ func (m *Model) ShortHelp() []key.Binding {
 // FullHelp is the prompt's full help.
 func (m *Model) FullHelp() [][]key.Binding { return [][]key.Binding{m.ShortHelp()} }
 
-// Update types into the prompt, or answers or cancels it.
-func (m *Model) Update(msg tea.KeyMsg) Result {
+var _ tea.Model = &Model{}
+
+// Init implements tea.Model: the prompt starts nothing.
+func (m *Model) Init() tea.Cmd { return nil }
+
+// Update implements tea.Model: keys type into the prompt; enter answers
+// once the text passes the check, esc cancels, each said by a message
+// (AnsweredMsg, CancelledMsg) to whoever asked.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return m, nil
+	}
 	switch {
-	case key.Matches(msg, m.common.Keys.Select):
+	case key.Matches(km, m.common.Keys.Select):
 		if err := m.check(m.input.Value()); err != nil {
 			m.err = err.Error()
-			return Open
+			return m, nil
 		}
-		return Answered
-	case msg.Type == tea.KeyEsc || msg.Type == tea.KeyCtrlC:
-		return Cancelled
+		answered := AnsweredMsg{From: m, Value: m.input.Value()}
+		return m, func() tea.Msg { return answered }
+	case km.Type == tea.KeyEsc || km.Type == tea.KeyCtrlC:
+		return m, func() tea.Msg { return CancelledMsg{From: m} }
 	}
-	m.input, _ = m.input.Update(msg)
+	// The input's cursor does not blink: a blink would redraw the screen
+	// for nothing, and teatest's frames would not settle.
+	m.input, _ = m.input.Update(km)
 	m.err = ""
-	return Open
+	return m, nil
 }
+
+// View implements tea.Model: Lines, one a row.
+func (m *Model) View() string { return strings.Join(m.Lines(), "\n") }
 
 // Lines renders the prompt: title, input and the reason the text was refused.
 func (m *Model) Lines() []string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/tui/common"
@@ -39,8 +40,23 @@ func (m *Model) ShortHelp() []key.Binding { return []key.Binding{m.common.Keys.H
 // FullHelp is the status bar's full help.
 func (m *Model) FullHelp() [][]key.Binding { return [][]key.Binding{m.ShortHelp()} }
 
-// ToggleHelp switches between the help line and the full help.
-func (m *Model) ToggleHelp() { m.help.ShowAll = !m.help.ShowAll }
+var _ tea.Model = &Model{}
+
+// Init implements tea.Model: the status bar starts nothing.
+func (m *Model) Init() tea.Cmd { return nil }
+
+// Update implements tea.Model: the help key switches between the help line
+// and the full help.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if k, ok := msg.(tea.KeyMsg); ok && key.Matches(k, m.common.Keys.Help) {
+		m.help.ShowAll = !m.help.ShowAll
+	}
+	return m, nil
+}
+
+// View implements tea.Model: the message of the moment, as Lines shows it
+// when nothing is asked.
+func (m *Model) View() string { return strings.Join(m.Lines(""), "\n") }
 
 // Lines are the question when one is asked, else the message, else one
 // empty line.
