@@ -153,8 +153,6 @@ func statusStale(o *unstructured.Unstructured) bool {
 	return found && observed < o.GetGeneration()
 }
 
-// availableReplicas reads upstream's v1beta2 count where the object has it
-// (status.v1beta2 when read as v1beta1), else the v1beta1 one.
 // upToDateReplicas reads the v1beta2 contract's status.upToDateReplicas, or
 // v1beta1's status.updatedReplicas from a provider still on that contract.
 // v1beta2 counts Machines whose UpToDate condition is true, which lags a
@@ -172,6 +170,8 @@ func upToDateReplicas(o *unstructured.Unstructured) int32 {
 	return n
 }
 
+// availableReplicas reads upstream's v1beta2 count where the object has it
+// (status.v1beta2 when read as v1beta1), else the v1beta1 one.
 func availableReplicas(o *unstructured.Unstructured) int32 {
 	if _, found, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "v1beta2", "availableReplicas"); found {
 		return nestedInt32(o, "status", "v1beta2", "availableReplicas")
