@@ -14,7 +14,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
@@ -84,7 +84,7 @@ func expectedFromLive(t *testing.T, ex example, topo *v1alpha2.Topology, objs []
 		templates = append(templates, u)
 	}
 	res, err := desiredstate.Compute(context.Background(), desiredstate.Input{
-		Topology: topo, Class: class, Templates: contract.NewTemplateIndex(templates...),
+		Topology: topo, Class: class, Templates: clusterstate.NewTemplateIndex(templates...),
 		Current: desiredstate.StateFromObjects(topo.Name, topo.Namespace, objs), Names: names.NewSeeded(1),
 	})
 	if err != nil {
@@ -109,7 +109,7 @@ func TestTopologyBecomesClusterAPIObjects(t *testing.T) {
 
 	t.Run("exactly the objects plan predicts", func(t *testing.T) {
 		objs := live(t, ns, "dev")
-		offline, err := desiredstate.Compute(ctx, desiredstate.Input{Topology: ex.Topology, Class: ex.Class, Templates: contract.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(1)})
+		offline, err := desiredstate.Compute(ctx, desiredstate.Input{Topology: ex.Topology, Class: ex.Class, Templates: clusterstate.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(1)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,18 +117,18 @@ func TestTopologyBecomesClusterAPIObjects(t *testing.T) {
 			t.Errorf("live objects %s, plan -f predicts %s", got, want)
 		}
 		exp := expectedFromLive(t, ex, topo, objs)
-		byKey := map[contract.ObjectKey]*unstructured.Unstructured{}
+		byKey := map[clusterstate.Key]*unstructured.Unstructured{}
 		for _, o := range objs {
-			byKey[contract.KeyOf(o)] = o
+			byKey[clusterstate.KeyOf(o)] = o
 		}
 		for _, want := range exp.Desired.Objects() {
-			got := byKey[contract.KeyOf(want)]
+			got := byKey[clusterstate.KeyOf(want)]
 			if got == nil {
-				t.Errorf("%s is predicted but does not exist", contract.KeyOf(want))
+				t.Errorf("%s is predicted but does not exist", clusterstate.KeyOf(want))
 				continue
 			}
 			if apply.NeedsApply(got, want, "nobody") {
-				t.Errorf("%s differs from the prediction", contract.KeyOf(want))
+				t.Errorf("%s differs from the prediction", clusterstate.KeyOf(want))
 			}
 		}
 	})

@@ -19,6 +19,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -271,8 +272,8 @@ func (b *Bundle) ClassFor(t *Topology) (*Class, error) {
 }
 
 // Templates indexes every non-class, non-topology object, for template lookup.
-func (b *Bundle) Templates() *contract.TemplateIndex {
-	return contract.NewTemplateIndex(b.Objects...)
+func (b *Bundle) Templates() *clusterstate.TemplateIndex {
+	return clusterstate.NewTemplateIndex(b.Objects...)
 }
 
 // decode decodes a whole object of ours into out, keeping the warnings for
@@ -291,7 +292,7 @@ func (b *Bundle) decode(in map[string]any, out any, id string) error {
 // written that no class references any more. It returns one line per template
 // written, naming the class and field, in class order.
 func (b *Bundle) InlineTemplates(inline func(t *unstructured.Unstructured) (bool, error)) ([]string, error) {
-	index := contract.NewTemplateIndex(b.Objects...)
+	index := clusterstate.NewTemplateIndex(b.Objects...)
 	keys := make([]string, 0, len(b.Classes))
 	for k := range b.Classes {
 		keys = append(keys, k)

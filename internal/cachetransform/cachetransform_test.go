@@ -18,7 +18,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
@@ -614,7 +614,7 @@ func TestTrimmedPoolReadsAsServedAtEitherCoreVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 		read := func(u *unstructured.Unstructured) upgrade.PartObserved {
-			obs, err := health.ObserveState(&contract.State{MachineDeployments: map[string]*contract.WorkerState{"md-a": {Object: u}}})
+			obs, err := health.ObserveState(&clusterstate.State{MachineDeployments: map[string]*clusterstate.Worker{"md-a": {Object: u}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
@@ -102,9 +103,9 @@ type TopologyReconciler struct {
 type scope struct {
 	topo      *v1alpha2.Topology
 	class     *rules.CompiledClass
-	templates *contract.TemplateIndex
+	templates *clusterstate.TemplateIndex
 	contracts contract.Contracts
-	current   *contract.State
+	current   *clusterstate.State
 	live      []*unstructured.Unstructured // the Cluster and the objects labelled for it
 	observed  *upgrade.Observed
 	result    *desiredstate.Result
@@ -263,7 +264,7 @@ func (r *TopologyReconciler) waitForCache(ctx context.Context, s *scope) (bool, 
 	}
 	poolKinds := contract.MachinePoolKinds(s.class.Class)
 	for _, ref := range desiredstate.Unresolved(s.current) {
-		key := contract.KeyOfReference(ref, s.topo.Namespace)
+		key := clusterstate.KeyOfReference(ref, s.topo.Namespace)
 		mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: key.Group, Kind: key.Kind})
 		if err != nil {
 			continue // not a kind this API server serves: no cache can hold it
@@ -388,7 +389,7 @@ func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool
 func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, error) {
 	current := indexByKey(s.current.Objects(), s.live)
 	clones := s.result.Desired.ClonesOf()
-	checked := map[contract.ObjectKey]bool{}
+	checked := map[clusterstate.Key]bool{}
 	var created []*unstructured.Unstructured
 	fail := func(err error) (bool, error) {
 		r.deleteClones(ctx, s, created)
@@ -396,10 +397,10 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 	}
 	objs := s.desired
 	for i, obj := range objs {
-		key := contract.KeyOf(obj)
+		key := clusterstate.KeyOf(obj)
 		existed := current[key] != nil
-		if referrer := clones[key]; !existed && referrer != nil && !checked[contract.KeyOf(referrer)] {
-			checked[contract.KeyOf(referrer)] = true
+		if referrer := clones[key]; !existed && referrer != nil && !checked[clusterstate.KeyOf(referrer)] {
+			checked[clusterstate.KeyOf(referrer)] = true
 			if err := r.dryRun(ctx, referrer); err != nil {
 				return fail(fmt.Errorf("not creating %s %s: %w", obj.GetKind(), obj.GetName(), err))
 			}
@@ -412,9 +413,9 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 		// failure would leave it pointing at nothing, and the next pass would
 		// roll its machines onto clones made again.
 		created = slices.DeleteFunc(created, func(c *unstructured.Unstructured) bool {
-			return contract.KeyOf(clones[contract.KeyOf(c)]) == key
+			return clusterstate.KeyOf(clones[clusterstate.KeyOf(c)]) == key
 		})
-		if key == contract.KeyOf(s.result.Desired.ControlPlane.Object) {
+		if key == clusterstate.KeyOf(s.result.Desired.ControlPlane.Object) {
 			if err := r.oweAfterControlPlane(ctx, s); err != nil {
 				return fail(err)
 			}
@@ -437,7 +438,7 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 			handOver(o, s.topo.UID, owner)
 		}
 		for _, earlier := range objs[:i] {
-			if _, err := r.applyOne(ctx, s, current[contract.KeyOf(earlier)], earlier); err != nil {
+			if _, err := r.applyOne(ctx, s, current[clusterstate.KeyOf(earlier)], earlier); err != nil {
 				return fail(err)
 			}
 		}
@@ -494,8 +495,8 @@ func (r *TopologyReconciler) applyOne(ctx context.Context, s *scope, cur, obj *u
 		}
 	}
 	switch {
-	case cur == nil && s.result.Rotated[contract.KeyOf(obj)] != "":
-		r.Recorder.Eventf(s.topo, "Normal", "TemplateRotated", "Created %s %s to replace %s", obj.GetKind(), obj.GetName(), s.result.Rotated[contract.KeyOf(obj)])
+	case cur == nil && s.result.Rotated[clusterstate.KeyOf(obj)] != "":
+		r.Recorder.Eventf(s.topo, "Normal", "TemplateRotated", "Created %s %s to replace %s", obj.GetKind(), obj.GetName(), s.result.Rotated[clusterstate.KeyOf(obj)])
 	case cur == nil:
 		r.Recorder.Eventf(s.topo, "Normal", "Created", "Created %s %s", obj.GetKind(), obj.GetName())
 	default:
@@ -547,11 +548,11 @@ func handOver(o *unstructured.Unstructured, topology types.UID, cluster metav1.O
 	o.SetOwnerReferences(refs)
 }
 
-func indexByKey(lists ...[]*unstructured.Unstructured) map[contract.ObjectKey]*unstructured.Unstructured {
-	out := map[contract.ObjectKey]*unstructured.Unstructured{}
+func indexByKey(lists ...[]*unstructured.Unstructured) map[clusterstate.Key]*unstructured.Unstructured {
+	out := map[clusterstate.Key]*unstructured.Unstructured{}
 	for _, l := range lists {
 		for _, o := range l {
-			out[contract.KeyOf(o)] = o
+			out[clusterstate.KeyOf(o)] = o
 		}
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -27,7 +28,7 @@ func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, 
 	clusterLevel := contract.ClusterLevelKinds(s.class.Class)
 	var unused []*unstructured.Unstructured
 	for _, o := range s.live {
-		if _, want := desired[contract.KeyOf(o)]; want || !o.GetDeletionTimestamp().IsZero() {
+		if _, want := desired[clusterstate.KeyOf(o)]; want || !o.GetDeletionTimestamp().IsZero() {
 			continue
 		}
 		if _, owned := o.GetLabels()[clusterv1.ClusterTopologyOwnedLabel]; !owned {
@@ -48,7 +49,7 @@ func (r *TopologyReconciler) deleteUnused(ctx context.Context, s *scope) (bool, 
 		return false, err
 	}
 	for _, o := range unused {
-		if inUse[contract.KeyOf(o)] {
+		if inUse[clusterstate.KeyOf(o)] {
 			continue
 		}
 		if err := r.Client.Delete(ctx, o, client.Preconditions{UID: ptr(o.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
@@ -67,7 +68,7 @@ func ptr[T any](v T) *T { return &v }
 // pass that pointed it at new clones beside those clones themselves, and a
 // MachineSet Cluster API made a moment ago may not be in it yet. A template
 // deleted on that view would leave a pool pointing at nothing.
-func (r *TopologyReconciler) referencedNow(ctx context.Context, s *scope) (map[contract.ObjectKey]bool, error) {
+func (r *TopologyReconciler) referencedNow(ctx context.Context, s *scope) (map[clusterstate.Key]bool, error) {
 	l := r.loader()
 	if r.APIReader != nil {
 		// Listed by label: the cluster index is the cache's.

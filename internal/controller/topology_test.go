@@ -17,6 +17,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
@@ -351,9 +352,9 @@ func TestClonesOfAWrittenPoolSurviveALaterRefusal(t *testing.T) {
 	if n := len(fixture.OfKind(objs, "MachinePool")); n != 0 {
 		t.Fatalf("%d MachinePools exist: the policy was to refuse them (objects %s)", n, fixture.KindCounts(objs))
 	}
-	exists := map[contract.ObjectKey]bool{}
+	exists := map[clusterstate.Key]bool{}
 	for _, o := range objs {
-		exists[contract.KeyOf(o)] = true
+		exists[clusterstate.KeyOf(o)] = true
 	}
 	for _, md := range fixture.OfKind(objs, "MachineDeployment") {
 		if g := md.GetGeneration(); g != 1 {
@@ -361,7 +362,7 @@ func TestClonesOfAWrittenPoolSurviveALaterRefusal(t *testing.T) {
 		}
 		for _, path := range [][]string{{"spec", "template", "spec", "bootstrap", "configRef"}, {"spec", "template", "spec", "infrastructureRef"}} {
 			ref, _, _ := unstructured.NestedMap(md.Object, path...)
-			if !exists[contract.KeyOfReference(ref, ex.Topology.Namespace)] {
+			if !exists[clusterstate.KeyOfReference(ref, ex.Topology.Namespace)] {
 				t.Errorf("MachineDeployment %s refers to %v %v, which does not exist (objects %s)", md.GetName(), ref["kind"], ref["name"], fixture.KindCounts(objs))
 			}
 		}
@@ -438,7 +439,7 @@ func TestAPassOnALaggingCacheStops(t *testing.T) {
 	ex := generatedExample(t)
 	live := liveOf(t, ex)
 	infra := generatedOf(t, ex, "the MachinePool's DockerMachinePool", func(o *unstructured.Unstructured) bool { return o.GetKind() == "DockerMachinePool" })
-	lagging := slices.DeleteFunc(slices.Clone(live), func(o *unstructured.Unstructured) bool { return contract.KeyOf(o) == contract.KeyOf(infra) })
+	lagging := slices.DeleteFunc(slices.Clone(live), func(o *unstructured.Unstructured) bool { return clusterstate.KeyOf(o) == clusterstate.KeyOf(infra) })
 	topo := topologyOf(t, ex)
 	pass := func(view []*unstructured.Unstructured) (bool, *scope) {
 		t.Helper()

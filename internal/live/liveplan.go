@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
@@ -55,7 +56,7 @@ func (ca *Cluster) Plan(ctx context.Context, t *v1alpha2.Topology) (*plan.Plan, 
 
 // PlanWith is livePlan with the class given (see loadWith); it returns
 // the desired state too.
-func (ca *Cluster) PlanWith(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) (*plan.Plan, *contract.State, []string, error) {
+func (ca *Cluster) PlanWith(ctx context.Context, t *v1alpha2.Topology, class *v1alpha2.TopologyClass) (*plan.Plan, *clusterstate.State, []string, error) {
 	l, err := ca.LoadWith(ctx, t, class)
 	if err != nil {
 		return nil, nil, nil, err

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
@@ -66,11 +67,11 @@ type Loaded struct {
 	// Class is the Topology's TopologyClass.
 	Class *v1alpha2.TopologyClass
 	// Templates are the templates the class references.
-	Templates *contract.TemplateIndex
+	Templates *clusterstate.TemplateIndex
 	// Objects are the Cluster and every object labelled for it.
 	Objects []*unstructured.Unstructured
 	// Current is the Topology's state, found among Objects.
-	Current *contract.State
+	Current *clusterstate.State
 	// Observed is the rollout state of its parts.
 	Observed *upgrade.Observed
 	// Contracts are the Cluster API contracts of the class's provider kinds.
@@ -193,8 +194,8 @@ func (l *Loader) clusterClass(ctx context.Context, t *v1alpha2.Topology, key typ
 }
 
 // Templates reads every template the class references.
-func (l *Loader) Templates(ctx context.Context, class *v1alpha2.TopologyClass) (*contract.TemplateIndex, error) {
-	ix := contract.NewTemplateIndex()
+func (l *Loader) Templates(ctx context.Context, class *v1alpha2.TopologyClass) (*clusterstate.TemplateIndex, error) {
+	ix := clusterstate.NewTemplateIndex()
 	for _, ref := range contract.ClassTemplateRefs(class) {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion(ref.APIVersion)
@@ -274,7 +275,7 @@ func (l *Loader) Labelled(ctx context.Context, t *v1alpha2.Topology, gvk schema.
 
 // State finds the Topology's state among objs, adopting what was made
 // before its Cluster.
-func State(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, objs []*unstructured.Unstructured) *contract.State {
+func State(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, objs []*unstructured.Unstructured) *clusterstate.State {
 	s := desiredstate.StateFromObjects(t.Name, t.Namespace, objs)
 	desiredstate.Adopt(s, class, t.UID, objs)
 	return s
@@ -282,7 +283,7 @@ func State(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, objs []*unstruct
 
 // Observe reads the rollout state per the contracts, refined by the
 // Machines of its MachineDeployments.
-func (l *Loader) Observe(ctx context.Context, t *v1alpha2.Topology, s *contract.State) (*upgrade.Observed, error) {
+func (l *Loader) Observe(ctx context.Context, t *v1alpha2.Topology, s *clusterstate.State) (*upgrade.Observed, error) {
 	obs, err := health.ObserveState(s)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -52,7 +53,7 @@ type Change struct {
 }
 
 // Key identifies the changed object.
-func (c Change) Key() contract.ObjectKey { return contract.KeyOf(c.Object) }
+func (c Change) Key() clusterstate.Key { return clusterstate.KeyOf(c.Object) }
 
 // Plan is every change for one topology.
 type Plan struct {
@@ -74,7 +75,7 @@ func (p *Plan) Count(a Action) int {
 // Input is what Compute compares.
 type Input struct {
 	// Desired is the engine's desired state.
-	Desired *contract.State
+	Desired *clusterstate.State
 	// Current are the objects that exist now (any of them; unrelated ones are ignored).
 	Current []*unstructured.Unstructured
 	// Cluster is the CAPI Cluster name; objects the topology generated for it
@@ -101,18 +102,18 @@ type Input struct {
 
 // Compute builds the plan.
 func Compute(in Input) (*Plan, error) {
-	current := make(map[contract.ObjectKey]*unstructured.Unstructured, len(in.Current))
+	current := make(map[clusterstate.Key]*unstructured.Unstructured, len(in.Current))
 	for _, o := range in.Current {
-		current[contract.KeyOf(o)] = o
+		current[clusterstate.KeyOf(o)] = o
 	}
 	p := &Plan{}
-	desired := map[contract.ObjectKey]bool{}
-	pending := make(map[contract.ObjectKey]desiredstate.Pending, len(in.Pending))
+	desired := map[clusterstate.Key]bool{}
+	pending := make(map[clusterstate.Key]desiredstate.Pending, len(in.Pending))
 	for _, w := range in.Pending {
-		pending[contract.KeyOf(w.Object)] = w
+		pending[clusterstate.KeyOf(w.Object)] = w
 	}
 	for _, d := range in.Desired.Objects() {
-		k := contract.KeyOf(d)
+		k := clusterstate.KeyOf(d)
 		desired[k] = true
 		cur, ok := current[k]
 		if w, waits := pending[k]; waits && !ok {
@@ -140,9 +141,9 @@ func Compute(in Input) (*Plan, error) {
 	}
 	// What the desired pools and control plane refer to is desired itself;
 	// only MachineSets can hold on to a template that is not.
-	var inUse map[contract.ObjectKey]bool
+	var inUse map[clusterstate.Key]bool
 	for _, o := range in.Current {
-		k := contract.KeyOf(o)
+		k := clusterstate.KeyOf(o)
 		if desired[k] || o.GetNamespace() != in.Namespace || !contract.Generated(o, in.Cluster, poolKinds) {
 			continue
 		}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -24,8 +24,8 @@ func TestCompute(t *testing.T) {
 	desiredInfra := generated("DockerCluster", "dev-infra", "dev", map[string]any{"loadBalancer": map[string]any{"image": "new"}})
 	desiredCP := generated("KubeadmControlPlane", "dev-cp", "dev", map[string]any{"replicas": int64(3)})
 	desiredNew := generated("DockerMachineTemplate", "dev-new", "dev", map[string]any{"a": "b"})
-	desired := &contract.State{InfrastructureCluster: desiredInfra,
-		ControlPlane: contract.ControlPlaneState{Object: desiredCP, InfrastructureMachineTemplate: desiredNew}}
+	desired := &clusterstate.State{InfrastructureCluster: desiredInfra,
+		ControlPlane: clusterstate.ControlPlane{Object: desiredCP, InfrastructureMachineTemplate: desiredNew}}
 
 	curInfra := generated("DockerCluster", "dev-infra", "dev", map[string]any{"loadBalancer": map[string]any{"image": "old"}, "set-by-provider": true})
 	curCP := generated("KubeadmControlPlane", "dev-cp", "dev", map[string]any{"replicas": int64(3), "version": "v1"})
@@ -94,7 +94,7 @@ func TestMachinesBootstrapConfigsAreNotDeleted(t *testing.T) {
 	pools := generated("KubeadmConfig", "dev-mp-old", "dev", nil)
 	pools.SetLabels(map[string]string{clusterv1.ClusterTopologyOwnedLabel: "", clusterv1.ClusterNameLabel: "dev", clusterv1.ClusterTopologyMachinePoolNameLabel: "mp-old"})
 
-	p, err := Compute(Input{Desired: &contract.State{}, Current: []*unstructured.Unstructured{machines, pools}, Cluster: "dev", Namespace: "ns", Class: class})
+	p, err := Compute(Input{Desired: &clusterstate.State{}, Current: []*unstructured.Unstructured{machines, pools}, Cluster: "dev", Namespace: "ns", Class: class})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestTemplatesStillInUseAreNotDeleted(t *testing.T) {
 		asked++
 		return []*unstructured.Unstructured{ms}, nil
 	}
-	p, err := Compute(Input{Desired: &contract.State{}, Current: []*unstructured.Unstructured{rolling, unused, bootstrap}, Cluster: "dev", Namespace: "ns", MachineSets: machineSets})
+	p, err := Compute(Input{Desired: &clusterstate.State{}, Current: []*unstructured.Unstructured{rolling, unused, bootstrap}, Cluster: "dev", Namespace: "ns", MachineSets: machineSets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestTemplatesStillInUseAreNotDeleted(t *testing.T) {
 		t.Errorf("the MachineSets were asked for %d times, want once", asked)
 	}
 	asked = 0
-	if _, err := Compute(Input{Desired: &contract.State{ControlPlane: contract.ControlPlaneState{Object: rolling}}, Current: []*unstructured.Unstructured{rolling}, Cluster: "dev", Namespace: "ns", MachineSets: machineSets}); err != nil {
+	if _, err := Compute(Input{Desired: &clusterstate.State{ControlPlane: clusterstate.ControlPlane{Object: rolling}}, Current: []*unstructured.Unstructured{rolling}, Cluster: "dev", Namespace: "ns", MachineSets: machineSets}); err != nil {
 		t.Fatal(err)
 	}
 	if asked != 0 {

@@ -43,7 +43,7 @@ var controlPlaneFields = [][]string{{"spec", "version"}, {"spec", "machineTempla
 
 // Replacements lists the modified objects whose change replaces Machines,
 // in the plan's order. controlPlaneKind is the kind of the topology's control
-// plane (contract.State's), so that a provider's own control plane counts too.
+// plane (clusterstate.State's), so that a provider's own control plane counts too.
 func Replacements(p *Plan, controlPlaneKind string) []Replacement {
 	var out []Replacement
 	for _, c := range p.Changes {

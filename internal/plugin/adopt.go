@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/bundle"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
@@ -243,10 +244,10 @@ func (o *AdoptOptions) check(ctx context.Context, t *v1alpha2.Topology) (*adopti
 
 // machineReplacements names each change of the agent's plan that would
 // replace Machines, or that adopting must not make.
-func machineReplacements(p *plan.Plan, desired *contract.State) []string {
+func machineReplacements(p *plan.Plan, desired *clusterstate.State) []string {
 	var out []string
 	isControlPlane := func(o *unstructured.Unstructured) bool {
-		return desired.ControlPlane.Object != nil && contract.KeyOf(desired.ControlPlane.Object) == contract.KeyOf(o)
+		return desired.ControlPlane.Object != nil && clusterstate.KeyOf(desired.ControlPlane.Object) == clusterstate.KeyOf(o)
 	}
 	for _, c := range p.Changes {
 		kind, name := c.Object.GetKind(), c.Object.GetName()

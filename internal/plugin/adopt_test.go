@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/plan"
 )
 
@@ -20,7 +20,7 @@ func TestMachineReplacementsNamesWhatWouldRollMachines(t *testing.T) {
 		return u
 	}
 	cp := obj("KubeadmControlPlane", "dev-cp")
-	desired := &contract.State{ControlPlane: contract.ControlPlaneState{Object: cp}}
+	desired := &clusterstate.State{ControlPlane: clusterstate.ControlPlane{Object: cp}}
 	for _, tc := range []struct {
 		name   string
 		change plan.Change

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -230,4 +231,19 @@ func HasExternalPatches(c *v1alpha2.TopologyClass) bool {
 		}
 	}
 	return false
+}
+
+// GroupKindOf renders Kind.group, as in the cloned-from-groupkind annotation.
+func GroupKindOf(apiVersion, kind string) string {
+	gv, _ := schema.ParseGroupVersion(apiVersion)
+	if gv.Group == "" {
+		return kind
+	}
+	return kind + "." + gv.Group
+}
+
+// TrimTemplateSuffix turns DockerClusterTemplate into DockerCluster: the kind
+// an object made from a template has.
+func TrimTemplateSuffix(kind string) string {
+	return strings.TrimSuffix(kind, "Template")
 }

@@ -12,6 +12,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
@@ -43,7 +44,7 @@ func newWorld(t *testing.T) exampleWorld {
 func (w *exampleWorld) compute(t *testing.T, current []*unstructured.Unstructured) *desiredstate.Result {
 	t.Helper()
 	res, err := desiredstate.Compute(context.Background(), desiredstate.Input{
-		Topology: w.topo, Class: w.ex.Class, Templates: contract.NewTemplateIndex(w.ex.Templates...),
+		Topology: w.topo, Class: w.ex.Class, Templates: clusterstate.NewTemplateIndex(w.ex.Templates...),
 		Current: desiredstate.StateFromObjects(w.topo.Name, w.topo.Namespace, current), Names: names.NewSeeded(7),
 		CoreVersion: w.core,
 	})
@@ -55,7 +56,7 @@ func (w *exampleWorld) compute(t *testing.T, current []*unstructured.Unstructure
 
 // written is what the server holds after desired is written: the Cluster
 // with a UID, and a control plane at version, provisioned.
-func written(desired *contract.State, version string) []*unstructured.Unstructured {
+func written(desired *clusterstate.State, version string) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, o := range desired.Objects() {
 		o = o.DeepCopy()
@@ -125,8 +126,8 @@ func testRotation(t *testing.T, core contract.CoreVersion) {
 		if now.GetName() == old {
 			t.Errorf("%s's machine template kept its name %s after its spec changed", name, old)
 		}
-		if changed.Rotated[contract.KeyOf(now)] != old {
-			t.Errorf("%s: Rotated says %q replaces %q", name, changed.Rotated[contract.KeyOf(now)], old)
+		if changed.Rotated[clusterstate.KeyOf(now)] != old {
+			t.Errorf("%s: Rotated says %q replaces %q", name, changed.Rotated[clusterstate.KeyOf(now)], old)
 		}
 		ref, _, _ := unstructured.NestedMap(changed.Desired.MachineDeployments[name].Object.Object, "spec", "template", "spec", "infrastructureRef")
 		if ref["name"] != now.GetName() {
@@ -297,7 +298,7 @@ func TestComputeV1Beta2Taints(t *testing.T) {
 	w.topo.Spec.Workers.MachineDeployments[0].Taints = []v1alpha2.MachineTaint{taint}
 	w.topo.Spec.ControlPlane.Taints = []v1alpha2.MachineTaint{taint}
 	res, err := desiredstate.Compute(context.Background(), desiredstate.Input{
-		Topology: w.topo, Class: w.ex.Class, Templates: contract.NewTemplateIndex(w.ex.Templates...), Names: names.NewSeeded(7),
+		Topology: w.topo, Class: w.ex.Class, Templates: clusterstate.NewTemplateIndex(w.ex.Templates...), Names: names.NewSeeded(7),
 		CoreVersion: contract.CoreV1Beta2,
 		Contracts:   contract.Contracts{{Group: "controlplane.cluster.x-k8s.io", Kind: "KubeadmControlPlane"}: contract.ContractV1Beta2},
 	})
@@ -373,7 +374,7 @@ func TestComputeChainsAnUpgrade(t *testing.T) {
 	// A version the class does not list is refused, saying which it lists.
 	w.topo.Spec.Version = "v1.35.0"
 	_, err := desiredstate.Compute(context.Background(), desiredstate.Input{
-		Topology: w.topo, Class: w.ex.Class, Templates: contract.NewTemplateIndex(w.ex.Templates...),
+		Topology: w.topo, Class: w.ex.Class, Templates: clusterstate.NewTemplateIndex(w.ex.Templates...),
 		Current: desiredstate.StateFromObjects(w.topo.Name, w.topo.Namespace, current), Names: names.NewSeeded(7), CoreVersion: w.core,
 	})
 	if err == nil || !strings.Contains(err.Error(), `supported values: "v1.32.3", "v1.33.0", "v1.33.2", "v1.34.1"`) {
@@ -422,7 +423,7 @@ func TestComputeHoldsAPartPendingItsUpgrade(t *testing.T) {
 	}
 	computeWith := func(obs *upgrade.Observed) *desiredstate.Result {
 		res, err := desiredstate.Compute(context.Background(), desiredstate.Input{
-			Topology: w.topo, Class: w.ex.Class, Templates: contract.NewTemplateIndex(w.ex.Templates...),
+			Topology: w.topo, Class: w.ex.Class, Templates: clusterstate.NewTemplateIndex(w.ex.Templates...),
 			Current: cur, Observed: obs, Names: names.NewSeeded(7), CoreVersion: w.core,
 		})
 		if err != nil {
@@ -445,13 +446,13 @@ func TestComputeHoldsAPartPendingItsUpgrade(t *testing.T) {
 		t.Fatalf("the control plane waits for md-a, yet is not pending its upgrade: %+v", held.Sequence.ControlPlane)
 	}
 	for _, o := range held.ToApply() {
-		if o.GetKind() == "KubeadmControlPlane" || contract.KeyOf(o) == contract.KeyOf(held.Desired.ControlPlane.InfrastructureMachineTemplate) {
+		if o.GetKind() == "KubeadmControlPlane" || clusterstate.KeyOf(o) == clusterstate.KeyOf(held.Desired.ControlPlane.InfrastructureMachineTemplate) {
 			t.Errorf("%s %s is written while the control plane waits for its upgrade", o.GetKind(), o.GetName())
 		}
 	}
 	kept := false
 	for _, o := range held.Held() {
-		kept = kept || contract.KeyOf(o) == contract.KeyOf(oldTemplate)
+		kept = kept || clusterstate.KeyOf(o) == clusterstate.KeyOf(oldTemplate)
 	}
 	if !kept {
 		t.Errorf("the control plane's template %s in use is not kept while the control plane is held", oldTemplate.GetName())
@@ -460,7 +461,7 @@ func TestComputeHoldsAPartPendingItsUpgrade(t *testing.T) {
 	free := computeWith(&upgrade.Observed{ControlPlane: at("v1.33.1"), MachineDeployments: pools})
 	var wrote []string
 	for _, o := range free.ToApply() {
-		if o.GetKind() == "KubeadmControlPlane" || contract.KeyOf(o) == contract.KeyOf(free.Desired.ControlPlane.InfrastructureMachineTemplate) {
+		if o.GetKind() == "KubeadmControlPlane" || clusterstate.KeyOf(o) == clusterstate.KeyOf(free.Desired.ControlPlane.InfrastructureMachineTemplate) {
 			wrote = append(wrote, o.GetKind())
 		}
 	}

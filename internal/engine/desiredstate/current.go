@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -16,19 +17,19 @@ import (
 // StateFromObjects finds, among existing objects, the ones that make up a
 // cluster's topology: the Cluster, what its references point to, and the pools
 // and health checks labelled for it.
-func StateFromObjects(cluster string, namespace string, objs []*unstructured.Unstructured) *contract.State {
-	s := &contract.State{MachineDeployments: map[string]*contract.WorkerState{}, MachinePools: map[string]*contract.WorkerState{}}
-	byRef := map[contract.ObjectKey]*unstructured.Unstructured{}
+func StateFromObjects(cluster string, namespace string, objs []*unstructured.Unstructured) *clusterstate.State {
+	s := &clusterstate.State{MachineDeployments: map[string]*clusterstate.Worker{}, MachinePools: map[string]*clusterstate.Worker{}}
+	byRef := map[clusterstate.Key]*unstructured.Unstructured{}
 	for _, o := range objs {
 		if o.GetNamespace() == namespace {
-			byRef[contract.KeyOf(o)] = o
+			byRef[clusterstate.KeyOf(o)] = o
 		}
 	}
 	byReference := func(r map[string]any) *unstructured.Unstructured {
 		if r == nil {
 			return nil
 		}
-		return byRef[contract.KeyOfReference(r, namespace)]
+		return byRef[clusterstate.KeyOfReference(r, namespace)]
 	}
 	follow := func(o *unstructured.Unstructured, path ...string) *unstructured.Unstructured {
 		if o == nil {
@@ -38,9 +39,9 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 		return byReference(r)
 	}
 	mhc := func(name string) *unstructured.Unstructured {
-		return byRef[contract.ObjectKey{Group: clusterv1.GroupVersion.Group, Kind: "MachineHealthCheck", Namespace: namespace, Name: name}]
+		return byRef[clusterstate.Key{Group: clusterv1.GroupVersion.Group, Kind: "MachineHealthCheck", Namespace: namespace, Name: name}]
 	}
-	s.Cluster = byRef[contract.ObjectKey{Group: clusterv1.GroupVersion.Group, Kind: "Cluster", Namespace: namespace, Name: cluster}]
+	s.Cluster = byRef[clusterstate.Key{Group: clusterv1.GroupVersion.Group, Kind: "Cluster", Namespace: namespace, Name: cluster}]
 	s.InfrastructureCluster = follow(s.Cluster, "spec", "infrastructureRef")
 	s.ControlPlane.Object = follow(s.Cluster, "spec", "controlPlaneRef")
 	if s.ControlPlane.Object != nil {
@@ -62,7 +63,7 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 		default:
 			continue
 		}
-		w := &contract.WorkerState{
+		w := &clusterstate.Worker{
 			Object:         o,
 			Bootstrap:      follow(o, contract.PoolBootstrapRefPath...),
 			Infrastructure: follow(o, contract.PoolInfrastructureRefPath...),
@@ -80,7 +81,7 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 // existed: owned by the Topology (uid) and labelled for the cluster, but not
 // yet referenced by a Cluster. A restarted agent then reuses them instead of
 // making duplicates, and previews show them as existing.
-func Adopt(s *contract.State, c *v1alpha2.TopologyClass, uid types.UID, objs []*unstructured.Unstructured) {
+func Adopt(s *clusterstate.State, c *v1alpha2.TopologyClass, uid types.UID, objs []*unstructured.Unstructured) {
 	infra, controlPlane, cpMachine := contract.ClassSlots(c)
 	find := func(kind string) *unstructured.Unstructured {
 		for _, o := range objs {
@@ -126,7 +127,7 @@ func OwnedBy(o *unstructured.Unstructured, uid types.UID) bool {
 // infrastructure and control plane, the control plane's machine template,
 // each pool's bootstrap and infrastructure. A desired state computed from s
 // makes each of them anew, under a new name, and points its referrer there.
-func Unresolved(s *contract.State) []map[string]any {
+func Unresolved(s *clusterstate.State) []map[string]any {
 	var out []map[string]any
 	// A nil referrer has no reference, so only found decides.
 	add := func(found *unstructured.Unstructured, ref map[string]any) {
@@ -146,7 +147,7 @@ func Unresolved(s *contract.State) []map[string]any {
 	if cp := s.ControlPlane.Object; cp != nil {
 		add(s.ControlPlane.InfrastructureMachineTemplate, contract.MachineTemplateRef(cp))
 	}
-	for _, pools := range []map[string]*contract.WorkerState{s.MachineDeployments, s.MachinePools} {
+	for _, pools := range []map[string]*clusterstate.Worker{s.MachineDeployments, s.MachinePools} {
 		for _, name := range slices.Sorted(maps.Keys(pools)) {
 			w := pools[name]
 			add(w.Bootstrap, at(w.Object, contract.PoolBootstrapRefPath))

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
@@ -28,15 +29,15 @@ type computation struct {
 	in       Input
 	topo     *v1alpha2.Topology
 	class    *v1alpha2.TopologyClass
-	current  *contract.State
+	current  *clusterstate.State
 	names    *names.Generator
 	cluster  string
 	ns       string
 	vars     []v1alpha2.ClusterVariable
 	sequence *upgrade.Sequence
-	rotated  map[contract.ObjectKey]string
+	rotated  map[clusterstate.Key]string
 	hooks    Hooks
-	desired  *contract.State
+	desired  *clusterstate.State
 	owner    *metav1.OwnerReference // owner of generated objects
 	shim     *metav1.OwnerReference // upstream dialect: owner of new infra cluster and control plane
 	tmpl     resolvedTemplates
@@ -100,7 +101,7 @@ func newComputation(in Input) (*computation, error) {
 		return nil, fmt.Errorf("engine: a topology and its class are required")
 	}
 	if in.Templates == nil {
-		in.Templates = contract.NewTemplateIndex()
+		in.Templates = clusterstate.NewTemplateIndex()
 	}
 	if in.Names == nil {
 		in.Names = names.NewGenerator(nil)
@@ -121,11 +122,11 @@ func newComputation(in Input) (*computation, error) {
 		names:    in.Names,
 		cluster:  topo.Name,
 		ns:       topo.Namespace,
-		desired:  &contract.State{MachineDeployments: map[string]*contract.WorkerState{}, MachinePools: map[string]*contract.WorkerState{}},
+		desired:  &clusterstate.State{MachineDeployments: map[string]*clusterstate.Worker{}, MachinePools: map[string]*clusterstate.Worker{}},
 		topology: topo.Spec.Workers,
 	}
 	if c.current == nil {
-		c.current = &contract.State{}
+		c.current = &clusterstate.State{}
 	}
 	if c.topology == nil {
 		c.topology = &v1alpha2.WorkersTopology{}
@@ -307,7 +308,7 @@ func (c *computation) generateNames(context.Context) error {
 	for _, p := range c.pools {
 		cur := p.current
 		if cur == nil {
-			cur = &contract.WorkerState{}
+			cur = &clusterstate.Worker{}
 		}
 		prefix := c.cluster + "-" + p.name() + "-"
 		p.names.bootstrap, _ = c.reuseOr(cur.Bootstrap, func() (string, error) { return c.names.Simple(prefix), nil })

@@ -10,6 +10,7 @@ package desiredstate
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
@@ -27,9 +28,9 @@ type Input struct {
 	// Class is its TopologyClass.
 	Class *v1alpha2.TopologyClass
 	// Templates holds the provider templates the class references.
-	Templates *contract.TemplateIndex
+	Templates *clusterstate.TemplateIndex
 	// Current holds the objects that exist now; nil or empty when creating.
-	Current *contract.State
+	Current *clusterstate.State
 	// Observed is the rollout state of existing parts, for upgrade sequencing.
 	// When nil it is read from Current.
 	Observed *upgrade.Observed
@@ -59,19 +60,19 @@ type Input struct {
 // Result is the desired state and what was decided on the way.
 type Result struct {
 	// Desired is every object the topology consists of.
-	Desired *contract.State
+	Desired *clusterstate.State
 	// Variables are the topology's variables after defaulting.
 	Variables []v1alpha2.ClusterVariable
 	// Sequence is the upgrade sequencing decision for each part.
 	Sequence *upgrade.Sequence
 	// Rotated maps each template clone made because its template changed to
 	// the name of the clone it replaces.
-	Rotated map[contract.ObjectKey]string
+	Rotated map[clusterstate.Key]string
 	// Hooks is what the lifecycle hooks decided; zero without Input.Hooks.
 	Hooks Hooks
 
 	// current is the state computed from, for Held.
-	current *contract.State
+	current *clusterstate.State
 }
 
 // Hooks is what the upgrade hooks of one computation decided.
@@ -99,7 +100,7 @@ type Pending struct {
 // Desired.Objects().
 func (r *Result) Pending() []Pending {
 	var out []Pending
-	add := func(kind string, pools map[string]*contract.WorkerState, decisions []upgrade.Decision) {
+	add := func(kind string, pools map[string]*clusterstate.Worker, decisions []upgrade.Decision) {
 		for _, d := range decisions {
 			w := pools[d.Name]
 			if !d.CreatePending || w == nil {
@@ -128,7 +129,7 @@ func (r *Result) Held() []*unstructured.Unstructured {
 }
 
 // heldIn is, of state, the objects of the parts pending a version upgrade.
-func (r *Result) heldIn(state *contract.State) []*unstructured.Unstructured {
+func (r *Result) heldIn(state *clusterstate.State) []*unstructured.Unstructured {
 	if state == nil || r.Sequence == nil {
 		return nil
 	}
@@ -145,7 +146,7 @@ func (r *Result) heldIn(state *contract.State) []*unstructured.Unstructured {
 	}
 	for _, set := range []struct {
 		decisions []upgrade.Decision
-		pools     map[string]*contract.WorkerState
+		pools     map[string]*clusterstate.Worker
 	}{{r.Sequence.MachineDeployments, state.MachineDeployments}, {r.Sequence.MachinePools, state.MachinePools}} {
 		for _, d := range set.decisions {
 			if w := set.pools[d.Name]; d.PendingUpgrade && w != nil {
@@ -159,16 +160,16 @@ func (r *Result) heldIn(state *contract.State) []*unstructured.Unstructured {
 // ToApply is what the agent writes now: every desired object, in dependency
 // order, but those Pending and those of the parts Held.
 func (r *Result) ToApply() []*unstructured.Unstructured {
-	pending := map[contract.ObjectKey]bool{}
+	pending := map[clusterstate.Key]bool{}
 	for _, o := range r.heldIn(r.Desired) {
-		pending[contract.KeyOf(o)] = true
+		pending[clusterstate.KeyOf(o)] = true
 	}
 	for _, p := range r.Pending() {
-		pending[contract.KeyOf(p.Object)] = true
+		pending[clusterstate.KeyOf(p.Object)] = true
 	}
 	var out []*unstructured.Unstructured
 	for _, o := range r.Desired.Objects() {
-		if !pending[contract.KeyOf(o)] {
+		if !pending[clusterstate.KeyOf(o)] {
 			out = append(out, o)
 		}
 	}

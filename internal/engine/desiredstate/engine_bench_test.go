@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 
@@ -101,7 +102,7 @@ func benchmarkCompute(b *testing.B, bn *bundle.Bundle, topo *bundle.Topology, cl
 	}
 	ix := bn.Templates()
 	gen := names.NewSeeded(1)
-	current := &contract.State{Cluster: topo.Upstream} // as plan gives it
+	current := &clusterstate.State{Cluster: topo.Upstream} // as plan gives it
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := desiredstate.Compute(context.Background(), desiredstate.Input{Topology: topo.Topology, Class: class.TopologyClass, Templates: ix, Names: gen, Catalog: cat, Dialect: topo.Dialect(), Current: current}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -18,7 +19,7 @@ import (
 // inlineAll writes every template of the world's class into it.
 func inlineAll(t *testing.T, w *exampleWorld) []contract.Inlined {
 	t.Helper()
-	ix := contract.NewTemplateIndex(w.ex.Templates...)
+	ix := clusterstate.NewTemplateIndex(w.ex.Templates...)
 	done, err := contract.InlineTemplates(w.ex.Class, func(ref v1alpha2.ClusterClassTemplateReference) *unstructured.Unstructured {
 		o, _ := ix.Get(ref.APIVersion, ref.Kind, w.ex.Class.Namespace, ref.Name)
 		return o

@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 )
@@ -15,19 +16,19 @@ import (
 // `plan` lists only that as deleted. Cluster API's own kinds are read as
 // upstream's types, at either core version; a control plane is a provider's
 // object, read where its contract keeps the reference.
-func InUse(users []*unstructured.Unstructured, namespace string) (map[contract.ObjectKey]bool, error) {
-	out := map[contract.ObjectKey]bool{}
+func InUse(users []*unstructured.Unstructured, namespace string) (map[clusterstate.Key]bool, error) {
+	out := map[clusterstate.Key]bool{}
 	use := func(spec clusterv1.MachineSpec) {
 		for _, ref := range []clusterv1.ContractVersionedObjectReference{spec.InfrastructureRef, spec.Bootstrap.ConfigRef} {
 			if ref.IsDefined() {
-				out[contract.ObjectKey{Group: ref.APIGroup, Kind: ref.Kind, Namespace: namespace, Name: ref.Name}] = true
+				out[clusterstate.Key{Group: ref.APIGroup, Kind: ref.Kind, Namespace: namespace, Name: ref.Name}] = true
 			}
 		}
 	}
 	for _, o := range users {
 		if o.GroupVersionKind().Group != clusterv1.GroupVersion.Group {
 			if ref := contract.MachineTemplateRef(o); ref != nil {
-				out[contract.KeyOfReference(ref, namespace)] = true
+				out[clusterstate.KeyOfReference(ref, namespace)] = true
 			}
 			continue
 		}

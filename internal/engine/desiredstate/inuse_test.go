@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 )
 
 // InUse keys what a control plane (either contract's path), a pool and a
@@ -30,7 +30,7 @@ func TestInUseKeysEveryTemplateReferred(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []contract.ObjectKey{
+	for _, want := range []clusterstate.Key{
 		{Group: "infrastructure.cluster.x-k8s.io", Kind: "DockerMachineTemplate", Namespace: "ns", Name: "dev-cp-1"},
 		{Group: "infrastructure.cluster.x-k8s.io", Kind: "DockerMachineTemplate", Namespace: "ns", Name: "dev-cp-0"},
 		{Group: "infrastructure.cluster.x-k8s.io", Kind: "DockerMachineTemplate", Namespace: "ns", Name: "dev-md-1"},

@@ -19,6 +19,7 @@ import (
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/lifecycle"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/patches"
@@ -646,7 +647,7 @@ func keepRefVersion(holder, obj *unstructured.Unstructured, path ...string) map[
 // bootstrap and infrastructure objects and, for MachineDeployments, its health check.
 func (c *computation) computePools(context.Context) error {
 	for _, p := range c.pools {
-		ws := &contract.WorkerState{}
+		ws := &clusterstate.Worker{}
 		extra := map[string]string{p.nameLabel(): p.name()}
 		if p.isDeployment() {
 			// MachineDeployments reference cloned templates ...
@@ -788,9 +789,9 @@ func (c *computation) rotateTemplates(context.Context) error {
 		}
 		desired.SetName(c.names.Simple(prefix))
 		if c.rotated == nil {
-			c.rotated = map[contract.ObjectKey]string{}
+			c.rotated = map[clusterstate.Key]string{}
 		}
-		c.rotated[contract.KeyOf(desired)] = cur.GetName()
+		c.rotated[clusterstate.KeyOf(desired)] = cur.GetName()
 		return true
 	}
 	if cp := c.desired.ControlPlane; cp.InfrastructureMachineTemplate != nil {

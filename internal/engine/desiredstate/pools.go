@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/patches"
@@ -25,7 +26,7 @@ type pool struct {
 	mpc   *v1alpha2.MachinePoolClass
 
 	tmpl     workerTemplates
-	current  *contract.WorkerState
+	current  *clusterstate.Worker
 	decision upgrade.Decision
 	names    workerNames
 	// bootstrap and infrastructure are the class templates after patches.

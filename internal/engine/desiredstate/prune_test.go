@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 )
 
@@ -60,7 +60,7 @@ func TestObserveStaleStatus(t *testing.T) {
 		"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{"version": "v1.34.0"}}},
 		"status":   map[string]any{"observedGeneration": int64(2), "replicas": int64(2), "readyReplicas": int64(2), "updatedReplicas": int64(2)},
 	}}
-	obs, err := health.ObserveState(&contract.State{MachineDeployments: map[string]*contract.WorkerState{"md-a": {Object: md}}})
+	obs, err := health.ObserveState(&clusterstate.State{MachineDeployments: map[string]*clusterstate.Worker{"md-a": {Object: md}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestObserveStaleStatus(t *testing.T) {
 		t.Errorf("a MachineDeployment whose controller has not seen generation 3 reads %+v, want no replica up to date and upgrading", got)
 	}
 	_ = unstructured.SetNestedField(md.Object, int64(3), "status", "observedGeneration")
-	if obs, err = health.ObserveState(&contract.State{MachineDeployments: map[string]*contract.WorkerState{"md-a": {Object: md}}}); err != nil {
+	if obs, err = health.ObserveState(&clusterstate.State{MachineDeployments: map[string]*clusterstate.Worker{"md-a": {Object: md}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := obs.MachineDeployments["md-a"]; got.UpToDateReplicas != 2 || got.Upgrading {
@@ -82,7 +82,7 @@ func TestObservedChangedByAWrite(t *testing.T) {
 		"metadata": map[string]any{"name": "dev-md-a", "namespace": "ns", "generation": int64(2)},
 		"status":   map[string]any{"observedGeneration": int64(2), "replicas": int64(3), "readyReplicas": int64(3), "updatedReplicas": int64(3)},
 	}}
-	state := &contract.State{MachineDeployments: map[string]*contract.WorkerState{"md-a": {Object: read}}}
+	state := &clusterstate.State{MachineDeployments: map[string]*clusterstate.Worker{"md-a": {Object: read}}}
 	obs, err := health.ObserveState(state)
 	if err != nil {
 		t.Fatal(err)

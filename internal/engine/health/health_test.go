@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -106,9 +106,9 @@ status: {observedGeneration: 1, replicas: 1, updatedReplicas: 1}
 // TestObserveHealth reads health the way the agent does: from the control
 // plane's and pools' own conditions and from their Machines, with since when.
 func TestObserveHealth(t *testing.T) {
-	s := &contract.State{
-		ControlPlane: contract.ControlPlaneState{Object: objectFromYAML(t, kcpEtcdUnhealthy)},
-		MachineDeployments: map[string]*contract.WorkerState{
+	s := &clusterstate.State{
+		ControlPlane: clusterstate.ControlPlane{Object: objectFromYAML(t, kcpEtcdUnhealthy)},
+		MachineDeployments: map[string]*clusterstate.Worker{
 			"md-a": {Object: objectFromYAML(t, mdHalfReady)},
 			"md-b": {Object: objectFromYAML(t, mdProvisioning)},
 		},
@@ -259,14 +259,14 @@ func TestUpToDateOfAV1Beta2Pool(t *testing.T) {
 func TestInfrastructurePhase(t *testing.T) {
 	infra := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{}}}
 	cluster := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{}}}
-	if p := InfrastructurePhase(&contract.State{}); p != v1alpha2.InfrastructurePending {
+	if p := InfrastructurePhase(&clusterstate.State{}); p != v1alpha2.InfrastructurePending {
 		t.Errorf("no InfrastructureCluster: %s, want Pending", p)
 	}
-	if p := InfrastructurePhase(&contract.State{InfrastructureCluster: infra, Cluster: cluster}); p != v1alpha2.InfrastructureProvisioning {
+	if p := InfrastructurePhase(&clusterstate.State{InfrastructureCluster: infra, Cluster: cluster}); p != v1alpha2.InfrastructureProvisioning {
 		t.Errorf("not ready: %s, want Provisioning", p)
 	}
 	_ = unstructured.SetNestedField(cluster.Object, true, "status", "infrastructureReady")
-	if p := InfrastructurePhase(&contract.State{InfrastructureCluster: infra, Cluster: cluster}); p != v1alpha2.InfrastructureProvisioned {
+	if p := InfrastructurePhase(&clusterstate.State{InfrastructureCluster: infra, Cluster: cluster}); p != v1alpha2.InfrastructureProvisioned {
 		t.Errorf("the Cluster says ready: %s, want Provisioned", p)
 	}
 }
@@ -332,7 +332,7 @@ spec: {template: {spec: {version: v1.34.0}}}
 status: {observedGeneration: 4, replicas: 3, readyReplicas: 3, availableReplicas: 2, updatedReplicas: 2}
 `, ready: 3, available: 2, upToDate: 2,
 	}} {
-		s := &contract.State{MachineDeployments: map[string]*contract.WorkerState{"md-a": {Object: objectFromYAML(t, tc.doc)}}}
+		s := &clusterstate.State{MachineDeployments: map[string]*clusterstate.Worker{"md-a": {Object: objectFromYAML(t, tc.doc)}}}
 		obs, err := ObserveState(s)
 		if err != nil {
 			t.Fatal(err)
@@ -347,7 +347,7 @@ status: {observedGeneration: 4, replicas: 3, readyReplicas: 3, availableReplicas
 // TestMachinePoolIsReadLikeADeployment: a MachinePool's version, counts and
 // health conditions, at v1beta1 with v1beta2 counts beside.
 func TestMachinePoolIsReadLikeADeployment(t *testing.T) {
-	s := &contract.State{MachinePools: map[string]*contract.WorkerState{"mp-0": {Object: objectFromYAML(t, `
+	s := &clusterstate.State{MachinePools: map[string]*clusterstate.Worker{"mp-0": {Object: objectFromYAML(t, `
 apiVersion: cluster.x-k8s.io/v1beta1
 kind: MachinePool
 metadata: {name: dev-mp-0, generation: 2}
@@ -381,7 +381,7 @@ func TestObserveStateNamesAPoolItCannotRead(t *testing.T) {
 	md := objectFromYAML(t, mdProvisioning)
 	md.SetNamespace("default")
 	_ = unstructured.SetNestedField(md.Object, "three", "status", "replicas")
-	_, err := ObserveState(&contract.State{MachineDeployments: map[string]*contract.WorkerState{"md-b": {Object: md}}})
+	_, err := ObserveState(&clusterstate.State{MachineDeployments: map[string]*clusterstate.Worker{"md-b": {Object: md}}})
 	if err == nil || !strings.Contains(err.Error(), "MachineDeployment default/dev-md-b") {
 		t.Errorf("got %v, want an error naming MachineDeployment default/dev-md-b", err)
 	}

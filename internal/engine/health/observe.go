@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/core"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 )
@@ -45,7 +45,7 @@ var ConditionsRead = []string{
 // contracts: the control plane's spec.version and status.version, and a pool's
 // version and whether its replicas are all up to date. The agent refines pool
 // state from Machines when it has them.
-func ObserveState(s *contract.State) (*upgrade.Observed, error) {
+func ObserveState(s *clusterstate.State) (*upgrade.Observed, error) {
 	obs := &upgrade.Observed{MachineDeployments: map[string]upgrade.PartObserved{}, MachinePools: map[string]upgrade.PartObserved{}}
 	if s == nil {
 		return obs, nil
@@ -75,7 +75,7 @@ func ObserveState(s *contract.State) (*upgrade.Observed, error) {
 }
 
 // observePools reads each pool that exists with read, into into.
-func observePools(pools map[string]*contract.WorkerState, into map[string]upgrade.PartObserved, read func(*unstructured.Unstructured) (upgrade.PartObserved, error)) error {
+func observePools(pools map[string]*clusterstate.Worker, into map[string]upgrade.PartObserved, read func(*unstructured.Unstructured) (upgrade.PartObserved, error)) error {
 	for name, w := range pools {
 		if w == nil || w.Object == nil {
 			continue
@@ -204,7 +204,7 @@ const MachineDeploymentNameOfMachine = "cluster.x-k8s.io/deployment-name"
 // its Machines runs another version than its spec, whatever its counters
 // say; and
 // each part's Machines that are not ready are its problems.
-func WithMachines(o *upgrade.Observed, s *contract.State, machines []*clusterv1.Machine) *upgrade.Observed {
+func WithMachines(o *upgrade.Observed, s *clusterstate.State, machines []*clusterv1.Machine) *upgrade.Observed {
 	if cp := s.ControlPlane.Object; cp != nil {
 		var mine []*clusterv1.Machine
 		for _, m := range machines {

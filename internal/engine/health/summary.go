@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -105,7 +106,7 @@ func upgradePlanStatus(r *upgrade.Sequence) *v1alpha2.UpgradePlanStatus {
 // the InfrastructureCluster (v1beta2 contract: status.initialization.provisioned,
 // v1beta1: status.ready) and the Cluster (v1beta2:
 // status.initialization.infrastructureProvisioned, v1beta1: infrastructureReady).
-func InfrastructurePhase(s *contract.State) v1alpha2.InfrastructurePhase {
+func InfrastructurePhase(s *clusterstate.State) v1alpha2.InfrastructurePhase {
 	if s.InfrastructureCluster == nil {
 		return v1alpha2.InfrastructurePending
 	}

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/draft"
-	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
@@ -53,7 +53,7 @@ func inputsFor(t *testing.T, stress bool) Inputs {
 	}
 	topo := ex.Topology.DeepCopy()
 	topo.UID, topo.Generation, topo.ResourceVersion = "topo-uid", 1, "10"
-	res, err := desiredstate.Compute(context.Background(), desiredstate.Input{Topology: topo, Class: ex.Class, Templates: contract.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(7)})
+	res, err := desiredstate.Compute(context.Background(), desiredstate.Input{Topology: topo, Class: ex.Class, Templates: clusterstate.NewTemplateIndex(ex.Templates...), Names: names.NewSeeded(7)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func inputsFor(t *testing.T, stress bool) Inputs {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Inputs{Topology: topo, Loaded: &loader.Loaded{Class: ex.Class, Templates: contract.NewTemplateIndex(ex.Templates...), Objects: current, Current: state, Observed: observed}}
+	return Inputs{Topology: topo, Loaded: &loader.Loaded{Class: ex.Class, Templates: clusterstate.NewTemplateIndex(ex.Templates...), Objects: current, Current: state, Observed: observed}}
 }
 
 // fakeServer records applies; conflict makes the next one fail with latest.

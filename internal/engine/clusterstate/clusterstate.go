@@ -1,17 +1,21 @@
-package contract
+// Package clusterstate is the objects of one cluster as the engine holds
+// them, desired or current: the Cluster, its infrastructure cluster, its
+// control plane and pools each with what belongs to them, and the keys
+// they are found by. The desired state and the observed one are both of
+// this shape, as upstream's scope holds its ClusterState twice.
+package clusterstate
 
 import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// ControlPlaneState is the control plane object with what belongs to it.
-type ControlPlaneState struct {
+// ControlPlane is the control plane object with what belongs to it.
+type ControlPlane struct {
 	// Object is the control plane (e.g. KubeadmControlPlane).
 	Object *unstructured.Unstructured
 	// InfrastructureMachineTemplate is the cloned template of control plane Machines.
@@ -20,8 +24,8 @@ type ControlPlaneState struct {
 	MachineHealthCheck *unstructured.Unstructured
 }
 
-// WorkerState is one MachineDeployment or MachinePool with what belongs to it.
-type WorkerState struct {
+// Worker is one MachineDeployment or MachinePool with what belongs to it.
+type Worker struct {
 	// Object is the MachineDeployment or MachinePool.
 	Object *unstructured.Unstructured
 	// Bootstrap is the cloned bootstrap template (MD) or the bootstrap config (MP).
@@ -39,11 +43,11 @@ type State struct {
 	// InfrastructureCluster is e.g. a DockerCluster.
 	InfrastructureCluster *unstructured.Unstructured
 	// ControlPlane and its objects.
-	ControlPlane ControlPlaneState
+	ControlPlane ControlPlane
 	// MachineDeployments by topology name.
-	MachineDeployments map[string]*WorkerState
+	MachineDeployments map[string]*Worker
 	// MachinePools by topology name.
-	MachinePools map[string]*WorkerState
+	MachinePools map[string]*Worker
 	// Extra objects: the cluster shim Secret of the upstream dialect.
 	Extra []*unstructured.Unstructured
 }
@@ -75,8 +79,8 @@ func (s *State) Objects() []*unstructured.Unstructured {
 	return out
 }
 
-// ObjectKey identifies an object regardless of its API version.
-type ObjectKey struct {
+// Key identifies an object regardless of its API version.
+type Key struct {
 	Group     string
 	Kind      string
 	Namespace string
@@ -84,14 +88,14 @@ type ObjectKey struct {
 }
 
 // KeyOf returns the key of an object.
-func KeyOf(o *unstructured.Unstructured) ObjectKey {
+func KeyOf(o *unstructured.Unstructured) Key {
 	gv, _ := schema.ParseGroupVersion(o.GetAPIVersion())
-	return ObjectKey{Group: gv.Group, Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
+	return Key{Group: gv.Group, Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
 }
 
 // KeyOfReference is the key of the object a reference in namespace points
 // at: a v1beta1 reference names its apiVersion, a v1beta2 one its apiGroup.
-func KeyOfReference(r map[string]any, namespace string) ObjectKey {
+func KeyOfReference(r map[string]any, namespace string) Key {
 	kind, _ := r["kind"].(string)
 	name, _ := r["name"].(string)
 	group, ok := r["apiGroup"].(string)
@@ -100,22 +104,22 @@ func KeyOfReference(r map[string]any, namespace string) ObjectKey {
 		gv, _ := schema.ParseGroupVersion(av)
 		group = gv.Group
 	}
-	return ObjectKey{Group: group, Kind: kind, Namespace: namespace, Name: name}
+	return Key{Group: group, Kind: kind, Namespace: namespace, Name: name}
 }
 
 // String renders the key as Kind/namespace/name.
-func (k ObjectKey) String() string {
+func (k Key) String() string {
 	return fmt.Sprintf("%s/%s/%s", k.Kind, k.Namespace, k.Name)
 }
 
 // TemplateIndex finds the provider templates a class references.
 type TemplateIndex struct {
-	byKey map[ObjectKey]*unstructured.Unstructured
+	byKey map[Key]*unstructured.Unstructured
 }
 
 // NewTemplateIndex indexes objects by group, kind, namespace and name.
 func NewTemplateIndex(objs ...*unstructured.Unstructured) *TemplateIndex {
-	ix := &TemplateIndex{byKey: make(map[ObjectKey]*unstructured.Unstructured, len(objs))}
+	ix := &TemplateIndex{byKey: make(map[Key]*unstructured.Unstructured, len(objs))}
 	for _, o := range objs {
 		ix.Add(o)
 	}
@@ -138,23 +142,8 @@ func (ix *TemplateIndex) Get(apiVersion, kind, namespace, name string) (*unstruc
 	if err != nil {
 		return nil, false
 	}
-	o, ok := ix.byKey[ObjectKey{Group: gv.Group, Kind: kind, Namespace: namespace, Name: name}]
+	o, ok := ix.byKey[Key{Group: gv.Group, Kind: kind, Namespace: namespace, Name: name}]
 	return o, ok
-}
-
-// GroupKindOf renders Kind.group, as in the cloned-from-groupkind annotation.
-func GroupKindOf(apiVersion, kind string) string {
-	gv, _ := schema.ParseGroupVersion(apiVersion)
-	if gv.Group == "" {
-		return kind
-	}
-	return kind + "." + gv.Group
-}
-
-// TrimTemplateSuffix turns DockerClusterTemplate into DockerCluster: the kind
-// an object made from a template has.
-func TrimTemplateSuffix(kind string) string {
-	return strings.TrimSuffix(kind, "Template")
 }
 
 // ClonesOf maps each object the state creates for exactly one other object
@@ -162,15 +151,15 @@ func TrimTemplateSuffix(kind string) string {
 // infrastructure template or object) to the object that references it.
 // Such a clone is useless, and a leak, unless its referrer can be written
 // too, which is why the agent checks the referrer before creating a clone.
-func (s *State) ClonesOf() map[ObjectKey]*unstructured.Unstructured {
-	out := map[ObjectKey]*unstructured.Unstructured{}
+func (s *State) ClonesOf() map[Key]*unstructured.Unstructured {
+	out := map[Key]*unstructured.Unstructured{}
 	add := func(clone, referrer *unstructured.Unstructured) {
 		if clone != nil && referrer != nil {
 			out[KeyOf(clone)] = referrer
 		}
 	}
 	add(s.ControlPlane.InfrastructureMachineTemplate, s.ControlPlane.Object)
-	for _, pools := range []map[string]*WorkerState{s.MachineDeployments, s.MachinePools} {
+	for _, pools := range []map[string]*Worker{s.MachineDeployments, s.MachinePools} {
 		for _, w := range pools {
 			add(w.Bootstrap, w.Object)
 			add(w.Infrastructure, w.Object)
