@@ -87,9 +87,21 @@ if [[ -n $kind_pid ]]; then
 		echo "make test: the kind path passed, $(since) in ($logs/kind.log):"
 		grep -E '^(--- |ok |PASS)' "$logs/kind.log" || true
 	else
-		failed=1
-		echo "make test: the kind path failed, $(since) in ($logs/kind.log):"
-		tail -60 "$logs/kind.log"
+		# Beside the Go suites' control planes, two cores can starve the kind
+		# node's API server until its kubelet restarts it. Once more, alone:
+		# a failure of ours fails there too, and both logs are kept.
+		mv "$logs/kind.log" "$logs/kind-beside.log"
+		echo "make test: the kind path failed beside the Go tests, $(since) in ($logs/kind-beside.log):"
+		tail -20 "$logs/kind-beside.log"
+		echo "make test: the kind path once more, alone (log: $logs/kind.log)"
+		if { "$make" --no-print-directory kind-down && "$make" --no-print-directory kind-images && "$make" --no-print-directory e2e-kind; } >"$logs/kind.log" 2>&1; then
+			echo "make test: the kind path passed alone, $(since) in; beside the Go tests it had failed ($logs/kind-beside.log):"
+			grep -E '^(--- |ok |PASS)' "$logs/kind.log" || true
+		else
+			failed=1
+			echo "make test: the kind path failed alone too, $(since) in ($logs/kind.log):"
+			tail -60 "$logs/kind.log"
+		fi
 	fi
 fi
 
