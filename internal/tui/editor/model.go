@@ -178,6 +178,12 @@ func (m *Model) openPrompt(p *prompt.Model, onAnswer func(string)) {
 }
 
 // closeOverlay goes back to editing.
+// fromOpen tells whether an overlay's message (from picker p or prompt q)
+// comes from the one open now: a second key can send one after it closed.
+func (m *Model) fromOpen(p *picker.Model, q *prompt.Model) bool {
+	return (p != nil && m.mode == picking && p == m.overlay.picker) || (q != nil && m.mode == prompting && q == m.overlay.prompt)
+}
+
 func (m *Model) closeOverlay() {
 	m.mode, m.overlay.picker, m.overlay.onPick, m.overlay.prompt, m.overlay.onAnswer = editing, nil, nil, nil, nil
 }
@@ -368,7 +374,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.onPicked(msg)
 		return m, nil
 	case picker.CancelledMsg:
-		if m.mode == picking && msg.From == m.overlay.picker {
+		if m.fromOpen(msg.From, nil) {
 			m.closeOverlay()
 			m.bar.Message = ""
 		}
@@ -377,7 +383,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.onAnswered(msg)
 		return m, nil
 	case prompt.CancelledMsg:
-		if m.mode == prompting && msg.From == m.overlay.prompt {
+		if m.fromOpen(nil, msg.From) {
 			m.closeOverlay()
 			m.refresh()
 		}
@@ -515,7 +521,7 @@ func (m *Model) startApply() tea.Cmd {
 // onPicked takes a choice from the picker open now; one from a picker
 // already closed (a second enter) is dropped.
 func (m *Model) onPicked(msg picker.PickedMsg) {
-	if m.mode != picking || msg.From != m.overlay.picker {
+	if !m.fromOpen(msg.From, nil) {
 		return
 	}
 	onPick := m.overlay.onPick
@@ -526,7 +532,7 @@ func (m *Model) onPicked(msg picker.PickedMsg) {
 
 // onAnswered takes the answer of the prompt open now.
 func (m *Model) onAnswered(msg prompt.AnsweredMsg) {
-	if m.mode != prompting || msg.From != m.overlay.prompt {
+	if !m.fromOpen(nil, msg.From) {
 		return
 	}
 	onAnswer := m.overlay.onAnswer
