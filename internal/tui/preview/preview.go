@@ -28,6 +28,9 @@ type Model struct {
 	diff, offset int
 	// rows is how many lines the preview may take.
 	rows int
+	// shown is the diff of Changes[diff] rendered, nil until asked: a frame
+	// asks for it four times, and a diff of a large object is costly.
+	shown []string
 }
 
 var _ tea.Model = &Model{}
@@ -108,6 +111,7 @@ func (m *Model) warningLines() []string {
 // Set shows a new preview; a diff shown stays if its change still exists.
 func (m *Model) Set(changes []plan.Change, replacements, rollout, warnings []string) {
 	m.Changes, m.Replacements, m.Rollout, m.Warnings = changes, replacements, rollout, warnings
+	m.shown = nil
 	if m.diff >= len(m.Changes) {
 		m.diff = -1
 	}
@@ -117,7 +121,7 @@ func (m *Model) Set(changes []plan.Change, replacements, rollout, warnings []str
 // NextDiff shows the next change's diff from its top, and the list after
 // the last.
 func (m *Model) NextDiff() {
-	m.diff, m.offset = m.diff+1, 0
+	m.diff, m.offset, m.shown = m.diff+1, 0, nil
 	if m.diff >= len(m.Changes) {
 		m.diff = -1
 	}
@@ -173,6 +177,14 @@ func (m *Model) DiffHeader() string {
 // diffLines render the change shown: a unified diff for a modified object,
 // the object itself for a created one.
 func (m *Model) diffLines() []string {
+	if m.shown == nil {
+		m.shown = m.renderDiff()
+	}
+	return m.shown
+}
+
+// renderDiff renders the change shown.
+func (m *Model) renderDiff() []string {
 	s := m.common.Styles
 	c := m.Changes[m.diff]
 	var text string
