@@ -26,7 +26,7 @@ var _ admission.Validator[*v1alpha2.TopologyRollout] = &TopologyRollout{}
 // ValidateCreate checks the rollout against the fleet it selects; a
 // restored one only for what it says itself.
 func (w *TopologyRollout) ValidateCreate(ctx context.Context, ro *v1alpha2.TopologyRollout) (admission.Warnings, error) {
-	if _, carried := ro.Annotations[v1alpha2.RolloutStatusAnnotation]; carried {
+	if fleet.Restoring(ro) {
 		return restored(ro)
 	}
 	errs := approvers(ctx, nil, ro)
