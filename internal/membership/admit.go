@@ -247,6 +247,13 @@ func allowed(ctx context.Context, classes *Classes, changeOf func(*v1alpha2.Topo
 		for _, e := range rules.ValidateVersionChange(rules.VersionChange{Old: t.Spec.Version, New: change.Version}.ForClass(target)) {
 			note("spec.change.version", what+": "+e.Detail)
 		}
+		// A pinned pool stays where it is; a version its pin cannot stay
+		// under refuses the cluster, by name.
+		if change.Version != t.Spec.Version {
+			for _, e := range rules.ValidatePinsAt(t, change.Version) {
+				note("spec.change.version", what+": "+e.Detail)
+			}
+		}
 	}
 	var errs field.ErrorList
 	for _, path := range order {

@@ -25,6 +25,7 @@ var phaseOrder = map[v1alpha2.PartPhase]int{
 	v1alpha2.PhaseDeferred:  3,
 	v1alpha2.PhaseUpgrading: 4,
 	v1alpha2.PhaseUpToDate:  5,
+	v1alpha2.PhasePinned:    5,
 }
 
 // Summarize fills the rollout summary of status: each part's desired and
@@ -45,6 +46,9 @@ func Summarize(t *v1alpha2.Topology, r *upgrade.Sequence, obs *upgrade.Observed,
 		}
 		if o.StatusVersion != "" {
 			ps.Version = o.StatusVersion
+		}
+		if d.Pin != "" {
+			ps.DesiredVersion, ps.Pinned = d.Pin, true
 		}
 		if len(o.Problems) > 0 {
 			ps.Problems = append([]v1alpha2.Problem(nil), o.Problems[:min(len(o.Problems), maxProblems)]...)
@@ -89,7 +93,7 @@ func upgradePlanStatus(r *upgrade.Sequence) *v1alpha2.UpgradePlanStatus {
 		all := true
 		for _, parts := range [][]upgrade.Decision{r.MachineDeployments, r.MachinePools} {
 			for _, d := range parts {
-				all = all && (d.CreatePending || d.Version == workers[0])
+				all = all && (d.CreatePending || d.Pin != "" || d.Version == workers[0])
 			}
 		}
 		if all {

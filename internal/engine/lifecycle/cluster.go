@@ -73,7 +73,7 @@ func settled(r *upgrade.Sequence) bool {
 		return false
 	}
 	for _, d := range append(append([]upgrade.Decision{}, r.MachineDeployments...), r.MachinePools...) {
-		if d.Phase != v1alpha2.PhaseUpToDate {
+		if d.Phase != v1alpha2.PhaseUpToDate && d.Phase != v1alpha2.PhasePinned {
 			return false
 		}
 	}

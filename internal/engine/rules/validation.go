@@ -460,6 +460,16 @@ func ValidateTopology(ctx context.Context, t, old *v1alpha2.Topology, c *v1alpha
 	if c != nil && len(c.Spec.KubernetesVersions) > 0 && old == nil && !slices.Contains(c.Spec.KubernetesVersions, t.Spec.Version) {
 		errs = append(errs, field.NotSupported(spec.Child("version"), t.Spec.Version, c.Spec.KubernetesVersions))
 	}
+	errs = append(errs, ValidatePins(t, old, spec)...)
+	// A class that lists its versions builds no other, pinned or not, as
+	// upstream's ClusterClass webhook has it.
+	if c != nil && len(c.Spec.KubernetesVersions) > 0 {
+		for _, p := range pinnedPools(t, spec) {
+			if !slices.Contains(c.Spec.KubernetesVersions, p.pin) {
+				errs = append(errs, field.NotSupported(p.path, p.pin, c.Spec.KubernetesVersions))
+			}
+		}
+	}
 	if c != nil && cat != nil {
 		var oldVars []v1alpha2.ClusterVariable
 		if old != nil {
@@ -613,6 +623,10 @@ func inFlight(r *upgrade.Sequence) string {
 	}
 	for _, parts := range [][]upgrade.Decision{r.MachineDeployments, r.MachinePools} {
 		for _, d := range parts {
+			if d.Pin != "" {
+				// On its own schedule: the Topology's version does not move it.
+				continue
+			}
 			if d.Phase == v1alpha2.PhaseUpgrading || (d.Phase == v1alpha2.PhasePending && !d.CreatePending) {
 				return fmt.Sprintf("%s is upgrading", d.Name)
 			}
@@ -636,6 +650,7 @@ func UpgradePreflight(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, versi
 	if t.Spec.Version == version {
 		return errs, nil
 	}
+	errs = append(errs, ValidatePinsAt(t, version)...)
 	if t.Status.ObservedGeneration != t.Generation {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "version"), fmt.Sprintf("the agent has not reconciled the latest change yet (generation %d, observed %d): is it running? `kubectl topology version` tells", t.Generation, t.Status.ObservedGeneration)))
 	}

@@ -61,6 +61,10 @@ type Decision struct {
 	// as it is, so that another change to it does not roll its Machines a
 	// second time before the version does.
 	PendingUpgrade bool
+	// Pin is the version a pinned pool is pinned to; empty for parts that
+	// follow the Topology's version. Version is the pin, or, while the pool
+	// waits for the control plane, the version it has.
+	Pin string
 }
 
 // Sequence is the sequencing decision for a whole topology.
@@ -143,34 +147,84 @@ func DecideGated(t *v1alpha2.Topology, obs *Observed, plan VersionPlan, gate Gat
 
 	holdSeen := false
 	for _, md := range mds {
-		d, held := sequencePool(md.Name, desired, obs.MachineDeployments[md.Name], md.Metadata.Annotations, holdSeen, r, &mdUpgrading)
+		o := obs.MachineDeployments[md.Name]
+		if md.Version != "" {
+			r.MachineDeployments = append(r.MachineDeployments, sequencePinned(md.Name, md.Version, o, obs.ControlPlane, r))
+			continue
+		}
+		d, held := sequencePool(md.Name, desired, o, md.Metadata.Annotations, holdSeen, r, &mdUpgrading)
 		holdSeen = holdSeen || held
-		d.PendingUpgrade = pendingUpgrade(obs.MachineDeployments[md.Name], d, desired)
+		d.PendingUpgrade = pendingUpgrade(o, d, desired)
 		r.MachineDeployments = append(r.MachineDeployments, d)
 	}
 	holdSeen = false
 	for _, mp := range mps {
-		d, held := sequencePool(mp.Name, desired, obs.MachinePools[mp.Name], mp.Metadata.Annotations, holdSeen, r, &mpUpgrading)
+		o := obs.MachinePools[mp.Name]
+		if mp.Version != "" {
+			r.MachinePools = append(r.MachinePools, sequencePinned(mp.Name, mp.Version, o, obs.ControlPlane, r))
+			continue
+		}
+		d, held := sequencePool(mp.Name, desired, o, mp.Metadata.Annotations, holdSeen, r, &mpUpgrading)
 		holdSeen = holdSeen || held
-		d.PendingUpgrade = pendingUpgrade(obs.MachinePools[mp.Name], d, desired)
+		d.PendingUpgrade = pendingUpgrade(o, d, desired)
 		r.MachinePools = append(r.MachinePools, d)
 	}
 	return r
 }
 
+// sequencePinned decides for a pool pinned to pin: it takes the pin, and
+// only the pin, once the control plane runs that version or a newer one.
+// As upstream's proposal has it, the hold and defer annotations, the
+// upgrade concurrency and the lifecycle hooks are the Topology's upgrade's,
+// and a pool on its own schedule is subject to none of them.
+func sequencePinned(name, pin string, o, cp PartObserved, r *Sequence) Decision {
+	d := Decision{Name: name, Version: pin, Pin: pin}
+	if !o.Exists {
+		d.Phase, d.Reason = v1alpha2.PhaseCreating, "being created at its pinned version "+pin
+		if !r.ControlPlaneStable {
+			d.Phase, d.CreatePending = v1alpha2.PhasePending, true
+			d.Reason = "waiting for the control plane to be stable before creating it"
+		}
+		return d
+	}
+	if o.SpecVersion == pin {
+		d.Phase, d.Reason = v1alpha2.PhasePinned, "pinned to "+pin
+		if o.Upgrading {
+			d.Phase, d.Reason = v1alpha2.PhaseUpgrading, fmt.Sprintf("Machines are rolling to its pinned version %s", pin)
+		}
+		return d
+	}
+	if !atLeast(cp.StatusVersion, pin) || !atLeast(cp.SpecVersion, pin) {
+		d.Version, d.PendingUpgrade = o.SpecVersion, true
+		d.Phase, d.Reason = v1alpha2.PhasePending, fmt.Sprintf("pinned to %s: waiting for the control plane to run %s", pin, pin)
+		return d
+	}
+	d.Phase, d.Reason = v1alpha2.PhaseUpgrading, fmt.Sprintf("moving from %s to its pinned version %s", o.SpecVersion, pin)
+	return d
+}
+
+// atLeast reports whether version v is set and not older than want.
+func atLeast(v, want string) bool {
+	have, err1 := ParseVersion(v)
+	w, err2 := ParseVersion(want)
+	return err1 == nil && err2 == nil && have.GTE(w)
+}
+
 // PoolsUpgrading names the existing MachineDeployments and MachinePools of
-// t whose Machines are not all at their spec version, in topology order.
+// t, pinned ones aside, whose Machines are not all at their spec version,
+// in topology order.
 func PoolsUpgrading(t *v1alpha2.Topology, obs *Observed) (machineDeployments, machinePools []string) {
 	if t.Spec.Workers == nil || obs == nil {
 		return nil, nil
 	}
+	// A pinned pool rolls on its own schedule: the control plane does not wait for it.
 	for _, md := range t.Spec.Workers.MachineDeployments {
-		if o := obs.MachineDeployments[md.Name]; o.Exists && o.Upgrading {
+		if o := obs.MachineDeployments[md.Name]; o.Exists && o.Upgrading && md.Version == "" {
 			machineDeployments = append(machineDeployments, md.Name)
 		}
 	}
 	for _, mp := range t.Spec.Workers.MachinePools {
-		if o := obs.MachinePools[mp.Name]; o.Exists && o.Upgrading {
+		if o := obs.MachinePools[mp.Name]; o.Exists && o.Upgrading && mp.Version == "" {
 			machinePools = append(machinePools, mp.Name)
 		}
 	}
@@ -341,7 +395,11 @@ func SequenceFromStatus(s *v1alpha2.TopologyStatus) *Sequence {
 		return nil
 	}
 	decision := func(p v1alpha2.PartStatus) Decision {
-		return Decision{Name: p.Name, Version: p.Version, Phase: p.Phase, Reason: p.Message}
+		d := Decision{Name: p.Name, Version: p.Version, Phase: p.Phase, Reason: p.Message}
+		if p.Pinned {
+			d.Pin = p.DesiredVersion
+		}
+		return d
 	}
 	r := &Sequence{DesiredVersion: s.ControlPlane.DesiredVersion, ControlPlane: decision(*s.ControlPlane)}
 	for _, p := range s.MachineDeployments {

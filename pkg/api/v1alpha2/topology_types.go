@@ -203,6 +203,17 @@ type MachineDeploymentTopology struct {
 	// +kubebuilder:validation:Pattern=`^([0-9A-Za-z][-0-9A-Za-z_.]*)?[0-9A-Za-z]$`
 	Name string `json:"name"`
 
+	// version pins the pool to a Kubernetes version of its own, e.g. v1.33.1:
+	// it then stays there through the Topology's upgrades and moves only
+	// when this changes. Unset, the pool follows the Topology's version.
+	// A pin may not be newer than the Topology's version, nor more minors
+	// behind it than Kubernetes' version skew policy allows kubelets; its
+	// name and meaning are upstream's (Cluster API v1.15, alpha gate
+	// ClusterTopologyWorkerVersionPinning).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`
+	Version string `json:"version,omitempty"`
+
 	// failureDomain of the Machines; the class's when unset.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
@@ -300,6 +311,17 @@ type MachinePoolTopology struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^([0-9A-Za-z][-0-9A-Za-z_.]*)?[0-9A-Za-z]$`
 	Name string `json:"name"`
+
+	// version pins the pool to a Kubernetes version of its own, e.g. v1.33.1:
+	// it then stays there through the Topology's upgrades and moves only
+	// when this changes. Unset, the pool follows the Topology's version.
+	// A pin may not be newer than the Topology's version, nor more minors
+	// behind it than Kubernetes' version skew policy allows kubelets; its
+	// name and meaning are upstream's (Cluster API v1.15, alpha gate
+	// ClusterTopologyWorkerVersionPinning).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`
+	Version string `json:"version,omitempty"`
 
 	// failureDomains of the pool; the class's when unset.
 	// +optional
@@ -401,7 +423,7 @@ type NetworkRanges struct {
 }
 
 // PartPhase is where one part of the cluster is in its upgrade sequence.
-// +kubebuilder:validation:Enum=Pending;Creating;Upgrading;Held;Deferred;UpToDate
+// +kubebuilder:validation:Enum=Pending;Creating;Upgrading;Held;Deferred;UpToDate;Pinned
 type PartPhase string
 
 // Part phases shown to on-call engineers.
@@ -418,6 +440,9 @@ const (
 	PhaseDeferred PartPhase = "Deferred"
 	// PhaseUpToDate is at the desired version and stable.
 	PhaseUpToDate PartPhase = "UpToDate"
+	// PhasePinned is a pool at the version it is pinned to, and stable: the
+	// Topology's upgrades leave it where it is.
+	PhasePinned PartPhase = "Pinned"
 )
 
 // InfrastructurePhase is the provisioning state of the cluster infrastructure.
@@ -499,13 +524,18 @@ type PartStatus struct {
 	// +optional
 	ObjectName string `json:"objectName,omitempty"`
 
-	// desiredVersion is the version the topology asks for.
+	// desiredVersion is the version the topology asks for: its pin for a pinned pool.
 	// +optional
 	DesiredVersion string `json:"desiredVersion,omitempty"`
 
 	// version is the version the part reports.
 	// +optional
 	Version string `json:"version,omitempty"`
+
+	// pinned is true for a pool pinned to a version of its own: its
+	// desiredVersion is the pin, not the Topology's version.
+	// +optional
+	Pinned bool `json:"pinned,omitempty"`
 
 	// desiredReplicas the topology asks for; unset when the topology leaves it open.
 	// +optional
