@@ -119,6 +119,25 @@ func Replicas(t *v1alpha2.Topology, s Scope) **int32 {
 	return nil
 }
 
+// Pin points at a pool's pinned version ("" when it follows the
+// Topology's), or is nil for the control plane and an unknown pool.
+func Pin(t *v1alpha2.Topology, s Scope) *string {
+	switch s.Kind {
+	case MachineDeployment:
+		if md := t.MachineDeployment(s.Name); md != nil {
+			return &md.Version
+		}
+	case MachinePool:
+		if mp := t.MachinePool(s.Name); mp != nil {
+			return &mp.Version
+		}
+	}
+	return nil
+}
+
+// PinLabel names a pool's pin in a list of changes.
+func PinLabel(name string) string { return name + " pinned version" }
+
 // VariableValue decodes a Scope's variable; ok is false when it is unset.
 func VariableValue(t *v1alpha2.Topology, s Scope, name string) (any, bool) {
 	list := VariableList(t, s, false)
@@ -294,6 +313,14 @@ func Settings(t *v1alpha2.Topology) map[string]Setting {
 				drop: func(d *v1alpha2.Topology) { _ = SetVariable(d, s, name, nil, nil, false) }}
 		}
 	}
+	pin := func(s Scope, v string) {
+		out[s.String()+" version"] = Setting{label: PinLabel(s.Name), value: v,
+			copy: func(d *v1alpha2.Topology) {
+				if p := Pin(d, s); p != nil {
+					*p = v
+				}
+			}, drop: nop}
+	}
 	cp := Scope{Kind: ControlPlane}
 	replicas(cp, "control plane replicas", t.Spec.ControlPlane.Replicas)
 	overrides(cp)
@@ -315,6 +342,7 @@ func Settings(t *v1alpha2.Topology) map[string]Setting {
 					}
 				}}
 			replicas(s, PoolLabel(md.Name, md.Class), md.Replicas)
+			pin(s, md.Version)
 			overrides(s)
 		}
 		for _, mp := range w.MachinePools {
@@ -334,6 +362,7 @@ func Settings(t *v1alpha2.Topology) map[string]Setting {
 					}
 				}}
 			replicas(s, PoolLabel(mp.Name, mp.Class), mp.Replicas)
+			pin(s, mp.Version)
 			overrides(s)
 		}
 	}

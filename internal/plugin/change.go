@@ -367,7 +367,7 @@ func NewSetVariableOptions(flags *genericclioptions.ConfigFlags, streams generic
 	return &SetVariableOptions{changeOptions: changeOptions{liveFlags: liveFlags{configFlags: flags}, IOStreams: streams}}
 }
 
-// NewCmdSet returns `set` with its `variable` subcommand.
+// NewCmdSet returns `set` with its `variable` and `version` subcommands.
 func NewCmdSet(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	set := &cobra.Command{Use: "set", Short: "Change a Topology's settings, with a preview"}
 	o := NewSetVariableOptions(flags, streams)
@@ -384,7 +384,7 @@ func NewCmdSet(flags *genericclioptions.ConfigFlags, streams genericiooptions.IO
 	}
 	cmd.Flags().StringToStringVar(&o.FromFiles, "from-file", nil, "KEY=PATH: read the value of KEY from a YAML or JSON file")
 	o.addFlags(cmd)
-	set.AddCommand(cmd)
+	set.AddCommand(cmd, NewCmdSetVersion(flags, streams))
 	return set
 }
 

@@ -86,6 +86,9 @@ func Status(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentReport, r sta
 		if p.Version != p.DesiredVersion && p.DesiredVersion != "" {
 			version = dash(p.Version) + " → " + p.DesiredVersion
 		}
+		if p.Pinned {
+			version += " (pinned)"
+		}
 		desired := "-"
 		if p.DesiredReplicas == nil {
 			open = true

@@ -20,7 +20,7 @@ import (
 type TopologyTable struct {
 	// Namespace puts a NAMESPACE column first (-A).
 	Namespace bool
-	// Wide adds PHASE, INFRASTRUCTURE, RECONCILED and MESSAGE (-o wide).
+	// Wide adds PHASE, PINNED, INFRASTRUCTURE, RECONCILED and MESSAGE (-o wide).
 	Wide bool
 	// Controller adds MANAGED BY, worth a column once upstream Clusters are
 	// among the rows.
@@ -76,7 +76,7 @@ func (c TopologyTable) header(w io.Writer) {
 		cols = append([]string{"NAMESPACE"}, cols...)
 	}
 	if c.Wide {
-		cols = append(cols, "PHASE", "INFRASTRUCTURE", "RECONCILED", "MESSAGE")
+		cols = append(cols, "PHASE", "PINNED", "INFRASTRUCTURE", "RECONCILED", "MESSAGE")
 	}
 	fmt.Fprintln(w, strings.Join(cols, "\t"))
 }
@@ -99,9 +99,28 @@ func (c TopologyTable) row(w io.Writer, t *v1alpha2.Topology, now time.Time, ext
 		if cond := meta.FindStatusCondition(t.Status.Conditions, v1alpha2.TopologyReconciledCondition); cond != nil {
 			reconciled, msg = string(cond.Status)+"/"+cond.Reason, health.ConditionLine(cond.Message)
 		}
-		row = append(row, dash(string(t.Status.Phase)), dash(string(t.Status.Infrastructure)), reconciled, msg)
+		row = append(row, dash(string(t.Status.Phase)), dash(pinnedPools(t)), dash(string(t.Status.Infrastructure)), reconciled, msg)
 	}
 	fmt.Fprintln(w, strings.Join(row, "\t"))
+}
+
+// pinnedPools lists the pools pinned to a version of their own, as
+// POOL=VERSION in topology order, MachineDeployments first.
+func pinnedPools(t *v1alpha2.Topology) string {
+	var out []string
+	if w := t.Spec.Workers; w != nil {
+		for _, md := range w.MachineDeployments {
+			if md.Version != "" {
+				out = append(out, md.Name+"="+md.Version)
+			}
+		}
+		for _, mp := range w.MachinePools {
+			if mp.Version != "" {
+				out = append(out, mp.Name+"="+mp.Version)
+			}
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // controlPlaneReplicas is the control plane's ready/desired.

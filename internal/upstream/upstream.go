@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +30,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/names"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -176,7 +178,17 @@ func (s Store) Update(ctx context.Context, orig, edited *v1alpha2.Topology, dryR
 	if err := s.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch), opts...); err != nil {
 		return nil, err
 	}
-	return FromCluster(u)
+	written, err := FromCluster(u)
+	if err != nil {
+		return nil, err
+	}
+	// A Cluster API without per-pool versions (before v1.15) prunes them
+	// without a word: the pins are refused rather than lost. The dry run
+	// comes first, so nothing is written then.
+	if want, got := upgrade.PinsOf(edited), upgrade.PinsOf(written); !maps.Equal(want.MachineDeployments, got.MachineDeployments) || !maps.Equal(want.MachinePools, got.MachinePools) {
+		return nil, fmt.Errorf("Cluster %s/%s: this Cluster API drops the pools' spec.topology.workers.*.version: per-pool versions on an upstream Cluster need Cluster API v1.15 or later with its ClusterTopologyWorkerVersionPinning gate on; a Topology has them on any Cluster API", orig.Namespace, orig.Name)
+	}
+	return written, nil
 }
 
 // Patch is the merge patch of a Cluster that makes orig's topology edited's:

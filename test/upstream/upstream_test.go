@@ -176,6 +176,13 @@ func TestUpstreamClusterThroughPlugin(t *testing.T) {
 	}
 	unchanged("a chained dry run")
 
+	// Cluster API v1.14 has no per-pool version: its API server prunes it,
+	// so a pin is refused with the version that brings it, never lost.
+	if out, errOut, err := suite.Topology("", "set", "version", "cluster/dev", "-n", ns, "md-a=v1.32.3", "--yes"); err == nil || !strings.Contains(errOut, "need Cluster API v1.15 or later with its ClusterTopologyWorkerVersionPinning gate on") {
+		t.Errorf("set version on a v1.14 Cluster: %v\n%s%s", err, out, errOut)
+	}
+	unchanged("a pin Cluster API v1.14 cannot hold")
+
 	suite.MustTopology(t, "scale", "cluster/dev", "-n", ns, "--worker", "md-a=2", "--yes")
 	fixture.Eventually(t, fixture.SettleTimeout, "upstream scales md-a to 2 running machines", func(ctx context.Context) (bool, error) {
 		ms, err := suite.Machines(ctx, ns)

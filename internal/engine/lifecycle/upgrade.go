@@ -93,7 +93,9 @@ func DecideUpgrade(ctx context.Context, in UpgradeInput, answers *Answers) (Upgr
 	if stop, err := discharge(AfterControlPlaneUpgrade, atControlPlane); stop {
 		return out, err
 	}
-	if stop, err := discharge(BeforeWorkersUpgrade, func(r *Request) { r.From, r.To = upgrade.MinWorkersVersion(upgrade.PinsOf(t).Unpinned(obs)), cp.SpecVersion }); stop {
+	if stop, err := discharge(BeforeWorkersUpgrade, func(r *Request) {
+		r.From, r.To = upgrade.MinWorkersVersion(upgrade.PinsOf(t).Unpinned(obs)), cp.SpecVersion
+	}); stop {
 		return out, err
 	}
 	// The workers' step is not over while they still have to take the

@@ -97,15 +97,18 @@ func PlanUpgrade(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, version st
 	return p
 }
 
-// oldestPoolVersion is the oldest version t's status reports for a pool, or
-// t's version when it reports none; "" without pools.
+// oldestPoolVersion is the oldest version t's status reports for a pool
+// that follows t's version, or t's version when it reports none; "" without
+// pools.
 func oldestPoolVersion(t *v1alpha2.Topology) string {
 	if t.Spec.Workers == nil || len(t.Spec.Workers.MachineDeployments)+len(t.Spec.Workers.MachinePools) == 0 {
 		return ""
 	}
 	var versions []string
 	for _, st := range append(slices.Clone(t.Status.MachineDeployments), t.Status.MachinePools...) {
-		versions = append(versions, st.Version)
+		if !st.Pinned {
+			versions = append(versions, st.Version)
+		}
 	}
 	if v := oldestVersion(versions); v != "" {
 		return v
@@ -114,8 +117,8 @@ func oldestPoolVersion(t *v1alpha2.Topology) string {
 }
 
 // workerBatches groups t's pools as they upgrade together: MachineDeployments
-// up to the upgrade concurrency, each MachinePool alone; held and deferred
-// pools go to NotUpgraded instead.
+// up to the upgrade concurrency, each MachinePool alone; pinned, held and
+// deferred pools go to NotUpgraded instead.
 func (p *UpgradePlan) workerBatches(t *v1alpha2.Topology, replicas func(*int32, *v1alpha2.PartStatus) int32) [][]UpgradePart {
 	if t.Spec.Workers == nil {
 		return nil
@@ -136,6 +139,9 @@ func (p *UpgradePlan) workerBatches(t *v1alpha2.Topology, replicas func(*int32, 
 		_, deferred := md.Metadata.Annotations[clusterv1.ClusterTopologyDeferUpgradeAnnotation]
 		held = held || hold
 		switch {
+		case md.Version != "":
+			p.NotUpgraded = append(p.NotUpgraded, pinnedStays(md.Name, md.Version))
+			continue
 		case deferred:
 			p.NotUpgraded = append(p.NotUpgraded, fmt.Sprintf("%s is deferred (%s): it stays at %s", md.Name, clusterv1.ClusterTopologyDeferUpgradeAnnotation, t.Spec.Version))
 			continue
@@ -157,9 +163,18 @@ func (p *UpgradePlan) workerBatches(t *v1alpha2.Topology, replicas func(*int32, 
 		out = append(out, batch)
 	}
 	for _, mp := range t.Spec.Workers.MachinePools {
+		if mp.Version != "" {
+			p.NotUpgraded = append(p.NotUpgraded, pinnedStays(mp.Name, mp.Version))
+			continue
+		}
 		out = append(out, []UpgradePart{{Kind: "MachinePool", Name: mp.Name, Class: mp.Class, MachinesReplaced: replicas(mp.Replicas, status["mp/"+mp.Name])}})
 	}
 	return out
+}
+
+// pinnedStays says that a pinned pool sits an upgrade out.
+func pinnedStays(pool, pin string) string {
+	return fmt.Sprintf("%s is pinned to %s: it stays there until its pin moves (`kubectl topology set version`)", pool, pin)
 }
 
 // Lines renders the plan as numbered lines, for the CLI and the editor alike.

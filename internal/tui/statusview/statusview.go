@@ -99,6 +99,9 @@ func (m *Model) View() string {
 		if p.DesiredVersion != "" && p.Version != p.DesiredVersion {
 			version += " → " + p.DesiredVersion
 		}
+		if p.Pinned {
+			version += " pinned"
+		}
 		// Progress is against what the topology asks for: while Machines are
 		// created, the part has fewer replicas than it will.
 		want := p.Replicas
