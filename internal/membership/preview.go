@@ -158,6 +158,7 @@ func buildPreview(ctx context.Context, ro *v1alpha2.TopologyRollout, selected []
 		if len(previews[i].Changes) == 0 {
 			continue
 		}
+		previews[i].Changes = append(previews[i].Changes, fleet.PinnedStay(change, t)...)
 		if change.Version != "" && change.Class == "" && len(change.Variables) == 0 && len(change.UnsetVariables) == 0 {
 			class, err := classOf(ctx, t)
 			if err != nil {

@@ -157,6 +157,26 @@ func Differences(change, has v1alpha2.RolloutChange) []string {
 	return out
 }
 
+// PinnedStay says, for a change of version, which of t's pools are pinned
+// and stay where they are: "md-gpu stays at its pinned v1.33.1".
+func PinnedStay(change v1alpha2.RolloutChange, t *v1alpha2.Topology) []string {
+	if change.Version == "" || change.Version == t.Spec.Version || t.Spec.Workers == nil {
+		return nil
+	}
+	var out []string
+	for _, md := range t.Spec.Workers.MachineDeployments {
+		if md.Version != "" {
+			out = append(out, fmt.Sprintf("%s stays at its pinned %s", md.Name, md.Version))
+		}
+	}
+	for _, mp := range t.Spec.Workers.MachinePools {
+		if mp.Version != "" {
+			out = append(out, fmt.Sprintf("%s stays at its pinned %s", mp.Name, mp.Version))
+		}
+	}
+	return out
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "unset"

@@ -231,6 +231,10 @@ func (m *Model) undo(f *form.Field) {
 		if from, to := draft.Replicas(orig, f.Scope), draft.Replicas(m.work.topology, f.Scope); from != nil && to != nil {
 			*to = draft.CopyInt(*from)
 		}
+	case form.RolePin:
+		if from, to := draft.Pin(orig, f.Scope), draft.Pin(m.work.topology, f.Scope); from != nil && to != nil {
+			*to = *from
+		}
 	case form.RoleVariable:
 		v, ok := draft.VariableValue(orig, f.Scope, f.Variable)
 		if ok {

@@ -2,11 +2,15 @@ package editor
 
 import (
 	"bytes"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/tui/form"
 )
 
 // flowStep is one thing a user does in a teatest flow, and what the screen
@@ -130,5 +134,35 @@ func TestEditFlowConflict(t *testing.T) {
 	}
 	if f := final.form.Fields[2]; f.Label != "md-a (general) replicas" || f.Value != "4" || final.form.Fields[1].Value != "5" {
 		t.Errorf("after the conflict: %s %q, control plane replicas %q; want the edit kept on the server's 5", f.Label, f.Value, final.form.Fields[1].Value)
+	}
+}
+
+// A pinned pool shows its pin under its replicas, and a pin moved above the
+// control plane is refused live, by the engine's rule, before any apply.
+func TestEditFlowPinAboveTheControlPlane(t *testing.T) {
+	in := exampleInputs(t)
+	in.Topology.Spec.Workers.MachineDeployments[0].Version = "v1.33.1"
+	srv := &fakeServer{}
+	m := newModel(t, in, srv)
+	at := slices.IndexFunc(m.form.Fields, func(f form.Field) bool { return f.Role == form.RolePin && f.Scope.Name == "md-a" })
+	if at < 0 || m.form.Fields[at].Value != "v1.33.1" || !m.form.Fields[at].Present || m.form.Fields[at-1].Label != "md-a (general) replicas" {
+		t.Fatalf("md-a's pin is not the row under its replicas, at v1.33.1: %+v", m.form.Fields)
+	}
+	if !strings.Contains(m.View(), "pinned version         v1.33.1") {
+		t.Errorf("the editor does not show md-a's pin:\n%s", m.View())
+	}
+	down := make([]tea.Msg, at)
+	for i := range down {
+		down[i] = keyOf(tea.KeyDown)
+	}
+	final := runFlow(t, in, srv, []flowStep{
+		{keys: concat(down, backspaces(4), typeKeys("34.0")), until: "md-a is pinned to v1.34.0, newer than"},
+		{keys: []tea.Msg{tea.KeyMsg{Type: tea.KeyCtrlS}}, until: "fix what is red first"},
+	})
+	if len(srv.applied) != 0 || final.canApply() {
+		t.Errorf("a pin above the control plane was applied or can be")
+	}
+	if got := final.work.topology.Spec.Workers.MachineDeployments[0].Version; got != "v1.34.0" {
+		t.Errorf("the draft's md-a pin is %q, want v1.34.0 as typed", got)
 	}
 }

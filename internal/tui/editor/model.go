@@ -242,6 +242,12 @@ func (m *Model) write(f *form.Field, value any, present bool) error {
 			v := int32(n)
 			*p = &v
 		}
+	case form.RolePin:
+		p := draft.Pin(m.work.topology, f.Scope)
+		if p == nil {
+			return fmt.Errorf("%s does not exist", f.Scope.Label())
+		}
+		*p, _ = value.(string)
 	case form.RoleVariable:
 		return draft.SetVariable(m.work.topology, f.Scope, f.Variable, f.Sub, value, present)
 	}
@@ -255,7 +261,8 @@ func (m *Model) typeInto(text string) {
 	switch f.Kind {
 	case form.KindText:
 		_ = m.write(f, text, true)
-		f.Present = true
+		// An empty pin is no pin: the pool follows the Topology's version.
+		f.Present = f.Role != form.RolePin || text != ""
 	case form.KindNumber, form.KindJSON:
 		m.work.buffers[f.Key] = text
 		f.Present = text != ""

@@ -50,6 +50,8 @@ const (
 	RoleVersion FieldRole = iota
 	RoleReplicas
 	RoleVariable
+	// RolePin is a pool's pinned version; empty, it follows the Topology's.
+	RolePin
 )
 
 // Field is one row of the form.
@@ -81,6 +83,8 @@ type Field struct {
 	OverrideRoot bool
 	// Entry marks a list item or map Entry: never unset, only removed.
 	Entry bool
+	// Unset says what an unset value means, where "(unset)" would not.
+	Unset string
 }
 
 // Marked tells whether the field is shown as required: list items and map
@@ -115,13 +119,15 @@ func Build(t *v1alpha2.Topology, c *v1alpha2.TopologyClass) []Field {
 	b.fields = append(b.fields, Field{Key: "version", Label: "version", Path: "spec.version", Kind: KindText, Role: RoleVersion,
 		Value: t.Spec.Version, Present: true, Hint: "Kubernetes version, e.g. v1.34.0"})
 	cp := draft.Scope{Kind: draft.ControlPlane}
-	b.part(t, cp, "control plane replicas", "spec.controlPlane", t.Spec.ControlPlane.Replicas)
+	b.part(t, cp, "control plane replicas", "spec.controlPlane", t.Spec.ControlPlane.Replicas, nil)
 	if w := t.Spec.Workers; w != nil {
 		for i, md := range w.MachineDeployments {
-			b.part(t, draft.Scope{Kind: draft.MachineDeployment, Name: md.Name}, draft.PoolLabel(md.Name, md.Class), fmt.Sprintf("spec.workers.machineDeployments[%d]", i), md.Replicas)
+			s, path := draft.Scope{Kind: draft.MachineDeployment, Name: md.Name}, fmt.Sprintf("spec.workers.machineDeployments[%d]", i)
+			b.part(t, s, draft.PoolLabel(md.Name, md.Class), path, md.Replicas, &md.Version)
 		}
 		for i, mp := range w.MachinePools {
-			b.part(t, draft.Scope{Kind: draft.MachinePool, Name: mp.Name}, draft.PoolLabel(mp.Name, mp.Class), fmt.Sprintf("spec.workers.machinePools[%d]", i), mp.Replicas)
+			s, path := draft.Scope{Kind: draft.MachinePool, Name: mp.Name}, fmt.Sprintf("spec.workers.machinePools[%d]", i)
+			b.part(t, s, draft.PoolLabel(mp.Name, mp.Class), path, mp.Replicas, &mp.Version)
 		}
 	}
 	cluster := draft.Scope{}
@@ -140,8 +146,17 @@ func Build(t *v1alpha2.Topology, c *v1alpha2.TopologyClass) []Field {
 	return b.fields
 }
 
-// part adds a part's replicas row and its overrides.
-func (b *formBuilder) part(t *v1alpha2.Topology, s draft.Scope, label, path string, replicas *int32) {
+// pin adds a pool's pinned-version row: empty, the pool follows the
+// Topology's version.
+func (b *formBuilder) pin(s draft.Scope, path, version string) {
+	b.fields = append(b.fields, Field{Key: s.String() + " version", Label: "pinned version", Path: path + ".version", Kind: KindText, Role: RolePin,
+		Scope: s, Value: version, Present: version != "", Depth: 1, Unset: "follows the Topology",
+		Hint: "a version of its own, kept through upgrades (empty: follows the Topology's version)"})
+}
+
+// part adds a part's replicas row, a pool's pinned version (pin, nil for
+// the control plane), and its overrides.
+func (b *formBuilder) part(t *v1alpha2.Topology, s draft.Scope, label, path string, replicas *int32, pin *string) {
 	v := ""
 	if replicas != nil {
 		v = strconv.Itoa(int(*replicas))
@@ -149,6 +164,9 @@ func (b *formBuilder) part(t *v1alpha2.Topology, s draft.Scope, label, path stri
 	b.fields = append(b.fields, Field{Key: s.String() + " replicas", Label: label, Path: path, Kind: KindNumber, Role: RoleReplicas,
 		Scope: s, Value: v, Present: replicas != nil,
 		Hint: "replicas (empty: class default or autoscaler) · ctrl+o overrides a variable"})
+	if pin != nil {
+		b.pin(s, path, *pin)
+	}
 	list := draft.VariableList(t, s, false)
 	if list == nil {
 		return
@@ -572,7 +590,11 @@ func (m *Model) Rows() (rows []string, owners []int, first, last int) {
 		case f.Kind == KindList || f.Kind == KindMap:
 			value = m.common.Styles.Hint.Render(value)
 		case !f.Present:
-			value = m.common.Styles.Hint.Render("(unset)")
+			unset := "(unset)"
+			if f.Unset != "" {
+				unset = "(" + f.Unset + ")"
+			}
+			value = m.common.Styles.Hint.Render(unset)
 			if f.Kind == KindChoice {
 				value = "‹ " + value + " ›"
 			}
