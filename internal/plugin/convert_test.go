@@ -181,3 +181,42 @@ func TestConvertInline(t *testing.T) {
 		t.Errorf("--inline=refused with no cluster: exit %d, %q; want it refused saying what to give offline", code, stderr)
 	}
 }
+
+// TestConvertCarriesCAPIv115Pins: a Cluster API v1.15 Cluster with a
+// pinned MachineDeployment converts to a Topology with the same pin, and
+// plan builds that pool at its pin from either, the other at the cluster's
+// version.
+func TestConvertCarriesCAPIv115Pins(t *testing.T) {
+	dir := "../../testdata/upstream-v1.15/pinned"
+	converted, stderr, code := runPlugin(t, "convert", "--inline=none", "-f", dir)
+	if code != 0 {
+		t.Fatalf("convert failed: %s", stderr)
+	}
+	if !regexp.MustCompile(`(?m)^    - class: default-worker\n      name: md-b\n      replicas: 1\n      version: v1.32.4$`).MatchString(converted) {
+		t.Errorf("the Topology does not pin md-b at v1.32.4:\n%s", converted)
+	}
+	file := filepath.Join(t.TempDir(), "converted.yaml")
+	if err := os.WriteFile(file, []byte(converted), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, input := range map[string]string{"converted": file, "upstream": dir} {
+		out := t.TempDir()
+		if _, stderr, code := runPlugin(t, "plan", "--random-seed", "42", "-f", input, "--output-directory", out); code != 0 {
+			t.Fatalf("plan of the %s input failed: %s", name, stderr)
+		}
+		versions := map[string]string{}
+		for rel, body := range readTree(t, out) {
+			if !strings.HasPrefix(rel, "created/MachineDeployment_") {
+				continue
+			}
+			pool := regexp.MustCompile(`topology.cluster.x-k8s.io/deployment-name: (\S+)`).FindStringSubmatch(body)
+			version := regexp.MustCompile(`(?m)^\s+version: (v\S+)$`).FindStringSubmatch(body)
+			if pool != nil && version != nil {
+				versions[pool[1]] = version[1]
+			}
+		}
+		if versions["md-a"] != "v1.33.1" || versions["md-b"] != "v1.32.4" {
+			t.Errorf("plan of the %s input builds the pools at %v; want md-a at v1.33.1 and md-b at its pin v1.32.4", name, versions)
+		}
+	}
+}

@@ -67,13 +67,16 @@ func After(ctx context.Context, in AfterInput, answers *Answers) (Pending, error
 }
 
 // settled reports whether nothing of r is still to move: the control plane
-// and every pool up to date, none waiting, deferred, held or to be created.
+// and every pool that follows it up to date, none waiting, deferred, held or
+// to be created.
 func settled(r *upgrade.Sequence) bool {
 	if r == nil || r.ControlPlane.Phase != v1alpha2.PhaseUpToDate {
 		return false
 	}
 	for _, d := range append(append([]upgrade.Decision{}, r.MachineDeployments...), r.MachinePools...) {
-		if d.Phase != v1alpha2.PhaseUpToDate && d.Phase != v1alpha2.PhasePinned {
+		// A pinned pool is on its own schedule: the cluster's upgrade is
+		// over without it, as upstream's hooks ignore pinned pools.
+		if d.Pin == "" && d.Phase != v1alpha2.PhaseUpToDate {
 			return false
 		}
 	}

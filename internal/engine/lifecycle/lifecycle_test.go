@@ -212,6 +212,8 @@ func TestFailedCallHoldsAndNamesTheHook(t *testing.T) {
 func TestAfterHooks(t *testing.T) {
 	settled := &upgrade.Sequence{ControlPlane: upgrade.Decision{Phase: v1alpha2.PhaseUpToDate}, MachineDeployments: []upgrade.Decision{{Phase: v1alpha2.PhaseUpToDate}}}
 	rolling := &upgrade.Sequence{ControlPlane: upgrade.Decision{Phase: v1alpha2.PhaseUpToDate}, MachineDeployments: []upgrade.Decision{{Phase: v1alpha2.PhaseUpgrading}}}
+	// A pinned pool moving to its pin is on its own schedule: the upgrade is over without it.
+	pinnedRolling := &upgrade.Sequence{ControlPlane: upgrade.Decision{Phase: v1alpha2.PhaseUpToDate}, MachineDeployments: []upgrade.Decision{{Phase: v1alpha2.PhaseUpToDate}, {Phase: v1alpha2.PhaseUpgrading, Pin: "v1.32.4"}}}
 	initialized := clusterWithCondition("ControlPlaneInitialized", "True")
 	cases := []struct {
 		name    string
@@ -227,6 +229,7 @@ func TestAfterHooks(t *testing.T) {
 		{"upgrade settled", AfterClusterUpgrade, true, settled, nil, []string{"AfterClusterUpgrade v1.33.0"}, ""},
 		{"upgrade settled but the workers' hook is owed", "AfterClusterUpgrade,AfterWorkersUpgrade", true, settled, nil, nil, "AfterClusterUpgrade,AfterWorkersUpgrade"},
 		{"workers still rolling", AfterClusterUpgrade, true, rolling, nil, nil, AfterClusterUpgrade},
+		{"only a pinned pool rolling", AfterClusterUpgrade, true, pinnedRolling, nil, []string{"AfterClusterUpgrade v1.33.0"}, ""},
 		{"AfterClusterUpgrade holds the next upgrade", AfterClusterUpgrade, true, settled, []string{AfterClusterUpgrade}, []string{"AfterClusterUpgrade v1.33.0"}, AfterClusterUpgrade},
 	}
 	for _, tc := range cases {
