@@ -189,3 +189,26 @@ func TestRolloutPreviewOfAVariableDryRunsEachObjectOnce(t *testing.T) {
 		t.Errorf("an answer the API server could not give now: %v, want the dry run stopped", err)
 	}
 }
+
+// A pinned pool sits out a fleet's version change: the dry run says it
+// stays, and its Machines are not counted among those replaced.
+func TestRolloutPreviewLeavesPinnedPoolsOut(t *testing.T) {
+	fleet, class := inMemoryFleet(t, 3)
+	fleet[1].Spec.Workers.MachineDeployments[1].Version = "v1.33.1"
+	classOf := func(context.Context, *v1alpha2.Topology) (*v1alpha2.TopologyClass, error) { return class, nil }
+	p, err := buildPreview(context.Background(), fixture.VersionRollout(), fleet, classOf, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	printer.RolloutPreview(&out, fixture.VersionRollout(), p)
+	pool := fleet[1].Spec.Workers.MachineDeployments[1]
+	for _, want := range []string{
+		"topology/team-0/c-0000: version is v1.33.1 (the rollout sets v1.34.0); 6 machine(s) replaced",
+		fmt.Sprintf("topology/team-1/c-0001: version is v1.33.1 (the rollout sets v1.34.0); %s stays at its pinned v1.33.1; %d machine(s) replaced", pool.Name, 6-*pool.Replicas),
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the preview lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -185,4 +185,14 @@ func TestFleetRolloutLeavesPinnedPoolsAlone(t *testing.T) {
 	if after := pinned(); len(after) != 1 || after[0].Name != before[0].Name || after[0].Version != "v1.33.1" {
 		t.Errorf("f2's pinned md-db: %+v before the rollout, %+v after; want the same Machine at v1.33.1", before, after)
 	}
+
+	// A version md-db's pin could not stay under refuses f2 by name, and
+	// the rollout is not created.
+	_, errOut, err := suite.Topology("", "rollout", "create", "far-"+ns, "-l", "fleet="+ns, "--version", "v1.37.0", "--yes")
+	if err == nil || !strings.Contains(errOut, "Topology/"+ns+"/f2: upgrading to v1.37.0 would leave MachineDeployment md-db, pinned to v1.33.1, 4 minors behind") {
+		t.Errorf("a rollout four minors past f2's pin: %v\n%s", err, errOut)
+	}
+	if err := suite.K8s.Get(ctx, client.ObjectKey{Name: "far-" + ns}, &v1alpha2.TopologyRollout{}); err == nil {
+		t.Error("the refused rollout was created")
+	}
 }
