@@ -183,6 +183,9 @@ func rolloutReason(r *upgrade.Sequence, cpKind string, answers *lifecycle.Answer
 			switch {
 			case d.CreatePending:
 				create = append(create, d.Name)
+			case d.Pin != "":
+				// On its own schedule, as upstream leaves a pinned pool out
+				// of the upgrade it reports: its part's state shows its roll.
 			case d.Phase == v1alpha2.PhaseUpgrading:
 				upgrading = append(upgrading, d.Name)
 			case d.Phase == v1alpha2.PhaseDeferred || d.Phase == v1alpha2.PhaseHeld:
