@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"testing"
 
@@ -16,7 +15,7 @@ import (
 // object is accepted, and the manager role aggregates its rules.
 func TestComponentsApply(t *testing.T) {
 	ctx := context.Background()
-	objs, err := components.Decode(bytes.ReplaceAll(manifests.Components, []byte(`${TOPOLOGY_WATCH_NAMESPACE:=""}`), nil))
+	objs, err := components.Transform(manifests.Components, nil, components.Namespace, "")
 	if err != nil {
 		t.Fatal(err)
 	}

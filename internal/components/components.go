@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,20 @@ const (
 	// contract wants; its memory limit variable names it too.
 	containerName = "manager"
 )
+
+// DefaultReplicas is how many agent replicas the components run: one leads
+// (reconciles, calls hooks, drives rollouts), every ready one admits, so
+// that losing a pod stops neither admission nor, past the lease, the work.
+const DefaultReplicas = 2
+
+// ReplicasVar is the components' variable for the replica count, as
+// clusterctl substitutes it (TOPOLOGY_AGENT_REPLICAS=3 clusterctl init …)
+// and `kubectl topology install --replicas` sets it.
+const ReplicasVar = "TOPOLOGY_AGENT_REPLICAS"
+
+// replicasLine is the Deployment's replicas as rendered, and as written
+// into the components with ReplicasVar in its place.
+var replicasLine = []byte(fmt.Sprintf("\n  replicas: %d\n", DefaultReplicas))
 
 // ProviderLabelValue is the agent's cluster.x-k8s.io/provider label value.
 const ProviderLabelValue = providerTag
@@ -106,7 +121,11 @@ func Render(image string) ([]byte, error) {
 		buf.WriteString("---\n")
 		buf.Write(data)
 	}
-	return bytes.ReplaceAll(buf.Bytes(), []byte("WATCH_NAMESPACE_PLACEHOLDER"), []byte(watchNSVar)), nil
+	out := bytes.ReplaceAll(buf.Bytes(), []byte("WATCH_NAMESPACE_PLACEHOLDER"), []byte(watchNSVar))
+	if n := bytes.Count(out, replicasLine); n != 1 {
+		return nil, fmt.Errorf("the components hold %d lines %q, want the Deployment's alone", n, bytes.TrimSpace(replicasLine))
+	}
+	return bytes.Replace(out, replicasLine, []byte(fmt.Sprintf("\n  replicas: ${%s:=%d}\n", ReplicasVar, DefaultReplicas)), 1), nil
 }
 
 // Metadata is metadata.yaml: each release series and the contract it implements.
@@ -195,7 +214,7 @@ func components(image string) []runtime.Object {
 	}
 	yes, no := true, false
 	nonRoot := int64(65532)
-	replicas := int32(1)
+	replicas := int32(DefaultReplicas)
 	deploy := &appsv1.Deployment{
 		TypeMeta: tm("apps/v1", "Deployment"), ObjectMeta: objectMeta(name, namespace),
 		Spec: appsv1.DeploymentSpec{
@@ -210,6 +229,13 @@ func components(image string) []runtime.Object {
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
 					TerminationGracePeriodSeconds: ptr(int64(10)),
+					// Replicas on different nodes where there are several: a
+					// node drained or lost takes one, not all. ScheduleAnyway,
+					// so that a one-node management cluster still runs them.
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+						MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway,
+						LabelSelector: &metav1.LabelSelector{MatchLabels: selector},
+					}},
 					Containers: []corev1.Container{{
 						Name:  containerName,
 						Image: image,
@@ -251,8 +277,15 @@ func components(image string) []runtime.Object {
 			},
 		},
 	}
+	// A drain evicts one replica at a time; with a single replica it may
+	// still evict it, rather than block the drain for ever.
+	one := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{
+		TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: objectMeta(name, namespace),
+		Spec:     policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: selector}},
+	}
 	ns := &corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: objectMeta(namespace, "")}
-	return []runtime.Object{ns, sa, rules, kubeadm, manager, binding, nsRole, nsBinding, svc, deploy}
+	return []runtime.Object{ns, sa, rules, kubeadm, manager, binding, nsRole, nsBinding, svc, deploy, pdb}
 }
 
 func ptr[T any](v T) *T { return &v }

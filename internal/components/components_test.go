@@ -9,8 +9,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -23,7 +25,7 @@ import (
 // variable substituted as clusterctl would.
 func componentObjects(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := components.Decode(bytes.ReplaceAll(manifests.Components, []byte(`${TOPOLOGY_WATCH_NAMESPACE:=""}`), nil))
+	objs, err := components.Transform(manifests.Components, nil, components.Namespace, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,12 +179,55 @@ func TestTransformSetsVariablesOrRefuses(t *testing.T) {
 	}
 	// Namespace, ServiceAccount, the agent's rules, the kubeadm providers'
 	// role, the aggregated role and its binding, the leader-election Role and
-	// its binding, Service, Deployment.
-	if len(objs) != 10 {
-		t.Errorf("%d objects, want 10", len(objs))
+	// its binding, Service, Deployment, PodDisruptionBudget.
+	if len(objs) != 11 {
+		t.Errorf("%d objects, want 11", len(objs))
 	}
 	_, err = components.Transform([]byte("a: ${NEEDED}\n"), nil, "", "")
 	if err == nil || !strings.Contains(err.Error(), "NEEDED") {
 		t.Errorf("a variable without default and value: got %v, want an error naming it", err)
+	}
+}
+
+// TestComponentsRunReplicasThatSurviveADrain: two replicas by default, or
+// as many as the variable says; spread across nodes where there are
+// several; a disruption budget that lets a drain take one at a time.
+func TestComponentsRunReplicasThatSurviveADrain(t *testing.T) {
+	deployment := func(vars map[string]string) (*appsv1.Deployment, *policyv1.PodDisruptionBudget) {
+		t.Helper()
+		objs, err := components.Transform(manifests.Components, vars, components.Namespace, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, pdb := &appsv1.Deployment{}, &policyv1.PodDisruptionBudget{}
+		for _, o := range objs {
+			switch o.GetKind() {
+			case "Deployment":
+				err = runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d)
+			case "PodDisruptionBudget":
+				err = runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, pdb)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d, pdb
+	}
+	d, pdb := deployment(nil)
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != components.DefaultReplicas || components.DefaultReplicas < 2 {
+		t.Errorf("replicas %v by default, want %d (two or more)", d.Spec.Replicas, components.DefaultReplicas)
+	}
+	if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--leader-elect") {
+		t.Error("the agent runs several replicas without --leader-elect")
+	}
+	spread := d.Spec.Template.Spec.TopologySpreadConstraints
+	if len(spread) != 1 || spread[0].TopologyKey != corev1.LabelHostname || spread[0].WhenUnsatisfiable != corev1.ScheduleAnyway || !equality.Semantic.DeepEqual(spread[0].LabelSelector, d.Spec.Selector) {
+		t.Errorf("spread %+v, want the Deployment's pods across hostnames, scheduled anyway", spread)
+	}
+	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 || pdb.Spec.MinAvailable != nil || !equality.Semantic.DeepEqual(pdb.Spec.Selector, d.Spec.Selector) || pdb.Namespace != d.Namespace {
+		t.Errorf("PodDisruptionBudget %+v, want maxUnavailable 1 over the Deployment's pods", pdb.Spec)
+	}
+	if d, _ := deployment(map[string]string{components.ReplicasVar: "3"}); *d.Spec.Replicas != 3 {
+		t.Errorf("%s=3 gives %d replicas", components.ReplicasVar, *d.Spec.Replicas)
 	}
 }

@@ -44,6 +44,9 @@ func AgentReport(ctx context.Context, c client.Reader, now time.Time) statusv1.A
 		return statusv1.AgentReport{}
 	}
 	r := statusv1.AgentReport{}
+	if h := lease.Spec.HolderIdentity; h != nil {
+		r.Leader = *h
+	}
 	if rt := lease.Spec.RenewTime; rt != nil {
 		t := metav1.NewTime(rt.Time)
 		r.LastHeartbeat = &t

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,8 @@ type InstallOptions struct {
 	TargetNamespace string
 	// WatchNamespace limits the agent to one namespace; empty watches all.
 	WatchNamespace string
+	// Replicas is how many agent Pods run: one leads, every ready one admits.
+	Replicas int
 	// DryRun "client" prints the components instead of applying them.
 	DryRun string
 	// Output is the format of --dry-run output: yaml or json.
@@ -54,14 +57,14 @@ type InstallOptions struct {
 
 // NewInstallOptions returns the inputs of `install`, with their defaults.
 func NewInstallOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *InstallOptions {
-	return &InstallOptions{configFlags: flags, IOStreams: streams}
+	return &InstallOptions{configFlags: flags, IOStreams: streams, Replicas: components.DefaultReplicas}
 }
 
 // NewCmdInstall returns `install`.
 func NewCmdInstall(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewInstallOptions(flags, streams)
 	cmd := &cobra.Command{
-		Use:   "install [--version V | --image IMAGE] [--target-namespace NS] [--watch-namespace NS] [--local]",
+		Use:   "install [--version V | --image IMAGE] [--target-namespace NS] [--watch-namespace NS] [--replicas N] [--local]",
 		Short: "Install or upgrade the agent: ServiceAccount, RBAC, Service and Deployment; it installs its CRDs and webhooks itself",
 		Long: `Install applies the agent's clusterctl-contract components (the same YAML
 clusterctl init --addon and GitOps use), with clusterctl's transformations:
@@ -74,6 +77,7 @@ against the cluster and registers its webhooks by URL — for the local
 control plane (make local-up), which has no nodes to run Pods.`,
 		Example: `  kubectl topology install --wait
   kubectl topology install --watch-namespace team-a --target-namespace topology-team-a
+  kubectl topology install --replicas 3
   kubectl topology install --dry-run=client -o yaml > agent.yaml
   kubectl topology install --local --agent-binary bin/agent`,
 		Args: cobra.NoArgs,
@@ -84,6 +88,7 @@ control plane (make local-up), which has no nodes to run Pods.`,
 	f.StringVar(&o.Image, "image", "", "Agent image, overriding --version")
 	f.StringVar(&o.TargetNamespace, "target-namespace", components.Namespace, "Namespace the agent runs in")
 	f.StringVar(&o.WatchNamespace, "watch-namespace", "", "Only reconcile Topologies in this namespace; default all")
+	f.IntVar(&o.Replicas, "replicas", o.Replicas, "Agent Pods: one leads and reconciles, every ready one admits, a standby takes over when the leader goes")
 	f.StringVar(&o.DryRun, "dry-run", "none", `"client" prints what would be applied, without applying it`)
 	f.StringVarP(&o.Output, "output", "o", "yaml", "Format of --dry-run=client output: yaml or json")
 	f.BoolVar(&o.Wait, "wait", true, "Wait until the agent is ready and its webhooks are registered")
@@ -113,7 +118,8 @@ func (o *InstallOptions) Complete([]string) error {
 		}
 		image = components.Image(tag)
 	}
-	objs, err := components.Transform(manifests.Components, map[string]string{"TOPOLOGY_WATCH_NAMESPACE": o.WatchNamespace}, o.TargetNamespace, image)
+	vars := map[string]string{"TOPOLOGY_WATCH_NAMESPACE": o.WatchNamespace, components.ReplicasVar: strconv.Itoa(o.Replicas)}
+	objs, err := components.Transform(manifests.Components, vars, o.TargetNamespace, image)
 	if err != nil {
 		return err
 	}
@@ -140,6 +146,9 @@ func (o *InstallOptions) Validate() error {
 	}
 	if o.Timeout <= 0 {
 		return fmt.Errorf("--timeout must be positive")
+	}
+	if o.Replicas < 1 {
+		return fmt.Errorf("--replicas %d: run at least one agent (two or more keep admission and reconciling going while one is away)", o.Replicas)
 	}
 	return nil
 }

@@ -43,6 +43,20 @@ func TestInstallDryRun(t *testing.T) {
 	}
 }
 
+// TestInstallReplicas: two agent Pods unless told otherwise.
+func TestInstallReplicas(t *testing.T) {
+	for flag, want := range map[string]string{"": "  replicas: 2\n", "--replicas=3": "  replicas: 3\n", "--replicas=1": "  replicas: 1\n"} {
+		args := []string{"install", "--dry-run=client"}
+		if flag != "" {
+			args = append(args, flag)
+		}
+		stdout, stderr, code := runPlugin(t, args...)
+		if code != 0 || strings.Count(stdout, "replicas:") != 1 || !strings.Contains(stdout, want) {
+			t.Errorf("install %s: exit %d %s; want the Deployment's %q", flag, code, stderr, strings.TrimSpace(want))
+		}
+	}
+}
+
 // TestUnsettledSaysWhereTheRolloutStands: a watch that times out names the
 // phase and every condition that is not true, and says the rollout goes on.
 func TestUnsettledSaysWhereTheRolloutStands(t *testing.T) {
@@ -98,6 +112,7 @@ func TestLiveCommandsRefuseBadFlags(t *testing.T) {
 		{[]string{"upgrade", "dev", "--version", "1.34"}, "not a Kubernetes version"},
 		{[]string{"install", "--dry-run=server"}, `--dry-run=server is not supported`},
 		{[]string{"install", "--local", "--image", "x"}, "--image and --version apply to the Deployment only"},
+		{[]string{"install", "--dry-run=client", "--replicas", "0"}, "--replicas 0: run at least one agent"},
 		{[]string{"get", "a", "-A", "--kubeconfig", "../../testdata/kubeconfig-unreachable"}, "cannot be combined"},
 		{[]string{"status", "a", "b"}, "accepts at most 1 arg"},
 		{[]string{"status", "dev", "-A"}, "a NAME and --all-namespaces cannot be combined"},

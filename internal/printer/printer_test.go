@@ -93,7 +93,7 @@ func TestStatusFleetReport(t *testing.T) {
 	paused := fixture.MidUpgrade()
 	paused.Name, paused.Namespace, paused.Spec.Paused = "frozen", "team-b", true
 	items := []v1alpha2.Topology{*fixture.MidUpgrade(), *fixture.Degraded(), *deleting, *paused}
-	agent := statusv1.AgentReport{LastHeartbeat: fixture.At(11, 59)}
+	agent := statusv1.AgentReport{LastHeartbeat: fixture.At(11, 59), Leader: "topology-controller-manager-7c9f8-x2k4q"}
 	report := statusv1.StatusReport{Agent: agent}
 	for i := range items {
 		report.Items = append(report.Items, live.TopologyReport(&items[i], agent, nil))

@@ -48,6 +48,8 @@ func Status(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentReport, r sta
 	// not seen yet is an ordinary line.
 	if agent.Problem != "" {
 		fmt.Fprintf(w, "  STALE: %s\n", agent.Problem)
+	} else if line := leaderLine(agent, now); line != "" {
+		fmt.Fprintf(w, "  %s\n", line)
 	}
 	var lines []string
 	if line := health.NotObserved(t); line != "" {
@@ -140,6 +142,8 @@ func Status(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentReport, r sta
 func StatusList(w io.Writer, report statusv1.StatusReport, items []v1alpha2.Topology, now time.Time) error {
 	if report.Agent.Problem != "" {
 		fmt.Fprintf(w, "STALE: %s\n", report.Agent.Problem)
+	} else if line := leaderLine(report.Agent, now); line != "" {
+		fmt.Fprintln(w, line)
 	}
 	byKey := map[string]*v1alpha2.Topology{}
 	for i := range items {
@@ -185,4 +189,18 @@ func StatusReport(w io.Writer, format string, report statusv1.StatusReport) erro
 	}
 	_, err = w.Write(data)
 	return err
+}
+
+// leaderLine names the agent replica that leads and, outside a watch (now
+// zero), how long ago it renewed its heartbeat; "" when the heartbeat names
+// none.
+func leaderLine(agent statusv1.AgentReport, now time.Time) string {
+	if agent.Leader == "" {
+		return ""
+	}
+	line := "agent: " + agent.Leader + " leads"
+	if !now.IsZero() && agent.LastHeartbeat != nil {
+		line += ", renewed " + health.HumanDuration(now.Sub(agent.LastHeartbeat.Time)) + " ago"
+	}
+	return line
 }

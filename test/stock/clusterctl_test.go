@@ -51,7 +51,7 @@ func TestClusterctlReadsTheProviderRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := components.Decode([]byte(strings.ReplaceAll(string(source), `${TOPOLOGY_WATCH_NAMESPACE:=""}`, "")))
+	want, err := components.Transform(source, nil, components.Namespace, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,9 @@ type StatusReport struct {
 type AgentReport struct {
 	// LastHeartbeat is when the reconciling agent last renewed its Lease.
 	LastHeartbeat *metav1.Time `json:"lastHeartbeat,omitempty"`
+	// Leader is the agent replica (its Pod, or host out of cluster) that
+	// leads: it reconciles and renews the heartbeat; the others admit only.
+	Leader string `json:"leader,omitempty"`
 	// Problem says why status may be stale, or is empty.
 	Problem string `json:"problem,omitempty"`
 }
