@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/components"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/apply"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/parity"
@@ -106,9 +107,31 @@ func TestWorkloadClusterLifecycle(t *testing.T) {
 		podsTalkAcrossNodes(t, wl, nodes)
 	})
 
-	t.Run("upgrade replaces the control plane, then the pool", func(t *testing.T) {
+	t.Run("upgrade replaces the control plane, then the pool, the leading agent's Pod deleted midway", func(t *testing.T) {
+		mgmt(t, 6*time.Minute, "-n", "topology-system", "rollout", "status", "deployment/topology-controller-manager", "--timeout", "5m")
+		if ready := mgmt(t, time.Minute, "-n", "topology-system", "get", "deployment/topology-controller-manager", "-o", "jsonpath={.status.readyReplicas}"); ready != "2" {
+			t.Errorf("%s agent replicas ready, want 2", ready)
+		}
 		begin := time.Now()
-		plugin(t, 25*time.Minute, "upgrade", clusterName, "--version", upgradeVersion, "--yes", "--wait", "--timeout", "20m")
+		plugin(t, 2*time.Minute, "upgrade", clusterName, "--version", upgradeVersion, "--yes")
+		// Once the control plane is rolling, the leader goes: the standby
+		// takes over, admits meanwhile and finishes the upgrade.
+		fixture.EventuallyEvery(t, 2*time.Second, 10*time.Minute, "the agent starts the control plane's upgrade", func(context.Context) (bool, error) {
+			v := mgmt(t, time.Minute, "-n", namespace, "get", "kubeadmcontrolplanes", "-l", "cluster.x-k8s.io/cluster-name="+clusterName, "-o", "jsonpath={.items[0].spec.version}")
+			return v == upgradeVersion, fmt.Errorf("the control plane asks for %q", v)
+		})
+		leader := heartbeatHolder(t)
+		mgmt(t, time.Minute, "-n", "topology-system", "delete", "pod", leader, "--wait=false")
+		deleted := time.Now()
+		mgmt(t, time.Minute, "-n", namespace, "label", "topologies.topology.kubectl-topology.io", clusterName, "ha-check="+strconv.FormatInt(deleted.Unix(), 10), "--overwrite")
+		t.Logf("a change admitted %s after the leader's Pod %s was deleted; agent replicas ready then: %s", time.Since(deleted).Round(time.Millisecond), leader,
+			mgmt(t, time.Minute, "-n", "topology-system", "get", "deployment/topology-controller-manager", "-o", "jsonpath={.status.readyReplicas}"))
+		fixture.EventuallyEvery(t, time.Second, 5*time.Minute, "another agent leads", func(context.Context) (bool, error) {
+			h := heartbeatHolder(t)
+			return h != "" && h != leader, fmt.Errorf("the heartbeat names %q", h)
+		})
+		t.Logf("takeover: %s renewed the heartbeat %s after %s's Pod was deleted", heartbeatHolder(t), time.Since(deleted).Round(time.Second), leader)
+		settle(t, 20*time.Minute)
 		t.Logf("upgrade to %s done %s after it began", upgradeVersion, time.Since(begin).Round(time.Second))
 		for _, n := range waitNodes(t, wl, 2, 5*time.Minute) {
 			if n.Version != upgradeVersion {
@@ -398,6 +421,13 @@ func machinesAt(t *testing.T, version string) (controlPlane, pool []machine) {
 }
 
 // settle follows the rollout with the plugin until it settles.
+// heartbeatHolder is the agent replica that leads: the one that renews
+// the heartbeat Lease, under its Pod's name.
+func heartbeatHolder(t *testing.T) string {
+	t.Helper()
+	return mgmt(t, time.Minute, "-n", "topology-system", "get", "leases.coordination.k8s.io", components.HeartbeatLease, "-o", "jsonpath={.spec.holderIdentity}")
+}
+
 func settle(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	plugin(t, timeout+time.Minute, "status", clusterName, "--watch", "--timeout", timeout.String())
