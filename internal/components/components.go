@@ -282,7 +282,7 @@ func components(image string) []runtime.Object {
 	one := intstr.FromInt32(1)
 	pdb := &policyv1.PodDisruptionBudget{
 		TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: objectMeta(name, namespace),
-		Spec:     policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: selector}},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: selector}},
 	}
 	ns := &corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: objectMeta(namespace, "")}
 	return []runtime.Object{ns, sa, rules, kubeadm, manager, binding, nsRole, nsBinding, svc, deploy, pdb}
