@@ -141,10 +141,7 @@ func (o *SetVersionOptions) preflight(_ context.Context, orig, edited *v1alpha2.
 
 // preview says which pools stay where they are through the Topology's upgrades.
 func (o *SetVersionOptions) preview(_ context.Context, _, edited *v1alpha2.Topology) {
-	pins := upgrade.PinsOf(edited)
-	for _, set := range []map[string]string{pins.MachineDeployments, pins.MachinePools} {
-		for _, pool := range slices.Sorted(maps.Keys(set)) {
-			fmt.Fprintf(o.Out, "%s stays at %s through the Topology's upgrades until its pin moves.\n", pool, set[pool])
-		}
+	for _, p := range upgrade.PinnedPools(edited) {
+		fmt.Fprintf(o.Out, "%s stays at %s through the Topology's upgrades until its pin moves.\n", p.Name, p.Version)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -108,17 +109,8 @@ func (c TopologyTable) row(w io.Writer, t *v1alpha2.Topology, now time.Time, ext
 // POOL=VERSION in topology order, MachineDeployments first.
 func pinnedPools(t *v1alpha2.Topology) string {
 	var out []string
-	if w := t.Spec.Workers; w != nil {
-		for _, md := range w.MachineDeployments {
-			if md.Version != "" {
-				out = append(out, md.Name+"="+md.Version)
-			}
-		}
-		for _, mp := range w.MachinePools {
-			if mp.Version != "" {
-				out = append(out, mp.Name+"="+mp.Version)
-			}
-		}
+	for _, p := range upgrade.PinnedPools(t) {
+		out = append(out, p.Name+"="+p.Version)
 	}
 	return strings.Join(out, ",")
 }

@@ -10,7 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
+	"slices"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -185,7 +185,7 @@ func (s Store) Update(ctx context.Context, orig, edited *v1alpha2.Topology, dryR
 	// A Cluster API without per-pool versions (before v1.15) prunes them
 	// without a word: the pins are refused rather than lost. The dry run
 	// comes first, so nothing is written then.
-	if want, got := upgrade.PinsOf(edited), upgrade.PinsOf(written); !maps.Equal(want.MachineDeployments, got.MachineDeployments) || !maps.Equal(want.MachinePools, got.MachinePools) {
+	if !slices.Equal(upgrade.PinnedPools(edited), upgrade.PinnedPools(written)) {
 		return nil, fmt.Errorf("Cluster %s/%s: this Cluster API drops the pools' spec.topology.workers.*.version: per-pool versions on an upstream Cluster need Cluster API v1.15 or later with its ClusterTopologyWorkerVersionPinning gate on; a Topology has them on any Cluster API", orig.Namespace, orig.Name)
 	}
 	return written, nil

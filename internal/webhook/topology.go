@@ -119,8 +119,7 @@ func (w *Topology) validate(ctx context.Context, old, t *v1alpha2.Topology) (adm
 	}
 	// What needs no class first: a bad name, version or value is reported
 	// before anything is looked up, and never as a server error.
-	errs := rules.ValidateTopologyFields(t, spec)
-	errs = append(errs, rules.ValidatePins(t, old, spec)...)
+	errs := rules.ValidateTopologyFields(t, old, spec)
 	if old != nil {
 		if oldKey, newKey := old.GetClassKey(), t.GetClassKey(); old.Spec.ClassRef.Name != "" && t.Spec.ClassRef.Name != "" && oldKey != newKey {
 			if _, unsafe := t.Annotations[clusterv1.ClusterTopologyUnsafeUpdateClassNameAnnotation]; !unsafe {

@@ -11,6 +11,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -160,19 +161,12 @@ func Differences(change, has v1alpha2.RolloutChange) []string {
 // PinnedStay says, for a change of version, which of t's pools are pinned
 // and stay where they are: "md-gpu stays at its pinned v1.33.1".
 func PinnedStay(change v1alpha2.RolloutChange, t *v1alpha2.Topology) []string {
-	if change.Version == "" || change.Version == t.Spec.Version || t.Spec.Workers == nil {
+	if change.Version == "" || change.Version == t.Spec.Version {
 		return nil
 	}
 	var out []string
-	for _, md := range t.Spec.Workers.MachineDeployments {
-		if md.Version != "" {
-			out = append(out, fmt.Sprintf("%s stays at its pinned %s", md.Name, md.Version))
-		}
-	}
-	for _, mp := range t.Spec.Workers.MachinePools {
-		if mp.Version != "" {
-			out = append(out, fmt.Sprintf("%s stays at its pinned %s", mp.Name, mp.Version))
-		}
+	for _, p := range upgrade.PinnedPools(t) {
+		out = append(out, fmt.Sprintf("%s stays at its pinned %s", p.Name, p.Version))
 	}
 	return out
 }

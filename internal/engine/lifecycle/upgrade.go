@@ -94,7 +94,7 @@ func DecideUpgrade(ctx context.Context, in UpgradeInput, answers *Answers) (Upgr
 		return out, err
 	}
 	if stop, err := discharge(BeforeWorkersUpgrade, func(r *Request) {
-		r.From, r.To = upgrade.MinWorkersVersion(upgrade.PinsOf(t).Unpinned(obs)), cp.SpecVersion
+		r.From, r.To = upgrade.MinWorkersVersion(upgrade.Unpinned(t, obs)), cp.SpecVersion
 	}); stop {
 		return out, err
 	}

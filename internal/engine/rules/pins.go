@@ -10,29 +10,13 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
-// pinnedPool is one pinned pool as the pin rules see it.
-type pinnedPool struct {
-	kind, name, pin string
-	path            *field.Path
-}
-
-// pinnedPools lists t's pinned pools in topology order, with their pins' paths.
-func pinnedPools(t *v1alpha2.Topology, spec *field.Path) []pinnedPool {
-	if t.Spec.Workers == nil {
-		return nil
+// pinPath is the field of pool p's pin under spec.
+func pinPath(p upgrade.PinnedPool, spec *field.Path) *field.Path {
+	list := "machineDeployments"
+	if p.Kind == "MachinePool" {
+		list = "machinePools"
 	}
-	var out []pinnedPool
-	for i, md := range t.Spec.Workers.MachineDeployments {
-		if md.Version != "" {
-			out = append(out, pinnedPool{"MachineDeployment", md.Name, md.Version, spec.Child("workers", "machineDeployments").Index(i).Child("version")})
-		}
-	}
-	for i, mp := range t.Spec.Workers.MachinePools {
-		if mp.Version != "" {
-			out = append(out, pinnedPool{"MachinePool", mp.Name, mp.Version, spec.Child("workers", "machinePools").Index(i).Child("version")})
-		}
-	}
-	return out
+	return spec.Child("workers", list).Index(p.Index).Child("version")
 }
 
 // ValidatePins checks t's pinned pools: each pin a Kubernetes version, none
@@ -43,40 +27,44 @@ func pinnedPools(t *v1alpha2.Topology, spec *field.Path) []pinnedPool {
 // so that a pin one of them admits none of the others refuses.
 func ValidatePins(t, old *v1alpha2.Topology, spec *field.Path) field.ErrorList {
 	upgrading := old != nil && old.Spec.Version != t.Spec.Version
-	version := t.Spec.Version
-	cp, err := upgrade.ParseVersion(version)
-	errs := validatePinChanges(old, t, spec)
-	for _, p := range pinnedPools(t, spec) {
-		pin, perr := upgrade.ParseVersion(p.pin)
-		switch {
-		case perr != nil:
-			errs = append(errs, field.Invalid(p.path, p.pin, "must be a Kubernetes version such as v1.32.0"))
-		case err != nil:
-			// The Topology's own version is reported for spec.version.
-		case pin.GT(cp):
-			errs = append(errs, field.Invalid(p.path, p.pin, fmt.Sprintf("%s %s is pinned to %s, newer than the control plane's %s: a pool may not run a newer Kubernetes than its control plane; pin it at %s or older, or upgrade the Topology first", p.kind, p.name, p.pin, version, version)))
-		case pin.Major != cp.Major || cp.Minor > pin.Minor+upgrade.MaxKubeletSkew:
-			behind := fmt.Sprintf("%d minors", cp.Minor-pin.Minor)
-			if pin.Major != cp.Major {
-				behind = "a major version"
-			}
-			what := fmt.Sprintf("%s %s is pinned to %s, %s behind the control plane's %s", p.kind, p.name, p.pin, behind, version)
-			if upgrading {
-				what = fmt.Sprintf("upgrading to %s would leave %s %s, pinned to %s, %s behind the control plane", version, p.kind, p.name, p.pin, behind)
-			}
-			errs = append(errs, field.Forbidden(p.path, fmt.Sprintf("%s; Kubernetes' version skew policy lets a kubelet be at most %d minors older: unpin it so it upgrades with the cluster (`kubectl topology set version %s --unpin %s`), or move it first (`kubectl topology set version %s %s=%s`)",
-				what, upgrade.MaxKubeletSkew, t.Name, p.name, t.Name, p.name, oldestAllowed(cp))))
-		}
-	}
-	return errs
+	return append(validatePinChanges(old, t, spec), validatePinsUnder(t, t.Spec.Version, upgrading, spec)...)
 }
 
 // ValidatePinsAt is ValidatePins for t moved to version: what `upgrade`,
 // the editor and fleet rollouts ask before they write it.
 func ValidatePinsAt(t *v1alpha2.Topology, version string) field.ErrorList {
-	moved := t.DeepCopy()
-	moved.Spec.Version = version
-	return ValidatePins(moved, t, field.NewPath("spec"))
+	return validatePinsUnder(t, version, version != t.Spec.Version, field.NewPath("spec"))
+}
+
+// validatePinsUnder checks t's pins against a control plane at version;
+// upgrading says version is a change, for the message.
+func validatePinsUnder(t *v1alpha2.Topology, version string, upgrading bool, spec *field.Path) field.ErrorList {
+	cp, err := upgrade.ParseVersion(version)
+	var errs field.ErrorList
+	for _, p := range upgrade.PinnedPools(t) {
+		path := pinPath(p, spec)
+		pin, perr := upgrade.ParseVersion(p.Version)
+		switch {
+		case perr != nil:
+			errs = append(errs, field.Invalid(path, p.Version, "must be a Kubernetes version such as v1.32.0"))
+		case err != nil:
+			// The Topology's own version is reported for spec.version.
+		case pin.GT(cp):
+			errs = append(errs, field.Invalid(path, p.Version, fmt.Sprintf("%s %s is pinned to %s, newer than the control plane's %s: a pool may not run a newer Kubernetes than its control plane; pin it at %s or older, or upgrade the Topology first", p.Kind, p.Name, p.Version, version, version)))
+		case pin.Major != cp.Major || cp.Minor > pin.Minor+upgrade.MaxKubeletSkew:
+			behind := fmt.Sprintf("%d minors", cp.Minor-pin.Minor)
+			if pin.Major != cp.Major {
+				behind = "a major version"
+			}
+			what := fmt.Sprintf("%s %s is pinned to %s, %s behind the control plane's %s", p.Kind, p.Name, p.Version, behind, version)
+			if upgrading {
+				what = fmt.Sprintf("upgrading to %s would leave %s %s, pinned to %s, %s behind the control plane", version, p.Kind, p.Name, p.Version, behind)
+			}
+			errs = append(errs, field.Forbidden(path, fmt.Sprintf("%s; Kubernetes' version skew policy lets a kubelet be at most %d minors older: unpin it so it upgrades with the cluster (`kubectl topology set version %s --unpin %s`), or move it first (`kubectl topology set version %s %s=%s`)",
+				what, upgrade.MaxKubeletSkew, t.Name, p.Name, t.Name, p.Name, oldestAllowed(cp))))
+		}
+	}
+	return errs
 }
 
 // oldestAllowed is the oldest minor a kubelet may run under a control plane at cp.
@@ -96,40 +84,35 @@ func validatePinChanges(old, t *v1alpha2.Topology, spec *field.Path) field.Error
 	if old == nil || upgrade.UnsafeVersionChange(t) {
 		return nil
 	}
-	before := effectiveVersions(old)
 	var errs field.ErrorList
-	for _, p := range pinnedPools(t, spec) {
-		was, ok := before[p.kind+"/"+p.name]
+	for _, p := range upgrade.PinnedPools(t) {
+		was, ok := poolVersion(old, p.Kind, p.Name)
 		if !ok {
 			continue
 		}
-		pin, err1 := upgrade.ParseVersion(p.pin)
+		pin, err1 := upgrade.ParseVersion(p.Version)
 		prev, err2 := upgrade.ParseVersion(was)
 		if err1 == nil && err2 == nil && pin.LT(prev) {
-			errs = append(errs, field.Forbidden(p.path, fmt.Sprintf("%s %s runs %s: pinning it to the older %s would downgrade its kubelets, which Kubernetes does not support; pin it at %s or newer", p.kind, p.name, was, p.pin, was)))
+			errs = append(errs, field.Forbidden(pinPath(p, spec), fmt.Sprintf("%s %s runs %s: pinning it to the older %s would downgrade its kubelets, which Kubernetes does not support; pin it at %s or newer", p.Kind, p.Name, was, p.Version, was)))
 		}
 	}
 	return errs
 }
 
-// effectiveVersions is the version each of t's pools is to run, by kind/name.
-func effectiveVersions(t *v1alpha2.Topology) map[string]string {
-	out := map[string]string{}
-	if t.Spec.Workers == nil {
-		return out
+// poolVersion is the version t's pool of kind and name is to run: its pin,
+// or t's version; ok is false when t has no such pool.
+func poolVersion(t *v1alpha2.Topology, kind, name string) (string, bool) {
+	pin := ""
+	switch {
+	case kind == "MachineDeployment" && t.MachineDeployment(name) != nil:
+		pin = t.MachineDeployment(name).Version
+	case kind == "MachinePool" && t.MachinePool(name) != nil:
+		pin = t.MachinePool(name).Version
+	default:
+		return "", false
 	}
-	for _, md := range t.Spec.Workers.MachineDeployments {
-		out["MachineDeployment/"+md.Name] = pinOr(md.Version, t.Spec.Version)
+	if pin == "" {
+		return t.Spec.Version, true
 	}
-	for _, mp := range t.Spec.Workers.MachinePools {
-		out["MachinePool/"+mp.Name] = pinOr(mp.Version, t.Spec.Version)
-	}
-	return out
-}
-
-func pinOr(pin, version string) string {
-	if pin != "" {
-		return pin
-	}
-	return version
+	return pin, true
 }

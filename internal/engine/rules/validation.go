@@ -431,7 +431,7 @@ func oldOverrides(old *v1alpha2.Topology, part string) []v1alpha2.ClusterVariabl
 // values CEL transition rules compare against; nil otherwise. spec is the path
 // of the topology's spec (spec, or spec.topology for an upstream Cluster).
 func ValidateTopology(ctx context.Context, t, old *v1alpha2.Topology, c *v1alpha2.TopologyClass, cat *variables.Catalog, spec *field.Path) field.ErrorList {
-	errs := ValidateTopologyFields(t, spec)
+	errs := ValidateTopologyFields(t, old, spec)
 	if w := t.Spec.Workers; w != nil {
 		seen := map[string]bool{}
 		for i, md := range w.MachineDeployments {
@@ -460,13 +460,12 @@ func ValidateTopology(ctx context.Context, t, old *v1alpha2.Topology, c *v1alpha
 	if c != nil && len(c.Spec.KubernetesVersions) > 0 && old == nil && !slices.Contains(c.Spec.KubernetesVersions, t.Spec.Version) {
 		errs = append(errs, field.NotSupported(spec.Child("version"), t.Spec.Version, c.Spec.KubernetesVersions))
 	}
-	errs = append(errs, ValidatePins(t, old, spec)...)
 	// A class that lists its versions builds no other, pinned or not, as
 	// upstream's ClusterClass webhook has it.
 	if c != nil && len(c.Spec.KubernetesVersions) > 0 {
-		for _, p := range pinnedPools(t, spec) {
-			if !slices.Contains(c.Spec.KubernetesVersions, p.pin) {
-				errs = append(errs, field.NotSupported(p.path, p.pin, c.Spec.KubernetesVersions))
+		for _, p := range upgrade.PinnedPools(t) {
+			if !slices.Contains(c.Spec.KubernetesVersions, p.Version) {
+				errs = append(errs, field.NotSupported(pinPath(p, spec), p.Version, c.Spec.KubernetesVersions))
 			}
 		}
 	}
@@ -490,11 +489,13 @@ func ValidateTopologyMetadata(t *v1alpha2.Topology) field.ErrorList {
 }
 
 // ValidateTopologyFields checks what a Topology says without its class: its
-// name, version and class name, and every value it passes on to generated
-// objects (metadata, network, health checks, strategies, timeouts). The
-// webhook applies it even before the class exists.
-func ValidateTopologyFields(t *v1alpha2.Topology, spec *field.Path) field.ErrorList {
+// name, version and class name, its pools' pins (against old, the version
+// before an update; nil on create), and every value it passes on to
+// generated objects (metadata, network, health checks, strategies,
+// timeouts). The webhook applies it even before the class exists.
+func ValidateTopologyFields(t, old *v1alpha2.Topology, spec *field.Path) field.ErrorList {
 	errs := ValidateTopologyMetadata(t)
+	errs = append(errs, ValidatePins(t, old, spec)...)
 	if _, err := upgrade.ParseVersion(t.Spec.Version); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("version"), t.Spec.Version, "must be a Kubernetes version such as v1.32.0"))
 	}

@@ -1,6 +1,8 @@
 package upgrade
 
 import (
+	"maps"
+
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -8,52 +10,52 @@ import (
 // version skew policy lets a kubelet be (three since Kubernetes v1.28).
 const MaxKubeletSkew uint64 = 3
 
-// Pins are the versions a Topology pins its pools to, by topology name:
-// a pool absent from them follows the Topology's version.
-type Pins struct {
-	// MachineDeployments and MachinePools pinned, pool name to version.
-	MachineDeployments, MachinePools map[string]string
+// PinnedPool is one pool of a Topology pinned to a version of its own.
+type PinnedPool struct {
+	// Kind is MachineDeployment or MachinePool; Index its place in the
+	// Topology's list of that kind.
+	Kind  string
+	Index int
+	// Name is the pool's topology name, Version its pin.
+	Name, Version string
 }
 
-// PinsOf reads the pins of t's pools.
-func PinsOf(t *v1alpha2.Topology) Pins {
-	p := Pins{MachineDeployments: map[string]string{}, MachinePools: map[string]string{}}
+// PinnedPools lists t's pinned pools in topology order, MachineDeployments
+// first: the one reading of pins that rules, status, previews and fleet
+// rollouts share.
+func PinnedPools(t *v1alpha2.Topology) []PinnedPool {
 	if t == nil || t.Spec.Workers == nil {
-		return p
+		return nil
 	}
-	for _, md := range t.Spec.Workers.MachineDeployments {
+	var out []PinnedPool
+	for i, md := range t.Spec.Workers.MachineDeployments {
 		if md.Version != "" {
-			p.MachineDeployments[md.Name] = md.Version
+			out = append(out, PinnedPool{Kind: "MachineDeployment", Index: i, Name: md.Name, Version: md.Version})
 		}
 	}
-	for _, mp := range t.Spec.Workers.MachinePools {
+	for i, mp := range t.Spec.Workers.MachinePools {
 		if mp.Version != "" {
-			p.MachinePools[mp.Name] = mp.Version
+			out = append(out, PinnedPool{Kind: "MachinePool", Index: i, Name: mp.Name, Version: mp.Version})
 		}
 	}
-	return p
+	return out
 }
 
-// Len is how many pools are pinned.
-func (p Pins) Len() int { return len(p.MachineDeployments) + len(p.MachinePools) }
-
-// Unpinned is obs without its pinned pools: what a cluster-wide upgrade
+// Unpinned is obs without t's pinned pools: what a cluster-wide upgrade
 // moves, waits for and reports to lifecycle hooks. Upstream's proposal
 // leaves pinned pools out of all three: they neither hold the control plane
 // nor count towards the upgrade concurrency, and the hooks ignore them.
-func (p Pins) Unpinned(obs *Observed) *Observed {
-	if obs == nil || p.Len() == 0 {
+func Unpinned(t *v1alpha2.Topology, obs *Observed) *Observed {
+	pins := PinnedPools(t)
+	if obs == nil || len(pins) == 0 {
 		return obs
 	}
-	out := &Observed{ControlPlane: obs.ControlPlane, MachineDeployments: map[string]PartObserved{}, MachinePools: map[string]PartObserved{}}
-	for name, o := range obs.MachineDeployments {
-		if _, pinned := p.MachineDeployments[name]; !pinned {
-			out.MachineDeployments[name] = o
-		}
-	}
-	for name, o := range obs.MachinePools {
-		if _, pinned := p.MachinePools[name]; !pinned {
-			out.MachinePools[name] = o
+	out := &Observed{ControlPlane: obs.ControlPlane, MachineDeployments: maps.Clone(obs.MachineDeployments), MachinePools: maps.Clone(obs.MachinePools)}
+	for _, p := range pins {
+		if p.Kind == "MachineDeployment" {
+			delete(out.MachineDeployments, p.Name)
+		} else {
+			delete(out.MachinePools, p.Name)
 		}
 	}
 	return out

@@ -90,7 +90,7 @@ func TestPinnedPoolsDoNotHoldTheControlPlane(t *testing.T) {
 	if mds, _ := PoolsUpgrading(topo, obs); len(mds) != 0 {
 		t.Errorf("PoolsUpgrading = %v, want none: b is pinned", mds)
 	}
-	if got := MinWorkersVersion(PinsOf(topo).Unpinned(obs)); got != "v1.34.0" {
+	if got := MinWorkersVersion(Unpinned(topo, obs)); got != "v1.34.0" {
 		t.Errorf("MinWorkersVersion without pins = %q, want v1.34.0 (a's; b is pinned)", got)
 	}
 	if got := MinWorkersVersion(obs); got != "v1.33.1" {

@@ -175,7 +175,7 @@ func PlanVersionsFor(ctx context.Context, class *v1alpha2.TopologyClass, t *v1al
 	if class != nil {
 		versions = class.Spec.KubernetesVersions
 	}
-	workers := MinWorkersVersion(PinsOf(t).Unpinned(obs))
+	workers := MinWorkersVersion(Unpinned(t, obs))
 	var plan VersionPlan
 	var err error
 	if ext := UpgradePlanExtension(class); ext != "" && planner != nil {
@@ -202,7 +202,7 @@ func PlanVersionsFor(ctx context.Context, class *v1alpha2.TopologyClass, t *v1al
 }
 
 // MinWorkersVersion is the oldest spec version of any existing pool, or "";
-// pass Pins.Unpinned(obs) to leave pinned pools out, as a plan must.
+// pass Unpinned(t, obs) to leave pinned pools out, as a plan must.
 func MinWorkersVersion(obs *Observed) string {
 	var versions []string
 	for _, parts := range []map[string]PartObserved{obs.MachineDeployments, obs.MachinePools} {
