@@ -100,7 +100,7 @@ func (m *Model) View() string {
 			version += " → " + p.DesiredVersion
 		}
 		if p.Pinned {
-			version += " pinned"
+			version += " (pinned)"
 		}
 		// Progress is against what the topology asks for: while Machines are
 		// created, the part has fewer replicas than it will.

@@ -10,7 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/charmbracelet/x/exp/golden"
+
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -150,5 +152,17 @@ func TestStatusSeededShowsTheRolloutBeforeAnyRead(t *testing.T) {
 	m.Update(m.Init()())
 	if !strings.Contains(m.View(), "v1.33.1 → v1.34.0") {
 		t.Errorf("a failed read after the seed lost the rollout:\n%s", m.View())
+	}
+}
+
+// TestStatusMarksAPinnedPool: a pool at its pin reads as pinned, as `status`
+// prints it, not as behind the Topology's version.
+func TestStatusMarksAPinnedPool(t *testing.T) {
+	topo := fixture.MidUpgrade()
+	m := New(func(context.Context) (*v1alpha2.Topology, error) { return topo, nil }, time.Millisecond)
+	m.SetSize(120, 30)
+	m.Update(m.Init()())
+	if view := m.View(); !strings.Contains(view, "v1.33.1 (pinned)") || strings.Contains(view, "v1.33.1 → v1.34.0 (pinned)") {
+		t.Errorf("md-db, pinned at v1.33.1, is not shown pinned:\n%s", view)
 	}
 }
