@@ -10,7 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
+	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -171,24 +171,30 @@ func (s Store) Update(ctx context.Context, orig, edited *v1alpha2.Topology, dryR
 	u := NewCluster(s.CoreVersion)
 	u.SetNamespace(orig.Namespace)
 	u.SetName(orig.Name)
-	var opts []client.PatchOption
+	// Strict: a field this Cluster API's Cluster does not have (a pool's
+	// version before v1.15) is refused by the API server rather than
+	// pruned without a word. The dry run comes first, so nothing is written.
+	opts := []client.PatchOption{client.FieldValidation(metav1.FieldValidationStrict)}
 	if dryRun {
 		opts = append(opts, client.DryRunAll)
 	}
 	if err := s.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch), opts...); err != nil {
-		return nil, err
+		return nil, undeclared(orig, edited, err)
 	}
-	written, err := FromCluster(u)
-	if err != nil {
-		return nil, err
+	return FromCluster(u)
+}
+
+// undeclared explains the API server's refusal of a field the Cluster's
+// schema does not declare; other errors are returned as they are.
+func undeclared(orig, edited *v1alpha2.Topology, err error) error {
+	if msg := err.Error(); !strings.Contains(msg, "unknown field") && !strings.Contains(msg, "field not declared in schema") {
+		return err
 	}
-	// A Cluster API without per-pool versions (before v1.15) prunes them
-	// without a word: the pins are refused rather than lost. The dry run
-	// comes first, so nothing is written then.
-	if !slices.Equal(upgrade.PinnedPools(edited), upgrade.PinnedPools(written)) {
-		return nil, fmt.Errorf("Cluster %s/%s: this Cluster API drops the pools' spec.topology.workers.*.version: per-pool versions on an upstream Cluster need Cluster API v1.15 or later with its ClusterTopologyWorkerVersionPinning gate on; a Topology has them on any Cluster API", orig.Namespace, orig.Name)
+	what := "a field of a newer Cluster API needs that release"
+	if len(upgrade.PinnedPools(edited)) > 0 {
+		what = "per-pool versions on an upstream Cluster need Cluster API v1.15 or later with its ClusterTopologyWorkerVersionPinning gate on; a Topology has them on any Cluster API"
 	}
-	return written, nil
+	return fmt.Errorf("Cluster %s/%s: this Cluster API's Cluster has no such field (%w): %s", orig.Namespace, orig.Name, err, what)
 }
 
 // Patch is the merge patch of a Cluster that makes orig's topology edited's:
