@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/agent"
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
+	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
 	"github.com/kubectl-topology/kubectl-topology/internal/version"
 )
 
@@ -92,6 +93,9 @@ func main() {
 	fs.StringVar(&opts.Namespace, "namespace", "", "Namespace to watch for Topologies; all namespaces when empty.")
 	fs.StringVar(&opts.AgentNamespace, "agent-namespace", opts.AgentNamespace, "Namespace the agent runs in and keeps its certificate Secret in (default from POD_NAMESPACE).")
 	fs.BoolVar(&opts.LeaderElect, "leader-elect", false, "Enable leader election, for running more than one replica.")
+	fs.DurationVar(&opts.LeaseDuration, "leader-elect-lease-duration", opts.LeaseDuration, "How long a standby waits, after the leader's last renewal, before it takes the lead (a leader that dies without releasing its Lease is replaced after this).")
+	fs.DurationVar(&opts.RenewDeadline, "leader-elect-renew-deadline", opts.RenewDeadline, "How long the leader keeps retrying to renew its Lease before it gives up leading.")
+	fs.DurationVar(&opts.RetryPeriod, "leader-elect-retry-period", opts.RetryPeriod, "How often replicas try to take or renew the Lease.")
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", opts.MetricsBindAddress, "Address the metrics endpoint binds to; \"0\" disables it.")
 	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", opts.HealthProbeBindAddress, "Address the /healthz and /readyz endpoints bind to.")
 	fs.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "", "Address Go's profiles (/debug/pprof/) are served on, e.g. 127.0.0.1:6060, for measuring the agent; empty serves none. Never expose it beyond the host.")
@@ -116,6 +120,8 @@ func main() {
 		log.Error(memLimitErr, "ignoring the container's memory limit")
 	}
 	if opts.Local {
+		// Several local replicas share the host's name: the process tells them apart.
+		opts.Identity = localagent.Identity(os.Getpid())
 		// Out of cluster, nothing outside this machine should reach the
 		// probes or metrics, and the serving key must not sit at a path
 		// anyone can predict.

@@ -64,6 +64,13 @@ type Options struct {
 	ServiceName string
 	// LeaderElect enables leader election, for more than one replica.
 	LeaderElect bool
+	// LeaseDuration, RenewDeadline and RetryPeriod time the election, as
+	// upstream's managers' --leader-elect-* flags do: a leader that dies
+	// without releasing its Lease is replaced after LeaseDuration at most.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Identity names this replica in the heartbeat Lease that status reads:
+	// the Pod's name in cluster, the host and process out of it.
+	Identity string
 	// MetricsBindAddress serves metrics; "0" disables them.
 	MetricsBindAddress string
 	// MetricsSecure serves metrics over HTTPS, to clients the API server
@@ -100,7 +107,12 @@ type Options struct {
 
 // Defaults are the flag defaults.
 func Defaults() Options {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "kubectl-topology-agent"
+	}
 	return Options{
+		Identity:               host,
 		AgentNamespace:         components.Namespace,
 		ServiceName:            components.ServiceName,
 		MetricsBindAddress:     ":8443",
@@ -108,6 +120,9 @@ func Defaults() Options {
 		HealthProbeBindAddress: ":9440",
 		WebhookPort:            9443,
 		Concurrency:            10,
+		LeaseDuration:          15 * time.Second,
+		RenewDeadline:          10 * time.Second,
+		RetryPeriod:            2 * time.Second,
 		HealthCheckInterval:    10 * time.Second,
 		QPS:                    50,
 		Burst:                  100,
@@ -180,7 +195,14 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        leaderElectID,
 		LeaderElectionNamespace: opts.AgentNamespace,
-		WebhookServer:           a.webhook,
+		LeaseDuration:           &opts.LeaseDuration,
+		RenewDeadline:           &opts.RenewDeadline,
+		RetryPeriod:             &opts.RetryPeriod,
+		// A leader stopped on purpose (a rolling update, a drain) hands over at
+		// once instead of making the standby wait out the Lease: the process
+		// ends right after the manager does, so nothing runs unled.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 a.webhook,
 		// Unstructured reads come from the cache too: a steady state then costs
 		// no requests at all, which matters at a thousand Topologies.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
@@ -211,7 +233,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 	if err := a.setupSelfHeal(); err != nil {
 		return nil, err
 	}
-	beat := &heartbeat{client: a.direct, namespace: opts.AgentNamespace, interval: components.HeartbeatInterval, now: time.Now}
+	beat := &heartbeat{client: a.direct, namespace: opts.AgentNamespace, holder: opts.Identity, interval: components.HeartbeatInterval, now: time.Now}
 	if err := a.mgr.Add(beat); err != nil {
 		return nil, err
 	}
@@ -241,6 +263,12 @@ func (o Options) validate() error {
 	}
 	if o.HealthCheckInterval <= 0 {
 		return fmt.Errorf("the API server check interval must be positive, got %s", o.HealthCheckInterval)
+	}
+	if o.LeaderElect && (o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline || o.RenewDeadline >= o.LeaseDuration) {
+		return fmt.Errorf("leader election needs 0 < --leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s)", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
+	}
+	if o.Identity == "" {
+		return errors.New("the agent's identity must be set (its Pod's name in cluster)")
 	}
 	if o.AgentNamespace == "" {
 		return errors.New("the agent namespace must be set (POD_NAMESPACE or --agent-namespace)")
@@ -289,6 +317,17 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 	}
 	copts := controller.Options{MaxConcurrentReconciles: a.opts.Concurrency, SkipNameValidation: &a.opts.SkipNameValidation}
 	if err := tr.SetupWithManager(ctx, a.mgr, copts); err != nil {
+		return err
+	}
+	// A standby keeps what the controllers read warm, so that taking the lead
+	// does not start with a full list of every kind; a failure only costs that.
+	warm := everyReplica(func(ctx context.Context) error {
+		if err := tr.WarmCaches(ctx, a.mgr.GetCache()); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Could not start reading some kinds ahead; they are read when first needed")
+		}
+		return nil
+	})
+	if err := a.mgr.Add(warm); err != nil {
 		return err
 	}
 	cr := &topologycontroller.TopologyClassReconciler{
@@ -377,6 +416,14 @@ func (a *Agent) setupWebhooks() error {
 func (a *Agent) Run(ctx context.Context) error {
 	if err := a.registerWebhooks(ctx); err != nil {
 		return err
+	}
+	if a.opts.Local && a.opts.LeaderElect {
+		// Out of cluster no Service spreads admission over the replicas: each
+		// registers its own URL as it starts, and the one that takes the lead
+		// does again, so admission follows a live agent after a failover.
+		if err := a.mgr.Add(manager.RunnableFunc(a.registerWebhooks)); err != nil {
+			return err
+		}
 	}
 	go func() {
 		select {

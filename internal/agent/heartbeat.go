@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"os"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -20,8 +19,10 @@ import (
 type heartbeat struct {
 	client    client.Client
 	namespace string
-	interval  time.Duration
-	now       func() time.Time
+	// holder is the replica's identity, written as the Lease's holder.
+	holder   string
+	interval time.Duration
+	now      func() time.Time
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: only the
@@ -48,7 +49,7 @@ func (h *heartbeat) Start(ctx context.Context) error {
 
 func (h *heartbeat) beat(ctx context.Context) error {
 	now := metav1.NewMicroTime(h.now())
-	holder, _ := os.Hostname()
+	holder := h.holder
 	seconds := int32(3 * h.interval / time.Second)
 	lease := &coordinationv1.Lease{}
 	err := h.client.Get(ctx, client.ObjectKey{Namespace: h.namespace, Name: components.HeartbeatLease}, lease)

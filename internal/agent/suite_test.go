@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -145,10 +147,20 @@ type writeCounter struct {
 	mu    sync.Mutex
 	n     atomic.Int64
 	paths []string
+	// watched are the resources the agent opened a watch on, by plural name.
+	watched map[string]bool
 }
 
 func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method == http.MethodGet && req.URL.Query().Get("watch") == "true" {
+			w.mu.Lock()
+			if w.watched == nil {
+				w.watched = map[string]bool{}
+			}
+			w.watched[req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:]] = true
+			w.mu.Unlock()
+		}
 		group := strings.SplitN(strings.TrimPrefix(req.URL.Path, "/apis/"), "/", 2)[0]
 		if req.Method != http.MethodGet && (strings.HasSuffix(group, "cluster.x-k8s.io") || group == v1alpha2.GroupVersion.Group) {
 			w.n.Add(1)
@@ -158,6 +170,20 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		}
 		return rt.RoundTrip(req)
 	})
+}
+
+// watching says whether the agent opened a watch on resource (a plural name).
+func (w *writeCounter) watching(resource string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.watched[resource]
+}
+
+// watchedResources are the resources watched so far, sorted.
+func (w *writeCounter) watchedResources() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Sorted(maps.Keys(w.watched))
 }
 
 func (w *writeCounter) seen() (int64, []string) {

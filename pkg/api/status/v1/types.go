@@ -31,7 +31,7 @@ type StatusReport struct {
 type AgentReport struct {
 	// LastHeartbeat is when the reconciling agent last renewed its Lease.
 	LastHeartbeat *metav1.Time `json:"lastHeartbeat,omitempty"`
-	// Leader is the agent replica (its Pod, or host out of cluster) that
+	// Leader is the agent replica (its Pod, or host and process out of cluster) that
 	// leads: it reconciles and renews the heartbeat; the others admit only.
 	Leader string `json:"leader,omitempty"`
 	// Problem says why status may be stale, or is empty.
