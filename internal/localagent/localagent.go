@@ -6,6 +6,7 @@ package localagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +42,8 @@ type Options struct {
 	AgentNamespace string
 	// WatchNamespace limits the agent to one namespace; empty for all.
 	WatchNamespace string
+	// LeaderElect runs it as one of several replicas: one leads, each admits.
+	LeaderElect bool
 }
 
 // Agent is an agent started out of cluster.
@@ -52,8 +56,22 @@ type Agent struct {
 	exited  chan error
 }
 
-// probePrefix marks the local agent's probe address in its pid file.
-const probePrefix = "probe="
+// probePrefix marks the local agent's probe address in its pid file, and
+// leaderElectMark an agent that runs with leader election.
+const (
+	probePrefix     = "probe="
+	leaderElectMark = "leader-elect"
+)
+
+// Identity is how a local agent of process pid names itself in the
+// heartbeat Lease: local replicas share the host's name, not their process.
+func Identity(pid int) string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "localhost"
+	}
+	return fmt.Sprintf("%s-pid%d", host, pid)
+}
 
 // PIDFile and LogFile are the local agent's files in stateDir.
 func PIDFile(stateDir string) string { return filepath.Join(stateDir, "agent.pid") }
@@ -64,8 +82,49 @@ func LogFile(stateDir string) string { return filepath.Join(stateDir, "agent.log
 // Find is the local agent recorded in stateDir, if it still runs.
 func Find(stateDir string) (process.Record, bool) { return process.Find(PIDFile(stateDir)) }
 
-// Stop stops the local agent recorded in stateDir, if any.
-func Stop(stateDir string) error { return process.Stop(PIDFile(stateDir)) }
+// Stop stops the local agent recorded in stateDir and its other replicas, if any.
+func Stop(stateDir string) error {
+	var errs []error
+	for _, dir := range ReplicaDirs(stateDir) {
+		if err := process.Stop(PIDFile(dir)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StopReplica stops the one agent recorded in dir, if it runs, and none of
+// the replicas a state directory below it may hold.
+func StopReplica(dir string) error { return process.Stop(PIDFile(dir)) }
+
+// ReplicaDir is the state directory of replica i of the local agent whose
+// state is in stateDir: replica 0 keeps stateDir itself, so that one
+// replica is laid out as before replicas were.
+func ReplicaDir(stateDir string, i int) string {
+	if i == 0 {
+		return stateDir
+	}
+	return filepath.Join(stateDir, fmt.Sprintf("replica-%d", i))
+}
+
+// ReplicaDirs are the state directories of every replica ever started from
+// stateDir, running or not, in replica order.
+func ReplicaDirs(stateDir string) []string {
+	dirs := []string{stateDir}
+	for i := 1; ; i++ {
+		dir := ReplicaDir(stateDir, i)
+		if _, err := os.Stat(dir); err != nil {
+			return dirs
+		}
+		dirs = append(dirs, dir)
+	}
+}
+
+// Elects says whether the running agent rec was started with leader
+// election, as every one of several replicas must be.
+func Elects(rec process.Record) bool {
+	return slices.Contains(strings.Fields(rec.Extra), leaderElectMark)
+}
 
 // Start starts the agent detached, so that it outlives the command, on
 // ports the kernel has free now: agents of several local control planes
@@ -88,6 +147,11 @@ func Start(o Options) (*Agent, error) {
 	if o.WatchNamespace != "" {
 		args = append(args, "--namespace", o.WatchNamespace)
 	}
+	extra := probePrefix + probe
+	if o.LeaderElect {
+		args = append(args, "--leader-elect")
+		extra += " " + leaderElectMark
+	}
 	logPath := LogFile(o.StateDir)
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -100,7 +164,7 @@ func Start(o Options) (*Agent, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", o.Binary, err)
 	}
-	if err := process.WritePID(PIDFile(o.StateDir), cmd.Process.Pid, probePrefix+probe); err != nil {
+	if err := process.WritePID(PIDFile(o.StateDir), cmd.Process.Pid, extra); err != nil {
 		return nil, err
 	}
 	a := &Agent{PID: cmd.Process.Pid, LogPath: logPath, probe: probe, exited: make(chan error, 1)}
@@ -126,11 +190,9 @@ func (a *Agent) WaitReady(ctx context.Context, c client.Client, timeout time.Dur
 // reaches, or nil: its probe must answer ready, its webhooks be registered,
 // and the API server reach them (a server-side dry run through them).
 func Problem(ctx context.Context, c client.Client, rec process.Record) error {
-	for _, f := range strings.Fields(rec.Extra) {
-		if addr, ok := strings.CutPrefix(f, probePrefix); ok {
-			if err := readiness(addr); err != nil {
-				return err
-			}
+	if addr, ok := probeAddr(rec); ok {
+		if err := readiness(addr); err != nil {
+			return err
 		}
 	}
 	if !live.WebhooksRegistered(ctx, c) {
@@ -163,13 +225,23 @@ func State(webhookURL, stateDir string) string {
 		return state
 	}
 	state += fmt.Sprintf(" (pid %d)", rec.PID)
-	if addr, found := strings.CutPrefix(rec.Extra, probePrefix); found {
+	if addr, found := probeAddr(rec); found {
 		if err := readiness(addr); err != nil {
 			return state + ", " + err.Error() + "; its log " + LogFile(stateDir) + " says why"
 		}
 		state += ", ready"
 	}
 	return state
+}
+
+// probeAddr is where the agent rec serves its probes, from its pid file.
+func probeAddr(rec process.Record) (string, bool) {
+	for _, f := range strings.Fields(rec.Extra) {
+		if addr, ok := strings.CutPrefix(f, probePrefix); ok {
+			return addr, true
+		}
+	}
+	return "", false
 }
 
 // Binary finds the agent executable: explicit if given, else next to the

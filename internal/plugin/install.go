@@ -51,6 +51,10 @@ type InstallOptions struct {
 	// StateDir holds the local agent's pid file, log and certificates.
 	StateDir string
 
+	// replicasSet says --replicas was given: out of cluster one agent runs
+	// unless it was.
+	replicasSet bool
+
 	access *live.Cluster
 	objs   []*unstructured.Unstructured
 }
@@ -74,7 +78,9 @@ admission webhooks, and reports ready; --wait waits for that.
 
 With --local, no Deployment is made: the agent binary runs on this machine
 against the cluster and registers its webhooks by URL — for the local
-control plane (make local-up), which has no nodes to run Pods.`,
+control plane (make local-up), which has no nodes to run Pods. It runs one
+agent process unless --replicas asks for more; several run with leader
+election, as the Pods do, and webhooks follow the newest or the leader.`,
 		Example: `  kubectl topology install --wait
   kubectl topology install --watch-namespace team-a --target-namespace topology-team-a
   kubectl topology install --replicas 3
@@ -88,7 +94,7 @@ control plane (make local-up), which has no nodes to run Pods.`,
 	f.StringVar(&o.Image, "image", "", "Agent image, overriding --version")
 	f.StringVar(&o.TargetNamespace, "target-namespace", components.Namespace, "Namespace the agent runs in")
 	f.StringVar(&o.WatchNamespace, "watch-namespace", "", "Only reconcile Topologies in this namespace; default all")
-	f.IntVar(&o.Replicas, "replicas", o.Replicas, "Agent Pods: one leads and reconciles, every ready one admits, a standby takes over when the leader goes")
+	f.Var(&countFlag{value: &o.Replicas, set: &o.replicasSet}, "replicas", "Agent Pods: one leads and reconciles, every ready one admits, a standby takes over when the leader goes. With --local: agent processes, 1 unless given")
 	f.StringVar(&o.DryRun, "dry-run", "none", `"client" prints what would be applied, without applying it`)
 	f.StringVarP(&o.Output, "output", "o", "yaml", "Format of --dry-run=client output: yaml or json")
 	f.BoolVar(&o.Wait, "wait", true, "Wait until the agent is ready and its webhooks are registered")
@@ -181,21 +187,26 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// runLocal starts the agent binary out of cluster, detached, unless one runs
-// that serves this cluster.
+// runLocal starts the agent binary out of cluster, detached, as many
+// replicas as asked (one unless --replicas says otherwise), keeping those
+// that run and serve this cluster.
 func (o *InstallOptions) runLocal(ctx context.Context) error {
-	if rec, ok := localagent.Find(o.StateDir); ok {
-		problem := localagent.Problem(ctx, o.access.Client, rec)
-		if problem == nil {
-			fmt.Fprintf(o.Out, "The local agent is already running (pid %d).\n", rec.PID)
-			return nil
+	n := 1
+	if o.replicasSet {
+		n = o.Replicas
+	}
+	elect := n > 1
+	// Replicas beyond n go; so does every running one without leader
+	// election when there are to be several, or two would reconcile at once.
+	for i, dir := range localagent.ReplicaDirs(o.StateDir) {
+		rec, ok := localagent.Find(dir)
+		if !ok || (i < n && (!elect || localagent.Elects(rec))) {
+			continue
 		}
-		// A running agent nobody can reach is worse than none: every
-		// Topology write would fail in its webhook. Replace it.
-		fmt.Fprintf(o.Out, "The local agent (pid %d) runs but %v; stopping it and starting a new one.\n", rec.PID, problem)
-		if err := localagent.Stop(o.StateDir); err != nil {
-			return fmt.Errorf("stopping the local agent (pid %d) that does not answer: %w; stop it by hand and run install --local again", rec.PID, err)
+		if err := localagent.StopReplica(dir); err != nil {
+			return fmt.Errorf("stopping local agent replica %d (pid %d): %w; stop it by hand and run install --local again", i, rec.PID, err)
 		}
+		fmt.Fprintf(o.Out, "Stopped local agent replica %d (pid %d).\n", i, rec.PID)
 	}
 	bin, err := localagent.Binary(o.AgentBinary)
 	if err != nil {
@@ -205,20 +216,63 @@ func (o *InstallOptions) runLocal(ctx context.Context) error {
 	if o.configFlags.KubeConfig != nil && *o.configFlags.KubeConfig != "" {
 		kubeconfig = *o.configFlags.KubeConfig
 	}
-	agent, err := localagent.Start(localagent.Options{Binary: bin, StateDir: o.StateDir, Kubeconfig: kubeconfig,
-		AgentNamespace: o.TargetNamespace, WatchNamespace: o.WatchNamespace})
-	if err != nil {
-		return err
+	for i := range n {
+		dir := localagent.ReplicaDir(o.StateDir, i)
+		what := "The local agent"
+		if elect {
+			what = fmt.Sprintf("Local agent replica %d", i)
+		}
+		if rec, ok := localagent.Find(dir); ok {
+			problem := localagent.Problem(ctx, o.access.Client, rec)
+			if problem == nil {
+				fmt.Fprintf(o.Out, "%s is already running (pid %d).\n", what, rec.PID)
+				continue
+			}
+			// A running agent nobody can reach is worse than none: every
+			// Topology write would fail in its webhook. Replace it.
+			fmt.Fprintf(o.Out, "%s (pid %d) runs but %v; stopping it and starting a new one.\n", what, rec.PID, problem)
+			if err := localagent.StopReplica(dir); err != nil {
+				return fmt.Errorf("stopping the local agent (pid %d) that does not answer: %w; stop it by hand and run install --local again", rec.PID, err)
+			}
+		}
+		agent, err := localagent.Start(localagent.Options{Binary: bin, StateDir: dir, Kubeconfig: kubeconfig,
+			AgentNamespace: o.TargetNamespace, WatchNamespace: o.WatchNamespace, LeaderElect: elect})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "Started %s out of cluster (pid %d, log %s).\n", strings.ToLower(what[:1])+what[1:], agent.PID, agent.LogPath)
+		if !o.Wait {
+			continue
+		}
+		if err := agent.WaitReady(ctx, o.access.Client, o.Timeout); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(o.Out, "Started the agent out of cluster (pid %d, log %s).\n", agent.PID, agent.LogPath)
 	if !o.Wait {
 		return nil
 	}
-	if err := agent.WaitReady(ctx, o.access.Client, o.Timeout); err != nil {
-		return err
-	}
 	fmt.Fprintln(o.Out, "The agent is ready; its webhooks are registered.")
 	live.ProviderReport(ctx, o.Out, o.access)
+	return nil
+}
+
+// countFlag is an int flag that remembers being given, for a default that
+// depends on other flags (--replicas: 2 Pods, 1 process with --local).
+type countFlag struct {
+	value *int
+	set   *bool
+}
+
+func (f *countFlag) String() string { return strconv.Itoa(*f.value) }
+
+func (f *countFlag) Type() string { return "int" }
+
+func (f *countFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a whole number", s)
+	}
+	*f.value, *f.set = n, true
 	return nil
 }
 

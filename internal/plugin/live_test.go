@@ -113,6 +113,7 @@ func TestLiveCommandsRefuseBadFlags(t *testing.T) {
 		{[]string{"install", "--dry-run=server"}, `--dry-run=server is not supported`},
 		{[]string{"install", "--local", "--image", "x"}, "--image and --version apply to the Deployment only"},
 		{[]string{"install", "--dry-run=client", "--replicas", "0"}, "--replicas 0: run at least one agent"},
+		{[]string{"install", "--dry-run=client", "--replicas", "two"}, `"two" is not a whole number`},
 		{[]string{"get", "a", "-A", "--kubeconfig", "../../testdata/kubeconfig-unreachable"}, "cannot be combined"},
 		{[]string{"status", "a", "b"}, "accepts at most 1 arg"},
 		{[]string{"status", "dev", "-A"}, "a NAME and --all-namespaces cannot be combined"},
