@@ -152,9 +152,11 @@ func TestPluginWorkflow(t *testing.T) {
 		out, _, err := plugin(t, "", "status", "dev", "-n", ns.Name)
 		return err == nil && strings.Contains(out, "├─ control-plane") && strings.Contains(out, "md-gpu") && !strings.Contains(out, "has not seen the latest change"), fmt.Errorf("%s", out)
 	})
-	// The agent that leads renews the heartbeat under its host's name.
-	if host, _ := os.Hostname(); !strings.Contains(mustPlugin(t, "status", "dev", "-n", ns.Name), "agent: "+host+" leads, renewed ") {
-		t.Errorf("status does not name the leading agent %s:\n%s", host, mustPlugin(t, "status", "dev", "-n", ns.Name))
+	// The agent that leads renews the heartbeat under its identity: out of
+	// cluster its host's name and its process.
+	rec, _ := process.ReadPID(localagent.PIDFile(state))
+	if leader := localagent.Identity(rec.PID); !strings.Contains(mustPlugin(t, "status", "dev", "-n", ns.Name), "agent: "+leader+" leads, renewed ") {
+		t.Errorf("status does not name the leading agent %s:\n%s", leader, mustPlugin(t, "status", "dev", "-n", ns.Name))
 	}
 
 	t.Run("plan shows no change for a converged Topology, and what a proposal changes", func(t *testing.T) {
