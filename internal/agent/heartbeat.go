@@ -49,7 +49,6 @@ func (h *heartbeat) Start(ctx context.Context) error {
 
 func (h *heartbeat) beat(ctx context.Context) error {
 	now := metav1.NewMicroTime(h.now())
-	holder := h.holder
 	seconds := int32(3 * h.interval / time.Second)
 	lease := &coordinationv1.Lease{}
 	err := h.client.Get(ctx, client.ObjectKey{Namespace: h.namespace, Name: components.HeartbeatLease}, lease)
@@ -57,12 +56,12 @@ func (h *heartbeat) beat(ctx context.Context) error {
 	case apierrors.IsNotFound(err):
 		lease = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: h.namespace, Name: components.HeartbeatLease},
-			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &now},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &h.holder, LeaseDurationSeconds: &seconds, RenewTime: &now},
 		}
 		return h.client.Create(ctx, lease)
 	case err != nil:
 		return err
 	}
-	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &holder, &seconds, &now
+	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &h.holder, &seconds, &now
 	return h.client.Update(ctx, lease)
 }

@@ -86,7 +86,7 @@ func Find(stateDir string) (process.Record, bool) { return process.Find(PIDFile(
 func Stop(stateDir string) error {
 	var errs []error
 	for _, dir := range ReplicaDirs(stateDir) {
-		if err := process.Stop(PIDFile(dir)); err != nil {
+		if err := StopReplica(dir); err != nil {
 			errs = append(errs, err)
 		}
 	}
