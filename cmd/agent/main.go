@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/agent"
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
 	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
+	"github.com/kubectl-topology/kubectl-topology/internal/shard"
 	"github.com/kubectl-topology/kubectl-topology/internal/version"
 )
 
@@ -72,14 +73,6 @@ func setMemoryLimit(lookupEnv func(string) (string, bool)) (int64, error) {
 	return limit, nil
 }
 
-// watchNamespace is the namespace --namespace names. clusterctl takes the
-// components' default ${TOPOLOGY_WATCH_NAMESPACE:=""} literally, so an agent
-// it installs gets --namespace="": that, as no namespace name has quotes,
-// means every namespace, as an empty value does.
-func watchNamespace(flag string) string {
-	return strings.Trim(flag, `"`)
-}
-
 func main() {
 	gc := setGCPercent(os.LookupEnv)
 	memLimit, memLimitErr := setMemoryLimit(os.LookupEnv)
@@ -87,10 +80,13 @@ func main() {
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		opts.AgentNamespace = ns
 	}
-	var kubeconfig string
+	var kubeconfig, watchFilter string
+	var namespaces []string
 	var verbosity int
 	fs := pflag.NewFlagSet("agent", pflag.ExitOnError)
-	fs.StringVar(&opts.Namespace, "namespace", "", "Namespace to watch for Topologies; all namespaces when empty.")
+	fs.StringSliceVar(&namespaces, "namespace", nil, "Namespaces to watch for Topologies, comma-separated or repeated; all namespaces when empty.")
+	fs.StringVar(&watchFilter, "watch-filter", "", "Reconcile only Topologies and TopologyRollouts labelled "+shard.WatchLabel+" with this value, as Cluster API's managers do; all when empty.")
+	fs.BoolVar(&opts.Webhooks, "webhooks", opts.Webhooks, "Register and serve the admission webhooks, which admit for every shard; false when another agent of a sharded management cluster serves them.")
 	fs.StringVar(&opts.AgentNamespace, "agent-namespace", opts.AgentNamespace, "Namespace the agent runs in and keeps its certificate Secret in (default from POD_NAMESPACE).")
 	fs.BoolVar(&opts.LeaderElect, "leader-elect", false, "Enable leader election, for running more than one replica.")
 	fs.DurationVar(&opts.LeaseDuration, "leader-elect-lease-duration", opts.LeaseDuration, "How long a standby waits, after the leader's last renewal, before it takes the lead (a leader that dies without releasing its Lease is replaced after this).")
@@ -111,7 +107,9 @@ func main() {
 	fs.BoolVar(&opts.MetricsSecure, "metrics-secure", opts.MetricsSecure, "Serve metrics over HTTPS to authenticated and authorized clients only (a TokenReview and SubjectAccessReview per request); false serves plain HTTP.")
 	fs.IntVarP(&verbosity, "v", "v", 0, "Log verbosity: 0 info, higher for debug.")
 	_ = fs.Parse(os.Args[1:])
-	opts.Namespace = watchNamespace(opts.Namespace)
+	// clusterctl hands the components' ${TOPOLOGY_WATCH_NAMESPACE:=""} over
+	// literally; shard.New reads --namespace="" as every namespace.
+	opts.Shard = shard.New(namespaces, watchFilter)
 
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.Level(-verbosity))))
 	log := ctrl.Log.WithName("agent")

@@ -5,6 +5,10 @@ import (
 	"runtime/debug"
 	"testing"
 
+	"github.com/spf13/pflag"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/shard"
+
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
 )
 
@@ -76,8 +80,13 @@ func TestSetMemoryLimit(t *testing.T) {
 // clusterctl installs the agent with --namespace="" (it substitutes the
 // components' default literally): every namespace, as for --namespace=.
 func TestWatchNamespaceAsClusterctlSubstitutesIt(t *testing.T) {
-	for flag, want := range map[string]string{`""`: "", "": "", "team-a": "team-a", `"team-a"`: "team-a"} {
-		if got := watchNamespace(flag); got != want {
+	for flag, want := range map[string]string{`""`: "every namespace", "": "every namespace", "team-a": "namespace team-a", `"team-a"`: "namespace team-a", "team-b,team-a": "namespaces team-a, team-b"} {
+		fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+		namespaces := fs.StringSlice("namespace", nil, "")
+		if err := fs.Parse([]string{"--namespace=" + flag}); err != nil {
+			t.Fatal(err)
+		}
+		if got := shard.New(*namespaces, "").String(); got != want {
 			t.Errorf("--namespace=%s watches %q, want %q", flag, got, want)
 		}
 	}

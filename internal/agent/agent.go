@@ -49,6 +49,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
 	"github.com/kubectl-topology/kubectl-topology/internal/selfinstall"
+	"github.com/kubectl-topology/kubectl-topology/internal/shard"
 	"github.com/kubectl-topology/kubectl-topology/internal/version"
 	topologywebhook "github.com/kubectl-topology/kubectl-topology/internal/webhook"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -56,8 +57,13 @@ import (
 
 // Options configure the agent; cmd/agent fills them from flags.
 type Options struct {
-	// Namespace limits the agent to one namespace; empty watches all.
-	Namespace string
+	// Shard is what the agent reconciles: its namespaces (all when none)
+	// and watch filter, so that several agents divide a management cluster.
+	Shard shard.Shard
+	// Webhooks registers and serves the admission webhooks, which admit for
+	// every shard: one agent of a sharded management cluster does, the
+	// others only reconcile (see docs/reliability.md#shards).
+	Webhooks bool
 	// AgentNamespace is where the agent runs and keeps its certificate Secret.
 	AgentNamespace string
 	// ServiceName is the Service in front of the webhooks in-cluster.
@@ -113,6 +119,7 @@ func Defaults() Options {
 	}
 	return Options{
 		Identity:               host,
+		Webhooks:               true,
 		AgentNamespace:         components.Namespace,
 		ServiceName:            components.ServiceName,
 		MetricsBindAddress:     ":8443",
@@ -211,11 +218,20 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 	// read them through the client, whose copy decodes them, never with
 	// UnsafeDisableDeepCopy, which would hand out the compact form.
 	mopts.Cache = cache.Options{DefaultTransform: cachetransform.New(topologycontroller.FieldManager)}
-	if opts.Namespace != "" {
-		mopts.Cache.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
+	if !opts.Shard.AllNamespaces() {
+		mopts.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range opts.Shard.Namespaces {
+			mopts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
 		// A Topology may take its class from another namespace (spec.classRef.namespace).
-		mopts.Cache.ByObject = map[client.Object]cache.ByObject{
-			&v1alpha2.TopologyClass{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
+		everywhere := cache.ByObject{Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}}
+		mopts.Cache.ByObject = map[client.Object]cache.ByObject{&v1alpha2.TopologyClass{}: everywhere}
+		if opts.Webhooks {
+			// The webhooks admit for every shard and this agent drives the
+			// (cluster-scoped) rollouts: what they read of Topologies (a
+			// class's users, a rollout's members) must be all of them. The
+			// Topology controller takes its shard's alone.
+			mopts.Cache.ByObject[&v1alpha2.Topology{}] = everywhere
 		}
 	}
 	if a.mgr, err = ctrl.NewManager(cfg, mopts); err != nil {
@@ -227,13 +243,18 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 	if err := a.setupControllers(ctx); err != nil {
 		return nil, err
 	}
-	if err := a.setupWebhooks(); err != nil {
+	if err := a.setupHealth(); err != nil {
 		return nil, err
+	}
+	if opts.Webhooks {
+		if err := a.setupWebhooks(); err != nil {
+			return nil, err
+		}
 	}
 	if err := a.setupSelfHeal(); err != nil {
 		return nil, err
 	}
-	beat := &heartbeat{client: a.direct, namespace: opts.AgentNamespace, holder: opts.Identity, interval: components.HeartbeatInterval, now: time.Now}
+	beat := &heartbeat{client: a.direct, namespace: opts.AgentNamespace, holder: opts.Identity, shard: opts.Shard, interval: components.HeartbeatInterval, now: time.Now}
 	if err := a.mgr.Add(beat); err != nil {
 		return nil, err
 	}
@@ -302,15 +323,15 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 	}
 	ctrl.LoggerFrom(ctx).Info("Writing Cluster API objects", "apiVersion", core.APIVersion())
 	tr := &topologycontroller.TopologyReconciler{
-		CoreVersion:    core,
-		Client:         a.mgr.GetClient(),
-		APIReader:      a.mgr.GetAPIReader(),
-		WatchNamespace: a.opts.Namespace,
-		Recorder:       a.mgr.GetEventRecorderFor("kubectl-topology"), //nolint:staticcheck // the events API recorder needs a newer cluster role
-		NewNames:       a.opts.NewNames,
-		Classes:        classes,
-		Extensions:     extensions,
-		UpgradePlans:   extension.NewUpgradePlanner(extensions, nil),
+		CoreVersion:  core,
+		Client:       a.mgr.GetClient(),
+		APIReader:    a.mgr.GetAPIReader(),
+		Shard:        a.opts.Shard,
+		Recorder:     a.mgr.GetEventRecorderFor("kubectl-topology"), //nolint:staticcheck // the events API recorder needs a newer cluster role
+		NewNames:     a.opts.NewNames,
+		Classes:      classes,
+		Extensions:   extensions,
+		UpgradePlans: extension.NewUpgradePlanner(extensions, nil),
 		// Uncached: only extensions with a namespace selector ask, and the
 		// agent keeps no cache of namespaces.
 		Hooks: extension.NewLifecycle(extensions, extension.NamespaceLabelsFrom(a.mgr.GetAPIReader()), nil),
@@ -340,20 +361,46 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 	if err := cr.SetupWithManager(a.mgr, copts); err != nil {
 		return err
 	}
-	rr := &topologycontroller.TopologyRolloutReconciler{
-		Client:      a.mgr.GetClient(),
-		CoreVersion: core,
-		Recorder:    a.mgr.GetEventRecorderFor("kubectl-topology"), //nolint:staticcheck // as the Topology controller's
-	}
-	if err := rr.SetupWithManager(ctx, a.mgr, copts); err != nil {
-		return err
+	// Rollouts are cluster-scoped and span namespaces: the agent that admits
+	// for every shard drives them all, so that one rollout has one driver.
+	reads := &shardClient{Client: a.mgr.GetClient(), uncached: a.mgr.GetAPIReader(), shard: a.opts.Shard}
+	if a.opts.Webhooks {
+		rr := &topologycontroller.TopologyRolloutReconciler{
+			Client:      reads,
+			CoreVersion: core,
+			Recorder:    a.mgr.GetEventRecorderFor("kubectl-topology"), //nolint:staticcheck // as the Topology controller's
+		}
+		if err := rr.SetupWithManager(ctx, a.mgr, copts); err != nil {
+			return err
+		}
 	}
 	er := &topologycontroller.TopologyExtensionReconciler{Client: a.mgr.GetClient(), APIReader: a.mgr.GetAPIReader(), Extensions: extensions}
 	if err := er.SetupWithManager(a.mgr, copts); err != nil {
 		return err
 	}
-	topologywebhook.Register(a.webhook, a.mgr.GetScheme(), a.mgr.GetClient(), a.mgr.GetAPIReader(), a.mgr.GetClient(), classes, core)
+	if a.opts.Webhooks {
+		// Admission for every shard reads objects outside this one's
+		// namespaces (a rollout's Clusters) from the API server.
+		topologywebhook.Register(a.webhook, a.mgr.GetScheme(), reads, a.mgr.GetAPIReader(), reads, classes, core)
+	}
 	return nil
+}
+
+// setupHealth checks that the API server answers and trusts its
+// certificate, for readiness and liveness.
+func (a *Agent) setupHealth() error {
+	dc, err := discovery.NewDiscoveryClientForConfig(a.cfg)
+	if err != nil {
+		return err
+	}
+	health := &apiServerHealth{rest: dc.RESTClient(), interval: a.opts.HealthCheckInterval, certGrace: 6 * a.opts.HealthCheckInterval}
+	if err := a.mgr.Add(health); err != nil {
+		return err
+	}
+	if err := a.mgr.AddHealthzCheck("apiserver-certificate", health.LiveCheck); err != nil {
+		return err
+	}
+	return a.mgr.AddReadyzCheck("apiserver", health.ReadyCheck)
 }
 
 // setupWebhooks registers the webhook configurations and the certificate
@@ -387,20 +434,6 @@ func (a *Agent) setupWebhooks() error {
 	if err := a.mgr.Add(everyReplica(a.syncCertFiles)); err != nil {
 		return err
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(a.cfg)
-	if err != nil {
-		return err
-	}
-	health := &apiServerHealth{rest: dc.RESTClient(), interval: a.opts.HealthCheckInterval, certGrace: 6 * a.opts.HealthCheckInterval}
-	if err := a.mgr.Add(health); err != nil {
-		return err
-	}
-	if err := a.mgr.AddHealthzCheck("apiserver-certificate", health.LiveCheck); err != nil {
-		return err
-	}
-	if err := a.mgr.AddReadyzCheck("apiserver", health.ReadyCheck); err != nil {
-		return err
-	}
 	if err := a.mgr.AddReadyzCheck("webhook-registrations", webhooksRegistered(a.mgr.GetCache())); err != nil {
 		return err
 	}
@@ -414,6 +447,16 @@ func (a *Agent) setupWebhooks() error {
 
 // Run installs the webhook configurations and runs the manager until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
+	if !a.opts.Webhooks {
+		// Another agent admits for this shard; this one only reconciles,
+		// with its Leases in its own namespace.
+		if a.opts.Local {
+			if err := ensureNamespace(ctx, a.direct, a.opts.AgentNamespace); err != nil {
+				return err
+			}
+		}
+		return a.mgr.Start(ctx)
+	}
 	if err := a.registerWebhooks(ctx); err != nil {
 		return err
 	}
@@ -471,19 +514,19 @@ func (a *Agent) registerWebhooks(ctx context.Context) error {
 	mutating, validating := topologywebhook.Configurations(clientConfig)
 	if !a.opts.Local {
 		role := &rbacv1.ClusterRole{}
-		switch err := c.Get(ctx, client.ObjectKey{Name: components.ManagerRoleName}, role); {
+		switch err := c.Get(ctx, client.ObjectKey{Name: components.ManagerRole(a.opts.AgentNamespace)}, role); {
 		case apierrors.IsNotFound(err):
 			// Being removed: registering now would leave webhooks nobody serves.
-			ctrl.LoggerFrom(ctx).Info("not registering webhooks: the agent's ClusterRole is gone, so it is being removed", "clusterRole", components.ManagerRoleName)
+			ctrl.LoggerFrom(ctx).Info("not registering webhooks: the agent's ClusterRole is gone, so it is being removed", "clusterRole", components.ManagerRole(a.opts.AgentNamespace))
 			return nil
 		case err != nil:
-			return fmt.Errorf("reading the agent's ClusterRole %s, the owner of its webhook configurations: %w", components.ManagerRoleName, err)
+			return fmt.Errorf("reading the agent's ClusterRole %s, the owner of its webhook configurations: %w", components.ManagerRole(a.opts.AgentNamespace), err)
 		}
 		owner := []metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: role.Name, UID: role.UID}}
 		mutating.OwnerReferences, validating.OwnerReferences = owner, owner
 	}
 	for _, obj := range []client.Object{mutating, validating} {
-		if err := applyKeepingCABundle(ctx, c, obj); err != nil {
+		if err := applyKeepingCABundle(ctx, c, obj, a.opts.AgentNamespace); err != nil {
 			return err
 		}
 	}
@@ -522,12 +565,13 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 // bundle the rotator injected is kept, so a restart does not open a window
 // without one; anything else that differs from what the agent wants (a
 // webhook removed, its failure policy relaxed) is put back.
-func applyKeepingCABundle(ctx context.Context, c client.Client, obj client.Object) error {
+func applyKeepingCABundle(ctx context.Context, c client.Client, obj client.Object, agentNamespace string) error {
 	hash, err := selfinstall.Hash(obj)
 	if err != nil {
 		return err
 	}
-	obj.SetAnnotations(map[string]string{selfinstall.HashAnnotation: hash, components.AgentVersionAnnotation: version.Get()})
+	want := map[string]string{selfinstall.HashAnnotation: hash, components.AgentVersionAnnotation: version.Get(), components.AgentNamespaceAnnotation: agentNamespace}
+	obj.SetAnnotations(want)
 	existing := obj.DeepCopyObject().(client.Object)
 	switch err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); {
 	case apierrors.IsNotFound(err):
@@ -554,7 +598,8 @@ func applyKeepingCABundle(ctx context.Context, c client.Client, obj client.Objec
 		}
 		same = equality.Semantic.DeepEqual(o.Webhooks, e.Webhooks)
 	}
-	if same && existing.GetAnnotations()[selfinstall.HashAnnotation] == hash && existing.GetAnnotations()[components.AgentVersionAnnotation] == version.Get() {
+	has := existing.GetAnnotations()
+	if same && has[selfinstall.HashAnnotation] == hash && has[components.AgentVersionAnnotation] == version.Get() && has[components.AgentNamespaceAnnotation] == agentNamespace {
 		return nil // registered as wanted already: a restart writes nothing
 	}
 	obj.SetResourceVersion(existing.GetResourceVersion())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +12,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
+	"github.com/kubectl-topology/kubectl-topology/internal/shard"
 )
 
 // heartbeat renews the agent's heartbeat Lease while this replica reconciles
@@ -20,7 +22,10 @@ type heartbeat struct {
 	client    client.Client
 	namespace string
 	// holder is the replica's identity, written as the Lease's holder.
-	holder   string
+	holder string
+	// shard is recorded on the Lease, so that status and install know what
+	// this agent watches.
+	shard    shard.Shard
 	interval time.Duration
 	now      func() time.Time
 }
@@ -41,9 +46,32 @@ func (h *heartbeat) Start(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			h.stopped(log)
 			return nil
 		case <-tick.C:
 		}
+	}
+}
+
+// stopped marks the Lease of an agent stopped on purpose, so that status and
+// install take it as gone at once rather than after three missed beats. A
+// standby that already took over holds the Lease, and it is left alone.
+func (h *heartbeat) stopped(log logr.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	lease := &coordinationv1.Lease{}
+	if err := h.client.Get(ctx, client.ObjectKey{Namespace: h.namespace, Name: components.HeartbeatLease}, lease); err != nil {
+		return
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != h.holder {
+		return
+	}
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Annotations[components.HeartbeatStoppedAnnotation] = h.now().UTC().Format(time.RFC3339)
+	if err := h.client.Update(ctx, lease); err != nil {
+		log.Error(err, "marking the heartbeat Lease stopped", "namespace", h.namespace, "name", components.HeartbeatLease)
 	}
 }
 
@@ -54,14 +82,22 @@ func (h *heartbeat) beat(ctx context.Context) error {
 	err := h.client.Get(ctx, client.ObjectKey{Namespace: h.namespace, Name: components.HeartbeatLease}, lease)
 	switch {
 	case apierrors.IsNotFound(err):
-		lease = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: h.namespace, Name: components.HeartbeatLease},
-			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &h.holder, LeaseDurationSeconds: &seconds, RenewTime: &now},
-		}
-		return h.client.Create(ctx, lease)
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: h.namespace, Name: components.HeartbeatLease}}
 	case err != nil:
 		return err
 	}
+	if lease.Labels == nil {
+		lease.Labels = map[string]string{}
+	}
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Labels[components.HeartbeatLabel] = ""
+	delete(lease.Annotations, components.HeartbeatStoppedAnnotation)
+	h.shard.Annotate(lease.Annotations)
 	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &h.holder, &seconds, &now
+	if lease.ResourceVersion == "" {
+		return h.client.Create(ctx, lease)
+	}
 	return h.client.Update(ctx, lease)
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
+	"github.com/kubectl-topology/kubectl-topology/internal/shard"
 )
 
 // TestOneNamespaceWithAClassElsewhere runs the agent for one namespace
@@ -19,7 +20,7 @@ import (
 func TestOneNamespaceWithAClassElsewhere(t *testing.T) {
 	ctx := context.Background()
 	team, platform := newNamespace(t, "team"), newNamespace(t, "platform")
-	startAgentWith(t, func(o *Options) { o.Namespace = team })
+	startAgentWith(t, func(o *Options) { o.Shard = shard.New([]string{team}, "") })
 	classes := loadExample(t, platform)
 	createClass(t, classes)
 	topo := loadExample(t, team).Topology.DeepCopy()

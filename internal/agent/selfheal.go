@@ -39,19 +39,24 @@ func (a *Agent) setupSelfHeal() error {
 	toKey := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{selfInstallKey}
 	})
-	webhooks := map[string]bool{topologywebhook.MutatingConfigurationName: true, topologywebhook.ValidatingConfigurationName: true}
-	return ctrl.NewControllerManagedBy(a.mgr).
+	b := ctrl.NewControllerManagedBy(a.mgr).
 		Named("selfinstall").
 		WithOptions(controller.Options{SkipNameValidation: &a.opts.SkipNameValidation}).
-		WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, toKey, ours(crdNames)).
-		Watches(&admissionregistrationv1.MutatingWebhookConfiguration{}, toKey, ours(webhooks)).
-		Watches(&admissionregistrationv1.ValidatingWebhookConfiguration{}, toKey, ours(webhooks)).
-		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-			if err := selfinstall.ApplyCRDs(ctx, a.cfg, a.crds); err != nil {
-				return reconcile.Result{}, fmt.Errorf("re-installing CRDs: %w", err)
-			}
-			return reconcile.Result{}, a.registerWebhooks(ctx)
-		}))
+		WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, toKey, ours(crdNames))
+	if a.opts.Webhooks {
+		webhooks := map[string]bool{topologywebhook.MutatingConfigurationName: true, topologywebhook.ValidatingConfigurationName: true}
+		b = b.Watches(&admissionregistrationv1.MutatingWebhookConfiguration{}, toKey, ours(webhooks)).
+			Watches(&admissionregistrationv1.ValidatingWebhookConfiguration{}, toKey, ours(webhooks))
+	}
+	return b.Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+		if err := selfinstall.ApplyCRDs(ctx, a.cfg, a.crds); err != nil {
+			return reconcile.Result{}, fmt.Errorf("re-installing CRDs: %w", err)
+		}
+		if !a.opts.Webhooks {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, a.registerWebhooks(ctx)
+	}))
 }
 
 // readCRDs returns fresh copies of the embedded CRDs: applying them stamps

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -25,11 +26,15 @@ import (
 )
 
 const (
-	namespace   = "topology-system"
-	name        = DeploymentName
-	watchNSVar  = `${TOPOLOGY_WATCH_NAMESPACE:=""}`
-	certDir     = "/tmp/k8s-webhook-server/serving-certs"
-	providerTag = "addon-" + ProviderName
+	namespace  = "topology-system"
+	name       = DeploymentName
+	watchNSVar = `${TOPOLOGY_WATCH_NAMESPACE:=""}`
+	// watchFilterVar and webhooksVar make a shard: its label filter, and
+	// whether it serves the webhooks (the first agent does, added ones not).
+	watchFilterVar = `${TOPOLOGY_WATCH_FILTER:=""}`
+	webhooksVar    = `${TOPOLOGY_WEBHOOKS:=true}`
+	certDir        = "/tmp/k8s-webhook-server/serving-certs"
+	providerTag    = "addon-" + ProviderName
 	// containerName is the agent's container, "manager" as the clusterctl
 	// contract wants; its memory limit variable names it too.
 	containerName = "manager"
@@ -69,6 +74,11 @@ const Namespace = namespace
 // configurations that names the release of the agent that registered them:
 // `kubectl topology version` compares it with its own.
 const AgentVersionAnnotation = "topology.kubectl-topology.io/agent-version"
+
+// AgentNamespaceAnnotation on the webhook configurations names the namespace
+// of the agent that serves them: with shards, the one agent that admits for
+// all (an annotation-less registration is the default namespace's).
+const AgentNamespaceAnnotation = "topology.kubectl-topology.io/agent-namespace"
 
 // ImageRepository is where the agent's images are published.
 const ImageRepository = "kubectl-topology/agent"
@@ -122,6 +132,8 @@ func Render(image string) ([]byte, error) {
 		buf.Write(data)
 	}
 	out := bytes.ReplaceAll(buf.Bytes(), []byte("WATCH_NAMESPACE_PLACEHOLDER"), []byte(watchNSVar))
+	out = bytes.ReplaceAll(out, []byte("WATCH_FILTER_PLACEHOLDER"), []byte(watchFilterVar))
+	out = bytes.ReplaceAll(out, []byte("WEBHOOKS_PLACEHOLDER"), []byte(webhooksVar))
 	if n := bytes.Count(out, replicasLine); n != 1 {
 		return nil, fmt.Errorf("the components hold %d lines %q, want the Deployment's alone", n, bytes.TrimSpace(replicasLine))
 	}
@@ -241,6 +253,8 @@ func components(image string) []runtime.Object {
 						Image: image,
 						Args: []string{
 							"--namespace=WATCH_NAMESPACE_PLACEHOLDER",
+							"--watch-filter=WATCH_FILTER_PLACEHOLDER",
+							"--webhooks=WEBHOOKS_PLACEHOLDER",
 							"--leader-elect",
 							"--metrics-bind-address=:8443",
 							"--health-probe-bind-address=:9440",
@@ -295,6 +309,20 @@ func ptr[T any](v T) *T { return &v }
 // (clusterctl delete, uninstall) removes them too, through the garbage
 // collector, even if the agent registered them again as it stopped.
 const ManagerRoleName = "topology-manager-role"
+
+// ManagerRole is the ClusterRole of the agent installed in namespace: a
+// shard in another namespace than the default has its own, so that
+// installing or removing it leaves the others' grants alone.
+func ManagerRole(namespace string) string { return shardName(ManagerRoleName, namespace) }
+
+// shardName is a cluster-scoped name of the components for the agent in
+// namespace: as written for the default namespace, suffixed for a shard.
+func shardName(name, namespace string) string {
+	if namespace == "" || namespace == Namespace {
+		return name
+	}
+	return name + "-" + namespace
+}
 
 // AggregateLabel marks the ClusterRoles whose rules the agent gets. A
 // provider, or the user, labels a role with it to let the agent manage that
@@ -362,6 +390,14 @@ func Decode(data []byte) ([]*unstructured.Unstructured, error) {
 // status from a current one.
 const HeartbeatLease = "kubectl-topology-agent-heartbeat"
 
+// HeartbeatLabel marks every agent's heartbeat Lease: with shards, one per
+// agent namespace, found across namespaces by this label.
+const HeartbeatLabel = "topology.kubectl-topology.io/heartbeat"
+
+// HeartbeatStoppedAnnotation on a heartbeat Lease says when its agent was
+// stopped on purpose: it is gone, not late.
+const HeartbeatStoppedAnnotation = "topology.kubectl-topology.io/stopped"
+
 // HeartbeatInterval is how often the agent renews HeartbeatLease.
 const HeartbeatInterval = 10 * time.Second
 
@@ -421,6 +457,23 @@ func retarget(u *unstructured.Unstructured, namespace string) {
 	}
 	if u.GetNamespace() == Namespace {
 		u.SetNamespace(namespace)
+	}
+	if u.GetNamespace() == "" {
+		// Cluster-scoped RBAC is the shard's own: two agents in different
+		// namespaces would otherwise bind one role to whichever came last.
+		u.SetName(shardName(u.GetName(), namespace))
+		if ref, found, _ := unstructured.NestedString(u.Object, "roleRef", "name"); found {
+			_ = unstructured.SetNestedField(u.Object, shardName(ref, namespace), "roleRef", "name")
+		}
+		if rules, found, _ := unstructured.NestedSlice(u.Object, "rules"); found {
+			for i := range rules {
+				r, _ := rules[i].(map[string]any)
+				if names, ok := r["resourceNames"].([]any); ok && slices.Contains(names, any(ManagerRoleName)) {
+					r["resourceNames"] = []any{ManagerRole(namespace)}
+				}
+			}
+			_ = unstructured.SetNestedSlice(u.Object, rules, "rules")
+		}
 	}
 	if subjects, found, _ := unstructured.NestedSlice(u.Object, "subjects"); found {
 		for i := range subjects {

@@ -231,3 +231,54 @@ func TestComponentsRunReplicasThatSurviveADrain(t *testing.T) {
 		t.Errorf("%s=3 gives %d replicas", components.ReplicasVar, *d.Spec.Replicas)
 	}
 }
+
+// TestAShardHasItsOwnClusterRoles: an agent installed into another namespace
+// (a shard) binds its own ClusterRole to its own ServiceAccount, so that a
+// second install does not take the first agent's grants away, and its rules
+// let it read its own role (the owner of the webhooks it may register).
+func TestAShardHasItsOwnClusterRoles(t *testing.T) {
+	objs, err := components.Transform(manifests.Components, nil, "topology-team-b", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults, err := components.Transform(manifests.Components, nil, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := map[string]bool{}
+	for _, u := range defaults {
+		if u.GetNamespace() == "" {
+			taken[u.GetKind()+"/"+u.GetName()] = true
+		}
+	}
+	var binding rbacv1.ClusterRoleBinding
+	readsOwnRole := false
+	for _, u := range objs {
+		if u.GetNamespace() == "" && taken[u.GetKind()+"/"+u.GetName()] {
+			t.Errorf("the shard's %s %s has the default agent's name", u.GetKind(), u.GetName())
+		}
+		switch u.GetKind() {
+		case "ClusterRoleBinding":
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &binding); err != nil {
+				t.Fatal(err)
+			}
+		case "ClusterRole":
+			var role rbacv1.ClusterRole
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &role); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range role.Rules {
+				readsOwnRole = readsOwnRole || slices.Equal(r.ResourceNames, []string{components.ManagerRole("topology-team-b")})
+			}
+		}
+	}
+	if binding.RoleRef.Name != components.ManagerRole("topology-team-b") || binding.RoleRef.Name == components.ManagerRoleName {
+		t.Errorf("the shard's binding refers to %q, want its own role %q", binding.RoleRef.Name, components.ManagerRole("topology-team-b"))
+	}
+	if len(binding.Subjects) != 1 || binding.Subjects[0].Namespace != "topology-team-b" {
+		t.Errorf("the shard's binding binds %+v, want its ServiceAccount in topology-team-b", binding.Subjects)
+	}
+	if !readsOwnRole {
+		t.Errorf("no rule of the shard lets it get ClusterRole %s", components.ManagerRole("topology-team-b"))
+	}
+}

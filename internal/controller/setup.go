@@ -69,7 +69,7 @@ func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	byLabel := handler.EnqueueRequestsFromMapFunc(topologyOfLabelledObject)
 	known := []schema.GroupVersionKind{r.capiGVK(clusterKind), r.capiGVK("MachineDeployment"), r.capiGVK("MachineHealthCheck"), r.capiGVK(machineKind)}
 	ctl, err := ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha2.Topology{}, builder.WithPredicates(topologyChanged)).
+		For(&v1alpha2.Topology{}, builder.WithPredicates(topologyChanged, r.Shard.Predicate())).
 		Owns(unstructuredOf(r.capiGVK(clusterKind))).
 		Watches(&v1alpha2.TopologyClass{}, handler.EnqueueRequestsFromMapFunc(topologiesOfClass(mgr.GetClient()))).
 		Watches(&v1alpha2.TopologyExtension{}, handler.EnqueueRequestsFromMapFunc(topologiesOfExtension(mgr.GetClient()))).

@@ -33,6 +33,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
 	"github.com/kubectl-topology/kubectl-topology/internal/extension"
 	"github.com/kubectl-topology/kubectl-topology/internal/loader"
+	"github.com/kubectl-topology/kubectl-topology/internal/shard"
 	"github.com/kubectl-topology/kubectl-topology/internal/templateprobe"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -70,8 +71,9 @@ type TopologyReconciler struct {
 	// APIReader reads templates the cache does not hold: those of a class in
 	// another namespace when the agent watches one namespace.
 	APIReader client.Reader
-	// WatchNamespace is the one namespace the agent's cache holds, or "" for all.
-	WatchNamespace string
+	// Shard is what this agent reconciles: Topologies it does not own are
+	// another agent's, and only its namespaces are in the cache.
+	Shard shard.Shard
 	// Recorder emits an event for each object created, rotated or deleted.
 	Recorder record.EventRecorder
 	// NewNames returns the name generator for one reconcile; inject a seeded
@@ -128,6 +130,10 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	topo := &v1alpha2.Topology{}
 	if err := r.Client.Get(ctx, req.NamespacedName, topo); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !r.Shard.Owns(topo) {
+		// Another shard's (a class or template watch maps to every user).
+		return ctrl.Result{}, nil
 	}
 	if !topo.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, topo)
@@ -191,11 +197,11 @@ func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error
 }
 
 // loader reads what the engine needs through the cache; a class's templates
-// outside the one namespace the agent watches are read uncached, so a change
+// outside the namespaces the agent watches are read uncached, so a change
 // to one of them waits for the next reconcile.
 func (r *TopologyReconciler) loader() *loader.Loader {
 	l := &loader.Loader{Reader: r.Client, CoreVersion: r.CoreVersion, Mapper: r.Client.RESTMapper(), TemplateReader: func(namespace string) client.Reader {
-		if r.WatchNamespace != "" && namespace != r.WatchNamespace && r.APIReader != nil {
+		if !r.Shard.Watches(namespace) && r.APIReader != nil {
 			return r.APIReader
 		}
 		return r.Client
