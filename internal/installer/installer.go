@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,6 +29,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
+	"github.com/kubectl-topology/kubectl-topology/internal/shard"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -114,10 +117,10 @@ func (i Installer) WaitReady(ctx context.Context, namespace string, timeout time
 	return nil
 }
 
-// Topologies names every Topology there is, sorted: while one exists,
-// uninstalling would leave its cluster unmanaged. None when the API is not
-// installed.
-func (i Installer) Topologies(ctx context.Context) ([]string, error) {
+// Topologies names every Topology the shard owns, sorted: while one exists,
+// uninstalling its agent would leave its cluster unmanaged. None when the
+// API is not installed.
+func (i Installer) Topologies(ctx context.Context, of shard.Shard) ([]string, error) {
 	list := &v1alpha2.TopologyList{}
 	if err := i.Cluster.Client.List(ctx, list); err != nil {
 		if live.IsTopologyAPIMissing(err) || meta.IsNoMatchError(err) {
@@ -127,7 +130,9 @@ func (i Installer) Topologies(ctx context.Context) ([]string, error) {
 	}
 	names := make([]string, 0, len(list.Items))
 	for _, t := range list.Items {
-		names = append(names, t.Namespace+"/"+t.Name)
+		if of.Owns(&t) {
+			names = append(names, t.Namespace+"/"+t.Name)
+		}
 	}
 	sort.Strings(names)
 	return names, nil
@@ -138,7 +143,11 @@ func (i Installer) Topologies(ctx context.Context) ([]string, error) {
 // configurations when they are deleted under it), then the webhook
 // configurations, the rest of the components, the provider grants and,
 // with crds, the CRDs.
-func (i Installer) Remove(ctx context.Context, objs []*unstructured.Unstructured, crds bool) error {
+//
+// With lastAgent false, other agents (shards) remain: only this agent's own
+// objects go, and what every agent uses (the webhook configurations, served
+// by another, the provider grants and the CRDs) stays.
+func (i Installer) Remove(ctx context.Context, objs []*unstructured.Unstructured, crds, lastAgent bool) error {
 	var deployment, rest []*unstructured.Unstructured
 	for _, obj := range slices.Backward(objs) {
 		if obj.GetKind() == "Deployment" {
@@ -149,6 +158,9 @@ func (i Installer) Remove(ctx context.Context, objs []*unstructured.Unstructured
 	}
 	if err := i.deleteAndWait(ctx, deployment); err != nil {
 		return err
+	}
+	if !lastAgent {
+		return i.delete(ctx, rest)
 	}
 	var webhooks []*unstructured.Unstructured
 	for _, k := range []struct{ kind, name string }{{"ValidatingWebhookConfiguration", components.ValidatingWebhookName}, {"MutatingWebhookConfiguration", components.MutatingWebhookName}} {
@@ -170,7 +182,22 @@ func (i Installer) Remove(ctx context.Context, objs []*unstructured.Unstructured
 			rest = append(rest, named("apiextensions.k8s.io/v1", "CustomResourceDefinition", name))
 		}
 	}
-	for _, obj := range append(webhooks, rest...) {
+	return i.delete(ctx, append(webhooks, rest...))
+}
+
+// ForgetHeartbeat deletes the heartbeat Lease of the agent in namespace, once
+// it is removed: out of cluster the namespace stays, and the Lease must not
+// speak for an agent that is gone.
+func (i Installer) ForgetHeartbeat(ctx context.Context, namespace string) error {
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: components.HeartbeatLease}}
+	if err := i.Cluster.Client.Delete(ctx, lease); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting the agent's heartbeat Lease %s/%s: %w", namespace, components.HeartbeatLease, live.Explain(err, i.Cluster))
+	}
+	return nil
+}
+
+func (i Installer) delete(ctx context.Context, objs []*unstructured.Unstructured) error {
+	for _, obj := range objs {
 		if err := i.Cluster.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
 			return fmt.Errorf("deleting %s %s: %w", obj.GetKind(), obj.GetName(), live.Explain(err, i.Cluster))
 		}

@@ -410,6 +410,19 @@ func WebhooksRegistered(ctx context.Context, c client.Client) bool {
 	return len(v.Webhooks) > 0 && len(v.Webhooks[0].ClientConfig.CABundle) > 0 && len(m.Webhooks) > 0 && len(m.Webhooks[0].ClientConfig.CABundle) > 0
 }
 
+// WebhookOwner is the namespace of the agent whose webhooks are registered
+// (the one that admits for every shard), and whether any are.
+func WebhookOwner(ctx context.Context, c client.Reader) (string, bool) {
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if c.Get(ctx, client.ObjectKey{Name: components.ValidatingWebhookName}, v) != nil {
+		return "", false
+	}
+	if ns := v.Annotations[components.AgentNamespaceAnnotation]; ns != "" {
+		return ns, true
+	}
+	return components.Namespace, true
+}
+
 // Class reads the TopologyClass namespace/name.
 func (ca *Cluster) Class(ctx context.Context, namespace, name string) (*v1alpha2.TopologyClass, error) {
 	c := &v1alpha2.TopologyClass{}

@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
+	"github.com/kubectl-topology/kubectl-topology/internal/shard"
 	"github.com/kubectl-topology/kubectl-topology/internal/upstream"
 	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -32,8 +33,9 @@ const AgentSilent = "the agent is not reporting: it is not running or cannot rea
 // is called stale: three missed beats.
 const heartbeatStaleAfter = 3 * components.HeartbeatInterval
 
-// AgentReport reads the agent's heartbeat Lease. A user who may not read it
-// gets no verdict rather than a false alarm.
+// AgentReport reads the heartbeat Lease of the agent in the default
+// namespace. A user who may not read it gets no verdict rather than a false
+// alarm.
 func AgentReport(ctx context.Context, c client.Reader, now time.Time) statusv1.AgentReport {
 	lease := &coordinationv1.Lease{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: components.Namespace, Name: components.HeartbeatLease}, lease)
@@ -43,6 +45,11 @@ func AgentReport(ctx context.Context, c client.Reader, now time.Time) statusv1.A
 	case err != nil:
 		return statusv1.AgentReport{}
 	}
+	return leaseReport(lease, now)
+}
+
+// leaseReport is what one agent's heartbeat Lease says at now.
+func leaseReport(lease *coordinationv1.Lease, now time.Time) statusv1.AgentReport {
 	r := statusv1.AgentReport{}
 	if h := lease.Spec.HolderIdentity; h != nil {
 		r.Leader = *h
@@ -54,6 +61,99 @@ func AgentReport(ctx context.Context, c client.Reader, now time.Time) statusv1.A
 			r.Problem = fmt.Sprintf("the agent last reported %s ago: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells", health.HumanDuration(age))
 		}
 	}
+	if at, err := time.Parse(time.RFC3339, lease.Annotations[components.HeartbeatStoppedAnnotation]); err == nil {
+		r.Problem = fmt.Sprintf("the agent was stopped %s ago and no replica took over: it is not running, so this status may be stale; `kubectl topology version` tells", health.HumanDuration(now.Sub(at)))
+	}
+	return r
+}
+
+// Agents are the heartbeats of every agent on a management cluster, one per
+// shard (agent namespace), as read at one moment.
+type Agents struct {
+	// Shards are the agents found by their heartbeat label, by namespace.
+	Shards []ShardAgent
+	// fallback is the default agent's report, when no labelled heartbeat
+	// could be listed (an agent from before shards, or no right to list).
+	fallback statusv1.AgentReport
+}
+
+// ShardAgent is one agent: where it runs, what it reconciles, and its heartbeat.
+type ShardAgent struct {
+	Namespace string
+	Shard     shard.Shard
+	Report    statusv1.AgentReport
+}
+
+// ReadAgents lists the agents' heartbeat Leases in every namespace.
+func ReadAgents(ctx context.Context, c client.Reader, now time.Time) Agents {
+	list := &coordinationv1.LeaseList{}
+	if err := c.List(ctx, list, client.HasLabels{components.HeartbeatLabel}); err != nil || len(list.Items) == 0 {
+		return Agents{fallback: AgentReport(ctx, c, now)}
+	}
+	var a Agents
+	for i := range list.Items {
+		l := &list.Items[i]
+		s := shard.FromAnnotations(l.Annotations)
+		r := leaseReport(l, now)
+		r.Namespace, r.Watches = l.Namespace, s.String()
+		a.Shards = append(a.Shards, ShardAgent{Namespace: l.Namespace, Shard: s, Report: r})
+	}
+	sort.Slice(a.Shards, func(i, j int) bool { return a.Shards[i].Namespace < a.Shards[j].Namespace })
+	return a
+}
+
+// Sharded says more than one agent runs, each on its own shard.
+func (a Agents) Sharded() bool { return len(a.Shards) > 1 }
+
+// Live says the agent in namespace reports: its heartbeat is current.
+func (a Agents) Live(namespace string) bool {
+	for _, s := range a.Shards {
+		if s.Namespace == namespace {
+			return s.Report.Problem == ""
+		}
+	}
+	return false
+}
+
+// Overlapping are the live agents other than the one in namespace whose
+// shard overlaps s: installing s beside them would have two agents write the
+// same Cluster. An agent that stopped reporting is taken as gone (its Lease
+// outlives it when it runs out of cluster).
+func (a Agents) Overlapping(namespace string, s shard.Shard) []ShardAgent {
+	var out []ShardAgent
+	for _, o := range a.Shards {
+		if o.Namespace != namespace && o.Report.Problem == "" && o.Shard.Overlaps(s) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// For is the report of the agent that reconciles t, or why none does.
+func (a Agents) For(t client.Object) statusv1.AgentReport {
+	if len(a.Shards) == 0 {
+		return a.fallback
+	}
+	var owners []ShardAgent
+	for _, s := range a.Shards {
+		if s.Shard.Owns(t) {
+			owners = append(owners, s)
+		}
+	}
+	switch len(owners) {
+	case 0:
+		var watched []string
+		for _, s := range a.Shards {
+			watched = append(watched, fmt.Sprintf("%s (agent in %s)", s.Shard, s.Namespace))
+		}
+		return statusv1.AgentReport{Unwatched: true, Problem: fmt.Sprintf(
+			"no agent watches this namespace (%s): nothing reconciles it. The agents watch %s; `kubectl topology install --target-namespace NEW --watch-namespace %s` adds a shard that does",
+			t.GetNamespace(), strings.Join(watched, "; "), t.GetNamespace())}
+	case 1:
+		return owners[0].Report
+	}
+	r := owners[0].Report
+	r.Problem = fmt.Sprintf("the agents in %s and %s both watch namespace %s and may both write its clusters; uninstall one or give them disjoint --watch-namespace or --watch-filter", owners[0].Namespace, owners[1].Namespace, t.GetNamespace())
 	return r
 }
 
@@ -132,6 +232,7 @@ func TopologyReport(t *v1alpha2.Topology, agent statusv1.AgentReport, events []s
 			r.Reconciled.Since = &since
 		}
 	}
+	r.Unwatched = agent.Unwatched
 	for _, s := range []string{agent.Problem, health.NotObserved(t)} {
 		if s != "" {
 			r.Stale = append(r.Stale, s)

@@ -27,6 +27,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/freeport"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/process"
+	"github.com/kubectl-topology/kubectl-topology/internal/shard"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -40,8 +41,12 @@ type Options struct {
 	Kubeconfig string
 	// AgentNamespace is where the agent keeps its lease and Secrets.
 	AgentNamespace string
-	// WatchNamespace limits the agent to one namespace; empty for all.
-	WatchNamespace string
+	// Shard is what the agent reconciles: its namespaces (all when none)
+	// and watch filter.
+	Shard shard.Shard
+	// ReconcileOnly runs an agent without webhooks: another shard's agent
+	// admits for every shard.
+	ReconcileOnly bool
 	// LeaderElect runs it as one of several replicas: one leads, each admits.
 	LeaderElect bool
 }
@@ -144,8 +149,14 @@ func Start(o Options) (*Agent, error) {
 	if o.Kubeconfig != "" {
 		args = append(args, "--kubeconfig", o.Kubeconfig)
 	}
-	if o.WatchNamespace != "" {
-		args = append(args, "--namespace", o.WatchNamespace)
+	if !o.Shard.AllNamespaces() {
+		args = append(args, "--namespace", strings.Join(o.Shard.Namespaces, ","))
+	}
+	if o.Shard.WatchFilter != "" {
+		args = append(args, "--watch-filter", o.Shard.WatchFilter)
+	}
+	if o.ReconcileOnly {
+		args = append(args, "--webhooks=false")
 	}
 	extra := probePrefix + probe
 	if o.LeaderElect {

@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
 	"github.com/kubectl-topology/kubectl-topology/internal/printer"
+	"github.com/kubectl-topology/kubectl-topology/internal/shard"
 	"github.com/kubectl-topology/kubectl-topology/internal/version"
 	"github.com/kubectl-topology/kubectl-topology/manifests"
 )
@@ -32,8 +33,11 @@ type InstallOptions struct {
 	Version, Image string
 	// TargetNamespace is where the agent runs.
 	TargetNamespace string
-	// WatchNamespace limits the agent to one namespace; empty watches all.
-	WatchNamespace string
+	// WatchNamespaces limit the agent to these namespaces; none watches all.
+	WatchNamespaces []string
+	// WatchFilter limits the agent to Topologies labelled
+	// cluster.x-k8s.io/watch-filter with this value; empty takes all.
+	WatchFilter string
 	// Replicas is how many agent Pods run: one leads, every ready one admits.
 	Replicas int
 	// DryRun "client" prints the components instead of applying them.
@@ -54,6 +58,12 @@ type InstallOptions struct {
 	// replicasSet says --replicas was given: out of cluster one agent runs
 	// unless it was.
 	replicasSet bool
+	// stateDirSet says --state-dir was given: a shard's local agent keeps
+	// its state below the default one unless it was.
+	stateDirSet bool
+	// reconcileOnly is an agent added as a shard beside one that admits.
+	reconcileOnly bool
+	image         string
 
 	access *live.Cluster
 	objs   []*unstructured.Unstructured
@@ -68,7 +78,7 @@ func NewInstallOptions(flags *genericclioptions.ConfigFlags, streams genericioop
 func NewCmdInstall(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewInstallOptions(flags, streams)
 	cmd := &cobra.Command{
-		Use:   "install [--version V | --image IMAGE] [--target-namespace NS] [--watch-namespace NS] [--replicas N] [--local]",
+		Use:   "install [--version V | --image IMAGE] [--target-namespace NS] [--watch-namespace NS,...] [--watch-filter VALUE] [--replicas N] [--local]",
 		Short: "Install or upgrade the agent: ServiceAccount, RBAC, Service and Deployment; it installs its CRDs and webhooks itself",
 		Long: `Install applies the agent's clusterctl-contract components (the same YAML
 clusterctl init --addon and GitOps use), with clusterctl's transformations:
@@ -80,9 +90,17 @@ With --local, no Deployment is made: the agent binary runs on this machine
 against the cluster and registers its webhooks by URL — for the local
 control plane (make local-up), which has no nodes to run Pods. It runs one
 agent process unless --replicas asks for more; several run with leader
-election, as the Pods do, and webhooks follow the newest or the leader.`,
+election, as the Pods do, and webhooks follow the newest or the leader.
+
+Several agents can divide a shared management cluster, as Cluster API's
+managers do with --namespace and --watch-filter: install each into its own
+--target-namespace with its --watch-namespace or --watch-filter. Install
+refuses a shard that overlaps one already installed. The first agent
+serves the admission webhooks for every shard; agents added later only
+reconcile.`,
 		Example: `  kubectl topology install --wait
   kubectl topology install --watch-namespace team-a --target-namespace topology-team-a
+  kubectl topology install --watch-namespace team-b,team-c --target-namespace topology-team-b
   kubectl topology install --replicas 3
   kubectl topology install --dry-run=client -o yaml > agent.yaml
   kubectl topology install --local --agent-binary bin/agent`,
@@ -93,7 +111,8 @@ election, as the Pods do, and webhooks follow the newest or the leader.`,
 	f.StringVar(&o.Version, "version", "", "Agent version (image tag) to install; default the plugin's")
 	f.StringVar(&o.Image, "image", "", "Agent image, overriding --version")
 	f.StringVar(&o.TargetNamespace, "target-namespace", components.Namespace, "Namespace the agent runs in")
-	f.StringVar(&o.WatchNamespace, "watch-namespace", "", "Only reconcile Topologies in this namespace; default all")
+	f.StringSliceVar(&o.WatchNamespaces, "watch-namespace", nil, "Only reconcile Topologies in these namespaces (comma-separated or repeated); default all")
+	f.StringVar(&o.WatchFilter, "watch-filter", "", "Only reconcile Topologies labelled "+shard.WatchLabel+" with this value, as Cluster API's managers do; default all")
 	f.Var(&countFlag{value: &o.Replicas, set: &o.replicasSet}, "replicas", "Agent Pods: one leads and reconciles, every ready one admits, a standby takes over when the leader goes. With --local: agent processes, 1 unless given")
 	f.StringVar(&o.DryRun, "dry-run", "none", `"client" prints what would be applied, without applying it`)
 	f.StringVarP(&o.Output, "output", "o", "yaml", "Format of --dry-run=client output: yaml or json")
@@ -101,7 +120,8 @@ election, as the Pods do, and webhooks follow the newest or the leader.`,
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long --wait waits")
 	f.BoolVar(&o.Local, "local", false, "Run the agent binary on this machine instead of a Deployment (local control plane)")
 	f.StringVar(&o.AgentBinary, "agent-binary", "", "Agent executable for --local; default: kubectl-topology-agent or agent next to this plugin")
-	f.StringVar(&o.StateDir, "state-dir", defaultStateDir(), "Where --local keeps the agent's pid file, log and certificates")
+	f.StringVar(&o.StateDir, "state-dir", defaultStateDir(), "Where --local keeps the agent's pid file, log and certificates; an agent in another --target-namespace keeps them in a directory of that name below it")
+	cmd.PreRun = func(*cobra.Command, []string) { o.stateDirSet = f.Changed("state-dir") }
 	return cmd
 }
 
@@ -124,17 +144,65 @@ func (o *InstallOptions) Complete([]string) error {
 		}
 		image = components.Image(tag)
 	}
-	vars := map[string]string{"TOPOLOGY_WATCH_NAMESPACE": o.WatchNamespace, components.ReplicasVar: strconv.Itoa(o.Replicas)}
-	objs, err := components.Transform(manifests.Components, vars, o.TargetNamespace, image)
-	if err != nil {
+	o.image = image
+	if err := o.render(); err != nil {
 		return err
 	}
-	o.objs = objs
+	if !o.stateDirSet {
+		o.StateDir = shardStateDir(o.StateDir, o.TargetNamespace)
+	}
 	if o.DryRun == "client" {
 		return nil
 	}
+	var err error
 	o.access, err = live.Connect(o.configFlags)
 	return err
+}
+
+// render transforms the components for the flags and the shard's place.
+func (o *InstallOptions) render() error {
+	vars := map[string]string{
+		"TOPOLOGY_WATCH_NAMESPACE": strings.Join(o.shard().Namespaces, ","),
+		"TOPOLOGY_WATCH_FILTER":    o.WatchFilter,
+		"TOPOLOGY_WEBHOOKS":        strconv.FormatBool(!o.reconcileOnly),
+		components.ReplicasVar:     strconv.Itoa(o.Replicas),
+	}
+	objs, err := components.Transform(manifests.Components, vars, o.TargetNamespace, o.image)
+	o.objs = objs
+	return err
+}
+
+func (o *InstallOptions) shard() shard.Shard { return shard.New(o.WatchNamespaces, o.WatchFilter) }
+
+// shardStateDir is where a local agent running in namespace keeps its
+// state: the default agent in base, a shard in a directory below it.
+func shardStateDir(base, namespace string) string {
+	if namespace == components.Namespace {
+		return base
+	}
+	return filepath.Join(base, "shards", namespace)
+}
+
+// placeShard refuses a shard that overlaps another agent's, and decides
+// whether this agent serves the webhooks: the agent that registered them
+// keeps them, and an agent added beside it only reconciles.
+func (o *InstallOptions) placeShard(ctx context.Context) error {
+	agents := live.ReadAgents(ctx, o.access.Client, time.Now())
+	if over := agents.Overlapping(o.TargetNamespace, o.shard()); len(over) > 0 {
+		var what []string
+		for _, a := range over {
+			what = append(what, fmt.Sprintf("the agent in %s watches %s", a.Namespace, a.Shard))
+		}
+		return fmt.Errorf("refusing to install an agent in %s watching %s: %s, and two agents would write the same clusters. Give this one --watch-namespace or --watch-filter that it does not cover, or uninstall the other (uninstall --target-namespace %s)",
+			o.TargetNamespace, o.shard(), strings.Join(what, "; "), over[0].Namespace)
+	}
+	// Webhooks left by an agent that no longer reports are taken over.
+	owner, registered := live.WebhookOwner(ctx, o.access.Client)
+	o.reconcileOnly = registered && owner != o.TargetNamespace && agents.Live(owner)
+	if o.reconcileOnly {
+		fmt.Fprintf(o.Out, "The agent in %s serves the admission webhooks for every shard; this one reconciles only.\n", owner)
+	}
+	return o.render()
 }
 
 // Validate checks the flags.
@@ -163,6 +231,9 @@ func (o *InstallOptions) Validate() error {
 func (o *InstallOptions) Run(ctx context.Context) error {
 	if o.DryRun == "client" {
 		return printer.Objects(o.Out, o.objs, o.Output)
+	}
+	if err := o.placeShard(ctx); err != nil {
+		return err
 	}
 	if o.Local {
 		return o.runLocal(ctx)
@@ -236,7 +307,7 @@ func (o *InstallOptions) runLocal(ctx context.Context) error {
 			}
 		}
 		agent, err := localagent.Start(localagent.Options{Binary: bin, StateDir: dir, Kubeconfig: kubeconfig,
-			AgentNamespace: o.TargetNamespace, WatchNamespace: o.WatchNamespace, LeaderElect: elect})
+			AgentNamespace: o.TargetNamespace, Shard: o.shard(), ReconcileOnly: o.reconcileOnly, LeaderElect: elect})
 		if err != nil {
 			return err
 		}
@@ -276,6 +347,19 @@ func (f *countFlag) Set(s string) error {
 	return nil
 }
 
+// refuseSharedRemoval says why removing the agent in TargetNamespace,
+// while the agents in others remain, would harm them: they would lose the
+// webhooks it serves, or their CRDs.
+func (o *UninstallOptions) refuseSharedRemoval(ctx context.Context, ca *live.Cluster, others []string) error {
+	if o.IncludeCRDs {
+		return fmt.Errorf("refusing --include-crds: the agents in %s still use them; uninstall them first", strings.Join(others, ", "))
+	}
+	if owner, ok := live.WebhookOwner(ctx, ca.Client); ok && owner == o.TargetNamespace {
+		return fmt.Errorf("refusing to uninstall the agent in %s: it serves the admission webhooks for every shard, and the agents in %s would admit nothing. Uninstall them first", o.TargetNamespace, strings.Join(others, ", "))
+	}
+	return nil
+}
+
 // UninstallOptions are the inputs of `uninstall`.
 type UninstallOptions struct {
 	configFlags *genericclioptions.ConfigFlags
@@ -303,8 +387,13 @@ func NewCmdUninstall(flags *genericclioptions.ConfigFlags, streams genericioopti
 		RunE:  runE(o),
 	}
 	cmd.Flags().StringVar(&o.TargetNamespace, "target-namespace", components.Namespace, "Namespace the agent runs in")
-	cmd.Flags().StringVar(&o.StateDir, "state-dir", defaultStateDir(), "Where a --local agent keeps its pid file")
+	cmd.Flags().StringVar(&o.StateDir, "state-dir", defaultStateDir(), "Where a --local agent keeps its pid file; an agent in another --target-namespace keeps it in a directory of that name below it")
 	cmd.Flags().BoolVar(&o.IncludeCRDs, "include-crds", false, "Delete kubectl-topology's CRDs too")
+	cmd.PreRun = func(*cobra.Command, []string) {
+		if !cmd.Flags().Changed("state-dir") {
+			o.StateDir = shardStateDir(o.StateDir, o.TargetNamespace)
+		}
+	}
 	return cmd
 }
 
@@ -322,12 +411,29 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		return err
 	}
 	in := installer.Installer{Cluster: ca, Out: o.Out}
-	names, err := in.Topologies(ctx)
+	agents := live.ReadAgents(ctx, ca.Client, time.Now())
+	this, others := shard.Shard{}, []string{}
+	for _, a := range agents.Shards {
+		switch {
+		case a.Namespace == o.TargetNamespace:
+			this = a.Shard
+		case agents.Live(a.Namespace):
+			// One that no longer reports is taken as gone, as install does.
+			others = append(others, a.Namespace)
+		}
+	}
+	last := len(others) == 0
+	if !last {
+		if err := o.refuseSharedRemoval(ctx, ca, others); err != nil {
+			return err
+		}
+	}
+	names, err := in.Topologies(ctx, this)
 	if err != nil {
 		return err
 	}
 	if len(names) > 0 {
-		return fmt.Errorf("refusing to uninstall: %d Topologies still exist (%s); without the agent their clusters would be unmanaged. Delete them first", len(names), strings.Join(names, ", "))
+		return fmt.Errorf("refusing to uninstall: %d Topologies the agent in %s reconciles still exist (%s); without the agent their clusters would be unmanaged. Delete them first", len(names), o.TargetNamespace, strings.Join(names, ", "))
 	}
 	if rec, ok := localagent.Find(o.StateDir); ok {
 		pid := rec.PID
@@ -340,7 +446,12 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := in.Remove(ctx, objs, o.IncludeCRDs); err != nil {
+	if err := in.Remove(ctx, objs, o.IncludeCRDs, last); err != nil {
+		return err
+	}
+	// Out of cluster the namespace stays: its heartbeat must not speak for
+	// an agent that is gone.
+	if err := in.ForgetHeartbeat(ctx, o.TargetNamespace); err != nil {
 		return err
 	}
 	fmt.Fprintln(o.Out, "The agent is uninstalled.")

@@ -199,7 +199,7 @@ func (o *StatusOptions) watch(ctx context.Context) error {
 		read: read,
 		render: func(w io.Writer, t *v1alpha2.Topology) error {
 			agent := o.agentFor(ctx, t, o.now.now())
-			if agent.Problem != "" {
+			if agent.Problem != "" && !agent.Unwatched {
 				// Without its age, which would make every read a new block.
 				agent.Problem = live.AgentSilent
 			}
@@ -222,7 +222,7 @@ func (o *StatusOptions) agentFor(ctx context.Context, t *v1alpha2.Topology, now 
 	if upstream.IsCluster(t) {
 		return statusv1.AgentReport{}
 	}
-	return live.AgentReport(ctx, o.access.Client, now)
+	return live.ReadAgents(ctx, o.access.Client, now).For(t)
 }
 
 // unsettled is the error of a watch that timed out: where the rollout stands
@@ -247,15 +247,23 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 	now := o.now.now()
 	report := statusv1.StatusReport{Items: []statusv1.TopologyReport{}}
 	ours := slices.ContainsFunc(items, func(t v1alpha2.Topology) bool { return !upstream.IsCluster(&t) })
+	var agents live.Agents
 	if ours {
 		// Only Topologies are the agent's: a fleet of upstream Clusters
 		// alone says nothing of an agent.
-		report.Agent = live.AgentReport(ctx, o.access.Client, now)
+		agents = live.ReadAgents(ctx, o.access.Client, now)
+		if agents.Sharded() {
+			for _, s := range agents.Shards {
+				report.Shards = append(report.Shards, s.Report)
+			}
+		} else {
+			report.Agent = agents.For(&v1alpha2.Topology{})
+		}
 	}
 	for i := range items {
-		agent := report.Agent
-		if upstream.IsCluster(&items[i]) {
-			agent = statusv1.AgentReport{}
+		var agent statusv1.AgentReport
+		if !upstream.IsCluster(&items[i]) {
+			agent = agents.For(&items[i])
 		}
 		report.Items = append(report.Items, live.TopologyReport(&items[i], agent, nil))
 	}

@@ -250,3 +250,28 @@ func TestStatusReportFormats(t *testing.T) {
 		t.Errorf("format wide: got %v and %q, want an error naming json or yaml and nothing written", err, buf.String())
 	}
 }
+
+// TestStatusFleetOfShards: with several agents, the fleet view names each
+// shard's leader, and a Topology no shard takes is marked Unwatched with
+// what to do, once per namespace.
+func TestStatusFleetOfShards(t *testing.T) {
+	watched := fixture.MidUpgrade()
+	unwatched := fixture.MidUpgrade()
+	unwatched.Name, unwatched.Namespace = "orphan", "team-c"
+	items := []v1alpha2.Topology{*watched, *unwatched}
+	shardA := statusv1.AgentReport{LastHeartbeat: fixture.At(11, 59), Leader: "topology-controller-manager-7c9f8-x2k4q", Namespace: "topology-team-a", Watches: "namespace " + watched.Namespace}
+	shardB := statusv1.AgentReport{LastHeartbeat: fixture.At(11, 50), Leader: "topology-controller-manager-5d2b1-p8r7w", Namespace: "topology-team-b", Watches: "namespace team-b",
+		Problem: "the agent last reported 10m ago: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells"}
+	none := statusv1.AgentReport{Unwatched: true, Problem: "no agent watches this namespace (team-c): nothing reconciles it. The agents watch namespace " + watched.Namespace + " (agent in topology-team-a); namespace team-b (agent in topology-team-b); `kubectl topology install --target-namespace NEW --watch-namespace team-c` adds a shard that does"}
+	report := statusv1.StatusReport{Shards: []statusv1.AgentReport{shardA, shardB}}
+	report.Items = append(report.Items, live.TopologyReport(&items[0], shardA, nil), live.TopologyReport(&items[1], none, nil))
+	live.SortReports(report.Items)
+	var table bytes.Buffer
+	if err := StatusList(&table, report, items, fixture.StatusNow); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status-fleet-shards.txt", table.String())
+	if !strings.Contains(table.String(), "Unwatched") || strings.Count(table.String(), "UNWATCHED:") != 1 {
+		t.Errorf("the unwatched Topology is not marked once:\n%s", table.String())
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,10 +48,15 @@ func Status(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentReport, r sta
 	}
 	// Of the two reasons r.Stale gives, only a silent agent is STALE; a change
 	// not seen yet is an ordinary line.
-	if agent.Problem != "" {
+	switch {
+	case agent.Unwatched:
+		fmt.Fprintf(w, "  UNWATCHED: %s\n", agent.Problem)
+	case agent.Problem != "":
 		fmt.Fprintf(w, "  STALE: %s\n", agent.Problem)
-	} else if line := leaderLine(agent, now); line != "" {
-		fmt.Fprintf(w, "  %s\n", line)
+	default:
+		if line := leaderLine(agent, now); line != "" {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
 	}
 	var lines []string
 	if line := health.NotObserved(t); line != "" {
@@ -61,6 +68,8 @@ func Status(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentReport, r sta
 	parts := t.Status.Parts()
 	if len(parts) == 0 {
 		switch {
+		case agent.Unwatched:
+			fmt.Fprintln(w, "  no parts reported yet, and no agent watches this namespace (see above)")
 		case agent.Problem != "":
 			fmt.Fprintln(w, "  no parts reported yet, and the agent is not reporting (see above)")
 		default:
@@ -140,15 +149,23 @@ func Status(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentReport, r sta
 // StatusList writes one line per Topology, in the report's order; items are
 // the Topologies the report was made from.
 func StatusList(w io.Writer, report statusv1.StatusReport, items []v1alpha2.Topology, now time.Time) error {
-	if report.Agent.Problem != "" {
+	if report.Agent.Problem != "" && !report.Agent.Unwatched {
 		fmt.Fprintf(w, "STALE: %s\n", report.Agent.Problem)
 	} else if line := leaderLine(report.Agent, now); line != "" {
 		fmt.Fprintln(w, line)
+	}
+	for _, a := range report.Shards {
+		line := leaderLine(a, now)
+		if a.Problem != "" {
+			line = "STALE: " + a.Problem
+		}
+		fmt.Fprintf(w, "shard %s (agent in %s): %s\n", a.Watches, a.Namespace, strings.TrimPrefix(line, "agent: "))
 	}
 	byKey := map[string]*v1alpha2.Topology{}
 	for i := range items {
 		byKey[items[i].Namespace+"/"+items[i].Name] = &items[i]
 	}
+	unwatched := map[string]string{}
 	tw := printers.GetNewTabWriter(w)
 	fmt.Fprintln(tw, "NAMESPACE\tNAME\tCLASS\tVERSION\tSTATE\tSINCE\tCONTROL PLANE\tWORKERS\tPROBLEMS")
 	for _, r := range report.Items {
@@ -161,12 +178,22 @@ func StatusList(w io.Writer, report statusv1.StatusReport, items []v1alpha2.Topo
 			since = health.HumanDuration(now.Sub(r.StateSince.Time))
 		}
 		problems := strings.Join(r.Problems, ", ")
-		if len(r.Stale) > 0 && report.Agent.Problem == "" {
+		switch {
+		case r.Unwatched:
+			problems = strings.TrimPrefix(problems+", Unwatched", ", ")
+			unwatched[r.Namespace] = r.Stale[0]
+		case len(r.Stale) > 0 && report.Agent.Problem == "":
 			problems = strings.TrimPrefix(problems+", Stale", ", ")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, upstream.Ref(t), r.Class, r.Version, r.State, since, controlPlaneReplicas(t), workerReplicas(t), dash(problems))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, ns := range slices.Sorted(maps.Keys(unwatched)) {
+		fmt.Fprintf(w, "UNWATCHED: %s\n", unwatched[ns])
+	}
+	return nil
 }
 
 // StatusReport writes the report as the versioned document of `status -o

@@ -21,8 +21,13 @@ const (
 type StatusReport struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
-	// Agent is what the agent's heartbeat says; problems make every status stale.
+	// Agent is what the agent's heartbeat says; problems make every status
+	// stale. With several shards it is empty unless one agent reconciles
+	// every item, and Shards says what each agent reports.
 	Agent AgentReport `json:"agent"`
+	// Shards are the agents of a sharded management cluster, by namespace;
+	// empty with one agent.
+	Shards []AgentReport `json:"shards,omitempty"`
 	// Items, problems first (by state), then by namespace and name.
 	Items []TopologyReport `json:"items"`
 }
@@ -36,6 +41,13 @@ type AgentReport struct {
 	Leader string `json:"leader,omitempty"`
 	// Problem says why status may be stale, or is empty.
 	Problem string `json:"problem,omitempty"`
+	// Namespace is where the agent runs, and Watches what its shard spans
+	// (its namespaces and watch filter); set when agents are sharded.
+	Namespace string `json:"namespace,omitempty"`
+	Watches   string `json:"watches,omitempty"`
+	// Unwatched says no agent's shard takes the Topology: nothing
+	// reconciles it until one does (Problem says how to add one).
+	Unwatched bool `json:"unwatched,omitempty"`
 }
 
 // TopologyReport is one Topology's rollout and health.
@@ -64,6 +76,9 @@ type TopologyReport struct {
 	Hooks *v1alpha2.HooksStatus `json:"hooks,omitempty"`
 	// Stale lists why this status may not describe the cluster now.
 	Stale []string `json:"stale,omitempty"`
+	// Unwatched says no agent's shard takes this Topology, so nothing
+	// reconciles it; Stale says how to add a shard that does.
+	Unwatched bool `json:"unwatched,omitempty"`
 	// Problems sums what needs a human, one line each.
 	Problems []string     `json:"problems,omitempty"`
 	Parts    []PartReport `json:"parts"`
