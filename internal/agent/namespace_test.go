@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/controller"
 	"github.com/kubectl-topology/kubectl-topology/internal/shard"
+	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // TestOneNamespaceWithAClassElsewhere runs the agent for one namespace
@@ -78,4 +79,45 @@ func TestEnsureNamespaceWaitsOutADeletion(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || !ns.DeletionTimestamp.IsZero() {
 		t.Errorf("after ensureNamespace the namespace is %v (deleting since %v), want it made again", err, ns.DeletionTimestamp)
 	}
+}
+
+// TestWatchFilterTakesOnlyLabelledTopologies runs the agent with
+// --watch-filter, as a shard of a management cluster divided by label: a
+// Topology with the label's value is reconciled, one without it is left
+// alone until it is labelled.
+func TestWatchFilterTakesOnlyLabelledTopologies(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "filtered")
+	ra := startAgentWith(t, func(o *Options) { o.Shard = shard.New(nil, "blue") })
+	ex := loadExample(t, ns)
+	createClass(t, ex)
+	blue := ex.Topology.DeepCopy()
+	blue.Labels = map[string]string{shard.WatchLabel: "blue"}
+	if err := k8s.Create(ctx, blue); err != nil {
+		t.Fatal(err)
+	}
+	reconciled(t, ns, blue.Name, controller.ReasonSucceeded)
+	other := ex.Topology.DeepCopy()
+	other.Name = "other"
+	if err := k8s.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	// Once the agent has seen it and its queue is idle, it has decided.
+	eventually(t, "the agent's cache holds the unlabelled Topology", func() (bool, error) {
+		return ra.Manager().GetCache().Get(ctx, client.ObjectKeyFromObject(other), &v1alpha2.Topology{}) == nil, nil
+	})
+	waitIdle(t, ra)
+	stored := &v1alpha2.Topology{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(other), stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored.Finalizers) > 0 || len(stored.Status.Conditions) > 0 || len(live(t, ns, other.Name)) > 0 {
+		t.Fatalf("the unlabelled Topology was reconciled: finalizers %v, conditions %v", stored.Finalizers, stored.Status.Conditions)
+	}
+	patch := client.MergeFrom(stored.DeepCopy())
+	stored.Labels = map[string]string{shard.WatchLabel: "blue"}
+	if err := k8s.Patch(ctx, stored, patch); err != nil {
+		t.Fatal(err)
+	}
+	reconciled(t, ns, other.Name, controller.ReasonSucceeded)
 }
