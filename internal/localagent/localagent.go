@@ -219,8 +219,10 @@ func Problem(ctx context.Context, c client.Client, rec process.Record) error {
 
 // State says whether the agent registered at webhookURL (out of cluster)
 // really runs: something must answer there, and, when its pid file in
-// stateDir says where its probes are, it must say it is ready.
-func State(webhookURL, stateDir string) string {
+// stateDir says where its probes are, it must say it is ready. With several
+// replicas it says each one's state, and which leads by leader, the
+// heartbeat's holder.
+func State(webhookURL, stateDir, leader string) string {
 	u, err := url.Parse(webhookURL)
 	if err != nil {
 		return "registered at " + webhookURL + ", which is not a URL"
@@ -231,18 +233,34 @@ func State(webhookURL, stateDir string) string {
 	}
 	conn.Close()
 	state := "running out of cluster at " + webhookURL
-	rec, ok := Find(stateDir)
-	if !ok {
-		return state
-	}
-	state += fmt.Sprintf(" (pid %d)", rec.PID)
-	if addr, found := probeAddr(rec); found {
-		if err := readiness(addr); err != nil {
-			return state + ", " + err.Error() + "; its log " + LogFile(stateDir) + " says why"
+	var replicas []string
+	for i, dir := range ReplicaDirs(stateDir) {
+		rec, ok := Find(dir)
+		if !ok {
+			continue
 		}
-		state += ", ready"
+		r := fmt.Sprintf("pid %d", rec.PID)
+		if addr, found := probeAddr(rec); found {
+			if err := readiness(addr); err != nil {
+				r += ", " + err.Error() + "; its log " + LogFile(dir) + " says why"
+			} else {
+				r += ", ready"
+			}
+		}
+		if leader != "" && leader == Identity(rec.PID) {
+			r += ", leads"
+		}
+		replicas = append(replicas, fmt.Sprintf("replica %d (%s)", i, r))
 	}
-	return state
+	switch len(replicas) {
+	case 0:
+		return state
+	case 1:
+		// One agent reads as before replicas: "(pid N, ready)".
+		_, one, _ := strings.Cut(replicas[0], " (")
+		return state + " (" + one
+	}
+	return state + ": " + strings.Join(replicas, "; ")
 }
 
 // probeAddr is where the agent rec serves its probes, from its pid file.

@@ -3,7 +3,10 @@ package localagent
 import (
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -70,5 +73,52 @@ func TestReplicasHaveTheirOwnStateAndSayTheyElect(t *testing.T) {
 	}
 	if a, b := Identity(10), Identity(11); a == b || !strings.HasSuffix(a, "-pid10") {
 		t.Errorf("identities %q and %q: local replicas must differ by process", a, b)
+	}
+}
+
+// TestStateListsEachReplicaAndTheLeader: `version` of a local agent with
+// two replicas says each one's process and readiness, and which one leads
+// (the heartbeat's holder); one agent reads as it did before replicas.
+func TestStateListsEachReplicaAndTheLeader(t *testing.T) {
+	webhook := httptest.NewServer(http.NotFoundHandler())
+	defer webhook.Close()
+	ready := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer ready.Close()
+	notReady := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintln(w, "[-]webhook-server failed: webhook certificate not ready")
+	}))
+	defer notReady.Close()
+	state := t.TempDir()
+	var pids []int
+	for i, probe := range []string{ready.Listener.Addr().String(), notReady.Listener.Addr().String()} {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		pids = append(pids, cmd.Process.Pid)
+		dir := ReplicaDir(state, i)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := process.WritePID(PIDFile(dir), cmd.Process.Pid, probePrefix+probe, leaderElectMark); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := State(webhook.URL, state, Identity(pids[0]))
+	for _, want := range []string{
+		fmt.Sprintf("replica 0 (pid %d, ready, leads)", pids[0]),
+		fmt.Sprintf("replica 1 (pid %d, not ready: webhook-server failed", pids[1]),
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("State says %q, which lacks %q", got, want)
+		}
+	}
+	if err := StopReplica(ReplicaDir(state, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := State(webhook.URL, state, ""), fmt.Sprintf("running out of cluster at %s (pid %d, ready)", webhook.URL, pids[0]); got != want {
+		t.Errorf("one agent: State says %q, want %q", got, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -66,7 +67,8 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "agent: %s\n", agentDescription(install, o.StateDir))
+	leader := live.AgentReport(ctx, ca.Client, time.Now()).Leader
+	fmt.Fprintf(o.Out, "agent: %s\n", agentDescription(install, o.StateDir, leader))
 	if v := install.Release; v != "" {
 		fmt.Fprintf(o.Out, "agent release: %s\n", v)
 		if v != version.Get() {
@@ -103,12 +105,12 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 
 // agentDescription describes the installed agent: the Deployment's image,
 // or an out-of-cluster agent registered by URL, or none.
-func agentDescription(install live.AgentInstall, stateDir string) string {
+func agentDescription(install live.AgentInstall, stateDir, leader string) string {
 	switch d := install.Deployment; {
 	case d != nil:
 		return fmt.Sprintf("%s (Deployment %s/%s, %d/%d ready)", d.Spec.Template.Spec.Containers[0].Image, d.Namespace, d.Name, d.Status.ReadyReplicas, d.Status.Replicas)
 	case install.URL != "":
-		return localagent.State(install.URL, stateDir)
+		return localagent.State(install.URL, stateDir, leader)
 	}
 	return "not installed (run `kubectl topology install`)"
 }
