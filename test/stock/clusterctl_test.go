@@ -37,12 +37,15 @@ func TestClusterctlReadsTheProviderRepository(t *testing.T) {
 		t.Errorf("clusterctl does not render the release's image %s:\n%s", repo.Image(), out)
 	}
 	out = strings.ReplaceAll(out, "image: "+repo.Image(), "image: "+components.Image(repo.Version))
-	// clusterctl takes the watch namespace's default ("") literally; the
-	// agent reads --namespace="" as every namespace (cmd/agent).
-	if !strings.Contains(out, `--namespace=""`) {
-		t.Errorf("clusterctl no longer renders the watch namespace's default as --namespace=\"\":\n%s", out)
+	// clusterctl takes the watch namespace's and filter's default ("")
+	// literally; the agent reads --namespace="" as every namespace and
+	// --watch-filter="" as no filter (shard.New).
+	for _, flag := range []string{"--namespace", "--watch-filter"} {
+		if !strings.Contains(out, flag+`=""`) {
+			t.Errorf("clusterctl no longer renders the default of %s as %s=\"\":\n%s", flag, flag, out)
+		}
+		out = strings.ReplaceAll(out, flag+`=""`, flag+"=")
 	}
-	out = strings.ReplaceAll(out, `--namespace=""`, "--namespace=")
 	rendered, err := components.Decode([]byte(yamlOnly(out)))
 	if err != nil {
 		t.Fatalf("clusterctl's output is not components YAML: %v\n%s", err, out)
