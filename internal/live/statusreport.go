@@ -107,26 +107,53 @@ func (a Agents) Sharded() bool { return len(a.Shards) > 1 }
 
 // Live says the agent in namespace reports: its heartbeat is current.
 func (a Agents) Live(namespace string) bool {
-	for _, s := range a.Shards {
-		if s.Namespace == namespace {
-			return s.Report.Problem == ""
-		}
-	}
-	return false
+	s, ok := a.In(namespace)
+	return ok && s.Report.Problem == ""
 }
 
-// Overlapping are the live agents other than the one in namespace whose
-// shard overlaps s: installing s beside them would have two agents write the
-// same Cluster. An agent that stopped reporting is taken as gone (its Lease
-// outlives it when it runs out of cluster).
-func (a Agents) Overlapping(namespace string, s shard.Shard) []ShardAgent {
+// In is the agent whose heartbeat is in namespace.
+func (a Agents) In(namespace string) (ShardAgent, bool) {
+	for _, s := range a.Shards {
+		if s.Namespace == namespace {
+			return s, true
+		}
+	}
+	return ShardAgent{}, false
+}
+
+// Others are the live agents other than the one in namespace. An agent
+// that stopped reporting is taken as gone (out of cluster its Lease
+// outlives it).
+func (a Agents) Others(namespace string) []ShardAgent {
 	var out []ShardAgent
 	for _, o := range a.Shards {
-		if o.Namespace != namespace && o.Report.Problem == "" && o.Shard.Overlaps(s) {
+		if o.Namespace != namespace && o.Report.Problem == "" {
 			out = append(out, o)
 		}
 	}
 	return out
+}
+
+// Overlapping are the live agents other than the one in namespace whose
+// shard overlaps s: installing s beside them would have two agents write the
+// same Cluster.
+func (a Agents) Overlapping(namespace string, s shard.Shard) []ShardAgent {
+	var out []ShardAgent
+	for _, o := range a.Others(namespace) {
+		if o.Shard.Overlaps(s) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Report is the one agent's report, when agents are not sharded: what a
+// fleet's status says of the agent above its Topologies.
+func (a Agents) Report() statusv1.AgentReport {
+	if len(a.Shards) == 1 {
+		return a.Shards[0].Report
+	}
+	return a.fallback
 }
 
 // For is the report of the agent that reconciles t, or why none does.

@@ -233,32 +233,31 @@ func State(webhookURL, stateDir, leader string) string {
 	}
 	conn.Close()
 	state := "running out of cluster at " + webhookURL
-	var replicas []string
+	var replicas, details []string
 	for i, dir := range ReplicaDirs(stateDir) {
 		rec, ok := Find(dir)
 		if !ok {
 			continue
 		}
-		r := fmt.Sprintf("pid %d", rec.PID)
+		d := fmt.Sprintf("pid %d", rec.PID)
 		if addr, found := probeAddr(rec); found {
 			if err := readiness(addr); err != nil {
-				r += ", " + err.Error() + "; its log " + LogFile(dir) + " says why"
+				d += ", " + err.Error() + "; its log " + LogFile(dir) + " says why"
 			} else {
-				r += ", ready"
+				d += ", ready"
 			}
 		}
 		if leader != "" && leader == Identity(rec.PID) {
-			r += ", leads"
+			d += ", leads"
 		}
-		replicas = append(replicas, fmt.Sprintf("replica %d (%s)", i, r))
+		details = append(details, d)
+		replicas = append(replicas, fmt.Sprintf("replica %d (%s)", i, d))
 	}
-	switch len(replicas) {
+	switch len(details) {
 	case 0:
 		return state
 	case 1:
-		// One agent reads as before replicas: "(pid N, ready)".
-		_, one, _ := strings.Cut(replicas[0], " (")
-		return state + " (" + one
+		return state + " (" + details[0] + ")"
 	}
 	return state + ": " + strings.Join(replicas, "; ")
 }

@@ -58,9 +58,6 @@ type InstallOptions struct {
 	// replicasSet says --replicas was given: out of cluster one agent runs
 	// unless it was.
 	replicasSet bool
-	// stateDirSet says --state-dir was given: a shard's local agent keeps
-	// its state below the default one unless it was.
-	stateDirSet bool
 	// reconcileOnly is an agent added as a shard beside one that admits.
 	reconcileOnly bool
 	image         string
@@ -121,7 +118,7 @@ reconcile.`,
 	f.BoolVar(&o.Local, "local", false, "Run the agent binary on this machine instead of a Deployment (local control plane)")
 	f.StringVar(&o.AgentBinary, "agent-binary", "", "Agent executable for --local; default: kubectl-topology-agent or agent next to this plugin")
 	f.StringVar(&o.StateDir, "state-dir", defaultStateDir(), "Where --local keeps the agent's pid file, log and certificates; an agent in another --target-namespace keeps them in a directory of that name below it")
-	cmd.PreRun = func(*cobra.Command, []string) { o.stateDirSet = f.Changed("state-dir") }
+	cmd.PreRun = shardStateDirUnlessGiven(&o.StateDir, &o.TargetNamespace)
 	return cmd
 }
 
@@ -148,9 +145,6 @@ func (o *InstallOptions) Complete([]string) error {
 	if err := o.render(); err != nil {
 		return err
 	}
-	if !o.stateDirSet {
-		o.StateDir = shardStateDir(o.StateDir, o.TargetNamespace)
-	}
 	if o.DryRun == "client" {
 		return nil
 	}
@@ -174,13 +168,16 @@ func (o *InstallOptions) render() error {
 
 func (o *InstallOptions) shard() shard.Shard { return shard.New(o.WatchNamespaces, o.WatchFilter) }
 
-// shardStateDir is where a local agent running in namespace keeps its
-// state: the default agent in base, a shard in a directory below it.
-func shardStateDir(base, namespace string) string {
-	if namespace == components.Namespace {
-		return base
+// shardStateDirUnlessGiven moves a local agent's state directory, unless
+// --state-dir was given, to where the agent running in the target namespace
+// keeps it: the default agent in the default directory, a shard in a
+// directory below it. install and uninstall find the same one.
+func shardStateDirUnlessGiven(stateDir, namespace *string) func(*cobra.Command, []string) {
+	return func(cmd *cobra.Command, _ []string) {
+		if !cmd.Flags().Changed("state-dir") && *namespace != components.Namespace {
+			*stateDir = filepath.Join(*stateDir, "shards", *namespace)
+		}
 	}
-	return filepath.Join(base, "shards", namespace)
 }
 
 // placeShard refuses a shard that overlaps another agent's, and decides
@@ -389,11 +386,7 @@ func NewCmdUninstall(flags *genericclioptions.ConfigFlags, streams genericioopti
 	cmd.Flags().StringVar(&o.TargetNamespace, "target-namespace", components.Namespace, "Namespace the agent runs in")
 	cmd.Flags().StringVar(&o.StateDir, "state-dir", defaultStateDir(), "Where a --local agent keeps its pid file; an agent in another --target-namespace keeps it in a directory of that name below it")
 	cmd.Flags().BoolVar(&o.IncludeCRDs, "include-crds", false, "Delete kubectl-topology's CRDs too")
-	cmd.PreRun = func(*cobra.Command, []string) {
-		if !cmd.Flags().Changed("state-dir") {
-			o.StateDir = shardStateDir(o.StateDir, o.TargetNamespace)
-		}
-	}
+	cmd.PreRun = shardStateDirUnlessGiven(&o.StateDir, &o.TargetNamespace)
 	return cmd
 }
 
@@ -412,15 +405,13 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	}
 	in := installer.Installer{Cluster: ca, Out: o.Out}
 	agents := live.ReadAgents(ctx, ca.Client, time.Now())
-	this, others := shard.Shard{}, []string{}
-	for _, a := range agents.Shards {
-		switch {
-		case a.Namespace == o.TargetNamespace:
-			this = a.Shard
-		case agents.Live(a.Namespace):
-			// One that no longer reports is taken as gone, as install does.
-			others = append(others, a.Namespace)
-		}
+	var this shard.Shard // every namespace, unless its heartbeat says less
+	if a, ok := agents.In(o.TargetNamespace); ok {
+		this = a.Shard
+	}
+	var others []string
+	for _, a := range agents.Others(o.TargetNamespace) {
+		others = append(others, a.Namespace)
 	}
 	last := len(others) == 0
 	if !last {

@@ -257,7 +257,7 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 				report.Shards = append(report.Shards, s.Report)
 			}
 		} else {
-			report.Agent = agents.For(&v1alpha2.Topology{})
+			report.Agent = agents.Report()
 		}
 	}
 	for i := range items {

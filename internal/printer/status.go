@@ -54,8 +54,8 @@ func Status(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentReport, r sta
 	case agent.Problem != "":
 		fmt.Fprintf(w, "  STALE: %s\n", agent.Problem)
 	default:
-		if line := leaderLine(agent, now); line != "" {
-			fmt.Fprintf(w, "  %s\n", line)
+		if leads := leaderLine(agent, now); leads != "" {
+			fmt.Fprintf(w, "  agent: %s\n", leads)
 		}
 	}
 	var lines []string
@@ -149,17 +149,17 @@ func Status(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentReport, r sta
 // StatusList writes one line per Topology, in the report's order; items are
 // the Topologies the report was made from.
 func StatusList(w io.Writer, report statusv1.StatusReport, items []v1alpha2.Topology, now time.Time) error {
-	if report.Agent.Problem != "" && !report.Agent.Unwatched {
+	if report.Agent.Problem != "" {
 		fmt.Fprintf(w, "STALE: %s\n", report.Agent.Problem)
-	} else if line := leaderLine(report.Agent, now); line != "" {
-		fmt.Fprintln(w, line)
+	} else if leads := leaderLine(report.Agent, now); leads != "" {
+		fmt.Fprintln(w, "agent: "+leads)
 	}
 	for _, a := range report.Shards {
 		line := leaderLine(a, now)
 		if a.Problem != "" {
 			line = "STALE: " + a.Problem
 		}
-		fmt.Fprintf(w, "shard %s (agent in %s): %s\n", a.Watches, a.Namespace, strings.TrimPrefix(line, "agent: "))
+		fmt.Fprintf(w, "shard %s (agent in %s): %s\n", a.Watches, a.Namespace, line)
 	}
 	byKey := map[string]*v1alpha2.Topology{}
 	for i := range items {
@@ -220,12 +220,12 @@ func StatusReport(w io.Writer, format string, report statusv1.StatusReport) erro
 
 // leaderLine names the agent replica that leads and, outside a watch (now
 // zero), how long ago it renewed its heartbeat; "" when the heartbeat names
-// none.
+// none. Callers say whose agent it is.
 func leaderLine(agent statusv1.AgentReport, now time.Time) string {
 	if agent.Leader == "" {
 		return ""
 	}
-	line := "agent: " + agent.Leader + " leads"
+	line := agent.Leader + " leads"
 	if !now.IsZero() && agent.LastHeartbeat != nil {
 		line += ", renewed " + health.HumanDuration(now.Sub(agent.LastHeartbeat.Time)) + " ago"
 	}

@@ -6,11 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
-	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
 // leaderLog is what client-go's leader election logs when it takes the lease.
@@ -44,24 +40,8 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	waitFor(t, "the second agent takes the lease", func(context.Context) (bool, error) { return second.logged(leaderLog), nil })
 	// Out of cluster each agent registers the webhooks at its own URL, and
 	// the leader keeps them pointed at itself; the new leader takes them over.
-	five := int32(5)
-	waitFor(t, "the new leader's webhooks admit a change", func(ctx context.Context) (bool, error) {
-		topo := &v1alpha2.Topology{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), topo); err != nil {
-			return false, err
-		}
-		topo.Spec.Workers.MachineDeployments[0].Replicas = &five
-		err := k8s.Update(ctx, topo)
-		return err == nil, err
-	})
+	scaleMD(t, ex, 5)
 	waitFor(t, "the new leader scales md-a to 5", func(ctx context.Context) (bool, error) {
-		objs, err := fixture.Live(ctx, k8s, ns, "dev")
-		for _, o := range objs {
-			if o.GetKind() == "MachineDeployment" && o.GetLabels()["topology.cluster.x-k8s.io/deployment-name"] == "md-a" {
-				r, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
-				return r == 5, err
-			}
-		}
-		return false, err
+		return mdReplicas(ctx, t, ex) == 5, nil
 	})
 }

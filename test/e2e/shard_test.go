@@ -13,7 +13,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
@@ -187,33 +186,4 @@ func forgetStoppedAgents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-}
-
-func scaleMD(t *testing.T, ex fixture.Example, replicas int32) {
-	t.Helper()
-	waitFor(t, "md-a's replicas are set", func(ctx context.Context) (bool, error) {
-		topo := &v1alpha2.Topology{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ex.Topology), topo); err != nil {
-			return false, err
-		}
-		topo.Spec.Workers.MachineDeployments[0].Replicas = &replicas
-		err := k8s.Update(ctx, topo)
-		return err == nil, err
-	})
-}
-
-// mdReplicas is md-a's MachineDeployment's spec.replicas, or -1.
-func mdReplicas(ctx context.Context, t *testing.T, ex fixture.Example) int64 {
-	t.Helper()
-	objs, err := fixture.Live(ctx, k8s, ex.Topology.Namespace, ex.Topology.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		if o.GetKind() == "MachineDeployment" && o.GetLabels()["topology.cluster.x-k8s.io/deployment-name"] == "md-a" {
-			n, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
-			return n
-		}
-	}
-	return -1
 }
