@@ -87,3 +87,17 @@ func TestAnAgentStoppedOnPurposeIsGoneAtOnce(t *testing.T) {
 		t.Error("a stopped agent counts as live")
 	}
 }
+
+// TestOneAgentOfSomeNamespacesSpeaksForTheFleet: a single agent started
+// with --watch-namespace is the fleet's agent above the list, not a
+// Topology-less lookup that finds no owner (which hid every item's Stale).
+func TestOneAgentOfSomeNamespacesSpeaksForTheFleet(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	c := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(
+		heartbeatOf(components.Namespace, "pod-0", shard.New([]string{"team-a"}, ""), now.Add(-5*time.Second), nil),
+	).Build()
+	agents := ReadAgents(context.Background(), c, now)
+	if r := agents.Report(); agents.Sharded() || r.Leader != "pod-0" || r.Problem != "" || r.Unwatched {
+		t.Errorf("the one agent's fleet report is %+v (sharded %v), want pod-0 leading, current", r, agents.Sharded())
+	}
+}
