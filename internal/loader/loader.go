@@ -277,7 +277,7 @@ func (l *Loader) Labelled(ctx context.Context, t *v1alpha2.Topology, gvk schema.
 // before its Cluster.
 func State(t *v1alpha2.Topology, class *v1alpha2.TopologyClass, objs []*unstructured.Unstructured) *clusterstate.State {
 	s := desiredstate.StateFromObjects(t.Name, t.Namespace, objs)
-	desiredstate.Adopt(s, class, t.UID, objs)
+	desiredstate.Adopt(s, class, t.UID, desiredstate.HandedOver(t), objs)
 	return s
 }
 

@@ -350,7 +350,29 @@ func (o *AdoptOptions) follow(ctx context.Context, a *adoption) error {
 	if len(gone) > 0 || len(after) != len(a.machines) {
 		return fmt.Errorf("Topology %s/%s is settled, but Machines changed: %d before, %d now, replaced: %s", ns, name, len(a.machines), len(after), cmp.Or(strings.Join(gone, ", "), "-"))
 	}
+	if err := o.sameReferences(ctx, a, t); err != nil {
+		return err
+	}
 	fmt.Fprintf(o.Out, "Adopted: Topology %s/%s is Ready, and all %d Machines are the ones there were. Follow it with: kubectl topology status %s -n %s\n", ns, name, len(after), name, ns)
+	return nil
+}
+
+// sameReferences checks that the Cluster the agent made refers to the
+// InfrastructureCluster and control plane upstream's did: a settled Topology
+// with all its Machines could still have made either anew beside the old.
+func (o *AdoptOptions) sameReferences(ctx context.Context, a *adoption, t *v1alpha2.Topology) error {
+	made, err := o.access.RawCluster(ctx, t)
+	if err != nil {
+		return fmt.Errorf("reading the Cluster the agent made for Topology %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	for _, field := range []string{"infrastructureRef", "controlPlaneRef"} {
+		was, _, _ := unstructured.NestedMap(a.cluster.Object, "spec", field)
+		now, _, _ := unstructured.NestedMap(made.Object, "spec", field)
+		if was["kind"] != now["kind"] || was["name"] != now["name"] {
+			return fmt.Errorf("Topology %s/%s is settled, but its Cluster's spec.%s names %v %v where upstream's named %v %v: the agent made it anew; the one upstream made is kept, owned by the Topology (see `kubectl topology status %s -n %s`)",
+				t.Namespace, t.Name, field, now["kind"], now["name"], was["kind"], was["name"], t.Name, t.Namespace)
+		}
+	}
 	return nil
 }
 

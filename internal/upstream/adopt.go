@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/health"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -85,6 +86,7 @@ func (h *Handover) Run(ctx context.Context) error {
 	left := fmt.Sprintf("the Cluster is gone and its objects are kept; create Topology %s/%s (kubectl topology convert) to have the agent make it again", ns, name)
 	topo := h.Topology.DeepCopy()
 	topo.Spec.Paused = true
+	desiredstate.HandOver(topo, infraRef, cpRef)
 	if err := h.Client.Create(ctx, topo); err != nil {
 		return fmt.Errorf("creating Topology %s/%s: %w; %s", ns, name, err, left)
 	}

@@ -218,14 +218,53 @@ func TestAdoptFindsWhatWasMadeBeforeTheCluster(t *testing.T) {
 	if s.ControlPlane.Object != nil {
 		t.Fatal("without a Cluster nothing refers to the control plane")
 	}
-	desiredstate.Adopt(s, w.ex.Class, w.topo.UID, made)
+	desiredstate.Adopt(s, w.ex.Class, w.topo.UID, nil, made)
 	if s.ControlPlane.Object == nil || s.InfrastructureCluster == nil || s.ControlPlane.InfrastructureMachineTemplate == nil {
 		t.Fatalf("adopted control plane %v, infrastructure %v, machine template %v", s.ControlPlane.Object != nil, s.InfrastructureCluster != nil, s.ControlPlane.InfrastructureMachineTemplate != nil)
 	}
 	other := desiredstate.StateFromObjects("dev", "default", made)
-	desiredstate.Adopt(other, w.ex.Class, types.UID("someone-else"), made)
+	desiredstate.Adopt(other, w.ex.Class, types.UID("someone-else"), nil, made)
 	if other.ControlPlane.Object != nil {
 		t.Error("objects of another owner were adopted")
+	}
+}
+
+// TestAdoptTakesWhatAnAdoptHandedOverByName: adopt hands upstream's objects
+// to the Topology by setting their ownerReference, which the agent's cache
+// may not hold yet when it sees the Topology resumed; the names recorded on
+// the Topology find them all the same, and nothing else is taken by name.
+func TestAdoptTakesWhatAnAdoptHandedOverByName(t *testing.T) {
+	w := newWorld(t)
+	first := w.compute(t, nil)
+	var made []*unstructured.Unstructured
+	for _, o := range written(first.Desired, "") {
+		if o.GetKind() != "Cluster" {
+			o.SetOwnerReferences(nil) // upstream's Cluster owned them; orphaned since
+			made = append(made, o)
+		}
+	}
+	infra, cp := first.Desired.InfrastructureCluster, first.Desired.ControlPlane.Object
+	topo := w.topo.DeepCopy()
+	desiredstate.HandOver(topo,
+		map[string]any{"kind": infra.GetKind(), "name": infra.GetName()},
+		map[string]any{"kind": cp.GetKind(), "name": cp.GetName()})
+	if got := topo.Annotations[v1alpha2.HandedOverAnnotation]; got != infra.GetKind()+"/"+infra.GetName()+","+cp.GetKind()+"/"+cp.GetName() {
+		t.Errorf("%s is %q", v1alpha2.HandedOverAnnotation, got)
+	}
+
+	s := desiredstate.StateFromObjects("dev", "default", made)
+	desiredstate.Adopt(s, w.ex.Class, topo.UID, desiredstate.HandedOver(topo), made)
+	if s.InfrastructureCluster == nil || s.InfrastructureCluster.GetName() != infra.GetName() {
+		t.Errorf("the handed-over %s %s was not taken: %v", infra.GetKind(), infra.GetName(), s.InfrastructureCluster)
+	}
+	if s.ControlPlane.Object == nil || s.ControlPlane.Object.GetName() != cp.GetName() || s.ControlPlane.InfrastructureMachineTemplate == nil {
+		t.Errorf("the handed-over %s %s (and its machine template) was not taken", cp.GetKind(), cp.GetName())
+	}
+
+	unrecorded := desiredstate.StateFromObjects("dev", "default", made)
+	desiredstate.Adopt(unrecorded, w.ex.Class, topo.UID, nil, made)
+	if unrecorded.InfrastructureCluster != nil || unrecorded.ControlPlane.Object != nil {
+		t.Error("objects neither owned nor handed over were taken")
 	}
 }
 

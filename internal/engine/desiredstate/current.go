@@ -3,6 +3,7 @@ package desiredstate
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -80,12 +81,14 @@ func StateFromObjects(cluster string, namespace string, objs []*unstructured.Uns
 // its machine template) an earlier reconcile created before the Cluster
 // existed: owned by the Topology (uid) and labelled for the cluster, but not
 // yet referenced by a Cluster. A restarted agent then reuses them instead of
-// making duplicates, and previews show them as existing.
-func Adopt(s *clusterstate.State, c *v1alpha2.TopologyClass, uid types.UID, objs []*unstructured.Unstructured) {
+// making duplicates, and previews show them as existing. Objects handed over
+// by an adopt (kind → name, see HandedOver) are taken by name as well: the
+// ownerReference adopt set may not have reached the agent's cache yet.
+func Adopt(s *clusterstate.State, c *v1alpha2.TopologyClass, uid types.UID, handed map[string]string, objs []*unstructured.Unstructured) {
 	infra, controlPlane, cpMachine := contract.ClassSlots(c)
 	find := func(kind string) *unstructured.Unstructured {
 		for _, o := range objs {
-			if o.GetKind() == kind && OwnedBy(o, uid) {
+			if o.GetKind() == kind && (OwnedBy(o, uid) || handed[kind] == o.GetName()) {
 				return o
 			}
 		}
@@ -110,6 +113,42 @@ func Adopt(s *clusterstate.State, c *v1alpha2.TopologyClass, uid types.UID, objs
 			}
 		}
 	}
+}
+
+// HandedOver reads a Topology's HandedOverAnnotation: kind → name of each
+// object an adopt handed to it. Malformed pairs are skipped.
+func HandedOver(t *v1alpha2.Topology) map[string]string {
+	v := t.Annotations[v1alpha2.HandedOverAnnotation]
+	if v == "" {
+		return nil
+	}
+	out := map[string]string{}
+	for _, pair := range strings.Split(v, ",") {
+		if kind, name, ok := strings.Cut(strings.TrimSpace(pair), "/"); ok && kind != "" && name != "" {
+			out[kind] = name
+		}
+	}
+	return out
+}
+
+// HandOver records on t that the objects of refs (Cluster references:
+// kind and name) are handed to it; see HandedOver.
+func HandOver(t *v1alpha2.Topology, refs ...map[string]any) {
+	var pairs []string
+	for _, r := range refs {
+		kind, _ := r["kind"].(string)
+		name, _ := r["name"].(string)
+		if kind != "" && name != "" {
+			pairs = append(pairs, kind+"/"+name)
+		}
+	}
+	if len(pairs) == 0 {
+		return
+	}
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[v1alpha2.HandedOverAnnotation] = strings.Join(pairs, ",")
 }
 
 // OwnedBy reports whether uid is among the owners of o.

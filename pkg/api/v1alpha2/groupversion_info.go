@@ -53,3 +53,10 @@ const TopologyReconciledCondition = "TopologyReconciled"
 // or restore, where status does not: a marked Topology without its Cluster
 // waits for it rather than making a second one.
 const ClusterMadeAnnotation = "topology.kubectl-topology.io/cluster-made"
+
+// HandedOverAnnotation names, as Kind/name pairs separated by commas, the
+// InfrastructureCluster and control plane an adopted Cluster referred to.
+// Until the agent makes the Cluster again it takes these objects as its own
+// by name, so that a cache that has not yet seen them handed to the Topology
+// does not make them anew.
+const HandedOverAnnotation = "topology.kubectl-topology.io/handed-over"
