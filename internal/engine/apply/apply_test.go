@@ -2,10 +2,12 @@ package apply
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 func TestNeedsApply(t *testing.T) {
@@ -190,5 +192,86 @@ func TestOwnedFieldNames(t *testing.T) {
 	want := `{"f:metadata":{"f:labels":{"f:a":{}},"f:ownerReferences":{}},"f:spec":{"f:args":{},"f:cmds":{},"f:replicas":{}}}`
 	if string(got) != want {
 		t.Errorf("OwnedFieldNames =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// ownsMoreThanByFieldSet is the reading ownsMoreThan replaced: typed
+// managedFields entries, parsed into field sets, their leaves looked up in
+// desired. The two must agree.
+func ownsMoreThanByFieldSet(current, desired *unstructured.Unstructured, fieldManager string, updatesToo bool) bool {
+	owned, err := ownedFields(current, fieldManager, updatesToo)
+	if err != nil {
+		return true
+	}
+	extra := false
+	owned.Leaves().Iterate(func(p fieldpath.Path) {
+		extra = extra || missingIn(desired.Object, p)
+	})
+	return extra
+}
+
+// TestOwnsMoreThanReadsManagedFieldsAsFieldSetsDo: walking the fieldsV1 trees
+// as stored decides as the field-set reading does, for trees with "."
+// markers, list items, several entries of one manager, updates and other
+// managers, and for the trimmed trees the cache keeps.
+func TestOwnsMoreThanReadsManagedFieldsAsFieldSetsDo(t *testing.T) {
+	desired := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"a": "1"}},
+		"spec": map[string]any{
+			"replicas": int64(2),
+			"list":     []any{map[string]any{"name": "x", "v": "1"}},
+			"scalar":   "s",
+			"nested":   map[string]any{"kept": "k"},
+		},
+	}}
+	trees := map[string]string{
+		"all set":                  `{"f:metadata":{"f:labels":{".":{},"f:a":{}}},"f:spec":{".":{},"f:replicas":{},"f:nested":{"f:kept":{}}}}`,
+		"a dropped field":          `{"f:spec":{"f:replicas":{},"f:gone":{}}}`,
+		"a dropped label":          `{"f:metadata":{"f:labels":{"f:b":{}}}}`,
+		"a dropped nested field":   `{"f:spec":{"f:nested":{".":{},"f:kept":{},"f:gone":{}}}}`,
+		"inside a list item":       `{"f:spec":{"f:list":{"k:{\"name\":\"x\"}":{".":{},"f:name":{},"f:other":{}}}}}`,
+		"a dropped list":           `{"f:spec":{"f:otherList":{"k:{\"name\":\"x\"}":{"f:name":{}}}}}`,
+		"below a scalar":           `{"f:spec":{"f:scalar":{"f:deeper":{}}}}`,
+		"a dropped parent, marked": `{"f:spec":{"f:gone":{".":{}}}}`,
+		"only a self marker":       `{".":{}}`,
+		"empty":                    `{}`,
+	}
+	entries := func(fields ...string) []metav1.ManagedFieldsEntry {
+		var out []metav1.ManagedFieldsEntry
+		for i, f := range fields {
+			op := metav1.ManagedFieldsOperationApply
+			if i%2 == 1 {
+				op = metav1.ManagedFieldsOperationUpdate
+			}
+			out = append(out, metav1.ManagedFieldsEntry{Manager: "m", Operation: op, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(f)})
+		}
+		return append(out, metav1.ManagedFieldsEntry{Manager: "other", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:theirs":{}}}`)})
+	}
+	names := make([]string, 0, len(trees))
+	for name := range trees {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	missed := 0
+	for _, a := range names {
+		for _, b := range names {
+			for _, updatesToo := range []bool{false, true} {
+				current := &unstructured.Unstructured{Object: map[string]any{}}
+				current.SetManagedFields(entries(trees[a], trees[b]))
+				want := ownsMoreThanByFieldSet(current, desired, "m", updatesToo)
+				if got := ownsMoreThan(current, desired, "m", updatesToo); got != want {
+					t.Errorf("apply %q, update %q, updates counted %v: %v, the field sets say %v", a, b, updatesToo, got, want)
+				}
+				if got := ownsMoreThan(withOwnedFieldNames(t, current), desired, "m", updatesToo); got != want {
+					t.Errorf("apply %q, update %q, updates counted %v, trimmed as cached: %v, the field sets say %v", a, b, updatesToo, got, want)
+				}
+				if want {
+					missed++
+				}
+			}
+		}
+	}
+	if missed == 0 {
+		t.Error("no case owns a field desired lacks: the comparison proves nothing")
 	}
 }
