@@ -343,7 +343,7 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 	// A standby keeps what the controllers read warm, so that taking the lead
 	// does not start with a full list of every kind; a failure only costs that.
 	warm := everyReplica(func(ctx context.Context) error {
-		if err := tr.WarmCaches(ctx, a.mgr.GetCache()); err != nil {
+		if err := tr.WarmCaches(ctx, a.mgr.GetCache(), a.opts.Webhooks); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Could not start reading some kinds ahead; they are read when first needed")
 		}
 		return nil
@@ -361,28 +361,27 @@ func (a *Agent) setupControllers(ctx context.Context) error {
 	if err := cr.SetupWithManager(a.mgr, copts); err != nil {
 		return err
 	}
-	// Rollouts are cluster-scoped and span namespaces: the agent that admits
-	// for every shard drives them all, so that one rollout has one driver.
-	reads := &shardClient{Client: a.mgr.GetClient(), uncached: a.mgr.GetAPIReader(), shard: a.opts.Shard}
-	if a.opts.Webhooks {
-		rr := &topologycontroller.TopologyRolloutReconciler{
-			Client:      reads,
-			CoreVersion: core,
-			Recorder:    a.mgr.GetEventRecorderFor("kubectl-topology"), //nolint:staticcheck // as the Topology controller's
-		}
-		if err := rr.SetupWithManager(ctx, a.mgr, copts); err != nil {
-			return err
-		}
-	}
 	er := &topologycontroller.TopologyExtensionReconciler{Client: a.mgr.GetClient(), APIReader: a.mgr.GetAPIReader(), Extensions: extensions}
 	if err := er.SetupWithManager(a.mgr, copts); err != nil {
 		return err
 	}
-	if a.opts.Webhooks {
-		// Admission for every shard reads objects outside this one's
-		// namespaces (a rollout's Clusters) from the API server.
-		topologywebhook.Register(a.webhook, a.mgr.GetScheme(), reads, a.mgr.GetAPIReader(), reads, classes, core)
+	if !a.opts.Webhooks {
+		return nil
 	}
+	// The agent that admits for every shard also drives every rollout:
+	// rollouts are cluster-scoped and span namespaces, and one has one
+	// driver. Both read objects outside this agent's namespaces (a rollout's
+	// Clusters) from the API server.
+	reads := &shardClient{Client: a.mgr.GetClient(), uncached: a.mgr.GetAPIReader(), shard: a.opts.Shard}
+	rr := &topologycontroller.TopologyRolloutReconciler{
+		Client:      reads,
+		CoreVersion: core,
+		Recorder:    a.mgr.GetEventRecorderFor("kubectl-topology"), //nolint:staticcheck // as the Topology controller's
+	}
+	if err := rr.SetupWithManager(ctx, a.mgr, copts); err != nil {
+		return err
+	}
+	topologywebhook.Register(a.webhook, a.mgr.GetScheme(), reads, a.mgr.GetAPIReader(), reads, classes, core)
 	return nil
 }
 
@@ -428,7 +427,7 @@ func (a *Agent) setupWebhooks() error {
 	if a.opts.SkipNameValidation {
 		cr.ControllerName = fmt.Sprintf("cert-rotator-%d", rotatorInstances.Add(1))
 	}
-	if err := rotator.AddRotator(a.mgr, cr); err != nil {
+	if err := rotator.AddRotator(rotatorManager{a.mgr}, cr); err != nil {
 		return fmt.Errorf("adding the certificate rotator: %w", err)
 	}
 	if err := a.mgr.Add(everyReplica(a.syncCertFiles)); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -20,12 +22,20 @@ import (
 // controller watches and the kinds each class generates, kept up as classes
 // come. A standby that takes the lead then reconciles from a synced cache
 // instead of listing everything while the management cluster waits.
-func (r *TopologyReconciler) WarmCaches(ctx context.Context, c cache.Cache) error {
+// TopologyRollouts are warmed only where rollouts says this agent drives them.
+func (r *TopologyReconciler) WarmCaches(ctx context.Context, c cache.Cache, rollouts bool) error {
 	var errs []error
-	for _, obj := range []client.Object{&v1alpha2.Topology{}, &v1alpha2.TopologyExtension{}, &v1alpha2.TopologyRollout{}} {
-		if _, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+	own := []client.Object{&v1alpha2.Topology{}, &v1alpha2.TopologyExtension{}}
+	if rollouts {
+		own = append(own, &v1alpha2.TopologyRollout{})
+	}
+	for _, obj := range own {
+		informer, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
 			errs = append(errs, fmt.Errorf("warming the cache of %T: %w", obj, err))
+			continue
 		}
+		go logSynced(ctx, fmt.Sprintf("%T", obj), informer)
 	}
 	watched := []schema.GroupVersionKind{r.capiGVK(clusterKind), r.capiGVK("MachineDeployment"), r.capiGVK("MachineHealthCheck"), r.capiGVK(machineKind), r.capiGVK(machineSetKind)}
 	if err := r.Watches.Warm(ctx, watched...); err != nil {
@@ -51,4 +61,18 @@ func (r *TopologyReconciler) WarmCaches(ctx context.Context, c cache.Cache) erro
 		errs = append(errs, fmt.Errorf("following TopologyClasses to warm their kinds: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// logSynced says, once, how long the informer took to list what it caches:
+// a failover or restart reconciles only from synced caches, so this is where
+// its time goes.
+func logSynced(ctx context.Context, kind string, informer cache.Informer) {
+	if informer == nil {
+		return // a cache that does not hand out its informers (a test's)
+	}
+	started := time.Now()
+	if !toolscache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return
+	}
+	ctrl.LoggerFrom(ctx).Info("Cache synced", "kind", strings.TrimPrefix(kind, "*v1alpha2."), "after", time.Since(started).Round(time.Millisecond).String())
 }

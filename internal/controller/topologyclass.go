@@ -85,10 +85,8 @@ func (r *TopologyClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	missingKinds := false
 	if w := r.TemplateWatches(); w != nil {
-		// What every Topology of the class reads, listed at once.
-		if err := w.Warm(ctx, append(contract.GeneratedKinds(class, r.CoreVersion), r.CoreVersion.GroupVersion().WithKind(machineSetKind))...); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Could not start reading some kinds ahead; the Topologies read them when they need them")
-		}
+		// What every Topology of the class reads is warmed on every replica
+		// by WarmCaches, as each class comes.
 		for _, ref := range contract.ClassTemplateRefs(class) {
 			err := w.Ensure(ctx, schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
 			if errors.Is(err, ErrKindNotInstalled) {

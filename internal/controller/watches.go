@@ -95,11 +95,13 @@ func (w *DynamicWatches) Warm(ctx context.Context, gvks ...schema.GroupVersionKi
 		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		if _, err := w.cache.GetInformer(ctx, u, cache.BlockUntilSynced(false)); err != nil {
+		informer, err := w.cache.GetInformer(ctx, u, cache.BlockUntilSynced(false))
+		if err != nil {
 			errs = append(errs, fmt.Errorf("warming the cache of %s: %w", gvk, err))
 			continue
 		}
 		w.warm[gvk] = true
+		go logSynced(ctx, gvk.Kind, informer)
 	}
 	return errors.Join(errs...)
 }
