@@ -18,6 +18,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -234,4 +235,65 @@ func named(apiVersion, kind, name string) *unstructured.Unstructured {
 	u.SetKind(kind)
 	u.SetName(name)
 	return u
+}
+
+// ClaimShard writes the heartbeat Lease of the agent about to run in
+// namespace before it runs, holding for hold, with the shard it will watch.
+// Agents are found by their heartbeats, and an agent beats only once it
+// runs: without the claim, a second install in that time would not see
+// this shard and could place an overlapping one. The agent takes the Lease
+// over with its first beat. A Lease that is current already (this shard's
+// agent runs, or another install claimed it) is left alone, and claimed is
+// false.
+func (i Installer) ClaimShard(ctx context.Context, namespace string, s shard.Shard, holder string, now time.Time, hold time.Duration) (claimed bool, err error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if err := i.Cluster.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return false, fmt.Errorf("creating namespace %s for the agent: %w", namespace, live.Explain(err, i.Cluster))
+	}
+	lease := &coordinationv1.Lease{}
+	key := client.ObjectKey{Namespace: namespace, Name: components.HeartbeatLease}
+	switch err := i.Cluster.Client.Get(ctx, key, lease); {
+	case apierrors.IsNotFound(err):
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: components.HeartbeatLease}}
+	case err != nil:
+		return false, fmt.Errorf("reading the heartbeat Lease %s: %w", key, live.Explain(err, i.Cluster))
+	case live.LeaseCurrent(lease, now):
+		return false, nil
+	}
+	seconds := int32(hold / time.Second)
+	renew := metav1.NewMicroTime(now)
+	lease.Labels = map[string]string{components.HeartbeatLabel: ""}
+	lease.Annotations = map[string]string{}
+	s.Annotate(lease.Annotations)
+	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &holder, &seconds, &renew
+	if lease.ResourceVersion == "" {
+		err = i.Cluster.Client.Create(ctx, lease)
+	} else {
+		err = i.Cluster.Client.Update(ctx, lease)
+	}
+	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+		return false, fmt.Errorf("claiming shard %s in %s: another install wrote its heartbeat Lease at the same moment; run install again once it is done", s, namespace)
+	}
+	if err != nil {
+		return false, fmt.Errorf("claiming shard %s in %s (heartbeat Lease %s): %w", s, namespace, key, live.Explain(err, i.Cluster))
+	}
+	return true, nil
+}
+
+// ReleaseShard deletes the claim ClaimShard wrote as holder, if the agent
+// has not taken the Lease over: the install that claimed it stopped short.
+func (i Installer) ReleaseShard(ctx context.Context, namespace, holder string) error {
+	lease := &coordinationv1.Lease{}
+	key := client.ObjectKey{Namespace: namespace, Name: components.HeartbeatLease}
+	if err := i.Cluster.Client.Get(ctx, key, lease); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != holder {
+		return nil
+	}
+	uid, rv := lease.UID, lease.ResourceVersion
+	if err := i.Cluster.Client.Delete(ctx, lease, &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting this install's claim %s: %w", key, live.Explain(err, i.Cluster))
+	}
+	return nil
 }

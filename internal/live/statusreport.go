@@ -57,7 +57,7 @@ func leaseReport(lease *coordinationv1.Lease, now time.Time) statusv1.AgentRepor
 	if rt := lease.Spec.RenewTime; rt != nil {
 		t := metav1.NewTime(rt.Time)
 		r.LastHeartbeat = &t
-		if age := now.Sub(rt.Time); age > heartbeatStaleAfter {
+		if age := now.Sub(rt.Time); age > staleAfter(lease) {
 			r.Problem = fmt.Sprintf("the agent last reported %s ago: it is not running or cannot reach the API server, so this status may be stale; `kubectl topology version` tells", health.HumanDuration(age))
 		}
 	}
@@ -65,6 +65,23 @@ func leaseReport(lease *coordinationv1.Lease, now time.Time) statusv1.AgentRepor
 		r.Problem = fmt.Sprintf("the agent was stopped %s ago and no replica took over: it is not running, so this status may be stale; `kubectl topology version` tells", health.HumanDuration(now.Sub(at)))
 	}
 	return r
+}
+
+// staleAfter is how old lease's renewal may be before its agent is taken
+// as gone: its own duration (three beats, as the agent writes it, or an
+// install's claim), else three beats.
+func staleAfter(lease *coordinationv1.Lease) time.Duration {
+	if d := lease.Spec.LeaseDurationSeconds; d != nil && *d > 0 {
+		return time.Duration(*d) * time.Second
+	}
+	return heartbeatStaleAfter
+}
+
+// LeaseCurrent says whether a heartbeat Lease speaks for a running agent or
+// a claim still held at now: renewed within its duration and not marked
+// stopped.
+func LeaseCurrent(lease *coordinationv1.Lease, now time.Time) bool {
+	return leaseReport(lease, now).Problem == ""
 }
 
 // Agents are the heartbeats of every agent on a management cluster, one per

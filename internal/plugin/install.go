@@ -1,7 +1,9 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,6 +63,10 @@ type InstallOptions struct {
 	// reconcileOnly is an agent added as a shard beside one that admits.
 	reconcileOnly bool
 	image         string
+	// claimHolder names this install on the shard's claim; claimed says it
+	// wrote one, to release should the install stop short.
+	claimHolder string
+	claimed     bool
 
 	access *live.Cluster
 	objs   []*unstructured.Unstructured
@@ -142,6 +148,8 @@ func (o *InstallOptions) Complete([]string) error {
 		image = components.Image(tag)
 	}
 	o.image = image
+	host, _ := os.Hostname()
+	o.claimHolder = fmt.Sprintf("kubectl-topology install on %s (pid %d)", cmp.Or(host, "?"), os.Getpid())
 	if err := o.render(); err != nil {
 		return err
 	}
@@ -183,15 +191,27 @@ func shardStateDirUnlessGiven(stateDir, namespace *string) func(*cobra.Command, 
 // placeShard refuses a shard that overlaps another agent's, and decides
 // whether this agent serves the webhooks: the agent that registered them
 // keeps them, and an agent added beside it only reconciles.
+//
+// Between its check and the new agent's first heartbeat, the shard is
+// claimed (installer.ClaimShard), and the check is made again after the
+// claim: of two installs that check at the same moment, at least the later
+// one sees the other's claim and backs off, and no two overlapping agents
+// are ever placed.
 func (o *InstallOptions) placeShard(ctx context.Context) error {
 	agents := live.ReadAgents(ctx, o.access.Client, time.Now())
-	if over := agents.Overlapping(o.TargetNamespace, o.shard()); len(over) > 0 {
-		var what []string
-		for _, a := range over {
-			what = append(what, fmt.Sprintf("the agent in %s watches %s", a.Namespace, a.Shard))
+	if err := o.refuseOverlap(agents, ""); err != nil {
+		return err
+	}
+	in := installer.Installer{Cluster: o.access, Out: o.Out}
+	claimed, err := in.ClaimShard(ctx, o.TargetNamespace, o.shard(), o.claimHolder, time.Now(), o.Timeout+claimGrace)
+	if err != nil {
+		return err
+	}
+	o.claimed = claimed
+	if claimed {
+		if err := o.refuseOverlap(live.ReadAgents(ctx, o.access.Client, time.Now()), " (placed while this install was checking)"); err != nil {
+			return errors.Join(err, in.ReleaseShard(ctx, o.TargetNamespace, o.claimHolder))
 		}
-		return fmt.Errorf("refusing to install an agent in %s watching %s: %s, and two agents would write the same clusters. Give this one --watch-namespace or --watch-filter that it does not cover, or uninstall the other (uninstall --target-namespace %s)",
-			o.TargetNamespace, o.shard(), strings.Join(what, "; "), over[0].Namespace)
 	}
 	// Webhooks left by an agent that no longer reports are taken over.
 	owner, registered := live.WebhookOwner(ctx, o.access.Client)
@@ -200,6 +220,25 @@ func (o *InstallOptions) placeShard(ctx context.Context) error {
 		fmt.Fprintf(o.Out, "The agent in %s serves the admission webhooks for every shard; this one reconciles only.\n", owner)
 	}
 	return o.render()
+}
+
+// claimGrace is how much longer than --timeout a claim holds: the agent's
+// first heartbeat takes it over, which can come a little after --wait ends.
+const claimGrace = time.Minute
+
+// refuseOverlap is the refusal of a shard that overlaps a live agent's (or
+// another install's claim), naming each; when says when it was found.
+func (o *InstallOptions) refuseOverlap(agents live.Agents, when string) error {
+	over := agents.Overlapping(o.TargetNamespace, o.shard())
+	if len(over) == 0 {
+		return nil
+	}
+	var what []string
+	for _, a := range over {
+		what = append(what, fmt.Sprintf("the agent in %s watches %s%s", a.Namespace, a.Shard, when))
+	}
+	return fmt.Errorf("refusing to install an agent in %s watching %s: %s, and two agents would write the same clusters. Give this one --watch-namespace or --watch-filter that it does not cover, or uninstall the other (uninstall --target-namespace %s)",
+		o.TargetNamespace, o.shard(), strings.Join(what, "; "), over[0].Namespace)
 }
 
 // Validate checks the flags.
@@ -232,13 +271,23 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	if err := o.placeShard(ctx); err != nil {
 		return err
 	}
-	if o.Local {
-		return o.runLocal(ctx)
-	}
 	in := installer.Installer{Cluster: o.access, Out: o.Out}
-	if err := in.Apply(ctx, o.objs); err != nil {
-		return err
+	var err error
+	if o.Local {
+		err = o.runLocal(ctx)
+	} else if err = in.Apply(ctx, o.objs); err == nil {
+		return o.grantAndWait(ctx, in)
 	}
+	// No agent was placed: the claim would only hold the shard from others.
+	if err != nil && o.claimed {
+		err = errors.Join(err, in.ReleaseShard(context.WithoutCancel(ctx), o.TargetNamespace, o.claimHolder))
+	}
+	return err
+}
+
+// grantAndWait grants the applied agent the providers' kinds and waits, as
+// asked, until it is ready.
+func (o *InstallOptions) grantAndWait(ctx context.Context, in installer.Installer) error {
 	if err := in.GrantProviders(ctx); err != nil {
 		return err
 	}
