@@ -10,7 +10,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -171,14 +170,8 @@ func TestFailoverWhileBeforeClusterUpgradeHolds(t *testing.T) {
 	ext := suite.StartTestExtension(t, ns)
 	from, to := "v1.33.1", "v1.34.0"
 	bcu := fixture.HookKey(lifecycle.BeforeClusterUpgrade, from, to)
-	later := []string{
-		fixture.HookKey(lifecycle.BeforeControlPlaneUpgrade, from, to), fixture.HookKey(lifecycle.AfterControlPlaneUpgrade, to),
-		fixture.HookKey(lifecycle.BeforeWorkersUpgrade, from, to), fixture.HookKey(lifecycle.AfterWorkersUpgrade, to),
-		fixture.HookKey(lifecycle.AfterClusterUpgrade, to),
-	}
-	for _, key := range append([]string{lifecycle.BeforeClusterCreate, lifecycle.BeforeClusterDelete}, later...) {
-		ext.Answer(t, ns, name, key, 0)
-	}
+	answerAllBut(t, ext, ns, name, from, to, bcu)
+	later := upgradeHooks(from, to)[3:] // the hooks after BeforeClusterUpgrade
 	topo := ex.Topology.DeepCopy()
 	fixture.OneMachineEach(topo)
 	if err := suite.K8s.Create(ctx, topo); err != nil {
@@ -232,56 +225,15 @@ func TestFailoverWhileBeforeClusterUpgradeHolds(t *testing.T) {
 // flight.
 func TestFailoverDuringAFleetWave(t *testing.T) {
 	ctx := context.Background()
-	names := []string{"w1", "w2"}
-	ns, _ := suite.InMemoryFleet(t, "failover-fleet", names...)
-	generation := map[string]int64{}
-	for _, n := range names {
-		suite.Settle(t, ns, n)
-		topo := &v1alpha2.Topology{}
-		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, topo); err != nil {
-			t.Fatal(err)
-		}
-		generation[n] = topo.Generation
-	}
+	f := settledFleet(t, "failover-fleet", "w1", "w2")
+	ns := f.ns
 	rs := pair(t)
-	name := "failover-" + ns
-	suite.MustTopology(t, "rollout", "create", name, "-l", "fleet="+ns, "--version", "v1.34.0",
-		"--waves", "1,100%", "--max-in-flight", "1", "--yes")
-	t.Cleanup(func() {
-		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	})
-	maxInFlight := int32(0)
-	await := func(what string, cond func(*v1alpha2.TopologyRollout) bool) *v1alpha2.TopologyRollout {
-		t.Helper()
-		return suite.WaitRollout(t, name, 8*time.Minute, what, func(ro *v1alpha2.TopologyRollout) bool {
-			maxInFlight = max(maxInFlight, ro.Status.InFlight)
-			return cond(ro)
-		})
-	}
-	await("the second wave is changing a cluster", func(ro *v1alpha2.TopologyRollout) bool {
+	f.start("failover-" + ns)
+	f.await("the second wave is changing a cluster", func(ro *v1alpha2.TopologyRollout) bool {
 		return len(ro.Status.Waves) > 1 && ro.Status.Waves[1].StartedAt != nil && ro.Status.InFlight > 0
 	})
 	failover(t, rs)
-	ro := await("the rollout completed", func(ro *v1alpha2.TopologyRollout) bool {
-		return ro.Status.Phase == v1alpha2.RolloutCompleted
-	})
-	if maxInFlight > 1 {
-		t.Errorf("%d clusters were in flight at once; at most 1", maxInFlight)
-	}
-	for _, c := range ro.Status.Clusters {
-		if c.Phase != v1alpha2.ClusterSucceeded || c.Attempt != 1 {
-			t.Errorf("%s: %s after %d attempt(s), want Succeeded after 1", c.Key(), c.Phase, c.Attempt)
-		}
-	}
-	for _, n := range names {
-		topo := &v1alpha2.Topology{}
-		if err := suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, topo); err != nil {
-			t.Fatal(err)
-		}
-		if topo.Spec.Version != "v1.34.0" || topo.Generation != generation[n]+1 {
-			t.Errorf("%s: version %s at generation %d; want v1.34.0 written once, at generation %d", n, topo.Spec.Version, topo.Generation, generation[n]+1)
-		}
-	}
+	f.completed()
 	ms, err := suite.Machines(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
