@@ -20,7 +20,7 @@ type rotatorManager struct {
 
 // GetClient is the manager's client, without updates that change nothing.
 func (m rotatorManager) GetClient() client.Client {
-	return unchangedUpdatesSkipped{Client: m.Manager.GetClient(), live: m.Manager.GetAPIReader()}
+	return unchangedUpdatesSkipped{Client: m.Manager.GetClient(), live: m.GetAPIReader()}
 }
 
 // unchangedUpdatesSkipped drops an Update of an unstructured object (the
