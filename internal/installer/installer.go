@@ -246,9 +246,8 @@ func named(apiVersion, kind, name string) *unstructured.Unstructured {
 // agent runs, or another install claimed it) is left alone, and claimed is
 // false.
 func (i Installer) ClaimShard(ctx context.Context, namespace string, s shard.Shard, holder string, now time.Time, hold time.Duration) (claimed bool, err error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-	if err := i.Cluster.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return false, fmt.Errorf("creating namespace %s for the agent: %w", namespace, live.Explain(err, i.Cluster))
+	if err := i.namespaceFor(ctx, namespace, hold); err != nil {
+		return false, err
 	}
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: namespace, Name: components.HeartbeatLease}
@@ -278,6 +277,37 @@ func (i Installer) ClaimShard(ctx context.Context, namespace string, s shard.Sha
 		return false, fmt.Errorf("claiming shard %s in %s (heartbeat Lease %s): %w", s, namespace, key, live.Explain(err, i.Cluster))
 	}
 	return true, nil
+}
+
+// namespaceFor makes namespace for the agent, once a deletion of it (an
+// uninstall just before) is over, waiting at most wait for that.
+func (i Installer) namespaceFor(ctx context.Context, namespace string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+		err := i.Cluster.Client.Create(ctx, ns)
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s for the agent: %w", namespace, live.Explain(err, i.Cluster))
+		}
+		err = i.Cluster.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns)
+		switch {
+		case err == nil && ns.DeletionTimestamp.IsZero():
+			return nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return fmt.Errorf("reading namespace %s: %w", namespace, live.Explain(err, i.Cluster))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("namespace %s is still being deleted after %s; look at its remaining objects and finalizers, then install again", namespace, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // ReleaseShard deletes the claim ClaimShard wrote as holder, if the agent

@@ -7,8 +7,10 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
@@ -76,5 +78,46 @@ func TestAClaimedShardHoldsUntilItsAgentBeats(t *testing.T) {
 	}
 	if got := live.ReadAgents(ctx, c, now).Overlapping("agents-d", shard.New([]string{"team-c"}, "")); len(got) != 0 {
 		t.Errorf("a released claim still blocks: %+v", got)
+	}
+}
+
+// TestAClaimWaitsForItsNamespaceToBeDeleted: an install right after an
+// uninstall finds the agent's namespace still being deleted; the claim
+// waits until it is gone and makes it anew, rather than failing on it.
+func TestAClaimWaitsForItsNamespaceToBeDeleted(t *testing.T) {
+	ctx := context.Background()
+	gets := 0
+	base := fake.NewClientBuilder().WithScheme(live.Scheme()).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if ns, ok := obj.(*corev1.Namespace); ok && !ns.DeletionTimestamp.IsZero() {
+				if gets++; gets == 2 { // the namespace's finalizers finish
+					ns.Finalizers = nil
+					return c.Update(ctx, ns)
+				}
+			}
+			return nil
+		},
+	}).Build()
+	old := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agents-a", Finalizers: []string{"example.com/hold"}}}
+	if err := base.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := base.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	in := Installer{Cluster: &live.Cluster{Client: base}}
+	claimed, err := in.ClaimShard(ctx, "agents-a", shard.New(nil, ""), "install-1", time.Now(), time.Minute)
+	if err != nil || !claimed {
+		t.Fatalf("claiming a shard whose namespace was being deleted: %v, %v", claimed, err)
+	}
+	ns := &corev1.Namespace{}
+	if err := base.Get(ctx, client.ObjectKey{Name: "agents-a"}, ns); err != nil || !ns.DeletionTimestamp.IsZero() {
+		t.Errorf("the namespace after the claim: %v, deleting %v", err, ns.DeletionTimestamp)
+	}
+	if gets < 2 {
+		t.Errorf("the claim did not wait for the deletion (%d reads of the terminating namespace)", gets)
 	}
 }
