@@ -14,7 +14,9 @@ import (
 
 	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
+	"github.com/kubectl-topology/kubectl-topology/internal/printer"
 	"github.com/kubectl-topology/kubectl-topology/internal/version"
+	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -67,8 +69,20 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	leader := live.AgentReport(ctx, ca.Client, time.Now()).Leader
+	now := time.Now()
+	leader := live.AgentReport(ctx, ca.Client, now).Leader
 	fmt.Fprintf(o.Out, "agent: %s\n", agentDescription(install, o.StateDir, leader))
+	// The line above is the default agent's; with shards, each says its own.
+	if agents := live.ReadAgents(ctx, ca.Client, now); agents.Sharded() {
+		reports := make([]statusv1.AgentReport, 0, len(agents.Shards))
+		for _, a := range agents.Shards {
+			reports = append(reports, a.Report)
+		}
+		printer.ShardLines(o.Out, reports, now)
+		if owner, ok := live.WebhookOwner(ctx, ca.Client); ok {
+			fmt.Fprintf(o.Out, "admission: the agent in %s serves the webhooks for every shard\n", owner)
+		}
+	}
 	if v := install.Release; v != "" {
 		fmt.Fprintf(o.Out, "agent release: %s\n", v)
 		if v != version.Get() {

@@ -146,6 +146,18 @@ func Status(w io.Writer, t *v1alpha2.Topology, agent statusv1.AgentReport, r sta
 	return nil
 }
 
+// ShardLines writes one line per agent of a sharded management cluster:
+// what it watches, where it runs, and who leads it or why it is stale.
+func ShardLines(w io.Writer, shards []statusv1.AgentReport, now time.Time) {
+	for _, a := range shards {
+		line := leaderLine(a, now)
+		if a.Problem != "" {
+			line = "STALE: " + a.Problem
+		}
+		fmt.Fprintf(w, "shard %s (agent in %s): %s\n", a.Watches, a.Namespace, line)
+	}
+}
+
 // StatusList writes one line per Topology, in the report's order; items are
 // the Topologies the report was made from.
 func StatusList(w io.Writer, report statusv1.StatusReport, items []v1alpha2.Topology, now time.Time) error {
@@ -154,13 +166,7 @@ func StatusList(w io.Writer, report statusv1.StatusReport, items []v1alpha2.Topo
 	} else if leads := leaderLine(report.Agent, now); leads != "" {
 		fmt.Fprintln(w, "agent: "+leads)
 	}
-	for _, a := range report.Shards {
-		line := leaderLine(a, now)
-		if a.Problem != "" {
-			line = "STALE: " + a.Problem
-		}
-		fmt.Fprintf(w, "shard %s (agent in %s): %s\n", a.Watches, a.Namespace, line)
-	}
+	ShardLines(w, report.Shards, now)
 	byKey := map[string]*v1alpha2.Topology{}
 	for i := range items {
 		byKey[items[i].Namespace+"/"+items[i].Name] = &items[i]

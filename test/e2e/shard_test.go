@@ -143,6 +143,17 @@ func TestShardsDivideTheManagementCluster(t *testing.T) {
 			t.Errorf("status -A does not say %q:\n%s", want, out)
 		}
 	}
+	// version names each shard's agent and the one that admits for all.
+	out = mustPlugin(t, "version")
+	for _, want := range []string{
+		fmt.Sprintf("shard namespace %s (agent in %s): ", a.Topology.Namespace, agentA),
+		fmt.Sprintf("shard namespace %s (agent in %s): ", b.Topology.Namespace, agentB),
+		fmt.Sprintf("admission: the agent in %s serves the webhooks for every shard", agentA),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("version does not say %q:\n%s", want, out)
+		}
+	}
 	if out, _, _ := plugin(t, "", "status", c.Topology.Name, "-n", c.Topology.Namespace); !strings.Contains(out, fmt.Sprintf("UNWATCHED: no agent watches this namespace (%s)", c.Topology.Namespace)) {
 		t.Errorf("status of the unwatched Topology does not say so:\n%s", out)
 	}
