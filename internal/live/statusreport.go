@@ -119,6 +119,15 @@ func ReadAgents(ctx context.Context, c client.Reader, now time.Time) Agents {
 	return a
 }
 
+// Reports are the agents' reports, one per shard, by namespace.
+func (a Agents) Reports() []statusv1.AgentReport {
+	out := make([]statusv1.AgentReport, 0, len(a.Shards))
+	for _, s := range a.Shards {
+		out = append(out, s.Report)
+	}
+	return out
+}
+
 // Sharded says more than one agent runs, each on its own shard.
 func (a Agents) Sharded() bool { return len(a.Shards) > 1 }
 

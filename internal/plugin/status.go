@@ -253,9 +253,7 @@ func (o *StatusOptions) runFleet(ctx context.Context) error {
 		// alone says nothing of an agent.
 		agents = live.ReadAgents(ctx, o.access.Client, now)
 		if agents.Sharded() {
-			for _, s := range agents.Shards {
-				report.Shards = append(report.Shards, s.Report)
-			}
+			report.Shards = agents.Reports()
 		} else {
 			report.Agent = agents.Report()
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
 	"github.com/kubectl-topology/kubectl-topology/internal/printer"
 	"github.com/kubectl-topology/kubectl-topology/internal/version"
-	statusv1 "github.com/kubectl-topology/kubectl-topology/pkg/api/status/v1"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -74,11 +73,7 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	fmt.Fprintf(o.Out, "agent: %s\n", agentDescription(install, o.StateDir, leader))
 	// The line above is the default agent's; with shards, each says its own.
 	if agents := live.ReadAgents(ctx, ca.Client, now); agents.Sharded() {
-		reports := make([]statusv1.AgentReport, 0, len(agents.Shards))
-		for _, a := range agents.Shards {
-			reports = append(reports, a.Report)
-		}
-		printer.ShardLines(o.Out, reports, now)
+		printer.ShardLines(o.Out, agents.Reports(), now)
 		if owner, ok := live.WebhookOwner(ctx, ca.Client); ok {
 			fmt.Fprintf(o.Out, "admission: the agent in %s serves the webhooks for every shard\n", owner)
 		}
