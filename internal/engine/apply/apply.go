@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -142,23 +141,6 @@ func ownsMissing(fields map[string]any, obj any) bool {
 	return false
 }
 
-// ownedFields is every field fieldManager owns on obj by apply and, with
-// updatesToo, by update.
-func ownedFields(obj *unstructured.Unstructured, fieldManager string, updatesToo bool) (*fieldpath.Set, error) {
-	owned := &fieldpath.Set{}
-	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager != fieldManager || (mf.Operation != "Apply" && !updatesToo) || mf.FieldsV1 == nil {
-			continue
-		}
-		set := &fieldpath.Set{}
-		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
-			return nil, err
-		}
-		owned = owned.Union(set)
-	}
-	return owned, nil
-}
-
 // OwnedFieldNames is what NeedsApply and ClusterMergePatch read of a
 // managedFields entry's fieldsV1 tree: its field names ("f:" keys) down to
 // the first list element, without the "." self markers. Ownership inside a
@@ -175,25 +157,6 @@ func OwnedFieldNames(fieldsV1 map[string]any) map[string]any {
 		out[k] = OwnedFieldNames(child)
 	}
 	return out
-}
-
-// missingIn tells whether obj lacks the field at p; a path into a list item
-// is never missing: the list is set as a whole.
-func missingIn(obj map[string]any, p fieldpath.Path) bool {
-	var node any = obj
-	for _, el := range p {
-		if el.FieldName == nil {
-			return false
-		}
-		m, ok := node.(map[string]any)
-		if !ok {
-			return false
-		}
-		if node, ok = m[*el.FieldName]; !ok {
-			return true
-		}
-	}
-	return false
 }
 
 // Contains reports whether every field set in want is set to the same value in

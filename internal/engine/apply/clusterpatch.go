@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // ClusterMergePatch is the JSON merge patch that brings an existing Cluster
@@ -38,18 +39,7 @@ func ClusterMergePatch(current, desired *unstructured.Unstructured, fieldManager
 		have, _ := target.Object["spec"].(map[string]any)
 		target.Object["spec"] = overlay(have, want)
 	}
-	owned, err := ownedFields(current, fieldManager, true)
-	if err != nil {
-		return nil, fmt.Errorf("reading the field ownership of Cluster %s/%s: %w", current.GetNamespace(), current.GetName(), err)
-	}
-	owned.Leaves().Iterate(func(p fieldpath.Path) {
-		if !under(p, "metadata", "labels") && !under(p, "metadata", "annotations") && !under(p, "spec") {
-			return
-		}
-		if missingIn(desired.Object, p) {
-			unstructured.RemoveNestedField(target.Object, fieldNames(p)...)
-		}
-	})
+	removeDropped(current, desired, target, fieldManager)
 	from, err := json.Marshal(current.Object)
 	if err != nil {
 		return nil, err
@@ -114,28 +104,124 @@ func withOwners(current, desired *unstructured.Unstructured) []metav1.OwnerRefer
 	return refs
 }
 
-// under tells whether p starts with the field names prefix.
-func under(p fieldpath.Path, prefix ...string) bool {
-	if len(p) < len(prefix) {
-		return false
-	}
-	for i, name := range prefix {
-		if p[i].FieldName == nil || *p[i].FieldName != name {
-			return false
+// removeDropped removes from target each field fieldManager owns on current
+// (by apply or by patch) under the labels, the annotations or the spec that
+// desired no longer sets. It walks the managedFields trees as current holds
+// them, as ownsMoreThan does: a field is removed at its deepest owned name,
+// so what others set beside it under a dropped parent stays, and a list is
+// removed whole.
+func removeDropped(current, desired, target *unstructured.Unstructured, fieldManager string) {
+	meta, _ := current.Object["metadata"].(map[string]any)
+	entries, _ := meta["managedFields"].([]any)
+	// One tree of all the manager's entries: a field one entry owns whole
+	// and another owns parts of is not a leaf.
+	fields := map[string]any{}
+	for _, e := range entries {
+		entry, _ := e.(map[string]any)
+		if tree, ok := entry["fieldsV1"].(map[string]any); ok && entry["manager"] == fieldManager {
+			mergeFieldNames(fields, tree)
 		}
 	}
-	return true
+	for _, root := range [][]string{{"metadata", "labels"}, {"metadata", "annotations"}, {"spec"}} {
+		tree, wanted, found := alongside(fields, desired.Object, root)
+		switch found {
+		case present:
+			removeMissing(tree, wanted, root, target.Object)
+		case missing:
+			eachLeaf(tree, root, func(path []string) { unstructured.RemoveNestedField(target.Object, path...) })
+		}
+	}
 }
 
-// fieldNames is p up to its first list element: where p goes into a list
-// item, the list is removed as a whole.
-func fieldNames(p fieldpath.Path) []string {
-	names := make([]string, 0, len(p))
-	for _, el := range p {
-		if el.FieldName == nil {
-			break
+// mergeFieldNames adds the field names ("f:" keys) of tree to into, at
+// every depth; into's maps are its own, tree is not changed.
+func mergeFieldNames(into, tree map[string]any) {
+	for k, v := range tree {
+		if !strings.HasPrefix(k, "f:") {
+			continue
 		}
-		names = append(names, *el.FieldName)
+		child, ok := into[k].(map[string]any)
+		if !ok {
+			child = map[string]any{}
+			into[k] = child
+		}
+		sub, _ := v.(map[string]any)
+		mergeFieldNames(child, sub)
 	}
-	return names
+}
+
+// reach is how far alongside got in obj.
+type reach int
+
+const (
+	notOwned    reach = iota // the tree owns nothing at the path
+	present                  // obj has a value at the path
+	missing                  // a map on the way lacks the next name
+	belowAValue              // a value on the way is not a map: set whole
+)
+
+// alongside follows path in a fieldsV1 tree and in obj together: the owned
+// subtree, obj's value there, and how far obj went.
+func alongside(fields map[string]any, obj any, path []string) (map[string]any, any, reach) {
+	tree, value, found := fields, obj, present
+	for _, name := range path {
+		var ok bool
+		if tree, ok = tree["f:"+name].(map[string]any); !ok {
+			return nil, nil, notOwned
+		}
+		if found != present {
+			continue // obj ended above: the tree's rest of the path decides
+		}
+		m, isMap := value.(map[string]any)
+		if !isMap {
+			return nil, nil, belowAValue
+		}
+		if value, ok = m[name]; !ok {
+			value, found = nil, missing
+		}
+	}
+	return tree, value, found
+}
+
+// removeMissing removes from target every owned leaf below fields whose
+// path obj lacks. Below a list item, or a value of obj that is not a map,
+// nothing is missing: those are set whole.
+func removeMissing(fields map[string]any, obj any, path []string, target map[string]any) {
+	m, ok := obj.(map[string]any)
+	if !ok {
+		return
+	}
+	for k, v := range fields {
+		name, isField := strings.CutPrefix(k, "f:")
+		if !isField {
+			continue
+		}
+		sub, _ := v.(map[string]any)
+		at := append(slices.Clip(path), name)
+		child, present := m[name]
+		if !present {
+			eachLeaf(sub, at, func(leaf []string) { unstructured.RemoveNestedField(target, leaf...) })
+			continue
+		}
+		removeMissing(sub, child, at, target)
+	}
+}
+
+// eachLeaf calls visit with the path of each owned leaf of the tree at path:
+// a field with no field below it (list items, "." markers and values count
+// as none).
+func eachLeaf(fields map[string]any, path []string, visit func([]string)) {
+	leaf := true
+	for k, v := range fields {
+		name, isField := strings.CutPrefix(k, "f:")
+		if !isField {
+			continue
+		}
+		leaf = false
+		sub, _ := v.(map[string]any)
+		eachLeaf(sub, append(slices.Clip(path), name), visit)
+	}
+	if leaf {
+		visit(path)
+	}
 }

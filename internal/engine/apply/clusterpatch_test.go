@@ -1,10 +1,12 @@
 package apply
 
 import (
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/yaml"
 )
 
@@ -121,4 +123,109 @@ func equalObjects(a, b *unstructured.Unstructured) bool {
 	ja, _ := a.MarshalJSON()
 	jb, _ := b.MarshalJSON()
 	return string(ja) == string(jb)
+}
+
+// removeDroppedByFieldSet is what ClusterMergePatch removed before it walked
+// the trees: each owned leaf under the labels, the annotations or the spec
+// that desired lacks, removed up to its first list element.
+func removeDroppedByFieldSet(t *testing.T, current, desired, target *unstructured.Unstructured, fieldManager string) {
+	t.Helper()
+	owned, err := ownedFields(current, fieldManager, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned.Leaves().Iterate(func(p fieldpath.Path) {
+		if !under(p, "metadata", "labels") && !under(p, "metadata", "annotations") && !under(p, "spec") {
+			return
+		}
+		if missingIn(desired.Object, p) {
+			var names []string
+			for _, el := range p {
+				if el.FieldName == nil {
+					break
+				}
+				names = append(names, *el.FieldName)
+			}
+			unstructured.RemoveNestedField(target.Object, names...)
+		}
+	})
+}
+
+// TestRemoveDroppedAsFieldSetsDo: the walk over the managedFields trees
+// removes what the field-set reading removed, for every pair of an applied
+// and a patched tree against Clusters that drop a label, the labels, a
+// nested field beside one another manager set, a list, the spec, or set a
+// scalar where a map was owned.
+func TestRemoveDroppedAsFieldSetsDo(t *testing.T) {
+	current := clusterFromYAML(t, `
+metadata:
+  labels: {a: "1", b: "2", theirs: "3"}
+  annotations: {ax: "1", ay: "2"}
+spec:
+  replicas: 2
+  nested: {kept: k, gone: g, theirs: t, deeper: {one: 1, two: 2}}
+  list: [{name: x, v: "1"}]
+  otherList: [{name: other}]
+  scalar: s
+`)
+	trees := map[string]string{
+		"labels":              `{"f:metadata":{"f:labels":{".":{},"f:a":{},"f:b":{}}}}`,
+		"annotations":         `{"f:metadata":{"f:annotations":{"f:ax":{},"f:ay":{}}}}`,
+		"nested":              `{"f:spec":{"f:nested":{".":{},"f:kept":{},"f:gone":{},"f:deeper":{"f:one":{},"f:two":{}}}}}`,
+		"lists":               `{"f:spec":{"f:list":{"k:{\"name\":\"x\"}":{".":{},"f:name":{},"f:v":{}}},"f:otherList":{}}}`,
+		"a scalar, and below": `{"f:spec":{"f:scalar":{},"f:replicas":{}},"f:status":{"f:phase":{}}}`,
+		"the whole spec":      `{"f:spec":{}}`,
+		"nothing":             `{}`,
+	}
+	desireds := map[string]string{
+		"all kept":                  `{metadata: {labels: {a: "1", b: "2"}, annotations: {ax: "1", ay: "2"}}, spec: {replicas: 2, nested: {kept: k, gone: g, deeper: {one: 1, two: 2}}, list: [{name: x}], otherList: [], scalar: s}}`,
+		"a label and a nested leaf": `{metadata: {labels: {a: "1"}, annotations: {ax: "1", ay: "2"}}, spec: {replicas: 2, nested: {kept: k, deeper: {one: 1}}, list: [{name: x}], otherList: [], scalar: s}}`,
+		"no labels, no nested map":  `{metadata: {annotations: {ay: "2"}}, spec: {replicas: 2, list: [{name: x}], scalar: s}}`,
+		"no lists, no scalar":       `{metadata: {labels: {a: "1", b: "2"}}, spec: {nested: {kept: k}}}`,
+		"a scalar for a map":        `{metadata: {labels: {a: "1", b: "2"}}, spec: {nested: {kept: k, gone: g, deeper: 3}, scalar: {deeper: d}}}`,
+		"no spec":                   `{metadata: {labels: {a: "1"}}}`,
+		"no metadata":               `{spec: {replicas: 2}}`,
+	}
+	sorted := func(m map[string]string) []string {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	removed := 0
+	for _, d := range sorted(desireds) {
+		desired := clusterFromYAML(t, desireds[d])
+		for _, a := range sorted(trees) {
+			for _, b := range sorted(trees) {
+				c := current.DeepCopy()
+				c.SetManagedFields([]metav1.ManagedFieldsEntry{
+					{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(trees[a])},
+					{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(trees[b])},
+					{Manager: "other", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:theirs":{}}},"f:spec":{"f:nested":{"f:theirs":{}}}}`)},
+				})
+				want, got := c.DeepCopy(), c.DeepCopy()
+				removeDroppedByFieldSet(t, c, desired, want, "m")
+				removeDropped(c, desired, got, "m")
+				if !equalObjects(got, want) {
+					gj, _ := got.MarshalJSON()
+					wj, _ := want.MarshalJSON()
+					t.Errorf("desired %q, apply %q, update %q:\n%s\nthe field sets say\n%s", d, a, b, gj, wj)
+				}
+				cut := c.DeepCopy()
+				removeDropped(withOwnedFieldNames(t, c), desired, cut, "m")
+				cut.SetManagedFields(c.GetManagedFields())
+				if !equalObjects(cut, want) {
+					t.Errorf("desired %q, apply %q, update %q, trimmed as cached: removed other than the field sets", d, a, b)
+				}
+				if !equalObjects(want, c) {
+					removed++
+				}
+			}
+		}
+	}
+	if removed == 0 {
+		t.Error("no case removes a field: the comparison proves nothing")
+	}
 }
