@@ -27,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -537,25 +536,12 @@ func (a *Agent) registerWebhooks(ctx context.Context) error {
 // controller is done) is waited out and made again: taken as existing, it
 // would vanish under the agent with its certificate Secret and heartbeat.
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		existing := &corev1.Namespace{}
-		err := c.Get(ctx, client.ObjectKeyFromObject(ns), existing)
-		if err != nil {
-			return true, err
-		}
-		return existing.DeletionTimestamp.IsZero(), nil
-	})
-	switch {
-	case apierrors.IsForbidden(err):
+	err := components.EnsureNamespace(ctx, c, name, 2*time.Minute)
+	if apierrors.IsForbidden(err) {
 		return nil // running with the agent's own role, which installed the namespace
-	case wait.Interrupted(err):
-		return fmt.Errorf("namespace %s is still being deleted after 2m; look at its remaining objects and finalizers", name)
-	case apierrors.IsNotFound(err):
-		err = c.Create(ctx, ns)
 	}
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
+	if err != nil {
+		return fmt.Errorf("making the agent's namespace: %w", err)
 	}
 	return nil
 }

@@ -90,8 +90,6 @@ func (h *heartbeat) stopped(log logr.Logger) {
 }
 
 func (h *heartbeat) beat(ctx context.Context) error {
-	now := metav1.NewMicroTime(h.now())
-	seconds := int32(3 * h.interval / time.Second)
 	lease := &coordinationv1.Lease{}
 	err := h.client.Get(ctx, client.ObjectKey{Namespace: h.namespace, Name: components.HeartbeatLease}, lease)
 	switch {
@@ -100,16 +98,7 @@ func (h *heartbeat) beat(ctx context.Context) error {
 	case err != nil:
 		return err
 	}
-	if lease.Labels == nil {
-		lease.Labels = map[string]string{}
-	}
-	if lease.Annotations == nil {
-		lease.Annotations = map[string]string{}
-	}
-	lease.Labels[components.HeartbeatLabel] = ""
-	delete(lease.Annotations, components.HeartbeatStoppedAnnotation)
-	h.shard.Annotate(lease.Annotations)
-	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &h.holder, &seconds, &now
+	components.BeatHeartbeat(lease, h.shard, h.holder, h.now(), 3*h.interval)
 	heartbeatWrites.Inc()
 	if lease.ResourceVersion == "" {
 		return h.client.Create(ctx, lease)

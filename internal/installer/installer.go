@@ -7,6 +7,7 @@ package installer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -15,10 +16,8 @@ import (
 	"strings"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
-
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -246,8 +245,11 @@ func named(apiVersion, kind, name string) *unstructured.Unstructured {
 // agent runs, or another install claimed it) is left alone, and claimed is
 // false.
 func (i Installer) ClaimShard(ctx context.Context, namespace string, s shard.Shard, holder string, now time.Time, hold time.Duration) (claimed bool, err error) {
-	if err := i.namespaceFor(ctx, namespace, hold); err != nil {
-		return false, err
+	switch err := components.EnsureNamespace(ctx, i.Cluster.Client, namespace, hold); {
+	case errors.Is(err, components.ErrNamespaceTerminating):
+		return false, fmt.Errorf("%w, then install again", err)
+	case err != nil:
+		return false, fmt.Errorf("making namespace %s for the agent: %w", namespace, live.Explain(err, i.Cluster))
 	}
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: namespace, Name: components.HeartbeatLease}
@@ -259,12 +261,7 @@ func (i Installer) ClaimShard(ctx context.Context, namespace string, s shard.Sha
 	case live.LeaseCurrent(lease, now):
 		return false, nil
 	}
-	seconds := int32(hold / time.Second)
-	renew := metav1.NewMicroTime(now)
-	lease.Labels = map[string]string{components.HeartbeatLabel: ""}
-	lease.Annotations = map[string]string{}
-	s.Annotate(lease.Annotations)
-	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &holder, &seconds, &renew
+	components.BeatHeartbeat(lease, s, holder, now, hold)
 	if lease.ResourceVersion == "" {
 		err = i.Cluster.Client.Create(ctx, lease)
 	} else {
@@ -277,37 +274,6 @@ func (i Installer) ClaimShard(ctx context.Context, namespace string, s shard.Sha
 		return false, fmt.Errorf("claiming shard %s in %s (heartbeat Lease %s): %w", s, namespace, key, live.Explain(err, i.Cluster))
 	}
 	return true, nil
-}
-
-// namespaceFor makes namespace for the agent, once a deletion of it (an
-// uninstall just before) is over, waiting at most wait for that.
-func (i Installer) namespaceFor(ctx context.Context, namespace string, wait time.Duration) error {
-	deadline := time.Now().Add(wait)
-	for {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-		err := i.Cluster.Client.Create(ctx, ns)
-		if err == nil {
-			return nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating namespace %s for the agent: %w", namespace, live.Explain(err, i.Cluster))
-		}
-		err = i.Cluster.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns)
-		switch {
-		case err == nil && ns.DeletionTimestamp.IsZero():
-			return nil
-		case err != nil && !apierrors.IsNotFound(err):
-			return fmt.Errorf("reading namespace %s: %w", namespace, live.Explain(err, i.Cluster))
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("namespace %s is still being deleted after %s; look at its remaining objects and finalizers, then install again", namespace, wait)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }
 
 // ReleaseShard deletes the claim ClaimShard wrote as holder, if the agent
