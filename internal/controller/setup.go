@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +23,14 @@ import (
 // capiGVK is a Cluster API core kind in the version the agent reads and writes.
 func (r *TopologyReconciler) capiGVK(kind string) schema.GroupVersionKind {
 	return r.CoreVersion.GroupVersion().WithKind(kind)
+}
+
+// machineSetMetadata is the object of the MachineSet watch, which is of
+// metadata only: the informer SetupWithManager's watch and WarmCaches share.
+func machineSetMetadata(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m
 }
 
 func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
@@ -46,7 +55,10 @@ var topologyChanged = predicate.Or[client.Object](
 
 // machineSetGone passes a MachineSet's deletion only: the template clones it
 // used may then be deleted, and a rotation's old MachineSet often goes after
-// its last Machine, with no other event to bring the Topology back.
+// its last Machine, with no other event to bring the Topology back. The
+// watch is of metadata only (machineSetMetadata): which templates are in use
+// is read from the API server when a clone may go, so the cache need not hold
+// thousands of MachineSets' specs, nor list them at every start.
 var machineSetGone = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	UpdateFunc:  func(event.UpdateEvent) bool { return false },
@@ -76,7 +88,7 @@ func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		Watches(unstructuredOf(r.capiGVK("MachineDeployment")), byLabel).
 		Watches(unstructuredOf(r.capiGVK("MachineHealthCheck")), byLabel).
 		Watches(unstructuredOf(r.capiGVK(machineKind)), byLabel).
-		Watches(unstructuredOf(r.capiGVK(machineSetKind)), byLabel, builder.WithPredicates(machineSetGone)).
+		Watches(machineSetMetadata(r.capiGVK(machineSetKind)), byLabel, builder.WithPredicates(machineSetGone)).
 		WithOptions(opts).
 		Named("topology").
 		Build(r)

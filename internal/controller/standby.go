@@ -37,9 +37,15 @@ func (r *TopologyReconciler) WarmCaches(ctx context.Context, c cache.Cache, roll
 		}
 		go logSynced(ctx, fmt.Sprintf("%T", obj), informer)
 	}
-	watched := []schema.GroupVersionKind{r.capiGVK(clusterKind), r.capiGVK("MachineDeployment"), r.capiGVK("MachineHealthCheck"), r.capiGVK(machineKind), r.capiGVK(machineSetKind)}
+	watched := []schema.GroupVersionKind{r.capiGVK(clusterKind), r.capiGVK("MachineDeployment"), r.capiGVK("MachineHealthCheck"), r.capiGVK(machineKind)}
 	if err := r.Watches.Warm(ctx, watched...); err != nil {
 		errs = append(errs, err)
+	}
+	machineSets, err := c.GetInformer(ctx, machineSetMetadata(r.capiGVK(machineSetKind)), cache.BlockUntilSynced(false))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("warming the cache of MachineSets: %w", err))
+	} else {
+		go logSynced(ctx, machineSetKind, machineSets)
 	}
 	classes, err := c.GetInformer(ctx, &v1alpha2.TopologyClass{}, cache.BlockUntilSynced(false))
 	if err != nil {
