@@ -64,7 +64,7 @@ func measureRollout(ctx context.Context, opts Options, t *target, m *Measurement
 		return fmt.Errorf("TopologyRollout %s did not complete within %s (%s): %w", ro.Name, opts.Timeout, last, err)
 	}
 	m.RolloutTime = time.Since(start)
-	after, err := idle(ctx, *t.measured, opts.Timeout)
+	after, _, err := idle(ctx, *t.measured, opts.Timeout)
 	if err != nil {
 		return err
 	}

@@ -363,7 +363,7 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 		return m, nil
 	}
 	m.Processes = true
-	metrics, err := idle(ctx, *t.measured, opts.Timeout)
+	metrics, _, err := idle(ctx, *t.measured, opts.Timeout)
 	if err != nil {
 		return m, err
 	}
@@ -407,13 +407,14 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 		// From readiness on: the resync's reconciles, not the start-up.
 		defer prof.processCPU(ctx, t.measured.pprof, t.measured.name+"-resync")()
 	}
-	resynced, err := resync(ctx, *t.measured, opts.N, opts.Timeout, func() {
+	resynced, quiet, err := resync(ctx, *t.measured, opts.N, opts.Timeout, func() {
 		logf(opts.Log, "%s, N=%d: %d reconciles %s after the restart began", side, opts.N, opts.N, time.Since(restarted).Round(time.Millisecond))
 	})
 	if err != nil {
 		return m, err
 	}
-	m.Resync = time.Since(restarted)
+	m.Resync = quiet.Sub(restarted)
+	logf(opts.Log, "%s, N=%d: idle %s after the restart began (three quiet scrapes confirmed it %s later)", side, opts.N, m.Resync.Round(time.Millisecond), time.Since(quiet).Round(time.Millisecond))
 	logf(opts.Log, "%s, N=%d: during the resync, %s", side, opts.N, others())
 	if u, err := usage(*t.measured); err == nil {
 		// The table's peak is the first process's, creation to idle; a
@@ -752,17 +753,24 @@ func onlyCreationsDeferred(msg string) bool {
 }
 
 // idle waits until the controller's topology queue has been empty, with no
-// worker busy, over three scrapes in a row, and returns the last scrape.
-func idle(ctx context.Context, c controller, timeout time.Duration) (Metrics, error) {
+// worker busy, over three scrapes in a row, and returns the last scrape and
+// the time of the first of the three: when it went idle, not when three
+// scrapes had confirmed it.
+func idle(ctx context.Context, c controller, timeout time.Duration) (Metrics, time.Time, error) {
 	var last Metrics
+	var since time.Time
 	quiet := 0
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		asked := time.Now()
 		m, err := Scrape(ctx, c.metrics)
 		if err != nil {
 			return false, nil //nolint:nilerr // starting or busy; ask again
 		}
 		last = m
 		if m.Sum("workqueue_depth", `name="`+c.queue+`"`) == 0 && m.Sum("controller_runtime_active_workers", `controller="`+c.queue+`"`) == 0 {
+			if quiet == 0 {
+				since = asked
+			}
 			quiet++
 		} else {
 			quiet = 0
@@ -770,15 +778,15 @@ func idle(ctx context.Context, c controller, timeout time.Duration) (Metrics, er
 		return quiet >= 3, nil
 	})
 	if err != nil {
-		return last, fmt.Errorf("the %s did not become idle within %s", c.name, timeout)
+		return last, since, fmt.Errorf("the %s did not become idle within %s", c.name, timeout)
 	}
-	return last, nil
+	return last, since, nil
 }
 
 // resync waits until a restarted controller has reconciled n clusters and
-// is idle, and returns its metrics then. reconciled is called once the n
-// reconciles are done, so a log can split the time.
-func resync(ctx context.Context, c controller, n int, timeout time.Duration, reconciled func()) (Metrics, error) {
+// is idle, and returns its metrics then and when it went idle. reconciled
+// is called once the n reconciles are done, so a log can split the time.
+func resync(ctx context.Context, c controller, n int, timeout time.Duration, reconciled func()) (Metrics, time.Time, error) {
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		m, err := Scrape(ctx, c.metrics)
 		if err != nil {
@@ -787,7 +795,7 @@ func resync(ctx context.Context, c controller, n int, timeout time.Duration, rec
 		return m.Sum("controller_runtime_reconcile_total", `controller="`+c.queue+`"`) >= float64(n), nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("the restarted %s did not reconcile %d clusters within %s", c.name, n, timeout)
+		return "", time.Time{}, fmt.Errorf("the restarted %s did not reconcile %d clusters within %s", c.name, n, timeout)
 	}
 	reconciled()
 	return idle(ctx, c, timeout)
