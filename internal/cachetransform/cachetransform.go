@@ -157,9 +157,10 @@ func (s *sharedFields) of(tree map[string]any) (*metav1.FieldsV1, map[string]any
 }
 
 // keptPaths are, per kind of Cluster API core, all the agent reads of its
-// spec: it caches thousands of MachineSets only to know which templates
-// their Machines are made from, and thousands of Machines for the health of
-// their parts.
+// spec: of a MachineSet, which templates its Machines are made from (the
+// agent watches MachineSets by their metadata and reads this from the API
+// server; a reader without one reads it here), and of thousands of
+// Machines, their version, for the health of their parts.
 var keptPaths = map[string][][]string{
 	"MachineSet": contract.PoolTemplateRefPaths,
 	"Machine":    {{"spec", "version"}},

@@ -25,16 +25,21 @@ var ErrNamespaceTerminating = errors.New("is still being deleted")
 // created in a terminating namespace are refused. The agent and install
 // both come here first, whichever runs first.
 func EnsureNamespace(ctx context.Context, c client.Client, name string, timeout time.Duration) error {
+	// Read first: an agent's every start comes here, and a create the API
+	// server refuses is still a write asked for.
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		err := c.Create(ctx, ns)
-		if err == nil || !apierrors.IsAlreadyExists(err) {
+		switch err := c.Get(ctx, client.ObjectKeyFromObject(ns), ns); {
+		case err == nil:
+			return ns.DeletionTimestamp.IsZero(), nil
+		case !apierrors.IsNotFound(err):
 			return true, err
 		}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(ns), ns); err != nil {
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err) // gone since: create it again
+		err := c.Create(ctx, ns)
+		if apierrors.IsAlreadyExists(err) {
+			return false, nil // made since, or still going: read it again
 		}
-		return ns.DeletionTimestamp.IsZero(), nil
+		return true, err
 	})
 	if wait.Interrupted(err) && ctx.Err() == nil {
 		return fmt.Errorf("namespace %s %w after %s; look at its remaining objects and finalizers", name, ErrNamespaceTerminating, timeout)

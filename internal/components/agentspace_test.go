@@ -12,13 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
 	"github.com/kubectl-topology/kubectl-topology/internal/shard"
 )
 
 // TestEnsureNamespace: a missing namespace is made, an existing one is
-// kept, and one that stays terminating is reported as such, by name, once
+// kept without a write asked for, and one that stays terminating is reported as such, by name, once
 // the wait is over. (The wait's end, a deletion finishing, is tested
 // against a real API server in internal/agent and internal/installer.)
 func TestEnsureNamespace(t *testing.T) {
@@ -26,7 +27,13 @@ func TestEnsureNamespace(t *testing.T) {
 	now := metav1.Now()
 	terminating := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going", DeletionTimestamp: &now, Finalizers: []string{"example.com/hold"}}}
 	kept := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept", Labels: map[string]string{"team": "a"}}}
-	c := fake.NewClientBuilder().WithObjects(terminating, kept).Build()
+	creates := 0
+	c := fake.NewClientBuilder().WithObjects(terminating, kept).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			creates++
+			return c.Create(ctx, obj, opts...)
+		},
+	}).Build()
 
 	if err := components.EnsureNamespace(ctx, c, "new", time.Second); err != nil {
 		t.Fatalf("a missing namespace: %v", err)
@@ -36,6 +43,9 @@ func TestEnsureNamespace(t *testing.T) {
 	}
 	if err := components.EnsureNamespace(ctx, c, "kept", time.Second); err != nil {
 		t.Fatalf("an existing namespace: %v", err)
+	}
+	if creates != 1 {
+		t.Errorf("%d creates asked for, want 1: an agent's every start comes here, and an existing namespace needs none", creates)
 	}
 	got := &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "kept"}, got); err != nil || got.Labels["team"] != "a" {
