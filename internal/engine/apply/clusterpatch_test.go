@@ -139,14 +139,7 @@ func removeDroppedByFieldSet(t *testing.T, current, desired, target *unstructure
 			return
 		}
 		if missingIn(desired.Object, p) {
-			var names []string
-			for _, el := range p {
-				if el.FieldName == nil {
-					break
-				}
-				names = append(names, *el.FieldName)
-			}
-			unstructured.RemoveNestedField(target.Object, names...)
+			unstructured.RemoveNestedField(target.Object, fieldNames(p)...)
 		}
 	})
 }
