@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,27 +26,22 @@ import (
 // TopologyRollouts are warmed only where rollouts says this agent drives them.
 func (r *TopologyReconciler) WarmCaches(ctx context.Context, c cache.Cache, rollouts bool) error {
 	var errs []error
-	own := []client.Object{&v1alpha2.Topology{}, &v1alpha2.TopologyExtension{}}
+	// Typed kinds, and MachineSets, whose watch is of metadata only.
+	own := map[string]client.Object{"Topology": &v1alpha2.Topology{}, "TopologyExtension": &v1alpha2.TopologyExtension{}, machineSetKind: machineSetMetadata(r.capiGVK(machineSetKind))}
 	if rollouts {
-		own = append(own, &v1alpha2.TopologyRollout{})
+		own["TopologyRollout"] = &v1alpha2.TopologyRollout{}
 	}
-	for _, obj := range own {
-		informer, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	for _, kind := range slices.Sorted(maps.Keys(own)) {
+		informer, err := c.GetInformer(ctx, own[kind], cache.BlockUntilSynced(false))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("warming the cache of %T: %w", obj, err))
+			errs = append(errs, fmt.Errorf("warming the cache of %s: %w", kind, err))
 			continue
 		}
-		go logSynced(ctx, fmt.Sprintf("%T", obj), informer)
+		go logSynced(ctx, kind, informer)
 	}
 	watched := []schema.GroupVersionKind{r.capiGVK(clusterKind), r.capiGVK("MachineDeployment"), r.capiGVK("MachineHealthCheck"), r.capiGVK(machineKind)}
 	if err := r.Watches.Warm(ctx, watched...); err != nil {
 		errs = append(errs, err)
-	}
-	machineSets, err := c.GetInformer(ctx, machineSetMetadata(r.capiGVK(machineSetKind)), cache.BlockUntilSynced(false))
-	if err != nil {
-		errs = append(errs, fmt.Errorf("warming the cache of MachineSets: %w", err))
-	} else {
-		go logSynced(ctx, machineSetKind, machineSets)
 	}
 	classes, err := c.GetInformer(ctx, &v1alpha2.TopologyClass{}, cache.BlockUntilSynced(false))
 	if err != nil {
@@ -80,5 +76,5 @@ func logSynced(ctx context.Context, kind string, informer cache.Informer) {
 	if !toolscache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return
 	}
-	ctrl.LoggerFrom(ctx).Info("Cache synced", "kind", strings.TrimPrefix(kind, "*v1alpha2."), "after", time.Since(started).Round(time.Millisecond).String())
+	ctrl.LoggerFrom(ctx).Info("Cache synced", "kind", kind, "after", time.Since(started).Round(time.Millisecond).String())
 }
