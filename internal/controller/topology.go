@@ -151,6 +151,10 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if s.cacheBehind && err == nil {
 		return ctrl.Result{RequeueAfter: cacheBehindRetry}, nil
 	}
+	if errors.Is(err, errTopologyChanged) {
+		ctrl.LoggerFrom(ctx).V(1).Info("the Topology changed during the pass: looking again", "reason", err.Error())
+		return ctrl.Result{RequeueAfter: cacheBehindRetry}, nil
+	}
 	if statusErr := r.writeStatus(ctx, s, before, err); statusErr != nil {
 		err = errors.Join(err, statusErr)
 	}
@@ -309,12 +313,33 @@ func (r *TopologyReconciler) markClusterMade(ctx context.Context, topo *v1alpha2
 	if topo.Annotations[v1alpha2.ClusterMadeAnnotation] == cluster {
 		return nil
 	}
-	patch := client.MergeFrom(topo.DeepCopy())
+	orig := topo.DeepCopy()
 	metav1.SetMetaDataAnnotation(&topo.ObjectMeta, v1alpha2.ClusterMadeAnnotation, cluster)
-	if err := r.Client.Patch(ctx, topo, patch); err != nil {
+	if err := r.patchAsRead(ctx, topo, orig); err != nil {
 		return fmt.Errorf("marking Topology %s/%s as having made Cluster %s: %w", topo.Namespace, topo.Name, cluster, err)
 	}
 	return nil
+}
+
+// errTopologyChanged says the Topology changed on the server after this pass
+// read it: the pass ends without a status write, as what it computed is of
+// the old spec, and the change's own event brings the Topology back.
+var errTopologyChanged = errors.New("the Topology changed after this pass read it")
+
+// patchAsRead writes t's metadata as changed from orig, on the condition
+// that the server's Topology is still the one this pass read. Written
+// without it, the server's newer spec would come back into t midway, beside
+// a desired state computed from the old one. On failure t is orig again.
+func (r *TopologyReconciler) patchAsRead(ctx context.Context, t, orig *v1alpha2.Topology) error {
+	err := r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if err == nil {
+		return nil
+	}
+	orig.DeepCopyInto(t)
+	if apierrors.IsConflict(err) {
+		return fmt.Errorf("%w (resourceVersion %s): %w", errTopologyChanged, orig.ResourceVersion, err)
+	}
+	return err
 }
 
 // observeRollout reads the rollout state per the contracts, refined by Machines.

@@ -98,8 +98,7 @@ func (r *TopologyReconciler) writePending(ctx context.Context, t *v1alpha2.Topol
 	} else {
 		metav1.SetMetaDataAnnotation(&t.ObjectMeta, runtimev1.PendingHooksAnnotation, pending.String())
 	}
-	if err := r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		t.Annotations = orig.Annotations
+	if err := r.patchAsRead(ctx, t, orig); err != nil {
 		return fmt.Errorf("writing the hooks owed (%s annotation) on Topology %s/%s: %w", runtimev1.PendingHooksAnnotation, t.Namespace, t.Name, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -474,5 +476,51 @@ func TestAPassOnALaggingCacheStops(t *testing.T) {
 	}
 	if cont, s := pass(gone); !cont || s.cacheBehind {
 		t.Errorf("a pass whose MachinePool refers to a DockerMachinePool the server does not have stopped (cacheBehind %v)", s.cacheBehind)
+	}
+}
+
+// TestAMarkOnAChangedTopologyEndsThePass: the Cluster-made mark is written
+// only onto the Topology the pass read. Written over a newer one, the
+// patch's response would bring that spec into the pass, beside a desired
+// state computed from the old one (a status summed from both once indexed
+// a pool the plan did not have).
+func TestAMarkOnAChangedTopologyEndsThePass(t *testing.T) {
+	ctx := context.Background()
+	ex := namespaceWithExample(t)
+	ex.Topology.Spec.Paused = true // only this test writes it
+	create(t, ex.Topology)
+	read := topologyOf(t, ex)
+	readPools := len(read.Spec.Workers.MachineDeployments)
+
+	// The agent may add its finalizer meanwhile: the change is made on
+	// whatever the server has then.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		newer := topologyOf(t, ex)
+		newer.Spec.Workers.MachineDeployments = newer.Spec.Workers.MachineDeployments[:1]
+		return k8s.Update(ctx, newer)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r := &TopologyReconciler{Client: k8s, APIReader: k8s, Recorder: record.NewFakeRecorder(10)}
+	err = r.markClusterMade(ctx, read, "dev")
+	if !errors.Is(err, errTopologyChanged) {
+		t.Fatalf("marking a Topology changed since it was read: %v, want errTopologyChanged", err)
+	}
+	if got := len(read.Spec.Workers.MachineDeployments); got != readPools || read.Annotations[v1alpha2.ClusterMadeAnnotation] != "" {
+		t.Errorf("the pass's Topology after the refused mark: %d MachineDeployments, annotations %v; want the %d it read and no mark", got, read.Annotations, readPools)
+	}
+	if server := topologyOf(t, ex); server.Annotations[v1alpha2.ClusterMadeAnnotation] != "" {
+		t.Errorf("the server's Topology was marked from a stale read: %v", server.Annotations)
+	}
+
+	// Read again, the mark is written.
+	stale := func(err error) bool { return errors.Is(err, errTopologyChanged) } // the agent's status write
+	if err := retry.OnError(retry.DefaultRetry, stale, func() error { return r.markClusterMade(ctx, topologyOf(t, ex), "dev") }); err != nil {
+		t.Fatalf("marking the Topology as read: %v", err)
+	}
+	if server := topologyOf(t, ex); server.Annotations[v1alpha2.ClusterMadeAnnotation] != "dev" {
+		t.Errorf("the server's mark after a write on a fresh read: %v", server.Annotations)
 	}
 }

@@ -386,3 +386,41 @@ func TestObserveStateNamesAPoolItCannotRead(t *testing.T) {
 		t.Errorf("got %v, want an error naming MachineDeployment default/dev-md-b", err)
 	}
 }
+
+// TestSummarizeMatchesPoolsByName: a sequence computed from an older spec
+// (a pool added in front since) still gives each pool its own decision, and
+// a pool it has none for reads Pending rather than another pool's phase.
+func TestSummarizeMatchesPoolsByName(t *testing.T) {
+	one := int32(1)
+	topo := &v1alpha2.Topology{Spec: v1alpha2.TopologySpec{Version: "v1.34.0",
+		ControlPlane: v1alpha2.ControlPlaneTopology{Replicas: &one},
+		Workers: &v1alpha2.WorkersTopology{
+			MachineDeployments: []v1alpha2.MachineDeploymentTopology{{Name: "md-new", Class: "default", Replicas: &one}, {Name: "md-a", Class: "default", Replicas: &one}},
+			MachinePools:       []v1alpha2.MachinePoolTopology{{Name: "mp-new", Class: "default", Replicas: &one}},
+		}}}
+	r := &upgrade.Sequence{DesiredVersion: "v1.34.0",
+		ControlPlane:       upgrade.Decision{Name: upgrade.ControlPlaneName, Version: "v1.34.0", Phase: v1alpha2.PhaseUpToDate},
+		MachineDeployments: []upgrade.Decision{{Name: "md-a", Version: "v1.33.1", Phase: v1alpha2.PhaseUpgrading, Reason: "rolling"}},
+	}
+	var status v1alpha2.TopologyStatus
+	Summarize(topo, r, nil, &status)
+	if len(status.MachineDeployments) != 2 || len(status.MachinePools) != 1 {
+		t.Fatalf("parts: %d MachineDeployments, %d MachinePools, want the spec's 2 and 1", len(status.MachineDeployments), len(status.MachinePools))
+	}
+	got := map[string]v1alpha2.PartPhase{}
+	for _, p := range append(status.MachineDeployments, status.MachinePools...) {
+		got[p.Name] = p.Phase
+	}
+	want := map[string]v1alpha2.PartPhase{"md-new": v1alpha2.PhasePending, "md-a": v1alpha2.PhaseUpgrading, "mp-new": v1alpha2.PhasePending}
+	for name, phase := range want {
+		if got[name] != phase {
+			t.Errorf("%s: phase %q, want %q (all: %v)", name, got[name], phase, got)
+		}
+	}
+	if status.MachineDeployments[1].Message != "rolling" {
+		t.Errorf("md-a's message %q, want its own decision's (rolling)", status.MachineDeployments[1].Message)
+	}
+	if status.Phase != v1alpha2.PhasePending {
+		t.Errorf("topology phase %q, want Pending while a pool is unplanned", status.Phase)
+	}
+}

@@ -66,13 +66,13 @@ func Summarize(t *v1alpha2.Topology, r *upgrade.Sequence, obs *upgrade.Observed,
 	}
 	status.MachineDeployments, status.MachinePools = nil, nil
 	if w := t.Spec.Workers; w != nil {
-		for i, md := range w.MachineDeployments {
-			ps := part(r.MachineDeployments[i], md.Class, obs.MachineDeployments[md.Name], md.Replicas)
+		for _, md := range w.MachineDeployments {
+			ps := part(decisionOf(r.MachineDeployments, md.Name), md.Class, obs.MachineDeployments[md.Name], md.Replicas)
 			status.MachineDeployments = append(status.MachineDeployments, ps)
 			lower(ps.Phase)
 		}
-		for i, mp := range w.MachinePools {
-			ps := part(r.MachinePools[i], mp.Class, obs.MachinePools[mp.Name], mp.Replicas)
+		for _, mp := range w.MachinePools {
+			ps := part(decisionOf(r.MachinePools, mp.Name), mp.Class, obs.MachinePools[mp.Name], mp.Replicas)
 			status.MachinePools = append(status.MachinePools, ps)
 			lower(ps.Phase)
 		}
@@ -80,6 +80,18 @@ func Summarize(t *v1alpha2.Topology, r *upgrade.Sequence, obs *upgrade.Observed,
 	status.Phase = phase
 	status.State = TopologyStateOf(status)
 	status.UpgradePlan = upgradePlanStatus(r)
+}
+
+// decisionOf is the decision for the pool named name. A pool the sequence
+// has none for (t's spec is newer than the pass that made it) is Pending:
+// no pass has planned it yet.
+func decisionOf(decisions []upgrade.Decision, name string) upgrade.Decision {
+	for _, d := range decisions {
+		if d.Name == name {
+			return d
+		}
+	}
+	return upgrade.Decision{Name: name, Phase: v1alpha2.PhasePending, Reason: "not planned yet: the topology changed after this pass read it"}
 }
 
 // upgradePlanStatus is the plan minus the versions this pass writes: as
