@@ -167,7 +167,7 @@ func pausedRollout(t *testing.T, ns string) *v1alpha2.TopologyRollout {
 	t.Cleanup(func() {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)})
 	})
-	suite.WaitRollout(t, name, 6*time.Minute, "waits for wave 2's approval", func(ro *v1alpha2.TopologyRollout) bool {
+	suite.WaitRollout(t, name, fixture.SettleTimeout, "waits for wave 2's approval", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutWaitingForApproval
 	})
 	suite.MustTopology(t, "rollout", "pause", name)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -164,7 +163,7 @@ func TestFleetRolloutLeavesPinnedPoolsAlone(t *testing.T) {
 	t.Cleanup(func() {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(name)})
 	})
-	ro := suite.WaitRollout(t, name, 12*time.Minute, "completed", func(ro *v1alpha2.TopologyRollout) bool {
+	ro := suite.WaitRollout(t, name, fixture.SettleTimeout, "completed", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutCompleted || ro.Status.Phase == v1alpha2.RolloutHalted
 	})
 	if ro.Status.Phase != v1alpha2.RolloutCompleted || ro.Status.Succeeded != 3 {

@@ -114,7 +114,7 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 		t.Errorf("a second rollout over the same clusters: %v\n%s", err, errOut)
 	}
 
-	ro := suite.WaitRollout(t, name, 8*time.Minute, "halted at wave 2", func(ro *v1alpha2.TopologyRollout) bool {
+	ro := suite.WaitRollout(t, name, fixture.SettleTimeout, "halted at wave 2", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutHalted
 	})
 	if c := fixture.RolloutCluster(ro, "c2"); c.Phase != v1alpha2.ClusterFailed || c.Reason != "Preflight" || !strings.Contains(c.Message, "change freeze on c2") {
@@ -159,7 +159,7 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 		t.Errorf("retry says: %s", retry)
 	}
 	suite.MustTopology(t, "rollout", "resume", name)
-	ro = suite.WaitRollout(t, name, 10*time.Minute, "completed", func(ro *v1alpha2.TopologyRollout) bool {
+	ro = suite.WaitRollout(t, name, fixture.SettleTimeout, "completed", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutCompleted
 	})
 	if ro.Status.Succeeded != 6 || fixture.RolloutCluster(ro, "c2").Attempt != 2 {
@@ -231,7 +231,7 @@ func TestFleetRolloutWavesFailureRetryAndRebase(t *testing.T) {
 	t.Cleanup(func() {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: objectMeta(rebase)})
 	})
-	suite.WaitRollout(t, rebase, 8*time.Minute, "the rebase completed", func(ro *v1alpha2.TopologyRollout) bool {
+	suite.WaitRollout(t, rebase, fixture.SettleTimeout, "the rebase completed", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutCompleted && ro.Status.Succeeded == 2
 	})
 	after, err := suite.Machines(ctx, ns)

@@ -3,7 +3,6 @@ package kill
 import (
 	"context"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,7 +91,7 @@ func TestAgentKilledDuringAnApprovalWaitAndAnUndo(t *testing.T) {
 	t.Cleanup(func() {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	})
-	suite.WaitRollout(t, name, 8*time.Minute, "waits for the approval of wave 2", func(ro *v1alpha2.TopologyRollout) bool {
+	suite.WaitRollout(t, name, fixture.SettleTimeout, "waits for the approval of wave 2", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutWaitingForApproval
 	})
 	killAgent(t)
@@ -101,7 +100,7 @@ func TestAgentKilledDuringAnApprovalWaitAndAnUndo(t *testing.T) {
 		t.Errorf("k2 was written while its wave waited for an approval: generation %d, want %d", topo.Generation, generation["k2"])
 	}
 	suite.MustTopology(t, "rollout", "approve", name)
-	ro := suite.WaitRollout(t, name, 8*time.Minute, "completed", func(ro *v1alpha2.TopologyRollout) bool {
+	ro := suite.WaitRollout(t, name, fixture.SettleTimeout, "completed", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutCompleted
 	})
 	for _, c := range ro.Status.Clusters {
@@ -120,15 +119,15 @@ func TestAgentKilledDuringAnApprovalWaitAndAnUndo(t *testing.T) {
 	t.Cleanup(func() {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: metav1.ObjectMeta{Name: undo}})
 	})
-	suite.WaitRollout(t, undo, 8*time.Minute, "the undo's canary k1 is changing", func(ro *v1alpha2.TopologyRollout) bool {
+	suite.WaitRollout(t, undo, fixture.SettleTimeout, "the undo's canary k1 is changing", func(ro *v1alpha2.TopologyRollout) bool {
 		return fixture.RolloutCluster(ro, "k1").Phase == v1alpha2.ClusterInProgress
 	})
 	killAgent(t)
-	suite.WaitRollout(t, undo, 8*time.Minute, "the undo waits for the approval of wave 2", func(ro *v1alpha2.TopologyRollout) bool {
+	suite.WaitRollout(t, undo, fixture.SettleTimeout, "the undo waits for the approval of wave 2", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutWaitingForApproval
 	})
 	suite.MustTopology(t, "rollout", "approve", undo)
-	ro = suite.WaitRollout(t, undo, 8*time.Minute, "the undo completed", func(ro *v1alpha2.TopologyRollout) bool {
+	ro = suite.WaitRollout(t, undo, fixture.SettleTimeout, "the undo completed", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutCompleted
 	})
 	for _, c := range ro.Status.Clusters {

@@ -63,7 +63,7 @@ func TestFleetRolloutWritesAgainWhenAWebhookCannotAnswer(t *testing.T) {
 	t.Cleanup(func() {
 		_ = suite.K8s.Delete(context.Background(), &v1alpha2.TopologyRollout{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	})
-	ro := suite.WaitRollout(t, name, 8*time.Minute, "completes or halts", func(ro *v1alpha2.TopologyRollout) bool {
+	ro := suite.WaitRollout(t, name, fixture.SettleTimeout, "completes or halts", func(ro *v1alpha2.TopologyRollout) bool {
 		return ro.Status.Phase == v1alpha2.RolloutCompleted || ro.Status.Phase == v1alpha2.RolloutHalted
 	})
 	if ro.Status.Phase != v1alpha2.RolloutCompleted {

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -90,6 +91,11 @@ func TestEditUpstreamClusterAfterAConflict(t *testing.T) {
 		t.Errorf("the Cluster's spec.topology.version is %s after applying again, want v1.33.1", v)
 	}
 	if a := got.GetAnnotations()["example.com/owner"]; a != "team-a" {
-		t.Errorf("the server's annotation is %q after the edit, want it kept (team-a)", a)
+		// Who wrote the Cluster's metadata last says which write dropped it.
+		var writers []string
+		for _, mf := range got.GetManagedFields() {
+			writers = append(writers, fmt.Sprintf("%s %s %s %s at %s: %s", mf.Manager, mf.Operation, mf.APIVersion, mf.Subresource, mf.Time, mf.FieldsV1.String()))
+		}
+		t.Errorf("the server's annotation is %q after the edit, want it kept (team-a); the Cluster's annotations %v, its writers:\n%s", a, got.GetAnnotations(), strings.Join(writers, "\n"))
 	}
 }
