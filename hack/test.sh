@@ -6,8 +6,9 @@
 # run side by side, because each alone leaves the two cores idle part of the
 # time: every Go test; the kind path (the rest of its images, a kind cluster
 # and its test), which mostly waits on containers and starts once the Go
-# suites leave the CPUs partly idle; and lint, at the lowest CPU priority. Each part's log is in TEST_LOG_DIR; what failed is printed
-# again at the end, and the exit status is non-zero if any part failed.
+# suites leave the CPUs partly idle; and lint, at the lowest CPU priority.
+# Each part's log is in TEST_LOG_DIR; what failed is printed again at the
+# end, and the exit status is non-zero if any part failed.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -148,11 +148,9 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	s := &scope{topo: topo}
 	before := topo.Status.DeepCopy()
 	err := r.reconcileSteps(ctx, s)
-	if s.cacheBehind && err == nil {
-		return ctrl.Result{RequeueAfter: cacheBehindRetry}, nil
-	}
-	if errors.Is(err, errTopologyChanged) {
-		ctrl.LoggerFrom(ctx).V(1).Info("the Topology changed during the pass: looking again", "reason", err.Error())
+	// A pass on a view older than the server's (the cache behind it, or
+	// the Topology changed since it was read) writes no status of that view.
+	if (s.cacheBehind && err == nil) || errors.Is(err, errTopologyChanged) {
 		return ctrl.Result{RequeueAfter: cacheBehindRetry}, nil
 	}
 	if statusErr := r.writeStatus(ctx, s, before, err); statusErr != nil {
@@ -257,8 +255,9 @@ func (r *TopologyReconciler) getCurrentState(ctx context.Context, s *scope) (boo
 	return true, nil
 }
 
-// cacheBehindRetry is how soon a pass that found the cache behind looks
-// again, should the watch event of what it lacked not come first.
+// cacheBehindRetry is how soon a pass on a stale view (the cache behind, or
+// the Topology changed since it was read) looks again, should the watch
+// event of what it lacked not come first.
 const cacheBehindRetry = 200 * time.Millisecond
 
 // waitForCache ends the pass, without a status write, when the cache lists
