@@ -31,7 +31,7 @@ import (
 // real kube-apiserver and etcd, without the agent's webhooks: it is what the
 // reconcilers do with whatever the API server holds, including objects that
 // arrive in an order the webhooks let through (a Topology before its class).
-var k8s client.Client // the test's own, uncached client
+var k8s client.WithWatch // the test's own, uncached client
 
 func TestMain(m *testing.M) {
 	os.Exit(runSuite(m))
@@ -55,7 +55,7 @@ func runSuite(m *testing.M) int {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(v1alpha2.AddToScheme(scheme))
-	if k8s, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
+	if k8s, err = client.NewWithWatch(c.Config, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -406,9 +406,12 @@ func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool
 }
 
 // applyDesired writes, in dependency order, every desired object that differs
-// from what exists. The CAPI Cluster comes after the objects it references;
-// once it exists, the objects made before it are handed over to it in the
-// same pass, so a reconcile that reports success leaves the final ownership.
+// from what exists. A new CAPI Cluster comes first, as upstream's topology
+// controller finds it made by the user: the objects after it are then made
+// with it as their owner, and Cluster API's controllers wait for what its
+// references name. Made the other way round, every object made before the
+// Cluster had to be written again to hand it over: three writes of each new
+// cluster, each through its provider's webhooks.
 //
 // A clone (a template made for one control plane or pool) is only created
 // once a server-side dry run shows that the object referring to it can be
@@ -425,8 +428,8 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 		r.deleteClones(ctx, s, created)
 		return false, err
 	}
-	objs := s.desired
-	for i, obj := range objs {
+	objs := clusterFirst(s.desired, current)
+	for _, obj := range objs {
 		key := clusterstate.KeyOf(obj)
 		existed := current[key] != nil
 		if referrer := clones[key]; !existed && referrer != nil && !checked[clusterstate.KeyOf(referrer)] {
@@ -463,17 +466,29 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 		if err := r.markClusterMade(ctx, s.topo, applied.GetName()); err != nil {
 			return fail(err)
 		}
+		// What exists already (made before the Cluster by an earlier
+		// version, or adopted) is handed over when its turn comes below.
 		owner := metav1.OwnerReference{APIVersion: r.CoreVersion.APIVersion(), Kind: clusterKind, Name: applied.GetName(), UID: applied.GetUID()}
 		for _, o := range objs {
 			handOver(o, s.topo.UID, owner)
 		}
-		for _, earlier := range objs[:i] {
-			if _, err := r.applyOne(ctx, s, current[clusterstate.KeyOf(earlier)], earlier); err != nil {
-				return fail(err)
-			}
-		}
 	}
 	return true, nil
+}
+
+// clusterFirst returns objs with a Cluster that current does not hold moved
+// to the front, the rest in their order.
+func clusterFirst(objs []*unstructured.Unstructured, current map[clusterstate.Key]*unstructured.Unstructured) []*unstructured.Unstructured {
+	i := slices.IndexFunc(objs, func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == clusterKind && current[clusterstate.KeyOf(o)] == nil
+	})
+	if i <= 0 {
+		return objs
+	}
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	out = append(out, objs[i])
+	out = append(out, objs[:i]...)
+	return append(out, objs[i+1:]...)
 }
 
 // dryRun asks the API server, its admission webhooks included, whether obj

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -523,4 +525,69 @@ func TestAMarkOnAChangedTopologyEndsThePass(t *testing.T) {
 	if server := topologyOf(t, ex); server.Annotations[v1alpha2.ClusterMadeAnnotation] != "dev" {
 		t.Errorf("the server's mark after a write on a fresh read: %v", server.Annotations)
 	}
+}
+
+// TestANewClusterIsMadeBeforeItsParts: a new Topology's Cluster is written
+// first, so its infrastructure cluster and control plane are created with
+// the Cluster as their owner and are not written a second time to be handed
+// over to it.
+func TestANewClusterIsMadeBeforeItsParts(t *testing.T) {
+	ctx := context.Background()
+	ex := namespaceWithExample(t)
+	createTemplates(t, ex)
+	create(t, ex.Class)
+	parts := map[string]watch.Interface{}
+	for _, tmpl := range ex.Templates {
+		kind := strings.TrimSuffix(tmpl.GetKind(), "Template")
+		if kind != "DockerCluster" && kind != "KubeadmControlPlane" {
+			continue
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(tmpl.GroupVersionKind().GroupVersion().WithKind(kind + "List"))
+		w, err := k8s.Watch(ctx, list, client.InNamespace(ex.Topology.Namespace))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		parts[kind] = w
+	}
+	if len(parts) != 2 {
+		t.Fatalf("the example's class has no DockerCluster or KubeadmControlPlane template: watching %d kinds", len(parts))
+	}
+	create(t, ex.Topology)
+	wantGenerated(t, ex)
+	cluster := clusterOf(t, ex.Topology)
+	live := liveOf(t, ex)
+	for kind, w := range parts {
+		i := slices.IndexFunc(live, func(o *unstructured.Unstructured) bool { return o.GetKind() == kind })
+		if i < 0 {
+			t.Fatalf("no %s was generated", kind)
+		}
+		now := live[i]
+		var seen []watch.Event
+		deadline := time.After(time.Minute) // bounds a failure only: the events are there already
+		for len(seen) == 0 || seen[len(seen)-1].Object.(*unstructured.Unstructured).GetResourceVersion() != now.GetResourceVersion() {
+			select {
+			case e := <-w.ResultChan():
+				seen = append(seen, e)
+			case <-deadline:
+				t.Fatalf("%s %s: the watch never reached resourceVersion %s (%d events)", kind, now.GetName(), now.GetResourceVersion(), len(seen))
+			}
+		}
+		if len(seen) != 1 || seen[0].Type != watch.Added {
+			t.Errorf("%s %s was written %d times, want once (created): %v", kind, now.GetName(), len(seen), eventTypes(seen))
+		}
+		created := seen[0].Object.(*unstructured.Unstructured)
+		if !slices.ContainsFunc(created.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == cluster.GetUID() }) {
+			t.Errorf("%s %s was created without its Cluster as owner: %v", kind, now.GetName(), created.GetOwnerReferences())
+		}
+	}
+}
+
+func eventTypes(events []watch.Event) []watch.EventType {
+	out := make([]watch.EventType, len(events))
+	for i, e := range events {
+		out[i] = e.Type
+	}
+	return out
 }
