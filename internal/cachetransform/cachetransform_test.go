@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
@@ -624,5 +625,68 @@ func TestTrimmedPoolReadsAsServedAtEitherCoreVersion(t *testing.T) {
 		if !reflect.DeepEqual(trimmed, served) || served.ReadyReplicas != 2 || served.UpToDateReplicas != 1 {
 			t.Errorf("%s: trimmed reads %+v, served %+v; want both 2 ready and 1 up to date", version, trimmed, served)
 		}
+	}
+}
+
+// TestUnchanged: an update that changed only what the transform drops is
+// unchanged as the cache keeps it; one that changed anything kept is not,
+// nor is a resync (the same resourceVersion) or an object not kept compact.
+func TestUnchanged(t *testing.T) {
+	transform := New(apply.FieldManager)
+	kept := func(change func(u *unstructured.Unstructured)) any {
+		t.Helper()
+		u := machineDeployment(1)
+		change(u)
+		out, err := transform(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	nextVersion := func(u *unstructured.Unstructured) { u.SetResourceVersion("2") }
+	old := kept(func(*unstructured.Unstructured) {})
+	for _, tc := range []struct {
+		name   string
+		change func(u *unstructured.Unstructured)
+		want   bool
+	}{
+		{"another manager's status fields the agent does not read", func(u *unstructured.Unstructured) {
+			nextVersion(u)
+			mf := u.GetManagedFields()
+			mf[1].Time = &metav1.Time{Time: mf[1].Time.Add(time.Minute)}
+			u.SetManagedFields(mf)
+			_ = unstructured.SetNestedField(u.Object, "4", "status", "deprecated", "v1beta1", "selector")
+		}, true},
+		{"a resync: the same resourceVersion", func(*unstructured.Unstructured) {}, false},
+		{"a status field the agent reads", func(u *unstructured.Unstructured) {
+			nextVersion(u)
+			_ = unstructured.SetNestedField(u.Object, int64(0), "status", "readyReplicas")
+		}, false},
+		{"the spec", func(u *unstructured.Unstructured) {
+			nextVersion(u)
+			_ = unstructured.SetNestedField(u.Object, int64(2), "spec", "replicas")
+		}, false},
+		{"a label", func(u *unstructured.Unstructured) {
+			nextVersion(u)
+			u.SetLabels(map[string]string{"team": "b"})
+		}, false},
+		{"the generation", func(u *unstructured.Unstructured) {
+			nextVersion(u)
+			u.SetGeneration(7)
+		}, false},
+		{"the agent's own apply", func(u *unstructured.Unstructured) {
+			nextVersion(u)
+			mf := u.GetManagedFields()
+			mf[0].Time = &metav1.Time{Time: mf[0].Time.Add(time.Minute)}
+			u.SetManagedFields(mf)
+		}, false},
+	} {
+		if got := Unchanged(old, kept(tc.change)); got != tc.want {
+			t.Errorf("%s: Unchanged = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	plain := machineDeployment(1)
+	if Unchanged(plain, kept(nextVersion)) {
+		t.Error("an object not kept compact counts as unchanged")
 	}
 }

@@ -1,10 +1,12 @@
 package cachetransform
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -133,4 +135,24 @@ func (c *Compact) DeepCopyObject() runtime.Object {
 		panic(err)
 	}
 	return u
+}
+
+// Unchanged tells whether an update from old to new, both as the cache keeps
+// them, changed nothing the cache keeps: the same body, and the same metadata
+// but for the resourceVersion. Such an update carried only what the transform
+// drops (another manager's fields, status the agent does not read), so a
+// reconcile on it would read what the previous one read. A resync (the same
+// resourceVersion) and an object not kept compact count as changed.
+func Unchanged(old, new any) bool {
+	o, ok := old.(*Compact)
+	n, ok2 := new.(*Compact)
+	if !ok || !ok2 || o.ResourceVersion == n.ResourceVersion {
+		return false
+	}
+	if o.TypeMeta != n.TypeMeta || !bytes.Equal(o.body, n.body) {
+		return false
+	}
+	om, nm := o.ObjectMeta, n.ObjectMeta // shallow copies, to leave the versions out
+	om.ResourceVersion, nm.ResourceVersion = "", ""
+	return equality.Semantic.DeepEqual(om, nm)
 }

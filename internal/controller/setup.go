@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -14,8 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/cachetransform"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -66,6 +69,30 @@ var machineSetGone = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
+// keptChanged drops an update of a generated object that changed nothing the
+// cache keeps (cachetransform.Unchanged): Cluster API's controllers rewrite
+// the status of Clusters, pools and Machines far more often than they change
+// what the agent reads, and at a thousand clusters each such update was a
+// reconcile queued ahead of the creations waiting their turn.
+var keptChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	if cachetransform.Unchanged(e.ObjectOld, e.ObjectNew) {
+		ignoredUpdates.WithLabelValues(e.ObjectNew.GetObjectKind().GroupVersionKind().Kind).Inc()
+		return false
+	}
+	return true
+}}
+
+// ignoredUpdates counts the updates keptChanged dropped, by kind: how much
+// of Cluster API's churn the agent does not reconcile on.
+var ignoredUpdates = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "kubectl_topology_ignored_updates_total",
+	Help: "Updates of watched Cluster API and provider objects that changed nothing the agent reads, by kind; no reconcile is queued for them.",
+}, []string{"kind"})
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(ignoredUpdates)
+}
+
 // SetupWithManager registers the Topology controller: it watches Topologies,
 // the Clusters they own, the Cluster API objects labelled for them, their
 // classes, and — added as they are met — provider kinds and class templates.
@@ -82,12 +109,12 @@ func (r *TopologyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	known := []schema.GroupVersionKind{r.capiGVK(clusterKind), r.capiGVK("MachineDeployment"), r.capiGVK("MachineHealthCheck"), r.capiGVK(machineKind)}
 	ctl, err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha2.Topology{}, builder.WithPredicates(topologyChanged, r.Shard.Predicate())).
-		Owns(unstructuredOf(r.capiGVK(clusterKind))).
+		Owns(unstructuredOf(r.capiGVK(clusterKind)), builder.WithPredicates(keptChanged)).
 		Watches(&v1alpha2.TopologyClass{}, handler.EnqueueRequestsFromMapFunc(topologiesOfClass(mgr.GetClient()))).
 		Watches(&v1alpha2.TopologyExtension{}, handler.EnqueueRequestsFromMapFunc(topologiesOfExtension(mgr.GetClient()))).
-		Watches(unstructuredOf(r.capiGVK("MachineDeployment")), byLabel).
-		Watches(unstructuredOf(r.capiGVK("MachineHealthCheck")), byLabel).
-		Watches(unstructuredOf(r.capiGVK(machineKind)), byLabel).
+		Watches(unstructuredOf(r.capiGVK("MachineDeployment")), byLabel, builder.WithPredicates(keptChanged)).
+		Watches(unstructuredOf(r.capiGVK("MachineHealthCheck")), byLabel, builder.WithPredicates(keptChanged)).
+		Watches(unstructuredOf(r.capiGVK(machineKind)), byLabel, builder.WithPredicates(keptChanged)).
 		Watches(machineSetMetadata(r.capiGVK(machineSetKind)), byLabel, builder.WithPredicates(machineSetGone)).
 		WithOptions(opts).
 		Named("topology").

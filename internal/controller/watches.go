@@ -64,7 +64,7 @@ func (w *DynamicWatches) Ensure(_ context.Context, gvk schema.GroupVersionKind) 
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
-	if err := w.controller.Watch(source.Kind[client.Object](w.cache, u, w.handler)); err != nil {
+	if err := w.controller.Watch(source.Kind[client.Object](w.cache, u, w.handler, keptChanged)); err != nil {
 		return fmt.Errorf("watching %s: %w", gvk, err)
 	}
 	w.seen[gvk] = true
