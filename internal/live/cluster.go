@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,59 +64,13 @@ var Scheme = sync.OnceValue(func() *runtime.Scheme {
 	return s
 })
 
-// Connect builds a client from kubectl's flags (--kubeconfig, --context, -n, --as ...).
-func Connect(flags *genericclioptions.ConfigFlags) (*Cluster, error) {
-	if err := kubeconfigEnvExists(flags); err != nil {
-		return nil, err
-	}
-	cfg, err := flags.ToRESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("reading kubeconfig: %w; set --kubeconfig or KUBECONFIG", err)
-	}
-	cfg.QPS, cfg.Burst = 50, 100
-	warnTo(cfg, os.Stderr)
-	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return nil, err
-	}
-	raw, _ := flags.ToRawKubeConfigLoader().RawConfig()
-	ctxName := raw.CurrentContext
-	if flags.Context != nil && *flags.Context != "" {
-		ctxName = *flags.Context
-	}
-	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
-	if err != nil {
-		return nil, Explain(err, &Cluster{Config: cfg, Context: ctxName})
-	}
-	return &Cluster{Client: c, Config: cfg, Namespace: ns, Context: ctxName}, nil
-}
-
-// warnTo has the API server's warnings (a deprecated API version, a field
+// WarnTo has the API server's warnings (a deprecated API version, a field
 // the server dropped) printed to w once each, as kubectl prints them. Left to
 // controller-runtime they go to its logger, which the plugin never sets, and
 // the first one printed a stack trace instead.
-func warnTo(cfg *rest.Config, w io.Writer) {
+func WarnTo(cfg *rest.Config, w io.Writer) {
 	cfg.WarningHandler = rest.NewWarningWriter(w, rest.WarningWriterOptions{Deduplicate: true})
 	cfg.WarningHandlerWithContext = nil
-}
-
-// kubeconfigEnvExists refuses a KUBECONFIG whose files are all missing:
-// client-go skips missing files there and would talk to localhost:8080, where
-// --kubeconfig with the same path says the file is missing.
-func kubeconfigEnvExists(flags *genericclioptions.ConfigFlags) error {
-	if flags.KubeConfig != nil && *flags.KubeConfig != "" {
-		return nil
-	}
-	env := os.Getenv("KUBECONFIG")
-	if env == "" {
-		return nil
-	}
-	for _, path := range filepath.SplitList(env) {
-		if _, err := os.Stat(path); err == nil {
-			return nil
-		}
-	}
-	return fmt.Errorf("KUBECONFIG=%s: no such file; point KUBECONFIG or --kubeconfig at an existing kubeconfig", env)
 }
 
 // Explain turns API errors into what a user can act on.

@@ -25,7 +25,7 @@ func TestWarningsArePrintedOnceEach(t *testing.T) {
 	defer srv.Close()
 	cfg := &rest.Config{Host: srv.URL}
 	var out bytes.Buffer
-	warnTo(cfg, &out)
+	WarnTo(cfg, &out)
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Namespace"), meta.RESTScopeRoot)
 	c, err := client.New(cfg, client.Options{Scheme: Scheme(), Mapper: mapper})

@@ -19,7 +19,7 @@ type completion = func(*cobra.Command, []string, string) ([]string, cobra.ShellC
 // completionAccess connects for a completion, or nil when the cluster cannot
 // be reached: a completion never prints an error into the user's shell.
 func completionAccess(flags *genericclioptions.ConfigFlags) *live.Cluster {
-	ca, err := live.Connect(flags)
+	ca, err := connect(flags)
 	if err != nil {
 		return nil
 	}

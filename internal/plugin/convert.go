@@ -102,7 +102,7 @@ func (o *ConvertOptions) Complete([]string) error {
 	if err != nil || o.Inline != inlineRefused || len(b.Classes) == 0 {
 		return err
 	}
-	ca, err := live.Connect(o.configFlags)
+	ca, err := connect(o.configFlags)
 	if err == nil {
 		err = reachable(ca)
 	}

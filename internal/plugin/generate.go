@@ -19,7 +19,6 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/rules"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/upgrade"
-	"github.com/kubectl-topology/kubectl-topology/internal/live"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
 
@@ -176,7 +175,7 @@ func (o *GenerateOptions) readClass(ctx context.Context) (*v1alpha2.TopologyClas
 		}
 		return nil, "", fmt.Errorf("--class %s: no such class in %v", o.Class, o.Filenames)
 	}
-	ca, err := live.Connect(o.configFlags)
+	ca, err := connect(o.configFlags)
 	if err != nil {
 		return nil, "", err
 	}

@@ -48,7 +48,7 @@ survive clusterctl upgrade; uninstall removes them.`,
 // Complete connects to the cluster.
 func (o *GrantOptions) Complete([]string) error {
 	var err error
-	o.access, err = live.Connect(o.configFlags)
+	o.access, err = connect(o.configFlags)
 	return err
 }
 

@@ -157,7 +157,7 @@ func (o *InstallOptions) Complete([]string) error {
 		return nil
 	}
 	var err error
-	o.access, err = live.Connect(o.configFlags)
+	o.access, err = connect(o.configFlags)
 	return err
 }
 
@@ -448,7 +448,7 @@ func (o *UninstallOptions) Validate() error { return nil }
 // Run refuses while Topologies exist, then deletes the components, the
 // webhook registrations and a local agent.
 func (o *UninstallOptions) Run(ctx context.Context) error {
-	ca, err := live.Connect(o.configFlags)
+	ca, err := connect(o.configFlags)
 	if err != nil {
 		return err
 	}

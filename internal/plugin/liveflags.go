@@ -34,7 +34,7 @@ func (l *liveFlags) connectOnce() error {
 		return nil
 	}
 	var err error
-	l.access, err = live.Connect(l.configFlags)
+	l.access, err = connect(l.configFlags)
 	return err
 }
 

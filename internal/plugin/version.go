@@ -60,7 +60,7 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	if o.Client {
 		return nil
 	}
-	ca, err := live.Connect(o.configFlags)
+	ca, err := connect(o.configFlags)
 	if err != nil {
 		return err
 	}
