@@ -72,8 +72,8 @@ var machineSetGone = predicate.Funcs{
 // keptChanged drops an update of a generated object that changed nothing the
 // cache keeps (cachetransform.Unchanged): Cluster API's controllers rewrite
 // the status of Clusters, pools and Machines far more often than they change
-// what the agent reads, and at a thousand clusters each such update was a
-// reconcile queued ahead of the creations waiting their turn.
+// what the agent reads, and each such update was a reconcile that read what
+// the previous one had read.
 var keptChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	if cachetransform.Unchanged(e.ObjectOld, e.ObjectNew) {
 		ignoredUpdates.WithLabelValues(e.ObjectNew.GetObjectKind().GroupVersionKind().Kind).Inc()
