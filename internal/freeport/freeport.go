@@ -2,7 +2,8 @@
 // starts (control planes, managers, the local agent). It picks them below the
 // kernel's ephemeral range: a port the kernel hands out for ":0" can be taken
 // by any outgoing connection between the pick and the process's own bind,
-// which is how a test run once lost a manager's webhook port.
+// which is how a test run once lost a manager's webhook port. It also keeps
+// clear of the ports Cluster API's in-memory provider binds late.
 package freeport
 
 import (
@@ -30,14 +31,23 @@ const lowest = 10000
 // rangeFile holds the kernel's ephemeral port range, "low high".
 const rangeFile = "/proc/sys/net/ipv4/ip_local_port_range"
 
-// New is a Picker for this machine: from 10000 up to the start of the
-// ephemeral range (32768 when the kernel does not say).
+// inMemoryLow is where Cluster API's in-memory provider starts the ports of
+// its workload clusters' API servers (20000 to 30000, upstream's
+// DefaultMinPort and DefaultMaxPort). It hands them out in order when a
+// cluster's infrastructure is made and binds one only when that cluster's
+// first control plane machine comes up, without checking that nothing took
+// it meanwhile. A restarted agent given such a port left a cluster whose
+// control plane never came up (the CI run of 2026-11-30).
+const inMemoryLow = 20000
+
+// New is a Picker for this machine: from 10000 up to the in-memory
+// provider's ports, or to the start of the ephemeral range if that is lower.
 func New() *Picker {
-	high := 32768
+	high := inMemoryLow
 	if b, err := os.ReadFile(rangeFile); err == nil {
 		if f := strings.Fields(string(b)); len(f) == 2 {
 			if n, err := strconv.Atoi(f[0]); err == nil && n > lowest+1000 {
-				high = n
+				high = min(high, n)
 			}
 		}
 	}
