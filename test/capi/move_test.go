@@ -2,6 +2,7 @@ package capi
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
@@ -45,6 +47,9 @@ func TestMoveToDirectoryAndBack(t *testing.T) {
 	}
 	ns := ex.Topology.Namespace
 	suite.OneMachineTopologies(t, ex, movedNames...)
+	// A move that fails leaves the Clusters paused, and Cluster API does not
+	// delete a paused Cluster: resumed first, the Topologies' deletion ends.
+	t.Cleanup(func() { resumeClusters(t, ns) })
 	for _, name := range movedNames {
 		suite.Settle(t, ns, name)
 	}
@@ -59,6 +64,13 @@ func TestMoveToDirectoryAndBack(t *testing.T) {
 		}
 	}
 
+	// clusterctl move fails when an object it listed is gone before it reads
+	// it, after about two minutes of retries, leaving every Cluster paused.
+	// The canary's old MachineSet and the clone it used go a moment after
+	// the rollout waits: the move starts once they have.
+	fixture.Eventually(t, 2*time.Minute, "the canary's old MachineSet and worker template are gone", func(ctx context.Context) (bool, error) {
+		return rotationOver(ctx, suite.K8s, ns)
+	})
 	source := ours(t, suite.K8s, ns)
 	dir := t.TempDir()
 	suite.Clusterctl(t, "move", "--to-directory", dir, "-n", ns, "--kubeconfig", suite.Kubeconfig)
@@ -364,4 +376,82 @@ func keys(m map[string]bool) string {
 	}
 	sort.Strings(l)
 	return strings.Join(l, "\n")
+}
+
+// rotationOver tells whether every worker template rotation in ns is over:
+// one MachineSet per MachineDeployment, and each template clone (labelled
+// for its cluster) referred to by a control plane or a MachineDeployment.
+func rotationOver(ctx context.Context, c client.Client, ns string) (bool, error) {
+	list := func(group, kind string) ([]unstructured.Unstructured, error) {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: "v1beta2", Kind: kind + "List"})
+		if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", kind, err)
+		}
+		return l.Items, nil
+	}
+	mds, err := list("cluster.x-k8s.io", "MachineDeployment")
+	if err != nil {
+		return false, err
+	}
+	mss, err := list("cluster.x-k8s.io", "MachineSet")
+	if err != nil {
+		return false, err
+	}
+	if len(mss) != len(mds) {
+		return false, fmt.Errorf("%d MachineSets for %d MachineDeployments", len(mss), len(mds))
+	}
+	cps, err := list("controlplane.cluster.x-k8s.io", "KubeadmControlPlane")
+	if err != nil {
+		return false, err
+	}
+	referred := map[string]bool{}
+	name := func(ref map[string]any) {
+		if n, _ := ref["name"].(string); n != "" {
+			referred[n] = true
+		}
+	}
+	for i := range cps {
+		name(contract.MachineTemplateRef(&cps[i]))
+	}
+	for i := range mds {
+		for _, path := range [][]string{contract.PoolInfrastructureRefPath, contract.PoolBootstrapRefPath} {
+			ref, _, _ := unstructured.NestedMap(mds[i].Object, path...)
+			name(ref)
+		}
+	}
+	for _, kind := range []struct{ group, kind string }{{"infrastructure.cluster.x-k8s.io", "DevMachineTemplate"}, {"bootstrap.cluster.x-k8s.io", "KubeadmConfigTemplate"}} {
+		templates, err := list(kind.group, kind.kind)
+		if err != nil {
+			return false, err
+		}
+		for _, tmpl := range templates {
+			if _, clone := tmpl.GetLabels()[clusterv1.ClusterNameLabel]; clone && !referred[tmpl.GetName()] {
+				return false, fmt.Errorf("%s %s is left from a rotation", kind.kind, tmpl.GetName())
+			}
+		}
+	}
+	return true, nil
+}
+
+// resumeClusters unpauses every Cluster in ns that a move left paused, as
+// clusterctl does when a move succeeds.
+func resumeClusters(t *testing.T, ns string) {
+	t.Helper()
+	clusters := &unstructured.UnstructuredList{}
+	clusters.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("ClusterList"))
+	if err := suite.K8s.List(context.Background(), clusters, client.InNamespace(ns)); err != nil {
+		t.Errorf("listing the Clusters to resume: %v", err)
+		return
+	}
+	for i := range clusters.Items {
+		c := &clusters.Items[i]
+		if paused, _, _ := unstructured.NestedBool(c.Object, "spec", "paused"); !paused {
+			continue
+		}
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":null}}`))
+		if err := suite.K8s.Patch(context.Background(), c, patch); err != nil {
+			t.Errorf("resuming Cluster %s/%s: %v", ns, c.GetName(), err)
+		}
+	}
 }
