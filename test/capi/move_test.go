@@ -18,6 +18,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubectl-topology/kubectl-topology/internal/engine/clusterstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/desiredstate"
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/fleet"
@@ -380,54 +381,36 @@ func keys(m map[string]bool) string {
 
 // rotationOver tells whether every worker template rotation in ns is over:
 // one MachineSet per MachineDeployment, and each template clone (labelled
-// for its cluster) referred to by a control plane or a MachineDeployment.
+// for its cluster) in use as the agent counts it (desiredstate.InUse).
 func rotationOver(ctx context.Context, c client.Client, ns string) (bool, error) {
-	list := func(group, kind string) ([]unstructured.Unstructured, error) {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: "v1beta2", Kind: kind + "List"})
-		if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
-			return nil, fmt.Errorf("listing %s: %w", kind, err)
-		}
-		return l.Items, nil
-	}
-	mds, err := list("cluster.x-k8s.io", "MachineDeployment")
-	if err != nil {
-		return false, err
-	}
-	mss, err := list("cluster.x-k8s.io", "MachineSet")
-	if err != nil {
-		return false, err
-	}
-	if len(mss) != len(mds) {
-		return false, fmt.Errorf("%d MachineSets for %d MachineDeployments", len(mss), len(mds))
-	}
-	cps, err := list("controlplane.cluster.x-k8s.io", "KubeadmControlPlane")
-	if err != nil {
-		return false, err
-	}
-	referred := map[string]bool{}
-	name := func(ref map[string]any) {
-		if n, _ := ref["name"].(string); n != "" {
-			referred[n] = true
-		}
-	}
-	for i := range cps {
-		name(contract.MachineTemplateRef(&cps[i]))
-	}
-	for i := range mds {
-		for _, path := range [][]string{contract.PoolInfrastructureRefPath, contract.PoolBootstrapRefPath} {
-			ref, _, _ := unstructured.NestedMap(mds[i].Object, path...)
-			name(ref)
-		}
-	}
-	for _, kind := range []struct{ group, kind string }{{"infrastructure.cluster.x-k8s.io", "DevMachineTemplate"}, {"bootstrap.cluster.x-k8s.io", "KubeadmConfigTemplate"}} {
-		templates, err := list(kind.group, kind.kind)
+	var users []*unstructured.Unstructured
+	count := map[string]int{}
+	for _, kind := range []string{"KubeadmControlPlane", "MachineDeployment", "MachineSet"} {
+		items, err := fixture.ListKind(ctx, c, ns, kind)
 		if err != nil {
 			return false, err
 		}
-		for _, tmpl := range templates {
-			if _, clone := tmpl.GetLabels()[clusterv1.ClusterNameLabel]; clone && !referred[tmpl.GetName()] {
-				return false, fmt.Errorf("%s %s is left from a rotation", kind.kind, tmpl.GetName())
+		count[kind] = len(items)
+		for i := range items {
+			users = append(users, &items[i])
+		}
+	}
+	if count["MachineSet"] != count["MachineDeployment"] {
+		return false, fmt.Errorf("%d MachineSets for %d MachineDeployments", count["MachineSet"], count["MachineDeployment"])
+	}
+	inUse, err := desiredstate.InUse(users, ns)
+	if err != nil {
+		return false, err
+	}
+	for _, kind := range []string{"DevMachineTemplate", "KubeadmConfigTemplate"} {
+		templates, err := fixture.ListKind(ctx, c, ns, kind)
+		if err != nil {
+			return false, err
+		}
+		for i := range templates {
+			tmpl := &templates[i]
+			if _, clone := tmpl.GetLabels()[clusterv1.ClusterNameLabel]; clone && !inUse[clusterstate.KeyOf(tmpl)] {
+				return false, fmt.Errorf("%s %s is left from a rotation", kind, tmpl.GetName())
 			}
 		}
 	}
@@ -438,14 +421,13 @@ func rotationOver(ctx context.Context, c client.Client, ns string) (bool, error)
 // clusterctl does when a move succeeds.
 func resumeClusters(t *testing.T, ns string) {
 	t.Helper()
-	clusters := &unstructured.UnstructuredList{}
-	clusters.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("ClusterList"))
-	if err := suite.K8s.List(context.Background(), clusters, client.InNamespace(ns)); err != nil {
+	clusters, err := suite.List(context.Background(), ns, "Cluster")
+	if err != nil {
 		t.Errorf("listing the Clusters to resume: %v", err)
 		return
 	}
-	for i := range clusters.Items {
-		c := &clusters.Items[i]
+	for i := range clusters {
+		c := &clusters[i]
 		if paused, _, _ := unstructured.NestedBool(c.Object, "spec", "paused"); !paused {
 			continue
 		}
