@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -17,8 +16,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/agent"
+	"github.com/kubectl-topology/kubectl-topology/internal/apiwrites"
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
 	"github.com/kubectl-topology/kubectl-topology/internal/localagent"
 	"github.com/kubectl-topology/kubectl-topology/internal/shard"
@@ -138,14 +139,14 @@ func main() {
 			opts.CertDir = dir
 		}
 	}
-	if err := run(kubeconfig, opts, verbosity); err != nil {
+	if err := run(kubeconfig, opts); err != nil {
 		log.Error(err, "agent stopped")
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1) //nolint:gocritic // the deferred removal of a temporary directory does not matter here
 	}
 }
 
-func run(kubeconfig string, opts agent.Options, verbosity int) error {
+func run(kubeconfig string, opts agent.Options) error {
 	var cfg *rest.Config
 	var err error
 	if kubeconfig != "" {
@@ -156,18 +157,14 @@ func run(kubeconfig string, opts agent.Options, verbosity int) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	if verbosity >= 4 {
-		// Every write the agent makes, for finding out why a steady state is not quiet.
-		log := ctrl.Log.WithName("writes")
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-				if req.Method != http.MethodGet {
-					log.V(4).Info("write", "method", req.Method, "path", req.URL.Path)
-				}
-				return rt.RoundTrip(req)
-			})
-		})
+	// Every write counted by verb and resource: what a reconcile costs, and
+	// what a resync that should be quiet still writes, named in the metrics
+	// (and, at -v=4, each one logged).
+	writes, err := apiwrites.New(ctrlmetrics.Registry, ctrl.Log.WithName("writes"))
+	if err != nil {
+		return fmt.Errorf("registering the API writes counter: %w", err)
 	}
+	cfg.Wrap(writes.Wrap)
 	ctx := ctrl.SetupSignalHandler()
 	a, err := agent.New(ctx, cfg, opts)
 	if err != nil {
@@ -175,10 +172,6 @@ func run(kubeconfig string, opts agent.Options, verbosity int) error {
 	}
 	return a.Run(ctx)
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // memoryLimitText is the runtime's memory limit for the start-up log.
 func memoryLimitText(limit int64) string {

@@ -12,6 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kubectl-topology/kubectl-topology/internal/apiwrites"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's times;
@@ -197,4 +201,28 @@ func (m Metrics) RequestsByMethod() map[string]float64 {
 func (m Metrics) Writes() float64 {
 	byMethod := m.RequestsByMethod()
 	return byMethod["POST"] + byMethod["PUT"] + byMethod["PATCH"] + byMethod["DELETE"]
+}
+
+// WritesByResource is the agent's API writes (apiwrites.MetricName) as
+// "verb resource" → count, dry runs marked as such; empty for a process that
+// does not count them, or on an unreadable scrape.
+func (m Metrics) WritesByResource() map[string]float64 {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(m)))
+	if err != nil || families[apiwrites.MetricName] == nil {
+		return map[string]float64{}
+	}
+	out := map[string]float64{}
+	for _, s := range families[apiwrites.MetricName].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range s.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		key := labels["verb"] + " " + labels["resource"]
+		if labels["dry_run"] == "true" {
+			key += " (dry run)"
+		}
+		out[key] += s.GetCounter().GetValue()
+	}
+	return out
 }

@@ -368,7 +368,10 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 		return m, err
 	}
 	m.Requests = metrics.Sum("rest_client_requests_total")
-	logf(opts.Log, "%s, N=%d: the %s's requests until idle: %s", side, opts.N, t.measured.name, byMethod(metrics.RequestsByMethod()))
+	logf(opts.Log, "%s, N=%d: the %s's requests until idle: %s", side, opts.N, t.measured.name, countList(metrics.RequestsByMethod()))
+	if side == Ours {
+		logf(opts.Log, "%s, N=%d: the %s's writes until idle: %s", side, opts.N, t.measured.name, countList(metrics.WritesByResource()))
+	}
 	if opts.Profile && t.measured.pprof != "" {
 		prof.heap(ctx, t.measured.pprof, t.measured.name)
 	}
@@ -427,7 +430,10 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 	m.ResyncWrites = resynced.Writes() - heartbeats
 	logf(opts.Log, "%s, N=%d: the resync's writes: %.0f, and %.0f of the heartbeat Lease", side, opts.N, m.ResyncWrites, heartbeats)
 	logf(opts.Log, "%s, N=%d: the resync took %.0f reconciles", side, opts.N, resynced.Sum("controller_runtime_reconcile_total", `controller="`+t.measured.queue+`"`))
-	logf(opts.Log, "%s, N=%d: the resync's requests: %s", side, opts.N, byMethod(resynced.RequestsByMethod()))
+	logf(opts.Log, "%s, N=%d: the resync's requests: %s", side, opts.N, countList(resynced.RequestsByMethod()))
+	if side == Ours {
+		logf(opts.Log, "%s, N=%d: the resync's writes: %s", side, opts.N, countList(resynced.WritesByResource()))
+	}
 	manager := upstreamFieldManager
 	if side == Ours {
 		manager = oursFieldManager
@@ -845,8 +851,8 @@ func (t *target) othersBusy() func() string {
 	}
 }
 
-// byMethod reads "GET 41, PATCH 3", sorted by method.
-func byMethod(counts map[string]float64) string {
+// countList reads "GET 41, PATCH 3", sorted by key.
+func countList(counts map[string]float64) string {
 	var parts []string
 	for _, method := range slices.Sorted(maps.Keys(counts)) {
 		parts = append(parts, fmt.Sprintf("%s %.0f", method, counts[method]))

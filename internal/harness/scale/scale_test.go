@@ -92,6 +92,29 @@ workqueue_depth{controller="topology/cluster",name="topology/cluster"} 4
 	}
 }
 
+func TestMetricsWritesByResource(t *testing.T) {
+	m := Metrics(`# HELP kubectl_topology_api_writes_total API writes made.
+# TYPE kubectl_topology_api_writes_total counter
+kubectl_topology_api_writes_total{dry_run="false",resource="clusters",verb="create"} 2
+kubectl_topology_api_writes_total{dry_run="true",resource="kubeadmcontrolplanes",verb="patch"} 3
+kubectl_topology_api_writes_total{dry_run="false",resource="topologies/status",verb="patch"} 24
+# HELP rest_client_requests_total Number of HTTP requests.
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="h",method="PATCH"} 29
+`)
+	want := map[string]float64{
+		"create clusters":                      2,
+		"patch kubeadmcontrolplanes (dry run)": 3,
+		"patch topologies/status":              24,
+	}
+	if got := m.WritesByResource(); !maps.Equal(got, want) {
+		t.Errorf("WritesByResource() = %v, want %v", got, want)
+	}
+	if got := Metrics("rest_client_requests_total 3\n").WritesByResource(); len(got) != 0 {
+		t.Errorf("WritesByResource() of a process that does not count them = %v, want none", got)
+	}
+}
+
 func TestMetricsQuantile(t *testing.T) {
 	// Two webhooks' histograms (cumulative buckets), as controller-runtime
 	// exposes them: 100 requests to the default path, 100 to the validate path.
@@ -312,11 +335,11 @@ func TestWatchUntil(t *testing.T) {
 // TestByMethod: the resync's requests read sorted by method, and "none"
 // when there were none.
 func TestByMethod(t *testing.T) {
-	if got := byMethod(map[string]float64{"PATCH": 3, "GET": 41, "LIST": 12}); got != "GET 41, LIST 12, PATCH 3" {
-		t.Errorf("byMethod = %q", got)
+	if got := countList(map[string]float64{"PATCH": 3, "GET": 41, "LIST": 12}); got != "GET 41, LIST 12, PATCH 3" {
+		t.Errorf("countList = %q", got)
 	}
-	if got := byMethod(nil); got != "none" {
-		t.Errorf("byMethod of nothing = %q, want none", got)
+	if got := countList(nil); got != "none" {
+		t.Errorf("countList of nothing = %q, want none", got)
 	}
 }
 
