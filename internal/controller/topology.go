@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -99,6 +101,10 @@ type TopologyReconciler struct {
 	CoreVersion contract.CoreVersion
 	// Hooks calls the Runtime SDK lifecycle hooks; nil calls none.
 	Hooks *extension.Lifecycle
+
+	// failing holds the UIDs of the Topologies whose last pass here ended
+	// in an error: their status may not say so yet when the retry reads it.
+	failing sync.Map
 }
 
 // scope carries one reconcile of one Topology from step to step.
@@ -152,6 +158,11 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	// the Topology changed since it was read) writes no status of that view.
 	if (s.cacheBehind && err == nil) || errors.Is(err, errTopologyChanged) {
 		return ctrl.Result{RequeueAfter: cacheBehindRetry}, nil
+	}
+	if err != nil {
+		r.failing.Store(topo.UID, true)
+	} else {
+		r.failing.Delete(topo.UID)
 	}
 	if statusErr := r.writeStatus(ctx, s, before, err); statusErr != nil {
 		err = errors.Join(err, statusErr)
@@ -413,16 +424,22 @@ func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool
 // Cluster had to be written again to hand it over: three writes of each new
 // cluster, each through its provider's webhooks.
 //
-// A clone (a template made for one control plane or pool) is only created
-// once a server-side dry run shows that the object referring to it can be
-// written too, and clones this pass created are deleted again if their
-// referrer's write, or a later one before it, fails: a Topology the API
-// server keeps refusing must not leave a new template behind on every
-// attempt. Clones whose referrer was written stay.
+// Clones (templates made for one control plane or pool) this pass created
+// are deleted again if their referrer's write, or a later one before it,
+// fails; clones whose referrer was written stay. After a failed pass, a
+// clone is only created once a server-side dry run shows that the object
+// referring to it can be written too: a Topology the API server keeps
+// refusing then makes no new template on each attempt. The first attempt
+// asks no dry run, as most passes succeed and each dry run is another round
+// through the referrer's admission webhooks: three for each new cluster of
+// a class with two pools.
 func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, error) {
 	current := indexByKey(s.current.Objects(), s.live)
 	clones := s.result.Desired.ClonesOf()
 	checked := map[clusterstate.Key]bool{}
+	if _, failing := r.failing.Load(s.topo.UID); !failing && !lastPassFailed(s.topo) {
+		checked = nil // nothing to check: no dry run this pass
+	}
 	var created []*unstructured.Unstructured
 	fail := func(err error) (bool, error) {
 		r.deleteClones(ctx, s, created)
@@ -432,7 +449,7 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 	for _, obj := range objs {
 		key := clusterstate.KeyOf(obj)
 		existed := current[key] != nil
-		if referrer := clones[key]; !existed && referrer != nil && !checked[clusterstate.KeyOf(referrer)] {
+		if referrer := clones[key]; checked != nil && !existed && referrer != nil && !checked[clusterstate.KeyOf(referrer)] {
 			checked[clusterstate.KeyOf(referrer)] = true
 			if err := r.dryRun(ctx, referrer); err != nil {
 				return fail(fmt.Errorf("not creating %s %s: %w", obj.GetKind(), obj.GetName(), err))
@@ -474,6 +491,13 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 		}
 	}
 	return true, nil
+}
+
+// lastPassFailed tells whether t's last reconcile, as its status records it,
+// ended in an error: what an agent that restarted, or took over, knows.
+func lastPassFailed(t *v1alpha2.Topology) bool {
+	c := meta.FindStatusCondition(t.Status.Conditions, ReconciledCondition)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonFailed
 }
 
 // clusterFirst returns objs with a Cluster that current does not hold moved
