@@ -53,6 +53,11 @@ func NewDynamicWatches(ctl controller.Controller, c cache.Cache, mapper meta.RES
 func (w *DynamicWatches) Ensure(_ context.Context, gvk schema.GroupVersionKind) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.ensureLocked(gvk)
+}
+
+// ensureLocked is Ensure with w.mu held.
+func (w *DynamicWatches) ensureLocked(gvk schema.GroupVersionKind) error {
 	if w.seen[gvk] || w.controller == nil {
 		return nil
 	}
@@ -72,10 +77,14 @@ func (w *DynamicWatches) Ensure(_ context.Context, gvk schema.GroupVersionKind) 
 }
 
 // Warm starts the cache's informers of the installed kinds among gvks,
-// without waiting for them to sync. Otherwise the first reconciles start them
-// one after another, each as a read first needs it, every worker waiting on
-// each list; at a thousand clusters read through conversion webhooks that
-// was seven seconds of a restart.
+// without waiting for them to sync, and watches each. Otherwise the first
+// reconciles start them one after another, each as a read first needs it,
+// every worker waiting on each list; at a thousand clusters read through
+// conversion webhooks that was seven seconds of a restart. A watch added
+// before the controller starts delivers the objects its cache already
+// holds before the first worker runs, where they join the Topologies
+// already queued; added by a reconcile, each one queued again a Topology
+// that had just been reconciled.
 func (w *DynamicWatches) Warm(ctx context.Context, gvks ...schema.GroupVersionKind) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -102,6 +111,9 @@ func (w *DynamicWatches) Warm(ctx context.Context, gvks ...schema.GroupVersionKi
 		}
 		w.warm[gvk] = true
 		go logSynced(ctx, gvk.Kind, informer)
+		if err := w.ensureLocked(gvk); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
