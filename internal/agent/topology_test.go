@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -171,19 +172,35 @@ func TestTopologyBecomesClusterAPIObjects(t *testing.T) {
 		if err := k8s.List(ctx, events, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
 		}
-		// The event recorder folds many similar events into one "(combined
-		// from similar events)" message, so look for the kind in any of them.
+		// One Created event a pass, naming each object it made in the
+		// order written: "Created Cluster c, DockerCluster c-x, ...".
 		var messages []string
+		made := map[string]int{}
 		for _, e := range events.Items {
-			if e.InvolvedObject.Kind == v1alpha2.TopologyKind && e.Reason == "Created" {
-				messages = append(messages, e.Message)
+			if e.InvolvedObject.Kind != v1alpha2.TopologyKind || e.InvolvedObject.Name != "dev" || e.Reason != "Created" {
+				continue
+			}
+			messages = append(messages, e.Message)
+			for _, obj := range strings.Split(strings.TrimPrefix(e.Message, "Created "), ", ") {
+				kind, _, _ := strings.Cut(obj, " ")
+				made[kind]++
 			}
 		}
 		all := strings.Join(messages, "\n")
+		total := 0
+		for _, n := range made {
+			total += n
+		}
+		if len(messages) == 0 || len(messages) >= total {
+			t.Errorf("%d Created events name %d objects, want one event for each pass that made some:\n%s", len(messages), total, all)
+		}
 		for _, kind := range []string{"Cluster", "DockerCluster", "KubeadmControlPlane", "MachineDeployment", "MachinePool"} {
-			if !strings.Contains(all, "Created "+kind+" ") {
-				t.Errorf("no Created event for a %s in:\n%s", kind, all)
+			if made[kind] == 0 {
+				t.Errorf("no Created event names a %s in:\n%s", kind, all)
 			}
+		}
+		if !slices.ContainsFunc(messages, func(m string) bool { return strings.HasPrefix(m, "Created Cluster ") }) {
+			t.Errorf("no Created event names the Cluster first, as it is written:\n%s", all)
 		}
 	})
 

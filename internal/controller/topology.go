@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,6 +129,9 @@ type scope struct {
 	evented map[string]bool
 	// cacheBehind ends the pass without a status write (waitForCache).
 	cacheBehind bool
+	// created and updated name ("Kind name") the objects this pass wrote,
+	// for its Events.
+	created, updated []string
 }
 
 // Reconcile runs the steps of one Topology reconcile and reports the outcome
@@ -142,6 +146,7 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 	if !topo.DeletionTimestamp.IsZero() {
+		r.failing.Delete(topo.UID) // no more passes that create
 		return r.reconcileDelete(ctx, topo)
 	}
 	if !controllerutil.ContainsFinalizer(topo, TopologyFinalizer) {
@@ -434,6 +439,7 @@ func (r *TopologyReconciler) computeDesired(ctx context.Context, s *scope) (bool
 // through the referrer's admission webhooks: three for each new cluster of
 // a class with two pools.
 func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, error) {
+	defer r.changeEvents(s)
 	current := indexByKey(s.current.Objects(), s.live)
 	clones := s.result.Desired.ClonesOf()
 	checked := map[clusterstate.Key]bool{}
@@ -567,11 +573,27 @@ func (r *TopologyReconciler) applyOne(ctx context.Context, s *scope, cur, obj *u
 	case cur == nil && s.result.Rotated[clusterstate.KeyOf(obj)] != "":
 		r.Recorder.Eventf(s.topo, "Normal", "TemplateRotated", "Created %s %s to replace %s", obj.GetKind(), obj.GetName(), s.result.Rotated[clusterstate.KeyOf(obj)])
 	case cur == nil:
-		r.Recorder.Eventf(s.topo, "Normal", "Created", "Created %s %s", obj.GetKind(), obj.GetName())
+		s.created = append(s.created, obj.GetKind()+" "+obj.GetName())
 	default:
-		r.Recorder.Eventf(s.topo, "Normal", "Updated", "Updated %s %s", obj.GetKind(), obj.GetName())
+		s.updated = append(s.updated, obj.GetKind()+" "+obj.GetName())
 	}
 	return applied, nil
+}
+
+// changeEvents records one Event for what the pass created and one for
+// what it updated, each naming every object in the order written. An Event
+// per object, as upstream's controller records on the Cluster, came to ten
+// writes of each new cluster at a thousand (a third of the agent's), and
+// past ten in a row the recorder folds them into one that names only the
+// last anyway.
+func (r *TopologyReconciler) changeEvents(s *scope) {
+	if len(s.created) > 0 {
+		r.Recorder.Eventf(s.topo, "Normal", "Created", "Created %s", strings.Join(s.created, ", "))
+	}
+	if len(s.updated) > 0 {
+		r.Recorder.Eventf(s.topo, "Normal", "Updated", "Updated %s", strings.Join(s.updated, ", "))
+	}
+	s.created, s.updated = nil, nil
 }
 
 // dropStaleOwners removes from applied, as stored, a Topology owner that
