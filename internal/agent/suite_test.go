@@ -26,6 +26,7 @@ import (
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/fixture"
 	"github.com/kubectl-topology/kubectl-topology/internal/harness/localcluster"
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // The suite runs the whole agent in-process — controllers, webhooks,
@@ -152,7 +153,7 @@ type writeCounter struct {
 }
 
 func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	return promhttp.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		if req.Method == http.MethodGet && req.URL.Query().Get("watch") == "true" {
 			w.mu.Lock()
 			if w.watched == nil {
@@ -191,10 +192,6 @@ func (w *writeCounter) seen() (int64, []string) {
 	defer w.mu.Unlock()
 	return w.n.Load(), append([]string(nil), w.paths...)
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // eventually is fixture.EventuallyEvery with this suite's pace; the bound is
 // generous because it is not a speed assertion, only a guard against hanging.

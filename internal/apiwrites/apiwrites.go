@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
 )
@@ -50,7 +51,7 @@ func New(reg prometheus.Registerer, log logr.Logger) (*Counter, error) {
 // a refused write cost the API server and its webhooks as much as an
 // accepted one.
 func (c *Counter) Wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	return promhttp.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		if req.Method != http.MethodGet {
 			c.count(req)
 		}
@@ -74,7 +75,3 @@ func (c *Counter) count(req *http.Request) {
 	c.writes.WithLabelValues(info.Verb, resource, dryRun).Inc()
 	c.log.V(4).Info("write", "verb", info.Verb, "path", req.URL.Path, "dryRun", dryRun)
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
