@@ -442,10 +442,9 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 	defer r.changeEvents(s)
 	current := indexByKey(s.current.Objects(), s.live)
 	clones := s.result.Desired.ClonesOf()
+	_, failing := r.failing.Load(s.topo.UID)
+	probe := failing || lastPassFailed(s.topo)
 	checked := map[clusterstate.Key]bool{}
-	if _, failing := r.failing.Load(s.topo.UID); !failing && !lastPassFailed(s.topo) {
-		checked = nil // nothing to check: no dry run this pass
-	}
 	var created []*unstructured.Unstructured
 	fail := func(err error) (bool, error) {
 		r.deleteClones(ctx, s, created)
@@ -455,7 +454,7 @@ func (r *TopologyReconciler) applyDesired(ctx context.Context, s *scope) (bool, 
 	for _, obj := range objs {
 		key := clusterstate.KeyOf(obj)
 		existed := current[key] != nil
-		if referrer := clones[key]; checked != nil && !existed && referrer != nil && !checked[clusterstate.KeyOf(referrer)] {
+		if referrer := clones[key]; probe && !existed && referrer != nil && !checked[clusterstate.KeyOf(referrer)] {
 			checked[clusterstate.KeyOf(referrer)] = true
 			if err := r.dryRun(ctx, referrer); err != nil {
 				return fail(fmt.Errorf("not creating %s %s: %w", obj.GetKind(), obj.GetName(), err))
