@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"text/template"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -120,10 +121,20 @@ func (g *Generator) Template(tpl string, v Vars) (string, error) {
 
 // Parse parses a naming template the way Template does, so validation reports
 // the same errors the controller would hit.
+// A parsed template is kept by its text: a class's few naming templates are
+// rendered for every new object, and parsing was most of the cost.
 func Parse(tpl string) (*template.Template, error) {
+	if t, ok := parsed.Load(tpl); ok {
+		return t.(*template.Template), nil
+	}
 	t, err := template.New("name").Option("missingkey=error").Parse(tpl)
 	if err != nil {
 		return nil, fmt.Errorf("parsing naming template %q: %w", tpl, err)
 	}
+	parsed.Store(tpl, t)
 	return t, nil
 }
+
+// parsed holds each naming template parsed, by its text; Execute on a parsed
+// template is safe from several goroutines.
+var parsed sync.Map

@@ -237,7 +237,7 @@ func ValidateGenerated(o *unstructured.Unstructured) field.ErrorList {
 			errs = append(errs, field.Invalid(meta.Child("name"), o.GetName(), "must be a valid label value: "+msg))
 		}
 	}
-	errs = append(errs, metav1validation.ValidateLabels(o.GetLabels(), meta.Child("labels"))...)
+	errs = append(errs, knownLabels.validate(o.GetLabels(), meta.Child("labels"))...)
 	errs = append(errs, apimachineryvalidation.ValidateAnnotations(o.GetAnnotations(), meta.Child("annotations"))...)
 	for _, path := range [][]string{{"spec", "template", "metadata"}, {"spec", "machineTemplate", "metadata"}} {
 		m, found, _ := unstructured.NestedMap(o.Object, path...)
@@ -247,7 +247,7 @@ func ValidateGenerated(o *unstructured.Unstructured) field.ErrorList {
 		p := field.NewPath(path[0], path[1:]...)
 		labels, _, _ := unstructured.NestedStringMap(m, "labels")
 		annotations, _, _ := unstructured.NestedStringMap(m, "annotations")
-		errs = append(errs, metav1validation.ValidateLabels(labels, p.Child("labels"))...)
+		errs = append(errs, knownLabels.validate(labels, p.Child("labels"))...)
 		errs = append(errs, apimachineryvalidation.ValidateAnnotations(annotations, p.Child("annotations"))...)
 	}
 	return errs

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -16,6 +17,7 @@ import (
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
@@ -47,7 +49,17 @@ type Definition struct {
 
 	celOnce sync.Once
 	cel     *cel.Validator
+
+	// valid remembers values found valid without an old value, up to
+	// maxValidValues of them: a class's clusters mostly share their values,
+	// and the agent checks every Topology's on every pass. Without an old
+	// value the answer depends on the value alone, transition rules aside.
+	valid      sync.Map
+	validCount atomic.Int64
 }
+
+// maxValidValues bounds the values each definition remembers as valid.
+const maxValidValues = 1024
 
 // Catalog is the set of variables of a class, compiled.
 type Catalog struct {
@@ -217,11 +229,31 @@ func (c *Catalog) Validate(ctx context.Context, values, old []v1alpha2.ClusterVa
 
 // Validate checks one value against the definition; p is the path of the value.
 func (d *Definition) Validate(ctx context.Context, raw, oldRaw []byte, p *field.Path) field.ErrorList {
-	var value any
 	if len(raw) == 0 {
 		return field.ErrorList{field.Required(p, fmt.Sprintf("variable %q needs a value", d.Name))}
 	}
-	if err := json.Unmarshal(raw, &value); err != nil {
+	if len(oldRaw) > 0 {
+		return d.validate(ctx, raw, oldRaw, p)
+	}
+	if _, known := d.valid.Load(string(raw)); known {
+		return nil
+	}
+	errs := d.validate(ctx, raw, nil, p)
+	if len(errs) == 0 && d.validCount.Load() < maxValidValues {
+		if _, loaded := d.valid.LoadOrStore(string(raw), struct{}{}); !loaded {
+			d.validCount.Add(1)
+		}
+	}
+	return errs
+}
+
+// validate checks one value against the schema, its pruning and its CEL rules.
+func (d *Definition) validate(ctx context.Context, raw, oldRaw []byte, p *field.Path) field.ErrorList {
+	// Whole numbers decode to int64, as the API server decodes them, so
+	// that CEL sees an integer variable as an int, as upstream's
+	// validation does.
+	var value any
+	if err := utiljson.Unmarshal(raw, &value); err != nil {
 		return field.ErrorList{field.Invalid(p, string(raw), fmt.Sprintf("value is not valid JSON: %v", err))}
 	}
 	if errs := validation.ValidateCustomResource(p, value, d.validator); len(errs) > 0 {
@@ -251,7 +283,7 @@ func (d *Definition) Validate(ctx context.Context, raw, oldRaw []byte, p *field.
 	var oldWrapped any
 	if len(oldRaw) > 0 {
 		var ov any
-		if err := json.Unmarshal(oldRaw, &ov); err == nil {
+		if err := utiljson.Unmarshal(oldRaw, &ov); err == nil {
 			oldWrapped = map[string]any{wrapKey: ov}
 		}
 	}

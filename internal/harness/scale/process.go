@@ -26,6 +26,9 @@ const clockTicks = 100
 type Usage struct {
 	// PeakRSS is its peak resident set size in bytes (VmHWM).
 	PeakRSS int64
+	// RSS is its resident set size when read, in bytes (VmRSS): beside
+	// PeakRSS over time it says in which phase the peak was reached.
+	RSS int64
 	// CPU is the user and system time it has run.
 	CPU time.Duration
 }
@@ -38,12 +41,14 @@ func ReadUsage(pid int) (Usage, error) {
 		return u, fmt.Errorf("reading the memory of process %d: %w", pid, err)
 	}
 	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kib, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-			if err != nil {
-				return u, fmt.Errorf("process %d: VmHWM %q: %w", pid, rest, err)
+		for key, into := range map[string]*int64{"VmHWM:": &u.PeakRSS, "VmRSS:": &u.RSS} {
+			if rest, ok := strings.CutPrefix(line, key); ok {
+				kib, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+				if err != nil {
+					return u, fmt.Errorf("process %d: %s %q: %w", pid, key, rest, err)
+				}
+				*into = kib * 1024
 			}
-			u.PeakRSS = kib * 1024
 		}
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

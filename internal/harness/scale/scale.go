@@ -354,7 +354,7 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 	}()
 	slices.Sort(latencies)
 	m.CreateP50, m.CreateP99 = latencies[len(latencies)/2], latencies[len(latencies)*99/100]
-	if err := allReconciled(ctx, k8s, cluster, ns, opts.N, opts.IdleProviders, opts.Timeout, opts.Log); err != nil {
+	if err := allReconciled(ctx, k8s, cluster, ns, opts.N, opts.IdleProviders, opts.Timeout, opts.Log, t.memory); err != nil {
 		return m, fmt.Errorf("%s: %w", side, err)
 	}
 	m.Reconciled = time.Since(start)
@@ -607,7 +607,7 @@ func setReplicas(o *unstructured.Unstructured, n int64) error {
 // once and then watches, relisting only when the watch ends: a list of
 // every cluster each second was an eighth of the API server's CPU at 1,000
 // (its profile), load the benchmark put on what it measures.
-func allReconciled(ctx context.Context, k8s client.WithWatch, cluster *unstructured.Unstructured, ns string, n int, idleProviders bool, timeout time.Duration, log io.Writer) error {
+func allReconciled(ctx context.Context, k8s client.WithWatch, cluster *unstructured.Unstructured, ns string, n int, idleProviders bool, timeout time.Duration, log io.Writer, memory func() string) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	gv := cluster.GroupVersionKind().GroupVersion()
@@ -647,7 +647,7 @@ func allReconciled(ctx context.Context, k8s client.WithWatch, cluster *unstructu
 			continue
 		}
 		last = watchUntil(ctx, w, reconciled, n, idleProviders, progress.C, func() {
-			logf(log, "  %d of %d reconciled (%d seen)", reconciled.done(), n, len(reconciled))
+			logf(log, "  %d of %d reconciled (%d seen)%s", reconciled.done(), n, len(reconciled), memory())
 		})
 		w.Stop()
 		if ctx.Err() != nil {
@@ -805,6 +805,20 @@ func resync(ctx context.Context, c controller, n int, timeout time.Duration, rec
 	}
 	reconciled()
 	return idle(ctx, c, timeout)
+}
+
+// memory says, for the progress lines, the measured process's resident set
+// now and its peak so far, so that a run shows when the peak was reached; it
+// is empty without a measured process.
+func (t *target) memory() string {
+	if t.measured == nil {
+		return ""
+	}
+	u, err := usage(*t.measured)
+	if err != nil {
+		return fmt.Sprintf("; the %s's memory could not be read: %v", t.measured.name, err)
+	}
+	return fmt.Sprintf("; the %s's RSS %d MiB, peak %d MiB", t.measured.name, u.RSS>>20, u.PeakRSS>>20)
 }
 
 // othersBusy starts counting the CPU time of the core manager (when it is

@@ -54,6 +54,9 @@ func TestReadUsageOfThisProcess(t *testing.T) {
 	if u.PeakRSS < 1<<20 {
 		t.Errorf("peak RSS of the test process is %d bytes; it is at least a MiB", u.PeakRSS)
 	}
+	if u.RSS < 1<<20 || u.RSS > u.PeakRSS {
+		t.Errorf("RSS of the test process is %d bytes against a peak of %d; it is at least a MiB and at most the peak", u.RSS, u.PeakRSS)
+	}
 	if _, err := ReadUsage(-1); err == nil {
 		t.Error("a process that does not exist has usage")
 	}
