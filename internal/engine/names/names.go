@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"text/template"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/lru"
 )
 
 const (
@@ -124,17 +124,18 @@ func (g *Generator) Template(tpl string, v Vars) (string, error) {
 // A parsed template is kept by its text: a class's few naming templates are
 // rendered for every new object, and parsing was most of the cost.
 func Parse(tpl string) (*template.Template, error) {
-	if t, ok := parsed.Load(tpl); ok {
+	if t, ok := parsed.Get(tpl); ok {
 		return t.(*template.Template), nil
 	}
 	t, err := template.New("name").Option("missingkey=error").Parse(tpl)
 	if err != nil {
 		return nil, fmt.Errorf("parsing naming template %q: %w", tpl, err)
 	}
-	parsed.Store(tpl, t)
+	parsed.Add(tpl, t)
 	return t, nil
 }
 
-// parsed holds each naming template parsed, by its text; Execute on a parsed
-// template is safe from several goroutines.
-var parsed sync.Map
+// parsed holds the naming templates last parsed, by their text; Execute on a
+// parsed template is safe from several goroutines. Bounded, as the class
+// webhook parses whatever templates it is sent.
+var parsed = lru.New(256)

@@ -3,7 +3,6 @@ package patches
 import (
 	"encoding/json"
 	"strings"
-	"sync"
 	"text/template"
 	"text/template/parse"
 )
@@ -72,28 +71,15 @@ func templateReads(t *template.Template) (reads [][]string, ok bool) {
 	return reads, ok
 }
 
-// reads caches templateReads by template text.
-var reads sync.Map // text -> readsEntry
-
+// readsEntry is what a template reads, as templateReads found it.
 type readsEntry struct {
 	paths [][]string
 	ok    bool
 }
 
-func readsOf(text string, t *template.Template) readsEntry {
-	if e, ok := reads.Load(text); ok {
-		return e.(readsEntry)
-	}
-	paths, ok := templateReads(t)
-	e := readsEntry{paths: paths, ok: ok}
-	reads.Store(text, e)
-	return e
-}
-
 // inputKey renders the template text and the values it reads as one string;
 // ok is false when the template cannot be keyed.
-func inputKey(text string, t *template.Template, vars map[string]any) (string, bool) {
-	e := readsOf(text, t)
+func inputKey(text string, e readsEntry, vars map[string]any) (string, bool) {
 	if !e.ok {
 		return "", false
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/Masterminds/sprig/v3"
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
@@ -401,22 +402,41 @@ func (r *renderer) value(op v1alpha2.JSONPatch, vars map[string]any) (any, error
 var (
 	funcsOnce sync.Once
 	funcs     template.FuncMap
-	parsed    sync.Map // template text -> *template.Template
+	// parsed holds the templates last parsed, by their text; bounded, as
+	// the class webhook parses whatever templates it is sent.
+	parsed = lru.New(1024)
 )
 
 // Parse parses a patch template with sprig's hermetic functions, caching the
 // result: the same class is rendered over and over.
 func Parse(text string) (*template.Template, error) {
-	if t, ok := parsed.Load(text); ok {
-		return t.(*template.Template), nil
+	e, err := parsedOf(text)
+	if err != nil {
+		return nil, err
+	}
+	return e.t, nil
+}
+
+// parsedTemplate is a parsed template with the values it reads, both
+// derived from its text once.
+type parsedTemplate struct {
+	t     *template.Template
+	reads readsEntry
+}
+
+func parsedOf(text string) (*parsedTemplate, error) {
+	if e, ok := parsed.Get(text); ok {
+		return e.(*parsedTemplate), nil
 	}
 	funcsOnce.Do(func() { funcs = sprig.HermeticTxtFuncMap() })
 	t, err := template.New("patch").Funcs(funcs).Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("template does not parse: %w", err)
 	}
-	parsed.Store(text, t)
-	return t, nil
+	paths, ok := templateReads(t)
+	e := &parsedTemplate{t: t, reads: readsEntry{paths: paths, ok: ok}}
+	parsed.Add(text, e)
+	return e, nil
 }
 
 // Render executes a template over the variables and reads the output as YAML.
@@ -425,13 +445,14 @@ func Render(text string, vars map[string]any) (any, error) {
 }
 
 func (r *renderer) render(text string, vars map[string]any) (any, error) {
-	t, err := Parse(text)
+	e, err := parsedOf(text)
 	if err != nil {
 		return nil, err
 	}
+	t := e.t
 	key, keyed := "", false
 	if r.rendered != nil {
-		if key, keyed = inputKey(text, t, vars); keyed {
+		if key, keyed = inputKey(text, e.reads, vars); keyed {
 			if v, ok := r.rendered[key]; ok {
 				return v, nil
 			}

@@ -5,13 +5,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/lru"
 )
 
 // TestLabelMemoAnswersAsTheLibrary checks that remembering valid keys and
 // values changes no answer: a known key with a bad value, or a bad key with a
 // known value, is refused with the library's own errors.
 func TestLabelMemoAnswersAsTheLibrary(t *testing.T) {
-	m := &labelMemo{limit: 16}
+	m := labelMemo{known: lru.New(16)}
 	p := field.NewPath("metadata", "labels")
 	good := map[string]string{"cluster.x-k8s.io/cluster-name": "c-0001", "topology.cluster.x-k8s.io/owned": ""}
 	for range 2 {
@@ -34,12 +35,12 @@ func TestLabelMemoAnswersAsTheLibrary(t *testing.T) {
 			}
 		}
 	}
-	if got := m.size.Load(); got != 4 {
+	if got := m.known.Len(); got != 4 {
 		t.Errorf("remembered %d keys and values, want the 4 valid ones", got)
 	}
-	full := &labelMemo{limit: 1}
+	full := labelMemo{known: lru.New(1)}
 	full.validate(good, p)
-	if got := full.size.Load(); got > 2 {
+	if got := full.known.Len(); got > 1 {
 		t.Errorf("a memo limited to 1 remembered %d", got)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -20,6 +19,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/utils/lru"
 
 	"github.com/kubectl-topology/kubectl-topology/pkg/api/v1alpha2"
 )
@@ -50,12 +50,12 @@ type Definition struct {
 	celOnce sync.Once
 	cel     *cel.Validator
 
-	// valid remembers values found valid without an old value, up to
-	// maxValidValues of them: a class's clusters mostly share their values,
-	// and the agent checks every Topology's on every pass. Without an old
-	// value the answer depends on the value alone, transition rules aside.
-	valid      sync.Map
-	validCount atomic.Int64
+	// valid remembers values found valid without an old value, the
+	// maxValidValues last used: a class's clusters mostly share their
+	// values, and the agent checks every Topology's on every pass. Without
+	// an old value the answer depends on the value alone, transition rules
+	// aside.
+	valid *lru.Cache
 }
 
 // maxValidValues bounds the values each definition remembers as valid.
@@ -107,7 +107,7 @@ func compile(v v1alpha2.ClusterClassVariable, p *field.Path) (*Definition, field
 	if err != nil {
 		return nil, field.ErrorList{field.Invalid(p, "", fmt.Sprintf("schema of variable %q cannot be used: %v", v.Name, err))}
 	}
-	return &Definition{Name: v.Name, Required: v.Required, Schema: schema, Source: v, wrapped: wrapped, validator: validator, hasCEL: hasCELRules(schema)}, nil
+	return &Definition{Name: v.Name, Required: v.Required, Schema: schema, Source: v, wrapped: wrapped, validator: validator, hasCEL: hasCELRules(schema), valid: lru.New(maxValidValues)}, nil
 }
 
 // celValidator compiles the CEL rules of a definition on first use; nil when it has none.
@@ -235,14 +235,12 @@ func (d *Definition) Validate(ctx context.Context, raw, oldRaw []byte, p *field.
 	if len(oldRaw) > 0 {
 		return d.validate(ctx, raw, oldRaw, p)
 	}
-	if _, known := d.valid.Load(string(raw)); known {
+	if _, known := d.valid.Get(string(raw)); known {
 		return nil
 	}
 	errs := d.validate(ctx, raw, nil, p)
-	if len(errs) == 0 && d.validCount.Load() < maxValidValues {
-		if _, loaded := d.valid.LoadOrStore(string(raw), struct{}{}); !loaded {
-			d.validCount.Add(1)
-		}
+	if len(errs) == 0 {
+		d.valid.Add(string(raw), nil)
 	}
 	return errs
 }

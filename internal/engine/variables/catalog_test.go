@@ -46,7 +46,7 @@ func TestValidateRemembersOnlyValidValues(t *testing.T) {
 	if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), "size may not shrink") {
 		t.Fatalf("5 after 7: %v, want the transition rule's message", errs)
 	}
-	if got := cat.defs["size"].validCount.Load(); got != 1 {
+	if got := cat.defs["size"].valid.Len(); got != 1 {
 		t.Errorf("remembered %d values, want 1 (5 alone)", got)
 	}
 }
@@ -64,7 +64,7 @@ func TestValidateRemembersAtMostTheLimit(t *testing.T) {
 			t.Fatal(errs)
 		}
 	}
-	if got := cat.defs["n"].validCount.Load(); got != maxValidValues {
+	if got := cat.defs["n"].valid.Len(); got != maxValidValues {
 		t.Errorf("remembered %d values, want the limit %d", got, maxValidValues)
 	}
 }
