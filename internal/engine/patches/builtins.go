@@ -83,26 +83,6 @@ type WorkerBuiltins struct {
 	InfrastructureRef *NameRef             `json:"infrastructureRef,omitempty"`
 }
 
-// merged returns b with the non-nil parts of o laid over it.
-func (b Builtins) merged(o *Builtins) Builtins {
-	if o == nil {
-		return b
-	}
-	if o.Cluster != nil {
-		b.Cluster = o.Cluster
-	}
-	if o.ControlPlane != nil {
-		b.ControlPlane = o.ControlPlane
-	}
-	if o.MachineDeployment != nil {
-		b.MachineDeployment = o.MachineDeployment
-	}
-	if o.MachinePool != nil {
-		b.MachinePool = o.MachinePool
-	}
-	return b
-}
-
 // CheckBuiltinPath says whether a valueFrom.variable path under "builtin"
 // names a value the builtins have, such as builtin.cluster.name or
 // builtin.cluster.network.pods[0]; the Builtins type is the one list of them.

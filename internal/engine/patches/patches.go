@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"text/template"
@@ -128,9 +129,9 @@ func Apply(ctx context.Context, in Input) error {
 	}
 	// Variables per target are computed once; patches only change objects.
 	vars := make([]map[string]any, len(in.Targets))
-	parts := builtinParts{}
+	common := jsonMap(in.Builtins)
 	for i, t := range in.Targets {
-		v, err := targetVariables(globals, in.Builtins, t, parts)
+		v, err := targetVariables(globals, common, t)
 		if err != nil {
 			return fmt.Errorf("variables for %s: %w", t.Description, err)
 		}
@@ -504,7 +505,7 @@ func decodeVariables(vs []v1alpha2.ClusterVariable) (map[string]any, error) {
 	return out, nil
 }
 
-func targetVariables(globals map[string]any, common Builtins, t *Target, parts builtinParts) (map[string]any, error) {
+func targetVariables(globals, common map[string]any, t *Target) (map[string]any, error) {
 	out := make(map[string]any, len(globals)+1)
 	for k, v := range globals {
 		out[k] = v
@@ -516,42 +517,28 @@ func targetVariables(globals map[string]any, common Builtins, t *Target, parts b
 	for k, v := range overrides {
 		out[k] = v
 	}
-	out["builtin"] = parts.toMap(common.merged(t.Builtins))
+	out["builtin"] = withTargetBuiltins(common, t.Builtins)
 	return out, nil
 }
 
-// builtinParts holds the generic form of each part of the builtins a pass
-// has converted, by the part's pointer: every target shares the cluster's
-// part, the largest, and converting it once per target cost a tenth of a
-// desired state. Templates and lookups only read the maps, so sharing them
-// is safe.
-type builtinParts map[any]any
-
-// toMap turns builtins into the generic form templates and lookups read.
-func (p builtinParts) toMap(b Builtins) map[string]any {
-	m := map[string]any{}
-	add := func(key string, part any, isNil bool) {
-		if isNil {
-			return
-		}
-		v, ok := p[part]
-		if !ok {
-			v = jsonValue(part)
-			p[part] = v
-		}
-		m[key] = v
+// withTargetBuiltins lays a target's own builtins over the common ones, in
+// the generic form templates and lookups read. The common ones are converted
+// once per pass and shared, as templates only read them: converting the
+// cluster's for each target cost a tenth of a desired state.
+func withTargetBuiltins(common map[string]any, own *Builtins) map[string]any {
+	if own == nil {
+		return common
 	}
-	add("cluster", b.Cluster, b.Cluster == nil)
-	add("controlPlane", b.ControlPlane, b.ControlPlane == nil)
-	add("machineDeployment", b.MachineDeployment, b.MachineDeployment == nil)
-	add("machinePool", b.MachinePool, b.MachinePool == nil)
-	return m
+	out := maps.Clone(common)
+	maps.Copy(out, jsonMap(*own))
+	return out
 }
 
-// jsonValue is v in the generic form encoding/json decodes it to.
-func jsonValue(v any) any {
-	raw, _ := json.Marshal(v)
-	var out any
+// jsonMap is builtins in the generic form encoding/json decodes it to; a
+// part left nil is absent.
+func jsonMap(b Builtins) map[string]any {
+	raw, _ := json.Marshal(b)
+	var out map[string]any
 	_ = json.Unmarshal(raw, &out)
 	return out
 }
