@@ -40,16 +40,18 @@ func ReadUsage(pid int) (Usage, error) {
 	if err != nil {
 		return u, fmt.Errorf("reading the memory of process %d: %w", pid, err)
 	}
+	fields := map[string]*int64{"VmHWM": &u.PeakRSS, "VmRSS": &u.RSS}
 	for _, line := range strings.Split(string(status), "\n") {
-		for key, into := range map[string]*int64{"VmHWM:": &u.PeakRSS, "VmRSS:": &u.RSS} {
-			if rest, ok := strings.CutPrefix(line, key); ok {
-				kib, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-				if err != nil {
-					return u, fmt.Errorf("process %d: %s %q: %w", pid, key, rest, err)
-				}
-				*into = kib * 1024
-			}
+		key, rest, _ := strings.Cut(line, ":")
+		into, ok := fields[key]
+		if !ok {
+			continue
 		}
+		kib, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+		if err != nil {
+			return u, fmt.Errorf("process %d: %s %q: %w", pid, key, rest, err)
+		}
+		*into = kib * 1024
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
