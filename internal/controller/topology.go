@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -195,6 +196,7 @@ func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error
 		r.callBeforeClusterCreate,
 		r.observeRollout,
 		r.computeDesired,
+		r.confirmNewPools,
 		r.writeOwedHooks,
 		r.applyDesired,
 		r.deleteUnused,
@@ -305,6 +307,56 @@ func (r *TopologyReconciler) waitForCache(ctx context.Context, s *scope) (bool, 
 			}
 		case !apierrors.IsNotFound(err):
 			return false, fmt.Errorf("reading %s, which the cache does not hold yet: %w", key, err)
+		}
+	}
+	return true, nil
+}
+
+// confirmNewPools ends the pass, without a status write, when a pool the
+// desired state would create, or defers creating, is one the API server
+// already has for this cluster. The cache lists pools kind by kind: on a view
+// without one, the pass would make a second MachineDeployment beside it, or
+// report it as yet to be made. Upstream's topology controller makes the same
+// live check before it creates a pool. Only the pool's metadata is listed,
+// and only when the view has the Cluster: a brand-new cluster's first pass
+// has nothing that could lag, and at a thousand new clusters each would pay
+// a list.
+func (r *TopologyReconciler) confirmNewPools(ctx context.Context, s *scope) (bool, error) {
+	if r.APIReader == nil || s.current.Cluster == nil {
+		return true, nil
+	}
+	for _, set := range []struct {
+		kind, label      string
+		desired, current map[string]*clusterstate.Worker
+	}{
+		{"MachineDeployment", clusterv1.ClusterTopologyMachineDeploymentNameLabel, s.result.Desired.MachineDeployments, s.current.MachineDeployments},
+		{"MachinePool", clusterv1.ClusterTopologyMachinePoolNameLabel, s.result.Desired.MachinePools, s.current.MachinePools},
+	} {
+		var absent []string
+		for name := range set.desired {
+			if set.current[name] == nil {
+				absent = append(absent, name)
+			}
+		}
+		if len(absent) == 0 {
+			continue
+		}
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(r.capiGVK(set.kind + "List"))
+		err := r.APIReader.List(ctx, list, client.InNamespace(s.topo.Namespace),
+			client.MatchingLabels{clusterv1.ClusterNameLabel: s.topo.Name}, client.HasLabels{clusterv1.ClusterTopologyOwnedLabel})
+		if meta.IsNoMatchError(err) {
+			continue // the kind is not installed: none can exist
+		}
+		if err != nil {
+			return false, fmt.Errorf("listing the %ss of Cluster %s/%s, to confirm that %s are new: %w", set.kind, s.topo.Namespace, s.topo.Name, strings.Join(absent, ", "), err)
+		}
+		for _, o := range list.Items {
+			if pool := o.Labels[set.label]; slices.Contains(absent, pool) {
+				ctrl.LoggerFrom(ctx).V(1).Info("the cache lags the API server: looking again", "missing", set.kind+" "+o.Name, "pool", pool)
+				s.cacheBehind = true
+				return false, nil
+			}
 		}
 	}
 	return true, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -478,6 +479,48 @@ func TestAPassOnALaggingCacheStops(t *testing.T) {
 	}
 	if cont, s := pass(gone); !cont || s.cacheBehind {
 		t.Errorf("a pass whose MachinePool refers to a DockerMachinePool the server does not have stopped (cacheBehind %v)", s.cacheBehind)
+	}
+}
+
+// TestAPoolTheCacheLacksIsNotMadeAgain: a pass whose view lists the Cluster
+// and its control plane but not a MachineDeployment the server has would
+// make a second one for the pool (its control plane stable) or report it as
+// yet to be made (its control plane provisioning). The pass stops, as
+// upstream's live check skips the creation; a pool the server does not have
+// either is new, and the pass goes on.
+func TestAPoolTheCacheLacksIsNotMadeAgain(t *testing.T) {
+	ctx := context.Background()
+	ex := generatedExample(t)
+	live := liveOf(t, ex)
+	md := generatedOf(t, ex, "a MachineDeployment", func(o *unstructured.Unstructured) bool { return o.GetKind() == "MachineDeployment" })
+	pool := md.GetLabels()[clusterv1.ClusterTopologyMachineDeploymentNameLabel]
+	lagging := slices.DeleteFunc(slices.Clone(live), func(o *unstructured.Unstructured) bool { return clusterstate.KeyOf(o) == clusterstate.KeyOf(md) })
+	topo := topologyOf(t, ex)
+	pass := func(view []*unstructured.Unstructured, desired *clusterstate.State) (bool, *scope) {
+		t.Helper()
+		s := &scope{topo: topo, class: &rules.CompiledClass{Class: ex.Class}, live: view, current: loader.State(topo, ex.Class, view), result: &desiredstate.Result{Desired: desired}}
+		r := &TopologyReconciler{Client: k8s, APIReader: k8s, Recorder: record.NewFakeRecorder(10)}
+		cont, err := r.confirmNewPools(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cont, s
+	}
+	whole := loader.State(topo, ex.Class, live)
+	if whole.MachineDeployments[pool] == nil {
+		t.Fatalf("the whole view has no pool %s: %v", pool, slices.Collect(maps.Keys(whole.MachineDeployments)))
+	}
+	if cont, s := pass(lagging, whole); cont || !s.cacheBehind {
+		t.Errorf("a pass whose view lacks MachineDeployment %s (pool %s), which the server has, went on to make it (cacheBehind %v)", md.GetName(), pool, s.cacheBehind)
+	}
+	if cont, s := pass(live, whole); !cont || s.cacheBehind {
+		t.Errorf("a pass on the whole view stopped (cacheBehind %v)", s.cacheBehind)
+	}
+	// A pool added to the topology: the server has none of it.
+	added := loader.State(topo, ex.Class, live)
+	added.MachineDeployments["md-new"] = whole.MachineDeployments[pool]
+	if cont, s := pass(live, added); !cont || s.cacheBehind {
+		t.Errorf("a pass that makes the new pool md-new stopped (cacheBehind %v)", s.cacheBehind)
 	}
 }
 
