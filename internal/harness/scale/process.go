@@ -29,6 +29,9 @@ type Usage struct {
 	// RSS is its resident set size when read, in bytes (VmRSS): beside
 	// PeakRSS over time it says in which phase the peak was reached.
 	RSS int64
+	// FileRSS is the part of RSS mapped from files (RssFile), the binary's
+	// own pages above all: what no change to the heap can shrink.
+	FileRSS int64
 	// CPU is the user and system time it has run.
 	CPU time.Duration
 }
@@ -40,7 +43,7 @@ func ReadUsage(pid int) (Usage, error) {
 	if err != nil {
 		return u, fmt.Errorf("reading the memory of process %d: %w", pid, err)
 	}
-	fields := map[string]*int64{"VmHWM": &u.PeakRSS, "VmRSS": &u.RSS}
+	fields := map[string]*int64{"VmHWM": &u.PeakRSS, "VmRSS": &u.RSS, "RssFile": &u.FileRSS}
 	for _, line := range strings.Split(string(status), "\n") {
 		key, rest, _ := strings.Cut(line, ":")
 		into, ok := fields[key]

@@ -808,8 +808,9 @@ func resync(ctx context.Context, c controller, n int, timeout time.Duration, rec
 }
 
 // memory says, for the progress lines, the measured process's resident set
-// now and its peak so far, so that a run shows when the peak was reached; it
-// is empty without a measured process.
+// now, the part of it mapped from files, and its peak so far, so that a run
+// shows when the peak was reached and how much of it the heap could change;
+// it is empty without a measured process.
 func (t *target) memory() string {
 	if t.measured == nil {
 		return ""
@@ -818,7 +819,7 @@ func (t *target) memory() string {
 	if err != nil {
 		return fmt.Sprintf("; the %s's memory could not be read: %v", t.measured.name, err)
 	}
-	return fmt.Sprintf("; the %s's RSS %d MiB, peak %d MiB", t.measured.name, u.RSS>>20, u.PeakRSS>>20)
+	return fmt.Sprintf("; the %s's RSS %d MiB (%d MiB of it files), peak %d MiB", t.measured.name, u.RSS>>20, u.FileRSS>>20, u.PeakRSS>>20)
 }
 
 // othersBusy starts counting the CPU time of the core manager (when it is

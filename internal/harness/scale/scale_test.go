@@ -57,6 +57,9 @@ func TestReadUsageOfThisProcess(t *testing.T) {
 	if u.RSS < 1<<20 || u.RSS > u.PeakRSS {
 		t.Errorf("RSS of the test process is %d bytes against a peak of %d; it is at least a MiB and at most the peak", u.RSS, u.PeakRSS)
 	}
+	if u.FileRSS <= 0 || u.FileRSS >= u.RSS {
+		t.Errorf("RSS of the test process mapped from files is %d bytes against an RSS of %d; the binary's pages make it more than none and the heap's less than all", u.FileRSS, u.RSS)
+	}
 	if _, err := ReadUsage(-1); err == nil {
 		t.Error("a process that does not exist has usage")
 	}
