@@ -196,7 +196,6 @@ func (r *TopologyReconciler) reconcileSteps(ctx context.Context, s *scope) error
 		r.callBeforeClusterCreate,
 		r.observeRollout,
 		r.computeDesired,
-		r.confirmNewPools,
 		r.writeOwedHooks,
 		r.applyDesired,
 		r.deleteUnused,
@@ -285,6 +284,8 @@ const cacheBehindRetry = 200 * time.Millisecond
 // wrote a pool and its new clones can see the pool without them; computed
 // on that view, the desired state would make the clones again under new
 // names and point the pool at them, rolling its machines for nothing.
+// Pools the view lacks are checked the same way (waitForPools), before the
+// desired state is computed and its lifecycle hooks called.
 func (r *TopologyReconciler) waitForCache(ctx context.Context, s *scope) (bool, error) {
 	if r.APIReader == nil {
 		return true, nil
@@ -309,35 +310,35 @@ func (r *TopologyReconciler) waitForCache(ctx context.Context, s *scope) (bool, 
 			return false, fmt.Errorf("reading %s, which the cache does not hold yet: %w", key, err)
 		}
 	}
-	return true, nil
+	return r.waitForPools(ctx, s)
 }
 
-// confirmNewPools ends the pass, without a status write, when a pool the
-// desired state would create, or defers creating, is one the API server
-// already has for this cluster. The cache lists pools kind by kind: on a view
-// without one, the pass would make a second MachineDeployment beside it, or
-// report it as yet to be made. Upstream's topology controller makes the same
-// live check before it creates a pool. Only the pool's metadata is listed,
-// and only when the view has the Cluster: a brand-new cluster's first pass
-// has nothing that could lag, and at a thousand new clusters each would pay
-// a list.
-func (r *TopologyReconciler) confirmNewPools(ctx context.Context, s *scope) (bool, error) {
-	if r.APIReader == nil || s.current.Cluster == nil {
+// waitForPools is waitForCache for the pools the topology names but the view
+// lacks while it lists the Cluster: on that view the pass would make a second
+// MachineDeployment beside the one the server has, or report its creation as
+// deferred. Upstream's topology controller makes the same live check before
+// it creates a pool. Only the pools' metadata is listed, and only then: a
+// brand-new cluster's first pass has nothing that could lag.
+func (r *TopologyReconciler) waitForPools(ctx context.Context, s *scope) (bool, error) {
+	if s.current.Cluster == nil || s.topo.Spec.Workers == nil {
 		return true, nil
 	}
+	var mds, mps []string
+	for _, md := range s.topo.Spec.Workers.MachineDeployments {
+		mds = append(mds, md.Name)
+	}
+	for _, mp := range s.topo.Spec.Workers.MachinePools {
+		mps = append(mps, mp.Name)
+	}
 	for _, set := range []struct {
-		kind, label      string
-		desired, current map[string]*clusterstate.Worker
+		kind, label string
+		named       []string
+		current     map[string]*clusterstate.Worker
 	}{
-		{"MachineDeployment", clusterv1.ClusterTopologyMachineDeploymentNameLabel, s.result.Desired.MachineDeployments, s.current.MachineDeployments},
-		{"MachinePool", clusterv1.ClusterTopologyMachinePoolNameLabel, s.result.Desired.MachinePools, s.current.MachinePools},
+		{"MachineDeployment", clusterv1.ClusterTopologyMachineDeploymentNameLabel, mds, s.current.MachineDeployments},
+		{"MachinePool", clusterv1.ClusterTopologyMachinePoolNameLabel, mps, s.current.MachinePools},
 	} {
-		var absent []string
-		for name := range set.desired {
-			if set.current[name] == nil {
-				absent = append(absent, name)
-			}
-		}
+		absent := slices.DeleteFunc(set.named, func(name string) bool { return set.current[name] != nil })
 		if len(absent) == 0 {
 			continue
 		}

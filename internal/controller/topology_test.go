@@ -496,29 +496,30 @@ func TestAPoolTheCacheLacksIsNotMadeAgain(t *testing.T) {
 	pool := md.GetLabels()[clusterv1.ClusterTopologyMachineDeploymentNameLabel]
 	lagging := slices.DeleteFunc(slices.Clone(live), func(o *unstructured.Unstructured) bool { return clusterstate.KeyOf(o) == clusterstate.KeyOf(md) })
 	topo := topologyOf(t, ex)
-	pass := func(view []*unstructured.Unstructured, desired *clusterstate.State) (bool, *scope) {
+	pass := func(view []*unstructured.Unstructured, topo *v1alpha2.Topology) (bool, *scope) {
 		t.Helper()
-		s := &scope{topo: topo, class: &rules.CompiledClass{Class: ex.Class}, live: view, current: loader.State(topo, ex.Class, view), result: &desiredstate.Result{Desired: desired}}
+		s := &scope{topo: topo, class: &rules.CompiledClass{Class: ex.Class}, live: view, current: loader.State(topo, ex.Class, view)}
 		r := &TopologyReconciler{Client: k8s, APIReader: k8s, Recorder: record.NewFakeRecorder(10)}
-		cont, err := r.confirmNewPools(ctx, s)
+		cont, err := r.waitForCache(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return cont, s
 	}
-	whole := loader.State(topo, ex.Class, live)
-	if whole.MachineDeployments[pool] == nil {
+	if whole := loader.State(topo, ex.Class, live); whole.MachineDeployments[pool] == nil {
 		t.Fatalf("the whole view has no pool %s: %v", pool, slices.Collect(maps.Keys(whole.MachineDeployments)))
 	}
-	if cont, s := pass(lagging, whole); cont || !s.cacheBehind {
+	if cont, s := pass(lagging, topo); cont || !s.cacheBehind {
 		t.Errorf("a pass whose view lacks MachineDeployment %s (pool %s), which the server has, went on to make it (cacheBehind %v)", md.GetName(), pool, s.cacheBehind)
 	}
-	if cont, s := pass(live, whole); !cont || s.cacheBehind {
+	if cont, s := pass(live, topo); !cont || s.cacheBehind {
 		t.Errorf("a pass on the whole view stopped (cacheBehind %v)", s.cacheBehind)
 	}
 	// A pool added to the topology: the server has none of it.
-	added := loader.State(topo, ex.Class, live)
-	added.MachineDeployments["md-new"] = whole.MachineDeployments[pool]
+	added := topo.DeepCopy()
+	newPool := added.Spec.Workers.MachineDeployments[0].DeepCopy()
+	newPool.Name = "md-new"
+	added.Spec.Workers.MachineDeployments = append(added.Spec.Workers.MachineDeployments, *newPool)
 	if cont, s := pass(live, added); !cont || s.cacheBehind {
 		t.Errorf("a pass that makes the new pool md-new stopped (cacheBehind %v)", s.cacheBehind)
 	}
