@@ -72,7 +72,7 @@ func startExample(t *testing.T, prefix string) (*runningAgent, example) {
 	ns := newNamespace(t, prefix)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("what the API server has in namespace %s:\n%s", ns, describeNamespace(ns))
+			t.Logf("what the API server has in namespace %s:\n%s", ns, fixture.Explain(context.Background(), k8s, ns))
 		}
 	})
 	ex := loadExample(t, ns)
@@ -83,35 +83,6 @@ func startExample(t *testing.T, prefix string) (*runningAgent, example) {
 	reconciled(t, ns, "dev", controller.ReasonSucceeded)
 	waitIdle(t, a)
 	return a, ex
-}
-
-// describeNamespace lists, for a failed test's log, the generated objects
-// in ns (kind, name, pool, owners, deletion) and the Events recorded there:
-// what a wait that timed out could not say.
-func describeNamespace(ns string) string {
-	ctx := context.Background()
-	out := &strings.Builder{}
-	objs, err := fixture.Live(ctx, k8s, ns, "dev")
-	if err != nil {
-		fmt.Fprintf(out, "  listing: %v\n", err)
-	}
-	for _, o := range objs {
-		var owners []string
-		for _, ref := range o.GetOwnerReferences() {
-			owners = append(owners, ref.Kind+"/"+ref.Name)
-		}
-		labels := o.GetLabels()
-		pool := labels[clusterv1.ClusterTopologyMachineDeploymentNameLabel] + labels[clusterv1.ClusterTopologyMachinePoolNameLabel]
-		fmt.Fprintf(out, "  %s %s pool=%q owners=%v deleting=%v\n", o.GetKind(), o.GetName(), pool, owners, o.GetDeletionTimestamp() != nil)
-	}
-	events := &corev1.EventList{}
-	if err := k8s.List(ctx, events, client.InNamespace(ns)); err != nil {
-		fmt.Fprintf(out, "  listing Events: %v\n", err)
-	}
-	for _, e := range events.Items {
-		fmt.Fprintf(out, "  Event %s %s/%s %s: %s\n", e.LastTimestamp.Format("15:04:05"), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
-	}
-	return out.String()
 }
 
 func TestTopologyChanges(t *testing.T) {
