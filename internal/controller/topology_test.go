@@ -434,13 +434,25 @@ func TestUnusedIsJudgedByTheServerNotTheCache(t *testing.T) {
 	}
 }
 
+// waitOnView runs waitForCache on a pass of topo whose cache lists view,
+// reading the API server itself: whether the pass goes on, and its scope.
+func waitOnView(t *testing.T, ex fixture.Example, topo *v1alpha2.Topology, view []*unstructured.Unstructured) (bool, *scope) {
+	t.Helper()
+	s := &scope{topo: topo, class: &rules.CompiledClass{Class: ex.Class}, live: view, current: loader.State(topo, ex.Class, view)}
+	r := &TopologyReconciler{Client: k8s, APIReader: k8s, Recorder: record.NewFakeRecorder(10)}
+	cont, err := r.waitForCache(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cont, s
+}
+
 // TestAPassOnALaggingCacheStops: informers catch up kind by kind, so a pass
 // can list a MachinePool without the DockerMachinePool the pass before made
 // for it. Computed on that view, the desired state would make another one
 // and point the pool at it (the cold run of 95516b5 found two). The pass
 // stops, and goes on once the object is really gone from the server.
 func TestAPassOnALaggingCacheStops(t *testing.T) {
-	ctx := context.Background()
 	ex := generatedExample(t)
 	live := liveOf(t, ex)
 	infra := generatedOf(t, ex, "the MachinePool's DockerMachinePool", func(o *unstructured.Unstructured) bool { return o.GetKind() == "DockerMachinePool" })
@@ -448,13 +460,7 @@ func TestAPassOnALaggingCacheStops(t *testing.T) {
 	topo := topologyOf(t, ex)
 	pass := func(view []*unstructured.Unstructured) (bool, *scope) {
 		t.Helper()
-		s := &scope{topo: topo, class: &rules.CompiledClass{Class: ex.Class}, live: view, current: loader.State(topo, ex.Class, view)}
-		r := &TopologyReconciler{Client: k8s, APIReader: k8s, Recorder: record.NewFakeRecorder(10)}
-		cont, err := r.waitForCache(ctx, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cont, s
+		return waitOnView(t, ex, topo, view)
 	}
 	if got := desiredstate.Unresolved(loader.State(topo, ex.Class, lagging)); len(got) != 1 || got[0]["name"] != infra.GetName() {
 		t.Fatalf("unresolved references of the lagging view: %v, want only DockerMachinePool %s", got, infra.GetName())
@@ -489,7 +495,6 @@ func TestAPassOnALaggingCacheStops(t *testing.T) {
 // upstream's live check skips the creation; a pool the server does not have
 // either is new, and the pass goes on.
 func TestAPoolTheCacheLacksIsNotMadeAgain(t *testing.T) {
-	ctx := context.Background()
 	ex := generatedExample(t)
 	live := liveOf(t, ex)
 	md := generatedOf(t, ex, "a MachineDeployment", func(o *unstructured.Unstructured) bool { return o.GetKind() == "MachineDeployment" })
@@ -498,13 +503,7 @@ func TestAPoolTheCacheLacksIsNotMadeAgain(t *testing.T) {
 	topo := topologyOf(t, ex)
 	pass := func(view []*unstructured.Unstructured, topo *v1alpha2.Topology) (bool, *scope) {
 		t.Helper()
-		s := &scope{topo: topo, class: &rules.CompiledClass{Class: ex.Class}, live: view, current: loader.State(topo, ex.Class, view)}
-		r := &TopologyReconciler{Client: k8s, APIReader: k8s, Recorder: record.NewFakeRecorder(10)}
-		cont, err := r.waitForCache(ctx, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cont, s
+		return waitOnView(t, ex, topo, view)
 	}
 	if whole := loader.State(topo, ex.Class, live); whole.MachineDeployments[pool] == nil {
 		t.Fatalf("the whole view has no pool %s: %v", pool, slices.Collect(maps.Keys(whole.MachineDeployments)))
