@@ -524,6 +524,34 @@ func TestAPoolTheCacheLacksIsNotMadeAgain(t *testing.T) {
 	}
 }
 
+// TestAClusterTheCacheLacksIsNotMadeAgain: a pass whose view lacks the
+// Cluster the server has, and lacks the Cluster-made mark too, would apply
+// the Cluster anew with new infrastructure and control plane names, and the
+// next pass make both beside the ones the Cluster owned (a chaos run under
+// load left two of each). The pass stops; a Cluster the server does not
+// have either is new, and the pass goes on to make it.
+func TestAClusterTheCacheLacksIsNotMadeAgain(t *testing.T) {
+	ex := generatedExample(t)
+	live := liveOf(t, ex)
+	lagging := slices.DeleteFunc(slices.Clone(live), func(o *unstructured.Unstructured) bool { return o.GetKind() == clusterKind })
+	if len(lagging) != len(live)-1 {
+		t.Fatalf("the generated objects hold %d Clusters, want 1", len(live)-len(lagging))
+	}
+	topo := topologyOf(t, ex)
+	delete(topo.Annotations, v1alpha2.ClusterMadeAnnotation) // as a view older than the mark
+	if cont, s := waitOnView(t, ex, topo, lagging); cont || !s.cacheBehind {
+		t.Errorf("a pass whose view lacks Cluster %s/%s, which the server has, went on to make it (cacheBehind %v)", topo.Namespace, topo.Name, s.cacheBehind)
+	}
+	if cont, s := waitOnView(t, ex, topo, live); !cont || s.cacheBehind {
+		t.Errorf("a pass on the whole view stopped (cacheBehind %v)", s.cacheBehind)
+	}
+	fresh := topo.DeepCopy()
+	fresh.Name += "-new"
+	if cont, s := waitOnView(t, ex, fresh, nil); !cont || s.cacheBehind {
+		t.Errorf("a pass of Topology %s, whose Cluster the server does not have, stopped (cacheBehind %v)", fresh.Name, s.cacheBehind)
+	}
+}
+
 // TestAMarkOnAChangedTopologyEndsThePass: the Cluster-made mark is written
 // only onto the Topology the pass read. Written over a newer one, the
 // patch's response would bring that spec into the pass, beside a desired
