@@ -284,8 +284,9 @@ const cacheBehindRetry = 200 * time.Millisecond
 // wrote a pool and its new clones can see the pool without them; computed
 // on that view, the desired state would make the clones again under new
 // names and point the pool at them, rolling its machines for nothing.
-// Pools the view lacks are checked the same way (waitForPools), before the
-// desired state is computed and its lifecycle hooks called.
+// The Cluster and the pools the view lacks are checked the same way
+// (waitForCluster, waitForPools), before the lifecycle hooks are called and
+// the desired state computed.
 func (r *TopologyReconciler) waitForCache(ctx context.Context, s *scope) (bool, error) {
 	if r.APIReader == nil {
 		return true, nil
@@ -299,15 +300,12 @@ func (r *TopologyReconciler) waitForCache(ctx context.Context, s *scope) (bool, 
 		}
 		now := &unstructured.Unstructured{}
 		now.SetGroupVersionKind(mapping.GroupVersionKind)
-		switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, now); {
-		case err == nil:
-			if contract.Generated(now, s.topo.Name, poolKinds) {
-				ctrl.LoggerFrom(ctx).V(1).Info("the cache lags the API server: looking again", "missing", key.String())
-				s.cacheBehind = true
-				return false, nil
-			}
-		case !apierrors.IsNotFound(err):
-			return false, fmt.Errorf("reading %s, which the cache does not hold yet: %w", key, err)
+		found, err := r.serverHas(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, now, key.String())
+		if err != nil {
+			return false, err
+		}
+		if found && contract.Generated(now, s.topo.Name, poolKinds) {
+			return s.behind(ctx, key.String())
 		}
 	}
 	if cont, err := r.waitForCluster(ctx, s); !cont || err != nil {
@@ -329,16 +327,33 @@ func (r *TopologyReconciler) waitForCluster(ctx context.Context, s *scope) (bool
 	}
 	cluster := &metav1.PartialObjectMetadata{}
 	cluster.SetGroupVersionKind(r.capiGVK(clusterKind))
-	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.topo), cluster); {
-	case err == nil:
-		ctrl.LoggerFrom(ctx).V(1).Info("the cache lags the API server: looking again", "missing", "Cluster "+cluster.Name)
-		s.cacheBehind = true
-		return false, nil
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		return true, nil
-	default:
-		return false, fmt.Errorf("reading Cluster %s/%s, which the cache does not hold yet: %w", s.topo.Namespace, s.topo.Name, err)
+	what := fmt.Sprintf("Cluster %s/%s", s.topo.Namespace, s.topo.Name)
+	found, err := r.serverHas(ctx, client.ObjectKeyFromObject(s.topo), cluster, what)
+	if !found || err != nil {
+		return err == nil, err
 	}
+	return s.behind(ctx, what)
+}
+
+// serverHas reads into obj, from the API server itself, what the view
+// lacks: whether the server has it (a kind it does not serve, none).
+func (r *TopologyReconciler) serverHas(ctx context.Context, key types.NamespacedName, obj client.Object, what string) (bool, error) {
+	switch err := r.APIReader.Get(ctx, key, obj); {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("reading %s, which the cache does not hold yet: %w", what, err)
+	}
+}
+
+// behind ends a pass whose view lacks missing, which the API server has:
+// no status of that view is written, and the pass looks again.
+func (s *scope) behind(ctx context.Context, missing string) (bool, error) {
+	ctrl.LoggerFrom(ctx).V(1).Info("the cache lags the API server: looking again", "missing", missing)
+	s.cacheBehind = true
+	return false, nil
 }
 
 // waitForPools is waitForCache for the pools the topology names but the view
@@ -382,9 +397,7 @@ func (r *TopologyReconciler) waitForPools(ctx context.Context, s *scope) (bool, 
 		}
 		for _, o := range list.Items {
 			if pool := o.Labels[set.label]; slices.Contains(absent, pool) {
-				ctrl.LoggerFrom(ctx).V(1).Info("the cache lags the API server: looking again", "missing", set.kind+" "+o.Name, "pool", pool)
-				s.cacheBehind = true
-				return false, nil
+				return s.behind(ctx, fmt.Sprintf("%s %s (pool %s)", set.kind, o.Name, pool))
 			}
 		}
 	}
