@@ -2,7 +2,9 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -94,6 +96,7 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 			Rules:         rule("topologies", admissionregistrationv1.Create, admissionregistrationv1.Update),
 			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: &timeout, MatchPolicy: &equivalent, ReinvocationPolicy: &never,
 			NamespaceSelector: &metav1.LabelSelector{}, ObjectSelector: &metav1.LabelSelector{},
+			MatchConditions:         []admissionregistrationv1.MatchCondition{{Name: "spec-changed", Expression: specChanged}},
 			AdmissionReviewVersions: []string{"v1"},
 		}},
 	}
@@ -106,6 +109,7 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 			Rules:         rule("topologies", admissionregistrationv1.Create, admissionregistrationv1.Update),
 			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: &timeout, MatchPolicy: &equivalent,
 			NamespaceSelector: &metav1.LabelSelector{}, ObjectSelector: &metav1.LabelSelector{},
+			MatchConditions:         []admissionregistrationv1.MatchCondition{{Name: "spec-or-checked-annotations-changed", Expression: specOrCheckedAnnotationsChanged()}},
 			AdmissionReviewVersions: []string{"v1"},
 		}, {
 			Name:          "validate.topologyclass.topology.kubectl-topology.io",
@@ -124,6 +128,33 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 		}},
 	}
 	return mutating, validating
+}
+
+// specChanged matches what the Topology webhooks can act on: a create, or an
+// update of the spec. An update of metadata alone (the agent's finalizer and
+// marks, a user's labels) is neither defaulted (Topology.Default leaves it)
+// nor refused unless it changes a CheckedAnnotation, so asking the agent
+// about it costs a round trip and, while no replica answers, refuses it:
+// a finalizer could then not be removed with the agent away. The has()
+// guards keep an error, which the failure policy would turn into a refusal,
+// out of the expression. CEL's equality is the JSON's; where it tells two
+// specs apart that Topology.Default holds equal, the webhook is asked, as
+// before.
+const specChanged = `request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec`
+
+// specOrCheckedAnnotationsChanged is specChanged, or an update of one of
+// the annotations rules.ValidateTopologyMetadata checks (absent and empty
+// told apart).
+func specOrCheckedAnnotationsChanged() string {
+	var b strings.Builder
+	b.WriteString(specChanged)
+	value := func(obj, key string) string {
+		return fmt.Sprintf("(has(%[1]s.metadata.annotations) && %[2]q in %[1]s.metadata.annotations ? [%[1]s.metadata.annotations[%[2]q]] : [])", obj, key)
+	}
+	for _, key := range rules.CheckedAnnotations {
+		fmt.Fprintf(&b, " || %s != %s", value("object", key), value("oldObject", key))
+	}
+	return b.String()
 }
 
 // classReader reads TopologyClasses from the cache, and from the API server

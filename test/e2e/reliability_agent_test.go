@@ -16,11 +16,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/apiwrites"
@@ -620,5 +622,103 @@ func TestAgentRunsWithItsOwnRole(t *testing.T) {
 	waitFor(t, "an authorized caller reads the metrics", func(context.Context) (bool, error) {
 		code := get(token)
 		return code == http.StatusOK, fmt.Errorf("HTTP %d", code)
+	})
+}
+
+// TestMetadataUpdatesNeedNoAgent: every update of a Topology went to both
+// of its webhooks, the agent's own finalizer and marks included, so that
+// with no replica answering (failing closed) not even a finalizer could be
+// removed. The webhooks are now asked only about a create, a spec change or
+// a change of an annotation they check: the rest is admitted without them,
+// and what they check still is, and still fails closed without them.
+func TestMetadataUpdatesNeedNoAgent(t *testing.T) {
+	ctx := context.Background()
+	agent := startAgentBinary(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "metadata-"}}
+	if err := k8s.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := fixture.LoadExample(ns.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []client.Object
+	for _, o := range ex.Templates {
+		objs = append(objs, o.DeepCopy())
+	}
+	for _, o := range append(objs, ex.Class.DeepCopy(), ex.Topology.DeepCopy()) {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := client.ObjectKeyFromObject(ex.Topology)
+	waitFor(t, "the agent has reconciled the Topology", func(ctx context.Context) (bool, error) {
+		got := &v1alpha2.Topology{}
+		if err := k8s.Get(ctx, key, got); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, controller.ReconciledCondition)
+		return len(got.Finalizers) > 0 && c != nil && c.ObservedGeneration == got.Generation, fmt.Errorf("finalizers %v, condition %+v", got.Finalizers, c)
+	})
+	update := func(change func(*v1alpha2.Topology)) error {
+		got := &v1alpha2.Topology{}
+		if err := k8s.Get(ctx, key, got); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(got.DeepCopy())
+		change(got)
+		return k8s.Patch(ctx, got, patch)
+	}
+	setAnnotation := func(value string) func(*v1alpha2.Topology) {
+		return func(topo *v1alpha2.Topology) {
+			if topo.Annotations == nil {
+				topo.Annotations = map[string]string{}
+			}
+			topo.Annotations[clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation] = value
+		}
+	}
+	asked := func() float64 {
+		return agent.metric(t, "controller_runtime_webhook_requests_total", `webhook="`+topologywebhook.TopologyDefaultPath+`"`) +
+			agent.metric(t, "controller_runtime_webhook_requests_total", `webhook="`+topologywebhook.TopologyValidatePath+`"`)
+	}
+
+	before := asked()
+	if err := update(func(topo *v1alpha2.Topology) { topo.Labels = map[string]string{"team": "a"} }); err != nil {
+		t.Fatalf("labelling the Topology was refused: %v", err)
+	}
+	if after := asked(); after != before {
+		t.Errorf("a label change was sent to the Topology webhooks (%v requests before, %v after)", before, after)
+	}
+	if err := update(setAnnotation("abc")); err == nil || !strings.Contains(err.Error(), "upgrade-concurrency") {
+		t.Errorf("an upgrade concurrency of abc: got %v, want a refusal naming the annotation", err)
+	}
+	if err := update(setAnnotation("2")); err != nil {
+		t.Fatalf("an upgrade concurrency of 2 was refused: %v", err)
+	}
+
+	agent.kill()
+	if err := update(func(topo *v1alpha2.Topology) { topo.Labels["team"] = "b" }); err != nil {
+		t.Errorf("with no agent answering, a label change was refused: %v", err)
+	}
+	for name, change := range map[string]func(*v1alpha2.Topology){
+		"a version change":            func(topo *v1alpha2.Topology) { topo.Spec.Version = "v1.34.0" },
+		"an upgrade concurrency of 3": setAnnotation("3"),
+		"removing the upgrade concurrency": func(topo *v1alpha2.Topology) {
+			delete(topo.Annotations, clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation)
+		},
+	} {
+		if err := update(change); err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+			t.Errorf("with no agent answering, %s: got %v, want it refused as the webhook cannot be called", name, err)
+		}
+	}
+	if err := update(func(topo *v1alpha2.Topology) { topo.Finalizers = nil }); err != nil {
+		t.Fatalf("with no agent answering, removing the finalizer was refused: %v", err)
+	}
+	if err := k8s.Delete(ctx, ex.Topology.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the Topology is gone", func(ctx context.Context) (bool, error) {
+		err := k8s.Get(ctx, key, &v1alpha2.Topology{})
+		return apierrors.IsNotFound(err), err
 	})
 }

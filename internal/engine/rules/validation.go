@@ -482,7 +482,8 @@ func ValidateTopology(ctx context.Context, t, old *v1alpha2.Topology, c *v1alpha
 	return errs
 }
 
-// ValidateTopologyMetadata checks the Topology's own name and annotations.
+// ValidateTopologyMetadata checks the Topology's own name and the
+// annotations of CheckedAnnotations.
 func ValidateTopologyMetadata(t *v1alpha2.Topology) field.ErrorList {
 	errs := validateObjectName(t.Name, field.NewPath("metadata", "name"))
 	return append(errs, validateUpgradeConcurrency(t.Annotations)...)

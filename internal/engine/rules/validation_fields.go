@@ -202,6 +202,12 @@ func validateReadinessGates(gates []v1alpha2.MachineReadinessGate, p *field.Path
 	return errs
 }
 
+// CheckedAnnotations are the annotations ValidateTopologyMetadata reads.
+// An update that changes neither the spec nor one of these is never refused
+// (the name cannot change), so the webhooks are not asked about it: see
+// webhook.Configurations.
+var CheckedAnnotations = []string{clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation}
+
 // validateUpgradeConcurrency checks the upgrade-concurrency annotation: a
 // positive integer, as upstream's webhook requires.
 func validateUpgradeConcurrency(annotations map[string]string) field.ErrorList {
