@@ -182,14 +182,7 @@ func TestTopologyIsAlwaysDeletable(t *testing.T) {
 	// The templates, not yet the class. (A class deleted and made again
 	// would not do: a class owns its templates, as upstream's does, and the
 	// garbage collector removes them with it.)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "deletable-"}}
-	if err := k8s.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	ex, err := fixture.LoadExample(ns.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex := exampleIn(t, "deletable")
 	for _, o := range ex.Templates {
 		if err := k8s.Create(ctx, o.DeepCopy()); err != nil {
 			t.Fatal(err)
@@ -634,14 +627,7 @@ func TestAgentRunsWithItsOwnRole(t *testing.T) {
 func TestMetadataUpdatesNeedNoAgent(t *testing.T) {
 	ctx := context.Background()
 	agent := startAgentBinary(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "metadata-"}}
-	if err := k8s.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	ex, err := fixture.LoadExample(ns.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex := exampleIn(t, "metadata")
 	var objs []client.Object
 	for _, o := range ex.Templates {
 		objs = append(objs, o.DeepCopy())

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/components"
@@ -36,15 +34,7 @@ func TestShardsDivideTheManagementCluster(t *testing.T) {
 	suffix := strconv.FormatInt(time.Now().UnixNano()%1e6, 36)
 	var a, b, c fixture.Example
 	for _, ex := range []*fixture.Example{&a, &b, &c} {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "shard-"}}
-		if err := k8s.Create(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
-		loaded, err := fixture.LoadExample(ns.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		*ex = loaded
+		*ex = exampleIn(t, "shard")
 	}
 	agentA, agentB := "agents-a-"+suffix, "agents-b-"+suffix
 	stateA, stateB := t.TempDir(), t.TempDir()
