@@ -130,16 +130,11 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 	return mutating, validating
 }
 
-// specChanged matches what the Topology webhooks can act on: a create, or an
-// update of the spec. An update of metadata alone (the agent's finalizer and
-// marks, a user's labels) is neither defaulted (Topology.Default leaves it)
-// nor refused unless it changes a CheckedAnnotation, so asking the agent
-// about it costs a round trip and, while no replica answers, refuses it:
-// a finalizer could then not be removed with the agent away. The has()
-// guards keep an error, which the failure policy would turn into a refusal,
-// out of the expression. CEL's equality is the JSON's; where it tells two
-// specs apart that Topology.Default holds equal, the webhook is asked, as
-// before.
+// specChanged matches what the Topology webhooks can act on: a create or a
+// spec change. Metadata alone is neither defaulted nor refused (but for
+// rules.CheckedAnnotations), so asking costs a round trip and, with no
+// replica answering, refuses even a finalizer's removal. The has() guards
+// keep out errors, which the failure policy would make refusals.
 const specChanged = `request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec`
 
 // specOrCheckedAnnotationsChanged is specChanged, or an update of one of
