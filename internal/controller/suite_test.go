@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -119,11 +118,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager) error {
 // example class and topology into it, without creating them.
 func namespaceWithExample(t *testing.T) fixture.Example {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "controller-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	ex, err := fixture.LoadExample(ns.Name)
+	ex, err := fixture.ExampleInNewNamespace(context.Background(), k8s, "docker", "controller")
 	if err != nil {
 		t.Fatal(err)
 	}

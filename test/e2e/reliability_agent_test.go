@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -627,15 +626,12 @@ func TestAgentRunsWithItsOwnRole(t *testing.T) {
 func TestMetadataUpdatesNeedNoAgent(t *testing.T) {
 	ctx := context.Background()
 	agent := startAgentBinary(t)
-	ex := exampleIn(t, "metadata")
-	var objs []client.Object
-	for _, o := range ex.Templates {
-		objs = append(objs, o.DeepCopy())
+	ex, err := fixture.ClassInNewNamespace(ctx, k8s, "docker", "metadata")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, o := range append(objs, ex.Class.DeepCopy(), ex.Topology.DeepCopy()) {
-		if err := k8s.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
+	if err := k8s.Create(ctx, ex.Topology.DeepCopy()); err != nil {
+		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(ex.Topology)
 	waitFor(t, "the agent has reconciled the Topology", func(ctx context.Context) (bool, error) {
@@ -643,18 +639,10 @@ func TestMetadataUpdatesNeedNoAgent(t *testing.T) {
 		if err := k8s.Get(ctx, key, got); err != nil {
 			return false, err
 		}
-		c := meta.FindStatusCondition(got.Status.Conditions, controller.ReconciledCondition)
-		return len(got.Finalizers) > 0 && c != nil && c.ObservedGeneration == got.Generation, fmt.Errorf("finalizers %v, condition %+v", got.Finalizers, c)
+		c, current := fixture.Reconciled(got)
+		return len(got.Finalizers) > 0 && current, fmt.Errorf("finalizers %v, condition %+v", got.Finalizers, c)
 	})
-	update := func(change func(*v1alpha2.Topology)) error {
-		got := &v1alpha2.Topology{}
-		if err := k8s.Get(ctx, key, got); err != nil {
-			t.Fatal(err)
-		}
-		patch := client.MergeFrom(got.DeepCopy())
-		change(got)
-		return k8s.Patch(ctx, got, patch)
-	}
+	update := func(change func(*v1alpha2.Topology)) error { return fixture.ChangeTopology(ctx, k8s, key, change) }
 	setAnnotation := func(value string) func(*v1alpha2.Topology) {
 		return func(topo *v1alpha2.Topology) {
 			if topo.Annotations == nil {
@@ -664,8 +652,8 @@ func TestMetadataUpdatesNeedNoAgent(t *testing.T) {
 		}
 	}
 	asked := func() float64 {
-		return agent.metric(t, "controller_runtime_webhook_requests_total", `webhook="`+topologywebhook.TopologyDefaultPath+`"`) +
-			agent.metric(t, "controller_runtime_webhook_requests_total", `webhook="`+topologywebhook.TopologyValidatePath+`"`)
+		m := agent.metrics(t)
+		return m.WebhookRequests(topologywebhook.TopologyDefaultPath) + m.WebhookRequests(topologywebhook.TopologyValidatePath)
 	}
 
 	before := asked()
@@ -700,11 +688,5 @@ func TestMetadataUpdatesNeedNoAgent(t *testing.T) {
 	if err := update(func(topo *v1alpha2.Topology) { topo.Finalizers = nil }); err != nil {
 		t.Fatalf("with no agent answering, removing the finalizer was refused: %v", err)
 	}
-	if err := k8s.Delete(ctx, ex.Topology.DeepCopy()); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the Topology is gone", func(ctx context.Context) (bool, error) {
-		err := k8s.Get(ctx, key, &v1alpha2.Topology{})
-		return apierrors.IsNotFound(err), err
-	})
+	deleteAndWait(t, ex.Topology.DeepCopy())
 }

@@ -17,9 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -265,11 +263,7 @@ func mdReplicas(ctx context.Context, t *testing.T, ex fixture.Example) int64 {
 // templates and Topology into it (nothing is created but the namespace).
 func exampleIn(tb testing.TB, prefix string) fixture.Example {
 	tb.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		tb.Fatal(err)
-	}
-	ex, err := fixture.LoadExample(ns.Name)
+	ex, err := fixture.ExampleInNewNamespace(context.Background(), k8s, "docker", prefix)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -183,15 +183,25 @@ func (m Metrics) Quantile(q float64, name string, filters ...string) float64 {
 // in its webhook at path, from its latency histogram; ok is false before the
 // first request.
 func (m Metrics) WebhookLatency(path string) (mean, p99 time.Duration, ok bool) {
-	const name = "controller_runtime_webhook_latency_seconds"
-	filter := `webhook="` + path + `"`
-	count := m.Sum(name+"_count", filter)
+	count := m.WebhookRequests(path)
 	if count == 0 {
 		return 0, 0, false
 	}
 	seconds := func(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
-	return seconds(m.Sum(name+"_sum", filter) / count), seconds(m.Quantile(0.99, name, filter)), true
+	return seconds(m.Sum(webhookLatency+"_sum", webhookFilter(path)) / count), seconds(m.Quantile(0.99, webhookLatency, webhookFilter(path))), true
 }
+
+// WebhookRequests is how many admission requests a controller-runtime
+// process answered in its webhook at path.
+func (m Metrics) WebhookRequests(path string) float64 {
+	return m.Sum(webhookLatency+"_count", webhookFilter(path))
+}
+
+// webhookLatency is controller-runtime's histogram of its webhooks' latency.
+const webhookLatency = "controller_runtime_webhook_latency_seconds"
+
+// webhookFilter selects the series of the webhook at path.
+func webhookFilter(path string) string { return `webhook="` + path + `"` }
 
 // requestMethods are the HTTP methods of a client's API requests; all but
 // GET write.
