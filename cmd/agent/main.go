@@ -27,14 +27,9 @@ import (
 )
 
 // gcPercent is the agent's garbage collection target unless GOGC says
-// otherwise. Its heap is mostly its cache, long-lived, and at the default
-// target of 100 the heap grows to twice that between collections, while
-// memory is what a management cluster's add-ons are limited and evicted by.
-// At 1,000 Topologies (make bench-scale, docs/benchmarks.md, 2026-12-01)
-// the peak RSS was 157-160 MiB at 50, 150-151 at 40 and 139-142 at 30;
-// 40 cost no CPU beyond the runs' spread; 30 cost the no-op resync after
-// a restart a quarter more CPU (7.9-8.8 s against 6.4-6.8 s at 50) and
-// took it past 12 s.
+// otherwise: its heap is mostly its long-lived cache, and memory is what
+// add-ons are limited and evicted by. docs/benchmarks.md (2026-12-01) has
+// the peak RSS and resync CPU at 30, 40 and 50 that chose 40.
 const gcPercent = 40
 
 // setGCPercent applies gcPercent unless the environment set GOGC, and
