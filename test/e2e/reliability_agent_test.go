@@ -626,10 +626,7 @@ func TestAgentRunsWithItsOwnRole(t *testing.T) {
 func TestMetadataUpdatesNeedNoAgent(t *testing.T) {
 	ctx := context.Background()
 	agent := startAgentBinary(t)
-	ex, err := fixture.ClassInNewNamespace(ctx, k8s, "docker", "metadata")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex := exampleClass(t, "metadata")
 	if err := k8s.Create(ctx, ex.Topology.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
