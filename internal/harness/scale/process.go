@@ -2,9 +2,11 @@ package scale
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -96,11 +98,17 @@ type Metrics string
 
 // Scrape reads url's metrics.
 func Scrape(ctx context.Context, url string) (Metrics, error) {
+	return ScrapeWith(ctx, http.DefaultClient, url)
+}
+
+// ScrapeWith reads url's metrics through hc: the API server's, say, which
+// asks who is reading.
+func ScrapeWith(ctx context.Context, hc *http.Client, url string) (Metrics, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("reading metrics at %s: %w", url, err)
 	}
@@ -245,4 +253,56 @@ func (m Metrics) WritesByResource() map[string]float64 {
 		out[key] += s.GetCounter().GetValue()
 	}
 	return out
+}
+
+// ServerWritesByResource is an API server's writes from every client
+// (apiserver_request_total) as "verb resource[/subresource]" → count, dry runs
+// included; empty on an unreadable scrape. Cluster API's controllers make
+// most of them, which is what sets a side's time on two cores.
+func (m Metrics) ServerWritesByResource() map[string]float64 {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(m)))
+	if err != nil || families["apiserver_request_total"] == nil {
+		return map[string]float64{}
+	}
+	out := map[string]float64{}
+	for _, s := range families["apiserver_request_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range s.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		switch labels["verb"] {
+		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
+		default:
+			continue
+		}
+		key := labels["verb"] + " " + labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		out[key] += s.GetCounter().GetValue()
+	}
+	return out
+}
+
+// largest lists the n largest counts as "key count", largest first (ties by
+// key), and how many were left out.
+func largest(counts map[string]float64, n int) string {
+	keys := slices.SortedFunc(maps.Keys(counts), func(a, b string) int {
+		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	var parts []string
+	for _, k := range keys[:min(n, len(keys))] {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, counts[k]))
+	}
+	if len(keys) > n {
+		parts = append(parts, fmt.Sprintf("and %d more", len(keys)-n))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

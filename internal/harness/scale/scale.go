@@ -128,6 +128,10 @@ type Measurement struct {
 	Core Usage
 	// CoreRequests are the core manager's API requests, likewise.
 	CoreRequests float64
+	// APIServer is the API server's usage since it started, read with the
+	// others: on two cores it and the core manager, not the topology
+	// controller, do most of the work a cluster costs.
+	APIServer Usage
 	// ResyncWrites and Resync are the writes (the agent's heartbeat Lease
 	// aside) and the time until idle after the controller restarted with
 	// nothing to change.
@@ -389,6 +393,16 @@ func measure(ctx context.Context, opts Options, side string, t *target) (Measure
 	m.CoreRequests = coreMetrics.Sum("rest_client_requests_total")
 	if m.Core, err = usage(*t.core); err != nil {
 		return m, err
+	}
+	if t.apiServer != nil {
+		pid, err := t.apiServer()
+		if err != nil {
+			return m, fmt.Errorf("finding the API server's process: %w", err)
+		}
+		if m.APIServer, err = ReadUsage(pid); err != nil {
+			return m, err
+		}
+		logf(opts.Log, "%s, N=%d: the API server's writes until idle, all clients: %s", side, opts.N, t.serverWrites(ctx))
 	}
 
 	// What else keeps the API server busy decides how fast a restart's lists
@@ -822,6 +836,20 @@ func (t *target) memory() string {
 	return fmt.Sprintf("; the %s's RSS %d MiB (%d MiB of it files), peak %d MiB", t.measured.name, u.RSS>>20, u.FileRSS>>20, u.PeakRSS>>20)
 }
 
+// serverWrites is the largest counts of the API server's writes so far, by
+// resource, or why they could not be read.
+func (t *target) serverWrites(ctx context.Context) string {
+	hc, err := rest.HTTPClientFor(t.cfg)
+	if err != nil {
+		return fmt.Sprintf("not read: %v", err)
+	}
+	m, err := ScrapeWith(ctx, hc, t.cfg.Host+"/metrics")
+	if err != nil {
+		return fmt.Sprintf("not read: %v", err)
+	}
+	return largest(m.ServerWritesByResource(), 12)
+}
+
 // othersBusy starts counting the CPU time of the core manager (when it is
 // not the measured process) and of the API server, and returns what says
 // how much each has used since.
@@ -1015,6 +1043,7 @@ func Table(w io.Writer, class string, ours, upstream Measurement) {
 		return withCore(m, m.Usage.CPU.Seconds(), m.Core.CPU.Seconds())
 	})
 	row("API requests per cluster, same", true, true, perCluster, func(m Measurement) float64 { return perN(withCore(m, m.Requests, m.CoreRequests), m) })
+	row("CPU time, API server since its start", true, true, secs, func(m Measurement) float64 { return m.APIServer.CPU.Seconds() })
 	row("no-op resync after a restart: time to idle", true, true, secs, func(m Measurement) float64 { return m.Resync.Seconds() })
 	row("no-op resync: writes, the heartbeat Lease aside", true, false, count, func(m Measurement) float64 { return m.ResyncWrites })
 	row("no-op resync: objects the topology controller changed", true, false, count, func(m Measurement) float64 { return float64(m.ResyncChanged) })

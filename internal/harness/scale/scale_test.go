@@ -121,6 +121,35 @@ rest_client_requests_total{code="200",host="h",method="PATCH"} 29
 	}
 }
 
+// TestMetricsServerWrites reads an API server's writes by resource, each
+// code and version summed, reads and watches left out, and lists the largest.
+func TestMetricsServerWrites(t *testing.T) {
+	m := Metrics(`# HELP apiserver_request_total Counter of apiserver requests.
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="cluster.x-k8s.io",resource="machinedeployments",scope="resource",subresource="status",verb="PATCH",version="v1beta2"} 40
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="cluster.x-k8s.io",resource="machinedeployments",scope="resource",subresource="status",verb="PATCH",version="v1beta2"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="cluster.x-k8s.io",resource="machinedeployments",scope="resource",subresource="",verb="APPLY",version="v1beta2"} 10
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="POST",version="v1"} 10
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="cluster.x-k8s.io",resource="clusters",scope="resource",subresource="",verb="GET",version="v1beta2"} 500
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="cluster.x-k8s.io",resource="clusters",scope="namespace",subresource="",verb="WATCH",version="v1beta2"} 7
+`)
+	want := map[string]float64{
+		"PATCH machinedeployments/status": 42,
+		"APPLY machinedeployments":        10,
+		"POST events":                     10,
+	}
+	got := m.ServerWritesByResource()
+	if !maps.Equal(got, want) {
+		t.Errorf("ServerWritesByResource() = %v, want %v", got, want)
+	}
+	if s, want := largest(got, 2), "PATCH machinedeployments/status 42, APPLY machinedeployments 10, and 1 more"; s != want {
+		t.Errorf("largest(2) = %q, want %q", s, want)
+	}
+	if s := largest(Metrics("up 1\n").ServerWritesByResource(), 5); s != "none" {
+		t.Errorf("largest of no writes = %q, want none", s)
+	}
+}
+
 func TestMetricsQuantile(t *testing.T) {
 	// Two webhooks' histograms (cumulative buckets), as controller-runtime
 	// exposes them: 100 requests to the default path, 100 to the validate path.
@@ -235,11 +264,11 @@ func mustJSON(t *testing.T, doc string) []byte {
 func TestTable(t *testing.T) {
 	ours := Measurement{Side: Ours, N: 100, Processes: true, Created: 2 * time.Second, Reconciled: 14 * time.Second,
 		CreateP50: 4200 * time.Microsecond, CreateP99: 21 * time.Millisecond, AdmissionP99: 2500 * time.Microsecond, Requests: 2100,
-		Usage: Usage{PeakRSS: 120 << 20, CPU: 9 * time.Second}, Core: Usage{PeakRSS: 90 << 20, CPU: 20 * time.Second}, CoreRequests: 5000,
+		Usage: Usage{PeakRSS: 120 << 20, CPU: 9 * time.Second}, Core: Usage{PeakRSS: 90 << 20, CPU: 20 * time.Second}, CoreRequests: 5000, APIServer: Usage{CPU: 60 * time.Second},
 		ResyncWrites: 0, Resync: 3 * time.Second}
 	upstream := Measurement{Side: Upstream, N: 100, Processes: true, Created: 1500 * time.Millisecond, Reconciled: 28 * time.Second,
 		CreateP50: 3 * time.Millisecond, CreateP99: 12 * time.Millisecond, AdmissionP99: 5 * time.Millisecond,
-		Usage: Usage{PeakRSS: 150 << 20, CPU: 40 * time.Second}, Requests: 9000, Core: Usage{PeakRSS: 150 << 20, CPU: 40 * time.Second}, CoreRequests: 9000,
+		Usage: Usage{PeakRSS: 150 << 20, CPU: 40 * time.Second}, Requests: 9000, Core: Usage{PeakRSS: 150 << 20, CPU: 40 * time.Second}, CoreRequests: 9000, APIServer: Usage{CPU: 2 * time.Minute},
 		ResyncWrites: 12, Resync: 6 * time.Second, CreateRetries: 3}
 	var out bytes.Buffer
 	Table(&out, "testdata/parity/in-memory", ours, upstream)
