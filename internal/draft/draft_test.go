@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -179,5 +180,56 @@ func TestWriteGoesThroughAStatusOnlyChange(t *testing.T) {
 	}
 	if now.Status.ObservedGeneration != 7 {
 		t.Errorf("the agent's status was lost: observedGeneration %d", now.Status.ObservedGeneration)
+	}
+}
+
+// TestWriteGoesThroughTheAgentsMarks: right after a create or an adopt the
+// agent adds its finalizer and marks the Topology (the Cluster it made, the
+// hooks owed); a user's edit of the spec read before is still theirs to
+// make, and the marks stay. Anyone else's metadata is still a conflict.
+func TestWriteGoesThroughTheAgentsMarks(t *testing.T) {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(v1alpha2.AddToScheme(scheme))
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(topology()).Build()
+	read := &v1alpha2.Topology{}
+	if err := c.Get(ctx, clientKey(), read); err != nil {
+		t.Fatal(err)
+	}
+	marked := read.DeepCopy()
+	marked.Finalizers = append(marked.Finalizers, "topology.kubectl-topology.io/cluster")
+	metav1.SetMetaDataAnnotation(&marked.ObjectMeta, v1alpha2.ClusterMadeAnnotation, "dev")
+	metav1.SetMetaDataAnnotation(&marked.ObjectMeta, runtimev1.PendingHooksAnnotation, "AfterControlPlaneInitialized")
+	if err := c.Update(ctx, marked); err != nil {
+		t.Fatal(err)
+	}
+	mine := read.DeepCopy()
+	mine.Spec.Version = "v1.34.0"
+	written, err := Write(ctx, TopologyStore{Client: c}, read, mine)
+	if err != nil {
+		t.Fatalf("the agent's marks refused the edit: %v", err)
+	}
+	now := &v1alpha2.Topology{}
+	if err := c.Get(ctx, clientKey(), now); err != nil {
+		t.Fatal(err)
+	}
+	if now.Spec.Version != "v1.34.0" {
+		t.Errorf("the edit was not written: server has %s", now.Spec.Version)
+	}
+	if len(now.Finalizers) != 1 || now.Annotations[v1alpha2.ClusterMadeAnnotation] != "dev" || now.Annotations[runtimev1.PendingHooksAnnotation] == "" {
+		t.Errorf("the agent's marks were lost: finalizers %v, annotations %v", now.Finalizers, now.Annotations)
+	}
+
+	// Someone labels it after the next read: that is theirs, and a conflict.
+	labelled := written.DeepCopy()
+	metav1.SetMetaDataLabel(&labelled.ObjectMeta, "team", "a")
+	if err := c.Update(ctx, labelled); err != nil {
+		t.Fatal(err)
+	}
+	again := written.DeepCopy()
+	again.Spec.Version = "v1.35.0"
+	var conflict *ConflictError
+	if _, err := Write(ctx, TopologyStore{Client: c}, written, again); !errors.As(err, &conflict) {
+		t.Fatalf("a label someone else set: got %v, want a ConflictError", err)
 	}
 }

@@ -3,11 +3,13 @@ package draft
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
@@ -93,11 +95,16 @@ func DryRun(ctx context.Context, s Store, orig, edited *v1alpha2.Topology) error
 // was read at: a change made on the server since is never overwritten. On
 // such a conflict it writes nothing and returns a *ConflictError.
 //
-// A conflict with a change of status only (the agent reports progress all
-// the time) is no conflict with the user's edit: the edit is written again
-// on the server's version, a few times at most, without asking.
+// A conflict with a change of status, or of the marks the agent keeps in
+// the metadata (finalizers, the Cluster it made, the hooks owed), is no
+// conflict with the user's edit, which is of the spec only: the agent makes
+// such changes all the time, most of all right after a create or an adopt.
+// The edit's spec is then laid on the server's version, its metadata and
+// status kept as the server has them, and written again, a few times at
+// most, without asking. Anyone else's change, to the spec or to labels,
+// annotations or owners, is a conflict.
 func Write(ctx context.Context, s Store, orig, edited *v1alpha2.Topology) (*v1alpha2.Topology, error) {
-	const statusOnlyRetries = 5
+	const retries = 5
 	for attempt := 0; ; attempt++ {
 		out, err := s.Update(ctx, orig, edited, false)
 		if err == nil {
@@ -110,9 +117,9 @@ func Write(ctx context.Context, s Store, orig, edited *v1alpha2.Topology) (*v1al
 		if gerr != nil {
 			return nil, fmt.Errorf("%s %s/%s changed on the server after it was read, and reading it again failed; nothing was written: %w", contract.KindOf(orig), orig.Namespace, orig.Name, gerr)
 		}
-		if attempt < statusOnlyRetries && onlyStatusChanged(orig, latest) {
-			carried := edited.DeepCopy()
-			carried.Status = latest.Status
+		if attempt < retries && onlyAgentChanges(orig, latest) {
+			carried := latest.DeepCopy()
+			carried.Spec = *edited.Spec.DeepCopy()
 			orig, edited = latest, carried
 			continue
 		}
@@ -121,14 +128,23 @@ func Write(ctx context.Context, s Store, orig, edited *v1alpha2.Topology) (*v1al
 	}
 }
 
-// onlyStatusChanged tells whether latest differs from orig in its status
-// alone: same spec, labels, annotations, owners and finalizers.
-func onlyStatusChanged(orig, latest *v1alpha2.Topology) bool {
+// agentAnnotations are the annotations the agent keeps on a Topology.
+var agentAnnotations = []string{v1alpha2.ClusterMadeAnnotation, runtimev1.PendingHooksAnnotation, runtimev1.OkToDeleteAnnotation}
+
+// onlyAgentChanges tells whether latest differs from orig in its status,
+// finalizers and agentAnnotations alone.
+func onlyAgentChanges(orig, latest *v1alpha2.Topology) bool {
+	withoutMarks := func(t *v1alpha2.Topology) map[string]string {
+		out := maps.Clone(t.Annotations)
+		for _, k := range agentAnnotations {
+			delete(out, k)
+		}
+		return out
+	}
 	return equality.Semantic.DeepEqual(orig.Spec, latest.Spec) &&
 		equality.Semantic.DeepEqual(orig.Labels, latest.Labels) &&
-		equality.Semantic.DeepEqual(orig.Annotations, latest.Annotations) &&
+		equality.Semantic.DeepEqual(withoutMarks(orig), withoutMarks(latest)) &&
 		equality.Semantic.DeepEqual(orig.OwnerReferences, latest.OwnerReferences) &&
-		equality.Semantic.DeepEqual(orig.Finalizers, latest.Finalizers) &&
 		orig.DeletionTimestamp.Equal(latest.DeletionTimestamp)
 }
 
