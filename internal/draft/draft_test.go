@@ -98,14 +98,8 @@ func TestRebaseKeepsTheUsersSettings(t *testing.T) {
 }
 
 func TestWriteIsGuardedByTheReadVersion(t *testing.T) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(v1alpha2.AddToScheme(scheme))
 	ctx := context.Background()
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(topology()).Build()
-	read := &v1alpha2.Topology{}
-	if err := c.Get(ctx, clientKey(), read); err != nil {
-		t.Fatal(err)
-	}
+	c, read := storeAndRead(t, fake.NewClientBuilder())
 	// Someone else scales the control plane after our read.
 	theirs := read.DeepCopy()
 	five := int32(5)
@@ -126,9 +120,7 @@ func TestWriteIsGuardedByTheReadVersion(t *testing.T) {
 	if conflict.Rebased.Spec.Version != "v1.34.0" || *conflict.Rebased.Spec.ControlPlane.Replicas != 5 {
 		t.Error("the rebased edit lost a side")
 	}
-	now := &v1alpha2.Topology{}
-	_ = c.Get(ctx, clientKey(), now)
-	if now.Spec.Version != "v1.33.1" {
+	if now := onServer(t, c); now.Spec.Version != "v1.33.1" {
 		t.Fatal("the conflicting write went through")
 	}
 	written, err := Write(ctx, TopologyStore{Client: c}, conflict.Latest, conflict.Rebased)
@@ -147,18 +139,32 @@ func TestAConflictWithOnlyMetadataSaysSo(t *testing.T) {
 
 func clientKey() client.ObjectKey { return client.ObjectKey{Namespace: "default", Name: "dev"} }
 
+// storeAndRead builds b's fake client holding topology() and reads it back,
+// as an edit starts.
+func storeAndRead(t *testing.T, b *fake.ClientBuilder) (client.Client, *v1alpha2.Topology) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	utilruntime.Must(v1alpha2.AddToScheme(scheme))
+	c := b.WithScheme(scheme).WithObjects(topology()).Build()
+	return c, onServer(t, c)
+}
+
+// onServer is the Topology as c has it now.
+func onServer(t *testing.T, c client.Client) *v1alpha2.Topology {
+	t.Helper()
+	now := &v1alpha2.Topology{}
+	if err := c.Get(context.Background(), clientKey(), now); err != nil {
+		t.Fatal(err)
+	}
+	return now
+}
+
 // TestWriteGoesThroughAStatusOnlyChange: the agent writes the Topology's
 // status all the time; a user's edit read before such a write is still
 // theirs to make, and is written without a conflict.
 func TestWriteGoesThroughAStatusOnlyChange(t *testing.T) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(v1alpha2.AddToScheme(scheme))
 	ctx := context.Background()
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(topology()).WithStatusSubresource(&v1alpha2.Topology{}).Build()
-	read := &v1alpha2.Topology{}
-	if err := c.Get(ctx, clientKey(), read); err != nil {
-		t.Fatal(err)
-	}
+	c, read := storeAndRead(t, fake.NewClientBuilder().WithStatusSubresource(&v1alpha2.Topology{}))
 	// The agent reports progress after our read.
 	progress := read.DeepCopy()
 	progress.Status.ObservedGeneration = 7
@@ -171,10 +177,7 @@ func TestWriteGoesThroughAStatusOnlyChange(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a status-only change refused the edit: %v", err)
 	}
-	now := &v1alpha2.Topology{}
-	if err := c.Get(ctx, clientKey(), now); err != nil {
-		t.Fatal(err)
-	}
+	now := onServer(t, c)
 	if now.Spec.Version != "v1.34.0" || written.Spec.Version != "v1.34.0" {
 		t.Errorf("the edit was not written: server has %s", now.Spec.Version)
 	}
@@ -188,14 +191,8 @@ func TestWriteGoesThroughAStatusOnlyChange(t *testing.T) {
 // hooks owed); a user's edit of the spec read before is still theirs to
 // make, and the marks stay. Anyone else's metadata is still a conflict.
 func TestWriteGoesThroughTheAgentsMarks(t *testing.T) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(v1alpha2.AddToScheme(scheme))
 	ctx := context.Background()
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(topology()).Build()
-	read := &v1alpha2.Topology{}
-	if err := c.Get(ctx, clientKey(), read); err != nil {
-		t.Fatal(err)
-	}
+	c, read := storeAndRead(t, fake.NewClientBuilder())
 	marked := read.DeepCopy()
 	marked.Finalizers = append(marked.Finalizers, "topology.kubectl-topology.io/cluster")
 	metav1.SetMetaDataAnnotation(&marked.ObjectMeta, v1alpha2.ClusterMadeAnnotation, "dev")
@@ -209,10 +206,7 @@ func TestWriteGoesThroughTheAgentsMarks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the agent's marks refused the edit: %v", err)
 	}
-	now := &v1alpha2.Topology{}
-	if err := c.Get(ctx, clientKey(), now); err != nil {
-		t.Fatal(err)
-	}
+	now := onServer(t, c)
 	if now.Spec.Version != "v1.34.0" {
 		t.Errorf("the edit was not written: server has %s", now.Spec.Version)
 	}
