@@ -235,24 +235,32 @@ func (m Metrics) Writes() float64 {
 // "verb resource" → count, dry runs marked as such; empty for a process that
 // does not count them, or on an unreadable scrape.
 func (m Metrics) WritesByResource() map[string]float64 {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(m)))
-	if err != nil || families[apiwrites.MetricName] == nil {
-		return map[string]float64{}
-	}
 	out := map[string]float64{}
-	for _, s := range families[apiwrites.MetricName].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range s.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
+	m.counters(apiwrites.MetricName, func(labels map[string]string, v float64) {
 		key := labels["verb"] + " " + labels["resource"]
 		if labels["dry_run"] == "true" {
 			key += " (dry run)"
 		}
-		out[key] += s.GetCounter().GetValue()
-	}
+		out[key] += v
+	})
 	return out
+}
+
+// counters calls fn with the labels and value of each series of the counter
+// name; none on an unreadable scrape or where there is no such counter.
+func (m Metrics) counters(name string, fn func(labels map[string]string, v float64)) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(m)))
+	if err != nil || families[name] == nil {
+		return
+	}
+	for _, s := range families[name].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range s.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		fn(labels, s.GetCounter().GetValue())
+	}
 }
 
 // ServerWritesByResource is an API server's writes from every client
@@ -260,28 +268,19 @@ func (m Metrics) WritesByResource() map[string]float64 {
 // included; empty on an unreadable scrape. Cluster API's controllers make
 // most of them, which is what sets a side's time on two cores.
 func (m Metrics) ServerWritesByResource() map[string]float64 {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(m)))
-	if err != nil || families["apiserver_request_total"] == nil {
-		return map[string]float64{}
-	}
 	out := map[string]float64{}
-	for _, s := range families["apiserver_request_total"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range s.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
+	m.counters("apiserver_request_total", func(labels map[string]string, v float64) {
 		switch labels["verb"] {
 		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
 		default:
-			continue
+			return
 		}
 		key := labels["verb"] + " " + labels["resource"]
 		if sub := labels["subresource"]; sub != "" {
 			key += "/" + sub
 		}
-		out[key] += s.GetCounter().GetValue()
-	}
+		out[key] += v
+	})
 	return out
 }
 
