@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-topology/kubectl-topology/internal/engine/contract"
@@ -128,15 +127,12 @@ func Write(ctx context.Context, s Store, orig, edited *v1alpha2.Topology) (*v1al
 	}
 }
 
-// agentAnnotations are the annotations the agent keeps on a Topology.
-var agentAnnotations = []string{v1alpha2.ClusterMadeAnnotation, runtimev1.PendingHooksAnnotation, runtimev1.OkToDeleteAnnotation}
-
 // onlyAgentChanges tells whether latest differs from orig in its status,
-// finalizers and agentAnnotations alone.
+// finalizers and contract.AgentAnnotations alone.
 func onlyAgentChanges(orig, latest *v1alpha2.Topology) bool {
 	withoutMarks := func(t *v1alpha2.Topology) map[string]string {
 		out := maps.Clone(t.Annotations)
-		for _, k := range agentAnnotations {
+		for _, k := range contract.AgentAnnotations {
 			delete(out, k)
 		}
 		return out
